@@ -1,0 +1,72 @@
+//! `idmint bench`: sequence throughput by mode and concurrency.
+
+use std::fmt::Write;
+use std::time::Duration;
+
+use clap::Args;
+use idmint::bench::{self, BenchOptions};
+
+use super::{ConnectArgs, Outcome, Output};
+
+/// Arguments of `idmint bench`.
+#[derive(Debug, Args)]
+pub struct BenchCmd {
+    /// Concurrent clients to measure at, comma separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [1_usize, 8, 32])]
+    pub concurrency: Vec<usize>,
+    /// Seconds per mode at each concurrency.
+    #[arg(long, default_value_t = 3.0, value_name = "SECS")]
+    pub seconds: f64,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+impl BenchCmd {
+    pub async fn execute(&self, output: &Output) -> anyhow::Result<Outcome> {
+        if self.concurrency.iter().any(|&c| c == 0 || c > 1024)
+            || !(0.1..=600.0).contains(&self.seconds)
+        {
+            return Err(super::exit::UsageError(
+                "--concurrency takes 1 to 1024 per entry and --seconds 0.1 to 600".into(),
+            )
+            .into());
+        }
+        let pool = self.concurrency.iter().copied().max().unwrap_or(1) as u32;
+        let database = self
+            .connect
+            .options()
+            .max_pool_size(pool)
+            .connect()
+            .await
+            .map_err(idmint::Error::from)?;
+        let mut options = BenchOptions::default();
+        options.concurrencies = self.concurrency.clone();
+        options.duration = Duration::from_secs_f64(self.seconds);
+        let report = bench::run(&database, &options)
+            .await
+            .map_err(idmint::Error::from)?;
+        output.report(&report, || {
+            let mut text = format!(
+                "{:<10} {:>11} {:>12} {:>10}\n",
+                "mode", "concurrency", "ops/s", "ops"
+            );
+            for result in &report.results {
+                let _ = writeln!(
+                    text,
+                    "{:<10} {:>11} {:>12.0} {:>10}",
+                    result.mode, result.concurrency, result.ops_per_sec, result.ops
+                );
+            }
+            for &concurrency in &self.concurrency {
+                if let Some(ratio) = report.pipeline_ratio(concurrency) {
+                    let _ = writeln!(
+                        text,
+                        "pipeline / raw_inc at concurrency {concurrency}: {ratio:.3}"
+                    );
+                }
+            }
+            text
+        })?;
+        Ok(Outcome::Success)
+    }
+}

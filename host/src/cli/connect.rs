@@ -1,0 +1,51 @@
+//! The connection flags shared by every command that talks to MongoDB.
+
+use std::time::Duration;
+
+use clap::Args;
+use idmint::config::{ConnectOptions, DEFAULT_DATABASE};
+use mongodb::Database;
+
+/// Where the database is.
+#[derive(Debug, Clone, Args)]
+pub struct ConnectArgs {
+    /// MongoDB connection string.
+    #[arg(long, env = "MONGODB_URI", hide_env_values = true)]
+    pub uri: String,
+    /// Database holding counters and system.js.
+    #[arg(long, env = "IDMINT_DB", default_value = DEFAULT_DATABASE)]
+    pub db: String,
+    /// Seconds to wait for a usable server before failing (unless the URI sets
+    /// serverSelectionTimeoutMS).
+    #[arg(long, env = "IDMINT_SERVER_TIMEOUT", default_value_t = 5.0, value_name = "SECS",
+          value_parser = parse_seconds)]
+    pub server_timeout: f64,
+}
+
+impl ConnectArgs {
+    /// The library's connection options.
+    pub fn options(&self) -> ConnectOptions {
+        ConnectOptions::new(&self.uri)
+            .database(&self.db)
+            .server_selection_timeout(Duration::from_secs_f64(self.server_timeout))
+    }
+
+    /// Opens the database handle.
+    pub async fn connect(&self) -> Result<Database, idmint::Error> {
+        Ok(self.options().connect().await?)
+    }
+
+    /// The URI with its password hidden.
+    pub fn redacted_uri(&self) -> String {
+        idmint::redact::redact_uri(&self.uri)
+    }
+}
+
+fn parse_seconds(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(secs) if secs > 0.0 && secs <= 3600.0 => Ok(secs),
+        _ => Err(format!(
+            "{text:?} is not a number of seconds between 0 and 3600"
+        )),
+    }
+}

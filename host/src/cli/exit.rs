@@ -1,0 +1,92 @@
+//! Exit codes, decided in one place from the error's typed cause.
+
+use idmint::policy::PolicyError;
+use idmint::sequence::SequenceError;
+use idmint::Error;
+
+/// The command ran, but found invalid IDs or drift.
+pub const EXIT_FAILURE: u8 = 1;
+/// Bad input or usage: unknown or corrupt counter, bad name, bad prefix, bad flag.
+pub const EXIT_USAGE: u8 = 2;
+/// The database could not be reached or failed the operation.
+pub const EXIT_DATABASE: u8 = 3;
+/// The policy could not be loaded or failed.
+pub const EXIT_POLICY: u8 = 4;
+
+/// How a command that did not fail ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// All good: exit 0.
+    Success,
+    /// Completed, but something checked is not right (invalid IDs, drift): exit 1.
+    Failure,
+}
+
+impl Outcome {
+    /// The process exit code.
+    pub fn code(self) -> u8 {
+        match self {
+            Outcome::Success => 0,
+            Outcome::Failure => EXIT_FAILURE,
+        }
+    }
+}
+
+/// A usage error found by the CLI itself (not by clap or the library).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// The exit code for an error: the first typed cause in its chain decides.
+pub fn exit_code(error: &anyhow::Error) -> u8 {
+    for cause in error.chain() {
+        if let Some(error) = cause.downcast_ref::<Error>() {
+            return match error {
+                Error::Connect(_) => EXIT_USAGE,
+                Error::Sequence(error) => sequence_code(error),
+                Error::Policy(error) => policy_code(error),
+                Error::Capacity(_) => EXIT_POLICY,
+                _ => EXIT_DATABASE,
+            };
+        }
+        if let Some(error) = cause.downcast_ref::<SequenceError>() {
+            return sequence_code(error);
+        }
+        if let Some(error) = cause.downcast_ref::<PolicyError>() {
+            return policy_code(error);
+        }
+        if cause.is::<idmint::config::ConnectError>() || cause.is::<UsageError>() {
+            return EXIT_USAGE;
+        }
+        if cause.is::<idmint::installer::InstallError>() || cause.is::<mongodb::error::Error>() {
+            return EXIT_DATABASE;
+        }
+    }
+    EXIT_USAGE
+}
+
+fn sequence_code(error: &SequenceError) -> u8 {
+    if error.is_bad_input() {
+        EXIT_USAGE
+    } else {
+        EXIT_DATABASE
+    }
+}
+
+fn policy_code(error: &PolicyError) -> u8 {
+    match error {
+        // The policy works; it refused the caller's input (a bad prefix).
+        PolicyError::Format(_) => EXIT_USAGE,
+        _ => EXIT_POLICY,
+    }
+}
+
+/// True when stdout was closed by the reader (`idmint next c --count 1000 | head`):
+/// not an error worth reporting.
+pub fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}

@@ -1,0 +1,166 @@
+//! The `idmint` command line: parses arguments, calls the library, prints its
+//! reports. One file per subcommand, each a clap struct with an `execute`.
+//! Nothing here decides anything the library could: it converts flags into
+//! library options and reports into text or JSON.
+
+mod bench;
+mod connect;
+mod counter;
+mod exit;
+mod install;
+mod next;
+mod output;
+mod policy_args;
+mod seq;
+mod shell_loader;
+mod status;
+mod validate;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+pub use connect::ConnectArgs;
+pub use exit::{Outcome, EXIT_DATABASE, EXIT_USAGE};
+pub use output::Output;
+
+/// Unique, time-correlated, formatted IDs coordinated through MongoDB.
+#[derive(Debug, Parser)]
+#[command(name = "idmint", version, about, long_about = None, max_term_width = 100)]
+#[command(
+    after_help = "Exit codes: 0 ok, 1 invalid IDs or drift found, 2 bad input or usage, \
+                        3 database unreachable or failed, 4 policy failed."
+)]
+pub struct Cli {
+    /// Print results as JSON (errors too, on stderr).
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Deploy the server-side functions and the counters collection (idempotent).
+    Install(install::InstallCmd),
+    /// Report the server, what it offers and what idmint installed (exit 1 if not current).
+    Status(status::StatusCmd),
+    /// Create or inspect counters.
+    #[command(subcommand)]
+    Counter(counter::CounterCmd),
+    /// Hand out raw sequence values, one per line.
+    Seq(seq::SeqCmd),
+    /// Hand out formatted IDs, one per line.
+    Next(next::NextCmd),
+    /// Check IDs (arguments, or one per line on stdin) against the policy.
+    Validate(validate::ValidateCmd),
+    /// Measure sequence throughput: raw $inc, idmint's pipeline, the seed's CAS loop.
+    Bench(bench::BenchCmd),
+    /// Print the mongosh script that loads the installed functions into a shell session.
+    ShellLoader(shell_loader::ShellLoaderCmd),
+}
+
+impl Command {
+    /// The connection the command uses, if any (for error messages).
+    fn connect_args(&self) -> Option<&ConnectArgs> {
+        match self {
+            Command::Install(cmd) => Some(&cmd.connect),
+            Command::Status(cmd) => Some(&cmd.connect),
+            Command::Counter(cmd) => Some(cmd.connect()),
+            Command::Seq(cmd) => Some(&cmd.connect),
+            Command::Next(cmd) => Some(&cmd.connect),
+            Command::Bench(cmd) => Some(&cmd.connect),
+            Command::Validate(_) | Command::ShellLoader(_) => None,
+        }
+    }
+}
+
+/// Parses the command line, runs the command and returns the exit code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let output = Output::new(cli.json);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            output.error(
+                &anyhow::Error::new(error).context("cannot start the async runtime"),
+                EXIT_USAGE,
+                None,
+            );
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let result = runtime.block_on(run(&cli.command, &output));
+    match result {
+        Ok(outcome) => ExitCode::from(outcome.code()),
+        Err(error) if exit::is_broken_pipe(&error) => ExitCode::SUCCESS,
+        Err(error) => {
+            let code = exit::exit_code(&error);
+            let server = cli
+                .command
+                .connect_args()
+                .filter(|_| code == EXIT_DATABASE)
+                .map(ConnectArgs::redacted_uri);
+            output.error(&error, code, server.as_deref());
+            ExitCode::from(code)
+        }
+    }
+}
+
+async fn run(command: &Command, output: &Output) -> anyhow::Result<Outcome> {
+    match command {
+        Command::Install(cmd) => cmd.execute(output).await,
+        Command::Status(cmd) => cmd.execute(output).await,
+        Command::Counter(cmd) => cmd.execute(output).await,
+        Command::Seq(cmd) => cmd.execute(output).await,
+        Command::Next(cmd) => cmd.execute(output).await,
+        Command::Validate(cmd) => cmd.execute(output),
+        Command::Bench(cmd) => cmd.execute(output).await,
+        Command::ShellLoader(cmd) => cmd.execute(output),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_documented_command_line() {
+        for line in [
+            "idmint install --uri mongodb://h",
+            "idmint status --json --uri mongodb://h --db x",
+            "idmint counter create orders --max 999 --prefix ORD- --uri mongodb://h",
+            "idmint counter show orders --uri mongodb://h",
+            "idmint seq orders --count 3 --uri mongodb://h",
+            "idmint next orders --count 3 --prefix P --policy p.wasm --uri mongodb://h",
+            "idmint validate A B --prefix P",
+            "idmint bench --json --uri mongodb://h",
+            "idmint shell-loader",
+        ] {
+            let args = line.split(' ');
+            if let Err(error) = Cli::try_parse_from(args) {
+                panic!("{line}: {error}");
+            }
+        }
+    }
+
+    #[test]
+    fn rejects_a_zero_count_and_a_missing_counter_name() {
+        assert!(Cli::try_parse_from([
+            "idmint",
+            "next",
+            "c",
+            "--count",
+            "0",
+            "--uri",
+            "mongodb://h"
+        ])
+        .is_err());
+        assert!(Cli::try_parse_from(["idmint", "seq", "--uri", "mongodb://h"]).is_err());
+    }
+}

@@ -1,0 +1,75 @@
+//! Printing: text for people, JSON (`--json`) for programs.
+
+use std::io::{self, Write};
+
+use serde::Serialize;
+
+/// Where a command's results and errors go.
+#[derive(Debug, Clone, Copy)]
+pub struct Output {
+    json: bool,
+}
+
+impl Output {
+    /// Text output, or JSON with `json`.
+    pub fn new(json: bool) -> Self {
+        Self { json }
+    }
+
+    /// True with `--json`.
+    pub fn is_json(&self) -> bool {
+        self.json
+    }
+
+    /// Prints `value` as one JSON document (with `--json`) or `text()` otherwise.
+    pub fn report<T: Serialize>(
+        &self,
+        value: &T,
+        text: impl FnOnce() -> String,
+    ) -> anyhow::Result<()> {
+        let mut stdout = io::stdout().lock();
+        if self.json {
+            serde_json::to_writer(&mut stdout, value)?;
+            writeln!(stdout)?;
+        } else {
+            let text = text();
+            write!(stdout, "{text}")?;
+            if !text.ends_with('\n') && !text.is_empty() {
+                writeln!(stdout)?;
+            }
+        }
+        stdout.flush()?;
+        Ok(())
+    }
+
+    /// Prints lines as they come (text mode only; JSON callers use `report`).
+    pub fn lines<I, S>(&self, lines: I) -> anyhow::Result<()>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let mut stdout = io::BufWriter::new(io::stdout().lock());
+        for line in lines {
+            writeln!(stdout, "{}", line.as_ref())?;
+        }
+        stdout.flush()?;
+        Ok(())
+    }
+
+    /// Prints an error to stderr with its cause chain, and the server it was
+    /// talking to (password redacted) when that matters.
+    pub fn error(&self, error: &anyhow::Error, exit_code: u8, server: Option<&str>) {
+        let mut stderr = io::stderr().lock();
+        if self.json {
+            let value = serde_json::json!({
+                "error": { "message": format!("{error:#}"), "exit_code": exit_code, "server": server }
+            });
+            let _ = writeln!(stderr, "{value}");
+        } else {
+            let _ = writeln!(stderr, "idmint: error: {error:#}");
+            if let Some(server) = server {
+                let _ = writeln!(stderr, "idmint: server: {server}");
+            }
+        }
+    }
+}

@@ -1,0 +1,25 @@
+//! The `--policy FILE` flag and loading the policy it names.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use idmint::{Policy, PolicyRuntime};
+
+/// Which ID policy to use.
+#[derive(Debug, Clone, Args)]
+pub struct PolicyArgs {
+    /// A policy component (.wasm); default: the built-in default policy.
+    #[arg(long, env = "IDMINT_POLICY", value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+}
+
+impl PolicyArgs {
+    /// Compiles and pre-instantiates the chosen policy.
+    pub fn load(&self) -> Result<Policy, idmint::Error> {
+        let runtime = PolicyRuntime::new()?;
+        Ok(match &self.policy {
+            Some(path) => runtime.load_file(path)?,
+            None => runtime.load_default()?,
+        })
+    }
+}

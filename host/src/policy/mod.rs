@@ -1,0 +1,54 @@
+//! ID policies: WebAssembly components that turn the parts of an ID into text
+//! and read such text back.
+//!
+//! The [`sequence`](crate::sequence) strategies decide the parts of an ID (a
+//! timestamp from the server and a counter value); a policy only decides how
+//! they are written. A policy implements the `id-policy` world of
+//! `guest/wit/policy.wit`, the only contract between host and policy. idmint
+//! embeds a default one ([`DEFAULT_POLICY_WASM`], built from `guest/` by
+//! `build.rs`): the prefix, then the UTC time as `yyyyMMddHHmmss`, six digits
+//! of microseconds and a two-digit sequence value.
+//!
+//! A [`PolicyRuntime`] (one per process) loads policies into [`Policy`]
+//! handles, checking at load that they fulfil the contract; each call then
+//! runs in a fresh sandbox with no files, environment or network and bounded
+//! memory ([`PolicyLimits`]).
+//!
+//! ```
+//! use idmint::policy::{IdParts, PolicyRuntime};
+//!
+//! let runtime = PolicyRuntime::new()?;
+//! let policy = runtime.load_default()?;
+//! let parts = IdParts {
+//!     prefix: "ORD-".to_string(),
+//!     timestamp_micros: 1_795_317_297_123_456, // 2026-11-22T03:14:57.123456Z
+//!     sequence: 7,
+//! };
+//! let id = policy.format(&parts)?;
+//! assert_eq!(id, "ORD-2026112203145712345607");
+//! assert_eq!(policy.validate(&id, Some("ORD-"))?, Ok(parts));
+//! # Ok::<(), idmint::policy::PolicyError>(())
+//! ```
+
+mod bindings;
+mod error;
+mod runtime;
+mod sandbox;
+mod types;
+
+#[cfg(test)]
+mod tests;
+
+pub use error::PolicyError;
+pub use runtime::{Policy, PolicyRuntime};
+pub use sandbox::{PolicyLimits, DEFAULT_MAX_MEMORY_BYTES};
+pub use types::{FormatError, IdParts, InvalidId, PolicyInfo, Stamp};
+
+/// The default policy component (`guest/`, crate `idmint-policy-default`),
+/// built for `wasm32-wasip2` by `build.rs`, or taken from the file named by
+/// `IDMINT_DEFAULT_POLICY_WASM` at build time.
+pub const DEFAULT_POLICY_WASM: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/idmint_policy_default.wasm"));
+
+/// The [`Policy::origin`] of the default policy.
+pub const DEFAULT_POLICY_ORIGIN: &str = "built-in default";

@@ -1,0 +1,328 @@
+//! Loading and calling policies: [`PolicyRuntime`] and [`Policy`].
+//!
+//! Each wasmtime object lives as long as what it stands for (wasmtime's
+//! "Example Architecture"): one [`Engine`] and [`Linker`] per process, in the
+//! `PolicyRuntime`; one compiled [`Component`] per policy hash, cached by the
+//! runtime; one pre-linked [`IdPolicyPre`] per loaded `Policy`, made with
+//! `instantiate_pre` so that imports and exports are type-checked at load,
+//! not at the first ID; and a fresh `Store` (`sandbox.rs`) per call, so that
+//! calls share nothing and a trap cannot poison the next one. Both handles
+//! are `Arc`s, so hot-swapping a policy only replaces an `Arc`.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use sha2::{Digest, Sha256};
+use wasmtime::component::{Component, Linker};
+use wasmtime::{Config, Engine, Store};
+
+use super::bindings::{wit, IdPolicy, IdPolicyPre};
+use super::error::PolicyError;
+use super::sandbox::{new_store, CallState, PolicyLimits};
+use super::types::{FormatError, IdParts, InvalidId, PolicyInfo, Stamp};
+use super::{DEFAULT_POLICY_ORIGIN, DEFAULT_POLICY_WASM};
+
+/// Loads policies. One per process: it holds the [`Engine`] and the
+/// [`Linker`] (WASI 0.2, empty context) that every policy shares.
+///
+/// Clone is cheap (an `Arc`).
+#[derive(Clone)]
+pub struct PolicyRuntime {
+    inner: Arc<RuntimeInner>,
+}
+
+struct RuntimeInner {
+    engine: Engine,
+    linker: Linker<CallState>,
+    limits: PolicyLimits,
+    /// Compiled components by the SHA-256 of their bytes, so that reloading an
+    /// unchanged policy (a hot swap to the same file) does not compile again.
+    components: Mutex<HashMap<String, Component>>,
+}
+
+impl PolicyRuntime {
+    /// A runtime with the default [`PolicyLimits`].
+    pub fn new() -> Result<Self, PolicyError> {
+        Self::with_limits(PolicyLimits::default())
+    }
+
+    /// A runtime whose policy calls are bounded by `limits`.
+    pub fn with_limits(limits: PolicyLimits) -> Result<Self, PolicyError> {
+        let engine_error = |e: wasmtime::Error| PolicyError::Engine {
+            reason: format!("{e:#}"),
+        };
+        // Epoch interruption and fuel, for call deadlines, will be enabled here.
+        let config = Config::new();
+        let engine = Engine::new(&config).map_err(engine_error)?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(engine_error)?;
+        Ok(PolicyRuntime {
+            inner: Arc::new(RuntimeInner {
+                engine,
+                linker,
+                limits,
+                components: Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+
+    /// The limits applied to every call of the policies this runtime loads.
+    pub fn limits(&self) -> &PolicyLimits {
+        &self.inner.limits
+    }
+
+    /// Loads the built-in default policy ([`DEFAULT_POLICY_WASM`]).
+    pub fn load_default(&self) -> Result<Policy, PolicyError> {
+        self.load_bytes(DEFAULT_POLICY_WASM, DEFAULT_POLICY_ORIGIN)
+    }
+
+    /// Loads a policy component from a file; its origin is the path.
+    pub fn load_file(&self, path: &Path) -> Result<Policy, PolicyError> {
+        let bytes = std::fs::read(path).map_err(|source| PolicyError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        self.load_bytes(&bytes, &path.display().to_string())
+    }
+
+    /// Loads a policy component from its bytes. `origin` names it in errors
+    /// and in [`Policy::origin`].
+    ///
+    /// The component is compiled (or taken from the cache by hash),
+    /// pre-linked and type-checked against the contract, then instantiated
+    /// once to call `describe`.
+    pub fn load_bytes(&self, bytes: &[u8], origin: &str) -> Result<Policy, PolicyError> {
+        let sha256 = sha256_hex(bytes);
+        let component = self.compile(bytes, &sha256, origin)?;
+        let wrong_interface = |e: wasmtime::Error| PolicyError::WrongInterface {
+            origin: origin.to_string(),
+            reason: format!("{e:#}"),
+        };
+        // Type-checks every import against the linker (WASI 0.2 only) ...
+        let instance_pre = self
+            .inner
+            .linker
+            .instantiate_pre(&component)
+            .map_err(wrong_interface)?;
+        // ... and every export against the world.
+        let pre = IdPolicyPre::new(instance_pre).map_err(wrong_interface)?;
+
+        let limits = self.inner.limits.clone();
+        let info = run(&pre, &limits, origin, |policy, store| {
+            policy.call_describe(store)
+        })?;
+        Ok(Policy {
+            inner: Arc::new(PolicyInner {
+                pre,
+                limits,
+                info: info.into(),
+                sha256,
+                origin: origin.to_string(),
+            }),
+        })
+    }
+
+    /// Compiles `bytes`, or returns the component already compiled from them.
+    fn compile(&self, bytes: &[u8], sha256: &str, origin: &str) -> Result<Component, PolicyError> {
+        // A poisoned cache is still a valid cache: a panic cannot leave a
+        // half-inserted entry in a HashMap.
+        let cached = self
+            .inner
+            .components
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(sha256)
+            .cloned();
+        if let Some(component) = cached {
+            return Ok(component);
+        }
+        if is_core_module(bytes) {
+            return Err(PolicyError::WrongInterface {
+                origin: origin.to_string(),
+                reason: "this is a core WebAssembly module, not a component; build the policy \
+                         for wasm32-wasip2 (or wrap it with `wasm-tools component new`)"
+                    .to_string(),
+            });
+        }
+        // Compile outside the lock: it takes a while and other loads may proceed.
+        let component = Component::new(&self.inner.engine, bytes).map_err(|e| {
+            // Without the binary header wasmtime tries the text format, and
+            // its parse error ("expected `(`") would hide what is wrong.
+            let reason = if bytes.starts_with(b"\0asm") {
+                format!("{e:#}")
+            } else {
+                format!("no WebAssembly binary header, and not WebAssembly text either: {e:#}")
+            };
+            PolicyError::Compile {
+                origin: origin.to_string(),
+                reason,
+            }
+        })?;
+        self.inner
+            .components
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(sha256.to_string(), component.clone());
+        Ok(component)
+    }
+}
+
+impl fmt::Debug for PolicyRuntime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PolicyRuntime")
+            .field("limits", &self.inner.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A loaded policy: compiled, pre-linked against WASI and type-checked
+/// against the contract, with its `describe` answer.
+///
+/// Clone is cheap (an `Arc`). Each call runs in a fresh, isolated store.
+#[derive(Clone)]
+pub struct Policy {
+    inner: Arc<PolicyInner>,
+}
+
+struct PolicyInner {
+    pre: IdPolicyPre<CallState>,
+    limits: PolicyLimits,
+    info: PolicyInfo,
+    sha256: String,
+    origin: String,
+}
+
+impl Policy {
+    /// What the policy said about itself when it was loaded.
+    pub fn info(&self) -> &PolicyInfo {
+        &self.inner.info
+    }
+
+    /// The SHA-256 of the component's bytes, in lowercase hex.
+    pub fn sha256(&self) -> &str {
+        &self.inner.sha256
+    }
+
+    /// Where the policy came from: [`DEFAULT_POLICY_ORIGIN`] or the file path.
+    pub fn origin(&self) -> &str {
+        &self.inner.origin
+    }
+
+    /// Formats one ID.
+    ///
+    /// A refusal by the policy (bad prefix, value out of range) is
+    /// [`PolicyError::Format`].
+    pub fn format(&self, parts: &IdParts) -> Result<String, PolicyError> {
+        let parts = wit::IdParts::from(parts);
+        self.call(|policy, store| policy.call_format(store, &parts))?
+            .map_err(|e| FormatError::from(e).into())
+    }
+
+    /// Formats one ID per stamp, all with `prefix`, in one call into the policy.
+    ///
+    /// The result has one ID per stamp, in order. If the policy refuses any
+    /// stamp, the whole batch fails with [`PolicyError::Format`].
+    pub fn format_batch(&self, prefix: &str, stamps: &[Stamp]) -> Result<Vec<String>, PolicyError> {
+        let wit_stamps: Vec<wit::Stamp> = stamps.iter().map(wit::Stamp::from).collect();
+        let ids = self
+            .call(|policy, store| policy.call_format_batch(store, prefix, &wit_stamps))?
+            .map_err(FormatError::from)?;
+        if ids.len() != stamps.len() {
+            return Err(PolicyError::BadOutput {
+                origin: self.inner.origin.clone(),
+                reason: format!(
+                    "format-batch returned {} IDs for {} stamps",
+                    ids.len(),
+                    stamps.len()
+                ),
+            });
+        }
+        Ok(ids)
+    }
+
+    /// Reads an ID back into its parts.
+    ///
+    /// The outer `Result` is about the policy (it trapped, ...); the inner one
+    /// is the answer: the parts, or precisely why `id` is not valid. With
+    /// `expected_prefix`, an ID with another prefix is [`InvalidId::BadPrefix`].
+    pub fn validate(
+        &self,
+        id: &str,
+        expected_prefix: Option<&str>,
+    ) -> Result<Result<IdParts, InvalidId>, PolicyError> {
+        let answer = self.call(|policy, store| policy.call_validate(store, id, expected_prefix))?;
+        Ok(answer.map(IdParts::from).map_err(InvalidId::from))
+    }
+
+    /// [`Policy::validate`] for many IDs, in one store and one instance, which
+    /// is much cheaper than a call each. The answers are in the order of `ids`.
+    pub fn validate_many(
+        &self,
+        ids: &[String],
+        expected_prefix: Option<&str>,
+    ) -> Result<Vec<Result<IdParts, InvalidId>>, PolicyError> {
+        self.call(|policy, store| {
+            ids.iter()
+                .map(|id| {
+                    let answer = policy.call_validate(&mut *store, id, expected_prefix)?;
+                    Ok(answer.map(IdParts::from).map_err(InvalidId::from))
+                })
+                .collect()
+        })
+    }
+
+    /// Runs `f` against a fresh instance of this policy; see [`run`].
+    fn call<R>(
+        &self,
+        f: impl FnOnce(&IdPolicy, &mut Store<CallState>) -> wasmtime::Result<R>,
+    ) -> Result<R, PolicyError> {
+        let inner = &*self.inner;
+        run(&inner.pre, &inner.limits, &inner.origin, f)
+    }
+}
+
+/// Runs `f` against a fresh instance of `pre` in a fresh store bounded by
+/// `limits`, mapping wasmtime's failures (instantiation, traps) to
+/// [`PolicyError`].
+fn run<R>(
+    pre: &IdPolicyPre<CallState>,
+    limits: &PolicyLimits,
+    origin: &str,
+    f: impl FnOnce(&IdPolicy, &mut Store<CallState>) -> wasmtime::Result<R>,
+) -> Result<R, PolicyError> {
+    let mut store = new_store(pre.engine(), limits);
+    let policy = pre
+        .instantiate(&mut store)
+        .map_err(|e| PolicyError::from_call(origin, e))?;
+    f(&policy, &mut store).map_err(|e| PolicyError::from_call(origin, e))
+}
+
+impl fmt::Debug for Policy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Policy")
+            .field("origin", &self.inner.origin)
+            .field("sha256", &self.inner.sha256)
+            .field("info", &self.inner.info)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether `bytes` start like a core WebAssembly module (version 1, layer 0)
+/// rather than a component (layer 1).
+fn is_core_module(bytes: &[u8]) -> bool {
+    bytes.get(..8) == Some(b"\0asm\x01\x00\x00\x00".as_slice())
+}
+
+/// The SHA-256 of `bytes` in lowercase hex.
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let digest = Sha256::digest(bytes);
+    let mut hex = String::with_capacity(digest.len() * 2);
+    for byte in digest {
+        hex.push(char::from(HEX[usize::from(byte >> 4)]));
+        hex.push(char::from(HEX[usize::from(byte & 0x0f)]));
+    }
+    hex
+}

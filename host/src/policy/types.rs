@@ -1,0 +1,250 @@
+//! The host's own types for what crosses the policy boundary: the parts of an
+//! ID, what a policy says about itself, and why it refused a value.
+//!
+//! They mirror the records and variants of `guest/wit/policy.wit` but are
+//! plain Rust with `serde` support, so that the rest of idmint (the minter,
+//! the CLI's JSON output) never touches generated bindings. The conversions to
+//! and from `bindings::wit` live here, next to the types they convert.
+
+use std::fmt;
+
+use serde::ser::SerializeStruct;
+use serde::{Serialize, Serializer};
+
+use super::bindings::wit;
+
+/// The parts an ID is made of.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct IdParts {
+    /// Text placed before the time; each policy states the characters it allows.
+    pub prefix: String,
+    /// Microseconds since 1970-01-01T00:00:00Z.
+    pub timestamp_micros: u64,
+    /// The counter value, below the policy's [`PolicyInfo::sequence_capacity`].
+    pub sequence: u64,
+}
+
+/// One entry of a batch: the parts of an ID less the prefix the batch shares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub struct Stamp {
+    /// Microseconds since 1970-01-01T00:00:00Z.
+    pub timestamp_micros: u64,
+    /// The counter value.
+    pub sequence: u64,
+}
+
+/// What a policy says about itself, read once when it is loaded.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct PolicyInfo {
+    /// A short machine-friendly name, e.g. `"default"`.
+    pub name: String,
+    /// The policy's own version (semver).
+    pub version: String,
+    /// How many distinct sequence values an ID holds (100 for two digits). A
+    /// counter whose maximum value is at least this cannot be served.
+    pub sequence_capacity: u64,
+    /// The longest prefix accepted, in bytes.
+    pub max_prefix_len: u32,
+}
+
+/// Why a policy refused to format an ID.
+///
+/// Serialized as an object with a stable `kind` (`"bad-prefix"`,
+/// `"sequence-out-of-range"`, `"timestamp-out-of-range"`), the human `message`,
+/// and the variant's value.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, thiserror::Error)]
+pub enum FormatError {
+    /// The prefix is not allowed; the text, from the policy, says why.
+    #[error("bad prefix: {0}")]
+    BadPrefix(String),
+    /// The sequence value is not below the policy's sequence capacity.
+    #[error("sequence value {0} is out of range for this policy")]
+    SequenceOutOfRange(u64),
+    /// The policy cannot write this timestamp (for example one past year 9999).
+    #[error("timestamp {0} (microseconds since the Unix epoch) is out of range for this policy")]
+    TimestampOutOfRange(u64),
+}
+
+impl FormatError {
+    /// The stable machine-readable name of the variant, as serialized in `kind`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            FormatError::BadPrefix(_) => "bad-prefix",
+            FormatError::SequenceOutOfRange(_) => "sequence-out-of-range",
+            FormatError::TimestampOutOfRange(_) => "timestamp-out-of-range",
+        }
+    }
+}
+
+impl Serialize for FormatError {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("FormatError", 3)?;
+        s.serialize_field("kind", self.kind())?;
+        s.serialize_field("message", &self.to_string())?;
+        match self {
+            FormatError::BadPrefix(reason) => s.serialize_field("reason", reason)?,
+            FormatError::SequenceOutOfRange(sequence) => s.serialize_field("sequence", sequence)?,
+            FormatError::TimestampOutOfRange(micros) => {
+                s.serialize_field("timestamp_micros", micros)?
+            }
+        }
+        s.end()
+    }
+}
+
+/// Why a string is not a valid ID under a policy.
+///
+/// Serialized as an object with a stable `kind` (`"wrong-length"`,
+/// `"bad-prefix"`, `"non-digit"`, `"impossible-date"`), the human `message`,
+/// and the variant's fields.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, thiserror::Error)]
+pub enum InvalidId {
+    /// The ID is too short or too long.
+    #[error("wrong length: {found} bytes, expected {min} to {max}")]
+    WrongLength {
+        /// Length found, in bytes.
+        found: u32,
+        /// Shortest valid length, in bytes.
+        min: u32,
+        /// Longest valid length, in bytes.
+        max: u32,
+    },
+    /// The prefix uses characters the policy forbids, or is not the expected one.
+    #[error("bad prefix: {0}")]
+    BadPrefix(String),
+    /// A decimal digit was expected.
+    #[error("not a digit: {} at byte {position}", DisplayChar(*found))]
+    NonDigit {
+        /// Byte offset of the character in the ID.
+        position: u32,
+        /// The character found there.
+        found: char,
+    },
+    /// The digits name a time that does not exist (month 13, 30 February, ...).
+    #[error("impossible date: {0}")]
+    ImpossibleDate(String),
+}
+
+impl InvalidId {
+    /// The stable machine-readable name of the variant, as serialized in `kind`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            InvalidId::WrongLength { .. } => "wrong-length",
+            InvalidId::BadPrefix(_) => "bad-prefix",
+            InvalidId::NonDigit { .. } => "non-digit",
+            InvalidId::ImpossibleDate(_) => "impossible-date",
+        }
+    }
+}
+
+impl Serialize for InvalidId {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let fields = match self {
+            InvalidId::WrongLength { .. } => 5,
+            InvalidId::NonDigit { .. } => 4,
+            InvalidId::BadPrefix(_) | InvalidId::ImpossibleDate(_) => 3,
+        };
+        let mut s = serializer.serialize_struct("InvalidId", fields)?;
+        s.serialize_field("kind", self.kind())?;
+        s.serialize_field("message", &self.to_string())?;
+        match self {
+            InvalidId::WrongLength { found, min, max } => {
+                s.serialize_field("found", found)?;
+                s.serialize_field("min", min)?;
+                s.serialize_field("max", max)?;
+            }
+            InvalidId::NonDigit { position, found } => {
+                s.serialize_field("position", position)?;
+                s.serialize_field("found", found)?;
+            }
+            InvalidId::BadPrefix(reason) | InvalidId::ImpossibleDate(reason) => {
+                s.serialize_field("reason", reason)?;
+            }
+        }
+        s.end()
+    }
+}
+
+/// Shows a character quoted and escaped, with its code point when it is not
+/// plain printable ASCII, so that an invisible or look-alike character in an
+/// ID is named unambiguously: `'x'`, `'\n' (U+000A)`, `'é' (U+00E9)`.
+struct DisplayChar(char);
+
+impl fmt::Display for DisplayChar {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let c = self.0;
+        if c.is_ascii_graphic() || c == ' ' {
+            write!(f, "{c:?}")
+        } else {
+            write!(f, "{c:?} (U+{:04X})", u32::from(c))
+        }
+    }
+}
+
+impl From<&IdParts> for wit::IdParts {
+    fn from(parts: &IdParts) -> Self {
+        wit::IdParts {
+            prefix: parts.prefix.clone(),
+            timestamp_micros: parts.timestamp_micros,
+            sequence: parts.sequence,
+        }
+    }
+}
+
+impl From<wit::IdParts> for IdParts {
+    fn from(parts: wit::IdParts) -> Self {
+        IdParts {
+            prefix: parts.prefix,
+            timestamp_micros: parts.timestamp_micros,
+            sequence: parts.sequence,
+        }
+    }
+}
+
+impl From<&Stamp> for wit::Stamp {
+    fn from(stamp: &Stamp) -> Self {
+        wit::Stamp {
+            timestamp_micros: stamp.timestamp_micros,
+            sequence: stamp.sequence,
+        }
+    }
+}
+
+impl From<wit::PolicyInfo> for PolicyInfo {
+    fn from(info: wit::PolicyInfo) -> Self {
+        PolicyInfo {
+            name: info.name,
+            version: info.version,
+            sequence_capacity: info.sequence_capacity,
+            max_prefix_len: info.max_prefix_len,
+        }
+    }
+}
+
+impl From<wit::FormatError> for FormatError {
+    fn from(error: wit::FormatError) -> Self {
+        match error {
+            wit::FormatError::BadPrefix(reason) => FormatError::BadPrefix(reason),
+            wit::FormatError::SequenceOutOfRange(n) => FormatError::SequenceOutOfRange(n),
+            wit::FormatError::TimestampOutOfRange(n) => FormatError::TimestampOutOfRange(n),
+        }
+    }
+}
+
+impl From<wit::InvalidId> for InvalidId {
+    fn from(invalid: wit::InvalidId) -> Self {
+        match invalid {
+            wit::InvalidId::WrongLength(w) => InvalidId::WrongLength {
+                found: w.found,
+                min: w.min,
+                max: w.max,
+            },
+            wit::InvalidId::BadPrefix(reason) => InvalidId::BadPrefix(reason),
+            wit::InvalidId::NonDigit(n) => InvalidId::NonDigit {
+                position: n.position,
+                found: n.found,
+            },
+            wit::InvalidId::ImpossibleDate(reason) => InvalidId::ImpossibleDate(reason),
+        }
+    }
+}

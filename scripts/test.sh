@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Runs idmint's whole test suite: unit tests, the guest policy's tests, and the
+# integration tests against a real MongoDB wire-protocol server (started by the
+# tests themselves unless MONGODB_URI is set) and mongosh.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/tools.sh
+
+ensure_wasm_target
+if [ -z "${MONGODB_URI:-}" ]; then
+  ensure_server
+fi
+ensure_mongosh
+
+cargo test --workspace --locked "$@"

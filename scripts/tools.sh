@@ -1,0 +1,90 @@
+# Sourced by the other scripts: installs, once, what idmint's build and tests
+# need, and exports where it is. Later runs find everything cached.
+#
+#   wasm32-wasip2   the Rust target the policy guest is built for (rustup)
+#   secantusd-rs    the MongoDB wire-protocol test server (crates.io: secantus-mdb;
+#                   GPL, so it is only ever run as a separate process)
+#   mongosh         the MongoDB shell, for the stored-function tests (npm)
+#
+# Cache: $IDMINT_TOOLS_DIR (default ~/.cache/idmint). Override the binaries with
+# IDMINT_TEST_SERVER_BIN and IDMINT_MONGOSH.
+
+SECANTUS_VERSION="0.5.3-beta.196"
+MONGOSH_VERSION="2.12.0"
+IDMINT_TOOLS_DIR="${IDMINT_TOOLS_DIR:-$HOME/.cache/idmint}"
+
+say() { printf '==> %s\n' "$*" >&2; }
+
+ensure_wasm_target() {
+  if ! rustup target list --installed | grep -qx wasm32-wasip2; then
+    say "adding the wasm32-wasip2 Rust target"
+    rustup target add wasm32-wasip2
+  fi
+}
+
+ensure_server() {
+  if [ -n "${IDMINT_TEST_SERVER_BIN:-}" ] && [ -x "$IDMINT_TEST_SERVER_BIN" ]; then
+    return
+  fi
+  # One already on PATH at the right version will do.
+  if command -v secantusd-rs >/dev/null 2>&1 &&
+     secantusd-rs --version 2>/dev/null | grep -qF "$SECANTUS_VERSION"; then
+    IDMINT_TEST_SERVER_BIN="$(command -v secantusd-rs)"
+    export IDMINT_TEST_SERVER_BIN
+    return
+  fi
+  local root="$IDMINT_TOOLS_DIR/secantus-$SECANTUS_VERSION"
+  if [ ! -x "$root/bin/secantusd-rs" ]; then
+    if ! command -v cmake >/dev/null 2>&1; then
+      say "installing cmake (needed to build the test server)"
+      if [ "$(id -u)" = 0 ]; then
+        apt-get update -qq && apt-get install -y -qq cmake >/dev/null
+      else
+        sudo apt-get update -qq && sudo apt-get install -y -qq cmake >/dev/null
+      fi
+    fi
+    say "building the test server secantusd-rs $SECANTUS_VERSION (about 4 minutes, once)"
+    cargo install secantus-mdb --version "$SECANTUS_VERSION" --ignore-rust-version --locked \
+      --root "$root" --quiet
+  fi
+  export IDMINT_TEST_SERVER_BIN="$root/bin/secantusd-rs"
+}
+
+ensure_mongosh() {
+  if [ -n "${IDMINT_MONGOSH:-}" ] && [ -x "$IDMINT_MONGOSH" ]; then
+    return
+  fi
+  local prefix="$IDMINT_TOOLS_DIR/mongosh-$MONGOSH_VERSION"
+  if [ ! -x "$prefix/node_modules/.bin/mongosh" ]; then
+    say "installing mongosh $MONGOSH_VERSION from npm (once)"
+    mkdir -p "$prefix"
+    npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error "mongosh@$MONGOSH_VERSION" >/dev/null
+  fi
+  export IDMINT_MONGOSH="$prefix/node_modules/.bin/mongosh"
+}
+
+# Starts secantusd-rs on a free loopback port with a fresh data dir, waits until
+# it says it is listening, exports MONGODB_URI, and stops it when the calling
+# script exits.
+start_local_server() {
+  ensure_server
+  local data log line port
+  data="$(mktemp -d "${TMPDIR:-/tmp}/idmint-server.XXXXXX")"
+  log="$data.log"
+  # Port 0: the server picks a free port and prints "listening on HOST:PORT".
+  "$IDMINT_TEST_SERVER_BIN" --host 127.0.0.1 --port 0 --storage-path "$data" \
+    --cache-size 256M --log-file-max 32MB >"$log" 2>&1 &
+  IDMINT_SERVER_PID=$!
+  IDMINT_SERVER_DATA=$data
+  trap 'kill "$IDMINT_SERVER_PID" 2>/dev/null; wait "$IDMINT_SERVER_PID" 2>/dev/null; rm -rf "$IDMINT_SERVER_DATA" "$IDMINT_SERVER_DATA.log"' EXIT
+  # Follow the log until the server reports it is listening (or exits).
+  line="$(timeout 60 tail -n +1 -f --pid="$IDMINT_SERVER_PID" "$log" | grep -m1 'listening on ' || true)"
+  port="${line##*:}"
+  if [ -z "$port" ]; then
+    say "the local server did not start; its log:"
+    cat "$log" >&2
+    return 1
+  fi
+  export MONGODB_URI="mongodb://127.0.0.1:$port/"
+  say "started a local secantusd-rs at $MONGODB_URI"
+}

@@ -1,0 +1,383 @@
+//! The `idmint` binary end to end: exit codes, stderr, JSON, concurrency.
+
+use std::collections::HashSet;
+use std::io::Write;
+use std::net::TcpListener;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use mongodb::bson::{doc, Document};
+
+use crate::harness;
+
+fn run(command: &mut Command) -> Output {
+    command.stdin(Stdio::null()).output().expect("run idmint")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[track_caller]
+fn assert_exit(output: &Output, code: i32) {
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "expected exit {code}\nstdout: {}\nstderr: {}",
+        stdout(output),
+        stderr(output)
+    );
+}
+
+fn validate_stdin(test: &str, input: &str) -> Output {
+    let mut child = harness::idmint(test)
+        .arg("validate")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+async fn counter_doc(test: &str, name: &str) -> Option<Document> {
+    let client = mongodb::Client::with_uri_str(harness::uri()).await.unwrap();
+    let database = client.database(&harness::database_name(test));
+    database
+        .collection::<Document>("counters")
+        .find_one(doc! { "_id": name })
+        .await
+        .unwrap()
+}
+
+/// Eight `idmint next` processes on one counter at once: no duplicate, and
+/// every ID passes `idmint validate`.
+#[tokio::test]
+async fn eight_concurrent_next_processes_never_duplicate() {
+    const TEST: &str = "cli_eight_processes";
+    harness::database(TEST).await;
+    assert_exit(
+        &run(harness::idmint(TEST).args(["counter", "create", "orders", "--prefix", "ORD-"])),
+        0,
+    );
+    let children: Vec<_> = (0..8)
+        .map(|_| {
+            harness::idmint(TEST)
+                .args(["next", "orders", "--count", "60"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut ids = Vec::new();
+    for child in children {
+        let output = child.wait_with_output().unwrap();
+        assert_exit(&output, 0);
+        let lines: Vec<String> = stdout(&output).lines().map(str::to_string).collect();
+        assert_eq!(lines.len(), 60);
+        assert!(
+            lines.windows(2).all(|pair| pair[0] < pair[1]),
+            "each process sees increasing IDs"
+        );
+        ids.extend(lines);
+    }
+    let distinct: HashSet<&String> = ids.iter().collect();
+    assert_eq!(distinct.len(), 480, "duplicate IDs across processes");
+    assert!(
+        ids.iter()
+            .all(|id| id.starts_with("ORD-") && id.len() == 26),
+        "{:?}",
+        &ids[..3]
+    );
+    let validated = validate_stdin(TEST, &ids.join("\n"));
+    assert_exit(&validated, 0);
+    assert_eq!(
+        stdout(&validated)
+            .lines()
+            .filter(|line| line.contains(": ok"))
+            .count(),
+        480
+    );
+}
+
+#[test]
+fn validate_names_the_reason_for_each_invalid_id() {
+    let output = run(harness::idmint("cli_validate").args([
+        "validate",
+        "ORD-2026112203145712345601",
+        "2026112203145712345",
+        "ORD-20261122031457123456",
+        "ORD-2026132203145712345601",
+        "ORD-2023022903145712345601",
+        "ORD-20261122031457x2345601",
+        "O R-2026112203145712345601",
+    ]));
+    assert_exit(&output, 1);
+    let text = stdout(&output);
+    let line = |id: &str| {
+        text.lines()
+            .find(|line| line.starts_with(&format!("{id}:")))
+            .unwrap()
+            .to_string()
+    };
+    assert!(
+        line("ORD-2026112203145712345601").contains(": ok"),
+        "{text}"
+    );
+    assert!(line("2026112203145712345").contains("length"), "{text}");
+    // Long enough for the 22 digits, so its first two bytes are the prefix.
+    assert!(
+        line("ORD-20261122031457123456").contains("'D' at byte 2"),
+        "{text}"
+    );
+    assert!(
+        line("ORD-2026132203145712345601").contains("month 13"),
+        "{text}"
+    );
+    assert!(line("ORD-2023022903145712345601").contains("29"), "{text}");
+    assert!(
+        line("ORD-20261122031457x2345601").contains("digit"),
+        "{text}"
+    );
+    assert!(
+        line("O R-2026112203145712345601").contains("prefix"),
+        "{text}"
+    );
+}
+
+#[test]
+fn validate_json_and_expected_prefix() {
+    let output = run(harness::idmint("cli_validate_json").args([
+        "validate",
+        "--json",
+        "--prefix",
+        "INV-",
+        "ORD-2026112203145712345601",
+    ]));
+    assert_exit(&output, 1);
+    let report: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(report["valid"], false);
+    assert!(
+        report["results"][0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("INV-"),
+        "{report}"
+    );
+    let ok = run(harness::idmint("cli_validate_json").args([
+        "validate",
+        "--json",
+        "X2026112203145712345601",
+    ]));
+    assert_exit(&ok, 0);
+    let report: serde_json::Value = serde_json::from_str(&stdout(&ok)).unwrap();
+    assert_eq!(report["results"][0]["parts"]["sequence"], 1);
+    assert_eq!(report["results"][0]["parts"]["prefix"], "X");
+}
+
+#[test]
+fn validate_without_ids_is_a_usage_error() {
+    let output = validate_stdin("cli_validate_empty", "\n\n");
+    assert_exit(&output, 2);
+    assert!(
+        stderr(&output).contains("no IDs given"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[tokio::test]
+async fn an_unknown_counter_exits_2_naming_it() {
+    const TEST: &str = "cli_unknown_counter";
+    harness::database(TEST).await;
+    for args in [
+        ["next", "missing-counter"],
+        ["seq", "missing-counter"],
+        ["counter", "show"],
+    ] {
+        let mut command = harness::idmint(TEST);
+        command.args(args);
+        if args[0] == "counter" {
+            command.arg("missing-counter");
+        }
+        let output = run(&mut command);
+        assert_exit(&output, 2);
+        assert!(
+            stderr(&output).contains("counter 'missing-counter' does not exist"),
+            "{}",
+            stderr(&output)
+        );
+    }
+    assert!(counter_doc(TEST, "missing-counter").await.is_none());
+}
+
+#[tokio::test]
+async fn injection_shaped_names_are_refused_before_any_query() {
+    const TEST: &str = "cli_bad_names";
+    for bad in ["{\"$gt\":\"\"}", "$where", "a b", &"x".repeat(200)] {
+        let output = run(harness::idmint(TEST).args(["next", bad]));
+        assert_exit(&output, 2);
+        assert!(
+            stderr(&output).contains("invalid counter name"),
+            "{bad}: {}",
+            stderr(&output)
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_corrupt_counter_exits_2_and_is_not_repaired() {
+    const TEST: &str = "cli_corrupt";
+    let database = harness::database(TEST).await;
+    let corrupt = doc! { "_id": "broken", "val": "seven", "maxval": 99 };
+    database
+        .collection::<Document>("counters")
+        .insert_one(&corrupt)
+        .await
+        .unwrap();
+    let output = run(harness::idmint(TEST).args(["next", "broken"]));
+    assert_exit(&output, 2);
+    assert!(
+        stderr(&output).contains("counter 'broken' is corrupt: val is the string \"seven\""),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(counter_doc(TEST, "broken").await.unwrap(), corrupt);
+}
+
+#[tokio::test]
+async fn a_bad_prefix_or_a_too_small_policy_consumes_no_value() {
+    const TEST: &str = "cli_preflight";
+    harness::database(TEST).await;
+    assert_exit(
+        &run(harness::idmint(TEST).args(["counter", "create", "c"])),
+        0,
+    );
+    let output = run(harness::idmint(TEST).args(["next", "c", "--prefix", "no spaces"]));
+    assert_exit(&output, 2);
+    assert!(stderr(&output).contains("prefix"), "{}", stderr(&output));
+    let output =
+        run(harness::idmint(TEST).args(["counter", "create", "d", "--prefix", "bad/prefix"]));
+    assert_exit(&output, 2);
+    assert!(
+        counter_doc(TEST, "d").await.is_none(),
+        "nothing is written for a refused prefix"
+    );
+
+    assert_exit(
+        &run(harness::idmint(TEST).args(["counter", "create", "big", "--max", "999"])),
+        0,
+    );
+    let output = run(harness::idmint(TEST).args(["next", "big"]));
+    assert_exit(&output, 4);
+    assert!(
+        stderr(&output).contains("holds 100 sequence values"),
+        "{}",
+        stderr(&output)
+    );
+    for name in ["c", "big"] {
+        assert_eq!(
+            counter_doc(TEST, name)
+                .await
+                .unwrap()
+                .get_i64("val")
+                .unwrap(),
+            0,
+            "{name} was consumed"
+        );
+    }
+}
+
+#[test]
+fn an_unreachable_server_fails_fast_with_the_uri_redacted() {
+    // A port that was free a moment ago: nothing listens there.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let uri = format!("mongodb://admin:hunter2@127.0.0.1:{port}/?directConnection=true");
+    let started = Instant::now();
+    let output = run(harness::idmint("cli_unreachable")
+        .args(["seq", "c", "--server-timeout", "1"])
+        .env("MONGODB_URI", &uri));
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert_exit(&output, 3);
+    let text = stderr(&output);
+    assert!(!text.contains("hunter2"), "password leaked: {text}");
+    assert!(
+        text.contains(&format!("mongodb://admin:***@127.0.0.1:{port}/")),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_malformed_uri_is_a_usage_error_with_the_password_hidden() {
+    let output = run(harness::idmint("cli_bad_uri")
+        .args(["status"])
+        .env("MONGODB_URI", "mongodb://u:pw@@/x?w=nope"));
+    assert_exit(&output, 2);
+    assert!(!stderr(&output).contains(":pw"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("invalid connection string"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[tokio::test]
+async fn seq_and_next_print_json_when_asked() {
+    const TEST: &str = "cli_json";
+    harness::database(TEST).await;
+    let created =
+        run(harness::idmint(TEST).args(["counter", "create", "j", "--max", "5", "--json"]));
+    assert_exit(&created, 0);
+    let state: serde_json::Value = serde_json::from_str(&stdout(&created)).unwrap();
+    assert_eq!(
+        (state["name"].as_str(), state["maxval"].as_u64()),
+        (Some("j"), Some(5))
+    );
+    let seq = run(harness::idmint(TEST).args(["seq", "j", "--count", "7", "--json"]));
+    assert_exit(&seq, 0);
+    let seq: serde_json::Value = serde_json::from_str(&stdout(&seq)).unwrap();
+    assert_eq!(seq["values"], serde_json::json!([1, 2, 3, 4, 5, 0, 1]));
+    let next = run(harness::idmint(TEST).args(["next", "j", "--json", "--prefix", "J"]));
+    assert_exit(&next, 0);
+    let next: serde_json::Value = serde_json::from_str(&stdout(&next)).unwrap();
+    assert!(next["ids"][0].as_str().unwrap().ends_with("02"), "{next}");
+    assert_eq!(next["policy"]["sequence_capacity"], 100);
+    let shown = run(harness::idmint(TEST).args(["counter", "show", "j", "--json"]));
+    let shown: serde_json::Value = serde_json::from_str(&stdout(&shown)).unwrap();
+    assert_eq!(shown["val"], 2);
+    assert!(
+        shown["last_issued_at"].as_str().unwrap().ends_with('Z'),
+        "{shown}"
+    );
+}
+
+#[test]
+fn errors_are_json_with_json() {
+    let output = run(harness::idmint("cli_json_error").args(["next", "$bad", "--json"]));
+    assert_exit(&output, 2);
+    let error: serde_json::Value = serde_json::from_str(stderr(&output).trim()).unwrap();
+    assert_eq!(error["error"]["exit_code"], 2);
+    assert!(error["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("invalid counter name"));
+}

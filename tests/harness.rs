@@ -1,0 +1,300 @@
+//! The test harness: a real MongoDB wire-protocol server for the tests.
+//!
+//! With `MONGODB_URI` set, every test uses that server. Otherwise the first test
+//! that asks starts `secantusd-rs` (SecantusDB, a single-node replica set) on a
+//! free loopback port with a fresh data directory, and the process keeps it for
+//! all tests; it is killed when the test process exits (the child is tied to a
+//! keeper thread that never exits with `PR_SET_PDEATHSIG`). Tests that need a
+//! server of their own (crash tests) use [`OwnedServer`].
+//!
+//! Each test works in its own database, named after the test.
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{mpsc, OnceLock};
+use std::time::Duration;
+
+use mongodb::{Client, Database};
+
+/// The environment variable naming the server binary (default: on PATH).
+const SERVER_BIN_VAR: &str = "IDMINT_TEST_SERVER_BIN";
+/// What secantusd-rs prints, followed by `HOST:PORT`, once it accepts connections.
+const READY_LINE: &str = "listening on ";
+
+/// The URI of the shared test server.
+pub fn uri() -> &'static str {
+    static URI: OnceLock<String> = OnceLock::new();
+    URI.get_or_init(|| match std::env::var("MONGODB_URI") {
+        Ok(uri) if !uri.is_empty() => uri,
+        _ => start_shared_server(),
+    })
+}
+
+/// A fresh, empty database for one test, named after it.
+pub async fn database(test: &str) -> Database {
+    let client = Client::with_uri_str(uri())
+        .await
+        .expect("connect to the test server");
+    let database = client.database(&database_name(test));
+    database.drop().await.expect("drop the test database");
+    database
+}
+
+/// The database name for a test: `t_<test>`, within MongoDB's 63-byte limit.
+pub fn database_name(test: &str) -> String {
+    let cleaned: String = test
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    let mut name = format!("t_{cleaned}");
+    name.truncate(60);
+    name
+}
+
+/// The `idmint` binary, pointed at the test server and `test`'s database.
+pub fn idmint(test: &str) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_idmint"));
+    command
+        .env("MONGODB_URI", uri())
+        .env("IDMINT_DB", database_name(test))
+        .env_remove("IDMINT_POLICY");
+    command
+}
+
+/// The mongosh binary: `IDMINT_MONGOSH`, else `mongosh` on PATH.
+pub fn mongosh() -> PathBuf {
+    std::env::var_os("IDMINT_MONGOSH")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("mongosh"))
+}
+
+/// The connection string for mongosh for `test`'s database.
+pub fn mongosh_uri(test: &str) -> String {
+    with_database(uri(), &database_name(test))
+}
+
+/// Puts `database` into the path of `uri`, keeping its options.
+pub fn with_database(uri: &str, database: &str) -> String {
+    let (base, query) = uri
+        .split_once('?')
+        .map_or((uri, None), |(b, q)| (b, Some(q)));
+    let scheme_end = base.find("://").map_or(0, |at| at + 3);
+    let host_end = base[scheme_end..]
+        .find('/')
+        .map_or(base.len(), |at| scheme_end + at);
+    let mut out = format!("{}/{database}", &base[..host_end]);
+    if let Some(query) = query {
+        out.push('?');
+        out.push_str(query);
+    }
+    out
+}
+
+fn start_shared_server() -> String {
+    let (sender, receiver) = mpsc::channel();
+    // The keeper thread forks the server and never exits, so PR_SET_PDEATHSIG
+    // (which fires when the forking *thread* dies) fires only with the process.
+    std::thread::Builder::new()
+        .name("test-server-keeper".into())
+        .spawn(move || {
+            let server = OwnedServer::start(ServerConfig::default());
+            sender
+                .send(server.uri.clone())
+                .expect("report the server URI");
+            let _keep = server;
+            loop {
+                std::thread::park();
+            }
+        })
+        .expect("spawn the keeper thread");
+    receiver
+        .recv()
+        .expect("the test server did not start (see the panic above)")
+}
+
+/// How to start a server of one's own.
+#[derive(Debug, Clone, Default)]
+pub struct ServerConfig {
+    /// Fsync every commit (`--sync-on-commit`): needed where durability is tested.
+    pub sync_on_commit: bool,
+}
+
+/// A server owned by one test: can be killed and restarted on the same data.
+pub struct OwnedServer {
+    /// Its connection string.
+    pub uri: String,
+    port: u16,
+    data: PathBuf,
+    config: ServerConfig,
+    child: Option<Child>,
+}
+
+impl OwnedServer {
+    /// Starts a server on a port it picks itself, with a fresh data directory.
+    pub fn start(config: ServerConfig) -> Self {
+        let data = fresh_data_dir();
+        let mut server = Self {
+            uri: String::new(),
+            port: 0,
+            data,
+            config,
+            child: None,
+        };
+        server.spawn();
+        server
+    }
+
+    /// Kills the server with SIGKILL (a crash) and waits for it to die.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts the server again on the same port and data.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+
+    fn spawn(&mut self) {
+        let binary = std::env::var_os(SERVER_BIN_VAR).unwrap_or_else(|| "secantusd-rs".into());
+        let log_path = self.data.with_extension("log");
+        let mut command = Command::new(&binary);
+        command
+            // Port 0 on the first start: the server picks a free port and prints
+            // it, so there is no race with other processes for it. A restart
+            // reuses that port so clients find the server again.
+            .args([
+                "--host",
+                "127.0.0.1",
+                "--port",
+                &self.port.to_string(),
+                "--storage-path",
+            ])
+            .arg(&self.data)
+            // Small caches and log files: tests may run several servers on a small machine.
+            .args(["--cache-size", "256M", "--log-file-max", "32MB"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if self.config.sync_on_commit {
+            command.arg("--sync-on-commit");
+        }
+        // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+        unsafe {
+            command.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let mut child = command.spawn().unwrap_or_else(|error| {
+            panic!(
+                "cannot start the test server {binary:?}: {error}. Install it (scripts/test.sh does), \
+                 set {SERVER_BIN_VAR}, or set MONGODB_URI to use a running server"
+            )
+        });
+        // Wait for the event "listening", not for a guessed time.
+        let (ready_tx, ready_rx) = mpsc::channel();
+        for stream in [
+            child
+                .stdout
+                .take()
+                .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+            child
+                .stderr
+                .take()
+                .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            let ready_tx = ready_tx.clone();
+            let log_path = log_path.clone();
+            std::thread::spawn(move || copy_log_until_ready(stream, &log_path, ready_tx));
+        }
+        drop(ready_tx);
+        match ready_rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(port) => {
+                self.port = port;
+                self.uri = format!("mongodb://127.0.0.1:{port}/");
+                self.child = Some(child);
+            }
+            Err(_) => {
+                let _ = child.kill();
+                let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+                panic!(
+                    "the test server did not report {READY_LINE:?} within 60 s; its output:\n{log}"
+                );
+            }
+        }
+    }
+}
+
+impl Drop for OwnedServer {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.data);
+        let _ = std::fs::remove_file(self.data.with_extension("log"));
+    }
+}
+
+/// Copies the server's output to its log, and reports the port once it prints
+/// `... listening on 127.0.0.1:PORT`.
+fn copy_log_until_ready(
+    stream: Box<dyn std::io::Read + Send>,
+    log_path: &Path,
+    ready: mpsc::Sender<u16>,
+) {
+    use std::io::Write;
+    let mut log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log_path)
+        .ok();
+    for line in BufReader::new(stream).lines() {
+        let Ok(line) = line else { break };
+        if let Some(log) = log.as_mut() {
+            let _ = writeln!(log, "{line}");
+        }
+        if let Some((_, address)) = line.split_once(READY_LINE) {
+            if let Some(port) = address
+                .trim()
+                .rsplit(':')
+                .next()
+                .and_then(|port| port.parse().ok())
+            {
+                let _ = ready.send(port);
+            }
+        }
+    }
+}
+
+/// A new data directory under the target's tmp dir; stale ones of dead test
+/// processes (killed before they could clean up) are removed first.
+fn fresh_data_dir() -> PathBuf {
+    let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("secantus");
+    std::fs::create_dir_all(&root).expect("create the server data root");
+    if let Ok(entries) = std::fs::read_dir(&root) {
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let pid = name
+                .split('-')
+                .next()
+                .and_then(|pid| pid.parse::<u32>().ok());
+            if pid.is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists()) {
+                let _ = std::fs::remove_dir_all(entry.path());
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let serial = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let dir = root.join(format!("{}-{serial}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create the server data dir");
+    dir
+}

@@ -1,0 +1,11 @@
+//! idmint's integration tests: one binary, a module per concept, all against a
+//! real MongoDB wire-protocol server (see `harness`).
+
+mod harness;
+
+mod cli;
+mod clocks;
+mod durability;
+mod installer;
+mod mongosh;
+mod sequence;

@@ -1,0 +1,104 @@
+//! The stored function itself, run by mongosh after the shell loader, against
+//! the same counter as the Rust host.
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+use idmint::sequence::{CounterName, CounterSpec, CyclicCounter};
+use idmint::{installer, Clock, SystemClock};
+
+use crate::harness;
+
+fn loader_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../mongo-js/shell/idmint-loader.js")
+}
+
+/// Runs `script` in mongosh against `test`'s database after loading the
+/// installed functions.
+pub fn mongosh(test: &str, script: &str) -> Command {
+    let script = format!("load({:?});\n{script}", loader_path().display().to_string());
+    let mut command = Command::new(harness::mongosh());
+    command
+        .args([
+            "--quiet",
+            "--norc",
+            &harness::mongosh_uri(test),
+            "--eval",
+            &script,
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
+}
+
+fn numbers(output: &Output) -> Vec<u64> {
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| line.trim().parse().ok())
+        .collect()
+}
+
+/// Three mongosh sessions calling the stored getNextUniqueSeq and the host's
+/// pipeline path, all at once on one counter: no value handed out twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stored_function_in_mongosh_and_the_host_never_hand_out_a_value_twice() {
+    const TEST: &str = "mongosh_and_host";
+    let database = harness::database(TEST).await;
+    installer::install(&database).await.unwrap();
+    let counter = CyclicCounter::new(&database, CounterName::new("shared").unwrap());
+    counter
+        .create(&CounterSpec::default().maxval(1_000_000))
+        .await
+        .unwrap();
+
+    let shells: Vec<_> = (0..3)
+        .map(|_| {
+            mongosh(
+                TEST,
+                "for (let i = 0; i < 100; i++) print(getNextUniqueSeq('shared'));",
+            )
+            .spawn()
+            .expect("run mongosh (scripts/test.sh installs it; or set IDMINT_MONGOSH)")
+        })
+        .collect();
+    let mut values = Vec::new();
+    for _ in 0..200 {
+        values.push(counter.next(SystemClock.now_micros()).await.unwrap().value);
+    }
+    for shell in shells {
+        let output = shell.wait_with_output().unwrap();
+        assert!(
+            output.status.success(),
+            "mongosh failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let from_shell = numbers(&output);
+        assert_eq!(
+            from_shell.len(),
+            100,
+            "{}",
+            String::from_utf8_lossy(&output.stdout)
+        );
+        values.extend(from_shell);
+    }
+    values.sort_unstable();
+    assert_eq!(values, (1..=500).collect::<Vec<u64>>());
+}
+
+#[tokio::test]
+async fn the_stored_function_names_a_missing_counter() {
+    const TEST: &str = "mongosh_missing_counter";
+    let database = harness::database(TEST).await;
+    installer::install(&database).await.unwrap();
+    let output = mongosh(TEST, "getNextUniqueSeq('ghost');")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(text.contains("counter 'ghost' does not exist"), "{text}");
+}

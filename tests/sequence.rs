@@ -1,0 +1,249 @@
+//! The cyclic counter against the server: the seed's own test, wrap-around,
+//! unknown and corrupt counters.
+
+use std::collections::BTreeSet;
+
+use idmint::sequence::{
+    CounterName, CounterSpec, CyclicCounter, SequenceError, COUNTERS_COLLECTION,
+};
+use idmint::{Clock, SystemClock};
+use mongodb::bson::{doc, Document};
+use mongodb::Database;
+
+use crate::harness;
+
+fn name(text: &str) -> CounterName {
+    CounterName::new(text).unwrap()
+}
+
+async fn raw_counter(database: &Database, id: &str) -> Option<Document> {
+    database
+        .collection::<Document>(COUNTERS_COLLECTION)
+        .find_one(doc! { "_id": id })
+        .await
+        .unwrap()
+}
+
+/// The seed's test: val=0, maxval=2000, 20 concurrent workers x 100 calls:
+/// every value from 1 to 2000 handed out exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seed_test_twenty_workers_get_every_value_once() {
+    let database = harness::database("seed_test_twenty_workers").await;
+    let counter = CyclicCounter::new(&database, name("UNIQUE_KEY"));
+    counter
+        .create(&CounterSpec::default().maxval(2000))
+        .await
+        .unwrap();
+    let workers: Vec<_> = (0..20)
+        .map(|_| {
+            let counter = counter.clone();
+            tokio::spawn(async move {
+                let mut values = Vec::new();
+                for _ in 0..100 {
+                    values.push(counter.next(SystemClock.now_micros()).await.unwrap().value);
+                }
+                values
+            })
+        })
+        .collect();
+    let mut all = Vec::new();
+    for worker in workers {
+        all.extend(worker.await.unwrap());
+    }
+    all.sort_unstable();
+    assert_eq!(all, (1..=2000).collect::<Vec<u64>>());
+}
+
+#[tokio::test]
+async fn wraps_to_zero_after_maxval_and_time_moves_on() {
+    let database = harness::database("wraps_to_zero").await;
+    let counter = CyclicCounter::new(&database, name("small"));
+    counter
+        .create(&CounterSpec::default().maxval(3))
+        .await
+        .unwrap();
+    let mut issued = Vec::new();
+    for _ in 0..9 {
+        issued.push(counter.next(SystemClock.now_micros()).await.unwrap());
+    }
+    let values: Vec<u64> = issued.iter().map(|i| i.value).collect();
+    assert_eq!(values, [1, 2, 3, 0, 1, 2, 3, 0, 1]);
+    assert!(
+        issued.windows(2).all(|pair| pair[0] < pair[1]),
+        "(ts, val) must increase: {issued:?}"
+    );
+    let state = counter.state().await.unwrap();
+    assert_eq!((state.val, state.ts), (1, issued[8].timestamp_micros));
+}
+
+#[tokio::test]
+async fn a_counter_made_the_seed_way_works_too() {
+    // A DBA's `db.counters.save({_id, val, maxval})`: int32 fields, no ts.
+    let database = harness::database("seed_way_counter").await;
+    database
+        .collection::<Document>(COUNTERS_COLLECTION)
+        .insert_one(doc! { "_id": "SerialNo1", "val": 0_i32, "maxval": 99_i32 })
+        .await
+        .unwrap();
+    let counter = CyclicCounter::new(&database, name("SerialNo1"));
+    let first = counter.next(1_000).await.unwrap();
+    assert_eq!((first.value, first.timestamp_micros), (1, 1_000));
+}
+
+#[tokio::test]
+async fn an_unknown_counter_is_named_and_nothing_is_created() {
+    let database = harness::database("unknown_counter").await;
+    let error = CyclicCounter::new(&database, name("nope"))
+        .next(1)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, SequenceError::UnknownCounter(n) if n.as_str() == "nope"),
+        "{error:?}"
+    );
+    assert!(
+        error.to_string().contains("counter 'nope' does not exist"),
+        "{error}"
+    );
+    assert!(raw_counter(&database, "nope").await.is_none());
+}
+
+#[tokio::test]
+async fn creating_an_existing_counter_fails_and_keeps_it() {
+    let database = harness::database("create_existing").await;
+    let counter = CyclicCounter::new(&database, name("dup"));
+    counter
+        .create(&CounterSpec::default().maxval(5))
+        .await
+        .unwrap();
+    counter.next(1).await.unwrap();
+    let error = counter.create(&CounterSpec::default()).await.unwrap_err();
+    assert!(
+        matches!(error, SequenceError::CounterExists(_)),
+        "{error:?}"
+    );
+    assert_eq!(counter.state().await.unwrap().val, 1);
+    let error = CyclicCounter::new(&database, name("zero"))
+        .create(&CounterSpec::default().maxval(0))
+        .await;
+    assert!(
+        matches!(error, Err(SequenceError::InvalidSpec(_))),
+        "{error:?}"
+    );
+    assert!(raw_counter(&database, "zero").await.is_none());
+}
+
+/// Each malformed counter is refused with a reason, and the document is left
+/// exactly as it was: the server-side filter and the Rust rules agree.
+#[tokio::test]
+async fn a_corrupt_counter_is_reported_and_left_unchanged() {
+    let database = harness::database("corrupt_counter").await;
+    let collection = database.collection::<Document>(COUNTERS_COLLECTION);
+    let cases = [
+        (doc! { "maxval": 9 }, "val is missing"),
+        (
+            doc! { "val": "7", "maxval": 9 },
+            "val is the string \"7\", not a number",
+        ),
+        (
+            doc! { "val": 1.5, "maxval": 9 },
+            "val is 1.5, not an integer",
+        ),
+        (
+            doc! { "val": -1_i64, "maxval": 9 },
+            "val is -1, it must not be negative",
+        ),
+        (
+            doc! { "val": 0, "maxval": 0 },
+            "maxval is 0, it must be at least 1",
+        ),
+        (
+            doc! { "val": 0, "maxval": "99" },
+            "maxval is the string \"99\", not a number",
+        ),
+        (
+            doc! { "val": 0, "maxval": 9, "ts": "yesterday" },
+            "ts is the string",
+        ),
+        (
+            doc! { "val": 0, "maxval": 9, "ts": 2.5 },
+            "ts is 2.5, not an integer",
+        ),
+        (doc! { "val": { "n": 1 }, "maxval": 9 }, "val is a document"),
+        (
+            doc! { "val": 0, "maxval": 9, "prefix": 12 },
+            "prefix is of BSON type",
+        ),
+    ];
+    for (index, (fields, reason)) in cases.into_iter().enumerate() {
+        let id = format!("bad{index}");
+        let mut document = doc! { "_id": &id };
+        document.extend(fields);
+        collection.insert_one(&document).await.unwrap();
+        let error = CyclicCounter::new(&database, name(&id))
+            .next(SystemClock.now_micros())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(error, SequenceError::CorruptCounter { .. }),
+            "{id}: {error:?}"
+        );
+        assert!(
+            error.to_string().contains(reason),
+            "{id}: expected {reason:?} in {error}"
+        );
+        assert_eq!(
+            raw_counter(&database, &id).await.unwrap(),
+            document,
+            "{id} was modified"
+        );
+    }
+}
+
+#[tokio::test]
+async fn well_formed_variants_are_accepted_by_server_and_rust_alike() {
+    let database = harness::database("well_formed_variants").await;
+    let collection = database.collection::<Document>(COUNTERS_COLLECTION);
+    for (index, fields) in [
+        doc! { "val": 5_i32, "maxval": 9_i32 },
+        doc! { "val": 5_i64, "maxval": 9_i64, "ts": 10_i64 },
+        doc! { "val": 5.0, "maxval": 9.0, "ts": 10.0 },
+        doc! { "val": 12, "maxval": 9, "prefix": null },
+        doc! { "val": 5, "maxval": 9, "prefix": "X-" },
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let id = format!("ok{index}");
+        let mut document = doc! { "_id": &id };
+        document.extend(fields);
+        collection.insert_one(&document).await.unwrap();
+        let issued = CyclicCounter::new(&database, name(&id)).next(20).await;
+        assert!(issued.is_ok(), "{document}: {issued:?}");
+    }
+    // val above maxval (maxval lowered by hand) wraps, as in the seed.
+    assert_eq!(
+        raw_counter(&database, "ok3")
+            .await
+            .unwrap()
+            .get_i64("val")
+            .unwrap(),
+        0
+    );
+}
+
+#[tokio::test]
+async fn values_differ_across_many_counters_and_do_not_interfere() {
+    let database = harness::database("independent_counters").await;
+    let a = CyclicCounter::new(&database, name("a"));
+    let b = CyclicCounter::new(&database, name("b"));
+    a.create(&CounterSpec::default()).await.unwrap();
+    b.create(&CounterSpec::default()).await.unwrap();
+    let mut seen = BTreeSet::new();
+    for _ in 0..5 {
+        seen.insert(("a", a.next(1).await.unwrap().value));
+        seen.insert(("b", b.next(1).await.unwrap().value));
+    }
+    assert_eq!(seen.len(), 10);
+    assert_eq!(a.state().await.unwrap().val, 5);
+}
