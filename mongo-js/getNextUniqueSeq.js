@@ -19,12 +19,21 @@ function (keyName, clientMicros) {
     return new Error("counter '" + keyName + "' is corrupt: " + reason +
       "; it was left unchanged, fix or recreate it");
   }
+  // Worded as the host words it (host/src/sequence/counter_doc.rs).
   function describe(value) {
     if (value === null) return "null";
     if (typeof value === "string") return value.length <= 40 ? "the string " + JSON.stringify(value) : "a string";
     if (typeof value === "boolean") return "the boolean " + value;
+    if (typeof value === "number") return "the number " + value;
     if (Array.isArray(value)) return "an array";
-    return "of type " + (value && value._bsontype ? value._bsontype : typeof value);
+    if (value instanceof Date) return "a date";
+    if (value && value._bsontype) {
+      if (value._bsontype === "Long" || value._bsontype === "Int32" || value._bsontype === "Double") {
+        return "the number " + value.toString();
+      }
+      return "of BSON type " + value._bsontype;
+    }
+    return "a document";
   }
   function readInteger(doc, field) {
     var value = doc[field];

@@ -18,6 +18,7 @@ use crate::harness::{OwnedServer, ServerConfig};
 async fn no_value_is_handed_out_twice_across_a_crash() {
     let mut server = OwnedServer::start(ServerConfig {
         sync_on_commit: true,
+        ..ServerConfig::default()
     });
     // Long enough for calls made while the server is down to wait for its restart.
     let options = ConnectOptions::new(&server.uri)

@@ -70,11 +70,6 @@ pub fn mongosh() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("mongosh"))
 }
 
-/// The connection string for mongosh for `test`'s database.
-pub fn mongosh_uri(test: &str) -> String {
-    with_database(uri(), &database_name(test))
-}
-
 /// Puts `database` into the path of `uri`, keeping its options.
 pub fn with_database(uri: &str, database: &str) -> String {
     let (base, query) = uri
@@ -119,6 +114,9 @@ fn start_shared_server() -> String {
 pub struct ServerConfig {
     /// Fsync every commit (`--sync-on-commit`): needed where durability is tested.
     pub sync_on_commit: bool,
+    /// Require SCRAM authentication (`--auth`); the first user can be created
+    /// from localhost without credentials.
+    pub auth: bool,
 }
 
 /// A server owned by one test: can be killed and restarted on the same data.
@@ -183,6 +181,9 @@ impl OwnedServer {
             .stderr(Stdio::piped());
         if self.config.sync_on_commit {
             command.arg("--sync-on-commit");
+        }
+        if self.config.auth {
+            command.arg("--auth");
         }
         // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
         unsafe {

@@ -5,6 +5,7 @@ mod harness;
 
 mod cli;
 mod clocks;
+mod conformance;
 mod durability;
 mod installer;
 mod mongosh;

@@ -13,16 +13,16 @@ fn loader_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../mongo-js/shell/idmint-loader.js")
 }
 
-/// Runs `script` in mongosh against `test`'s database after loading the
-/// installed functions.
-pub fn mongosh(test: &str, script: &str) -> Command {
+/// Runs `script` in mongosh against the database `database` after loading
+/// the installed functions.
+pub fn mongosh_in(database: &str, script: &str) -> Command {
     let script = format!("load({:?});\n{script}", loader_path().display().to_string());
     let mut command = Command::new(harness::mongosh());
     command
         .args([
             "--quiet",
             "--norc",
-            &harness::mongosh_uri(test),
+            &harness::with_database(harness::uri(), database),
             "--eval",
             &script,
         ])
@@ -30,6 +30,12 @@ pub fn mongosh(test: &str, script: &str) -> Command {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     command
+}
+
+/// Runs `script` in mongosh against `test`'s database after loading the
+/// installed functions.
+pub fn mongosh(test: &str, script: &str) -> Command {
+    mongosh_in(&harness::database_name(test), script)
 }
 
 fn numbers(output: &Output) -> Vec<u64> {
@@ -45,7 +51,9 @@ fn numbers(output: &Output) -> Vec<u64> {
 async fn stored_function_in_mongosh_and_the_host_never_hand_out_a_value_twice() {
     const TEST: &str = "mongosh_and_host";
     let database = harness::database(TEST).await;
-    installer::install(&database).await.unwrap();
+    installer::install(&database, &Default::default())
+        .await
+        .unwrap();
     let counter = CyclicCounter::new(&database, CounterName::new("shared").unwrap());
     counter
         .create(&CounterSpec::default().maxval(1_000_000))
@@ -90,7 +98,9 @@ async fn stored_function_in_mongosh_and_the_host_never_hand_out_a_value_twice() 
 async fn the_stored_function_names_a_missing_counter() {
     const TEST: &str = "mongosh_missing_counter";
     let database = harness::database(TEST).await;
-    installer::install(&database).await.unwrap();
+    installer::install(&database, &Default::default())
+        .await
+        .unwrap();
     let output = mongosh(TEST, "getNextUniqueSeq('ghost');")
         .output()
         .unwrap();
@@ -101,4 +111,57 @@ async fn the_stored_function_names_a_missing_counter() {
         String::from_utf8_lossy(&output.stderr)
     );
     assert!(text.contains("counter 'ghost' does not exist"), "{text}");
+}
+
+/// `idmint shell-loader` prints the loader; a DBA saves it and loads it in
+/// mongosh, and the installed function is then callable in the session.
+#[tokio::test]
+async fn the_printed_shell_loader_makes_the_functions_callable() {
+    const TEST: &str = "mongosh_printed_loader";
+    let database = harness::database(TEST).await;
+    installer::install(&database, &Default::default())
+        .await
+        .unwrap();
+    let counter = CyclicCounter::new(&database, CounterName::new("dba").unwrap());
+    counter
+        .create(&CounterSpec::default().maxval(2))
+        .await
+        .unwrap();
+
+    let printed = harness::idmint(TEST).arg("shell-loader").output().unwrap();
+    assert!(printed.status.success());
+    let dir = tempfile::tempdir().unwrap();
+    let loader = dir.path().join("idmint-loader.js");
+    std::fs::write(&loader, &printed.stdout).unwrap();
+    let work = dir.path().join("work.js");
+    std::fs::write(
+        &work,
+        "print([1, 2, 3].map(() => getNextUniqueSeq('dba')).join(','));\n",
+    )
+    .unwrap();
+    // Files run in order, in one session: the loader, then the DBA's work.
+    let output = Command::new(harness::mongosh())
+        .args([
+            "--quiet",
+            "--norc",
+            &harness::with_database(harness::uri(), &harness::database_name(TEST)),
+        ])
+        .arg(&loader)
+        .arg(&work)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.contains("idmint loader: loaded getNextUniqueSeq"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.lines().any(|line| line.trim() == "1,2,0"),
+        "{stdout}"
+    );
 }

@@ -172,7 +172,7 @@ async fn a_corrupt_counter_is_reported_and_left_unchanged() {
         (doc! { "val": { "n": 1 }, "maxval": 9 }, "val is a document"),
         (
             doc! { "val": 0, "maxval": 9, "prefix": 12 },
-            "prefix is of BSON type",
+            "prefix is the number 12, not a string",
         ),
     ];
     for (index, (fields, reason)) in cases.into_iter().enumerate() {

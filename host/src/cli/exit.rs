@@ -46,6 +46,7 @@ pub fn exit_code(error: &anyhow::Error) -> u8 {
                 Error::Sequence(error) => sequence_code(error),
                 Error::Policy(error) => policy_code(error),
                 Error::Capacity(_) => EXIT_POLICY,
+                Error::Install(error) => install_code(error),
                 _ => EXIT_DATABASE,
             };
         }
@@ -58,7 +59,10 @@ pub fn exit_code(error: &anyhow::Error) -> u8 {
         if cause.is::<idmint::config::ConnectError>() || cause.is::<UsageError>() {
             return EXIT_USAGE;
         }
-        if cause.is::<idmint::installer::InstallError>() || cause.is::<mongodb::error::Error>() {
+        if let Some(error) = cause.downcast_ref::<idmint::installer::InstallError>() {
+            return install_code(error);
+        }
+        if cause.is::<mongodb::error::Error>() {
             return EXIT_DATABASE;
         }
     }
@@ -68,6 +72,15 @@ pub fn exit_code(error: &anyhow::Error) -> u8 {
 fn sequence_code(error: &SequenceError) -> u8 {
     if error.is_bad_input() {
         EXIT_USAGE
+    } else {
+        EXIT_DATABASE
+    }
+}
+
+fn install_code(error: &idmint::installer::InstallError) -> u8 {
+    // Drift (hand edits, foreign items, a concurrent change) is exit 1, like `status`.
+    if error.is_drift() {
+        EXIT_FAILURE
     } else {
         EXIT_DATABASE
     }

@@ -1,10 +1,11 @@
-//! `idmint status`: what the server offers and what idmint installed.
+//! `idmint status`: what the server offers, and each installed item's state.
 
 use std::fmt::Write;
 
 use clap::Args;
-use idmint::installer::{self, FunctionState, JsSupport, Topology};
+use idmint::installer::{self, JsSupport, Topology};
 
+use super::install::state_text;
 use super::{ConnectArgs, Outcome, Output};
 
 /// Arguments of `idmint status`.
@@ -25,7 +26,8 @@ impl StatusCmd {
             let topology = match &server.topology {
                 Topology::Standalone => "standalone".to_string(),
                 Topology::ReplicaSet { name, members } => {
-                    format!("replica set '{name}' ({members} members)")
+                    let plural = if *members == 1 { "" } else { "s" };
+                    format!("replica set '{name}' ({members} member{plural})")
                 }
                 Topology::Sharded => "sharded cluster (mongos)".to_string(),
             };
@@ -36,24 +38,26 @@ impl StatusCmd {
                 JsSupport::Unavailable { reason } => format!("not available ({reason})"),
             };
             let mut text = String::new();
-            let _ = writeln!(text, "server:      MongoDB {} , {topology}", server.version);
-            let _ = writeln!(text, "server JS:   {js}");
-            let _ = writeln!(text, "host path:   {}", report.host_path);
-            let _ = writeln!(text, "database:    {}", report.database);
-            let counters = if report.counters_collection {
-                "present"
-            } else {
-                "missing"
-            };
-            let _ = writeln!(text, "counters:    collection {counters}");
-            for function in &report.functions {
-                let state = match function.state {
-                    FunctionState::Current => "current",
-                    FunctionState::Missing => "missing (run `idmint install`)",
-                    FunctionState::Differs => "differs from this idmint's version",
-                };
-                let _ = writeln!(text, "function:    {} {state}", function.name);
+            let _ = writeln!(text, "server:     MongoDB {}, {topology}", server.version);
+            let _ = writeln!(text, "server JS:  {js}");
+            let _ = writeln!(text, "host path:  {}", report.host_path);
+            let _ = writeln!(text, "database:   {}", report.plan.database);
+            for item in &report.plan.items {
+                let _ = writeln!(
+                    text,
+                    "{:<10}  {:<20} {:<8} {}",
+                    item.kind.as_str(),
+                    item.name,
+                    item.version,
+                    state_text(&item.state)
+                );
             }
+            let verdict = if report.is_current() {
+                "everything is current"
+            } else {
+                "NOT current: run `idmint install`"
+            };
+            let _ = writeln!(text, "{verdict}");
             text
         })?;
         Ok(if report.is_current() {

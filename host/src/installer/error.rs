@@ -1,22 +1,87 @@
 //! Errors of the installer.
 
-/// Why installing or inspecting failed.
+use super::roles::ADMIN_ROLE;
+
+/// Why installing, inspecting or uninstalling failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum InstallError {
     /// A server command failed; `action` says what idmint was doing.
-    #[error("could not {action}: {source}")]
+    #[error("could not {action} ({namespace}): {source}")]
     Database {
         /// What idmint was doing, e.g. "write system.js".
         action: &'static str,
+        /// The collection, function or role concerned.
+        namespace: String,
         /// The driver's error.
         #[source]
         source: mongodb::error::Error,
     },
+    /// The user lacks a privilege the step needs.
+    #[error(
+        "not authorized to {action} ({namespace}): the user lacks that privilege; \
+         it needs role {role} (see `idmint install --create-roles`). Server said: {server_message}"
+    )]
+    Unauthorized {
+        /// What idmint was doing.
+        action: &'static str,
+        /// The collection, function or role concerned.
+        namespace: String,
+        /// The idmint role that grants it.
+        role: &'static str,
+        /// The server's message.
+        server_message: String,
+    },
+    /// Items were changed by hand or are not idmint's; nothing was written.
+    #[error("nothing was written: {}", reasons.join("; "))]
+    Refused {
+        /// One reason per refused item.
+        reasons: Vec<String>,
+    },
+    /// A concurrent writer changed an item in a way this install cannot accept.
+    #[error("{item}: {detail}")]
+    Conflict {
+        /// The item's manifest key.
+        item: String,
+        /// What happened.
+        detail: String,
+    },
 }
 
 impl InstallError {
-    pub(crate) fn database(action: &'static str, source: mongodb::error::Error) -> Self {
-        Self::Database { action, source }
+    /// Wraps a driver error; an authorization failure (code 13) becomes
+    /// [`InstallError::Unauthorized`].
+    pub(crate) fn database(
+        action: &'static str,
+        namespace: &str,
+        source: mongodb::error::Error,
+    ) -> Self {
+        if super::apply::command_code(&source) == Some(13) {
+            let server_message = match source.kind.as_ref() {
+                mongodb::error::ErrorKind::Command(command) => command.message.clone(),
+                _ => source.to_string(),
+            };
+            return Self::Unauthorized {
+                action,
+                namespace: namespace.to_string(),
+                role: ADMIN_ROLE,
+                server_message,
+            };
+        }
+        Self::Database {
+            action,
+            namespace: namespace.to_string(),
+            source,
+        }
+    }
+
+    /// True when the database refused or failed (as opposed to drift found).
+    pub fn is_database(&self) -> bool {
+        matches!(self, Self::Database { .. } | Self::Unauthorized { .. })
+    }
+
+    /// True when the step was refused because of drift (hand edits, foreign items).
+    pub fn is_drift(&self) -> bool {
+        matches!(self, Self::Refused { .. } | Self::Conflict { .. })
     }
 }

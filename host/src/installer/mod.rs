@@ -1,6 +1,17 @@
-//! The installer: deploys the server-side JavaScript of `mongo-js/` into
-//! `<db>.system.js`, creates the `counters` collection, and reports what the
-//! server offers.
+//! The installer: deploys what idmint needs on the server, reports its state,
+//! and removes it again. A DBA tool in the manner of migrate-mongo, Mongock or
+//! Flyway:
+//!
+//! - every item (each function of `mongo-js/`, the collections, the roles) has
+//!   a version and a sha256 derived from its content ([`items`]), and what was
+//!   installed is recorded in the `idmint_manifest` collection;
+//! - [`plan`] compares the database with this build: current, missing, outdated,
+//!   changed by hand, or not idmint's ([`ItemState`]); `status` reports it and
+//!   `install --dry-run` prints it without writing anything;
+//! - [`install`] writes only what differs, never overwrites a hand edit without
+//!   `force`, and is safe to run concurrently and to re-run after a kill (the
+//!   writes are conditional: see `apply.rs`);
+//! - [`uninstall`] removes only what the manifest says idmint installed.
 //!
 //! The stored functions are for DBAs working in mongosh (see the shell loader
 //! in `mongo-js/shell/`). No supported MongoDB (4.4+) can run stored JavaScript
@@ -8,21 +19,27 @@
 //! the host itself never calls them: its path is the aggregation-pipeline
 //! update of [`crate::sequence::CyclicCounter`]. [`status`] says so.
 
+mod apply;
 mod error;
 mod functions;
+pub mod items;
+mod observe;
+mod plan;
+pub mod roles;
 mod server;
+mod uninstall;
 
-use mongodb::bson::{doc, Bson, Document};
-use mongodb::error::ErrorKind;
 use mongodb::Database;
 use serde::Serialize;
 
+pub use apply::WriteHook;
 pub use error::InstallError;
 pub use functions::{server_functions, shell_loader, ServerFunction};
+pub use items::{Item, ItemKind, MANIFEST_COLLECTION};
+pub use plan::{plan, Action, ItemState, Plan, PlannedItem};
+pub use roles::{ADMIN_ROLE, APP_ROLE};
 pub use server::{JsSupport, ServerInfo, Topology};
-
-use crate::config::durable_write_concern;
-use crate::sequence::COUNTERS_COLLECTION;
+pub use uninstall::{uninstall, UninstallAction, UninstallItem, UninstallOptions, UninstallReport};
 
 /// The collection MongoDB reserves for stored JavaScript.
 pub const SYSTEM_JS: &str = "system.js";
@@ -31,198 +48,93 @@ pub const SYSTEM_JS: &str = "system.js";
 pub const HOST_PATH: &str =
     "aggregation-pipeline update: one atomic findOneAndUpdate with a $cond pipeline per value";
 
-/// What happened, or would happen, to one installed item.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ItemAction {
-    /// It did not exist and was created.
-    Created,
-    /// It existed with other content and was replaced.
-    Updated,
-    /// It existed as it should be; nothing was written.
-    Unchanged,
+/// How to install.
+#[derive(Clone, Default)]
+#[non_exhaustive]
+pub struct InstallOptions {
+    /// Compute and return the plan; write nothing at all.
+    pub dry_run: bool,
+    /// Replace items changed by hand or not installed by idmint.
+    pub force: bool,
+    /// Also create (and keep current) the `idmintApp` and `idmintAdmin` roles.
+    pub create_roles: bool,
+    /// Called after every write.
+    pub after_write: Option<WriteHook>,
 }
 
-/// One item of an install.
-#[derive(Debug, Clone, Serialize)]
-pub struct InstalledItem {
-    /// `function` or `collection`.
-    pub kind: &'static str,
-    /// The function's `_id` or the collection's name.
-    pub name: String,
-    /// What was done.
-    pub action: ItemAction,
+impl std::fmt::Debug for InstallOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InstallOptions")
+            .field("dry_run", &self.dry_run)
+            .field("force", &self.force)
+            .field("create_roles", &self.create_roles)
+            .finish_non_exhaustive()
+    }
 }
 
-/// The outcome of [`install`].
+/// The outcome of [`install`]: the plan, and whether it was carried out.
 #[derive(Debug, Clone, Serialize)]
 pub struct InstallReport {
-    /// The database installed into.
-    pub database: String,
-    /// Each item and what was done to it.
-    pub items: Vec<InstalledItem>,
+    /// Whether nothing was written (`--dry-run`).
+    pub dry_run: bool,
+    /// True when the database was already current and nothing was (or would be) written.
+    pub unchanged: bool,
+    /// The plan, item by item.
+    #[serde(flatten)]
+    pub plan: Plan,
 }
 
-impl InstallReport {
-    /// True when the install wrote nothing (everything was already current).
-    pub fn changed_nothing(&self) -> bool {
-        self.items
-            .iter()
-            .all(|item| item.action == ItemAction::Unchanged)
-    }
-}
-
-/// Installs every function of `mongo-js/` and the `counters` collection.
-/// Re-running it on a current database writes nothing.
-pub async fn install(database: &Database) -> Result<InstallReport, InstallError> {
-    let mut items = vec![InstalledItem {
-        kind: "collection",
-        name: COUNTERS_COLLECTION.to_string(),
-        action: ensure_collection(database, COUNTERS_COLLECTION).await?,
-    }];
-    let system_js = database.collection::<Document>(SYSTEM_JS);
-    for function in server_functions() {
-        let code = Bson::JavaScriptCode(function.source.to_string());
-        let existing = system_js
-            .find_one(doc! { "_id": function.name })
-            .await
-            .map_err(|source| InstallError::database("read system.js", source))?;
-        let action = match existing.as_ref().and_then(|document| document.get("value")) {
-            Some(value) if *value == code => ItemAction::Unchanged,
-            Some(_) => ItemAction::Updated,
-            None if existing.is_some() => ItemAction::Updated,
-            None => ItemAction::Created,
-        };
-        if action != ItemAction::Unchanged {
-            system_js
-                .replace_one(
-                    doc! { "_id": function.name },
-                    doc! { "_id": function.name, "value": code },
-                )
-                .upsert(true)
-                .write_concern(durable_write_concern())
-                .await
-                .map_err(|source| InstallError::database("write system.js", source))?;
+/// Installs or upgrades idmint in `database` (see the module docs). With an
+/// item changed by hand and no `force`, nothing at all is written.
+pub async fn install(
+    database: &Database,
+    options: &InstallOptions,
+) -> Result<InstallReport, InstallError> {
+    let plan = plan::plan(database, options.create_roles, options.force).await?;
+    let unchanged = plan.writes_nothing();
+    if !options.dry_run {
+        let reasons: Vec<String> = plan
+            .refused()
+            .filter_map(|item| item.reason.clone())
+            .collect();
+        if !reasons.is_empty() {
+            return Err(InstallError::Refused { reasons });
         }
-        items.push(InstalledItem {
-            kind: "function",
-            name: function.name.to_string(),
-            action,
-        });
+        apply::apply(database, &plan, options.after_write.as_ref()).await?;
     }
     Ok(InstallReport {
-        database: database.name().to_string(),
-        items,
+        dry_run: options.dry_run,
+        unchanged,
+        plan,
     })
-}
-
-async fn ensure_collection(database: &Database, name: &str) -> Result<ItemAction, InstallError> {
-    // Look first: some servers answer `create` on an existing collection with ok.
-    if collection_exists(database, name).await? {
-        return Ok(ItemAction::Unchanged);
-    }
-    match database
-        .create_collection(name)
-        .write_concern(durable_write_concern())
-        .await
-    {
-        Ok(()) => Ok(ItemAction::Created),
-        // NamespaceExists: someone (maybe a concurrent install) created it.
-        Err(error) if matches!(error.kind.as_ref(), ErrorKind::Command(c) if c.code == 48) => {
-            Ok(ItemAction::Unchanged)
-        }
-        Err(source) => Err(InstallError::database(
-            "create the counters collection",
-            source,
-        )),
-    }
-}
-
-async fn collection_exists(database: &Database, name: &str) -> Result<bool, InstallError> {
-    let names = database
-        .list_collection_names()
-        .filter(doc! { "name": name })
-        .await
-        .map_err(|source| InstallError::database("list collections", source))?;
-    Ok(!names.is_empty())
-}
-
-/// The state of one embedded function in the database.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FunctionState {
-    /// Installed and identical to the embedded source.
-    Current,
-    /// Not installed.
-    Missing,
-    /// Installed with different content (another idmint version, or a hand edit).
-    Differs,
-}
-
-/// One function in a [`StatusReport`].
-#[derive(Debug, Clone, Serialize)]
-pub struct FunctionStatus {
-    /// The system.js `_id`.
-    pub name: String,
-    /// Its state.
-    pub state: FunctionState,
-    /// sha256 of the embedded source.
-    pub sha256: String,
 }
 
 /// What `idmint status` reports.
 #[derive(Debug, Clone, Serialize)]
 pub struct StatusReport {
-    /// The database inspected.
-    pub database: String,
     /// The server and what it offers.
     pub server: ServerInfo,
-    /// Whether the counters collection exists.
-    pub counters_collection: bool,
-    /// Each embedded function and its state in the database.
-    pub functions: Vec<FunctionStatus>,
     /// How the host hands out values.
     pub host_path: &'static str,
+    /// Each item and its state.
+    #[serde(flatten)]
+    pub plan: Plan,
 }
 
 impl StatusReport {
     /// True when everything idmint installs is present and current.
     pub fn is_current(&self) -> bool {
-        self.counters_collection
-            && self
-                .functions
-                .iter()
-                .all(|f| f.state == FunctionState::Current)
+        self.plan.is_current()
     }
 }
 
 /// Inspects the server and the installed items. Writes nothing.
 pub async fn status(database: &Database) -> Result<StatusReport, InstallError> {
     let server = ServerInfo::detect(database).await?;
-    let counters_collection = collection_exists(database, COUNTERS_COLLECTION).await?;
-    let system_js = database.collection::<Document>(SYSTEM_JS);
-    let mut functions = Vec::new();
-    for function in server_functions() {
-        let stored = system_js
-            .find_one(doc! { "_id": function.name })
-            .await
-            .map_err(|source| InstallError::database("read system.js", source))?;
-        let state = match stored.as_ref().and_then(|document| document.get("value")) {
-            None => FunctionState::Missing,
-            Some(Bson::JavaScriptCode(code)) if code == function.source => FunctionState::Current,
-            Some(_) => FunctionState::Differs,
-        };
-        functions.push(FunctionStatus {
-            name: function.name.to_string(),
-            state,
-            sha256: function.sha256(),
-        });
-    }
+    let plan = plan::plan(database, false, false).await?;
     Ok(StatusReport {
-        database: database.name().to_string(),
         server,
-        counters_collection,
-        functions,
         host_path: HOST_PATH,
+        plan,
     })
 }

@@ -56,11 +56,11 @@ impl ServerInfo {
         let build_info = admin
             .run_command(doc! { "buildInfo": 1 })
             .await
-            .map_err(|source| InstallError::database("run buildInfo", source))?;
+            .map_err(|source| InstallError::database("run buildInfo", "admin", source))?;
         let hello = admin
             .run_command(doc! { "hello": 1 })
             .await
-            .map_err(|source| InstallError::database("run hello", source))?;
+            .map_err(|source| InstallError::database("run hello", "admin", source))?;
         let probe = database
             .run_command(
                 doc! { "find": SYSTEM_JS, "filter": { "$where": "return false" }, "limit": 1 },
@@ -69,7 +69,12 @@ impl ServerInfo {
         let server_js = match probe {
             Ok(_) => JsSupport::QueriesOnly,
             Err(error) => JsSupport::Unavailable {
-                reason: error.to_string(),
+                reason: match error.kind.as_ref() {
+                    mongodb::error::ErrorKind::Command(command) => {
+                        format!("{} (code {})", command.message, command.code)
+                    }
+                    _ => error.to_string(),
+                },
             },
         };
         Ok(Self {

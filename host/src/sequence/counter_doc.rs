@@ -113,16 +113,27 @@ fn read_integer(doc: &Document, field: &str) -> Result<u64, String> {
 }
 
 /// Names a BSON value for a message: its type and, when short, the value.
+/// `mongo-js/getNextUniqueSeq.js` words it the same way (the conformance
+/// tests compare the two implementations' messages).
 fn describe(value: &Bson) -> String {
     match value {
-        Bson::String(s) if s.len() <= 40 => format!("the string {s:?}"),
+        Bson::String(s) if s.chars().count() <= 40 => format!("the string {}", json_string(s)),
         Bson::String(_) => "a string".to_string(),
         Bson::Null => "null".to_string(),
         Bson::Boolean(b) => format!("the boolean {b}"),
+        Bson::Int32(n) => format!("the number {n}"),
+        Bson::Int64(n) => format!("the number {n}"),
+        Bson::Double(x) => format!("the number {x}"),
         Bson::Document(_) => "a document".to_string(),
         Bson::Array(_) => "an array".to_string(),
+        Bson::DateTime(_) => "a date".to_string(),
         other => format!("of BSON type {:?}", other.element_type()),
     }
+}
+
+/// A string quoted as JSON (and so as JavaScript's `JSON.stringify`) does.
+fn json_string(s: &str) -> String {
+    serde_json::Value::String(s.to_string()).to_string()
 }
 
 #[cfg(test)]
@@ -174,7 +185,7 @@ mod tests {
             ),
             (
                 doc! { "val": 0, "maxval": 9, "prefix": 3 },
-                "prefix is of BSON type",
+                "prefix is the number 3, not a string",
             ),
         ] {
             let err = CounterState::from_document(&name(), &doc)

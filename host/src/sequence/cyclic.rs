@@ -139,7 +139,7 @@ impl CyclicCounter {
             Err(error) if is_duplicate_key(&error) => {
                 Err(SequenceError::CounterExists(self.name.clone()))
             }
-            Err(source) => Err(self.database_error(source)),
+            Err(source) => Err(self.database_error("create", "insert", source)),
         }
     }
 
@@ -149,7 +149,7 @@ impl CyclicCounter {
             .collection
             .find_one(doc! { "_id": self.name.as_str() })
             .await
-            .map_err(|source| self.database_error(source))?
+            .map_err(|source| self.database_error("read", "find", source))?
         {
             Some(document) => CounterState::from_document(&self.name, &document),
             None => Err(SequenceError::UnknownCounter(self.name.clone())),
@@ -173,7 +173,7 @@ impl CyclicCounter {
             .return_document(ReturnDocument::After)
             .write_concern(self.write_concern.clone())
             .await
-            .map_err(|source| self.database_error(source))?;
+            .map_err(|source| self.database_error("advance", "find and update", source))?;
         // A well-formed counter was advanced; a malformed one came back as it
         // was, and `from_document` says what is wrong with it.
         let state = match updated {
@@ -186,7 +186,22 @@ impl CyclicCounter {
         })
     }
 
-    fn database_error(&self, source: mongodb::error::Error) -> SequenceError {
+    fn database_error(
+        &self,
+        action: &'static str,
+        privilege: &'static str,
+        source: mongodb::error::Error,
+    ) -> SequenceError {
+        if let ErrorKind::Command(command) = source.kind.as_ref() {
+            if command.code == 13 {
+                return SequenceError::Unauthorized {
+                    name: self.name.clone(),
+                    action,
+                    privilege,
+                    server_message: command.message.clone(),
+                };
+            }
+        }
         SequenceError::Database {
             name: self.name.clone(),
             source,

@@ -41,6 +41,21 @@ pub enum SequenceError {
         /// How many attempts were made.
         attempts: u32,
     },
+    /// The user lacks a privilege on the counters collection.
+    #[error(
+        "not authorized to {action} counter '{name}': the user needs the {privilege} action(s) on the \
+         counters collection (role idmintApp grants what apps need, idmintAdmin the rest). Server said: {server_message}"
+    )]
+    Unauthorized {
+        /// The counter.
+        name: CounterName,
+        /// What idmint was doing: "read", "advance", "create".
+        action: &'static str,
+        /// The missing action(s), as MongoDB names them.
+        privilege: &'static str,
+        /// The server's message.
+        server_message: String,
+    },
     /// The server or the connection failed.
     #[error("database error on counter '{name}': {source}")]
     Database {
@@ -68,6 +83,9 @@ impl SequenceError {
 
     /// True when the server could not be reached or failed the operation.
     pub fn is_database(&self) -> bool {
-        matches!(self, Self::Database { .. } | Self::Contended { .. })
+        matches!(
+            self,
+            Self::Database { .. } | Self::Contended { .. } | Self::Unauthorized { .. }
+        )
     }
 }

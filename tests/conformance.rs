@@ -1,0 +1,272 @@
+//! One algorithm, two implementations held equal: the host's pipeline update
+//! (`sequence/cyclic.rs`) and the stored JavaScript `getNextUniqueSeq` (run by
+//! mongosh after the shell loader) get the same counters and the same client
+//! clock readings, and must return the same values, fail with the same
+//! messages, and leave the same documents behind.
+
+use futures_util::TryStreamExt;
+use idmint::installer;
+use idmint::sequence::{CounterName, CyclicCounter};
+use mongodb::bson::{doc, Bson, Document};
+use mongodb::Database;
+use serde_json::{json, Value};
+
+use crate::harness;
+use crate::mongosh::mongosh_in;
+
+/// 2026-11-22T03:14:57.123456Z
+const T: i64 = 1_795_317_297_123_456;
+
+struct Case {
+    name: &'static str,
+    /// The counter document's fields; `None`: no counter at all.
+    fields: Option<Document>,
+    /// Client clock readings, one call each.
+    clock: Vec<i64>,
+}
+
+fn cases() -> Vec<Case> {
+    let case = |name, fields: Option<Document>, clock: Vec<i64>| Case {
+        name,
+        fields,
+        clock,
+    };
+    vec![
+        case(
+            "fresh",
+            Some(doc! { "val": 0_i64, "maxval": 99_i64 }),
+            vec![T, T + 1, T + 2],
+        ),
+        case(
+            "seed_style_int32",
+            Some(doc! { "val": 5_i32, "maxval": 9_i32 }),
+            vec![T],
+        ),
+        case(
+            "wraps",
+            Some(doc! { "val": 1_i64, "maxval": 3_i64, "ts": T }),
+            vec![T; 6],
+        ),
+        case(
+            "wraps_at_once",
+            Some(doc! { "val": 3_i64, "maxval": 3_i64, "ts": T }),
+            vec![T],
+        ),
+        case(
+            "above_maxval",
+            Some(doc! { "val": 12, "maxval": 9, "ts": T }),
+            vec![T],
+        ),
+        case(
+            "frozen_clock",
+            Some(doc! { "val": 0_i64, "maxval": 2_i64, "ts": T }),
+            vec![T; 7],
+        ),
+        case(
+            "clock_behind",
+            Some(doc! { "val": 4_i64, "maxval": 99_i64, "ts": T }),
+            vec![T - 3_600_000_000, T - 1],
+        ),
+        case(
+            "clock_ahead",
+            Some(doc! { "val": 4_i64, "maxval": 99_i64, "ts": T }),
+            vec![T + 500, T + 499],
+        ),
+        case(
+            "double_fields",
+            Some(doc! { "val": 2.0, "maxval": 5.0, "ts": 10.0 }),
+            vec![T],
+        ),
+        case(
+            "with_prefix",
+            Some(doc! { "val": 0, "maxval": 9, "prefix": "ORD-" }),
+            vec![T],
+        ),
+        case(
+            "null_prefix",
+            Some(doc! { "val": 0, "maxval": 9, "prefix": null }),
+            vec![T],
+        ),
+        case("missing", None, vec![T]),
+        case("val_missing", Some(doc! { "maxval": 9 }), vec![T]),
+        case(
+            "val_string",
+            Some(doc! { "val": "7", "maxval": 9 }),
+            vec![T],
+        ),
+        case("val_null", Some(doc! { "val": null, "maxval": 9 }), vec![T]),
+        case(
+            "val_fraction",
+            Some(doc! { "val": 1.5, "maxval": 9 }),
+            vec![T],
+        ),
+        case(
+            "val_negative",
+            Some(doc! { "val": -1_i64, "maxval": 9 }),
+            vec![T],
+        ),
+        case(
+            "val_document",
+            Some(doc! { "val": { "n": 1 }, "maxval": 9 }),
+            vec![T],
+        ),
+        case("val_array", Some(doc! { "val": [1], "maxval": 9 }), vec![T]),
+        case(
+            "val_boolean",
+            Some(doc! { "val": true, "maxval": 9 }),
+            vec![T],
+        ),
+        case("maxval_zero", Some(doc! { "val": 0, "maxval": 0 }), vec![T]),
+        case(
+            "maxval_string",
+            Some(doc! { "val": 0, "maxval": "99" }),
+            vec![T],
+        ),
+        case(
+            "ts_string",
+            Some(doc! { "val": 0, "maxval": 9, "ts": "yesterday" }),
+            vec![T],
+        ),
+        case(
+            "ts_fraction",
+            Some(doc! { "val": 0, "maxval": 9, "ts": 2.5 }),
+            vec![T],
+        ),
+        case(
+            "prefix_number",
+            Some(doc! { "val": 0, "maxval": 9, "prefix": 12 }),
+            vec![T],
+        ),
+    ]
+}
+
+async fn seed(database: &Database, cases: &[Case]) {
+    for case in cases {
+        if let Some(fields) = &case.fields {
+            let mut document = doc! { "_id": case.name };
+            document.extend(fields.clone());
+            database
+                .collection::<Document>("counters")
+                .insert_one(document)
+                .await
+                .unwrap();
+        }
+    }
+}
+
+/// A counter document reduced to what the algorithm defines: numbers compared
+/// as numbers (the JavaScript writes int64 where the pipeline may keep int32),
+/// everything else as is.
+fn normalise(document: Option<Document>) -> Value {
+    let Some(document) = document else {
+        return Value::Null;
+    };
+    let mut out = serde_json::Map::new();
+    for (key, value) in document {
+        let value = match value {
+            Bson::Int32(n) => json!(f64::from(n)),
+            Bson::Int64(n) => json!(n as f64),
+            Bson::Double(x) => json!(x),
+            other => other.into_relaxed_extjson(),
+        };
+        out.insert(key, value);
+    }
+    Value::Object(out)
+}
+
+async fn documents(database: &Database) -> Vec<(String, Value)> {
+    let all: Vec<Document> = database
+        .collection::<Document>("counters")
+        .find(doc! {})
+        .sort(doc! { "_id": 1 })
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    all.into_iter()
+        .map(|d| (d.get_str("_id").unwrap().to_string(), normalise(Some(d))))
+        .collect()
+}
+
+#[tokio::test]
+async fn the_stored_function_and_the_pipeline_agree_on_every_case() {
+    let cases = cases();
+    let rust_db = harness::database("conformance_rust").await;
+    let js_db = harness::database("conformance_js").await;
+    seed(&rust_db, &cases).await;
+    seed(&js_db, &cases).await;
+    installer::install(&js_db, &Default::default())
+        .await
+        .unwrap();
+
+    // The host's outcomes.
+    let mut rust = Vec::new();
+    for case in &cases {
+        let counter = CyclicCounter::new(&rust_db, CounterName::new(case.name).unwrap());
+        for &reading in &case.clock {
+            rust.push(match counter.next(reading as u64).await {
+                Ok(issued) => json!({ "case": case.name, "val": issued.value }),
+                Err(error) => json!({ "case": case.name, "error": error.to_string() }),
+            });
+        }
+    }
+
+    // The stored function's outcomes, one mongosh session for all calls.
+    let calls: Vec<Value> = cases
+        .iter()
+        .flat_map(|case| {
+            case.clock
+                .iter()
+                .map(move |reading| json!([case.name, reading]))
+        })
+        .collect();
+    let script = format!(
+        "for (const [name, clock] of {calls}) {{\n\
+           try {{ print(JSON.stringify({{ case: name, val: getNextUniqueSeq(name, clock) }})); }}\n\
+           catch (e) {{ print(JSON.stringify({{ case: name, error: e.message }})); }}\n\
+         }}",
+        calls = Value::Array(calls)
+    );
+    let output = mongosh_in(&harness::database_name("conformance_js"), &script)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "mongosh: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let js: Vec<Value> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter(|line| line.starts_with('{'))
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+
+    assert_eq!(js.len(), rust.len(), "one outcome per call");
+    for (rust, js) in rust.iter().zip(&js) {
+        assert_eq!(rust, js, "the two implementations disagree");
+    }
+    assert_eq!(
+        documents(&rust_db).await,
+        documents(&js_db).await,
+        "they left different documents"
+    );
+    // And the corrupt counters are exactly as they were seeded.
+    let pristine = harness::database("conformance_pristine").await;
+    seed(&pristine, &cases).await;
+    let pristine = documents(&pristine).await;
+    let after = documents(&rust_db).await;
+    for (name, document) in &pristine {
+        let failed = rust
+            .iter()
+            .any(|r| r["case"] == name.as_str() && r.get("error").is_some());
+        if failed {
+            let now = after.iter().find(|(n, _)| n == name).map(|(_, d)| d);
+            assert_eq!(
+                now,
+                Some(document),
+                "{name} was modified although it failed"
+            );
+        }
+    }
+}
