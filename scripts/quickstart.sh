@@ -7,9 +7,10 @@ cd "$(dirname "$0")/.."
 . scripts/tools.sh
 
 ensure_wasm_target
-say "building idmint (release)"
-cargo build --release --locked -p idmint --quiet
-idmint=target/release/idmint
+# The debug profile: the test suite (scripts/test.sh) then reuses this build.
+say "building idmint"
+cargo build --locked -p idmint --quiet
+idmint=target/debug/idmint
 
 if [ -z "${MONGODB_URI:-}" ]; then
   start_local_server
