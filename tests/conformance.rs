@@ -4,7 +4,6 @@
 //! clock readings, and must return the same values, fail with the same
 //! messages, and leave the same documents behind.
 
-use futures_util::TryStreamExt;
 use idmint::installer;
 use idmint::sequence::{CounterName, CyclicCounter};
 use mongodb::bson::{doc, Bson, Document};
@@ -175,16 +174,9 @@ fn normalise(document: Option<Document>) -> Value {
 }
 
 async fn documents(database: &Database) -> Vec<(String, Value)> {
-    let all: Vec<Document> = database
-        .collection::<Document>("counters")
-        .find(doc! {})
-        .sort(doc! { "_id": 1 })
+    harness::documents(database, "counters")
         .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap();
-    all.into_iter()
+        .into_iter()
         .map(|d| (d.get_str("_id").unwrap().to_string(), normalise(Some(d))))
         .collect()
 }

@@ -42,6 +42,20 @@ pub async fn database(test: &str) -> Database {
     database
 }
 
+/// Every document of `collection`, sorted by `_id`.
+pub async fn documents(database: &Database, collection: &str) -> Vec<mongodb::bson::Document> {
+    use futures_util::TryStreamExt;
+    database
+        .collection::<mongodb::bson::Document>(collection)
+        .find(mongodb::bson::doc! {})
+        .sort(mongodb::bson::doc! { "_id": 1 })
+        .await
+        .expect("read the collection")
+        .try_collect()
+        .await
+        .expect("read the collection")
+}
+
 /// The database name for a test: `t_<test>`, within MongoDB's 63-byte limit.
 pub fn database_name(test: &str) -> String {
     let cleaned: String = test

@@ -4,7 +4,6 @@
 
 use std::process::{Command, Output, Stdio};
 
-use futures_util::TryStreamExt;
 use idmint::installer::{self, Action, InstallOptions, ItemKind, ItemState, MANIFEST_COLLECTION};
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::Database;
@@ -22,15 +21,7 @@ async fn snapshot(database: &Database) -> Vec<(String, Vec<u8>)> {
     names.sort();
     let mut out = Vec::new();
     for name in names {
-        let documents: Vec<Document> = database
-            .collection::<Document>(&name)
-            .find(doc! {})
-            .sort(doc! { "_id": 1 })
-            .await
-            .unwrap()
-            .try_collect()
-            .await
-            .unwrap();
+        let documents: Vec<Document> = harness::documents(&database, &name).await;
         let mut bytes = Vec::new();
         for document in documents {
             bytes.extend(mongodb::bson::to_vec(&document).unwrap());
@@ -103,14 +94,7 @@ async fn install_records_a_manifest_and_a_second_run_is_a_no_op() {
     assert!(
         matches!(function.get("value"), Some(Bson::JavaScriptCode(code)) if code.contains("clientMicros"))
     );
-    let manifest: Vec<Document> = database
-        .collection::<Document>(MANIFEST_COLLECTION)
-        .find(doc! {})
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap();
+    let manifest: Vec<Document> = harness::documents(&database, MANIFEST_COLLECTION).await;
     assert_eq!(manifest.len(), first.plan.items.len());
     let record = manifest
         .iter()
@@ -454,14 +438,7 @@ async fn uninstall_removes_only_what_idmint_installed_and_keeps_data() {
         .unwrap();
     assert!(counter.is_some(), "counters are data and are kept");
     // Only the records of the kept data remain, so a later --drop-counters knows they are idmint's.
-    let left: Vec<Document> = database
-        .collection::<Document>(MANIFEST_COLLECTION)
-        .find(doc! {})
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap();
+    let left: Vec<Document> = harness::documents(&database, MANIFEST_COLLECTION).await;
     let mut left: Vec<&str> = left
         .iter()
         .map(|record| record.get_str("_id").unwrap())
