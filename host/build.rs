@@ -9,6 +9,12 @@
 //! never contends for the lock of the outer build's directory and stays
 //! incremental across host builds.
 //!
+//! The same nested build also builds the second policy, `guest/check-digit/`
+//! (crate `idmint-policy-check-digit`), which idmint does not embed: it is
+//! copied to `OUT_DIR/idmint_policy_check_digit.wasm`, and its path is given
+//! to the crate's targets (the tests use it to prove a swap changes the
+//! format) as the compile-time variable `IDMINT_CHECK_DIGIT_POLICY_WASM`.
+//!
 //! Set `IDMINT_DEFAULT_POLICY_WASM` to the path of a prebuilt component to embed
 //! that instead and skip the nested build (for packagers, or machines without
 //! the `wasm32-wasip2` target). A relative path is taken from the workspace root.
@@ -25,6 +31,10 @@ const TARGET: &str = "wasm32-wasip2";
 const ARTIFACT: &str = "idmint_policy_default.wasm";
 /// Overrides the nested build with a prebuilt component.
 const PREBUILT_ENV: &str = "IDMINT_DEFAULT_POLICY_WASM";
+/// The second policy's artifact.
+const CHECK_DIGIT_ARTIFACT: &str = "idmint_policy_check_digit.wasm";
+/// The compile-time variable naming where the second policy was left.
+const CHECK_DIGIT_ENV: &str = "IDMINT_CHECK_DIGIT_POLICY_WASM";
 
 /// Variables the nested cargo must not inherit from this build script's
 /// environment, in addition to every `CARGO_CFG_*`, `CARGO_FEATURE_*` and
@@ -75,17 +85,31 @@ fn run() -> Result<(), String> {
         .parent()
         .ok_or("the host crate has no parent directory")?
         .to_path_buf();
-    let out = PathBuf::from(var("OUT_DIR")?).join(ARTIFACT);
+    let out_dir = PathBuf::from(var("OUT_DIR")?);
+    let out = out_dir.join(ARTIFACT);
+    let check_digit_out = out_dir.join(CHECK_DIGIT_ARTIFACT);
+    println!(
+        "cargo::rustc-env={CHECK_DIGIT_ENV}={}",
+        check_digit_out.display()
+    );
 
     println!("cargo::rerun-if-env-changed={PREBUILT_ENV}");
     if let Some(prebuilt) = env::var_os(PREBUILT_ENV).filter(|p| !p.is_empty()) {
         let prebuilt = workspace.join(prebuilt);
         println!("cargo::rerun-if-changed={}", prebuilt.display());
+        // No nested build: the second policy is absent, and tests that need
+        // it fail saying so when they read the path.
         return install(&prebuilt, &out, &format!("named by {PREBUILT_ENV}"));
     }
 
     let guest = workspace.join("guest");
-    for input in ["src", "wit", "Cargo.toml"] {
+    for input in [
+        "src",
+        "wit",
+        "Cargo.toml",
+        "check-digit/src",
+        "check-digit/Cargo.toml",
+    ] {
         println!("cargo::rerun-if-changed={}", guest.join(input).display());
     }
     // The workspace manifest pins wit-bindgen and the release profile.
@@ -97,8 +121,13 @@ fn run() -> Result<(), String> {
     check_target_installed()?;
     let target_dir = workspace.join("target").join("policy-build");
     build_guest(&workspace, &target_dir)?;
-    let built = target_dir.join(TARGET).join("release").join(ARTIFACT);
-    install(&built, &out, "built from guest/")
+    let built = target_dir.join(TARGET).join("release");
+    install(
+        &built.join(CHECK_DIGIT_ARTIFACT),
+        &check_digit_out,
+        "built from guest/check-digit/",
+    )?;
+    install(&built.join(ARTIFACT), &out, "built from guest/")
 }
 
 /// Reads an environment variable cargo always sets for build scripts.
@@ -142,6 +171,8 @@ fn build_guest(workspace: &Path, target_dir: &Path) -> Result<(), String> {
         .args([
             "-p",
             "idmint-policy-default",
+            "-p",
+            "idmint-policy-check-digit",
             "--release",
             "--target",
             TARGET,
@@ -157,6 +188,14 @@ fn build_guest(workspace: &Path, target_dir: &Path) -> Result<(), String> {
         .env("CARGO_PROFILE_RELEASE_STRIP", "true")
         .env("CARGO_PROFILE_RELEASE_LTO", "true")
         .env("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "1")
+        // A 64 KiB shadow stack instead of the default 1 MiB: policies
+        // format short strings, and a small stack puts the data and the heap
+        // in the first pages of linear memory, which the host's instance pool
+        // keeps resident between calls (`policy/runtime.rs`, `KEEP_RESIDENT`).
+        .env(
+            "CARGO_TARGET_WASM32_WASIP2_RUSTFLAGS",
+            "-C link-arg=-zstack-size=65536",
+        )
         // Cargo reads a build script's stdout for `cargo::` directives: send the
         // nested build's output to stderr so none of it is taken as one.
         .stdout(Stdio::from(std::io::stderr()));

@@ -9,4 +9,5 @@ mod conformance;
 mod durability;
 mod installer;
 mod mongosh;
+mod policy;
 mod sequence;

@@ -69,9 +69,36 @@ pub const fn civil_from_days(days: i64) -> (i64, u32, u32) {
     (year, month, day)
 }
 
+/// [`civil_from_days`] for days on or after 1970-01-01, in 32-bit arithmetic.
+///
+/// The same algorithm; it exists because wasm has no 64-bit multiply-high, so
+/// each 64-bit division by a constant above is a real `i64.div_s`, while these
+/// 32-bit ones compile to multiplies and shifts. Valid up to year 9999 and
+/// beyond (`days` below about 5.8 million keeps every product in range).
+pub const fn civil_from_days_u32(days: u32) -> (u32, u32, u32) {
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z - era * 146_097; // [0, 146096]
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365; // [0, 399]
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100); // [0, 365]
+    let mp = (5 * doy + 2) / 153; // [0, 11]
+    let day = doy - (153 * mp + 2) / 5 + 1; // [1, 31]
+    let month = if mp < 10 { mp + 3 } else { mp - 9 }; // [1, 12]
+    let year = yoe + era * 400 + if month <= 2 { 1 } else { 0 };
+    (year, month, day)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_u32_version_agrees_from_the_epoch_to_year_9999() {
+        for days in 0..=2_932_896_u32 {
+            let (y, m, d) = civil_from_days(i64::from(days));
+            assert_eq!(civil_from_days_u32(days), (y as u32, m, d), "day {days}");
+        }
+    }
 
     #[test]
     fn known_days() {

@@ -114,7 +114,11 @@ fn char_at(s: &str, pos: usize) -> (usize, char) {
 }
 
 /// Writes `value` as `buf.len()` decimal digits, zero-padded, keeping the low digits.
-fn put_digits(buf: &mut [u8], mut value: u64) {
+///
+/// `u32` on purpose: wasm has no 64-bit multiply-high, so a `u64` division by
+/// 10 compiles to a real `i64.div_u` (tens of cycles), while a `u32` one
+/// becomes a multiply and a shift. Every field of an ID fits in 32 bits.
+fn put_digits(buf: &mut [u8], mut value: u32) {
     for b in buf.iter_mut().rev() {
         *b = b'0' + (value % 10) as u8;
         value /= 10;
@@ -129,22 +133,24 @@ fn digits(timestamp_micros: u64, sequence: u64) -> Result<[u8; DIGITS], FormatFa
     if timestamp_micros > MAX_TIMESTAMP_MICROS {
         return Err(FormatFailure::TimestampOutOfRange(timestamp_micros));
     }
+    // Two 64-bit divisions per ID, and remainders by multiplication; the
+    // narrowing casts are lossless: micros < 10^6, second_of_day < 86_400,
+    // days <= 2_932_896 after the range check above, sequence < 100.
     let secs = timestamp_micros / MICROS_PER_SECOND;
-    let micros = timestamp_micros % MICROS_PER_SECOND;
+    let micros = (timestamp_micros - secs * MICROS_PER_SECOND) as u32;
     let days = secs / SECONDS_PER_DAY;
-    let second_of_day = secs % SECONDS_PER_DAY;
-    // `days` <= 2_932_896 after the range check above, so the cast is lossless.
-    let (year, month, day) = civil::civil_from_days(days as i64);
+    let second_of_day = (secs - days * SECONDS_PER_DAY) as u32;
+    let (year, month, day) = civil::civil_from_days_u32(days as u32);
 
     let mut buf = [0u8; DIGITS];
-    put_digits(&mut buf[0..4], year as u64);
-    put_digits(&mut buf[4..6], u64::from(month));
-    put_digits(&mut buf[6..8], u64::from(day));
+    put_digits(&mut buf[0..4], year);
+    put_digits(&mut buf[4..6], month);
+    put_digits(&mut buf[6..8], day);
     put_digits(&mut buf[8..10], second_of_day / 3600);
     put_digits(&mut buf[10..12], second_of_day / 60 % 60);
     put_digits(&mut buf[12..14], second_of_day % 60);
     put_digits(&mut buf[14..20], micros);
-    put_digits(&mut buf[20..22], sequence);
+    put_digits(&mut buf[20..22], sequence as u32);
     Ok(buf)
 }
 
@@ -168,19 +174,25 @@ pub fn format_id(
     Ok(assemble(prefix, &digits))
 }
 
-/// Formats one ID per `(timestamp_micros, sequence)` stamp, all with `prefix`.
+/// Formats one ID per `(timestamp_micros, sequence)` stamp, all with `prefix`,
+/// into one string: each ID followed by `'\n'` (WIT `format-batch`).
 ///
-/// The prefix is checked once. The first stamp out of range fails the batch.
-pub fn format_batch<I>(prefix: &str, stamps: I) -> Result<Vec<String>, FormatFailure>
+/// The prefix is checked once and the buffer allocated once, which is what
+/// makes a batch cheap: the host lifts one string instead of one per ID. The
+/// first stamp out of range fails the batch.
+pub fn format_batch<I>(prefix: &str, stamps: I) -> Result<String, FormatFailure>
 where
     I: ExactSizeIterator<Item = (u64, u64)>,
 {
     check_prefix(prefix).map_err(FormatFailure::BadPrefix)?;
-    let mut ids = Vec::with_capacity(stamps.len());
+    let mut out = Vec::with_capacity(stamps.len() * (prefix.len() + DIGITS + 1));
     for (timestamp_micros, sequence) in stamps {
-        ids.push(assemble(prefix, &digits(timestamp_micros, sequence)?));
+        out.extend_from_slice(prefix.as_bytes());
+        out.extend_from_slice(&digits(timestamp_micros, sequence)?);
+        out.push(b'\n');
     }
-    Ok(ids)
+    // The prefix is ASCII (checked above) and the rest digits and newlines.
+    String::from_utf8(out).map_err(|e| FormatFailure::BadPrefix(e.to_string()))
 }
 
 /// Reads the `N` ASCII digits of `d` as a number; callers have checked they are digits.
@@ -409,12 +421,12 @@ mod tests {
             (MAX_TIMESTAMP_MICROS, 99),
         ];
         let batch = format_batch("B-", stamps.iter().copied()).unwrap();
-        let single: Vec<_> = stamps
+        let single: String = stamps
             .iter()
-            .map(|&(ts, seq)| format_id("B-", ts, seq).unwrap())
+            .map(|&(ts, seq)| format_id("B-", ts, seq).unwrap() + "\n")
             .collect();
         assert_eq!(batch, single);
-        assert_eq!(format_batch("B-", [].into_iter()), Ok(vec![]));
+        assert_eq!(format_batch("B-", [].into_iter()), Ok(String::new()));
         assert_eq!(
             format_batch("B-", [(0, 0), (0, 100)].into_iter()),
             Err(FormatFailure::SequenceOutOfRange(100))

@@ -67,7 +67,7 @@ impl Guest for DefaultPolicy {
         )?)
     }
 
-    fn format_batch(prefix: String, stamps: Vec<Stamp>) -> Result<Vec<String>, FormatError> {
+    fn format_batch(prefix: String, stamps: Vec<Stamp>) -> Result<String, FormatError> {
         let stamps = stamps.iter().map(|s| (s.timestamp_micros, s.sequence));
         Ok(format::format_batch(&prefix, stamps)?)
     }

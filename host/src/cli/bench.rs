@@ -1,10 +1,11 @@
-//! `idmint bench`: sequence throughput by mode and concurrency.
+//! `idmint bench`: sequence throughput by mode and concurrency, then format
+//! throughput (wasm policy vs the same format in plain Rust) on one thread.
 
 use std::fmt::Write;
 use std::time::Duration;
 
 use clap::Args;
-use idmint::bench::{self, BenchOptions};
+use idmint::bench::{self, BenchOptions, FormatBenchOptions};
 
 use super::{ConnectArgs, Outcome, Output};
 
@@ -17,8 +18,22 @@ pub struct BenchCmd {
     /// Seconds per mode at each concurrency.
     #[arg(long, default_value_t = 3.0, value_name = "SECS")]
     pub seconds: f64,
+    /// Which benchmarks to run.
+    #[arg(long, value_enum, default_value_t = Only::All)]
+    pub only: Only,
     #[command(flatten)]
     pub connect: ConnectArgs,
+}
+
+/// A part of the benchmark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Only {
+    /// Sequence and format.
+    All,
+    /// Sequence modes only (needs the database).
+    Sequence,
+    /// Format modes only (no database is contacted).
+    Format,
 }
 
 impl BenchCmd {
@@ -31,29 +46,43 @@ impl BenchCmd {
             )
             .into());
         }
-        let pool = self.concurrency.iter().copied().max().unwrap_or(1) as u32;
-        let database = self
-            .connect
-            .options()
-            .max_pool_size(pool)
-            .connect()
-            .await
-            .map_err(idmint::Error::from)?;
-        let mut options = BenchOptions::default();
-        options.concurrencies = self.concurrency.clone();
-        options.duration = Duration::from_secs_f64(self.seconds);
-        let report = bench::run(&database, &options)
-            .await
-            .map_err(idmint::Error::from)?;
+        let mut report = bench::BenchReport {
+            results: Vec::new(),
+        };
+        if self.only != Only::Format {
+            let pool = self.concurrency.iter().copied().max().unwrap_or(1) as u32;
+            let database = self
+                .connect
+                .options()
+                .max_pool_size(pool)
+                .connect()
+                .await
+                .map_err(idmint::Error::from)?;
+            let mut options = BenchOptions::default();
+            options.concurrencies = self.concurrency.clone();
+            options.duration = Duration::from_secs_f64(self.seconds);
+            report = bench::run(&database, &options)
+                .await
+                .map_err(idmint::Error::from)?;
+        }
+        if self.only != Only::Sequence {
+            let mut options = FormatBenchOptions::default();
+            options.duration = Duration::from_secs_f64(self.seconds);
+            // CPU-bound and single-threaded by design: off the async threads.
+            let results = tokio::task::spawn_blocking(move || bench::run_format(&options))
+                .await?
+                .map_err(idmint::Error::from)?;
+            report.results.extend(results);
+        }
         output.report(&report, || {
             let mut text = format!(
-                "{:<10} {:>11} {:>12} {:>10}\n",
+                "{:<13} {:>11} {:>12} {:>10}\n",
                 "mode", "concurrency", "ops/s", "ops"
             );
             for result in &report.results {
                 let _ = writeln!(
                     text,
-                    "{:<10} {:>11} {:>12.0} {:>10}",
+                    "{:<13} {:>11} {:>12.0} {:>10}",
                     result.mode, result.concurrency, result.ops_per_sec, result.ops
                 );
             }
@@ -64,6 +93,12 @@ impl BenchCmd {
                         "pipeline / raw_inc at concurrency {concurrency}: {ratio:.3}"
                     );
                 }
+            }
+            if let Some(ratio) = report.format_ratio() {
+                let _ = writeln!(
+                    text,
+                    "format_wasm / format_native on one thread: {ratio:.3}"
+                );
             }
             text
         })?;

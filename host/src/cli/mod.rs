@@ -10,10 +10,12 @@ mod exit;
 mod install;
 mod next;
 mod output;
+mod policy;
 mod policy_args;
 mod seq;
 mod shell_loader;
 mod status;
+mod uninstall;
 mod validate;
 
 use std::process::ExitCode;
@@ -47,6 +49,8 @@ pub enum Command {
     Install(install::InstallCmd),
     /// Report the server, what it offers and what idmint installed (exit 1 if not current).
     Status(status::StatusCmd),
+    /// Remove what idmint installed (and, when asked, its data).
+    Uninstall(uninstall::UninstallCmd),
     /// Create or inspect counters.
     #[command(subcommand)]
     Counter(counter::CounterCmd),
@@ -54,6 +58,10 @@ pub enum Command {
     Seq(seq::SeqCmd),
     /// Hand out formatted IDs, one per line.
     Next(next::NextCmd),
+    /// Check policies offline, and store, list, activate and roll back the
+    /// policies hosts with `next --stream --policy-from-db` follow.
+    #[command(subcommand)]
+    Policy(policy::PolicyCmd),
     /// Check IDs (arguments, or one per line on stdin) against the policy.
     Validate(validate::ValidateCmd),
     /// Measure sequence throughput: raw $inc, idmint's pipeline, the seed's CAS loop.
@@ -68,10 +76,12 @@ impl Command {
         match self {
             Command::Install(cmd) => Some(&cmd.connect),
             Command::Status(cmd) => Some(&cmd.connect),
+            Command::Uninstall(cmd) => Some(&cmd.connect),
             Command::Counter(cmd) => Some(cmd.connect()),
             Command::Seq(cmd) => Some(&cmd.connect),
             Command::Next(cmd) => Some(&cmd.connect),
             Command::Bench(cmd) => Some(&cmd.connect),
+            Command::Policy(cmd) => cmd.connect(),
             Command::Validate(_) | Command::ShellLoader(_) => None,
         }
     }
@@ -116,11 +126,13 @@ async fn run(command: &Command, output: &Output) -> anyhow::Result<Outcome> {
     match command {
         Command::Install(cmd) => cmd.execute(output).await,
         Command::Status(cmd) => cmd.execute(output).await,
+        Command::Uninstall(cmd) => cmd.execute(output).await,
         Command::Counter(cmd) => cmd.execute(output).await,
         Command::Seq(cmd) => cmd.execute(output).await,
         Command::Next(cmd) => cmd.execute(output).await,
         Command::Validate(cmd) => cmd.execute(output),
         Command::Bench(cmd) => cmd.execute(output).await,
+        Command::Policy(cmd) => cmd.execute(output).await,
         Command::ShellLoader(cmd) => cmd.execute(output),
     }
 }
@@ -133,12 +145,21 @@ mod tests {
     fn parses_every_documented_command_line() {
         for line in [
             "idmint install --uri mongodb://h",
+            "idmint install --dry-run --force --create-roles --json --uri mongodb://h",
+            "idmint uninstall --drop-counters --yes --uri mongodb://h",
             "idmint status --json --uri mongodb://h --db x",
             "idmint counter create orders --max 999 --prefix ORD- --uri mongodb://h",
             "idmint counter show orders --uri mongodb://h",
             "idmint seq orders --count 3 --uri mongodb://h",
             "idmint next orders --count 3 --prefix P --policy p.wasm --uri mongodb://h",
             "idmint validate A B --prefix P",
+            "idmint policy check p.wasm --prefix ORD- --maxval 99",
+            "idmint policy push p.wasm --name cd --uri mongodb://h",
+            "idmint policy list --uri mongodb://h",
+            "idmint policy activate 2 --counter orders --uri mongodb://h",
+            "idmint policy rollback --uri mongodb://h",
+            "idmint next orders --stream --rate 50 --policy p.wasm --uri mongodb://h",
+            "idmint next orders --stream --policy-from-db --uri mongodb://h",
             "idmint bench --json --uri mongodb://h",
             "idmint shell-loader",
         ] {

@@ -17,6 +17,12 @@ impl PolicyArgs {
     /// Compiles and pre-instantiates the chosen policy.
     pub fn load(&self) -> Result<Policy, idmint::Error> {
         let runtime = PolicyRuntime::new()?;
+        self.load_with(&runtime)
+    }
+
+    /// [`PolicyArgs::load`] with a runtime of the caller's, which a process
+    /// that swaps policies later keeps for them.
+    pub fn load_with(&self, runtime: &PolicyRuntime) -> Result<Policy, idmint::Error> {
         Ok(match &self.policy {
             Some(path) => runtime.load_file(path)?,
             None => runtime.load_default()?,

@@ -5,8 +5,12 @@
 //! reading the file ([`PolicyError::Read`]), compiling it
 //! ([`PolicyError::Compile`]), matching it against the contract
 //! ([`PolicyError::WrongInterface`]). Running fails by trapping
-//! ([`PolicyError::Trap`]) or hitting a host-side limit
-//! ([`PolicyError::Runtime`]). A policy that runs fine but refuses a value
+//! ([`PolicyError::Trap`]), running past its deadline
+//! ([`PolicyError::Timeout`]), growing past its memory cap
+//! ([`PolicyError::MemoryLimit`]) or another host-side failure
+//! ([`PolicyError::Runtime`]). A policy that loads but fails the activation
+//! check (`activation.rs`) is [`PolicyError::Activation`] or
+//! [`PolicyError::Capacity`]. A policy that runs fine but refuses a value
 //! returns [`PolicyError::Format`]; an ID it finds invalid is not an error at
 //! all but data (`Ok(Err(InvalidId))` from `Policy::validate`).
 
@@ -14,6 +18,7 @@ use std::io;
 use std::path::PathBuf;
 
 use super::types::FormatError;
+use crate::minter::CapacityError;
 
 /// Why an ID policy could not be loaded or run.
 #[derive(Debug, thiserror::Error)]
@@ -67,8 +72,46 @@ pub enum PolicyError {
         reason: String,
     },
 
-    /// Instantiating or calling the policy failed without a trap: it declared
-    /// or grew its memory past [`PolicyLimits::max_memory_bytes`](super::PolicyLimits).
+    /// A call ran past [`PolicyLimits::timeout`](super::PolicyLimits) and was
+    /// interrupted (an endless loop, or far too much work).
+    #[error("policy {origin} ran past its {timeout_ms} ms time limit and was stopped")]
+    Timeout {
+        /// Where the policy came from.
+        origin: String,
+        /// The limit, in milliseconds.
+        timeout_ms: u128,
+    },
+
+    /// The policy declared or grew a linear memory past
+    /// [`PolicyLimits::max_memory_bytes`](super::PolicyLimits).
+    #[error("policy {origin} exceeded its memory limit of {limit} bytes (it asked for {requested} bytes)")]
+    MemoryLimit {
+        /// Where the policy came from.
+        origin: String,
+        /// The cap, in bytes.
+        limit: usize,
+        /// The size asked for, in bytes.
+        requested: usize,
+    },
+
+    /// The policy runs, but failed its activation check: an ID it formatted
+    /// from sample parts did not read back to the same parts with its own
+    /// validator, or it refused parts it must accept.
+    #[error("policy {origin} failed its activation check: {reason}")]
+    Activation {
+        /// Where the policy came from.
+        origin: String,
+        /// Which sample failed, and how.
+        reason: String,
+    },
+
+    /// The policy cannot hold every value of a counter it would serve.
+    /// (Boxed: it is the largest variant, and errors travel by value.)
+    #[error(transparent)]
+    Capacity(Box<CapacityError>),
+
+    /// Instantiating or calling the policy failed without a trap, for a
+    /// reason other than the limits above.
     #[error("policy {origin} failed to run: {reason}")]
     Runtime {
         /// Where the policy came from.
@@ -93,6 +136,12 @@ pub enum PolicyError {
     Format(#[from] FormatError),
 }
 
+impl From<CapacityError> for PolicyError {
+    fn from(error: CapacityError) -> Self {
+        PolicyError::Capacity(Box::new(error))
+    }
+}
+
 impl PolicyError {
     /// Whether the policy could not be loaded (read, compiled or matched to
     /// the contract); a hot swap that fails this way keeps the old policy.
@@ -102,6 +151,25 @@ impl PolicyError {
             PolicyError::Read { .. }
                 | PolicyError::Compile { .. }
                 | PolicyError::WrongInterface { .. }
+        )
+    }
+
+    /// Whether the policy was stopped at its time limit.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, PolicyError::Timeout { .. })
+    }
+
+    /// Whether the policy was stopped at its memory limit.
+    pub fn is_memory_limit(&self) -> bool {
+        matches!(self, PolicyError::MemoryLimit { .. })
+    }
+
+    /// Whether the policy loaded but failed its activation check (including
+    /// the capacity check).
+    pub fn is_activation(&self) -> bool {
+        matches!(
+            self,
+            PolicyError::Activation { .. } | PolicyError::Capacity(_)
         )
     }
 
@@ -123,17 +191,44 @@ impl PolicyError {
             | PolicyError::WrongInterface { origin, .. }
             | PolicyError::Trap { origin, .. }
             | PolicyError::Runtime { origin, .. }
+            | PolicyError::Timeout { origin, .. }
+            | PolicyError::MemoryLimit { origin, .. }
+            | PolicyError::Activation { origin, .. }
             | PolicyError::BadOutput { origin, .. } => Some(origin),
-            PolicyError::Engine { .. } | PolicyError::Read { .. } | PolicyError::Format(_) => None,
+            PolicyError::Engine { .. }
+            | PolicyError::Read { .. }
+            | PolicyError::Format(_)
+            | PolicyError::Capacity(_) => None,
         }
     }
 
-    /// Classifies a failure to instantiate or call a policy: a wasm trap
-    /// anywhere in the error chain is a [`PolicyError::Trap`].
-    pub(crate) fn from_call(origin: &str, error: wasmtime::Error) -> Self {
+    /// Classifies a failure to instantiate or call a policy: an epoch
+    /// interrupt is a [`PolicyError::Timeout`], a growth the memory cap
+    /// refused (`refused_memory`, recorded by the store's limiter) a
+    /// [`PolicyError::MemoryLimit`], any other wasm trap anywhere in the
+    /// error chain a [`PolicyError::Trap`].
+    pub(crate) fn from_call(
+        origin: &str,
+        error: wasmtime::Error,
+        limits: &super::PolicyLimits,
+        refused_memory: Option<usize>,
+    ) -> Self {
+        let origin = origin.to_string();
+        if error.downcast_ref::<wasmtime::Trap>() == Some(&wasmtime::Trap::Interrupt) {
+            return PolicyError::Timeout {
+                origin,
+                timeout_ms: limits.timeout.as_millis(),
+            };
+        }
+        if let Some(requested) = refused_memory {
+            return PolicyError::MemoryLimit {
+                origin,
+                limit: limits.max_memory_bytes,
+                requested,
+            };
+        }
         // `{:#}` prints the whole chain: the trap, then the guest backtrace.
         let reason = format!("{error:#}");
-        let origin = origin.to_string();
         if error.is::<wasmtime::Trap>() {
             PolicyError::Trap { origin, reason }
         } else {

@@ -12,7 +12,14 @@
 //! A [`PolicyRuntime`] (one per process) loads policies into [`Policy`]
 //! handles, checking at load that they fulfil the contract; each call then
 //! runs in a fresh sandbox with no files, environment or network and bounded
-//! memory ([`PolicyLimits`]).
+//! memory and CPU time ([`PolicyLimits`]).
+//!
+//! Before a policy serves, it passes the activation check
+//! ([`activation::check`]): sample parts, edge values included, formatted and
+//! read back by its own validator, and its capacity held against the
+//! counters it will serve. A long-running process serves through a
+//! [`LivePolicy`], swapped atomically when a followed file or the policies
+//! collection ([`PolicyStore`], `watch` module) offers a policy that passes.
 //!
 //! ```
 //! use idmint::policy::{IdParts, PolicyRuntime};
@@ -30,18 +37,26 @@
 //! # Ok::<(), idmint::policy::PolicyError>(())
 //! ```
 
+pub mod activation;
 mod bindings;
 mod error;
+mod live;
+pub mod native;
 mod runtime;
 mod sandbox;
+pub mod store;
 mod types;
+pub mod watch;
 
 #[cfg(test)]
 mod tests;
 
+pub use activation::{ActivationOptions, ActivationReport};
 pub use error::PolicyError;
-pub use runtime::{Policy, PolicyRuntime};
-pub use sandbox::{PolicyLimits, DEFAULT_MAX_MEMORY_BYTES};
+pub use live::LivePolicy;
+pub use runtime::{Policy, PolicyRuntime, MAX_CONCURRENT_CALLS};
+pub use sandbox::{PolicyLimits, DEFAULT_MAX_MEMORY_BYTES, DEFAULT_TIMEOUT, EPOCH_TICK};
+pub use store::{PolicyStore, PolicyStoreError, POLICIES_COLLECTION};
 pub use types::{FormatError, IdParts, InvalidId, PolicyInfo, Stamp};
 
 /// The default policy component (`guest/`, crate `idmint-policy-default`),

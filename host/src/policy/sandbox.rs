@@ -5,15 +5,27 @@
 //! reach. WASI 0.2 is linked because a `wasm32-wasip2` guest imports it even
 //! when unused, but with an empty context: no preopened directories, no
 //! environment, no arguments, no network, stdin closed and stdout/stderr
-//! discarded. Limits are enforced by [`StoreLimits`]; the deadline and fuel
-//! limits planned next belong in [`PolicyLimits`] and [`new_store`] too.
+//! discarded. Memory is bounded by [`MemoryCap`] (a [`StoreLimits`] that also
+//! records what was asked for, so the error can say so) and CPU time by an
+//! epoch deadline: the runtime's ticker thread (`runtime.rs`) bumps the
+//! engine's epoch every [`EPOCH_TICK`], and each store traps with
+//! `Trap::Interrupt` once its deadline of [`PolicyLimits::timeout`] has passed.
+
+use std::time::Duration;
 
 use wasmtime::component::ResourceTable;
-use wasmtime::{Engine, Store, StoreLimits, StoreLimitsBuilder};
+use wasmtime::{Engine, ResourceLimiter, Store, StoreLimits, StoreLimitsBuilder};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 /// The default cap on a policy's linear memory: 64 MiB.
 pub const DEFAULT_MAX_MEMORY_BYTES: usize = 64 << 20;
+
+/// The default CPU time bound of one policy call: 100 ms.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(100);
+
+/// How often the runtime's ticker thread advances the engine's epoch; the
+/// granularity of [`PolicyLimits::timeout`].
+pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 
 /// Resource limits applied to every policy call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,12 +35,18 @@ pub struct PolicyLimits {
     /// bytes. A policy that declares more initial memory, or grows past it,
     /// fails the call with [`super::PolicyError::Runtime`].
     pub max_memory_bytes: usize,
+    /// How long one call into the policy (one instantiation plus one export
+    /// call, or one batch) may run before it is interrupted and fails with
+    /// [`super::PolicyError::Timeout`]. Rounded up to a multiple of
+    /// [`EPOCH_TICK`]; the call may overrun it by up to one tick.
+    pub timeout: Duration,
 }
 
 impl Default for PolicyLimits {
     fn default() -> Self {
         PolicyLimits {
             max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES,
+            timeout: DEFAULT_TIMEOUT,
         }
     }
 }
@@ -39,6 +57,62 @@ impl PolicyLimits {
         self.max_memory_bytes = bytes;
         self
     }
+
+    /// Sets [`PolicyLimits::timeout`]; the default is 100 ms.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The timeout in epoch ticks, at least one, plus one because the
+    /// current tick may be nearly over when the call starts.
+    pub(crate) fn deadline_ticks(&self) -> u64 {
+        let tick = EPOCH_TICK.as_nanos().max(1);
+        let ticks = self.timeout.as_nanos().div_ceil(tick).max(1);
+        u64::try_from(ticks).unwrap_or(u64::MAX / 2) + 1
+    }
+}
+
+/// A [`StoreLimits`] that remembers the memory size a refused growth asked
+/// for, so that the call's error can name the cap instead of a bare trap.
+pub(crate) struct MemoryCap {
+    /// Enforces the cap.
+    limits: StoreLimits,
+    /// The cap, in bytes.
+    max: usize,
+    /// The size, in bytes, of the first growth the cap refused, if any.
+    pub(crate) refused: Option<usize>,
+}
+
+impl ResourceLimiter for MemoryCap {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > self.max && self.refused.is_none() {
+            self.refused = Some(desired);
+        }
+        self.limits.memory_growing(current, desired, maximum)
+    }
+
+    fn memory_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.limits.memory_grow_failed(error)
+    }
+
+    fn table_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        self.limits.table_growing(current, desired, maximum)
+    }
+
+    fn table_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.limits.table_grow_failed(error)
+    }
 }
 
 /// The data of a policy call's `Store`.
@@ -47,8 +121,8 @@ pub(crate) struct CallState {
     wasi: WasiCtx,
     /// WASI's resource handles (streams, ...), empty unless the guest opens one.
     table: ResourceTable,
-    /// Enforces [`PolicyLimits`]; wired up with `Store::limiter`.
-    limits: StoreLimits,
+    /// Enforces [`PolicyLimits::max_memory_bytes`]; wired up with `Store::limiter`.
+    pub(crate) memory: MemoryCap,
 }
 
 impl WasiView for CallState {
@@ -74,15 +148,22 @@ pub(crate) fn new_store(engine: &Engine, limits: &PolicyLimits) -> Store<CallSta
     let state = CallState {
         wasi,
         table: ResourceTable::new(),
-        limits: StoreLimitsBuilder::new()
-            .memory_size(limits.max_memory_bytes)
-            // Fail the call at the `memory.grow` itself, naming the size
-            // asked for, rather than let the guest's allocator abort with a
-            // bare `unreachable` trap.
-            .trap_on_grow_failure(true)
-            .build(),
+        memory: MemoryCap {
+            limits: StoreLimitsBuilder::new()
+                .memory_size(limits.max_memory_bytes)
+                // Fail the call at the `memory.grow` itself, naming the size
+                // asked for, rather than let the guest's allocator abort with a
+                // bare `unreachable` trap.
+                .trap_on_grow_failure(true)
+                .build(),
+            max: limits.max_memory_bytes,
+            refused: None,
+        },
     };
     let mut store = Store::new(engine, state);
-    store.limiter(|state| &mut state.limits);
+    store.limiter(|state| &mut state.memory);
+    // Trap (`Trap::Interrupt`) rather than yield: calls are synchronous.
+    store.set_epoch_deadline(limits.deadline_ticks());
+    store.epoch_deadline_trap();
     store
 }

@@ -71,7 +71,7 @@ fn contract_component(format_body: &str, pages: u32) -> String {
   (type $non-digit' (record (field "position" u32) (field "found" char)))
   (export $non-digit "non-digit" (type $non-digit'))
   (type $invalid-id' (variant (case "wrong-length" $wrong-length) (case "bad-prefix" string)
-    (case "non-digit" $non-digit) (case "impossible-date" string)))
+    (case "non-digit" $non-digit) (case "impossible-date" string) (case "malformed" string)))
   (export $invalid-id "invalid-id" (type $invalid-id'))
 
   (func (export "describe") (result $policy-info)
@@ -79,7 +79,7 @@ fn contract_component(format_body: &str, pages: u32) -> String {
   (func (export "format") (param "parts" $id-parts) (result (result string (error $format-error)))
     (canon lift (core func $i "format") (memory (core memory $i "memory")) (realloc (core func $i "realloc"))))
   (func (export "format-batch") (param "prefix" string) (param "stamps" (list $stamp))
-    (result (result (list string) (error $format-error)))
+    (result (result string (error $format-error)))
     (canon lift (core func $i "format-batch") (memory (core memory $i "memory")) (realloc (core func $i "realloc"))))
   (func (export "validate") (param "id" string) (param "expected-prefix" (option string))
     (result (result $id-parts (error $invalid-id)))
@@ -442,8 +442,11 @@ fn memory_is_capped() {
         .load_bytes(contract_component(grow, 1).as_bytes(), "grower")
         .unwrap();
     match policy.format(&parts("", 0, 0)) {
-        Err(PolicyError::Runtime { reason, .. }) => {
-            assert!(reason.contains("memory"), "{reason}")
+        Err(PolicyError::MemoryLimit {
+            limit, requested, ..
+        }) => {
+            assert_eq!(limit, 4 << 20);
+            assert_eq!(requested, 65 << 16);
         }
         other => panic!("expected a memory limit failure, got {other:?}"),
     }
@@ -454,8 +457,12 @@ fn memory_is_capped() {
         .load_bytes(contract_component("unreachable", 65).as_bytes(), "big")
         .unwrap_err();
     assert!(
-        matches!(&error, PolicyError::Runtime { origin, .. } if origin == "big"),
+        matches!(&error, PolicyError::MemoryLimit { origin, .. } if origin == "big"),
         "{error:?}"
+    );
+    assert!(
+        error.to_string().contains("memory limit of 4194304 bytes"),
+        "{error}"
     );
 
     // The default policy fits within 4 MiB (its 1 MiB stack included).
@@ -481,4 +488,215 @@ fn handles_are_send_and_sync() {
     fn check<T: Send + Sync + Clone + 'static>() {}
     check::<PolicyRuntime>();
     check::<Policy>();
+}
+
+#[test]
+fn an_endless_loop_is_stopped_at_the_deadline() {
+    let limits = PolicyLimits::default().timeout(std::time::Duration::from_millis(50));
+    let runtime = PolicyRuntime::with_limits(limits).unwrap();
+    let spin = "(loop $l (br $l)) unreachable";
+    let policy = runtime
+        .load_bytes(contract_component(spin, 1).as_bytes(), "spinner")
+        .unwrap();
+    let started = std::time::Instant::now();
+    let error = policy.format(&parts("", 0, 0)).unwrap_err();
+    assert!(error.is_timeout(), "{error:?}");
+    assert!(error.to_string().contains("50 ms"), "{error}");
+    // The deadline is a bound, not a hope: well under a second.
+    assert!(started.elapsed() < std::time::Duration::from_secs(1));
+    // The next call gets a fresh deadline and fails the same way, not at once.
+    assert!(policy.format(&parts("", 0, 0)).unwrap_err().is_timeout());
+}
+
+#[test]
+fn deadline_ticks_round_up() {
+    let ticks = |ms| {
+        PolicyLimits::default()
+            .timeout(std::time::Duration::from_millis(ms))
+            .deadline_ticks()
+    };
+    assert_eq!(ticks(0), 2);
+    assert_eq!(ticks(10), 2);
+    assert_eq!(ticks(11), 3);
+    assert_eq!(ticks(100), 11);
+}
+
+/// A fixture of `tests/fixtures/policy/`.
+fn fixture(name: &str) -> Vec<u8> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/policy")
+        .join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The second policy, `guest/check-digit/`, as built by `build.rs`.
+fn check_digit_wasm() -> Vec<u8> {
+    std::fs::read(env!("IDMINT_CHECK_DIGIT_POLICY_WASM"))
+        .expect("build.rs built the check-digit policy")
+}
+
+fn counter(maxval: u64) -> crate::sequence::CounterState {
+    crate::sequence::CounterState {
+        name: "orders".to_string(),
+        val: 0,
+        maxval,
+        ts: 0,
+        prefix: None,
+    }
+}
+
+#[test]
+fn native_format_equals_the_default_policy() {
+    let policy = default_policy();
+    let stamps: Vec<Stamp> = [
+        0,
+        999_999,
+        86_400_000_000,
+        KNOWN_MICROS,
+        1_798_761_599_999_999,
+        MAX_MICROS,
+    ]
+    .into_iter()
+    .flat_map(|timestamp_micros| {
+        [0, 1, 42, 99].map(|sequence| Stamp {
+            timestamp_micros,
+            sequence,
+        })
+    })
+    .collect();
+    for prefix in ["", "ORD-", "a.b_c"] {
+        assert_eq!(
+            native::format_batch_packed(prefix, &stamps).unwrap(),
+            policy.format_batch_packed(prefix, &stamps).unwrap()
+        );
+        assert_eq!(
+            native::format_batch(prefix, &stamps).unwrap(),
+            policy.format_batch(prefix, &stamps).unwrap()
+        );
+    }
+}
+
+#[test]
+fn the_activation_check_passes_both_shipped_policies() {
+    let runtime = PolicyRuntime::new().unwrap();
+    let options = ActivationOptions::default()
+        .prefix("ORD-")
+        .counter(counter(99))
+        .now_micros(KNOWN_MICROS);
+    let report = activation::check(&default_policy(), &options).unwrap();
+    assert_eq!(report.samples, 14 * 3);
+    assert_eq!(report.counters, ["orders"]);
+
+    let check_digit = runtime
+        .load_bytes(&check_digit_wasm(), "check-digit")
+        .unwrap();
+    assert_eq!(check_digit.info().sequence_capacity, 1000);
+    let options = ActivationOptions::default()
+        .prefix("ORD-")
+        .counter(counter(999));
+    activation::check(&check_digit, &options).unwrap();
+    let id = check_digit.format(&parts("ORD-", KNOWN_MICROS, 7)).unwrap();
+    assert!(id.starts_with("ORD-20261122T031457.123456Z-007-"), "{id}");
+}
+
+#[test]
+fn the_activation_check_refuses_a_counter_too_large() {
+    let options = ActivationOptions::default().counter(counter(999));
+    let error = activation::check(&default_policy(), &options).unwrap_err();
+    assert!(error.is_activation(), "{error:?}");
+    let message = error.to_string();
+    assert!(
+        message.contains("holds 100 sequence values") && message.contains("0 to 999"),
+        "{message}"
+    );
+}
+
+#[test]
+fn the_activation_check_catches_output_its_own_validator_rejects() {
+    let runtime = PolicyRuntime::new().unwrap();
+    let policy = runtime
+        .load_bytes(&fixture("bad-validator.wat"), "bad-validator")
+        .unwrap();
+    let error = activation::check(&policy, &ActivationOptions::default()).unwrap_err();
+    match &error {
+        PolicyError::Activation { origin, reason } => {
+            assert_eq!(origin, "bad-validator");
+            assert!(
+                reason.contains("own validator rejects \"ID\"") && reason.contains("not an ID"),
+                "{reason}"
+            );
+        }
+        other => panic!("expected an activation failure, got {other:?}"),
+    }
+}
+
+#[test]
+fn each_bad_fixture_is_refused_with_its_reason() {
+    let runtime = PolicyRuntime::new().unwrap();
+    let load = |name: &str| runtime.load_bytes(&fixture(name), name);
+    let error = load("loop.wat").unwrap_err();
+    assert!(error.is_timeout(), "{error:?}");
+    let error = load("grow.wat").unwrap_err();
+    assert!(error.is_memory_limit(), "{error:?}");
+    assert!(
+        error.to_string().contains("memory limit of 67108864 bytes"),
+        "{error}"
+    );
+    let error = load("wrong-interface.wat").unwrap_err();
+    assert!(
+        matches!(error, PolicyError::WrongInterface { .. }),
+        "{error:?}"
+    );
+    let trap = load("trap.wat").unwrap();
+    let error = activation::check(&trap, &ActivationOptions::default()).unwrap_err();
+    assert!(error.is_trap(), "{error:?}");
+}
+
+#[test]
+fn a_live_policy_keeps_the_old_one_when_a_swap_fails() {
+    let runtime = PolicyRuntime::new().unwrap();
+    let live = LivePolicy::new(
+        default_policy(),
+        ActivationOptions::default().counter(counter(99)),
+    );
+    let before = live.current().sha256().to_string();
+    let bad = runtime
+        .load_bytes(&fixture("bad-validator.wat"), "bad")
+        .unwrap();
+    assert!(live.try_swap(bad).unwrap_err().is_activation());
+    assert_eq!(live.current().sha256(), before);
+
+    // A call in flight keeps its handle across a swap.
+    let in_flight = live.current();
+    let check_digit = runtime
+        .load_bytes(&check_digit_wasm(), "check-digit")
+        .unwrap();
+    let report = live.try_swap(check_digit).unwrap();
+    assert_eq!(report.policy.name, "check-digit");
+    assert_eq!(live.current().info().name, "check-digit");
+    assert_eq!(in_flight.info().name, "default");
+    assert!(in_flight.format(&parts("", KNOWN_MICROS, 1)).is_ok());
+}
+
+#[test]
+fn concurrent_calls_share_the_instance_pool() {
+    let policy = default_policy();
+    let threads: Vec<_> = (0..16_u64)
+        .map(|t| {
+            let policy = policy.clone();
+            std::thread::spawn(move || {
+                for i in 0..50 {
+                    let stamps = [Stamp {
+                        timestamp_micros: KNOWN_MICROS + i,
+                        sequence: t,
+                    }];
+                    let ids = policy.format_batch("T-", &stamps).unwrap();
+                    assert_eq!(ids.len(), 1);
+                }
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().unwrap();
+    }
 }

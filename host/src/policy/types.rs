@@ -95,7 +95,7 @@ impl Serialize for FormatError {
 /// Why a string is not a valid ID under a policy.
 ///
 /// Serialized as an object with a stable `kind` (`"wrong-length"`,
-/// `"bad-prefix"`, `"non-digit"`, `"impossible-date"`), the human `message`,
+/// `"bad-prefix"`, `"non-digit"`, `"impossible-date"`, `"malformed"`), the human `message`,
 /// and the variant's fields.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, thiserror::Error)]
 pub enum InvalidId {
@@ -123,6 +123,9 @@ pub enum InvalidId {
     /// The digits name a time that does not exist (month 13, 30 February, ...).
     #[error("impossible date: {0}")]
     ImpossibleDate(String),
+    /// A separator or check character is wrong (WIT 0.2.0); the text says what.
+    #[error("malformed: {0}")]
+    Malformed(String),
 }
 
 impl InvalidId {
@@ -133,6 +136,7 @@ impl InvalidId {
             InvalidId::BadPrefix(_) => "bad-prefix",
             InvalidId::NonDigit { .. } => "non-digit",
             InvalidId::ImpossibleDate(_) => "impossible-date",
+            InvalidId::Malformed(_) => "malformed",
         }
     }
 }
@@ -142,7 +146,7 @@ impl Serialize for InvalidId {
         let fields = match self {
             InvalidId::WrongLength { .. } => 5,
             InvalidId::NonDigit { .. } => 4,
-            InvalidId::BadPrefix(_) | InvalidId::ImpossibleDate(_) => 3,
+            InvalidId::BadPrefix(_) | InvalidId::ImpossibleDate(_) | InvalidId::Malformed(_) => 3,
         };
         let mut s = serializer.serialize_struct("InvalidId", fields)?;
         s.serialize_field("kind", self.kind())?;
@@ -157,7 +161,9 @@ impl Serialize for InvalidId {
                 s.serialize_field("position", position)?;
                 s.serialize_field("found", found)?;
             }
-            InvalidId::BadPrefix(reason) | InvalidId::ImpossibleDate(reason) => {
+            InvalidId::BadPrefix(reason)
+            | InvalidId::ImpossibleDate(reason)
+            | InvalidId::Malformed(reason) => {
                 s.serialize_field("reason", reason)?;
             }
         }
@@ -245,6 +251,7 @@ impl From<wit::InvalidId> for InvalidId {
                 found: n.found,
             },
             wit::InvalidId::ImpossibleDate(reason) => InvalidId::ImpossibleDate(reason),
+            wit::InvalidId::Malformed(reason) => InvalidId::Malformed(reason),
         }
     }
 }

@@ -1,0 +1,251 @@
+//! `idmint policy ...`: check a policy offline, and manage the policies
+//! collection that hosts started with `--policy-from-db` follow.
+
+use std::fmt::Write;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use idmint::policy::activation::{self, ActivationOptions};
+use idmint::policy::PolicyStore;
+use idmint::sequence::{CounterName, CyclicCounter};
+use idmint::Clock;
+use idmint::{PolicyRuntime, SystemClock};
+
+use super::{ConnectArgs, Outcome, Output};
+
+/// The `policy` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum PolicyCmd {
+    /// Run the activation check on a policy file, offline (exit 4 with the reason if it fails).
+    Check(CheckCmd),
+    /// Check a policy file and store it as the next version (does not activate it).
+    Push(PushCmd),
+    /// List the stored policy versions and which one is active.
+    List(ListCmd),
+    /// Make a stored version the active one; hosts following the database switch to it.
+    Activate(ActivateCmd),
+    /// Make the previously active version active again.
+    Rollback(RollbackCmd),
+}
+
+impl PolicyCmd {
+    /// The connection the command uses, if any.
+    pub fn connect(&self) -> Option<&ConnectArgs> {
+        match self {
+            PolicyCmd::Check(_) => None,
+            PolicyCmd::Push(cmd) => Some(&cmd.connect),
+            PolicyCmd::List(cmd) => Some(&cmd.connect),
+            PolicyCmd::Activate(cmd) => Some(&cmd.connect),
+            PolicyCmd::Rollback(cmd) => Some(&cmd.connect),
+        }
+    }
+
+    pub async fn execute(&self, output: &Output) -> anyhow::Result<Outcome> {
+        match self {
+            PolicyCmd::Check(cmd) => cmd.execute(output),
+            PolicyCmd::Push(cmd) => cmd.execute(output).await,
+            PolicyCmd::List(cmd) => cmd.execute(output).await,
+            PolicyCmd::Activate(cmd) => cmd.execute(output).await,
+            PolicyCmd::Rollback(cmd) => cmd.execute(output).await,
+        }
+    }
+}
+
+/// Arguments of `idmint policy check`.
+#[derive(Debug, Args)]
+pub struct CheckCmd {
+    /// The policy component (.wasm) to check.
+    pub file: PathBuf,
+    /// The prefix the samples use (the one the policy will serve).
+    #[arg(long, default_value = "")]
+    pub prefix: String,
+    /// Also check that a counter with this maxval fits the policy's sequence field.
+    #[arg(long, value_name = "N")]
+    pub maxval: Option<u64>,
+}
+
+impl CheckCmd {
+    fn execute(&self, output: &Output) -> anyhow::Result<Outcome> {
+        let runtime = PolicyRuntime::new().map_err(idmint::Error::from)?;
+        let policy = runtime.load_file(&self.file).map_err(idmint::Error::from)?;
+        let mut options = ActivationOptions::default()
+            .prefix(self.prefix.clone())
+            .now_micros(SystemClock.now_micros());
+        if let Some(maxval) = self.maxval {
+            options = options.counter(idmint::sequence::CounterState {
+                name: "--maxval".to_string(),
+                val: 0,
+                maxval,
+                ts: 0,
+                prefix: None,
+            });
+        }
+        let report = activation::check(&policy, &options).map_err(idmint::Error::from)?;
+        output.report(&report, || {
+            format!(
+                "ok: {} passes the activation check ({} samples): policy {} {}, \
+                 sequence capacity {}, sha256 {}",
+                self.file.display(),
+                report.samples,
+                report.policy.name,
+                report.policy.version,
+                report.policy.sequence_capacity,
+                report.sha256
+            )
+        })?;
+        Ok(Outcome::Success)
+    }
+}
+
+/// Arguments of `idmint policy push`.
+#[derive(Debug, Args)]
+pub struct PushCmd {
+    /// The policy component (.wasm) to store.
+    pub file: PathBuf,
+    /// A name to list it under (default: the name the policy gives itself).
+    #[arg(long)]
+    pub name: Option<String>,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+impl PushCmd {
+    async fn execute(&self, output: &Output) -> anyhow::Result<Outcome> {
+        let bytes = std::fs::read(&self.file)
+            .map_err(|source| idmint::policy::PolicyError::Read {
+                path: self.file.clone(),
+                source,
+            })
+            .map_err(idmint::Error::from)?;
+        let runtime = PolicyRuntime::new().map_err(idmint::Error::from)?;
+        let database = self.connect.connect().await?;
+        let report = PolicyStore::new(&database)
+            .push(
+                &runtime,
+                &bytes,
+                &self.file.display().to_string(),
+                self.name.as_deref(),
+            )
+            .await?;
+        output.report(&report, || {
+            let verb = if report.created { "pushed" } else { "already stored" };
+            format!(
+                "{verb}: version {} ({} {}, sha256 {}); activate it with `idmint policy activate {}`",
+                report.stored.version,
+                report.stored.name,
+                report.stored.info.version,
+                report.stored.sha256,
+                report.stored.version
+            )
+        })?;
+        Ok(Outcome::Success)
+    }
+}
+
+/// Arguments of `idmint policy list`.
+#[derive(Debug, Args)]
+pub struct ListCmd {
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+impl ListCmd {
+    async fn execute(&self, output: &Output) -> anyhow::Result<Outcome> {
+        let database = self.connect.connect().await?;
+        let store = PolicyStore::new(&database);
+        let policies = store.list().await?;
+        let active = store.active().await?;
+        let report = serde_json::json!({ "policies": policies, "active": active });
+        output.report(&report, || {
+            let mut text = format!(
+                "{:<3}{:>7}  {:<20} {:<10} {:>9}  {:<24} {}\n",
+                "", "version", "name", "policy", "capacity", "pushed", "sha256"
+            );
+            for p in &policies {
+                let _ = writeln!(
+                    text,
+                    "{:<3}{:>7}  {:<20} {:<10} {:>9}  {:<24} {}",
+                    if p.active { "*" } else { "" },
+                    p.version,
+                    p.name,
+                    p.info.version,
+                    p.info.sequence_capacity,
+                    p.pushed_at,
+                    &p.sha256[..16.min(p.sha256.len())]
+                );
+            }
+            if active.is_none() {
+                text.push_str("no version is active: hosts use their own policy\n");
+            }
+            text
+        })?;
+        Ok(Outcome::Success)
+    }
+}
+
+/// Arguments of `idmint policy activate`.
+#[derive(Debug, Args)]
+pub struct ActivateCmd {
+    /// The stored version to activate (see `idmint policy list`).
+    pub version: i64,
+    /// Also check the policy against this counter's maxval before activating it.
+    #[arg(long, value_name = "NAME")]
+    pub counter: Option<String>,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+impl ActivateCmd {
+    async fn execute(&self, output: &Output) -> anyhow::Result<Outcome> {
+        let runtime = PolicyRuntime::new().map_err(idmint::Error::from)?;
+        let database = self.connect.connect().await?;
+        let store = PolicyStore::new(&database);
+        if let Some(counter) = &self.counter {
+            let name = CounterName::new(counter).map_err(idmint::Error::from)?;
+            let state = CyclicCounter::new(&database, name)
+                .state()
+                .await
+                .map_err(idmint::Error::from)?;
+            let policy = store.load(&runtime, self.version).await?;
+            idmint::minter::check_capacity(&policy, &state)
+                .map_err(idmint::Error::from)
+                .with_context(|| format!("version {} not activated", self.version))?;
+        }
+        let report = store.activate(&runtime, self.version).await?;
+        print_activation(output, &report, "activated")
+    }
+}
+
+/// Arguments of `idmint policy rollback`.
+#[derive(Debug, Args)]
+pub struct RollbackCmd {
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+impl RollbackCmd {
+    async fn execute(&self, output: &Output) -> anyhow::Result<Outcome> {
+        let runtime = PolicyRuntime::new().map_err(idmint::Error::from)?;
+        let database = self.connect.connect().await?;
+        let report = PolicyStore::new(&database).rollback(&runtime).await?;
+        print_activation(output, &report, "rolled back")
+    }
+}
+
+fn print_activation(
+    output: &Output,
+    report: &idmint::policy::store::ActivateReport,
+    verb: &str,
+) -> anyhow::Result<Outcome> {
+    output.report(report, || {
+        let previous = report
+            .previous
+            .map_or_else(|| "none".to_string(), |v| v.to_string());
+        format!(
+            "{verb}: version {} is active (was {previous}); sha256 {}",
+            report.version, report.sha256
+        )
+    })?;
+    Ok(Outcome::Success)
+}

@@ -1,0 +1,210 @@
+//! The activation check: what a policy must pass before it serves an ID.
+//!
+//! Loading a policy ([`PolicyRuntime::load_bytes`](super::PolicyRuntime))
+//! proves that it compiles, fits the contract and answers `describe` within
+//! its limits. That says nothing about its output, so before a new policy is
+//! swapped in (by a file watch, by the policies collection, or `idmint policy
+//! check` offline) [`check`] runs it on sample parts, edge values included:
+//!
+//! - sequence values 0, 1 and `sequence-capacity - 1`;
+//! - the epoch, the last and first microsecond around a second, a day, a
+//!   month, a year, a leap day, and the current time;
+//!
+//! formats each one alone and all of them in one `format-batch`, requires the
+//! two to agree and every ID to be one line, parses each ID back with the
+//! policy's own `validate` and requires the very parts it was made from. It
+//! then checks the declared capacity against every counter the policy will
+//! serve with [`minter::check_capacity`](crate::minter::check_capacity). Any
+//! failure is a [`PolicyError`] that names the sample, and the caller keeps
+//! the policy it had.
+
+use serde::Serialize;
+
+use super::error::PolicyError;
+use super::runtime::Policy;
+use super::types::{IdParts, PolicyInfo, Stamp};
+use crate::minter::check_capacity;
+use crate::sequence::CounterState;
+
+/// What the activation check runs against.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct ActivationOptions {
+    /// The prefix the samples use: the one the policy will serve. Default: empty.
+    pub prefix: String,
+    /// The counters the policy will serve; each one's `maxval` must be below
+    /// the policy's sequence capacity. Default: none.
+    pub counters: Vec<CounterState>,
+    /// The time used as the "now" sample, in microseconds since the epoch.
+    /// Default: `None`, no such sample (the fixed samples already cover the
+    /// calendar); the CLI passes the current time.
+    pub now_micros: Option<u64>,
+}
+
+impl ActivationOptions {
+    /// Sets [`ActivationOptions::prefix`].
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// Adds a counter to [`ActivationOptions::counters`].
+    pub fn counter(mut self, counter: CounterState) -> Self {
+        self.counters.push(counter);
+        self
+    }
+
+    /// Sets [`ActivationOptions::now_micros`].
+    pub fn now_micros(mut self, now_micros: u64) -> Self {
+        self.now_micros = Some(now_micros);
+        self
+    }
+}
+
+/// What a passed activation check did.
+#[derive(Debug, Clone, Serialize)]
+pub struct ActivationReport {
+    /// What the policy says about itself.
+    pub policy: PolicyInfo,
+    /// The SHA-256 of the policy's bytes.
+    pub sha256: String,
+    /// How many sample parts were formatted and read back.
+    pub samples: usize,
+    /// The counters whose capacity was checked, by name.
+    pub counters: Vec<String>,
+}
+
+/// Timestamps at calendar edges, microseconds since the epoch.
+const SAMPLE_MICROS: [u64; 13] = [
+    0,                       // 1970-01-01T00:00:00.000000Z
+    999_999,                 // the last microsecond of the first second
+    1_000_000,               // the first of the next
+    86_399_999_999,          // 1970-01-01T23:59:59.999999Z
+    86_400_000_000,          // 1970-01-02T00:00:00Z
+    951_782_399_999_999,     // 2000-02-28T23:59:59.999999Z
+    951_782_400_000_000,     // 2000-02-29T00:00:00Z (leap day, century)
+    1_709_251_199_999_999,   // 2024-02-29T23:59:59.999999Z
+    1_795_317_297_123_456,   // 2026-11-22T03:14:57.123456Z
+    1_798_761_599_999_999,   // 2026-12-31T23:59:59.999999Z
+    1_798_761_600_000_000,   // 2027-01-01T00:00:00Z
+    4_102_444_800_000_000,   // 2100-01-01T00:00:00Z
+    253_402_300_799_999_999, // 9999-12-31T23:59:59.999999Z
+];
+
+/// Runs the activation check (see the module docs) on `policy`.
+pub fn check(
+    policy: &Policy,
+    options: &ActivationOptions,
+) -> Result<ActivationReport, PolicyError> {
+    for counter in &options.counters {
+        check_capacity(policy, counter)?;
+    }
+    let samples = samples(policy.info(), options);
+    let origin = policy.origin();
+    let fail = |reason: String| PolicyError::Activation {
+        origin: origin.to_string(),
+        reason,
+    };
+    let prefix = options.prefix.as_str();
+
+    let mut ids = Vec::with_capacity(samples.len());
+    for stamp in &samples {
+        let parts = IdParts {
+            prefix: prefix.to_string(),
+            timestamp_micros: stamp.timestamp_micros,
+            sequence: stamp.sequence,
+        };
+        let id = policy.format(&parts).map_err(|error| match error {
+            PolicyError::Format(refusal) => {
+                fail(format!("it refused to format {}: {refusal}", show(&parts)))
+            }
+            other => other,
+        })?;
+        if id.contains('\n') {
+            return Err(fail(format!(
+                "the ID for {} contains a line feed",
+                show(&parts)
+            )));
+        }
+        ids.push(id);
+    }
+
+    let batch = policy
+        .format_batch(prefix, &samples)
+        .map_err(|error| match error {
+            PolicyError::Format(refusal) => {
+                fail(format!("format-batch refused the samples: {refusal}"))
+            }
+            other => other,
+        })?;
+    if let Some((index, (single, batched))) = ids
+        .iter()
+        .zip(&batch)
+        .enumerate()
+        .find(|(_, (single, batched))| single != batched)
+    {
+        return Err(fail(format!(
+            "format-batch wrote {batched:?} for sample {index} but format wrote {single:?}"
+        )));
+    }
+
+    let answers = policy.validate_many(&ids, Some(prefix))?;
+    for ((stamp, id), answer) in samples.iter().zip(&ids).zip(answers) {
+        let parts = IdParts {
+            prefix: prefix.to_string(),
+            timestamp_micros: stamp.timestamp_micros,
+            sequence: stamp.sequence,
+        };
+        match answer {
+            Ok(read) if read == parts => {}
+            Ok(read) => {
+                return Err(fail(format!(
+                    "{id:?}, formatted from {}, reads back as {}",
+                    show(&parts),
+                    show(&read)
+                )))
+            }
+            Err(invalid) => {
+                return Err(fail(format!(
+                    "its own validator rejects {id:?}, formatted from {}: {invalid}",
+                    show(&parts)
+                )))
+            }
+        }
+    }
+
+    Ok(ActivationReport {
+        policy: policy.info().clone(),
+        sha256: policy.sha256().to_string(),
+        samples: samples.len(),
+        counters: options.counters.iter().map(|c| c.name.clone()).collect(),
+    })
+}
+
+/// Every sample: each calendar edge (and "now") with sequence 0, 1 and the
+/// last value the policy holds.
+fn samples(info: &PolicyInfo, options: &ActivationOptions) -> Vec<Stamp> {
+    let last = info.sequence_capacity.saturating_sub(1);
+    let mut sequences = vec![0, 1, last];
+    sequences.dedup();
+    sequences.retain(|&s| s < info.sequence_capacity);
+    SAMPLE_MICROS
+        .iter()
+        .copied()
+        .chain(options.now_micros)
+        .flat_map(|timestamp_micros| {
+            sequences.iter().map(move |&sequence| Stamp {
+                timestamp_micros,
+                sequence,
+            })
+        })
+        .collect()
+}
+
+/// Parts as a short human text, for error messages.
+fn show(parts: &IdParts) -> String {
+    format!(
+        "prefix {:?}, timestamp {} us, sequence {}",
+        parts.prefix, parts.timestamp_micros, parts.sequence
+    )
+}

@@ -1,0 +1,550 @@
+//! Policies end to end: the offline check refusing each bad module with its
+//! reason, a live swap from a file during `next --stream`, and a cluster-wide
+//! swap through the policies collection seen by two running hosts, then
+//! rolled back. Bad modules are the hand-written components in
+//! `fixtures/policy/`; the good ones are the two shipped policies.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
+
+use idmint::policy::{IdParts, Policy, PolicyRuntime, DEFAULT_POLICY_WASM};
+
+use crate::harness;
+
+/// How long a swap may take to show in a stream: one second, the issue's
+/// bound, in a release build (`cargo test --release`; measured ~0.3 s: a
+/// 200 ms poll or a change-stream event, then ~100 ms to compile the
+/// component). A debug build's Cranelift is unoptimised and takes ~5 s to
+/// compile a policy on a loaded 2-core machine, so the bound there is wide;
+/// the measured time is printed either way.
+const SWAP_DEADLINE: Duration = if cfg!(debug_assertions) {
+    Duration::from_secs(30)
+} else {
+    Duration::from_secs(1)
+};
+
+/// How long to wait for anything else: a stream's first line, a refusal.
+const EVENT_DEADLINE: Duration = Duration::from_secs(30);
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/policy")
+        .join(name)
+}
+
+fn check_digit_wasm() -> Vec<u8> {
+    std::fs::read(env!("IDMINT_CHECK_DIGIT_POLICY_WASM"))
+        .expect("build.rs built the check-digit policy")
+}
+
+fn run(command: &mut Command) -> Output {
+    command.stdin(Stdio::null()).output().expect("run idmint")
+}
+
+#[track_caller]
+fn assert_exit(output: &Output, code: i32) {
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "expected exit {code}\nstdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The two shipped policies, to tell which one wrote a line.
+struct Formats {
+    default: Policy,
+    check_digit: Policy,
+}
+
+/// Which policy wrote an ID, and the parts it reads back to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Default,
+    CheckDigit,
+}
+
+impl Formats {
+    fn new() -> Self {
+        let runtime = PolicyRuntime::new().unwrap();
+        Formats {
+            default: runtime.load_default().unwrap(),
+            check_digit: runtime
+                .load_bytes(&check_digit_wasm(), "check-digit")
+                .unwrap(),
+        }
+    }
+
+    /// The format of `line` and its parts; panics on a line valid in neither.
+    #[track_caller]
+    fn read(&self, line: &str, prefix: &str) -> (Format, IdParts) {
+        if let Ok(parts) = self.default.validate(line, Some(prefix)).unwrap() {
+            return (Format::Default, parts);
+        }
+        if let Ok(parts) = self.check_digit.validate(line, Some(prefix)).unwrap() {
+            return (Format::CheckDigit, parts);
+        }
+        panic!("malformed line {line:?}: valid under neither policy");
+    }
+}
+
+/// A running `idmint next NAME --stream`, its stdout and stderr read line by
+/// line on threads; killed on drop.
+struct Stream {
+    child: Child,
+    lines: Receiver<String>,
+    errors: Receiver<String>,
+    /// Every stdout line received so far.
+    seen: Vec<String>,
+    /// Every stderr line received so far.
+    said: Vec<String>,
+}
+
+impl Stream {
+    fn spawn(command: &mut Command) -> Self {
+        let mut child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn idmint next --stream");
+        let lines = pump(child.stdout.take().unwrap());
+        let errors = pump(child.stderr.take().unwrap());
+        Stream {
+            child,
+            lines,
+            errors,
+            seen: Vec::new(),
+            said: Vec::new(),
+        }
+    }
+
+    /// Waits for a stdout line satisfying `pred`; returns its index in `seen`.
+    fn wait_line(&mut self, within: Duration, pred: impl Fn(&str) -> bool) -> usize {
+        let deadline = Instant::now() + within;
+        loop {
+            self.drain_errors();
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left.min(Duration::from_millis(100))) {
+                Ok(line) => {
+                    let matched = pred(&line);
+                    self.seen.push(line);
+                    if matched {
+                        return self.seen.len() - 1;
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() < deadline => {}
+                Err(error) => panic!(
+                    "no matching line within {within:?} ({error}); {} lines, last {:?}; stderr: {:#?}; exit: {:?}",
+                    self.seen.len(),
+                    self.seen.last(),
+                    self.said,
+                    self.child.try_wait()
+                ),
+            }
+        }
+    }
+
+    /// Waits for a stderr line containing `needle`.
+    fn wait_error(&mut self, within: Duration, needle: &str) -> String {
+        let deadline = Instant::now() + within;
+        if let Some(line) = self.said.iter().find(|l| l.contains(needle)) {
+            return line.clone();
+        }
+        loop {
+            // Keep draining stdout so that the child never blocks on a full pipe.
+            while let Ok(line) = self.lines.try_recv() {
+                self.seen.push(line);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self
+                .errors
+                .recv_timeout(left.min(Duration::from_millis(100)))
+            {
+                Ok(line) => {
+                    self.said.push(line.clone());
+                    if line.contains(needle) {
+                        return line;
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() < deadline => {}
+                Err(error) => panic!(
+                    "no stderr line with {needle:?} within {within:?} ({error}); stderr: {:#?}",
+                    self.said
+                ),
+            }
+        }
+    }
+
+    fn drain_errors(&mut self) {
+        while let Ok(line) = self.errors.try_recv() {
+            self.said.push(line);
+        }
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn pump(reader: impl std::io::Read + Send + 'static) -> Receiver<String> {
+    let (sender, receiver) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(reader).lines() {
+            let Ok(line) = line else { return };
+            if sender.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    receiver
+}
+
+/// Replaces `path` atomically with `bytes` (write aside, then rename), as a
+/// deployment would.
+fn replace(path: &Path, bytes: &[u8]) {
+    let aside = path.with_extension("next");
+    std::fs::write(&aside, bytes).unwrap();
+    std::fs::rename(&aside, path).unwrap();
+}
+
+/// Checks a stream's lines: each valid under one of the two policies, the
+/// sequence values consecutive (mod `capacity`, so no value was lost), and
+/// the formats in the order `expected` (each entered once, never left).
+#[track_caller]
+fn assert_stream(
+    formats: &Formats,
+    lines: &[String],
+    prefix: &str,
+    capacity: u64,
+    expected: &[Format],
+) {
+    let read: Vec<(Format, IdParts)> = lines.iter().map(|l| formats.read(l, prefix)).collect();
+    for pair in read.windows(2) {
+        assert_eq!(
+            (pair[0].1.sequence + 1) % capacity,
+            pair[1].1.sequence,
+            "gap in the stream between {:?} and {:?}",
+            pair[0],
+            pair[1]
+        );
+        assert!(pair[0].1.timestamp_micros <= pair[1].1.timestamp_micros);
+    }
+    let mut order: Vec<Format> = read.iter().map(|(f, _)| *f).collect();
+    order.dedup();
+    assert_eq!(order, expected, "formats seen, in order");
+}
+
+#[tokio::test]
+async fn policy_check_refuses_each_bad_module_with_its_reason() {
+    const TEST: &str = "policy_check_bad_modules";
+    let dir = tempfile::tempdir().unwrap();
+    let default = dir.path().join("default.wasm");
+    std::fs::write(&default, DEFAULT_POLICY_WASM).unwrap();
+    let check_digit = dir.path().join("check-digit.wasm");
+    std::fs::write(&check_digit, check_digit_wasm()).unwrap();
+
+    let ok = run(harness::idmint(TEST)
+        .args(["policy", "check"])
+        .arg(&default));
+    assert_exit(&ok, 0);
+    assert!(String::from_utf8_lossy(&ok.stdout).contains("passes the activation check"));
+    let ok = run(harness::idmint(TEST)
+        .args(["policy", "check", "--prefix", "ORD-", "--maxval", "999"])
+        .arg(&check_digit));
+    assert_exit(&ok, 0);
+
+    // The default policy's two digits cannot serve a counter up to 999.
+    let too_small = run(harness::idmint(TEST)
+        .args(["policy", "check", "--maxval", "999"])
+        .arg(&default));
+    assert_exit(&too_small, 4);
+    assert!(
+        stderr(&too_small).contains("holds 100 sequence values (0 to 99)"),
+        "{}",
+        stderr(&too_small)
+    );
+
+    for (file, reason) in [
+        ("loop.wat", "ran past its 100 ms time limit"),
+        ("grow.wat", "exceeded its memory limit of 67108864 bytes"),
+        ("trap.wat", "trapped"),
+        (
+            "wrong-interface.wat",
+            "does not implement the idmint:policy/id-policy contract",
+        ),
+        ("bad-validator.wat", "its own validator rejects \"ID\""),
+    ] {
+        let output = run(harness::idmint(TEST)
+            .args(["policy", "check"])
+            .arg(fixture(file)));
+        assert_exit(&output, 4);
+        assert!(
+            stderr(&output).contains(reason),
+            "{file}: {}",
+            stderr(&output)
+        );
+    }
+}
+
+#[tokio::test]
+async fn replacing_the_policy_file_switches_a_stream_live() {
+    const TEST: &str = "policy_live_file_swap";
+    harness::database(TEST).await;
+    let formats = Formats::new();
+    assert_exit(
+        &run(harness::idmint(TEST).args(["counter", "create", "orders", "--prefix", "ORD-"])),
+        0,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("policy.wasm");
+    std::fs::write(&file, DEFAULT_POLICY_WASM).unwrap();
+
+    let mut stream = Stream::spawn(
+        harness::idmint(TEST)
+            .args(["next", "orders", "--stream", "--rate", "100", "--policy"])
+            .arg(&file),
+    );
+    stream.wait_line(EVENT_DEADLINE, |_| true);
+
+    // Each bad module is refused with its reason; the stream goes on in the
+    // old format.
+    for (bad, reason) in [
+        ("loop.wat", "time limit"),
+        ("grow.wat", "memory limit"),
+        ("trap.wat", "trapped"),
+        ("bad-validator.wat", "own validator rejects"),
+        ("wrong-interface.wat", "contract"),
+    ] {
+        let lines_before = stream.seen.len();
+        replace(&file, &std::fs::read(fixture(bad)).unwrap());
+        let said = stream.wait_error(EVENT_DEADLINE, reason);
+        assert!(
+            said.contains("refused, keeping the current one"),
+            "{bad}: {said}"
+        );
+        stream.wait_line(EVENT_DEADLINE, |_| true);
+        assert!(
+            stream.seen.len() > lines_before,
+            "{bad}: the stream stopped"
+        );
+    }
+
+    let swapped_at = Instant::now();
+    replace(&file, &check_digit_wasm());
+    stream.wait_line(SWAP_DEADLINE, |line| {
+        formats.read(line, "ORD-").0 == Format::CheckDigit
+    });
+    eprintln!("file swap visible after {:?}", swapped_at.elapsed());
+    // A few more in the new format, to see it stays.
+    for _ in 0..5 {
+        stream.wait_line(EVENT_DEADLINE, |_| true);
+    }
+    stream.wait_error(EVENT_DEADLINE, "policy swapped: now serving check-digit");
+    drop(stream.child.kill());
+    // The default policy holds 100 values: the counter's cycle is 0..=99.
+    assert_stream(
+        &formats,
+        &stream.seen,
+        "ORD-",
+        100,
+        &[Format::Default, Format::CheckDigit],
+    );
+}
+
+/// Pushes `file` with `idmint policy push --json` and returns its version.
+fn push(test: &str, file: &Path) -> i64 {
+    let output = run(harness::idmint(test)
+        .args(["--json", "policy", "push"])
+        .arg(file));
+    assert_exit(&output, 0);
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    report["stored"]["version"].as_i64().unwrap()
+}
+
+#[tokio::test]
+async fn a_cluster_wide_swap_reaches_two_running_hosts_and_rolls_back() {
+    const TEST: &str = "policy_cluster_swap";
+    harness::database(TEST).await;
+    let formats = Formats::new();
+    for counter in ["orders", "invoices"] {
+        assert_exit(
+            &run(harness::idmint(TEST).args(["counter", "create", counter, "--prefix", "P-"])),
+            0,
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let default = dir.path().join("default.wasm");
+    std::fs::write(&default, DEFAULT_POLICY_WASM).unwrap();
+    let check_digit = dir.path().join("check-digit.wasm");
+    std::fs::write(&check_digit, check_digit_wasm()).unwrap();
+
+    // Nothing to roll back, and no version 7, yet: bad input, exit 2.
+    let nothing = run(harness::idmint(TEST).args(["policy", "rollback"]));
+    assert_exit(&nothing, 2);
+    assert!(
+        stderr(&nothing).contains("nothing to roll back"),
+        "{}",
+        stderr(&nothing)
+    );
+    assert_exit(
+        &run(harness::idmint(TEST).args(["policy", "activate", "7"])),
+        2,
+    );
+
+    // A module that fails its checks is not stored.
+    let refused = run(harness::idmint(TEST)
+        .args(["policy", "push"])
+        .arg(fixture("bad-validator.wat")));
+    assert_exit(&refused, 4);
+    assert!(
+        stderr(&refused).contains("own validator rejects"),
+        "{}",
+        stderr(&refused)
+    );
+
+    assert_eq!(push(TEST, &default), 1);
+    assert_eq!(
+        push(TEST, &default),
+        1,
+        "pushing the same bytes again is a no-op"
+    );
+    assert_exit(
+        &run(harness::idmint(TEST).args(["policy", "activate", "1"])),
+        0,
+    );
+
+    let mut hosts: Vec<Stream> = ["orders", "invoices"]
+        .into_iter()
+        .map(|counter| {
+            Stream::spawn(harness::idmint(TEST).args([
+                "next",
+                counter,
+                "--stream",
+                "--policy-from-db",
+                "--rate",
+                "50",
+            ]))
+        })
+        .collect();
+    for host in &mut hosts {
+        host.wait_line(EVENT_DEADLINE, |line| {
+            formats.read(line, "P-").0 == Format::Default
+        });
+    }
+
+    assert_eq!(push(TEST, &check_digit), 2);
+    let activated = Instant::now();
+    assert_exit(
+        &run(harness::idmint(TEST).args(["policy", "activate", "2"])),
+        0,
+    );
+    for host in &mut hosts {
+        // Both hosts within the bound of the activation, not of each other.
+        let left = SWAP_DEADLINE.saturating_sub(activated.elapsed());
+        host.wait_line(left.max(Duration::from_millis(1)), |line| {
+            formats.read(line, "P-").0 == Format::CheckDigit
+        });
+        eprintln!("cluster swap visible after {:?}", activated.elapsed());
+    }
+
+    let rolled_back = run(harness::idmint(TEST).args(["--json", "policy", "rollback"]));
+    assert_exit(&rolled_back, 0);
+    let report: serde_json::Value = serde_json::from_slice(&rolled_back.stdout).unwrap();
+    assert_eq!(report["version"], 1);
+    assert_eq!(report["previous"], 2);
+    for host in &mut hosts {
+        host.wait_line(SWAP_DEADLINE, |line| {
+            formats.read(line, "P-").0 == Format::Default
+        });
+        host.wait_line(EVENT_DEADLINE, |_| true);
+    }
+
+    let list = run(harness::idmint(TEST).args(["--json", "policy", "list"]));
+    assert_exit(&list, 0);
+    let list: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert_eq!(list["active"]["version"], 1);
+    assert_eq!(list["active"]["history"], serde_json::json!([]));
+    let names: Vec<&str> = list["policies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["info"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["default", "check-digit"]);
+
+    for mut host in hosts {
+        let _ = host.child.kill();
+        assert_stream(
+            &formats,
+            &std::mem::take(&mut host.seen),
+            "P-",
+            100,
+            &[Format::Default, Format::CheckDigit, Format::Default],
+        );
+    }
+}
+
+/// A stream ends cleanly, exit 0, when its reader goes away (`| head`) and
+/// on Ctrl-C (SIGINT), as a long-running application should.
+#[tokio::test]
+async fn a_stream_exits_cleanly_on_a_closed_pipe_and_on_ctrl_c() {
+    const TEST: &str = "policy_stream_exit";
+    harness::database(TEST).await;
+    assert_exit(
+        &run(harness::idmint(TEST).args(["counter", "create", "orders"])),
+        0,
+    );
+    let wait = |child: &mut Child| {
+        let deadline = Instant::now() + EVENT_DEADLINE;
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "the stream did not exit");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+
+    // As fast as it goes, into a pipe whose reader reads three lines and leaves.
+    let mut child = harness::idmint(TEST)
+        .args(["next", "orders", "--stream"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    for _ in 0..3 {
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        assert_eq!(line.trim_end().len(), 22, "{line:?}");
+    }
+    drop(reader);
+    let status = wait(&mut child);
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(0), "stderr: {err}");
+    assert!(err.is_empty(), "a closed pipe is not an error: {err}");
+
+    // Paced, interrupted with SIGINT once it is printing.
+    let mut stream =
+        Stream::spawn(harness::idmint(TEST).args(["next", "orders", "--stream", "--rate", "20"]));
+    stream.wait_line(EVENT_DEADLINE, |_| true);
+    let pid = i32::try_from(stream.child.id()).unwrap();
+    // SAFETY: kill(2) on the pid of our own child, which has not been reaped.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let status = wait(&mut stream.child);
+    assert_eq!(status.code(), Some(0), "stderr: {:?}", stream.said);
+}
