@@ -21,7 +21,7 @@ async fn snapshot(database: &Database) -> Vec<(String, Vec<u8>)> {
     names.sort();
     let mut out = Vec::new();
     for name in names {
-        let documents: Vec<Document> = harness::documents(&database, &name).await;
+        let documents: Vec<Document> = harness::documents(database, &name).await;
         let mut bytes = Vec::new();
         for document in documents {
             bytes.extend(mongodb::bson::to_vec(&document).unwrap());

@@ -59,6 +59,9 @@ pub fn exit_code(error: &anyhow::Error) -> u8 {
         if cause.is::<idmint::config::ConnectError>() || cause.is::<UsageError>() {
             return EXIT_USAGE;
         }
+        if let Some(error) = cause.downcast_ref::<idmint::policy::PolicyStoreError>() {
+            return policy_store_code(error);
+        }
         if let Some(error) = cause.downcast_ref::<idmint::installer::InstallError>() {
             return install_code(error);
         }
@@ -74,6 +77,18 @@ fn sequence_code(error: &SequenceError) -> u8 {
         EXIT_USAGE
     } else {
         EXIT_DATABASE
+    }
+}
+
+fn policy_store_code(error: &idmint::policy::PolicyStoreError) -> u8 {
+    use idmint::policy::PolicyStoreError as E;
+    match error {
+        E::Database { .. } => EXIT_DATABASE,
+        // The stored bytes no longer match their recorded sha256: drift, like `status`.
+        E::ChecksumMismatch { .. } | E::Corrupt { .. } => EXIT_FAILURE,
+        // The module failed the offline checks.
+        E::Rejected { .. } => EXIT_POLICY,
+        _ => EXIT_USAGE,
     }
 }
 

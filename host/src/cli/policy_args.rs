@@ -15,17 +15,17 @@ pub struct PolicyArgs {
 
 impl PolicyArgs {
     /// Compiles and pre-instantiates the chosen policy.
-    pub fn load(&self) -> Result<Policy, idmint::Error> {
+    pub fn load(&self) -> anyhow::Result<Policy> {
         let runtime = PolicyRuntime::new()?;
         self.load_with(&runtime)
     }
 
     /// [`PolicyArgs::load`] with a runtime of the caller's, which a process
     /// that swaps policies later keeps for them.
-    pub fn load_with(&self, runtime: &PolicyRuntime) -> Result<Policy, idmint::Error> {
+    pub fn load_with(&self, runtime: &PolicyRuntime) -> anyhow::Result<Policy> {
         Ok(match &self.policy {
-            Some(path) => runtime.load_file(path)?,
-            None => runtime.load_default()?,
+            Some(path) => runtime.load_file(path).map_err(idmint::Error::from)?,
+            None => runtime.load_default().map_err(idmint::Error::from)?,
         })
     }
 }
