@@ -3,35 +3,12 @@
 use std::collections::HashSet;
 use std::io::Write;
 use std::net::TcpListener;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use mongodb::bson::{doc, Document};
 
-use crate::harness;
-
-fn run(command: &mut Command) -> Output {
-    command.stdin(Stdio::null()).output().expect("run idmint")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-#[track_caller]
-fn assert_exit(output: &Output, code: i32) {
-    assert_eq!(
-        output.status.code(),
-        Some(code),
-        "expected exit {code}\nstdout: {}\nstderr: {}",
-        stdout(output),
-        stderr(output)
-    );
-}
+use crate::harness::{self, assert_exit, run, stderr, stdout};
 
 fn validate_stdin(test: &str, input: &str) -> Output {
     let mut child = harness::idmint(test)

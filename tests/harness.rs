@@ -67,6 +67,36 @@ pub fn database_name(test: &str) -> String {
     name
 }
 
+/// Runs a command to completion with no stdin and returns its output.
+pub fn run(command: &mut Command) -> std::process::Output {
+    command
+        .stdin(Stdio::null())
+        .output()
+        .expect("run the command")
+}
+
+/// A command's stdout, as text.
+pub fn stdout(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// A command's stderr, as text.
+pub fn stderr(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Asserts the exit code, showing both output streams when it differs.
+#[track_caller]
+pub fn assert_exit(output: &std::process::Output, code: i32) {
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "expected exit {code}\nstdout: {}\nstderr: {}",
+        stdout(output),
+        stderr(output)
+    );
+}
+
 /// The `idmint` binary, pointed at the test server and `test`'s database.
 pub fn idmint(test: &str) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_idmint"));

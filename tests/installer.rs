@@ -2,13 +2,13 @@
 //! run, idempotence, hand edits, upgrades, concurrent and killed installs,
 //! uninstall, and least-privilege roles under authentication.
 
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
 use idmint::installer::{self, Action, InstallOptions, ItemKind, ItemState, MANIFEST_COLLECTION};
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::Database;
 
-use crate::harness::{self, OwnedServer, ServerConfig};
+use crate::harness::{self, assert_exit, run, OwnedServer, ServerConfig};
 
 fn options() -> InstallOptions {
     InstallOptions::default()
@@ -48,21 +48,6 @@ async fn hand_edit(database: &Database, name: &str, code: &str) {
         )
         .await
         .unwrap();
-}
-
-fn run(command: &mut Command) -> Output {
-    command.stdin(Stdio::null()).output().unwrap()
-}
-
-#[track_caller]
-fn assert_exit(output: &Output, code: i32) {
-    assert_eq!(
-        output.status.code(),
-        Some(code),
-        "stdout: {}\nstderr: {}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
 }
 
 #[tokio::test]

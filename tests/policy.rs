@@ -6,13 +6,13 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
 use idmint::policy::{IdParts, Policy, PolicyRuntime, DEFAULT_POLICY_WASM};
 
-use crate::harness;
+use crate::harness::{self, assert_exit, run, stderr};
 
 /// How long a swap may take to show in a stream: one second, the issue's
 /// bound, in every build (measured ~0.3 s: a 200 ms poll or a change-stream
@@ -32,25 +32,6 @@ fn fixture(name: &str) -> PathBuf {
 fn check_digit_wasm() -> Vec<u8> {
     std::fs::read(env!("IDMINT_CHECK_DIGIT_POLICY_WASM"))
         .expect("build.rs built the check-digit policy")
-}
-
-fn run(command: &mut Command) -> Output {
-    command.stdin(Stdio::null()).output().expect("run idmint")
-}
-
-#[track_caller]
-fn assert_exit(output: &Output, code: i32) {
-    assert_eq!(
-        output.status.code(),
-        Some(code),
-        "expected exit {code}\nstdout: {}\nstderr: {}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 /// The two shipped policies, to tell which one wrote a line.

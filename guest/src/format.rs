@@ -9,58 +9,20 @@
 //! allocates exactly one `String` per ID; `format!` is used only to word errors.
 
 use crate::civil;
+use crate::kit::{char_at, put_digits};
+pub use crate::kit::{check_prefix, FormatFailure, Invalid, MAX_PREFIX_LEN, MAX_TIMESTAMP_MICROS};
 
 /// How many distinct sequence values an ID holds: two digits.
 pub const SEQUENCE_CAPACITY: u64 = 100;
-/// The longest prefix allowed, in bytes.
-pub const MAX_PREFIX_LEN: usize = 32;
 /// The number of digits after the prefix: 14 (date and time) + 6 (micros) + 2 (sequence).
 pub const DIGITS: usize = 22;
 /// The shortest valid ID, in bytes (empty prefix).
 pub const MIN_LEN: usize = DIGITS;
 /// The longest valid ID, in bytes (longest prefix).
 pub const MAX_LEN: usize = DIGITS + MAX_PREFIX_LEN;
-/// The last timestamp four year digits can write: 9999-12-31T23:59:59.999999Z.
-pub const MAX_TIMESTAMP_MICROS: u64 = 253_402_300_799_999_999;
 
 const MICROS_PER_SECOND: u64 = 1_000_000;
 const SECONDS_PER_DAY: u64 = 86_400;
-
-/// Why an ID cannot be formatted; mirrors WIT `format-error`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FormatFailure {
-    /// The prefix breaks the prefix rules; the text says how.
-    BadPrefix(String),
-    /// The sequence value is >= [`SEQUENCE_CAPACITY`].
-    SequenceOutOfRange(u64),
-    /// The timestamp is after [`MAX_TIMESTAMP_MICROS`].
-    TimestampOutOfRange(u64),
-}
-
-/// Why a string is not a valid ID; mirrors WIT `invalid-id`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Invalid {
-    /// The ID is shorter than [`MIN_LEN`] or longer than [`MAX_LEN`] bytes.
-    WrongLength {
-        /// Length found, in bytes (saturated to `u32::MAX`).
-        found: u32,
-        /// [`MIN_LEN`].
-        min: u32,
-        /// [`MAX_LEN`].
-        max: u32,
-    },
-    /// The prefix breaks the prefix rules or is not the expected one.
-    BadPrefix(String),
-    /// One of the last [`DIGITS`] bytes is not an ASCII digit.
-    NonDigit {
-        /// Byte offset, in the ID, of the character holding the offending byte.
-        position: u32,
-        /// That character.
-        found: char,
-    },
-    /// The digits name a time that does not exist or that precedes the epoch.
-    ImpossibleDate(String),
-}
 
 /// A valid ID read back; the prefix is `id[..prefix_len]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,58 +33,6 @@ pub struct Parsed {
     pub timestamp_micros: u64,
     /// The sequence value, 0..=99.
     pub sequence: u64,
-}
-
-/// Whether `b` may appear in a prefix: ASCII `[A-Za-z0-9._-]`.
-const fn is_prefix_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-')
-}
-
-/// Checks the prefix rules: at most [`MAX_PREFIX_LEN`] bytes of `[A-Za-z0-9._-]`.
-///
-/// The error text names the first offending character and its byte offset,
-/// which is also its offset in an ID since the prefix comes first.
-pub fn check_prefix(prefix: &str) -> Result<(), String> {
-    if prefix.len() > MAX_PREFIX_LEN {
-        return Err(format!(
-            "prefix is {} bytes long; the longest allowed is {MAX_PREFIX_LEN}",
-            prefix.len()
-        ));
-    }
-    match prefix.bytes().position(|b| !is_prefix_byte(b)) {
-        None => Ok(()),
-        Some(position) => {
-            // Every byte before `position` is ASCII, so `position` starts a char.
-            let found = char_at(prefix, position).1;
-            Err(format!(
-                "prefix has {found:?} (U+{:04X}) at byte {position}; only A-Z, a-z, 0-9, '.', '_' and '-' are allowed",
-                u32::from(found)
-            ))
-        }
-    }
-}
-
-/// The char containing byte `pos` of `s`, with the byte offset where it starts.
-///
-/// Never panics: `pos` may fall inside a multi-byte character, in which case
-/// that character and its start are returned.
-fn char_at(s: &str, pos: usize) -> (usize, char) {
-    s.char_indices()
-        .take_while(|&(start, _)| start <= pos)
-        .last()
-        .unwrap_or((pos, char::REPLACEMENT_CHARACTER))
-}
-
-/// Writes `value` as `buf.len()` decimal digits, zero-padded, keeping the low digits.
-///
-/// `u32` on purpose: wasm has no 64-bit multiply-high, so a `u64` division by
-/// 10 compiles to a real `i64.div_u` (tens of cycles), while a `u32` one
-/// becomes a multiply and a shift. Every field of an ID fits in 32 bits.
-fn put_digits(buf: &mut [u8], mut value: u32) {
-    for b in buf.iter_mut().rev() {
-        *b = b'0' + (value % 10) as u8;
-        value /= 10;
-    }
 }
 
 /// The 22 digits for a timestamp and sequence value, checked against the limits.

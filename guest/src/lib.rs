@@ -8,46 +8,20 @@
 //!
 //! The host (`host/src/policy/`) builds this crate for `wasm32-wasip2` in its
 //! build script and embeds it as the built-in policy. The two share no Rust
-//! types, only the WIT file. The policy itself lives in [`format`](mod@format) and
-//! [`civil`] as plain Rust, tested natively; this file only adapts it to the
-//! generated bindings.
+//! types, only the WIT file. The policy itself lives in [`format`](mod@format),
+//! with the building blocks every idmint policy shares in [`kit`] and [`civil`],
+//! all plain Rust, tested natively; `adapter.rs` converts their failures into
+//! the generated bindings' types, and this file only exports the policy.
 
+mod adapter;
 pub mod civil;
 pub mod format;
+pub mod kit;
 
 wit_bindgen::generate!({ path: "wit", world: "id-policy" });
 
-use format::{FormatFailure, Invalid};
-// The world `use`s the other types, so the bindings already define them here.
-use idmint::policy::types::{NonDigit, WrongLength};
-
 /// The default policy, exported to the host.
 struct DefaultPolicy;
-
-impl From<FormatFailure> for FormatError {
-    fn from(failure: FormatFailure) -> Self {
-        match failure {
-            FormatFailure::BadPrefix(why) => FormatError::BadPrefix(why),
-            FormatFailure::SequenceOutOfRange(n) => FormatError::SequenceOutOfRange(n),
-            FormatFailure::TimestampOutOfRange(n) => FormatError::TimestampOutOfRange(n),
-        }
-    }
-}
-
-impl From<Invalid> for InvalidId {
-    fn from(invalid: Invalid) -> Self {
-        match invalid {
-            Invalid::WrongLength { found, min, max } => {
-                InvalidId::WrongLength(WrongLength { found, min, max })
-            }
-            Invalid::BadPrefix(why) => InvalidId::BadPrefix(why),
-            Invalid::NonDigit { position, found } => {
-                InvalidId::NonDigit(NonDigit { position, found })
-            }
-            Invalid::ImpossibleDate(why) => InvalidId::ImpossibleDate(why),
-        }
-    }
-}
 
 impl Guest for DefaultPolicy {
     fn describe() -> PolicyInfo {

@@ -3,56 +3,16 @@
 //! `yyyyMMddTHHmmss.uuuuuuZ` + `-` + 3-digit sequence + `-` + Luhn digit.
 
 use crate::civil;
+use crate::kit::put_digits;
+pub use crate::kit::{check_prefix, FormatFailure, Invalid, MAX_PREFIX_LEN, MAX_TIMESTAMP_MICROS};
 
 /// How many distinct sequence values an ID holds: three digits.
 pub const SEQUENCE_CAPACITY: u64 = 1000;
-/// The longest prefix allowed, in bytes.
-pub const MAX_PREFIX_LEN: usize = 32;
 /// The bytes after the prefix: `20261122T031457.123456Z-007-4`.
 pub const BODY_LEN: usize = 29;
-/// The last timestamp four year digits can write.
-pub const MAX_TIMESTAMP_MICROS: u64 = 253_402_300_799_999_999;
 
 /// The body's shape: `d` a digit, anything else that exact byte.
 const SHAPE: &[u8; BODY_LEN] = b"ddddddddTdddddd.ddddddZ-ddd-d";
-
-/// Why an ID cannot be formatted; mirrors WIT `format-error`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FormatFailure {
-    /// The prefix breaks the prefix rules.
-    BadPrefix(String),
-    /// The sequence value is >= [`SEQUENCE_CAPACITY`].
-    SequenceOutOfRange(u64),
-    /// The timestamp is after [`MAX_TIMESTAMP_MICROS`].
-    TimestampOutOfRange(u64),
-}
-
-/// Why a string is not a valid ID; mirrors WIT `invalid-id`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Invalid {
-    /// Too short or too long.
-    WrongLength {
-        /// Length found.
-        found: u32,
-        /// Shortest valid length.
-        min: u32,
-        /// Longest valid length.
-        max: u32,
-    },
-    /// The prefix is not allowed or not the expected one.
-    BadPrefix(String),
-    /// A digit was expected.
-    NonDigit {
-        /// Byte offset.
-        position: u32,
-        /// The character found.
-        found: char,
-    },
-    /// The digits name a time that does not exist.
-    ImpossibleDate(String),
-    /// A separator or the check digit is wrong.
-    Malformed(String),
-}
 
 /// A valid ID read back; the prefix is `id[..prefix_len]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,25 +23,6 @@ pub struct Parsed {
     pub timestamp_micros: u64,
     /// The sequence value, 0..=999.
     pub sequence: u64,
-}
-
-/// Checks the prefix rules: at most 32 bytes of `[A-Za-z0-9._-]`.
-pub fn check_prefix(prefix: &str) -> Result<(), String> {
-    if prefix.len() > MAX_PREFIX_LEN {
-        return Err(format!(
-            "prefix is {} bytes long; the longest allowed is {MAX_PREFIX_LEN}",
-            prefix.len()
-        ));
-    }
-    match prefix
-        .char_indices()
-        .find(|&(_, c)| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
-    {
-        None => Ok(()),
-        Some((position, found)) => Err(format!(
-            "prefix has {found:?} at byte {position}; only A-Z, a-z, 0-9, '.', '_' and '-' are allowed"
-        )),
-    }
 }
 
 /// The Luhn check digit for `digits` (ASCII digits): the digit that makes the
@@ -103,13 +44,6 @@ pub fn luhn(digits: impl DoubleEndedIterator<Item = u8>) -> u8 {
     ((10 - sum % 10) % 10) as u8
 }
 
-fn put_digits(buf: &mut [u8], mut value: u64) {
-    for b in buf.iter_mut().rev() {
-        *b = b'0' + (value % 10) as u8;
-        value /= 10;
-    }
-}
-
 /// The body for a timestamp and sequence value.
 fn body(timestamp_micros: u64, sequence: u64) -> Result<[u8; BODY_LEN], FormatFailure> {
     if sequence >= SEQUENCE_CAPACITY {
@@ -122,14 +56,14 @@ fn body(timestamp_micros: u64, sequence: u64) -> Result<[u8; BODY_LEN], FormatFa
     let second_of_day = secs % 86_400;
     let (year, month, day) = civil::civil_from_days((secs / 86_400) as i64);
     let mut b = *SHAPE;
-    put_digits(&mut b[0..4], year as u64);
-    put_digits(&mut b[4..6], u64::from(month));
-    put_digits(&mut b[6..8], u64::from(day));
-    put_digits(&mut b[9..11], second_of_day / 3600);
-    put_digits(&mut b[11..13], second_of_day / 60 % 60);
-    put_digits(&mut b[13..15], second_of_day % 60);
-    put_digits(&mut b[16..22], timestamp_micros % 1_000_000);
-    put_digits(&mut b[24..27], sequence);
+    put_digits(&mut b[0..4], year as u32);
+    put_digits(&mut b[4..6], u32::from(month));
+    put_digits(&mut b[6..8], u32::from(day));
+    put_digits(&mut b[9..11], (second_of_day / 3600) as u32);
+    put_digits(&mut b[11..13], (second_of_day / 60 % 60) as u32);
+    put_digits(&mut b[13..15], (second_of_day % 60) as u32);
+    put_digits(&mut b[16..22], (timestamp_micros % 1_000_000) as u32);
+    put_digits(&mut b[24..27], sequence as u32);
     b[28] = b'0' + luhn(digit_bytes(&b[..27]));
     Ok(b)
 }

@@ -10,47 +10,22 @@
 //! `validate` reports one as `malformed`. Sequence capacity 1000; the prefix
 //! is 0 to 32 bytes of `[A-Za-z0-9._-]`.
 //!
-//! The calendar code is the default policy's (`guest/src/civil.rs`), included
-//! by path rather than depended on, since that crate exports a policy of its
-//! own.
+//! The calendar code, the prefix rules and the WIT adapter are the default
+//! policy's (`guest/src/civil.rs`, `kit.rs`, `adapter.rs`), included by path
+//! rather than depended on, since that crate exports a policy of its own.
 
+#[path = "../../src/adapter.rs"]
+mod adapter;
 #[path = "../../src/civil.rs"]
 pub mod civil;
 pub mod format;
+#[path = "../../src/kit.rs"]
+pub mod kit;
 
 wit_bindgen::generate!({ path: "../wit", world: "id-policy" });
 
-use format::{FormatFailure, Invalid};
-use idmint::policy::types::{NonDigit, WrongLength};
-
 /// The check-digit policy, exported to the host.
 struct CheckDigitPolicy;
-
-impl From<FormatFailure> for FormatError {
-    fn from(failure: FormatFailure) -> Self {
-        match failure {
-            FormatFailure::BadPrefix(why) => FormatError::BadPrefix(why),
-            FormatFailure::SequenceOutOfRange(n) => FormatError::SequenceOutOfRange(n),
-            FormatFailure::TimestampOutOfRange(n) => FormatError::TimestampOutOfRange(n),
-        }
-    }
-}
-
-impl From<Invalid> for InvalidId {
-    fn from(invalid: Invalid) -> Self {
-        match invalid {
-            Invalid::WrongLength { found, min, max } => {
-                InvalidId::WrongLength(WrongLength { found, min, max })
-            }
-            Invalid::BadPrefix(why) => InvalidId::BadPrefix(why),
-            Invalid::NonDigit { position, found } => {
-                InvalidId::NonDigit(NonDigit { position, found })
-            }
-            Invalid::ImpossibleDate(why) => InvalidId::ImpossibleDate(why),
-            Invalid::Malformed(why) => InvalidId::Malformed(why),
-        }
-    }
-}
 
 impl Guest for CheckDigitPolicy {
     fn describe() -> PolicyInfo {
