@@ -9,7 +9,7 @@
 //! allocates exactly one `String` per ID; `format!` is used only to word errors.
 
 use crate::civil;
-use crate::kit::{char_at, put_digits};
+use crate::kit::{self, char_at, number, put_digits};
 pub use crate::kit::{check_prefix, FormatFailure, Invalid, MAX_PREFIX_LEN, MAX_TIMESTAMP_MICROS};
 
 /// How many distinct sequence values an ID holds: two digits.
@@ -64,50 +64,22 @@ fn digits(timestamp_micros: u64, sequence: u64) -> Result<[u8; DIGITS], FormatFa
     Ok(buf)
 }
 
-/// `prefix` followed by `digits`, in a string allocated once at its final size.
-fn assemble(prefix: &str, digits: &[u8; DIGITS]) -> String {
-    let mut id = String::with_capacity(prefix.len() + DIGITS);
-    id.push_str(prefix);
-    // ASCII digits: each byte is one char, so this needs no UTF-8 check.
-    id.extend(digits.iter().map(|&b| char::from(b)));
-    id
-}
-
 /// Formats one ID.
 pub fn format_id(
     prefix: &str,
     timestamp_micros: u64,
     sequence: u64,
 ) -> Result<String, FormatFailure> {
-    check_prefix(prefix).map_err(FormatFailure::BadPrefix)?;
-    let digits = digits(timestamp_micros, sequence)?;
-    Ok(assemble(prefix, &digits))
+    kit::format_id(prefix, || digits(timestamp_micros, sequence))
 }
 
-/// Formats one ID per `(timestamp_micros, sequence)` stamp, all with `prefix`,
-/// into one string: each ID followed by `'\n'` (WIT `format-batch`).
-///
-/// The prefix is checked once and the buffer allocated once, which is what
-/// makes a batch cheap: the host lifts one string instead of one per ID. The
-/// first stamp out of range fails the batch.
+/// Formats one ID per `(timestamp_micros, sequence)` stamp into one string,
+/// each followed by `'\n'` (WIT `format-batch`).
 pub fn format_batch<I>(prefix: &str, stamps: I) -> Result<String, FormatFailure>
 where
     I: ExactSizeIterator<Item = (u64, u64)>,
 {
-    check_prefix(prefix).map_err(FormatFailure::BadPrefix)?;
-    let mut out = Vec::with_capacity(stamps.len() * (prefix.len() + DIGITS + 1));
-    for (timestamp_micros, sequence) in stamps {
-        out.extend_from_slice(prefix.as_bytes());
-        out.extend_from_slice(&digits(timestamp_micros, sequence)?);
-        out.push(b'\n');
-    }
-    // The prefix is ASCII (checked above) and the rest digits and newlines.
-    String::from_utf8(out).map_err(|e| FormatFailure::BadPrefix(e.to_string()))
-}
-
-/// Reads the `N` ASCII digits of `d` as a number; callers have checked they are digits.
-fn number(d: &[u8]) -> u64 {
-    d.iter().fold(0, |n, &b| n * 10 + u64::from(b - b'0'))
+    kit::format_batch(prefix, stamps, digits)
 }
 
 /// Reads an ID back into its parts, or says precisely why it is not valid.

@@ -99,3 +99,48 @@ pub fn put_digits(buf: &mut [u8], mut value: u32) {
         value /= 10;
     }
 }
+
+/// One ID: `prefix`, checked against the prefix rules, followed by the `N`
+/// ASCII bytes `body` makes, in a string allocated once at its final size.
+pub fn format_id<const N: usize>(
+    prefix: &str,
+    body: impl FnOnce() -> Result<[u8; N], FormatFailure>,
+) -> Result<String, FormatFailure> {
+    check_prefix(prefix).map_err(FormatFailure::BadPrefix)?;
+    let body = body()?;
+    let mut id = String::with_capacity(prefix.len() + N);
+    id.push_str(prefix);
+    // ASCII: each byte is one char, so this needs no UTF-8 check.
+    id.extend(body.iter().map(|&b| char::from(b)));
+    Ok(id)
+}
+
+/// One ID per `(timestamp_micros, sequence)` stamp, all with `prefix`, into
+/// one string: each ID followed by `'\n'` (WIT `format-batch`).
+///
+/// The prefix is checked once and the buffer allocated once, which is what
+/// makes a batch cheap: the host lifts one string instead of one per ID. The
+/// first stamp out of range fails the batch.
+pub fn format_batch<const N: usize, I>(
+    prefix: &str,
+    stamps: I,
+    body: impl Fn(u64, u64) -> Result<[u8; N], FormatFailure>,
+) -> Result<String, FormatFailure>
+where
+    I: ExactSizeIterator<Item = (u64, u64)>,
+{
+    check_prefix(prefix).map_err(FormatFailure::BadPrefix)?;
+    let mut out = Vec::with_capacity(stamps.len() * (prefix.len() + N + 1));
+    for (timestamp_micros, sequence) in stamps {
+        out.extend_from_slice(prefix.as_bytes());
+        out.extend_from_slice(&body(timestamp_micros, sequence)?);
+        out.push(b'\n');
+    }
+    // The prefix is ASCII (checked above), bodies are ASCII by contract.
+    String::from_utf8(out).map_err(|e| FormatFailure::BadPrefix(e.to_string()))
+}
+
+/// Reads ASCII digits as a number; callers have checked they are digits.
+pub fn number(digits: &[u8]) -> u64 {
+    digits.iter().fold(0, |n, &b| n * 10 + u64::from(b - b'0'))
+}

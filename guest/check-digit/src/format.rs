@@ -3,7 +3,7 @@
 //! `yyyyMMddTHHmmss.uuuuuuZ` + `-` + 3-digit sequence + `-` + Luhn digit.
 
 use crate::civil;
-use crate::kit::put_digits;
+use crate::kit::{self, number, put_digits};
 pub use crate::kit::{check_prefix, FormatFailure, Invalid, MAX_PREFIX_LEN, MAX_TIMESTAMP_MICROS};
 
 /// How many distinct sequence values an ID holds: three digits.
@@ -79,12 +79,7 @@ pub fn format_id(
     timestamp_micros: u64,
     sequence: u64,
 ) -> Result<String, FormatFailure> {
-    check_prefix(prefix).map_err(FormatFailure::BadPrefix)?;
-    let body = body(timestamp_micros, sequence)?;
-    let mut id = String::with_capacity(prefix.len() + BODY_LEN);
-    id.push_str(prefix);
-    id.extend(body.iter().map(|&b| char::from(b)));
-    Ok(id)
+    kit::format_id(prefix, || body(timestamp_micros, sequence))
 }
 
 /// Formats one ID per stamp into one string, each followed by `'\n'`.
@@ -92,22 +87,7 @@ pub fn format_batch<I>(prefix: &str, stamps: I) -> Result<String, FormatFailure>
 where
     I: ExactSizeIterator<Item = (u64, u64)>,
 {
-    check_prefix(prefix).map_err(FormatFailure::BadPrefix)?;
-    let mut out = String::with_capacity(stamps.len() * (prefix.len() + BODY_LEN + 1));
-    for (timestamp_micros, sequence) in stamps {
-        out.push_str(prefix);
-        out.extend(
-            body(timestamp_micros, sequence)?
-                .iter()
-                .map(|&b| char::from(b)),
-        );
-        out.push('\n');
-    }
-    Ok(out)
-}
-
-fn number(d: &[u8]) -> u64 {
-    d.iter().fold(0, |n, &b| n * 10 + u64::from(b - b'0'))
+    kit::format_batch(prefix, stamps, body)
 }
 
 /// Reads an ID back into its parts, or says precisely why it is not valid.
