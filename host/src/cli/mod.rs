@@ -45,7 +45,8 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Deploy the server-side functions and the counters collection (idempotent).
+    /// Install or upgrade what idmint needs: collections, stored functions, optionally roles
+    /// (idempotent; --dry-run prints the plan and writes nothing).
     Install(install::InstallCmd),
     /// Report the server, what it offers and what idmint installed (exit 1 if not current).
     Status(status::StatusCmd),
@@ -64,7 +65,8 @@ pub enum Command {
     Policy(policy::PolicyCmd),
     /// Check IDs (arguments, or one per line on stdin) against the policy.
     Validate(validate::ValidateCmd),
-    /// Measure sequence throughput: raw $inc, idmint's pipeline, the seed's CAS loop.
+    /// Measure throughput: sequence values (raw $inc, idmint's pipeline, the seed's CAS loop)
+    /// and formatting (the wasm policy against native Rust).
     Bench(bench::BenchCmd),
     /// Print the mongosh script that loads the installed functions into a shell session.
     ShellLoader(shell_loader::ShellLoaderCmd),
