@@ -4,7 +4,7 @@
 
 use std::process::{Command, Stdio};
 
-use idmint::installer::{self, Action, InstallOptions, ItemKind, ItemState, MANIFEST_COLLECTION};
+use idmint::installer::{self, Action, InstallOptions, ItemState, MANIFEST_COLLECTION};
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::Database;
 
@@ -567,5 +567,4 @@ async fn roles_give_apps_counters_and_admins_the_installer() {
         .filter(|i| i["kind"] == "role")
         .collect();
     assert_eq!(roles.len(), 2, "{report}");
-    let _ = ItemKind::Role;
 }

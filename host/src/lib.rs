@@ -10,6 +10,7 @@
 #![warn(missing_docs)]
 
 pub mod bench;
+pub mod checksum;
 pub mod config;
 mod error;
 pub mod installer;

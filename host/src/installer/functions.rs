@@ -5,7 +5,6 @@
 //! mongosh, not functions, and are not installed.
 
 use include_dir::{include_dir, Dir};
-use sha2::{Digest, Sha256};
 
 static MONGO_JS: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/../mongo-js");
 
@@ -24,10 +23,7 @@ pub struct ServerFunction {
 impl ServerFunction {
     /// sha256 of the source, lowercase hex.
     pub fn sha256(&self) -> String {
-        Sha256::digest(self.source.as_bytes())
-            .iter()
-            .map(|byte| format!("{byte:02x}"))
-            .collect()
+        crate::checksum::sha256_hex(self.source.as_bytes())
     }
 }
 

@@ -7,10 +7,10 @@
 
 use mongodb::bson::{doc, Bson, Document};
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
 use super::functions::server_functions;
 use super::roles::{role_specs, RoleSpec};
+pub use crate::checksum::sha256_hex;
 use crate::policy::POLICIES_COLLECTION;
 use crate::sequence::COUNTERS_COLLECTION;
 
@@ -104,14 +104,6 @@ pub fn desired_items(database: &str, roles: bool) -> Vec<Item> {
         }));
     }
     items
-}
-
-/// sha256 of bytes, lowercase hex.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
 }
 
 /// sha256 of a stored system.js value: the code itself when it is code, else

@@ -103,12 +103,3 @@ pub fn role_specs(database: &str) -> Vec<RoleSpec> {
         },
     ]
 }
-
-/// Which role a kind of work needs, for error messages.
-pub fn role_for(admin: bool) -> &'static str {
-    if admin {
-        ADMIN_ROLE
-    } else {
-        APP_ROLE
-    }
-}

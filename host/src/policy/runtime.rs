@@ -14,7 +14,7 @@ use std::fmt;
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use sha2::{Digest, Sha256};
+use crate::checksum::sha256_hex;
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store};
 
@@ -388,16 +388,4 @@ fn bytecount_newlines(bytes: &[u8]) -> usize {
 /// rather than a component (layer 1).
 fn is_core_module(bytes: &[u8]) -> bool {
     bytes.get(..8) == Some(b"\0asm\x01\x00\x00\x00".as_slice())
-}
-
-/// The SHA-256 of `bytes` in lowercase hex.
-pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let digest = Sha256::digest(bytes);
-    let mut hex = String::with_capacity(digest.len() * 2);
-    for byte in digest {
-        hex.push(char::from(HEX[usize::from(byte >> 4)]));
-        hex.push(char::from(HEX[usize::from(byte & 0x0f)]));
-    }
-    hex
 }

@@ -28,8 +28,9 @@ use serde::Serialize;
 
 use super::activation::{self, ActivationOptions, ActivationReport};
 use super::error::PolicyError;
-use super::runtime::{sha256_hex, Policy, PolicyRuntime};
+use super::runtime::{Policy, PolicyRuntime};
 use super::types::PolicyInfo;
+use crate::checksum::sha256_hex;
 use crate::config::durable_write_concern;
 
 /// The collection, in idmint's database, that holds stored policies.

@@ -4,8 +4,8 @@
 
 use std::sync::OnceLock;
 
-use super::runtime::sha256_hex;
 use super::*;
+use crate::checksum::sha256_hex;
 
 /// 2026-11-22T03:14:57.123456Z.
 const KNOWN_MICROS: u64 = 1_795_317_297_123_456;

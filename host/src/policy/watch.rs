@@ -116,7 +116,7 @@ pub fn follow_file(
                     continue;
                 }
             };
-            if super::runtime::sha256_hex(&bytes) == live.current().sha256() {
+            if crate::checksum::sha256_hex(&bytes) == live.current().sha256() {
                 continue;
             }
             let event = swap_in(&runtime, &live, bytes, source.clone()).await;
