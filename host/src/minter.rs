@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use crate::policy::{IdParts, Policy, Stamp};
+use crate::policy::{IdParts, Policy, PolicyError, Stamp};
 use crate::sequence::{Clock, CounterState, CyclicCounter, Issued};
 use crate::Error;
 
@@ -49,12 +49,7 @@ impl Minter {
         let state = counter.state().await?;
         check_capacity(&policy, &state)?;
         let prefix = prefix.or(state.prefix).unwrap_or_default();
-        // Format a sample so that a prefix the policy rejects fails here.
-        policy.format(&IdParts {
-            prefix: prefix.clone(),
-            timestamp_micros: clock.now_micros(),
-            sequence: 0,
-        })?;
+        check_prefix(&policy, &prefix, clock.now_micros())?;
         Ok(Self {
             counter,
             policy,
@@ -91,6 +86,18 @@ impl Minter {
         }
         Ok(self.policy.format_batch(&self.prefix, &stamps)?)
     }
+}
+
+/// Fails, with the policy's reason, unless the policy accepts `prefix`: it
+/// formats a sample ID at `now_micros`, so nothing is consumed or written.
+pub fn check_prefix(policy: &Policy, prefix: &str, now_micros: u64) -> Result<(), PolicyError> {
+    policy
+        .format(&IdParts {
+            prefix: prefix.to_string(),
+            timestamp_micros: now_micros,
+            sequence: 0,
+        })
+        .map(drop)
 }
 
 /// Fails unless every value 0..=maxval fits the policy's sequence field.

@@ -3,7 +3,6 @@
 use std::fmt::Write;
 
 use clap::{Args, Subcommand};
-use idmint::policy::IdParts;
 use idmint::sequence::{
     CounterName, CounterSpec, CounterState, CyclicCounter, SequenceError, DEFAULT_MAXVAL,
 };
@@ -74,12 +73,8 @@ impl CounterCmd {
                 if let Some(prefix) = &args.prefix {
                     // Refuse a prefix the policy would refuse, before writing anything.
                     let policy = args.policy.load()?;
-                    let sample = IdParts {
-                        prefix: prefix.clone(),
-                        timestamp_micros: idmint::SystemClock.now_micros(),
-                        sequence: 0,
-                    };
-                    policy.format(&sample).map_err(idmint::Error::from)?;
+                    idmint::minter::check_prefix(&policy, prefix, idmint::SystemClock.now_micros())
+                        .map_err(idmint::Error::from)?;
                 }
                 let database = args.connect.connect().await?;
                 let spec = CounterSpec::default()
