@@ -73,9 +73,9 @@ impl Minter {
         Ok(self.counter.next(self.clock.now_micros()).await?)
     }
 
-    /// Takes `count` values, one atomic round trip each, and formats them in one
-    /// policy call. IDs come out in the order they were issued.
-    pub async fn next_ids(&self, count: usize) -> Result<Vec<String>, Error> {
+    /// Takes `count` values, one atomic round trip each, in the order issued,
+    /// as the stamps a policy formats.
+    pub async fn next_stamps(&self, count: usize) -> Result<Vec<Stamp>, Error> {
         let mut stamps = Vec::with_capacity(count);
         for _ in 0..count {
             let issued = self.next_issued().await?;
@@ -84,6 +84,13 @@ impl Minter {
                 sequence: issued.value,
             });
         }
+        Ok(stamps)
+    }
+
+    /// Takes `count` values and formats them in one policy call. IDs come out
+    /// in the order they were issued.
+    pub async fn next_ids(&self, count: usize) -> Result<Vec<String>, Error> {
+        let stamps = self.next_stamps(count).await?;
         Ok(self.policy.format_batch(&self.prefix, &stamps)?)
     }
 }

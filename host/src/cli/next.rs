@@ -10,7 +10,7 @@ use std::time::Duration;
 use clap::Args;
 use idmint::policy::watch::{self, SwapEvent};
 use idmint::policy::{
-    activation, ActivationOptions, LivePolicy, PolicyInfo, PolicyStore, Stamp, POLICIES_COLLECTION,
+    activation, ActivationOptions, LivePolicy, PolicyInfo, PolicyStore, POLICIES_COLLECTION,
 };
 use idmint::sequence::{CounterName, CyclicCounter};
 use idmint::{Minter, PolicyRuntime, SystemClock};
@@ -225,14 +225,7 @@ async fn next_lines(
     if let Some(pacer) = pacer {
         pacer.tick().await;
     }
-    let mut stamps = Vec::with_capacity(count);
-    for _ in 0..count {
-        let issued = minter.next_issued().await?;
-        stamps.push(Stamp {
-            timestamp_micros: issued.timestamp_micros,
-            sequence: issued.value,
-        });
-    }
+    let stamps = minter.next_stamps(count).await?;
     // One handle for the whole batch: a swap landing now applies to the next.
     let policy = live.current();
     Ok(policy
