@@ -42,6 +42,69 @@ pub async fn database(test: &str) -> Database {
     database
 }
 
+/// Every command a monitored client sent, as the server received it.
+#[derive(Clone, Default)]
+pub struct CommandLog {
+    commands: std::sync::Arc<std::sync::Mutex<Vec<(String, mongodb::bson::Document)>>>,
+}
+
+impl CommandLog {
+    /// The commands named `name` (e.g. "findAndModify", "update", "insert"),
+    /// each as the full command document sent.
+    pub fn named(&self, name: &str) -> Vec<mongodb::bson::Document> {
+        self.commands
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(command, _)| command == name)
+            .map(|(_, document)| document.clone())
+            .collect()
+    }
+
+    /// Every command sent, in order, as (name, document).
+    pub fn all(&self) -> Vec<(String, mongodb::bson::Document)> {
+        self.commands.lock().unwrap().clone()
+    }
+}
+
+/// A fresh database for `test` (as [`database`]) on a client that records
+/// every command it sends, with the log of them: for asserting what the
+/// library really sends (write concerns, one round trip per block, ...).
+pub async fn monitored_database(test: &str) -> (Database, CommandLog) {
+    use mongodb::event::command::CommandEvent;
+    use mongodb::event::EventHandler;
+    let log = CommandLog::default();
+    let mut options = mongodb::options::ClientOptions::parse(uri())
+        .await
+        .expect("parse the test server URI");
+    let sink = log.commands.clone();
+    options.command_event_handler = Some(EventHandler::callback(move |event| {
+        if let CommandEvent::Started(started) = event {
+            sink.lock()
+                .unwrap()
+                .push((started.command_name.clone(), started.command.clone()));
+        }
+    }));
+    let client = Client::with_options(options).expect("connect to the test server");
+    let database = client.database(&database_name(test));
+    database.drop().await.expect("drop the test database");
+    (database, log)
+}
+
+/// Asserts that a write command was sent with `w: "majority"` and `j: true`.
+#[track_caller]
+pub fn assert_durable(command: &mongodb::bson::Document) {
+    let concern = command
+        .get_document("writeConcern")
+        .unwrap_or_else(|_| panic!("no writeConcern in {command}"));
+    assert_eq!(
+        concern.get_str("w").ok(),
+        Some("majority"),
+        "w is not majority in {command}"
+    );
+    assert_eq!(concern.get_bool("j").ok(), Some(true), "j is not true in {command}");
+}
+
 /// Every document of `collection`, sorted by `_id`.
 pub async fn documents(database: &Database, collection: &str) -> Vec<mongodb::bson::Document> {
     use futures_util::TryStreamExt;

@@ -28,7 +28,7 @@ use mongodb::options::ReturnDocument;
 use mongodb::{Collection, Database};
 use serde::Serialize;
 
-use crate::config::durable_write_concern;
+use crate::mongo::durable_write_concern;
 use crate::policy::{native, PolicyError, PolicyRuntime, Stamp};
 use crate::sequence::{
     seed_cas, Clock, CounterName, CounterSpec, CyclicCounter, SequenceError, SystemClock,

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use mongodb::options::{Acknowledgment, ClientOptions, WriteConcern};
+use mongodb::options::ClientOptions;
 use mongodb::{Client, Database};
 
 use crate::redact::redact_uri;
@@ -103,16 +103,6 @@ impl ConnectOptions {
         })?;
         Ok(client.database(&self.database))
     }
-}
-
-/// The write concern for every write that hands out a value: acknowledged by a
-/// majority of the replica set and written to their journals, so that a value
-/// once returned survives a crash or failover and is never returned again.
-pub fn durable_write_concern() -> WriteConcern {
-    WriteConcern::builder()
-        .w(Acknowledgment::Majority)
-        .journal(true)
-        .build()
 }
 
 /// The connection could not be set up.

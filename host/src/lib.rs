@@ -15,6 +15,7 @@ pub mod config;
 mod error;
 pub mod installer;
 pub mod minter;
+pub mod mongo;
 pub mod policy;
 pub mod redact;
 pub mod sequence;

@@ -16,14 +16,13 @@
 use std::sync::Arc;
 
 use mongodb::bson::{doc, Bson, Document};
-use mongodb::error::{ErrorKind, WriteFailure};
 use mongodb::Database;
 
 use super::items::{manifest_record, ItemSpec, MANIFEST_COLLECTION};
 use super::observe::{observe, Observed};
 use super::plan::{Action, Plan, PlannedItem};
 use super::{InstallError, SYSTEM_JS};
-use crate::config::durable_write_concern;
+use crate::mongo::{self, durable_write_concern};
 
 /// Called after every write with a description of it (for progress output,
 /// and for tests that kill an install half way).
@@ -67,7 +66,7 @@ async fn write_item(database: &Database, planned: &PlannedItem) -> Result<(), In
                 .await
             {
                 // NamespaceExists: a concurrent install created it.
-                Err(error) if command_code(&error) == Some(48) => Ok(true),
+                Err(error) if mongo::error_code(&error) == Some(mongo::NAMESPACE_EXISTS) => Ok(true),
                 other => other.map(|()| true),
             }
         }
@@ -80,7 +79,7 @@ async fn write_item(database: &Database, planned: &PlannedItem) -> Result<(), In
             .await
             .map(|_| true)
             .or_else(|error| {
-                if is_duplicate_key(&error) {
+                if mongo::is_duplicate_key(&error) {
                     Ok(false)
                 } else {
                     Err(error)
@@ -118,7 +117,7 @@ async fn write_item(database: &Database, planned: &PlannedItem) -> Result<(), In
             };
             match database.run_command(command).await {
                 // A concurrent install created it first (DuplicateKey / RoleAlreadyExists).
-                Err(error) if matches!(command_code(&error), Some(11000 | 51002)) => Ok(false),
+                Err(error) if matches!(mongo::error_code(&error), Some(mongo::DUPLICATE_KEY | mongo::ROLE_EXISTS)) => Ok(false),
                 other => other.map(|_| true),
             }
         }
@@ -163,7 +162,7 @@ async fn write_record(database: &Database, planned: &PlannedItem) -> Result<(), 
             .await
         {
             Ok(_) => return Ok(()),
-            Err(error) if attempt == 0 && is_duplicate_key(&error) => continue,
+            Err(error) if attempt == 0 && mongo::is_duplicate_key(&error) => continue,
             Err(source) => {
                 return Err(InstallError::database(
                     "write the manifest",
@@ -174,16 +173,4 @@ async fn write_record(database: &Database, planned: &PlannedItem) -> Result<(), 
         }
     }
     Ok(())
-}
-
-pub(crate) fn command_code(error: &mongodb::error::Error) -> Option<i32> {
-    match error.kind.as_ref() {
-        ErrorKind::Command(command) => Some(command.code),
-        ErrorKind::Write(WriteFailure::WriteError(write)) => Some(write.code),
-        _ => None,
-    }
-}
-
-fn is_duplicate_key(error: &mongodb::error::Error) -> bool {
-    command_code(error) == Some(11000)
 }

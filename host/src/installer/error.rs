@@ -56,7 +56,7 @@ impl InstallError {
         namespace: &str,
         source: mongodb::error::Error,
     ) -> Self {
-        if super::apply::command_code(&source) == Some(13) {
+        if crate::mongo::is_unauthorized(&source) {
             let server_message = match source.kind.as_ref() {
                 mongodb::error::ErrorKind::Command(command) => command.message.clone(),
                 _ => source.to_string(),

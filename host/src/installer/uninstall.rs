@@ -10,11 +10,10 @@ use mongodb::bson::{doc, Document};
 use mongodb::Database;
 use serde::Serialize;
 
-use super::apply::command_code;
 use super::items::{desired_items, Item, ItemKind, ItemSpec, MANIFEST_COLLECTION};
 use super::observe::{manifest, observe, Observed};
 use super::{InstallError, SYSTEM_JS};
-use crate::config::durable_write_concern;
+use crate::mongo::{self, durable_write_concern};
 use crate::policy::POLICIES_COLLECTION;
 use crate::sequence::COUNTERS_COLLECTION;
 
@@ -186,7 +185,7 @@ async fn remove(database: &Database, item: &Item, observed: &Observed) -> Result
                 .await
             {
                 // RoleNotFound: already gone.
-                Err(error) if command_code(&error) == Some(31) => Ok(()),
+                Err(error) if mongo::error_code(&error) == Some(mongo::ROLE_NOT_FOUND) => Ok(()),
                 other => other.map(|_| ()),
             }
         }

@@ -31,7 +31,7 @@ use super::error::PolicyError;
 use super::runtime::{Policy, PolicyRuntime};
 use super::types::PolicyInfo;
 use crate::checksum::sha256_hex;
-use crate::config::durable_write_concern;
+use crate::mongo::{self, durable_write_concern};
 
 /// The collection, in idmint's database, that holds stored policies.
 pub const POLICIES_COLLECTION: &str = "policies";
@@ -264,7 +264,7 @@ impl PolicyStore {
                         check,
                     })
                 }
-                Err(error) if is_duplicate_key(&error) => continue,
+                Err(error) if mongo::is_duplicate_key(&error) => continue,
                 Err(error) => return Err(error.into()),
             }
         }
@@ -481,14 +481,6 @@ fn integer(document: &Document, key: &str) -> Option<i64> {
         Bson::Int32(n) => Some(i64::from(*n)),
         _ => None,
     }
-}
-
-fn is_duplicate_key(error: &mongodb::error::Error) -> bool {
-    use mongodb::error::{ErrorKind, WriteFailure};
-    matches!(
-        &*error.kind,
-        ErrorKind::Write(WriteFailure::WriteError(e)) if e.code == 11000
-    )
 }
 
 /// Reads a module document (without its bytes).

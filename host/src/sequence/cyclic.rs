@@ -29,14 +29,13 @@
 //! hold the two equal.
 
 use mongodb::bson::{doc, Document};
-use mongodb::error::{ErrorKind, WriteFailure};
 use mongodb::options::{ReturnDocument, WriteConcern};
 use mongodb::{Collection, Database};
 use serde::Serialize;
 
 use super::counter_doc::well_formed_expr;
 use super::{CounterName, CounterState, SequenceError, COUNTERS_COLLECTION};
-use crate::config::durable_write_concern;
+use crate::mongo::{self, durable_write_concern};
 
 /// The seed's default: two-digit sequences, 0 to 99.
 pub const DEFAULT_MAXVAL: u64 = 99;
@@ -136,7 +135,7 @@ impl CyclicCounter {
             .await
         {
             Ok(_) => CounterState::from_document(&self.name, &document),
-            Err(error) if is_duplicate_key(&error) => {
+            Err(error) if mongo::is_duplicate_key(&error) => {
                 Err(SequenceError::CounterExists(self.name.clone()))
             }
             Err(source) => Err(self.database_error("create", "insert", source)),
@@ -192,15 +191,13 @@ impl CyclicCounter {
         privilege: &'static str,
         source: mongodb::error::Error,
     ) -> SequenceError {
-        if let ErrorKind::Command(command) = source.kind.as_ref() {
-            if command.code == 13 {
-                return SequenceError::Unauthorized {
-                    name: self.name.clone(),
-                    action,
-                    privilege,
-                    server_message: command.message.clone(),
-                };
-            }
+        if mongo::is_unauthorized(&source) {
+            return SequenceError::Unauthorized {
+                name: self.name.clone(),
+                action,
+                privilege,
+                server_message: mongo::server_message(&source).unwrap_or_default().to_string(),
+            };
         }
         SequenceError::Database {
             name: self.name.clone(),
@@ -222,11 +219,4 @@ pub(crate) fn advance_pipeline(client_micros: i64) -> Vec<Document> {
     vec![doc! { "$replaceWith": {
         "$cond": [well_formed_expr(), { "$mergeObjects": ["$$ROOT", advanced] }, "$$ROOT"],
     }}]
-}
-
-fn is_duplicate_key(error: &mongodb::error::Error) -> bool {
-    matches!(
-        error.kind.as_ref(),
-        ErrorKind::Write(WriteFailure::WriteError(write_error)) if write_error.code == 11000
-    )
 }

@@ -1,0 +1,62 @@
+//! What idmint needs to know about MongoDB itself, named once: the server
+//! error codes it reacts to, and the write concern of every write that hands
+//! something out (a value, a segment, a lease, a lock).
+//!
+//! Every module that matches on a server error uses these helpers, so that a
+//! code is spelled in one place (as the Rust driver does in its `error.rs`).
+
+use mongodb::error::{Error, ErrorKind, WriteFailure};
+use mongodb::options::{Acknowledgment, WriteConcern};
+
+/// `Unauthorized`: the user lacks a privilege for the operation.
+pub const UNAUTHORIZED: i32 = 13;
+/// `NamespaceNotFound`: dropping a collection that does not exist.
+pub const NAMESPACE_NOT_FOUND: i32 = 26;
+/// `RoleNotFound`: dropping a role that does not exist.
+pub const ROLE_NOT_FOUND: i32 = 31;
+/// `NamespaceExists`: creating a collection that already exists.
+pub const NAMESPACE_EXISTS: i32 = 48;
+/// `DuplicateKey`: an insert or upsert hit a unique index (`_id` included).
+pub const DUPLICATE_KEY: i32 = 11000;
+/// `Location51002`: `createRole` for a role that already exists.
+pub const ROLE_EXISTS: i32 = 51002;
+
+/// The server's error code, for command errors and single write errors.
+pub fn error_code(error: &Error) -> Option<i32> {
+    match error.kind.as_ref() {
+        ErrorKind::Command(command) => Some(command.code),
+        ErrorKind::Write(WriteFailure::WriteError(write)) => Some(write.code),
+        _ => None,
+    }
+}
+
+/// True for a duplicate-key error (11000): an insert or upsert lost a race,
+/// or the document already exists.
+pub fn is_duplicate_key(error: &Error) -> bool {
+    error_code(error) == Some(DUPLICATE_KEY)
+}
+
+/// True when the user lacks a privilege (13).
+pub fn is_unauthorized(error: &Error) -> bool {
+    error_code(error) == Some(UNAUTHORIZED)
+}
+
+/// The server's message for a command or write error, if it sent one.
+pub fn server_message(error: &Error) -> Option<&str> {
+    match error.kind.as_ref() {
+        ErrorKind::Command(command) => Some(&command.message),
+        ErrorKind::Write(WriteFailure::WriteError(write)) => Some(&write.message),
+        _ => None,
+    }
+}
+
+/// The write concern for every write that hands out a value, a lease or a
+/// lock: acknowledged by a majority of the replica set and written to their
+/// journals, so that what was returned once survives a crash or failover and
+/// is never returned again.
+pub fn durable_write_concern() -> WriteConcern {
+    WriteConcern::builder()
+        .w(Acknowledgment::Majority)
+        .journal(true)
+        .build()
+}
