@@ -11,3 +11,4 @@ mod installer;
 mod mongosh;
 mod policy;
 mod sequence;
+mod lock;

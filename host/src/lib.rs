@@ -14,6 +14,7 @@ pub mod checksum;
 pub mod config;
 mod error;
 pub mod installer;
+pub mod lock;
 pub mod minter;
 pub mod mongo;
 pub mod policy;

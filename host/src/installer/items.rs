@@ -11,6 +11,7 @@ use serde::Serialize;
 use super::functions::server_functions;
 use super::roles::{role_specs, RoleSpec};
 pub use crate::checksum::sha256_hex;
+use crate::lock::LOCKS_COLLECTION;
 use crate::policy::POLICIES_COLLECTION;
 use crate::sequence::COUNTERS_COLLECTION;
 
@@ -75,7 +76,7 @@ impl Item {
 /// Everything this build installs into `database`, in install order:
 /// collections, then functions, then (with `roles`) roles.
 pub fn desired_items(database: &str, roles: bool) -> Vec<Item> {
-    let mut items: Vec<Item> = [COUNTERS_COLLECTION, POLICIES_COLLECTION]
+    let mut items: Vec<Item> = [COUNTERS_COLLECTION, POLICIES_COLLECTION, LOCKS_COLLECTION]
         .into_iter()
         .map(|name| Item {
             kind: ItemKind::Collection,

@@ -9,6 +9,7 @@
 use mongodb::bson::{doc, Document};
 
 use super::items::MANIFEST_COLLECTION;
+use crate::lock::LOCKS_COLLECTION;
 use crate::policy::POLICIES_COLLECTION;
 use crate::sequence::COUNTERS_COLLECTION;
 
@@ -38,6 +39,12 @@ pub fn role_specs(database: &str) -> Vec<RoleSpec> {
             privileges: vec![
                 privilege(database, COUNTERS_COLLECTION, &["find", "update"]),
                 privilege(database, POLICIES_COLLECTION, &["find", "changeStream"]),
+                // Take, renew, release and wait for locks (upsert = insert + update).
+                privilege(
+                    database,
+                    LOCKS_COLLECTION,
+                    &["find", "insert", "update", "changeStream"],
+                ),
             ],
         },
         RoleSpec {
@@ -54,6 +61,20 @@ pub fn role_specs(database: &str) -> Vec<RoleSpec> {
                         "createCollection",
                         "dropCollection",
                         "createIndex",
+                    ],
+                ),
+                privilege(
+                    database,
+                    LOCKS_COLLECTION,
+                    &[
+                        "find",
+                        "insert",
+                        "update",
+                        "remove",
+                        "createCollection",
+                        "dropCollection",
+                        "createIndex",
+                        "changeStream",
                     ],
                 ),
                 privilege(

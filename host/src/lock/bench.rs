@@ -1,0 +1,1 @@
+//! Lock benchmarks (wired into `idmint bench --only lock`).

@@ -1,0 +1,133 @@
+//! The lock document: its checks on the server (inside the acquire pipeline)
+//! and in Rust (every document read back).
+
+use mongodb::bson::{doc, Bson, DateTime, Document};
+use serde::Serialize;
+
+use super::{LockError, LockName};
+
+/// A lock document as read back.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LockState {
+    /// The lock's name.
+    pub name: String,
+    /// The holder's owner token; `None` when released.
+    pub owner: Option<String>,
+    /// The fencing token of the latest acquisition (0: never acquired).
+    pub token: i64,
+    /// The hold count of the current owner (re-entrant acquisitions).
+    pub count: i64,
+    /// When the lease ends, by the server's clock; `None` when released.
+    #[serde(serialize_with = "serialize_date")]
+    pub expires_at: Option<DateTime>,
+    /// Milliseconds left on the lease by the server's clock, when the
+    /// document was read with the server's time (`status`); negative once
+    /// expired.
+    pub expires_in_ms: Option<i64>,
+}
+
+impl LockState {
+    /// True when an owner holds a lease that had not ended when read.
+    pub fn is_held(&self) -> bool {
+        self.owner.is_some() && self.expires_in_ms.is_none_or(|ms| ms > 0)
+    }
+}
+
+fn serialize_date<S: serde::Serializer>(date: &Option<DateTime>, s: S) -> Result<S::Ok, S::Error> {
+    match date {
+        Some(date) => s.serialize_str(&date.try_to_rfc3339_string().unwrap_or_default()),
+        None => s.serialize_none(),
+    }
+}
+
+impl LockState {
+    /// Reads a lock document, saying what is wrong with a malformed one.
+    pub fn from_document(name: &LockName, document: &Document) -> Result<Self, LockError> {
+        let corrupt = |reason: String| LockError::Corrupt {
+            name: name.clone(),
+            reason,
+        };
+        let owner = match document.get("owner") {
+            None | Some(Bson::Null) => None,
+            Some(Bson::String(owner)) => Some(owner.clone()),
+            Some(other) => return Err(corrupt(format!("owner is {}, not a string", describe(other)))),
+        };
+        let integer = |field: &str| -> Result<i64, LockError> {
+            match document.get(field) {
+                None => Ok(0),
+                Some(Bson::Int64(v)) if *v >= 0 => Ok(*v),
+                Some(Bson::Int32(v)) if *v >= 0 => Ok(i64::from(*v)),
+                Some(other) => Err(corrupt(format!(
+                    "{field} is {}, not a non-negative integer",
+                    describe(other)
+                ))),
+            }
+        };
+        let token = integer("token")?;
+        let count = integer("count")?;
+        let expires_at = match document.get("expiresAt") {
+            None | Some(Bson::Null) => None,
+            Some(Bson::DateTime(date)) => Some(*date),
+            Some(other) => return Err(corrupt(format!("expiresAt is {}, not a date", describe(other)))),
+        };
+        if owner.is_some() && expires_at.is_none() {
+            return Err(corrupt("it has an owner but no expiresAt".into()));
+        }
+        let expires_in_ms = match (document.get("serverNow"), expires_at) {
+            (Some(Bson::DateTime(now)), Some(at)) => {
+                Some(at.timestamp_millis() - now.timestamp_millis())
+            }
+            _ => None,
+        };
+        Ok(Self {
+            name: name.to_string(),
+            owner,
+            token,
+            count,
+            expires_at,
+            expires_in_ms,
+        })
+    }
+}
+
+fn describe(value: &Bson) -> String {
+    match value {
+        Bson::String(s) if s.len() <= 40 => format!("the string {s:?}"),
+        Bson::String(_) => "a string".into(),
+        Bson::Null => "null".into(),
+        Bson::Boolean(b) => format!("the boolean {b}"),
+        Bson::Int32(v) => format!("the number {v}"),
+        Bson::Int64(v) => format!("the number {v}"),
+        Bson::Double(v) => format!("the number {v}"),
+        Bson::DateTime(_) => "a date".into(),
+        Bson::Array(_) => "an array".into(),
+        Bson::Document(_) => "a document".into(),
+        other => format!("of BSON type {:?}", other.element_type()),
+    }
+}
+
+/// True (on the server) when the document is one idmint can take: the same
+/// checks as [`LockState::from_document`], so a malformed document is never
+/// modified by an acquire.
+pub(crate) fn well_formed_expr() -> Document {
+    let integer_or_missing = |field: &str| {
+        let path = format!("${field}");
+        doc! { "$or": [
+            { "$eq": [{ "$type": &path }, "missing"] },
+            { "$and": [
+                { "$in": [{ "$type": &path }, ["int", "long"]] },
+                { "$gte": [&path, 0] },
+            ]},
+        ]}
+    };
+    doc! { "$and": [
+        { "$in": [{ "$type": "$owner" }, ["missing", "null", "string"]] },
+        { "$in": [{ "$type": "$expiresAt" }, ["missing", "null", "date"]] },
+        integer_or_missing("token"),
+        integer_or_missing("count"),
+        { "$or": [
+            { "$in": [{ "$type": "$owner" }, ["missing", "null"]] },
+            { "$eq": [{ "$type": "$expiresAt" }, "date"] },
+        ]},
+    ]}
+}

@@ -1,0 +1,123 @@
+//! Errors of the lock module.
+
+use std::time::Duration;
+
+use super::LockName;
+
+/// Why a lock could not be taken, released or renewed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LockError {
+    /// The lock name breaks the naming rules; nothing was sent to the server.
+    #[error("invalid lock name {name:?}: {reason}")]
+    InvalidName {
+        /// The name as given.
+        name: String,
+        /// Which rule it breaks.
+        reason: String,
+    },
+    /// A TTL or wait is out of range; nothing was sent to the server.
+    #[error("invalid {what}: {value:?} is out of range {min:?}..={max:?}")]
+    OutOfRange {
+        /// "lease ttl", "wait".
+        what: &'static str,
+        /// The value given.
+        value: Duration,
+        /// The smallest accepted.
+        min: Duration,
+        /// The largest accepted.
+        max: Duration,
+    },
+    /// Someone else holds the lock (and kept it until the deadline, if waiting).
+    #[error("lock '{name}' is held by another owner (fencing token {token})")]
+    Busy {
+        /// The lock.
+        name: LockName,
+        /// The current holder's fencing token.
+        token: i64,
+    },
+    /// Release or renew found the lock no longer held with this owner and
+    /// token: the lease expired and was taken over, or was force-released.
+    #[error("lock '{name}' with fencing token {token} is no longer held by this owner (lease lost)")]
+    Lost {
+        /// The lock.
+        name: LockName,
+        /// The token of the lost lease.
+        token: i64,
+    },
+    /// `release --force` found no holder.
+    #[error("lock '{0}' is not held")]
+    NotHeld(LockName),
+    /// The lock document is malformed. idmint reports it and changes nothing.
+    #[error("lock '{name}' is corrupt: {reason}; it was left unchanged, fix or delete it")]
+    Corrupt {
+        /// The lock.
+        name: LockName,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The user lacks a privilege on the locks collection.
+    #[error(
+        "not authorized to use lock '{name}': the user needs find/insert/update on the locks \
+         collection (role idmintApp grants it). Server said: {server_message}"
+    )]
+    Unauthorized {
+        /// The lock.
+        name: LockName,
+        /// The server's message.
+        server_message: String,
+    },
+    /// The server or the connection failed.
+    #[error("database error on lock '{name}': {source}")]
+    Database {
+        /// The lock.
+        name: LockName,
+        /// The driver's error.
+        #[source]
+        source: mongodb::error::Error,
+    },
+}
+
+impl LockError {
+    /// True when the input was wrong (name, range, corrupt document): retrying won't help.
+    pub fn is_bad_input(&self) -> bool {
+        matches!(
+            self,
+            Self::InvalidName { .. } | Self::OutOfRange { .. } | Self::Corrupt { .. }
+        )
+    }
+
+    pub(crate) fn database(name: &LockName, source: mongodb::error::Error) -> Self {
+        if crate::mongo::is_unauthorized(&source) {
+            return Self::Unauthorized {
+                name: name.clone(),
+                server_message: crate::mongo::server_message(&source)
+                    .unwrap_or_default()
+                    .to_string(),
+            };
+        }
+        Self::Database {
+            name: name.clone(),
+            source,
+        }
+    }
+}
+
+/// Checks that `value` is within `min..=max`.
+pub(crate) fn check_range(
+    what: &'static str,
+    value: Duration,
+    min: Duration,
+    max: Duration,
+) -> Result<Duration, LockError> {
+    if (min..=max).contains(&value) {
+        Ok(value)
+    } else {
+        Err(LockError::OutOfRange {
+            what,
+            value,
+            min,
+            max,
+        })
+    }
+}
