@@ -11,5 +11,6 @@ if [ -z "${MONGODB_URI:-}" ]; then
   ensure_server
 fi
 ensure_mongosh
+ensure_faketime
 
 cargo test --workspace --locked "$@"

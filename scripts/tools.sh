@@ -5,6 +5,7 @@
 #   secantusd-rs    the MongoDB wire-protocol test server (crates.io: secantus-mdb;
 #                   GPL, so it is only ever run as a separate process)
 #   mongosh         the MongoDB shell, for the stored-function tests (npm)
+#   faketime        runs a client with its clock an hour ahead, for the lock tests (apt)
 #
 # Cache: $IDMINT_TOOLS_DIR (default ~/.cache/idmint). Override the binaries with
 # IDMINT_TEST_SERVER_BIN and IDMINT_MONGOSH.
@@ -61,6 +62,18 @@ ensure_mongosh() {
     npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error "mongosh@$MONGOSH_VERSION" >/dev/null
   fi
   export IDMINT_MONGOSH="$prefix/node_modules/.bin/mongosh"
+}
+
+ensure_faketime() {
+  if command -v faketime >/dev/null 2>&1; then
+    return
+  fi
+  say "installing faketime (the lock tests run a client with a fast clock)"
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && apt-get install -y -qq faketime >/dev/null
+  else
+    sudo apt-get update -qq && sudo apt-get install -y -qq faketime >/dev/null
+  fi
 }
 
 # Starts secantusd-rs on a free loopback port with a fresh data dir, waits until

@@ -196,3 +196,169 @@ async fn counting_database(
     }));
     Client::with_options(options).unwrap().database(database.name())
 }
+
+// ---- `idmint lock run` as cron jobs use it: separate processes ----
+
+use std::io::{BufRead, BufReader, Write as _};
+use std::process::{Child, Command, Stdio};
+
+/// `idmint lock run NAME <flags> -- sh -c SCRIPT`, stdout piped.
+fn lock_run(test: &str, name: &str, flags: &[&str], script: &str) -> Command {
+    let mut command = harness::idmint(test);
+    command
+        .args(["lock", "run", name])
+        .args(flags)
+        .args(["--", "sh", "-c", script])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
+}
+
+fn first_line(child: &mut Child) -> String {
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+    line.trim().to_string()
+}
+
+fn signal(pid: u32, signal: i32) {
+    // SAFETY: kill(2) on a child process of this test.
+    assert_eq!(unsafe { libc::kill(pid as libc::pid_t, signal) }, 0);
+}
+
+#[test]
+fn eight_processes_never_overlap_and_tokens_grow_in_start_order() {
+    const TEST: &str = "lock_cli_mutex";
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(harness::database(TEST));
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("sections");
+    // Each critical section appends "token start end" (nanoseconds, one clock: this machine's).
+    let script = format!(
+        "s=$(date +%s%N); e=$(date +%s%N); echo \"$IDMINT_LOCK_TOKEN $s $e\" >> {}",
+        record.display()
+    );
+    let barrier = Arc::new(std::sync::Barrier::new(8));
+    let workers: Vec<_> = (0..8)
+        .map(|_| {
+            let (barrier, script) = (barrier.clone(), script.clone());
+            std::thread::spawn(move || {
+                barrier.wait();
+                for _ in 0..25 {
+                    let mut command = lock_run(TEST, "mutex", &["--ttl", "30", "--wait", "600"], &script);
+                    let output = harness::run(command.stdin(Stdio::null()));
+                    harness::assert_exit(&output, 0);
+                }
+            })
+        })
+        .collect();
+    workers.into_iter().for_each(|w| w.join().unwrap());
+
+    let mut sections: Vec<(i64, u128, u128)> = std::fs::read_to_string(&record)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let f: Vec<&str> = line.split(' ').collect();
+            (f[0].parse().unwrap(), f[1].parse().unwrap(), f[2].parse().unwrap())
+        })
+        .collect();
+    assert_eq!(sections.len(), 200);
+    sections.sort_by_key(|&(_, start, _)| start);
+    for pair in sections.windows(2) {
+        let ((t0, _, end0), (t1, start1, _)) = (pair[0], pair[1]);
+        assert!(start1 > end0, "sections overlap: {pair:?}");
+        assert!(t1 > t0, "tokens not increasing in start order: {pair:?}");
+    }
+}
+
+#[test]
+fn a_holder_killed_with_sigkill_is_replaced_within_its_ttl() {
+    const TEST: &str = "lock_cli_kill9";
+    tokio::runtime::Runtime::new().unwrap().block_on(harness::database(TEST));
+    let mut holder = lock_run(TEST, "job", &["--ttl", "2"], "echo $IDMINT_LOCK_TOKEN $$; exec sleep 600")
+        .spawn()
+        .unwrap();
+    let line = first_line(&mut holder);
+    let (old_token, sleeper) = line.split_once(' ').unwrap();
+    let old_token: i64 = old_token.parse().unwrap();
+    holder.kill().unwrap(); // SIGKILL: no release, no cleanup
+    holder.wait().unwrap();
+    let killed_at = std::time::Instant::now();
+    let output = harness::run(
+        lock_run(TEST, "job", &["--ttl", "5", "--wait", "30"], "echo $IDMINT_LOCK_TOKEN").stdin(Stdio::null()),
+    );
+    let waited = killed_at.elapsed();
+    signal(sleeper.parse().unwrap(), libc::SIGKILL);
+    harness::assert_exit(&output, 0);
+    let new_token: i64 = harness::stdout(&output).trim().parse().unwrap();
+    assert!(new_token > old_token);
+    assert!(waited < Duration::from_secs(3), "took {waited:?} for a 2 s lease");
+}
+
+#[test]
+fn a_holder_paused_past_its_ttl_loses_the_lock_and_is_fenced_off() {
+    const TEST: &str = "lock_cli_sigstop";
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let database = runtime.block_on(harness::database(TEST));
+    let mut paused = lock_run(TEST, "job", &["--ttl", "1"], "echo $IDMINT_LOCK_TOKEN; exec sleep 600")
+        .spawn()
+        .unwrap();
+    let old_token: i64 = first_line(&mut paused).parse().unwrap();
+    signal(paused.id(), libc::SIGSTOP);
+
+    // The next holder waits until the server ends the paused one's lease.
+    let mut next = lock_run(TEST, "job", &["--ttl", "60", "--wait", "60"], "echo $IDMINT_LOCK_TOKEN; read x")
+        .spawn()
+        .unwrap();
+    let new_token: i64 = first_line(&mut next).parse().unwrap();
+    assert!(new_token > old_token);
+
+    // Resumed, the paused one finds its lease lost, stops its command and says so.
+    signal(paused.id(), libc::SIGCONT);
+    let output = paused.wait_with_output().unwrap();
+    harness::assert_exit(&output, 76);
+    let stderr = harness::stderr(&output);
+    assert!(stderr.contains("lost") && stderr.contains(&format!("token {old_token}")), "{stderr}");
+
+    // Its fenced write is rejected once the new holder has written.
+    runtime.block_on(async {
+        let reports = database.collection::<Document>("reports");
+        reports.insert_one(doc! { "_id": "r" }).await.unwrap();
+        for (token, expected) in [(new_token, 1), (old_token, 0)] {
+            let mut filter = doc! { "_id": "r" };
+            filter.extend(fenced_filter("lockToken", token));
+            let set = fenced_set("lockToken", token);
+            let result = reports.update_one(filter, doc! { "$set": set }).await.unwrap();
+            assert_eq!(result.matched_count, expected, "token {token}");
+        }
+        let state = Lock::new(&database, name("job")).status().await.unwrap().unwrap();
+        assert_eq!(state.token, new_token, "the stale holder changed the lock");
+        assert!(state.is_held());
+    });
+    next.stdin.as_mut().unwrap().write_all(b"done\n").unwrap();
+    harness::assert_exit(&next.wait_with_output().unwrap(), 0);
+}
+
+#[test]
+fn a_client_an_hour_ahead_cannot_take_a_live_lock() {
+    const TEST: &str = "lock_cli_faketime";
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let database = runtime.block_on(harness::database(TEST));
+    let lease = runtime.block_on(held(&Lock::new(&database, name("job")), Duration::from_secs(60)));
+    let idmint = harness::idmint(TEST);
+    let mut command = Command::new("faketime");
+    command
+        .args(["-f", "+1h", idmint.get_program().to_str().unwrap()])
+        .args(["lock", "run", "job", "--wait", "0", "--", "sh", "-c", "date +%s"])
+        .envs(idmint.get_envs().filter_map(|(k, v)| Some((k, v?))))
+        .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+    let output = harness::run(&mut command);
+    harness::assert_exit(&output, 75);
+    assert!(harness::stderr(&output).contains("held by another owner"));
+    // The fast clock is real: the same client runs commands an hour ahead.
+    let ahead = harness::run(Command::new("faketime").args(["-f", "+1h", "date", "+%s"]));
+    let ahead: i64 = harness::stdout(&ahead).trim().parse().unwrap();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
+    assert!(ahead - now > 3000);
+    runtime.block_on(lease.release()).unwrap();
+}

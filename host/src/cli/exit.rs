@@ -12,6 +12,11 @@ pub const EXIT_USAGE: u8 = 2;
 pub const EXIT_DATABASE: u8 = 3;
 /// The policy could not be loaded or failed.
 pub const EXIT_POLICY: u8 = 4;
+/// `lock run`: the lock was not had within --wait (EX_TEMPFAIL).
+pub const EXIT_LOCK_BUSY: u8 = 75;
+/// `lock run`: the lease was lost while COMMAND ran (COMMAND was stopped);
+/// `lock release --force` that raced with a new holder.
+pub const EXIT_LOCK_LOST: u8 = 76;
 
 /// How a command that did not fail ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,6 +25,8 @@ pub enum Outcome {
     Success,
     /// Completed, but something checked is not right (invalid IDs, drift): exit 1.
     Failure,
+    /// Exit with this code (`lock run` passes on its COMMAND's).
+    Exit(u8),
 }
 
 impl Outcome {
@@ -28,6 +35,7 @@ impl Outcome {
         match self {
             Outcome::Success => 0,
             Outcome::Failure => EXIT_FAILURE,
+            Outcome::Exit(code) => code,
         }
     }
 }
@@ -56,6 +64,9 @@ pub fn exit_code(error: &anyhow::Error) -> u8 {
         if let Some(error) = cause.downcast_ref::<PolicyError>() {
             return policy_code(error);
         }
+        if let Some(error) = cause.downcast_ref::<idmint::lock::LockError>() {
+            return lock_code(error);
+        }
         if cause.is::<idmint::config::ConnectError>() || cause.is::<UsageError>() {
             return EXIT_USAGE;
         }
@@ -77,6 +88,17 @@ fn sequence_code(error: &SequenceError) -> u8 {
         EXIT_USAGE
     } else {
         EXIT_DATABASE
+    }
+}
+
+fn lock_code(error: &idmint::lock::LockError) -> u8 {
+    use idmint::lock::LockError as E;
+    match error {
+        E::Busy { .. } => EXIT_LOCK_BUSY,
+        E::Lost { .. } => EXIT_LOCK_LOST,
+        E::NotHeld(_) => EXIT_FAILURE,
+        _ if error.is_bad_input() => EXIT_USAGE,
+        _ => EXIT_DATABASE,
     }
 }
 

@@ -8,6 +8,7 @@ mod connect;
 mod counter;
 mod exit;
 mod install;
+mod lock;
 mod next;
 mod output;
 mod policy;
@@ -31,7 +32,8 @@ pub use output::Output;
 #[command(name = "idmint", version, about, long_about = None, max_term_width = 100)]
 #[command(
     after_help = "Exit codes: 0 ok, 1 invalid IDs or drift found, 2 bad input or usage, \
-                        3 database unreachable or failed, 4 policy failed."
+                        3 database unreachable or failed, 4 policy failed; lock run: COMMAND's code, \
+                        75 lock not had within --wait, 76 lease lost while COMMAND ran."
 )]
 pub struct Cli {
     /// Print results as JSON (errors too, on stderr).
@@ -68,6 +70,9 @@ pub enum Command {
     /// Measure throughput: sequence values (raw $inc, idmint's pipeline, the seed's CAS loop)
     /// and formatting (the wasm policy against native Rust).
     Bench(bench::BenchCmd),
+    /// Distributed locks: run a command under a lease, show or force-release locks.
+    #[command(subcommand)]
+    Lock(lock::LockCmd),
     /// Print the mongosh script that loads the installed functions into a shell session.
     ShellLoader(shell_loader::ShellLoaderCmd),
 }
@@ -84,6 +89,7 @@ impl Command {
             Command::Next(cmd) => Some(&cmd.connect),
             Command::Bench(cmd) => Some(&cmd.connect),
             Command::Policy(cmd) => cmd.connect(),
+            Command::Lock(cmd) => Some(cmd.connect()),
             Command::Validate(_) | Command::ShellLoader(_) => None,
         }
     }
@@ -136,6 +142,7 @@ async fn run(command: &Command, output: &Output) -> anyhow::Result<Outcome> {
         Command::Bench(cmd) => cmd.execute(output).await,
         Command::Policy(cmd) => cmd.execute(output).await,
         Command::ShellLoader(cmd) => cmd.execute(output),
+        Command::Lock(cmd) => cmd.execute(output).await,
     }
 }
 
@@ -164,6 +171,10 @@ mod tests {
             "idmint next orders --stream --policy-from-db --uri mongodb://h",
             "idmint bench --json --uri mongodb://h",
             "idmint shell-loader",
+            "idmint lock run nightly --ttl 10 --wait 5 --uri mongodb://h -- sh -c true",
+            "idmint lock status --json --uri mongodb://h",
+            "idmint lock status nightly --uri mongodb://h",
+            "idmint lock release nightly --force --uri mongodb://h",
         ] {
             let args = line.split(' ');
             if let Err(error) = Cli::try_parse_from(args) {

@@ -89,10 +89,11 @@ impl Lock {
                 .await;
             match result {
                 Ok(Some(document)) => break document,
-                // Only a malformed upsert could return nothing; read it back.
+                // An upsert that lost a race with another one may come back
+                // empty (or as a duplicate key): the document exists now, try again.
+                Ok(None) if attempt < 10 => attempt += 1,
                 Ok(None) => return Err(LockError::NotHeld(self.name.clone())),
-                // Two upserts of a new lock raced; the loser finds the document now.
-                Err(error) if mongo::is_duplicate_key(&error) && attempt < 3 => attempt += 1,
+                Err(error) if mongo::is_duplicate_key(&error) && attempt < 10 => attempt += 1,
                 Err(error) => return Err(LockError::database(&self.name, error)),
             }
         };

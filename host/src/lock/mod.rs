@@ -35,9 +35,9 @@ pub mod bench;
 pub use document::LockState;
 pub use error::LockError;
 pub use fence::{fenced_filter, fenced_set};
-pub use lease::{acquire_pipeline, Acquired, Lease, Lock};
+pub use lease::{acquire_pipeline, status_all, Acquired, Lease, Lock};
 pub use name::LockName;
-pub use wait::WaitOptions;
+pub use wait::{WaitOptions, MAX_WAIT};
 pub use watchdog::Watchdog;
 
 /// The collection that holds lock documents.
