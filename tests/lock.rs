@@ -170,8 +170,10 @@ async fn a_waiter_wakes_on_release_not_on_a_poll() {
     }
     let old_token = lease.token();
     lease.release().await.unwrap();
-    let (new, _) = waiting.await.unwrap();
-    let new = new.expect("the waiter was woken by the release");
+    let (new, waited) = waiting.await.unwrap();
+    let new = new.expect("the waiter got the lock");
+    // Its only other chance was the last attempt at its 60 s deadline.
+    assert!(waited < Duration::from_secs(50), "woken only at the deadline: {waited:?}");
     assert_eq!(attempts.load(Ordering::SeqCst), 2, "one failed attempt, then one on wake-up");
     assert!(new.token() > old_token);
     new.release().await.unwrap();
