@@ -171,7 +171,11 @@ async fn a_hand_edit_is_reported_and_not_overwritten_without_force() {
     const TEST: &str = "hand_edit";
     let database = harness::database(TEST).await;
     installer::install(&database, &options()).await.unwrap();
-    let source = installer::server_functions()[0].source;
+    let source = installer::server_functions()
+        .into_iter()
+        .find(|f| f.name == "getNextUniqueSeq")
+        .unwrap()
+        .source;
     let edited = source.replacen("var MAX_ATTEMPTS = 10000;", "var MAX_ATTEMPTS = 5;", 1);
     hand_edit(&database, "getNextUniqueSeq", &edited).await;
 

@@ -157,7 +157,9 @@ async fn the_printed_shell_loader_makes_the_functions_callable() {
         String::from_utf8_lossy(&output.stderr)
     );
     assert!(
-        stdout.contains("idmint loader: loaded getNextUniqueSeq"),
+        stdout
+            .lines()
+            .any(|l| l.starts_with("idmint loader: loaded") && l.contains("getNextUniqueSeq")),
         "{stdout}"
     );
     assert!(
