@@ -34,6 +34,8 @@ pub enum Only {
     Sequence,
     /// Format modes only (no database is contacted).
     Format,
+    /// Lock modes only: lock_uncontended, lock_handoff (host/src/lock/bench.rs).
+    Lock,
 }
 
 impl BenchCmd {
@@ -46,10 +48,17 @@ impl BenchCmd {
             )
             .into());
         }
+        if self.only == Only::Lock {
+            let database = self.connect.connect().await.map_err(idmint::Error::from)?;
+            let seconds = Duration::from_secs_f64(self.seconds);
+            let report = idmint::lock::bench::run(&database, seconds).await?;
+            output.report(&report, || idmint::lock::bench::text(&report))?;
+            return Ok(Outcome::Success);
+        }
         let mut report = bench::BenchReport {
             results: Vec::new(),
         };
-        if self.only != Only::Format {
+        if matches!(self.only, Only::All | Only::Sequence) {
             let pool = self.concurrency.iter().copied().max().unwrap_or(1) as u32;
             let database = self
                 .connect
@@ -65,7 +74,7 @@ impl BenchCmd {
                 .await
                 .map_err(idmint::Error::from)?;
         }
-        if self.only != Only::Sequence {
+        if matches!(self.only, Only::All | Only::Format) {
             let mut options = FormatBenchOptions::default();
             options.duration = Duration::from_secs_f64(self.seconds);
             // CPU-bound and single-threaded by design: off the async threads.
