@@ -102,7 +102,11 @@ pub fn assert_durable(command: &mongodb::bson::Document) {
         Some("majority"),
         "w is not majority in {command}"
     );
-    assert_eq!(concern.get_bool("j").ok(), Some(true), "j is not true in {command}");
+    assert_eq!(
+        concern.get_bool("j").ok(),
+        Some(true),
+        "j is not true in {command}"
+    );
 }
 
 /// Every document of `collection`, sorted by `_id`.

@@ -5,7 +5,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use idmint::lock::{fenced_filter, fenced_set, Acquired, Lease, Lock, LockError, LockName, WaitOptions};
+use idmint::lock::{
+    fenced_filter, fenced_set, Acquired, Lease, Lock, LockError, LockName, WaitOptions,
+};
 use mongodb::bson::{doc, Document};
 use mongodb::{Client, Database};
 
@@ -34,12 +36,22 @@ async fn every_lock_write_is_durable_and_reentrant_holds_count() {
 
     // Another owner cannot take it while held twice, nor once.
     let other = Lock::new(&database, name("job"));
-    assert!(matches!(other.try_acquire(Duration::from_secs(30)).await.unwrap(), Acquired::Busy(_)));
+    assert!(matches!(
+        other.try_acquire(Duration::from_secs(30)).await.unwrap(),
+        Acquired::Busy(_)
+    ));
     assert_eq!(second.release().await.unwrap(), 1);
-    assert!(matches!(other.try_acquire(Duration::from_secs(30)).await.unwrap(), Acquired::Busy(_)));
+    assert!(matches!(
+        other.try_acquire(Duration::from_secs(30)).await.unwrap(),
+        Acquired::Busy(_)
+    ));
     assert_eq!(first.release().await.unwrap(), 0);
     let next = held(&other, Duration::from_secs(30)).await;
-    assert_eq!(next.token(), 2, "a new acquisition gets the next fencing token");
+    assert_eq!(
+        next.token(),
+        2,
+        "a new acquisition gets the next fencing token"
+    );
     next.release().await.unwrap();
 
     let writes: Vec<Document> = ["findAndModify", "update"]
@@ -67,8 +79,14 @@ async fn release_and_renew_need_the_owner_and_the_token() {
     assert_eq!((a1.token(), b2.token(), a3.token()), (1, 2, 3));
 
     // The right owner with an old token is refused ...
-    assert!(matches!(a1.renew().await, Err(LockError::Lost { token: 1, .. })));
-    assert!(matches!(a1.release().await, Err(LockError::Lost { token: 1, .. })));
+    assert!(matches!(
+        a1.renew().await,
+        Err(LockError::Lost { token: 1, .. })
+    ));
+    assert!(matches!(
+        a1.release().await,
+        Err(LockError::Lost { token: 1, .. })
+    ));
     // ... as is another owner.
     assert!(matches!(b2.renew().await, Err(LockError::Lost { .. })));
     assert!(matches!(b2.release().await, Err(LockError::Lost { .. })));
@@ -93,7 +111,10 @@ async fn expiry_is_the_servers_and_a_stale_holder_is_fenced_off() {
     // The next holder waits for the server to end the old lease (polling:
     // expiry writes nothing a change stream could see).
     let new = next
-        .acquire(Duration::from_secs(30), &WaitOptions::new(Duration::from_secs(30)))
+        .acquire(
+            Duration::from_secs(30),
+            &WaitOptions::new(Duration::from_secs(30)),
+        )
         .await
         .unwrap();
     assert!(new.token() > old.token());
@@ -112,14 +133,29 @@ async fn expiry_is_the_servers_and_a_stale_holder_is_fenced_off() {
             filter.extend(fenced_filter("lockToken", token));
             let mut set = doc! { "by": token };
             set.extend(fenced_set("lockToken", token));
-            reports.update_one(filter, doc! { "$set": set }).await.unwrap().matched_count
+            reports
+                .update_one(filter, doc! { "$set": set })
+                .await
+                .unwrap()
+                .matched_count
         }
     };
     assert_eq!(fenced_write(new.token()).await, 1);
-    assert_eq!(fenced_write(old_token).await, 0, "a stale token got through the fence");
-    assert_eq!(fenced_write(new.token()).await, 1, "the holder can write again");
+    assert_eq!(
+        fenced_write(old_token).await,
+        0,
+        "a stale token got through the fence"
+    );
+    assert_eq!(
+        fenced_write(new.token()).await,
+        1,
+        "the holder can write again"
+    );
     let state = next.status().await.unwrap().unwrap();
-    assert_eq!((state.owner.as_deref(), state.token), (Some(next.owner()), new.token()));
+    assert_eq!(
+        (state.owner.as_deref(), state.token),
+        (Some(next.owner()), new.token())
+    );
     new.release().await.unwrap();
 }
 
@@ -134,15 +170,25 @@ async fn a_corrupt_lock_is_reported_and_left_unchanged() {
         .await
         .unwrap_err();
     assert!(error.is_bad_input(), "{error}");
-    assert!(error.to_string().contains("owner is the number 42"), "{error}");
+    assert!(
+        error.to_string().contains("owner is the number 42"),
+        "{error}"
+    );
     assert_eq!(harness::documents(&database, "locks").await, vec![corrupt]);
 
     for ttl in [Duration::ZERO, Duration::from_secs(86_401)] {
-        let error = Lock::new(&database, name("other")).try_acquire(ttl).await.unwrap_err();
+        let error = Lock::new(&database, name("other"))
+            .try_acquire(ttl)
+            .await
+            .unwrap_err();
         assert!(matches!(error, LockError::OutOfRange { .. }), "{error}");
     }
     assert!(LockName::new("a b").is_err());
-    assert_eq!(harness::documents(&database, "locks").await.len(), 1, "bad input wrote something");
+    assert_eq!(
+        harness::documents(&database, "locks").await.len(),
+        1,
+        "bad input wrote something"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -173,8 +219,15 @@ async fn a_waiter_wakes_on_release_not_on_a_poll() {
     let (new, waited) = waiting.await.unwrap();
     let new = new.expect("the waiter got the lock");
     // Its only other chance was the last attempt at its 60 s deadline.
-    assert!(waited < Duration::from_secs(50), "woken only at the deadline: {waited:?}");
-    assert_eq!(attempts.load(Ordering::SeqCst), 2, "one failed attempt, then one on wake-up");
+    assert!(
+        waited < Duration::from_secs(50),
+        "woken only at the deadline: {waited:?}"
+    );
+    assert_eq!(
+        attempts.load(Ordering::SeqCst),
+        2,
+        "one failed attempt, then one on wake-up"
+    );
     assert!(new.token() > old_token);
     new.release().await.unwrap();
 }
@@ -186,7 +239,9 @@ async fn counting_database(
 ) -> Database {
     use mongodb::event::command::CommandEvent;
     use mongodb::event::EventHandler;
-    let mut options = mongodb::options::ClientOptions::parse(harness::uri()).await.unwrap();
+    let mut options = mongodb::options::ClientOptions::parse(harness::uri())
+        .await
+        .unwrap();
     options.command_event_handler = Some(EventHandler::callback(move |event| {
         if let CommandEvent::Succeeded(done) = event {
             if done.command_name == "findAndModify" {
@@ -196,7 +251,9 @@ async fn counting_database(
             }
         }
     }));
-    Client::with_options(options).unwrap().database(database.name())
+    Client::with_options(options)
+        .unwrap()
+        .database(database.name())
 }
 
 // ---- `idmint lock run` as cron jobs use it: separate processes ----
@@ -219,7 +276,9 @@ fn lock_run(test: &str, name: &str, flags: &[&str], script: &str) -> Command {
 
 fn first_line(child: &mut Child) -> String {
     let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+    BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
     line.trim().to_string()
 }
 
@@ -247,7 +306,8 @@ fn eight_processes_never_overlap_and_tokens_grow_in_start_order() {
             std::thread::spawn(move || {
                 barrier.wait();
                 for _ in 0..25 {
-                    let mut command = lock_run(TEST, "mutex", &["--ttl", "30", "--wait", "600"], &script);
+                    let mut command =
+                        lock_run(TEST, "mutex", &["--ttl", "30", "--wait", "600"], &script);
                     let output = harness::run(command.stdin(Stdio::null()));
                     harness::assert_exit(&output, 0);
                 }
@@ -261,7 +321,11 @@ fn eight_processes_never_overlap_and_tokens_grow_in_start_order() {
         .lines()
         .map(|line| {
             let f: Vec<&str> = line.split(' ').collect();
-            (f[0].parse().unwrap(), f[1].parse().unwrap(), f[2].parse().unwrap())
+            (
+                f[0].parse().unwrap(),
+                f[1].parse().unwrap(),
+                f[2].parse().unwrap(),
+            )
         })
         .collect();
     assert_eq!(sections.len(), 200);
@@ -276,10 +340,17 @@ fn eight_processes_never_overlap_and_tokens_grow_in_start_order() {
 #[test]
 fn a_holder_killed_with_sigkill_is_replaced_within_its_ttl() {
     const TEST: &str = "lock_cli_kill9";
-    tokio::runtime::Runtime::new().unwrap().block_on(harness::database(TEST));
-    let mut holder = lock_run(TEST, "job", &["--ttl", "2"], "echo $IDMINT_LOCK_TOKEN $$; exec sleep 600")
-        .spawn()
-        .unwrap();
+    tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(harness::database(TEST));
+    let mut holder = lock_run(
+        TEST,
+        "job",
+        &["--ttl", "2"],
+        "echo $IDMINT_LOCK_TOKEN $$; exec sleep 600",
+    )
+    .spawn()
+    .unwrap();
     let line = first_line(&mut holder);
     let (old_token, sleeper) = line.split_once(' ').unwrap();
     let old_token: i64 = old_token.parse().unwrap();
@@ -287,14 +358,23 @@ fn a_holder_killed_with_sigkill_is_replaced_within_its_ttl() {
     holder.wait().unwrap();
     let killed_at = std::time::Instant::now();
     let output = harness::run(
-        lock_run(TEST, "job", &["--ttl", "5", "--wait", "30"], "echo $IDMINT_LOCK_TOKEN").stdin(Stdio::null()),
+        lock_run(
+            TEST,
+            "job",
+            &["--ttl", "5", "--wait", "30"],
+            "echo $IDMINT_LOCK_TOKEN",
+        )
+        .stdin(Stdio::null()),
     );
     let waited = killed_at.elapsed();
     signal(sleeper.parse().unwrap(), libc::SIGKILL);
     harness::assert_exit(&output, 0);
     let new_token: i64 = harness::stdout(&output).trim().parse().unwrap();
     assert!(new_token > old_token);
-    assert!(waited < Duration::from_secs(3), "took {waited:?} for a 2 s lease");
+    assert!(
+        waited < Duration::from_secs(3),
+        "took {waited:?} for a 2 s lease"
+    );
 }
 
 #[test]
@@ -302,16 +382,26 @@ fn a_holder_paused_past_its_ttl_loses_the_lock_and_is_fenced_off() {
     const TEST: &str = "lock_cli_sigstop";
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let database = runtime.block_on(harness::database(TEST));
-    let mut paused = lock_run(TEST, "job", &["--ttl", "1"], "echo $IDMINT_LOCK_TOKEN; exec sleep 600")
-        .spawn()
-        .unwrap();
+    let mut paused = lock_run(
+        TEST,
+        "job",
+        &["--ttl", "1"],
+        "echo $IDMINT_LOCK_TOKEN; exec sleep 600",
+    )
+    .spawn()
+    .unwrap();
     let old_token: i64 = first_line(&mut paused).parse().unwrap();
     signal(paused.id(), libc::SIGSTOP);
 
     // The next holder waits until the server ends the paused one's lease.
-    let mut next = lock_run(TEST, "job", &["--ttl", "60", "--wait", "60"], "echo $IDMINT_LOCK_TOKEN; read x")
-        .spawn()
-        .unwrap();
+    let mut next = lock_run(
+        TEST,
+        "job",
+        &["--ttl", "60", "--wait", "60"],
+        "echo $IDMINT_LOCK_TOKEN; read x",
+    )
+    .spawn()
+    .unwrap();
     let new_token: i64 = first_line(&mut next).parse().unwrap();
     assert!(new_token > old_token);
 
@@ -320,7 +410,10 @@ fn a_holder_paused_past_its_ttl_loses_the_lock_and_is_fenced_off() {
     let output = paused.wait_with_output().unwrap();
     harness::assert_exit(&output, 76);
     let stderr = harness::stderr(&output);
-    assert!(stderr.contains("lost") && stderr.contains(&format!("token {old_token}")), "{stderr}");
+    assert!(
+        stderr.contains("lost") && stderr.contains(&format!("token {old_token}")),
+        "{stderr}"
+    );
 
     // Its fenced write is rejected once the new holder has written.
     runtime.block_on(async {
@@ -330,10 +423,17 @@ fn a_holder_paused_past_its_ttl_loses_the_lock_and_is_fenced_off() {
             let mut filter = doc! { "_id": "r" };
             filter.extend(fenced_filter("lockToken", token));
             let set = fenced_set("lockToken", token);
-            let result = reports.update_one(filter, doc! { "$set": set }).await.unwrap();
+            let result = reports
+                .update_one(filter, doc! { "$set": set })
+                .await
+                .unwrap();
             assert_eq!(result.matched_count, expected, "token {token}");
         }
-        let state = Lock::new(&database, name("job")).status().await.unwrap().unwrap();
+        let state = Lock::new(&database, name("job"))
+            .status()
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(state.token, new_token, "the stale holder changed the lock");
         assert!(state.is_held());
     });
@@ -346,12 +446,17 @@ fn a_client_an_hour_ahead_cannot_take_a_live_lock() {
     const TEST: &str = "lock_cli_faketime";
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let database = runtime.block_on(harness::database(TEST));
-    let lease = runtime.block_on(held(&Lock::new(&database, name("job")), Duration::from_secs(60)));
+    let lease = runtime.block_on(held(
+        &Lock::new(&database, name("job")),
+        Duration::from_secs(60),
+    ));
     let idmint = harness::idmint(TEST);
     let mut command = Command::new("faketime");
     command
         .args(["-f", "+1h", idmint.get_program().to_str().unwrap()])
-        .args(["lock", "run", "job", "--wait", "0", "--", "sh", "-c", "date +%s"])
+        .args([
+            "lock", "run", "job", "--wait", "0", "--", "sh", "-c", "date +%s",
+        ])
         .envs(idmint.get_envs().filter_map(|(k, v)| Some((k, v?))))
         .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
     let output = harness::run(&mut command);
@@ -360,7 +465,10 @@ fn a_client_an_hour_ahead_cannot_take_a_live_lock() {
     // The fast clock is real: the same client runs commands an hour ahead.
     let ahead = harness::run(Command::new("faketime").args(["-f", "+1h", "date", "+%s"]));
     let ahead: i64 = harness::stdout(&ahead).trim().parse().unwrap();
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
     assert!(ahead - now > 3000);
     runtime.block_on(lease.release()).unwrap();
 }
@@ -373,7 +481,11 @@ fn mongosh_lines(test: &str, script: &str) -> Vec<Value> {
     let output = crate::mongosh::mongosh_in(&harness::database_name(test), script)
         .output()
         .unwrap();
-    assert!(output.status.success(), "mongosh: {}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "mongosh: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     String::from_utf8_lossy(&output.stdout)
         .lines()
         .filter(|line| line.starts_with('{'))
@@ -399,7 +511,9 @@ fn masked(document: &Document) -> Document {
     for (key, value) in document.iter_mut() {
         match value {
             mongodb::bson::Bson::DateTime(_) => *value = "date".into(),
-            mongodb::bson::Bson::String(s) if key == "owner" && s != "x" => *value = "new owner".into(),
+            mongodb::bson::Bson::String(s) if key == "owner" && s != "x" => {
+                *value = "new owner".into()
+            }
             _ => {}
         }
     }
@@ -410,12 +524,22 @@ fn masked(document: &Document) -> Document {
 async fn get_lock_in_mongosh_agrees_with_the_rust_acquire() {
     let rust_db = harness::database("lock_conformance_rust").await;
     let js_db = harness::database("lock_conformance_js").await;
-    idmint::installer::install(&js_db, &Default::default()).await.unwrap();
+    idmint::installer::install(&js_db, &Default::default())
+        .await
+        .unwrap();
     let mut names: Vec<String> = vec!["fresh".into()];
     for case in lock_cases() {
         names.push(case.get_str("_id").unwrap().to_string());
-        rust_db.collection::<Document>("locks").insert_one(&case).await.unwrap();
-        js_db.collection::<Document>("locks").insert_one(&case).await.unwrap();
+        rust_db
+            .collection::<Document>("locks")
+            .insert_one(&case)
+            .await
+            .unwrap();
+        js_db
+            .collection::<Document>("locks")
+            .insert_one(&case)
+            .await
+            .unwrap();
     }
     let mut rust = Vec::new();
     for name in &names {
@@ -440,8 +564,16 @@ async fn get_lock_in_mongosh_agrees_with_the_rust_acquire() {
     );
     let js = mongosh_lines("lock_conformance_js", &script);
     assert_eq!(rust, js, "the two implementations disagree");
-    let rust_docs: Vec<Document> = harness::documents(&rust_db, "locks").await.iter().map(masked).collect();
-    let js_docs: Vec<Document> = harness::documents(&js_db, "locks").await.iter().map(masked).collect();
+    let rust_docs: Vec<Document> = harness::documents(&rust_db, "locks")
+        .await
+        .iter()
+        .map(masked)
+        .collect();
+    let js_docs: Vec<Document> = harness::documents(&js_db, "locks")
+        .await
+        .iter()
+        .map(masked)
+        .collect();
     assert_eq!(rust_docs, js_docs, "they left different documents");
 }
 
@@ -449,13 +581,21 @@ async fn get_lock_in_mongosh_agrees_with_the_rust_acquire() {
 async fn mongosh_holders_and_rust_holders_exclude_each_other() {
     const TEST: &str = "lock_mongosh_vs_rust";
     let database = harness::database(TEST).await;
-    idmint::installer::install(&database, &Default::default()).await.unwrap();
+    idmint::installer::install(&database, &Default::default())
+        .await
+        .unwrap();
     let rust = Lock::new(&database, name("shared"));
 
-    let taken = mongosh_lines(TEST, "print(JSON.stringify({ t: getLock('shared', 60000) }));");
+    let taken = mongosh_lines(
+        TEST,
+        "print(JSON.stringify({ t: getLock('shared', 60000) }));",
+    );
     let shell_token = taken[0]["t"].as_str().unwrap().to_string();
     assert!(shell_token.starts_with("1:"), "{shell_token}");
-    assert!(matches!(rust.try_acquire(Duration::from_secs(60)).await.unwrap(), Acquired::Busy(_)));
+    assert!(matches!(
+        rust.try_acquire(Duration::from_secs(60)).await.unwrap(),
+        Acquired::Busy(_)
+    ));
 
     let released = mongosh_lines(
         TEST,
@@ -466,7 +606,10 @@ async fn mongosh_holders_and_rust_holders_exclude_each_other() {
             &shell_token[2..]
         ),
     );
-    assert_eq!(released[0], json!({ "wrong": false, "stale": false, "right": true }));
+    assert_eq!(
+        released[0],
+        json!({ "wrong": false, "stale": false, "right": true })
+    );
 
     let lease = held(&rust, Duration::from_secs(60)).await;
     assert_eq!(lease.token(), 2);
@@ -478,6 +621,12 @@ async fn mongosh_holders_and_rust_holders_exclude_each_other() {
     );
     assert_eq!(refused[0], json!({ "got": null, "freed": false }));
     lease.release().await.unwrap();
-    let again = mongosh_lines(TEST, "print(JSON.stringify({ t: getLock('shared', 60000) }));");
-    assert!(again[0]["t"].as_str().unwrap().starts_with("3:"), "{again:?}");
+    let again = mongosh_lines(
+        TEST,
+        "print(JSON.stringify({ t: getLock('shared', 60000) }));",
+    );
+    assert!(
+        again[0]["t"].as_str().unwrap().starts_with("3:"),
+        "{again:?}"
+    );
 }

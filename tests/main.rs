@@ -8,7 +8,7 @@ mod clocks;
 mod conformance;
 mod durability;
 mod installer;
+mod lock;
 mod mongosh;
 mod policy;
 mod sequence;
-mod lock;

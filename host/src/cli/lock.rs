@@ -6,7 +6,9 @@ use std::os::unix::process::ExitStatusExt;
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
-use idmint::lock::{status_all, Lock, LockError, LockName, LockState, WaitOptions, Watchdog, LOCKS_COLLECTION};
+use idmint::lock::{
+    status_all, Lock, LockError, LockName, LockState, WaitOptions, Watchdog, LOCKS_COLLECTION,
+};
 use serde::Serialize;
 
 use super::exit::{UsageError, EXIT_LOCK_LOST};
@@ -82,7 +84,8 @@ impl LockCmd {
             LockCmd::Status(args) => {
                 let name = args.name.as_deref().map(LockName::new).transpose()?;
                 let database = args.connect.connect().await?;
-                let locks = status_all(&database.collection(LOCKS_COLLECTION), name.as_ref()).await?;
+                let locks =
+                    status_all(&database.collection(LOCKS_COLLECTION), name.as_ref()).await?;
                 if let (Some(name), true) = (&name, locks.is_empty()) {
                     if !output.is_json() {
                         output.report(&(), || format!("lock '{name}' was never taken"))?;
@@ -126,7 +129,11 @@ fn describe(state: &LockState) -> String {
             let _ = writeln!(text, "  hold count: {}", state.count);
         }
         (Some(owner), _) => {
-            let _ = writeln!(text, "  free (lease of {owner} with token {} expired)", state.token);
+            let _ = writeln!(
+                text,
+                "  free (lease of {owner} with token {} expired)",
+                state.token
+            );
         }
         (None, _) => {
             let _ = writeln!(text, "  free (last token {})", state.token);
@@ -152,7 +159,8 @@ async fn run(args: &RunArgs) -> anyhow::Result<Outcome> {
             ttl,
             // Short polls: a lease that runs out writes nothing a change stream could see.
             &WaitOptions::new(wait).poll(Duration::from_millis(50), Duration::from_millis(250)),
-        ).await?;
+        )
+        .await?;
     let token = lease.token();
     let mut watchdog = Watchdog::start(&lease);
 
@@ -212,7 +220,10 @@ async fn stop(child: &mut tokio::process::Child) {
             libc::kill(pid as libc::pid_t, libc::SIGTERM);
         }
     }
-    if tokio::time::timeout(KILL_GRACE, child.wait()).await.is_err() {
+    if tokio::time::timeout(KILL_GRACE, child.wait())
+        .await
+        .is_err()
+    {
         let _ = child.start_kill();
         let _ = child.wait().await;
     }

@@ -66,7 +66,9 @@ async fn write_item(database: &Database, planned: &PlannedItem) -> Result<(), In
                 .await
             {
                 // NamespaceExists: a concurrent install created it.
-                Err(error) if mongo::error_code(&error) == Some(mongo::NAMESPACE_EXISTS) => Ok(true),
+                Err(error) if mongo::error_code(&error) == Some(mongo::NAMESPACE_EXISTS) => {
+                    Ok(true)
+                }
                 other => other.map(|()| true),
             }
         }
@@ -117,7 +119,14 @@ async fn write_item(database: &Database, planned: &PlannedItem) -> Result<(), In
             };
             match database.run_command(command).await {
                 // A concurrent install created it first (DuplicateKey / RoleAlreadyExists).
-                Err(error) if matches!(mongo::error_code(&error), Some(mongo::DUPLICATE_KEY | mongo::ROLE_EXISTS)) => Ok(false),
+                Err(error)
+                    if matches!(
+                        mongo::error_code(&error),
+                        Some(mongo::DUPLICATE_KEY | mongo::ROLE_EXISTS)
+                    ) =>
+                {
+                    Ok(false)
+                }
                 other => other.map(|_| true),
             }
         }

@@ -119,9 +119,15 @@ pub async fn run(database: &Database, duration: Duration) -> Result<LockBenchRep
 
 /// The report as a table.
 pub fn text(report: &LockBenchReport) -> String {
-    let mut text = format!("{:<17} {:>11} {:>12} {:>10}\n", "mode", "concurrency", "ops/s", "ops");
+    let mut text = format!(
+        "{:<17} {:>11} {:>12} {:>10}\n",
+        "mode", "concurrency", "ops/s", "ops"
+    );
     for r in &report.results {
-        text += &format!("{:<17} {:>11} {:>12.0} {:>10}\n", r.mode, r.concurrency, r.ops_per_sec, r.ops);
+        text += &format!(
+            "{:<17} {:>11} {:>12.0} {:>10}\n",
+            r.mode, r.concurrency, r.ops_per_sec, r.ops
+        );
     }
     let l = &report.handoff_latency;
     text += &format!(

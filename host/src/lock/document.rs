@@ -50,7 +50,12 @@ impl LockState {
         let owner = match document.get("owner") {
             None | Some(Bson::Null) => None,
             Some(Bson::String(owner)) => Some(owner.clone()),
-            Some(other) => return Err(corrupt(format!("owner is {}, not a string", describe(other)))),
+            Some(other) => {
+                return Err(corrupt(format!(
+                    "owner is {}, not a string",
+                    describe(other)
+                )))
+            }
         };
         let integer = |field: &str| -> Result<i64, LockError> {
             match document.get(field) {
@@ -68,7 +73,12 @@ impl LockState {
         let expires_at = match document.get("expiresAt") {
             None | Some(Bson::Null) => None,
             Some(Bson::DateTime(date)) => Some(*date),
-            Some(other) => return Err(corrupt(format!("expiresAt is {}, not a date", describe(other)))),
+            Some(other) => {
+                return Err(corrupt(format!(
+                    "expiresAt is {}, not a date",
+                    describe(other)
+                )))
+            }
         };
         if owner.is_some() && expires_at.is_none() {
             return Err(corrupt("it has an owner but no expiresAt".into()));

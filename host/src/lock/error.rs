@@ -38,7 +38,9 @@ pub enum LockError {
     },
     /// Release or renew found the lock no longer held with this owner and
     /// token: the lease expired and was taken over, or was force-released.
-    #[error("lock '{name}' with fencing token {token} is no longer held by this owner (lease lost)")]
+    #[error(
+        "lock '{name}' with fencing token {token} is no longer held by this owner (lease lost)"
+    )]
     Lost {
         /// The lock.
         name: LockName,

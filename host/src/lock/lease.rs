@@ -159,7 +159,10 @@ pub async fn status_all(
     }
     pipeline.push(doc! { "$addFields": { "serverNow": "$$NOW" } });
     pipeline.push(doc! { "$sort": { "_id": 1 } });
-    let error_name = |n: Option<&LockName>| n.cloned().unwrap_or_else(|| LockName::new("locks").unwrap());
+    let error_name = |n: Option<&LockName>| {
+        n.cloned()
+            .unwrap_or_else(|| LockName::new("locks").unwrap())
+    };
     let documents: Vec<Document> = collection
         .aggregate(pipeline)
         .await

@@ -21,6 +21,8 @@
 //! Every write uses majority write concern with journal
 //! ([`crate::mongo::durable_write_concern`]).
 
+#[doc(hidden)]
+pub mod bench;
 mod document;
 mod error;
 pub mod fence;
@@ -29,8 +31,6 @@ mod name;
 mod random;
 mod wait;
 mod watchdog;
-#[doc(hidden)]
-pub mod bench;
 
 pub use document::LockState;
 pub use error::LockError;

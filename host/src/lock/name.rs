@@ -53,6 +53,9 @@ mod tests {
     fn counter_rules_apply() {
         assert!(LockName::new("nightly-backup:eu").is_ok());
         let err = LockName::new("$where").unwrap_err().to_string();
-        assert!(err.contains("invalid lock name") && err.contains("start"), "{err}");
+        assert!(
+            err.contains("invalid lock name") && err.contains("start"),
+            "{err}"
+        );
     }
 }

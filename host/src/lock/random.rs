@@ -20,6 +20,8 @@ mod tests {
     fn tokens_differ_and_fractions_stay_in_range() {
         assert_ne!(super::owner_token(), super::owner_token());
         assert_eq!(super::owner_token().len(), 32);
-        assert!((0..1000).map(|_| super::fraction()).all(|f| (0.0..1.0).contains(&f)));
+        assert!((0..1000)
+            .map(|_| super::fraction())
+            .all(|f| (0.0..1.0).contains(&f)));
     }
 }

@@ -196,7 +196,9 @@ impl CyclicCounter {
                 name: self.name.clone(),
                 action,
                 privilege,
-                server_message: mongo::server_message(&source).unwrap_or_default().to_string(),
+                server_message: mongo::server_message(&source)
+                    .unwrap_or_default()
+                    .to_string(),
             };
         }
         SequenceError::Database {
