@@ -5,6 +5,7 @@
 //! Every module that matches on a server error uses these helpers, so that a
 //! code is spelled in one place (as the Rust driver does in its `error.rs`).
 
+use mongodb::bson::Bson;
 use mongodb::error::{Error, ErrorKind, WriteFailure};
 use mongodb::options::{Acknowledgment, WriteConcern};
 
@@ -59,4 +60,29 @@ pub fn durable_write_concern() -> WriteConcern {
         .w(Acknowledgment::Majority)
         .journal(true)
         .build()
+}
+
+/// Names a BSON value for a message about a malformed document: its type
+/// and, when short, the value. `mongo-js/getNextUniqueSeq.js` words it the
+/// same way (the conformance
+/// tests compare the two implementations' messages).
+pub(crate) fn describe_value(value: &Bson) -> String {
+    match value {
+        Bson::String(s) if s.chars().count() <= 40 => format!("the string {}", json_string(s)),
+        Bson::String(_) => "a string".to_string(),
+        Bson::Null => "null".to_string(),
+        Bson::Boolean(b) => format!("the boolean {b}"),
+        Bson::Int32(n) => format!("the number {n}"),
+        Bson::Int64(n) => format!("the number {n}"),
+        Bson::Double(x) => format!("the number {x}"),
+        Bson::Document(_) => "a document".to_string(),
+        Bson::Array(_) => "an array".to_string(),
+        Bson::DateTime(_) => "a date".to_string(),
+        other => format!("of BSON type {:?}", other.element_type()),
+    }
+}
+
+/// A string quoted as JSON (and so as JavaScript's `JSON.stringify`) does.
+fn json_string(s: &str) -> String {
+    serde_json::Value::String(s.to_string()).to_string()
 }

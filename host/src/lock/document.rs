@@ -5,6 +5,7 @@ use mongodb::bson::{doc, Bson, DateTime, Document};
 use serde::Serialize;
 
 use super::{LockError, LockName};
+use crate::mongo::describe_value;
 
 /// A lock document as read back.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -53,7 +54,7 @@ impl LockState {
             Some(other) => {
                 return Err(corrupt(format!(
                     "owner is {}, not a string",
-                    describe(other)
+                    describe_value(other)
                 )))
             }
         };
@@ -64,7 +65,7 @@ impl LockState {
                 Some(Bson::Int32(v)) if *v >= 0 => Ok(i64::from(*v)),
                 Some(other) => Err(corrupt(format!(
                     "{field} is {}, not a non-negative integer",
-                    describe(other)
+                    describe_value(other)
                 ))),
             }
         };
@@ -76,7 +77,7 @@ impl LockState {
             Some(other) => {
                 return Err(corrupt(format!(
                     "expiresAt is {}, not a date",
-                    describe(other)
+                    describe_value(other)
                 )))
             }
         };
@@ -97,22 +98,6 @@ impl LockState {
             expires_at,
             expires_in_ms,
         })
-    }
-}
-
-fn describe(value: &Bson) -> String {
-    match value {
-        Bson::String(s) if s.len() <= 40 => format!("the string {s:?}"),
-        Bson::String(_) => "a string".into(),
-        Bson::Null => "null".into(),
-        Bson::Boolean(b) => format!("the boolean {b}"),
-        Bson::Int32(v) => format!("the number {v}"),
-        Bson::Int64(v) => format!("the number {v}"),
-        Bson::Double(v) => format!("the number {v}"),
-        Bson::DateTime(_) => "a date".into(),
-        Bson::Array(_) => "an array".into(),
-        Bson::Document(_) => "a document".into(),
-        other => format!("of BSON type {:?}", other.element_type()),
     }
 }
 

@@ -73,6 +73,13 @@ impl Lock {
         &self.collection
     }
 
+    /// The filter every write on a held lock starts from: this lock, held by
+    /// `owner` with fencing token `token`. A holder that lost its lease no
+    /// longer matches it, so it can neither release nor extend the lock.
+    fn held_by(&self, owner: &str, token: i64) -> Document {
+        doc! { "_id": self.name.as_str(), "owner": owner, "token": token }
+    }
+
     /// One attempt: takes the lock if it is free or expired (a new fencing
     /// token), or again if this owner holds it (the hold count grows).
     pub async fn try_acquire(&self, ttl: Duration) -> Result<Acquired, LockError> {
@@ -131,7 +138,7 @@ impl Lock {
         let result = self
             .collection
             .update_one(
-                doc! { "_id": self.name.as_str(), "owner": &owner, "token": state.token },
+                self.held_by(&owner, state.token),
                 doc! { "$set": { "owner": Bson::Null, "expiresAt": Bson::Null, "count": 0_i64 } },
             )
             .write_concern(self.write_concern.clone())
@@ -223,10 +230,7 @@ impl Lease {
         ];
         let document = lock
             .collection
-            .find_one_and_update(
-                doc! { "_id": lock.name.as_str(), "owner": &lock.owner, "token": self.token },
-                pipeline,
-            )
+            .find_one_and_update(lock.held_by(&lock.owner, self.token), pipeline)
             .return_document(ReturnDocument::After)
             .write_concern(lock.write_concern.clone())
             .await
@@ -257,11 +261,10 @@ pub(crate) async fn renew(lock: &Lock, token: i64, ttl: Duration) -> Result<(), 
     let result = lock
         .collection
         .update_one(
-            doc! {
-                "_id": lock.name.as_str(),
-                "owner": &lock.owner,
-                "token": token,
-                "$expr": { "$gt": ["$expiresAt", "$$NOW"] },
+            {
+                let mut filter = lock.held_by(&lock.owner, token);
+                filter.insert("$expr", doc! { "$gt": ["$expiresAt", "$$NOW"] });
+                filter
             },
             vec![doc! { "$set": { "expiresAt": expires_expr(ttl.as_millis() as i64) } }],
         )

@@ -16,6 +16,7 @@ use mongodb::bson::{doc, Bson, Document};
 use serde::Serialize;
 
 use super::{CounterName, SequenceError};
+use crate::mongo::describe_value;
 
 /// A well-formed counter, as read from the server.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -56,7 +57,7 @@ impl CounterState {
             Some(other) => {
                 return Err(corrupt(format!(
                     "prefix is {}, not a string",
-                    describe(other)
+                    describe_value(other)
                 )))
             }
         };
@@ -107,33 +108,14 @@ fn read_integer(doc: &Document, field: &str) -> Result<u64, String> {
         Bson::Int64(n) => *n,
         Bson::Double(x) if x.fract() == 0.0 && x.abs() < 9.0e15 => *x as i64,
         Bson::Double(x) => return Err(format!("{field} is {x}, not an integer")),
-        other => return Err(format!("{field} is {}, not a number", describe(other))),
+        other => {
+            return Err(format!(
+                "{field} is {}, not a number",
+                describe_value(other)
+            ))
+        }
     };
     u64::try_from(number).map_err(|_| format!("{field} is {number}, it must not be negative"))
-}
-
-/// Names a BSON value for a message: its type and, when short, the value.
-/// `mongo-js/getNextUniqueSeq.js` words it the same way (the conformance
-/// tests compare the two implementations' messages).
-fn describe(value: &Bson) -> String {
-    match value {
-        Bson::String(s) if s.chars().count() <= 40 => format!("the string {}", json_string(s)),
-        Bson::String(_) => "a string".to_string(),
-        Bson::Null => "null".to_string(),
-        Bson::Boolean(b) => format!("the boolean {b}"),
-        Bson::Int32(n) => format!("the number {n}"),
-        Bson::Int64(n) => format!("the number {n}"),
-        Bson::Double(x) => format!("the number {x}"),
-        Bson::Document(_) => "a document".to_string(),
-        Bson::Array(_) => "an array".to_string(),
-        Bson::DateTime(_) => "a date".to_string(),
-        other => format!("of BSON type {:?}", other.element_type()),
-    }
-}
-
-/// A string quoted as JSON (and so as JavaScript's `JSON.stringify`) does.
-fn json_string(s: &str) -> String {
-    serde_json::Value::String(s.to_string()).to_string()
 }
 
 #[cfg(test)]
