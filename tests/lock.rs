@@ -371,8 +371,11 @@ fn a_holder_killed_with_sigkill_is_replaced_within_its_ttl() {
     harness::assert_exit(&output, 0);
     let new_token: i64 = harness::stdout(&output).trim().parse().unwrap();
     assert!(new_token > old_token);
+    // The lease ends by the server's clock, not at a TTL monitor pass (every
+    // 60 s): a generous bound proves that without timing a loaded CI machine
+    // (measured here: under 3 s for this 2 s lease).
     assert!(
-        waited < Duration::from_secs(3),
+        waited < Duration::from_secs(20),
         "took {waited:?} for a 2 s lease"
     );
 }
