@@ -2,7 +2,9 @@ function (keyName, clientMicros) {
   // idmint's cyclic sequence, the JavaScript twin of the host's pipeline update
   // (host/src/sequence/cyclic.rs); tests/conformance.rs holds the two equal.
   //
-  // Counter documents live in `counters`: {_id, val, maxval, ts?, prefix?}.
+  // Counter documents live in `counters`: {_id, kind?, val, maxval, ts?, prefix?}
+  // (kind absent or "cyclic"); readCounter, stored beside this function,
+  // checks them as the host does.
   // Returns the next value: val + 1, or 0 once val has reached maxval. It also
   // moves `ts`, the microsecond timestamp issued with the value, to
   // max(clientMicros, ts + (wrapped ? 1 : 0)), so that (ts, val) only grows.
@@ -15,59 +17,17 @@ function (keyName, clientMicros) {
   var counters = db.getCollection("counters");
   var now = (clientMicros === undefined || clientMicros === null) ? Date.now() * 1000 : Number(clientMicros);
 
-  function corrupt(reason) {
-    return new Error("counter '" + keyName + "' is corrupt: " + reason +
-      "; it was left unchanged, fix or recreate it");
-  }
-  // Worded as the host words it (host/src/sequence/counter_doc.rs).
-  function describe(value) {
-    if (value === null) return "null";
-    if (typeof value === "string") return value.length <= 40 ? "the string " + JSON.stringify(value) : "a string";
-    if (typeof value === "boolean") return "the boolean " + value;
-    if (typeof value === "number") return "the number " + value;
-    if (Array.isArray(value)) return "an array";
-    if (value instanceof Date) return "a date";
-    if (value && value._bsontype) {
-      if (value._bsontype === "Long" || value._bsontype === "Int32" || value._bsontype === "Double") {
-        return "the number " + value.toString();
-      }
-      return "of BSON type " + value._bsontype;
-    }
-    return "a document";
-  }
-  function readInteger(doc, field) {
-    var value = doc[field];
-    if (value === undefined) throw corrupt(field + " is missing");
-    // 64-bit integers arrive as Long (mongosh) or NumberLong (legacy shell).
-    if (value !== null && typeof value === "object" && typeof value.toNumber === "function") {
-      value = value.toNumber();
-    }
-    if (typeof value !== "number") throw corrupt(field + " is " + describe(value) + ", not a number");
-    if (Math.floor(value) !== value) throw corrupt(field + " is " + value + ", not an integer");
-    if (value < 0) throw corrupt(field + " is " + value + ", it must not be negative");
-    return value;
-  }
-
   for (var attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     var doc = counters.findOne({ _id: keyName });
-    if (doc === null) {
-      throw new Error("counter '" + keyName + "' does not exist (create it with `idmint counter create " +
-        keyName + "`)");
-    }
-    var val = readInteger(doc, "val");
-    var maxval = readInteger(doc, "maxval");
-    if (maxval < 1) throw corrupt("maxval is " + maxval + ", it must be at least 1");
-    var hasTs = doc.ts !== undefined;
-    var ts = hasTs ? readInteger(doc, "ts") : 0;
-    if (doc.prefix !== undefined && doc.prefix !== null && typeof doc.prefix !== "string") {
-      throw corrupt("prefix is " + describe(doc.prefix) + ", not a string");
-    }
+    var counter = readCounter(keyName, doc, "cyclic");
+    var val = counter.val, maxval = counter.maxval, ts = counter.ts, hasTs = counter.hasTs;
 
     var wrapped = val >= maxval;
     var nextVal = wrapped ? 0 : val + 1;
     var nextTs = Math.max(now, ts + (wrapped ? 1 : 0));
 
-    var unchanged = { _id: keyName, val: doc.val, maxval: doc.maxval, ts: hasTs ? doc.ts : { $exists: false } };
+    var unchanged = { _id: keyName, kind: doc.kind === undefined ? { $exists: false } : doc.kind,
+      val: doc.val, maxval: doc.maxval, ts: hasTs ? doc.ts : { $exists: false } };
     var result = db.runCommand({
       update: "counters",
       updates: [{ q: unchanged, u: { $set: { val: NumberLong(String(nextVal)), ts: NumberLong(String(nextTs)) } } }],

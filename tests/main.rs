@@ -12,3 +12,4 @@ mod lock;
 mod mongosh;
 mod policy;
 mod sequence;
+mod strategies;

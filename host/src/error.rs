@@ -3,7 +3,6 @@
 
 use crate::config::ConnectError;
 use crate::installer::InstallError;
-use crate::minter::CapacityError;
 use crate::policy::PolicyError;
 use crate::sequence::SequenceError;
 
@@ -20,10 +19,13 @@ pub enum Error {
     /// Handing out a sequence value failed.
     #[error(transparent)]
     Sequence(#[from] SequenceError),
+    /// Reading or writing the policies collection failed.
+    #[error(transparent)]
+    PolicyStore(#[from] crate::policy::PolicyStoreError),
     /// Loading or running an ID policy failed.
     #[error(transparent)]
     Policy(#[from] PolicyError),
-    /// The policy cannot hold every value of the counter it should serve.
+    /// The policy cannot serve the counter (capacity, or time).
     #[error(transparent)]
-    Capacity(#[from] CapacityError),
+    Fit(#[from] crate::policy::FitError),
 }

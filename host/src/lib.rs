@@ -1,14 +1,17 @@
 //! idmint: unique, time-correlated, formatted IDs coordinated through MongoDB.
 //!
-//! An ID is made in two steps. A [`sequence`] strategy asks MongoDB for the next
-//! value of a counter in one atomic round trip, and the server decides the
-//! timestamp that goes with it, so that the (timestamp, sequence) pair of a counter
-//! only ever increases whatever the client clocks do. Then a [`policy`], a
+//! An ID is made in two steps. A [`sequence`] strategy hands out the next
+//! values of a counter: a cyclic counter in one atomic round trip per block,
+//! with a server-decided timestamp so that its (timestamp, sequence) pairs
+//! only ever increase whatever the client clocks do; an auto-increment
+//! counter with `$inc`; a segment counter from this process's memory,
+//! refilled a whole range at a time. Then a [`policy`], a
 //! WebAssembly component loaded at run time, writes those parts as text. The
 //! [`installer`] deploys the server-side JavaScript twin of the sequence algorithm
 //! for DBAs and reports what the server offers.
 #![warn(missing_docs)]
 
+#[doc(hidden)]
 pub mod bench;
 pub mod checksum;
 pub mod config;
@@ -23,6 +26,6 @@ pub mod sequence;
 
 pub use config::ConnectOptions;
 pub use error::Error;
-pub use minter::Minter;
+pub use minter::{LiveMinter, Minter};
 pub use policy::{Policy, PolicyRuntime};
-pub use sequence::{Clock, CounterName, CyclicCounter, Issued, SystemClock};
+pub use sequence::{Clock, CounterName, CyclicCounter, Issued, Sequence, SystemClock};

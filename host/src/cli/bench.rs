@@ -5,7 +5,7 @@ use std::fmt::Write;
 use std::time::Duration;
 
 use clap::Args;
-use idmint::bench::{self, BenchOptions, FormatBenchOptions};
+use idmint::bench::{self, BenchMode, BenchOptions, FormatBenchOptions};
 
 use super::{ConnectArgs, Outcome, Output};
 
@@ -30,7 +30,8 @@ pub struct BenchCmd {
 pub enum Only {
     /// Sequence and format.
     All,
-    /// Sequence modes only (needs the database).
+    /// Sequence modes only (needs the database): raw_inc, pipeline,
+    /// pipeline_block, autoinc, seed_cas, segment.
     Sequence,
     /// Format modes only (no database is contacted).
     Format,
@@ -85,22 +86,34 @@ impl BenchCmd {
         }
         output.report(&report, || {
             let mut text = format!(
-                "{:<13} {:>11} {:>12} {:>10}\n",
-                "mode", "concurrency", "ops/s", "ops"
+                "{:<15} {:>11} {:>13} {:>11} {:>14}\n",
+                "mode", "concurrency", "ops/s", "ops", "fetches/1M"
             );
             for result in &report.results {
+                let fetches = result
+                    .fetches_per_million
+                    .map(|f| format!("{f:.2}"))
+                    .unwrap_or_default();
                 let _ = writeln!(
                     text,
-                    "{:<13} {:>11} {:>12.0} {:>10}",
-                    result.mode, result.concurrency, result.ops_per_sec, result.ops
+                    "{:<15} {:>11} {:>13.0} {:>11} {:>14}",
+                    result.mode, result.concurrency, result.ops_per_sec, result.ops, fetches
                 );
             }
             for &concurrency in &self.concurrency {
-                if let Some(ratio) = report.pipeline_ratio(concurrency) {
-                    let _ = writeln!(
-                        text,
-                        "pipeline / raw_inc at concurrency {concurrency}: {ratio:.3}"
-                    );
+                for (mode, yardstick) in [
+                    (BenchMode::Pipeline, BenchMode::RawInc),
+                    (BenchMode::PipelineBlock, BenchMode::Pipeline),
+                    (BenchMode::Autoinc, BenchMode::RawInc),
+                ] {
+                    if let Some(ratio) = report.ratio(mode, yardstick, concurrency) {
+                        let _ = writeln!(
+                            text,
+                            "{} / {} at concurrency {concurrency}: {ratio:.3}",
+                            mode.name(),
+                            yardstick.name()
+                        );
+                    }
                 }
             }
             if let Some(ratio) = report.format_ratio() {

@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use clap::{Args, Subcommand};
 use idmint::sequence::{
-    CounterName, CounterSpec, CounterState, CyclicCounter, SequenceError, DEFAULT_MAXVAL,
+    self, CounterKind, CounterName, CounterSpec, CounterState, KindState, SequenceError,
 };
 use idmint::Clock;
 use serde::Serialize;
@@ -15,9 +15,9 @@ use super::{ConnectArgs, Outcome, Output};
 /// `idmint counter ...`
 #[derive(Debug, Subcommand)]
 pub enum CounterCmd {
-    /// Create a counter: val 0, wraps to 0 after --max.
+    /// Create a counter: cyclic (the default), autoinc or segment.
     Create(CreateArgs),
-    /// Show a counter's state.
+    /// Show a counter's kind and state.
     Show(ShowArgs),
 }
 
@@ -26,9 +26,20 @@ pub enum CounterCmd {
 pub struct CreateArgs {
     /// The counter's name: letters, digits, _ - . : (at most 128).
     pub name: String,
-    /// The largest value; the one after it is 0.
-    #[arg(long = "max", default_value_t = DEFAULT_MAXVAL, value_name = "N")]
-    pub maxval: u64,
+    /// cyclic: values 0..=max wrapping, with a server timestamp (IDs carry the
+    /// time); autoinc: 1, 2, 3, ... one round trip per request; segment: ranges
+    /// taken a step at a time and handed out from memory (fastest).
+    #[arg(long, default_value = "cyclic", value_parser = clap::value_parser!(CounterKind))]
+    pub kind: CounterKind,
+    /// cyclic: the largest value; the one after it is 0 [default: 99].
+    #[arg(long = "max", value_name = "N")]
+    pub maxval: Option<u64>,
+    /// autoinc, segment: the first value handed out [default: 1].
+    #[arg(long, value_name = "N")]
+    pub start: Option<u64>,
+    /// segment: the smallest segment a process takes [default: 1000].
+    #[arg(long, value_name = "N")]
+    pub step: Option<u64>,
     /// Default prefix of this counter's IDs (checked against the policy).
     #[arg(long)]
     pub prefix: Option<String>,
@@ -54,7 +65,8 @@ pub struct ShowArgs {
 struct CounterView<'a> {
     #[serde(flatten)]
     state: &'a CounterState,
-    /// The last issued timestamp as RFC 3339, if any.
+    /// A cyclic counter's last issued timestamp as RFC 3339, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
     last_issued_at: Option<String>,
 }
 
@@ -70,21 +82,25 @@ impl CounterCmd {
         match self {
             CounterCmd::Create(args) => {
                 let name = CounterName::new(&args.name).map_err(idmint::Error::from)?;
+                let mut spec = CounterSpec::of(args.kind).prefix(args.prefix.clone());
+                spec.maxval = args.maxval;
+                spec.start = args.start;
+                spec.step = args.step;
+                // Refuse a bad setting before connecting, and so before writing.
+                spec.document(&name).map_err(idmint::Error::from)?;
                 if let Some(prefix) = &args.prefix {
                     // Refuse a prefix the policy would refuse, before writing anything.
                     let policy = args.policy.load()?;
-                    idmint::minter::check_prefix(&policy, prefix, idmint::SystemClock.now_micros())
+                    idmint::policy::check_prefix(&policy, prefix, idmint::SystemClock.now_micros())
                         .map_err(idmint::Error::from)?;
                 }
                 let database = args.connect.connect().await?;
-                let spec = CounterSpec::default()
-                    .maxval(args.maxval)
-                    .prefix(args.prefix.clone());
-                let counter = CyclicCounter::new(&database, name);
-                match counter.create(&spec).await {
+                match sequence::create(&database, &name, &spec).await {
                     Ok(state) => print_state(output, &state, "created "),
                     Err(SequenceError::CounterExists(_)) if args.exist_ok => {
-                        let state = counter.state().await.map_err(idmint::Error::from)?;
+                        let state = sequence::state(&database, &name)
+                            .await
+                            .map_err(idmint::Error::from)?;
                         print_state(output, &state, "existing ")
                     }
                     Err(error) => Err(idmint::Error::from(error).into()),
@@ -93,8 +109,7 @@ impl CounterCmd {
             CounterCmd::Show(args) => {
                 let name = CounterName::new(&args.name).map_err(idmint::Error::from)?;
                 let database = args.connect.connect().await?;
-                let state = CyclicCounter::new(&database, name)
-                    .state()
+                let state = sequence::state(&database, &name)
                     .await
                     .map_err(idmint::Error::from)?;
                 print_state(output, &state, "")
@@ -104,7 +119,10 @@ impl CounterCmd {
 }
 
 fn print_state(output: &Output, state: &CounterState, verb: &str) -> anyhow::Result<Outcome> {
-    let last_issued_at = (state.ts > 0).then(|| rfc3339_micros(state.ts));
+    let last_issued_at = state
+        .cyclic()
+        .filter(|cyclic| cyclic.ts > 0)
+        .map(|cyclic| rfc3339_micros(cyclic.ts));
     let view = CounterView {
         state,
         last_issued_at: last_issued_at.clone(),
@@ -112,27 +130,49 @@ fn print_state(output: &Output, state: &CounterState, verb: &str) -> anyhow::Res
     output.report(&view, || {
         let mut text = String::new();
         let _ = writeln!(text, "{verb}counter '{}'", state.name);
-        let _ = writeln!(
-            text,
-            "  val:    {} (values cycle 0..={})",
-            state.val, state.maxval
-        );
-        let _ = writeln!(text, "  maxval: {}", state.maxval);
+        let _ = writeln!(text, "  kind:   {}", state.kind());
+        match &state.kind {
+            KindState::Cyclic(cyclic) => {
+                let _ = writeln!(
+                    text,
+                    "  val:    {} (values cycle 0..={})",
+                    cyclic.val, cyclic.maxval
+                );
+                let _ = writeln!(text, "  maxval: {}", cyclic.maxval);
+            }
+            KindState::Autoinc(autoinc) => {
+                let _ = writeln!(
+                    text,
+                    "  seq:    {} (the next value is {})",
+                    autoinc.seq,
+                    autoinc.seq + 1
+                );
+            }
+            KindState::Segment(segment) => {
+                let _ = writeln!(
+                    text,
+                    "  max:    {} (the next segment starts there)",
+                    segment.max
+                );
+                let _ = writeln!(text, "  step:   {} (the smallest segment)", segment.step);
+            }
+        }
         let _ = writeln!(
             text,
             "  prefix: {}",
             state.prefix.as_deref().unwrap_or("(none)")
         );
-        let _ = writeln!(
-            text,
-            "  last issued at: {}",
-            last_issued_at.as_deref().unwrap_or("never")
-        );
+        if state.cyclic().is_some() {
+            let _ = writeln!(
+                text,
+                "  last issued at: {}",
+                last_issued_at.as_deref().unwrap_or("never")
+            );
+        }
         text
     })?;
     Ok(Outcome::Success)
 }
-
 /// Microseconds since the epoch as RFC 3339 UTC with six decimals.
 pub fn rfc3339_micros(micros: u64) -> String {
     i64::try_from(micros)

@@ -53,7 +53,8 @@ pub fn exit_code(error: &anyhow::Error) -> u8 {
                 Error::Connect(_) => EXIT_USAGE,
                 Error::Sequence(error) => sequence_code(error),
                 Error::Policy(error) => policy_code(error),
-                Error::Capacity(_) => EXIT_POLICY,
+                Error::Fit(_) => EXIT_POLICY,
+                Error::PolicyStore(error) => policy_store_code(error),
                 Error::Install(error) => install_code(error),
                 _ => EXIT_DATABASE,
             };
@@ -126,7 +127,7 @@ fn install_code(error: &idmint::installer::InstallError) -> u8 {
 fn policy_code(error: &PolicyError) -> u8 {
     match error {
         // The policy works; it refused the caller's input (a bad prefix).
-        PolicyError::Format(_) => EXIT_USAGE,
+        PolicyError::Format(_) | PolicyError::UnknownBuiltin { .. } => EXIT_USAGE,
         _ => EXIT_POLICY,
     }
 }

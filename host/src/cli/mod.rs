@@ -54,10 +54,10 @@ pub enum Command {
     Status(status::StatusCmd),
     /// Remove what idmint installed (and, when asked, its data).
     Uninstall(uninstall::UninstallCmd),
-    /// Create or inspect counters.
+    /// Create or inspect counters (cyclic, autoinc, segment).
     #[command(subcommand)]
     Counter(counter::CounterCmd),
-    /// Hand out raw sequence values, one per line.
+    /// Hand out raw sequence values, one per line, from a counter of any kind.
     Seq(seq::SeqCmd),
     /// Hand out formatted IDs, one per line.
     Next(next::NextCmd),
@@ -67,8 +67,8 @@ pub enum Command {
     Policy(policy::PolicyCmd),
     /// Check IDs (arguments, or one per line on stdin) against the policy.
     Validate(validate::ValidateCmd),
-    /// Measure throughput: sequence values (raw $inc, idmint's pipeline, the seed's CAS loop)
-    /// and formatting (the wasm policy against native Rust).
+    /// Measure throughput: sequence values by strategy (raw $inc, cyclic one at a time and in
+    /// blocks, autoinc, the seed's CAS loop, segments) and formatting (wasm policy vs native Rust).
     Bench(bench::BenchCmd),
     /// Distributed locks: run a command under a lease, show or force-release locks.
     #[command(subcommand)]
@@ -160,6 +160,10 @@ mod tests {
             "idmint counter create orders --max 999 --prefix ORD- --uri mongodb://h",
             "idmint counter show orders --uri mongodb://h",
             "idmint seq orders --count 3 --uri mongodb://h",
+            "idmint seq orders --upsert --start 100 --uri mongodb://h",
+            "idmint counter create inv --kind autoinc --start 42 --prefix INV- --uri mongodb://h",
+            "idmint counter create ord --kind segment --step 500 --uri mongodb://h",
+            "idmint next inv --count 3 --policy builtin:decimal --uri mongodb://h",
             "idmint next orders --count 3 --prefix P --policy p.wasm --uri mongodb://h",
             "idmint validate A B --prefix P",
             "idmint policy check p.wasm --prefix ORD- --maxval 99",

@@ -8,20 +8,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use idmint::policy::watch::{self, SwapEvent};
-use idmint::policy::{
-    activation, ActivationOptions, LivePolicy, PolicyInfo, PolicyStore, POLICIES_COLLECTION,
-};
-use idmint::sequence::{CounterName, CyclicCounter};
-use idmint::{Minter, PolicyRuntime, SystemClock};
+use idmint::minter::LiveOptions;
+use idmint::policy::watch::SwapEvent;
+use idmint::policy::PolicyInfo;
+use idmint::sequence::{CounterName, OpenOptions, Sequence, MAX_BLOCK};
+use idmint::{LiveMinter, Minter, PolicyRuntime, SystemClock};
 use serde::Serialize;
-use tokio::sync::mpsc;
 
 use super::policy_args::PolicyArgs;
 use super::{ConnectArgs, Outcome, Output};
 
-/// IDs are taken and printed in chunks of this many: one policy call each.
-const CHUNK: u64 = 256;
+/// IDs are taken and printed in chunks of this many: one round trip (at
+/// most) and one policy call each.
+const CHUNK: u64 = MAX_BLOCK as u64;
 
 /// Arguments of `idmint next`.
 #[derive(Debug, Args)]
@@ -69,21 +68,16 @@ impl NextCmd {
         let name = CounterName::new(&self.name).map_err(idmint::Error::from)?;
         let policy = self.policy.load()?;
         let database = self.connect.connect().await?;
-        let counter = CyclicCounter::new(&database, name);
+        let (sequence, _) = Sequence::open(&database, name, &OpenOptions::default())
+            .await
+            .map_err(idmint::Error::from)?;
         let minter =
-            Minter::prepare(counter, policy, self.prefix.clone(), Arc::new(SystemClock)).await?;
-        let mut all = Vec::new();
-        let mut left = self.count;
-        while left > 0 {
-            let chunk = left.min(CHUNK);
-            let ids = minter.next_ids(chunk as usize).await?;
-            if output.is_json() {
-                all.extend(ids);
-            } else {
-                output.lines(&ids)?;
-            }
-            left -= chunk;
-        }
+            Minter::prepare(sequence, policy, self.prefix.clone(), Arc::new(SystemClock)).await?;
+        let result = self.mint_all(&minter, output).await;
+        // A segment counter gives back what it did not hand out, even after an error.
+        let closed = minter.close().await;
+        let all = result?;
+        closed?;
         if output.is_json() {
             let report = NextReport {
                 counter: &self.name,
@@ -96,78 +90,45 @@ impl NextCmd {
         Ok(Outcome::Success)
     }
 
+    /// Takes and formats `--count` IDs a chunk at a time, printing each chunk
+    /// as soon as it is formatted (kept for the report with --json).
+    async fn mint_all(&self, minter: &Minter, output: &Output) -> anyhow::Result<Vec<String>> {
+        let mut all = Vec::new();
+        let mut left = self.count;
+        while left > 0 {
+            let chunk = left.min(CHUNK);
+            let ids = minter.next_ids(chunk as usize).await?;
+            if output.is_json() {
+                all.extend(ids);
+            } else {
+                output.lines(&ids)?;
+            }
+            left -= chunk;
+        }
+        Ok(all)
+    }
+
     /// `--stream`: IDs until Ctrl-C or a closed stdout, through a
-    /// [`LivePolicy`] that the followers swap. Swaps and refusals are
+    /// [`LiveMinter`] whose followers swap the policy. Swaps and refusals are
     /// reported on stderr; a refused policy never stops the stream.
     async fn stream(&self, output: &Output) -> anyhow::Result<Outcome> {
         let name = CounterName::new(&self.name).map_err(idmint::Error::from)?;
         let runtime = PolicyRuntime::new().map_err(idmint::Error::from)?;
+        let local = self.policy.load_with(&runtime)?;
         let database = self.connect.connect().await?;
-        let counter = CyclicCounter::new(&database, name);
-        let state = counter.state().await.map_err(idmint::Error::from)?;
-        let store = PolicyStore::new(&database);
-
-        // The first policy: the active stored one if following the database
-        // and one is active and passes the check here, else --policy FILE or
-        // the default. A stored policy refused here is reported, not fatal:
-        // the follower retries it only when the active version changes.
-        let prefix = self
-            .prefix
-            .clone()
-            .or_else(|| state.prefix.clone())
-            .unwrap_or_default();
-        let options = ActivationOptions::default().prefix(prefix).counter(state);
-        let mut first = None;
-        if self.policy_from_db {
-            if let Some(active) = store.active().await? {
-                let source = format!("{POLICIES_COLLECTION} version {}", active.version);
-                match store.load(&runtime, active.version).await {
-                    Ok(policy) => match activation::check(&policy, &options) {
-                        Ok(_) => first = Some(policy),
-                        Err(error) => report_event(output, &SwapEvent::Refused { source, error }),
-                    },
-                    Err(error) if error.is_database() => return Err(error.into()),
-                    Err(error) => warn(
-                        output,
-                        &format!("{source} refused, using the local policy: {error}"),
-                    ),
-                }
-            }
-        }
-        let first = match first {
-            Some(policy) => policy,
-            None => self.policy.load_with(&runtime)?,
-        };
-        // Minter::prepare checks the counter, the capacity and the prefix.
-        let minter = Minter::prepare(
-            counter,
-            first.clone(),
-            self.prefix.clone(),
+        let options = LiveOptions::default()
+            .prefix(self.prefix.clone())
+            .follow_file(self.policy.file().map(Into::into))
+            .follow_store(self.policy_from_db);
+        let (minter, mut events) = LiveMinter::start(
+            &database,
+            name,
+            &runtime,
+            local,
             Arc::new(SystemClock),
+            options,
         )
         .await?;
-        activation::check(&first, &options).map_err(idmint::Error::from)?;
-        let live = Arc::new(LivePolicy::new(first, options));
-
-        let (sender, mut events) = mpsc::unbounded_channel::<SwapEvent>();
-        let mut followers = Vec::new();
-        if let Some(path) = &self.policy.policy {
-            followers.push(watch::follow_file(
-                path.clone(),
-                runtime.clone(),
-                live.clone(),
-                sender.clone(),
-            ));
-        }
-        if self.policy_from_db {
-            followers.push(watch::follow_store(
-                store,
-                runtime.clone(),
-                live.clone(),
-                sender.clone(),
-            ));
-        }
-        drop(sender);
         // Events are reported by a task of their own, so that the loop below
         // never abandons a batch whose values it has already taken.
         let reporter = {
@@ -195,7 +156,7 @@ impl NextCmd {
         let result = loop {
             tokio::select! {
                 _ = &mut ctrl_c => break Ok(Outcome::Success),
-                step = next_lines(&minter, &live, batch, pacer.as_mut()) => match step {
+                step = next_lines(&minter, batch, pacer.as_mut()) => match step {
                     Ok(lines) => {
                         let mut stdout = io::stdout().lock();
                         if let Err(error) = stdout.write_all(lines.as_bytes()).and_then(|()| stdout.flush()) {
@@ -206,31 +167,25 @@ impl NextCmd {
                 },
             }
         };
-        for follower in followers {
-            follower.abort();
-        }
+        // A segment counter gives its unused values back on the way out.
+        let closed = minter.shutdown().await;
         reporter.abort();
-        result
+        let outcome = result?;
+        closed?;
+        Ok(outcome)
     }
 }
 
-/// Waits for the pace, takes `count` values and formats them with the
-/// policy in service at that moment; returns the lines to print.
+/// Waits for the pace, then takes and formats `count` IDs.
 async fn next_lines(
-    minter: &Minter,
-    live: &LivePolicy,
+    minter: &LiveMinter,
     count: usize,
     pacer: Option<&mut tokio::time::Interval>,
 ) -> anyhow::Result<String> {
     if let Some(pacer) = pacer {
         pacer.tick().await;
     }
-    let stamps = minter.next_stamps(count).await?;
-    // One handle for the whole batch: a swap landing now applies to the next.
-    let policy = live.current();
-    Ok(policy
-        .format_batch_packed(minter.prefix(), &stamps)
-        .map_err(idmint::Error::from)?)
+    Ok(minter.next_lines(count).await?)
 }
 
 /// Reports a follower's event on stderr (a JSON line with --json).
@@ -257,11 +212,6 @@ fn report_event(output: &Output, event: &SwapEvent) {
         _ => ("other", format!("{event:?}")),
     };
     say(output, kind, &text);
-}
-
-/// Reports a problem that does not stop the stream on stderr.
-fn warn(output: &Output, text: &str) {
-    say(output, "warning", text);
 }
 
 /// Writes one line to stderr (a JSON object with --json).

@@ -8,7 +8,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use idmint::policy::activation::{self, ActivationOptions};
 use idmint::policy::PolicyStore;
-use idmint::sequence::{CounterName, CyclicCounter};
+use idmint::sequence::CounterName;
 use idmint::Clock;
 use idmint::{PolicyRuntime, SystemClock};
 
@@ -75,9 +75,11 @@ impl CheckCmd {
         if let Some(maxval) = self.maxval {
             options = options.counter(idmint::sequence::CounterState {
                 name: "--maxval".to_string(),
-                val: 0,
-                maxval,
-                ts: 0,
+                kind: idmint::sequence::KindState::Cyclic(idmint::sequence::CyclicState {
+                    val: 0,
+                    maxval,
+                    ts: 0,
+                }),
                 prefix: None,
             });
         }
@@ -203,13 +205,17 @@ impl ActivateCmd {
         let store = PolicyStore::new(&database);
         if let Some(counter) = &self.counter {
             let name = CounterName::new(counter).map_err(idmint::Error::from)?;
-            let state = CyclicCounter::new(&database, name)
-                .state()
+            let state = idmint::sequence::state(&database, &name)
                 .await
                 .map_err(idmint::Error::from)?;
             let policy = store.load(&runtime, self.version).await?;
-            idmint::minter::check_capacity(&policy, &state)
+            let prefix = state.prefix.clone().unwrap_or_default();
+            idmint::policy::writes_time(&policy, &prefix)
                 .map_err(idmint::Error::from)
+                .and_then(|writes_time| {
+                    idmint::policy::check_fit(&policy, &state, writes_time)
+                        .map_err(idmint::Error::from)
+                })
                 .with_context(|| format!("version {} not activated", self.version))?;
         }
         let report = store.activate(&runtime, self.version).await?;

@@ -1,7 +1,9 @@
-//! `idmint seq NAME`: raw sequence values.
+//! `idmint seq NAME`: raw sequence values, from a counter of any kind.
 
 use clap::Args;
-use idmint::sequence::{CounterName, CyclicCounter};
+use idmint::sequence::{
+    AutoIncrement, CounterName, OpenOptions, Sequence, SequenceError, MAX_BLOCK,
+};
 use idmint::{Clock, SystemClock};
 use serde::Serialize;
 
@@ -15,6 +17,13 @@ pub struct SeqCmd {
     /// How many values to hand out.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
     pub count: u64,
+    /// Create the counter as an auto-increment one if it does not exist
+    /// (safe when many processes do so at once).
+    #[arg(long)]
+    pub upsert: bool,
+    /// With --upsert: the first value of a counter created now [default: 1].
+    #[arg(long, value_name = "N", requires = "upsert")]
+    pub start: Option<u64>,
     #[command(flatten)]
     pub connect: ConnectArgs,
 }
@@ -29,20 +38,29 @@ impl SeqCmd {
     pub async fn execute(&self, output: &Output) -> anyhow::Result<Outcome> {
         let name = CounterName::new(&self.name).map_err(idmint::Error::from)?;
         let database = self.connect.connect().await?;
-        let counter = CyclicCounter::new(&database, name);
         let mut values = Vec::new();
-        for _ in 0..self.count {
-            let issued = counter
-                .next(SystemClock.now_micros())
-                .await
-                .map_err(idmint::Error::from)?;
-            if output.is_json() {
-                values.push(issued.value);
-            } else {
-                // Printed as soon as issued: a value handed out is never lost to a later error.
-                output.lines([issued.value.to_string()])?;
+        let mut left = self.count;
+        let sequence = match Sequence::open(&database, name.clone(), &OpenOptions::default()).await
+        {
+            Ok((sequence, _)) => sequence,
+            Err(SequenceError::UnknownCounter(_)) if self.upsert => {
+                let autoinc = AutoIncrement::new(&database, name);
+                let first = left.min(MAX_BLOCK as u64);
+                let taken = autoinc
+                    .take_or_create(first, self.start.unwrap_or(1))
+                    .await
+                    .map_err(idmint::Error::from)?;
+                self.emit(output, taken, &mut values)?;
+                left -= first;
+                Sequence::Autoinc(autoinc)
             }
-        }
+            Err(error) => return Err(idmint::Error::from(error).into()),
+        };
+        let result = self.take_all(&sequence, left, output, &mut values).await;
+        // A segment counter gives back what it did not hand out, even after an error.
+        let closed = sequence.close().await.map_err(idmint::Error::from);
+        result?;
+        closed?;
         if output.is_json() {
             output.report(
                 &SeqReport {
@@ -53,5 +71,44 @@ impl SeqCmd {
             )?;
         }
         Ok(Outcome::Success)
+    }
+
+    async fn take_all(
+        &self,
+        sequence: &Sequence,
+        mut left: u64,
+        output: &Output,
+        values: &mut Vec<u64>,
+    ) -> anyhow::Result<()> {
+        while left > 0 {
+            let block = left.min(MAX_BLOCK as u64);
+            let issued = sequence
+                .take(block as usize, SystemClock.now_micros())
+                .await
+                .map_err(idmint::Error::from)?;
+            self.emit(
+                output,
+                issued.into_iter().map(|issued| issued.value),
+                values,
+            )?;
+            left -= block;
+        }
+        Ok(())
+    }
+
+    /// Prints values as soon as they are issued (a value handed out is never
+    /// lost to a later error), or keeps them for the JSON report.
+    fn emit(
+        &self,
+        output: &Output,
+        taken: impl IntoIterator<Item = u64>,
+        values: &mut Vec<u64>,
+    ) -> anyhow::Result<()> {
+        if output.is_json() {
+            values.extend(taken);
+        } else {
+            output.lines(taken.into_iter().map(|value| value.to_string()))?;
+        }
+        Ok(())
     }
 }

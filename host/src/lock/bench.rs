@@ -59,6 +59,7 @@ pub async fn run(database: &Database, duration: Duration) -> Result<LockBenchRep
         ops_per_sec: pairs as f64 / seconds,
         ops: pairs,
         seconds,
+        fetches_per_million: None,
     }];
 
     // Handoff: events (is_release, when), in order of occurrence per lock.
@@ -106,6 +107,7 @@ pub async fn run(database: &Database, duration: Duration) -> Result<LockBenchRep
         ops_per_sec: handoffs as f64 / seconds,
         ops: handoffs,
         seconds,
+        fetches_per_million: None,
     });
     Ok(LockBenchReport {
         results,

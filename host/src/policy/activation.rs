@@ -12,18 +12,21 @@
 //!
 //! formats each one alone and all of them in one `format-batch`, requires the
 //! two to agree and every ID to be one line, parses each ID back with the
-//! policy's own `validate` and requires the very parts it was made from. It
-//! then checks the declared capacity against every counter the policy will
-//! serve with [`minter::check_capacity`](crate::minter::check_capacity). Any
-//! failure is a [`PolicyError`] that names the sample, and the caller keeps
-//! the policy it had.
+//! policy's own `validate` and requires the very parts it was made from. A
+//! policy that does not write the time (it reads its IDs back with
+//! timestamp 0, see [`fit`](super::fit)) must read back timestamp 0 for
+//! every sample and write the same ID whatever the time. It then checks
+//! that the policy can serve every counter it will serve with
+//! [`check_fit`]: capacity, and time for counters whose values repeat.
+//! Any failure is a [`PolicyError`] that names the sample, and the caller
+//! keeps the policy it had.
 
 use serde::Serialize;
 
 use super::error::PolicyError;
+use super::fit::check_fit;
 use super::runtime::Policy;
 use super::types::{IdParts, PolicyInfo, Stamp};
-use crate::minter::check_capacity;
 use crate::sequence::CounterState;
 
 /// What the activation check runs against.
@@ -32,8 +35,8 @@ use crate::sequence::CounterState;
 pub struct ActivationOptions {
     /// The prefix the samples use: the one the policy will serve. Default: empty.
     pub prefix: String,
-    /// The counters the policy will serve; each one's `maxval` must be below
-    /// the policy's sequence capacity. Default: none.
+    /// The counters the policy will serve; the policy must be able to serve
+    /// each one ([`check_fit`]). Default: none.
     pub counters: Vec<CounterState>,
     /// The time used as the "now" sample, in microseconds since the epoch.
     /// Default: `None`, no such sample (the fixed samples already cover the
@@ -70,6 +73,8 @@ pub struct ActivationReport {
     pub sha256: String,
     /// How many sample parts were formatted and read back.
     pub samples: usize,
+    /// Whether the policy writes the time into its IDs.
+    pub writes_time: bool,
     /// The counters whose capacity was checked, by name.
     pub counters: Vec<String>,
 }
@@ -96,9 +101,6 @@ pub fn check(
     policy: &Policy,
     options: &ActivationOptions,
 ) -> Result<ActivationReport, PolicyError> {
-    for counter in &options.counters {
-        check_capacity(policy, counter)?;
-    }
     let samples = samples(policy.info(), options);
     let origin = policy.origin();
     let fail = |reason: String| PolicyError::Activation {
@@ -149,10 +151,38 @@ pub fn check(
     }
 
     let answers = policy.validate_many(&ids, Some(prefix))?;
+    // Whether the policy writes the time: what it reads back from an ID
+    // made at a time other than the epoch (the samples' first such one).
+    let writes_time = samples
+        .iter()
+        .zip(&answers)
+        .find(|(stamp, _)| stamp.timestamp_micros != 0)
+        .is_none_or(|(_, answer)| !matches!(answer, Ok(read) if read.timestamp_micros == 0));
+    if !writes_time {
+        // Without time, an ID depends on the sequence value alone.
+        for (stamp, id) in samples.iter().zip(&ids) {
+            let (first, first_id) = samples
+                .iter()
+                .zip(&ids)
+                .find(|(other, _)| other.sequence == stamp.sequence)
+                .expect("the sample itself matches");
+            if first_id != id {
+                return Err(fail(format!(
+                    "it reads the time back as 0, so it must not write it, yet it wrote {first_id:?} \
+                     at {} us and {id:?} at {} us for sequence {}",
+                    first.timestamp_micros, stamp.timestamp_micros, stamp.sequence
+                )));
+            }
+        }
+    }
     for ((stamp, id), answer) in samples.iter().zip(&ids).zip(answers) {
         let parts = IdParts {
             prefix: prefix.to_string(),
-            timestamp_micros: stamp.timestamp_micros,
+            timestamp_micros: if writes_time {
+                stamp.timestamp_micros
+            } else {
+                0
+            },
             sequence: stamp.sequence,
         };
         match answer {
@@ -173,10 +203,15 @@ pub fn check(
         }
     }
 
+    for counter in &options.counters {
+        check_fit(policy, counter, writes_time)?;
+    }
+
     Ok(ActivationReport {
         policy: policy.info().clone(),
         sha256: policy.sha256().to_string(),
         samples: samples.len(),
+        writes_time,
         counters: options.counters.iter().map(|c| c.name.clone()).collect(),
     })
 }

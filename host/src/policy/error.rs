@@ -17,8 +17,8 @@
 use std::io;
 use std::path::PathBuf;
 
+use super::fit::FitError;
 use super::types::FormatError;
-use crate::minter::CapacityError;
 
 /// Why an ID policy could not be loaded or run.
 #[derive(Debug, thiserror::Error)]
@@ -105,10 +105,11 @@ pub enum PolicyError {
         reason: String,
     },
 
-    /// The policy cannot hold every value of a counter it would serve.
+    /// The policy cannot serve a counter it would serve: too small a
+    /// sequence, or no time for a counter whose values repeat.
     /// (Boxed: it is the largest variant, and errors travel by value.)
     #[error(transparent)]
-    Capacity(Box<CapacityError>),
+    Fit(Box<FitError>),
 
     /// Instantiating or calling the policy failed without a trap, for a
     /// reason other than the limits above.
@@ -131,14 +132,23 @@ pub enum PolicyError {
         reason: String,
     },
 
+    /// `builtin:NAME` names no built-in policy.
+    #[error("there is no built-in policy {name:?}; the built-in policies are {known}")]
+    UnknownBuiltin {
+        /// The name given.
+        name: String,
+        /// The built-in policies' names.
+        known: String,
+    },
+
     /// The policy refused to format the parts it was given.
     #[error("the policy refused to format: {0}")]
     Format(#[from] FormatError),
 }
 
-impl From<CapacityError> for PolicyError {
-    fn from(error: CapacityError) -> Self {
-        PolicyError::Capacity(Box::new(error))
+impl From<FitError> for PolicyError {
+    fn from(error: FitError) -> Self {
+        PolicyError::Fit(Box::new(error))
     }
 }
 
@@ -149,6 +159,7 @@ impl PolicyError {
         matches!(
             self,
             PolicyError::Read { .. }
+                | PolicyError::UnknownBuiltin { .. }
                 | PolicyError::Compile { .. }
                 | PolicyError::WrongInterface { .. }
         )
@@ -167,10 +178,7 @@ impl PolicyError {
     /// Whether the policy loaded but failed its activation check (including
     /// the capacity check).
     pub fn is_activation(&self) -> bool {
-        matches!(
-            self,
-            PolicyError::Activation { .. } | PolicyError::Capacity(_)
-        )
+        matches!(self, PolicyError::Activation { .. } | PolicyError::Fit(_))
     }
 
     /// Whether the policy trapped.
@@ -197,8 +205,9 @@ impl PolicyError {
             | PolicyError::BadOutput { origin, .. } => Some(origin),
             PolicyError::Engine { .. }
             | PolicyError::Read { .. }
+            | PolicyError::UnknownBuiltin { .. }
             | PolicyError::Format(_)
-            | PolicyError::Capacity(_) => None,
+            | PolicyError::Fit(_) => None,
         }
     }
 

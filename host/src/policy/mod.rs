@@ -40,8 +40,8 @@
 pub mod activation;
 mod bindings;
 mod error;
+pub mod fit;
 mod live;
-pub mod native;
 mod runtime;
 mod sandbox;
 pub mod store;
@@ -53,6 +53,7 @@ mod tests;
 
 pub use activation::{ActivationOptions, ActivationReport};
 pub use error::PolicyError;
+pub use fit::{check_fit, check_prefix, writes_time, FitError};
 pub use live::LivePolicy;
 pub use runtime::{Policy, PolicyRuntime, MAX_CONCURRENT_CALLS};
 pub use sandbox::{PolicyLimits, DEFAULT_MAX_MEMORY_BYTES, DEFAULT_TIMEOUT, EPOCH_TICK};
@@ -67,3 +68,16 @@ pub const DEFAULT_POLICY_WASM: &[u8] =
 
 /// The [`Policy::origin`] of the default policy.
 pub const DEFAULT_POLICY_ORIGIN: &str = "built-in default";
+
+/// The decimal policy component (`guest/decimal/`, crate
+/// `idmint-policy-decimal`): the prefix and the value as at least nine
+/// decimal digits, `INV-000000042`, without the time, for auto-increment
+/// and segment counters. Built by `build.rs` like the default one.
+pub const DECIMAL_POLICY_WASM: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/idmint_policy_decimal.wasm"));
+
+/// The policies built into idmint, by the name `--policy builtin:NAME` uses.
+pub const BUILTIN_POLICIES: [(&str, &[u8]); 2] = [
+    ("default", DEFAULT_POLICY_WASM),
+    ("decimal", DECIMAL_POLICY_WASM),
+];

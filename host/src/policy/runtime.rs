@@ -85,6 +85,28 @@ impl PolicyRuntime {
         self.load_bytes(DEFAULT_POLICY_WASM, DEFAULT_POLICY_ORIGIN)
     }
 
+    /// Loads a built-in policy by name ([`BUILTIN_POLICIES`](super::BUILTIN_POLICIES));
+    /// its origin is "built-in NAME".
+    pub fn load_builtin(&self, name: &str) -> Result<Policy, PolicyError> {
+        match super::BUILTIN_POLICIES
+            .iter()
+            .find(|(builtin, _)| *builtin == name)
+        {
+            Some((_, bytes)) if *name == *"default" => {
+                self.load_bytes(bytes, DEFAULT_POLICY_ORIGIN)
+            }
+            Some((_, bytes)) => self.load_bytes(bytes, &format!("built-in {name}")),
+            None => Err(PolicyError::UnknownBuiltin {
+                name: name.to_string(),
+                known: super::BUILTIN_POLICIES
+                    .iter()
+                    .map(|(builtin, _)| *builtin)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            }),
+        }
+    }
+
     /// Loads a policy component from a file; its origin is the path.
     pub fn load_file(&self, path: &Path) -> Result<Policy, PolicyError> {
         let bytes = std::fs::read(path).map_err(|source| PolicyError::Read {

@@ -538,9 +538,11 @@ fn check_digit_wasm() -> Vec<u8> {
 fn counter(maxval: u64) -> crate::sequence::CounterState {
     crate::sequence::CounterState {
         name: "orders".to_string(),
-        val: 0,
-        maxval,
-        ts: 0,
+        kind: crate::sequence::KindState::Cyclic(crate::sequence::CyclicState {
+            val: 0,
+            maxval,
+            ts: 0,
+        }),
         prefix: None,
     }
 }
@@ -566,11 +568,11 @@ fn native_format_equals_the_default_policy() {
     .collect();
     for prefix in ["", "ORD-", "a.b_c"] {
         assert_eq!(
-            native::format_batch_packed(prefix, &stamps).unwrap(),
+            crate::bench::native_format::format_batch_packed(prefix, &stamps).unwrap(),
             policy.format_batch_packed(prefix, &stamps).unwrap()
         );
         assert_eq!(
-            native::format_batch(prefix, &stamps).unwrap(),
+            crate::bench::native_format::format_batch(prefix, &stamps).unwrap(),
             policy.format_batch(prefix, &stamps).unwrap()
         );
     }
@@ -606,7 +608,7 @@ fn the_activation_check_refuses_a_counter_too_large() {
     assert!(error.is_activation(), "{error:?}");
     let message = error.to_string();
     assert!(
-        message.contains("holds 100 sequence values") && message.contains("0 to 999"),
+        message.contains("holds 100 sequence values") && message.contains("values up to 999"),
         "{message}"
     );
 }

@@ -4,33 +4,94 @@
 //! wrong with one. `tests/sequence.rs` holds the two to the same verdict on
 //! every corrupt case.
 //!
-//! A counter is `{_id: name, val, maxval, ts?, prefix?}`:
-//! - `val`, an integer >= 0: the last value handed out (0 for a new counter);
-//! - `maxval`, an integer >= 1: after it, `val` wraps to 0;
-//! - `ts`, an integer >= 0, absent until the first value is issued: the
-//!   microsecond timestamp issued with `val`;
+//! Every counter is `{_id: name, kind?, prefix?, ...}`:
+//! - `kind`: `"cyclic"`, `"autoinc"` or `"segment"`; absent (or null) means
+//!   cyclic, the seed's document;
 //! - `prefix`, a string, optional: the prefix formatted IDs of this counter use
 //!   unless the caller names another.
+//!
+//! and then, by kind:
+//! - cyclic `{val, maxval, ts?}`: `val` >= 0 the last value handed out (0 for a
+//!   new counter), `maxval` >= 1 after which `val` wraps to 0, `ts` >= 0
+//!   (absent until the first value) the microsecond timestamp issued with `val`;
+//! - autoinc `{seq}`: the last value handed out, 0 to [`MAX_VALUE`] (0: none yet);
+//! - segment `{max, step}`: `max`, 0 to `MAX_VALUE + 1`, the first value no
+//!   process has taken; `step`, 1 to [`MAX_STEP`], the smallest segment a
+//!   process takes.
 
 use mongodb::bson::{doc, Bson, Document};
 use serde::Serialize;
 
+use super::kind::{CounterKind, MAX_VALUE};
 use super::{CounterName, SequenceError};
 use crate::mongo::describe_value;
+
+/// The largest segment step a counter document may ask for.
+pub const MAX_STEP: u64 = 100_000_000;
 
 /// A well-formed counter, as read from the server.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CounterState {
     /// The counter's name (`_id`).
     pub name: String,
+    /// The kind and its fields.
+    #[serde(flatten)]
+    pub kind: KindState,
+    /// The counter's default ID prefix, if it has one.
+    pub prefix: Option<String>,
+}
+
+/// The fields of each kind of counter.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum KindState {
+    /// A cyclic counter.
+    Cyclic(CyclicState),
+    /// An auto-increment counter.
+    Autoinc(AutoincState),
+    /// A segment counter.
+    Segment(SegmentState),
+}
+
+/// A cyclic counter's fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct CyclicState {
     /// The last value handed out.
     pub val: u64,
     /// The largest value; the one after it is 0.
     pub maxval: u64,
     /// The timestamp issued with `val`, microseconds since the epoch (0: none yet).
     pub ts: u64,
-    /// The counter's default ID prefix, if it has one.
-    pub prefix: Option<String>,
+}
+
+/// An auto-increment counter's fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct AutoincState {
+    /// The last value handed out (0: none yet).
+    pub seq: u64,
+}
+
+/// A segment counter's fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct SegmentState {
+    /// The first value no process has taken yet.
+    pub max: u64,
+    /// The smallest segment a process takes.
+    pub step: u64,
+}
+
+/// What a policy must know about the values a counter hands out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ValueShape {
+    /// The largest value the counter can ever hand out.
+    pub largest_value: u64,
+    /// Whether values come round again (cyclic counters): only the
+    /// timestamp issued with a value then tells two IDs apart.
+    pub values_repeat: bool,
+    /// Whether the timestamp issued with a value is decided by the server
+    /// and increases with it (cyclic); otherwise it is the taking client's
+    /// clock, informative only.
+    pub server_timestamp: bool,
 }
 
 impl CounterState {
@@ -40,16 +101,36 @@ impl CounterState {
             name: name.clone(),
             reason,
         };
-        let val = read_integer(doc, "val").map_err(corrupt)?;
-        let maxval = read_integer(doc, "maxval").map_err(corrupt)?;
-        if maxval < 1 {
-            return Err(corrupt(format!(
-                "maxval is {maxval}, it must be at least 1"
-            )));
-        }
-        let ts = match doc.get("ts") {
-            None => 0,
-            Some(_) => read_integer(doc, "ts").map_err(corrupt)?,
+        let kind = match doc.get("kind") {
+            None | Some(Bson::Null) => CounterKind::Cyclic,
+            Some(Bson::String(text)) => text.parse().map_err(|_| SequenceError::UnknownKind {
+                name: name.clone(),
+                kind: text.clone(),
+            })?,
+            Some(other) => {
+                return Err(corrupt(format!(
+                    "kind is {}, not a string",
+                    describe_value(other)
+                )))
+            }
+        };
+        let kind = match kind {
+            CounterKind::Cyclic => {
+                let val = read_integer(doc, "val", 0, u64::MAX).map_err(corrupt)?;
+                let maxval = read_integer(doc, "maxval", 1, u64::MAX).map_err(corrupt)?;
+                let ts = match doc.get("ts") {
+                    None => 0,
+                    Some(_) => read_integer(doc, "ts", 0, u64::MAX).map_err(corrupt)?,
+                };
+                KindState::Cyclic(CyclicState { val, maxval, ts })
+            }
+            CounterKind::Autoinc => KindState::Autoinc(AutoincState {
+                seq: read_integer(doc, "seq", 0, MAX_VALUE).map_err(corrupt)?,
+            }),
+            CounterKind::Segment => KindState::Segment(SegmentState {
+                max: read_integer(doc, "max", 0, MAX_VALUE + 1).map_err(corrupt)?,
+                step: read_integer(doc, "step", 1, MAX_STEP).map_err(corrupt)?,
+            }),
         };
         let prefix = match doc.get("prefix") {
             None | Some(Bson::Null) => None,
@@ -63,43 +144,90 @@ impl CounterState {
         };
         Ok(Self {
             name: name.to_string(),
-            val,
-            maxval,
-            ts,
+            kind,
             prefix,
         })
     }
 
-    /// How many distinct values the counter cycles through (`maxval + 1`).
-    pub fn cycle_len(&self) -> u64 {
-        self.maxval.saturating_add(1)
+    /// The counter's kind.
+    pub fn kind(&self) -> CounterKind {
+        match self.kind {
+            KindState::Cyclic(_) => CounterKind::Cyclic,
+            KindState::Autoinc(_) => CounterKind::Autoinc,
+            KindState::Segment(_) => CounterKind::Segment,
+        }
+    }
+
+    /// The cyclic fields, if this is a cyclic counter.
+    pub fn cyclic(&self) -> Option<&CyclicState> {
+        match &self.kind {
+            KindState::Cyclic(state) => Some(state),
+            _ => None,
+        }
+    }
+
+    /// What a policy must know about this counter's values.
+    pub fn shape(&self) -> ValueShape {
+        match &self.kind {
+            KindState::Cyclic(state) => ValueShape {
+                largest_value: state.maxval,
+                values_repeat: true,
+                server_timestamp: true,
+            },
+            KindState::Autoinc(_) | KindState::Segment(_) => ValueShape {
+                largest_value: MAX_VALUE,
+                values_repeat: false,
+                server_timestamp: false,
+            },
+        }
     }
 }
 
-/// The server-side twin of [`CounterState::from_document`]: an aggregation
-/// expression that is true only while the counter document is well formed.
-/// `$and` stops at the first false term, so `$trunc` never sees a non-number.
-pub(crate) fn well_formed_expr() -> Document {
-    let integer_at_least = |field: &str, min: i32| {
+/// The server-side twin of [`CounterState::from_document`] for one kind: an
+/// aggregation expression that is true only while the document is a
+/// well-formed counter of that kind. `$and` stops at the first false term,
+/// so `$trunc` never sees a non-number.
+pub(crate) fn well_formed_expr(kind: CounterKind) -> Document {
+    let integer_in = |field: &str, min: u64, max: u64| {
         let path = format!("${field}");
-        doc! { "$and": [
-            { "$isNumber": &path },
-            { "$eq": [&path, { "$trunc": &path }] },
-            { "$gte": [&path, min] },
-        ]}
+        let mut terms = vec![
+            Bson::Document(doc! { "$isNumber": &path }),
+            Bson::Document(doc! { "$eq": [&path, { "$trunc": &path }] }),
+            Bson::Document(doc! { "$gte": [&path, min as i64] }),
+        ];
+        if max < u64::MAX {
+            terms.push(Bson::Document(doc! { "$lte": [&path, max as i64] }));
+        }
+        doc! { "$and": terms }
     };
-    doc! { "$and": [
-        integer_at_least("val", 0),
-        integer_at_least("maxval", 1),
-        { "$or": [
-            { "$eq": [{ "$type": "$ts" }, "missing"] },
-            integer_at_least("ts", 0),
-        ]},
-        { "$in": [{ "$type": "$prefix" }, ["missing", "null", "string"]] },
-    ]}
+    let mut terms = vec![
+        Bson::Document(doc! { "$eq": [{ "$ifNull": ["$kind", "cyclic"] }, kind.as_str()] }),
+        Bson::Document(doc! { "$in": [{ "$type": "$prefix" }, ["missing", "null", "string"]] }),
+    ];
+    match kind {
+        CounterKind::Cyclic => {
+            terms.push(integer_in("val", 0, u64::MAX).into());
+            terms.push(integer_in("maxval", 1, u64::MAX).into());
+            terms.push(
+                doc! { "$or": [
+                    { "$eq": [{ "$type": "$ts" }, "missing"] },
+                    integer_in("ts", 0, u64::MAX),
+                ]}
+                .into(),
+            );
+        }
+        CounterKind::Autoinc => terms.push(integer_in("seq", 0, MAX_VALUE).into()),
+        CounterKind::Segment => {
+            terms.push(integer_in("max", 0, MAX_VALUE + 1).into());
+            terms.push(integer_in("step", 1, MAX_STEP).into());
+        }
+    }
+    doc! { "$and": terms }
 }
 
-fn read_integer(doc: &Document, field: &str) -> Result<u64, String> {
+/// Reads an integer field in `min..=max` (BSON int32, int64, or a double
+/// holding an integer), or says what is wrong with it.
+fn read_integer(doc: &Document, field: &str, min: u64, max: u64) -> Result<u64, String> {
     let value = doc
         .get(field)
         .ok_or_else(|| format!("{field} is missing"))?;
@@ -115,7 +243,15 @@ fn read_integer(doc: &Document, field: &str) -> Result<u64, String> {
             ))
         }
     };
-    u64::try_from(number).map_err(|_| format!("{field} is {number}, it must not be negative"))
+    let number = u64::try_from(number)
+        .map_err(|_| format!("{field} is {number}, it must not be negative"))?;
+    if number < min {
+        return Err(format!("{field} is {number}, it must be at least {min}"));
+    }
+    if number > max {
+        return Err(format!("{field} is {number}, it must be at most {max}"));
+    }
+    Ok(number)
 }
 
 #[cfg(test)]
@@ -134,11 +270,53 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            (state.val, state.maxval, state.ts, state.prefix.as_deref()),
-            (5, 99, 7, Some("P"))
+            (state.cyclic().copied(), state.prefix.as_deref()),
+            (
+                Some(CyclicState {
+                    val: 5,
+                    maxval: 99,
+                    ts: 7
+                }),
+                Some("P")
+            )
         );
         let fresh = CounterState::from_document(&name(), &doc! { "val": 0, "maxval": 1 }).unwrap();
-        assert_eq!((fresh.ts, fresh.prefix), (0, None));
+        assert_eq!((fresh.cyclic().unwrap().ts, fresh.prefix), (0, None));
+    }
+
+    #[test]
+    fn reads_each_kind() {
+        let autoinc =
+            CounterState::from_document(&name(), &doc! { "kind": "autoinc", "seq": 41_i64 })
+                .unwrap();
+        assert_eq!(autoinc.kind, KindState::Autoinc(AutoincState { seq: 41 }));
+        let segment = CounterState::from_document(
+            &name(),
+            &doc! { "kind": "segment", "max": 1, "step": 1000 },
+        )
+        .unwrap();
+        assert_eq!(
+            segment.kind,
+            KindState::Segment(SegmentState { max: 1, step: 1000 })
+        );
+        assert!(segment.shape().largest_value == MAX_VALUE && !segment.shape().values_repeat);
+        let json = serde_json::to_value(&segment).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"name": "c", "kind": "segment", "max": 1, "step": 1000, "prefix": null})
+        );
+    }
+
+    #[test]
+    fn names_an_unknown_kind() {
+        let error = CounterState::from_document(&name(), &doc! { "kind": "snowflake" })
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            error,
+            "counter 'c' has kind \"snowflake\", which this idmint does not know \
+             (it knows cyclic, autoinc and segment); it was left unchanged"
+        );
     }
 
     #[test]
@@ -168,6 +346,21 @@ mod tests {
             (
                 doc! { "val": 0, "maxval": 9, "prefix": 3 },
                 "prefix is the number 3, not a string",
+            ),
+            (doc! { "kind": 3 }, "kind is the number 3, not a string"),
+            (doc! { "kind": "autoinc" }, "seq is missing"),
+            (
+                doc! { "kind": "autoinc", "seq": 9_007_199_254_740_992_i64 },
+                "seq is 9007199254740992, it must be at most 9007199254740991",
+            ),
+            (
+                doc! { "kind": "segment", "max": -5, "step": 10 },
+                "max is -5, it must not be negative",
+            ),
+            (doc! { "kind": "segment", "max": 1 }, "step is missing"),
+            (
+                doc! { "kind": "segment", "max": 1, "step": 0 },
+                "step is 0, it must be at least 1",
             ),
         ] {
             let err = CounterState::from_document(&name(), &doc)

@@ -34,8 +34,11 @@ use mongodb::{Collection, Database};
 use serde::Serialize;
 
 use super::counter_doc::well_formed_expr;
-use super::{CounterName, CounterState, SequenceError, COUNTERS_COLLECTION};
-use crate::mongo::{self, durable_write_concern};
+use super::{
+    read_state, spec, CounterKind, CounterName, CounterSpec, CounterState, SequenceError,
+    COUNTERS_COLLECTION,
+};
+use crate::mongo::durable_write_concern;
 
 /// The seed's default: two-digit sequences, 0 to 99.
 pub const DEFAULT_MAXVAL: u64 = 99;
@@ -43,46 +46,19 @@ pub const DEFAULT_MAXVAL: u64 = 99;
 /// The largest maxval accepted: values must stay exact in a JavaScript number.
 pub const MAX_MAXVAL: u64 = (1 << 53) - 2;
 
+/// The most values one [`CyclicCounter::take`] reserves: one round trip
+/// never hands out more. Larger requests are split by the caller.
+pub const MAX_BLOCK: usize = 1000;
+
 /// One value handed out by a counter, with the timestamp issued with it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct Issued {
-    /// The server-decided timestamp, microseconds since the epoch.
+    /// Microseconds since the epoch: for a cyclic counter the server-decided
+    /// timestamp that makes (timestamp, value) unique; for the other kinds
+    /// the taking client's clock at the time of the request.
     pub timestamp_micros: u64,
-    /// The sequence value, 0 to the counter's maxval.
+    /// The sequence value.
     pub value: u64,
-}
-
-/// Settings of a new counter.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct CounterSpec {
-    /// The largest value before wrapping to 0. Default: 99.
-    pub maxval: u64,
-    /// The counter's default ID prefix. Default: none.
-    pub prefix: Option<String>,
-}
-
-impl Default for CounterSpec {
-    fn default() -> Self {
-        Self {
-            maxval: DEFAULT_MAXVAL,
-            prefix: None,
-        }
-    }
-}
-
-impl CounterSpec {
-    /// Sets maxval.
-    pub fn maxval(mut self, maxval: u64) -> Self {
-        self.maxval = maxval;
-        self
-    }
-
-    /// Sets the default prefix.
-    pub fn prefix(mut self, prefix: Option<String>) -> Self {
-        self.prefix = prefix;
-        self
-    }
 }
 
 /// Handle on one counter document in `<db>.counters`.
@@ -116,58 +92,57 @@ impl CyclicCounter {
     }
 
     /// Creates the counter with `val: 0`; the first value handed out is 1.
+    /// `spec` must be of kind cyclic.
     pub async fn create(&self, spec: &CounterSpec) -> Result<CounterState, SequenceError> {
-        if !(1..=MAX_MAXVAL).contains(&spec.maxval) {
+        if spec.kind != CounterKind::Cyclic {
             return Err(SequenceError::InvalidSpec(format!(
-                "maxval {} is out of range 1..={MAX_MAXVAL}",
-                spec.maxval
+                "a {} spec given to a cyclic counter handle",
+                spec.kind
             )));
         }
-        let mut document =
-            doc! { "_id": self.name.as_str(), "val": 0_i64, "maxval": spec.maxval as i64 };
-        if let Some(prefix) = &spec.prefix {
-            document.insert("prefix", prefix.as_str());
-        }
-        match self
-            .collection
-            .insert_one(&document)
-            .write_concern(self.write_concern.clone())
-            .await
-        {
-            Ok(_) => CounterState::from_document(&self.name, &document),
-            Err(error) if mongo::is_duplicate_key(&error) => {
-                Err(SequenceError::CounterExists(self.name.clone()))
-            }
-            Err(source) => Err(self.database_error("create", "insert", source)),
-        }
+        spec::create(&self.collection, &self.name, spec, &self.write_concern).await
     }
 
     /// Reads the counter as it is now.
     pub async fn state(&self) -> Result<CounterState, SequenceError> {
-        match self
-            .collection
-            .find_one(doc! { "_id": self.name.as_str() })
-            .await
-            .map_err(|source| self.database_error("read", "find", source))?
-        {
-            Some(document) => CounterState::from_document(&self.name, &document),
-            None => Err(SequenceError::UnknownCounter(self.name.clone())),
-        }
+        read_state(&self.collection, &self.name).await
     }
 
-    /// Hands out the next value: one atomic `findOneAndUpdate`.
-    ///
-    /// `client_micros` is the caller's clock reading; the returned timestamp is
-    /// never below it, nor below any timestamp this counter issued before.
-    /// An unknown or corrupt counter is reported and left untouched.
+    /// Hands out the next value: [`CyclicCounter::take`] of one.
     pub async fn next(&self, client_micros: u64) -> Result<Issued, SequenceError> {
+        let mut block = self.take(1, client_micros).await?;
+        Ok(block.remove(0))
+    }
+
+    /// Reserves `count` consecutive (timestamp, value) pairs, 1 to
+    /// [`MAX_BLOCK`], in one atomic `findOneAndUpdate`, and returns them in
+    /// order. Every pair is greater than every pair the counter issued
+    /// before, wrap-arounds included: each wrap moves the timestamp on by one
+    /// microsecond. The pairs carry the time of the reservation.
+    ///
+    /// `client_micros` is the caller's clock reading; the first timestamp is
+    /// never below it, nor below any timestamp this counter issued before.
+    /// An unknown or corrupt counter, or one of another kind, is reported
+    /// and left untouched.
+    pub async fn take(
+        &self,
+        count: usize,
+        client_micros: u64,
+    ) -> Result<Vec<Issued>, SequenceError> {
+        if !(1..=MAX_BLOCK).contains(&count) {
+            return Err(SequenceError::TooMany {
+                name: self.name.clone(),
+                requested: count,
+                max: MAX_BLOCK,
+            });
+        }
         // Clamp to what a BSON long holds; 2^63 microseconds is year 294,247.
         let client_micros = i64::try_from(client_micros).unwrap_or(i64::MAX);
         let updated = self
             .collection
             .find_one_and_update(
                 doc! { "_id": self.name.as_str() },
-                advance_pipeline(client_micros),
+                block_pipeline(count as i64, client_micros),
             )
             .return_document(ReturnDocument::After)
             .write_concern(self.write_concern.clone())
@@ -179,10 +154,14 @@ impl CyclicCounter {
             Some(document) => CounterState::from_document(&self.name, &document)?,
             None => return Err(SequenceError::UnknownCounter(self.name.clone())),
         };
-        Ok(Issued {
-            timestamp_micros: state.ts,
-            value: state.val,
-        })
+        let Some(last) = state.cyclic() else {
+            return Err(SequenceError::WrongKind {
+                name: self.name.clone(),
+                expected: CounterKind::Cyclic,
+                found: state.kind(),
+            });
+        };
+        Ok(unfold_block(last.ts, last.val, last.maxval, count))
     }
 
     fn database_error(
@@ -191,34 +170,137 @@ impl CyclicCounter {
         privilege: &'static str,
         source: mongodb::error::Error,
     ) -> SequenceError {
-        if mongo::is_unauthorized(&source) {
-            return SequenceError::Unauthorized {
-                name: self.name.clone(),
-                action,
-                privilege,
-                server_message: mongo::server_message(&source)
-                    .unwrap_or_default()
-                    .to_string(),
-            };
-        }
-        SequenceError::Database {
-            name: self.name.clone(),
-            source,
-        }
+        SequenceError::from_database(&self.name, action, privilege, source)
     }
 }
 
-/// The update that hands out the next value (see the module docs).
-pub(crate) fn advance_pipeline(client_micros: i64) -> Vec<Document> {
-    let wrapped = doc! { "$gte": ["$val", "$maxval"] };
-    let advanced = doc! {
-        "val": { "$cond": [wrapped.clone(), 0_i64, { "$add": ["$val", 1_i64] }] },
-        "ts": { "$max": [
-            client_micros,
-            { "$add": [{ "$ifNull": ["$ts", 0_i64] }, { "$cond": [wrapped, 1_i64, 0_i64] }] },
-        ]},
-    };
+/// The update that reserves a block of `count` pairs.
+///
+/// It applies the one-value rule of the module docs `count` times, in
+/// closed form. With `a = min(val, maxval)` and `m = maxval + 1`, the values
+/// handed out are `(a + k) mod m` for `k = 1..=count`, so the block wraps
+/// `W = floor((a + count) / m)` times, the first value wraps iff `a = maxval`
+/// (`w1`), and:
+///
+/// ```text
+/// val = (a + count) mod m
+/// ts  = max(client_us, ts + w1) + (W - w1)
+/// ```
+pub(crate) fn block_pipeline(count: i64, client_micros: i64) -> Vec<Document> {
+    let advanced = doc! { "$let": {
+        "vars": {
+            "a": { "$min": ["$val", "$maxval"] },
+            "m": { "$add": ["$maxval", 1_i64] },
+        },
+        "in": { "$let": {
+            "vars": {
+                "end": { "$add": ["$$a", count] },
+                "w1": { "$cond": [{ "$gte": ["$$a", "$maxval"] }, 1_i64, 0_i64] },
+            },
+            "in": { "$let": {
+                "vars": {
+                    "rest": { "$mod": ["$$end", "$$m"] },
+                },
+                "in": {
+                    "val": { "$toLong": "$$rest" },
+                    "ts": { "$toLong": { "$add": [
+                        { "$max": [client_micros, { "$add": [{ "$ifNull": ["$ts", 0_i64] }, "$$w1"] }] },
+                        // W - w1, with W = (end - rest) / m, an exact division.
+                        { "$subtract": [
+                            { "$toLong": { "$divide": [{ "$subtract": ["$$end", "$$rest"] }, "$$m"] } },
+                            "$$w1",
+                        ]},
+                    ]}},
+                },
+            }},
+        }},
+    }};
     vec![doc! { "$replaceWith": {
-        "$cond": [well_formed_expr(), { "$mergeObjects": ["$$ROOT", advanced] }, "$$ROOT"],
+        "$cond": [
+            well_formed_expr(CounterKind::Cyclic),
+            { "$mergeObjects": ["$$ROOT", advanced] },
+            "$$ROOT",
+        ],
     }}]
+}
+
+/// The `count` pairs of a block, from the counter's state after it: walks
+/// back from the last pair, undoing one step at a time (a value of 0 was a
+/// wrap, which moved the timestamp on by one).
+pub(crate) fn unfold_block(last_ts: u64, last_val: u64, maxval: u64, count: usize) -> Vec<Issued> {
+    let mut block = Vec::with_capacity(count);
+    let (mut ts, mut value) = (last_ts, last_val);
+    for _ in 0..count {
+        block.push(Issued {
+            timestamp_micros: ts,
+            value,
+        });
+        if value == 0 {
+            ts = ts.saturating_sub(1);
+            value = maxval;
+        } else {
+            value -= 1;
+        }
+    }
+    block.reverse();
+    block
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The one-value rule of the module docs, applied step by step.
+    fn step_by_step(
+        mut ts: u64,
+        mut val: u64,
+        maxval: u64,
+        client: u64,
+        count: usize,
+    ) -> Vec<Issued> {
+        (0..count)
+            .map(|_| {
+                let wrapped = val >= maxval;
+                val = if wrapped { 0 } else { val + 1 };
+                ts = client.max(ts + u64::from(wrapped));
+                Issued {
+                    timestamp_micros: ts,
+                    value: val,
+                }
+            })
+            .collect()
+    }
+
+    /// The closed form of `block_pipeline`, in Rust.
+    fn closed_form(ts: u64, val: u64, maxval: u64, client: u64, count: u64) -> (u64, u64) {
+        let a = val.min(maxval);
+        let m = maxval + 1;
+        let end = a + count;
+        let w1 = u64::from(a >= maxval);
+        let wraps = end / m;
+        (client.max(ts + w1) + wraps - w1, end % m)
+    }
+
+    #[test]
+    fn a_block_is_the_one_value_rule_repeated() {
+        for maxval in [1, 2, 3, 99] {
+            for val in [0, 1, maxval - 1, maxval, maxval + 5] {
+                for (ts, client) in [(1000, 5), (1000, 1000), (1000, 2000), (0, 0)] {
+                    for count in [1, 2, maxval as usize, maxval as usize + 1, 250] {
+                        let expected = step_by_step(ts, val, maxval, client, count);
+                        let last = expected.last().unwrap();
+                        let (last_ts, last_val) =
+                            closed_form(ts, val, maxval, client, count as u64);
+                        assert_eq!(
+                            (last_ts, last_val),
+                            (last.timestamp_micros, last.value),
+                            "maxval {maxval} val {val} ts {ts} client {client} count {count}"
+                        );
+                        assert_eq!(unfold_block(last_ts, last_val, maxval, count), expected);
+                        assert!(expected.windows(2).all(|w| w[0] < w[1]));
+                    }
+                }
+            }
+        }
+    }
 }

@@ -1,6 +1,6 @@
 //! Errors of the sequence strategies.
 
-use super::CounterName;
+use super::{CounterKind, CounterName};
 
 /// Why a sequence value could not be handed out (or a counter not created).
 #[derive(Debug, thiserror::Error)]
@@ -28,6 +28,55 @@ pub enum SequenceError {
         /// What is wrong with it.
         reason: String,
     },
+    /// The document's `kind` is not one idmint knows. It was left unchanged.
+    #[error(
+        "counter '{name}' has kind {kind:?}, which this idmint does not know \
+         (it knows cyclic, autoinc and segment); it was left unchanged"
+    )]
+    UnknownKind {
+        /// The counter.
+        name: CounterName,
+        /// The `kind` found.
+        kind: String,
+    },
+    /// The counter is of another kind than the operation needs.
+    #[error("counter '{name}' is a{} {found} counter, not {}; it was left unchanged", an(*found), with_article(*expected))]
+    WrongKind {
+        /// The counter.
+        name: CounterName,
+        /// The kind the operation needs.
+        expected: CounterKind,
+        /// The kind the counter is.
+        found: CounterKind,
+    },
+    /// The counter has handed out its last value.
+    #[error(
+        "counter '{name}' is exhausted: it cannot hand out {requested} more value(s) \
+         without passing {limit}; it was left unchanged"
+    )]
+    Exhausted {
+        /// The counter.
+        name: CounterName,
+        /// How many values were asked for.
+        requested: u64,
+        /// The largest value the counter may hand out.
+        limit: u64,
+    },
+    /// More values were asked for in one request than one round trip takes.
+    #[error(
+        "cannot take {requested} values of counter '{name}' at once: at most {max} per request"
+    )]
+    TooMany {
+        /// The counter.
+        name: CounterName,
+        /// How many values were asked for.
+        requested: usize,
+        /// The largest block.
+        max: usize,
+    },
+    /// The segment allocator was closed (its unused values given back).
+    #[error("counter '{0}': the segment allocator is closed")]
+    Closed(CounterName),
     /// A counter setting given to `counter create` is out of range.
     #[error("invalid counter setting: {0}")]
     InvalidSpec(String),
@@ -68,6 +117,31 @@ pub enum SequenceError {
 }
 
 impl SequenceError {
+    /// Wraps a driver error met while `action`-ing counter `name`: a missing
+    /// privilege becomes [`SequenceError::Unauthorized`] naming the
+    /// `privilege` (the MongoDB action) the user needs.
+    pub(crate) fn from_database(
+        name: &CounterName,
+        action: &'static str,
+        privilege: &'static str,
+        source: mongodb::error::Error,
+    ) -> Self {
+        if crate::mongo::is_unauthorized(&source) {
+            return Self::Unauthorized {
+                name: name.clone(),
+                action,
+                privilege,
+                server_message: crate::mongo::server_message(&source)
+                    .unwrap_or_default()
+                    .to_string(),
+            };
+        }
+        Self::Database {
+            name: name.clone(),
+            source,
+        }
+    }
+
     /// True when the caller asked for something that cannot be done as asked
     /// (bad name, unknown or corrupt counter, bad setting): retrying won't help.
     pub fn is_bad_input(&self) -> bool {
@@ -78,6 +152,10 @@ impl SequenceError {
                 | Self::CounterExists(_)
                 | Self::CorruptCounter { .. }
                 | Self::InvalidSpec(_)
+                | Self::UnknownKind { .. }
+                | Self::WrongKind { .. }
+                | Self::Exhausted { .. }
+                | Self::TooMany { .. }
         )
     }
 
@@ -88,4 +166,17 @@ impl SequenceError {
             Self::Database { .. } | Self::Contended { .. } | Self::Unauthorized { .. }
         )
     }
+}
+
+/// "n" when the kind's name starts with a vowel ("an autoinc counter").
+fn an(kind: CounterKind) -> &'static str {
+    match kind {
+        CounterKind::Autoinc => "n",
+        CounterKind::Cyclic | CounterKind::Segment => "",
+    }
+}
+
+/// The kind with its article: "a cyclic one", "an autoinc one".
+fn with_article(kind: CounterKind) -> String {
+    format!("a{} {kind} one", an(kind))
 }

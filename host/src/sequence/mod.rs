@@ -1,28 +1,189 @@
 //! Sequence strategies: where the number in an ID comes from.
 //!
-//! Today there is one, [`CyclicCounter`], the seed's cyclic serial number: a
-//! counter document `{_id, val, maxval, ts}` in the `counters` collection whose
-//! `val` goes 1, 2, ..., maxval, 0, 1, ... Each value is handed out by one atomic
-//! `findOneAndUpdate` whose update is an aggregation pipeline, the path every
-//! MongoDB from 4.4 on supports. The same update also keeps `ts`, the
-//! microsecond timestamp issued with the value, so that per counter the pair
-//! (ts, val) only ever increases whatever the clients' clocks do.
+//! Every strategy sits behind one seam, [`Sequence`], whose core operation
+//! [`Sequence::take`] reserves `n` values in one round trip (or from memory)
+//! and returns them in order, with what a policy must know about them
+//! ([`ValueShape`]: the largest value, whether values repeat, whether the
+//! timestamp is the server's). The counter document says which strategy it
+//! is (its `kind`, see [`CounterKind`]), and [`Sequence::open`] reads it and
+//! returns the right one:
 //!
-//! [`seed_cas`] keeps the seed's original find-then-conditional-update loop, for
-//! the benchmark that compares the two.
+//! - [`CyclicCounter`], the seed's cyclic serial number `{_id, val, maxval,
+//!   ts}`: values 0..=maxval wrapping, each with a server-decided microsecond
+//!   timestamp so that per counter the pair (ts, val) only ever increases
+//!   whatever the clients' clocks do; `take(n)` reserves a block of pairs;
+//! - [`AutoIncrement`], seed 002's `$inc` counter `{_id, kind, seq}`;
+//! - [`SegmentAllocator`], seed 003's segments (Leaf, Tinyid) `{_id, kind,
+//!   max, step}`, handed out from memory with a double buffer.
+//!
+//! All writes use write concern majority with journal.
 
+mod autoinc;
 mod clock;
 mod counter_doc;
 mod counter_name;
 mod cyclic;
 mod error;
-pub mod seed_cas;
+mod kind;
+pub mod segment;
+mod spec;
 
+use mongodb::Database;
+
+pub use autoinc::AutoIncrement;
 pub use clock::{Clock, SystemClock};
-pub use counter_doc::CounterState;
+pub use counter_doc::{
+    AutoincState, CounterState, CyclicState, KindState, SegmentState, ValueShape, MAX_STEP,
+};
 pub use counter_name::CounterName;
-pub use cyclic::{CounterSpec, CyclicCounter, Issued, DEFAULT_MAXVAL, MAX_MAXVAL};
+pub use cyclic::{CyclicCounter, Issued, DEFAULT_MAXVAL, MAX_BLOCK, MAX_MAXVAL};
 pub use error::SequenceError;
+pub use kind::{CounterKind, UnknownKind, MAX_VALUE};
+pub use segment::{GiveBack, SegmentAllocator, SegmentOptions, SegmentStats};
+pub use spec::{CounterSpec, DEFAULT_STEP};
+
+pub(crate) use spec::read_state;
 
 /// The collection that holds counter documents (the seed's name).
 pub const COUNTERS_COLLECTION: &str = "counters";
+
+/// Options of [`Sequence::open`].
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct OpenOptions {
+    /// How a segment counter's allocator works.
+    pub segments: SegmentOptions,
+}
+
+/// One counter, whatever its kind: the seam every ID path serves over.
+#[derive(Debug, Clone)]
+pub enum Sequence {
+    /// A cyclic counter.
+    Cyclic(CyclicCounter),
+    /// An auto-increment counter.
+    Autoinc(AutoIncrement),
+    /// A segment counter, served from this process's buffers.
+    Segment(SegmentAllocator),
+}
+
+impl Sequence {
+    /// Reads counter `name` and returns the strategy its `kind` names, with
+    /// the state read. An unknown, corrupt or unknown-kind counter is an
+    /// error, and nothing is modified.
+    pub async fn open(
+        database: &Database,
+        name: CounterName,
+        options: &OpenOptions,
+    ) -> Result<(Self, CounterState), SequenceError> {
+        let state = read_state(&database.collection(COUNTERS_COLLECTION), &name).await?;
+        let sequence = match state.kind() {
+            CounterKind::Cyclic => Self::Cyclic(CyclicCounter::new(database, name)),
+            CounterKind::Autoinc => Self::Autoinc(AutoIncrement::new(database, name)),
+            CounterKind::Segment => Self::Segment(SegmentAllocator::new(
+                database,
+                name,
+                options.segments.clone(),
+            )),
+        };
+        Ok((sequence, state))
+    }
+
+    /// The counter's name.
+    pub fn name(&self) -> &CounterName {
+        match self {
+            Self::Cyclic(counter) => counter.name(),
+            Self::Autoinc(counter) => counter.name(),
+            Self::Segment(allocator) => allocator.name(),
+        }
+    }
+
+    /// The counter's kind.
+    pub fn kind(&self) -> CounterKind {
+        match self {
+            Self::Cyclic(_) => CounterKind::Cyclic,
+            Self::Autoinc(_) => CounterKind::Autoinc,
+            Self::Segment(_) => CounterKind::Segment,
+        }
+    }
+
+    /// Reserves `count` values, 1 to [`MAX_BLOCK`], in one round trip (a
+    /// segment counter: from memory, unless its buffers are used up), and
+    /// returns them in the order issued. `client_micros` is the caller's
+    /// clock: the floor of a cyclic counter's timestamps, and the timestamp
+    /// given to the values of the other kinds.
+    pub async fn take(
+        &self,
+        count: usize,
+        client_micros: u64,
+    ) -> Result<Vec<Issued>, SequenceError> {
+        if !(1..=MAX_BLOCK).contains(&count) {
+            return Err(SequenceError::TooMany {
+                name: self.name().clone(),
+                requested: count,
+                max: MAX_BLOCK,
+            });
+        }
+        let stamp = |value| Issued {
+            timestamp_micros: client_micros,
+            value,
+        };
+        match self {
+            Self::Cyclic(counter) => counter.take(count, client_micros).await,
+            Self::Autoinc(counter) => Ok(counter.take(count as u64).await?.map(stamp).collect()),
+            Self::Segment(allocator) => Ok(allocator
+                .take(count)
+                .await?
+                .into_iter()
+                .map(stamp)
+                .collect()),
+        }
+    }
+
+    /// Ends the use of the counter: a segment allocator gives its unused
+    /// values back (see [`SegmentAllocator::close`]); the other kinds hold
+    /// nothing.
+    pub async fn close(&self) -> Result<GiveBack, SequenceError> {
+        match self {
+            Self::Segment(allocator) => allocator.close().await,
+            Self::Cyclic(_) | Self::Autoinc(_) => Ok(GiveBack::default()),
+        }
+    }
+
+    /// Reads the counter as it is now.
+    pub async fn state(&self) -> Result<CounterState, SequenceError> {
+        match self {
+            Self::Cyclic(counter) => counter.state().await,
+            Self::Autoinc(counter) => counter.state().await,
+            Self::Segment(allocator) => allocator.state().await,
+        }
+    }
+}
+
+impl From<CyclicCounter> for Sequence {
+    fn from(counter: CyclicCounter) -> Self {
+        Self::Cyclic(counter)
+    }
+}
+
+/// Creates counter `name` in `database` as `spec` says (write concern
+/// majority with journal). Fails with [`SequenceError::CounterExists`] if a
+/// counter of that name exists, of any kind; a bad setting is refused
+/// before anything is written.
+pub async fn create(
+    database: &Database,
+    name: &CounterName,
+    spec: &CounterSpec,
+) -> Result<CounterState, SequenceError> {
+    spec::create(
+        &database.collection(COUNTERS_COLLECTION),
+        name,
+        spec,
+        &crate::mongo::durable_write_concern(),
+    )
+    .await
+}
+
+/// Reads counter `name` in `database`.
+pub async fn state(database: &Database, name: &CounterName) -> Result<CounterState, SequenceError> {
+    read_state(&database.collection(COUNTERS_COLLECTION), name).await
+}

@@ -3,7 +3,7 @@
 //! and start over when another client won the race.
 //!
 //! It is correct but needs at least two round trips per value and retries
-//! under contention; idmint's own path ([`super::CyclicCounter::next`]) is a
+//! under contention; idmint's own path ([`CyclicCounter::take`](crate::sequence::CyclicCounter::take)) is a
 //! single atomic round trip. Semantics follow the seed: a counter at maxval is
 //! first reset to 0 and the loop runs again, so values go 1, ..., maxval, 1, ...
 
@@ -11,7 +11,7 @@ use mongodb::bson::{doc, Document};
 use mongodb::options::WriteConcern;
 use mongodb::Collection;
 
-use super::{CounterName, CounterState, SequenceError};
+use crate::sequence::{CounterKind, CounterName, CounterState, SequenceError};
 
 /// Gives up after this many lost races in a row (the seed loops forever).
 pub const MAX_ATTEMPTS: u32 = 10_000;
@@ -34,6 +34,13 @@ pub async fn next_value(
         {
             Some(document) => CounterState::from_document(name, &document)?,
             None => return Err(SequenceError::UnknownCounter(name.clone())),
+        };
+        let Some(&current) = current.cyclic() else {
+            return Err(SequenceError::WrongKind {
+                name: name.clone(),
+                expected: CounterKind::Cyclic,
+                found: current.kind(),
+            });
         };
         let condition = doc! { "_id": name.as_str(), "val": current.val as i64 };
         let change = if current.val >= current.maxval {

@@ -10,7 +10,7 @@
 //! the prefix or ranges beyond what is needed to stay correct: a yardstick
 //! should be the fastest honest version.
 
-use super::types::Stamp;
+use crate::policy::Stamp;
 
 /// The digits after the prefix: 14 (date and time) + 6 (micros) + 2 (sequence).
 const DIGITS: usize = 22;

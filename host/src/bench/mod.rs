@@ -1,10 +1,22 @@
-//! The sequence benchmark: how many values per second one hot counter hands
-//! out, by idmint's path and by the two it is measured against.
+//! Benchmark-only code, hidden from the library's documented API: the
+//! `idmint bench` measurements and the yardsticks they compare idmint with
+//! ([`seed_cas`], the seed's loop; [`native_format`], the default format in
+//! plain Rust).
+//!
+//! The sequence benchmark: how many values per second each strategy hands
+//! out, against the two yardsticks.
 //!
 //! - `raw_inc`: a plain `findOneAndUpdate` with `$inc`, no wrap and no
-//!   timestamp: the limit of one hot document, the yardstick.
-//! - `pipeline`: idmint's path, [`CyclicCounter::next`].
+//!   timestamp: the limit of one hot document, one value per round trip.
+//! - `pipeline`: idmint's cyclic counter, one value per round trip
+//!   ([`CyclicCounter::next`]).
+//! - `pipeline_block`: the cyclic counter reserving blocks of
+//!   [`BLOCK`] values per round trip ([`CyclicCounter::take`]).
+//! - `autoinc`: the auto-increment counter, one value per round trip.
 //! - `seed_cas`: the seed's find + conditional update retry loop.
+//! - `segment`: values handed out by one process's [`SegmentAllocator`]
+//!   from its buffers, one value per call, with the segment fetches it made
+//!   per million values.
 //!
 //! The format benchmark ([`run_format`]) measures the other half of an ID,
 //! on one thread and with no database:
@@ -13,12 +25,16 @@
 //!   sandbox (a fresh store and instance per batch), split into one `String`
 //!   per ID: what `next` costs beyond the counter;
 //! - `format_native`: the same format in plain Rust in the host
-//!   ([`policy::native`](crate::policy::native)), the yardstick.
+//!   ([`native_format`]), the yardstick.
 //!
 //! All sequence modes use the same write concern (majority + journal), run in one
 //! process against one server, and are interleaved in short slices at each
 //! concurrency so that drift in the server (cache, disk) hits them alike:
-//! compare ratios within one run, not figures across machines.
+//! compare ratios within one run, not figures across machines. Each client
+//! is a task of its own on the multi-threaded runtime.
+
+pub mod native_format;
+pub mod seed_cas;
 
 use std::time::{Duration, Instant};
 
@@ -29,11 +45,14 @@ use mongodb::{Collection, Database};
 use serde::Serialize;
 
 use crate::mongo::durable_write_concern;
-use crate::policy::{native, PolicyError, PolicyRuntime, Stamp};
+use crate::policy::{PolicyError, PolicyRuntime, Stamp};
 use crate::sequence::{
-    seed_cas, Clock, CounterName, CounterSpec, CyclicCounter, SequenceError, SystemClock,
-    COUNTERS_COLLECTION,
+    self, AutoIncrement, Clock, CounterKind, CounterName, CounterSpec, CyclicCounter,
+    SegmentAllocator, SegmentOptions, SequenceError, SystemClock, COUNTERS_COLLECTION,
 };
+
+/// Values per round trip in `pipeline_block`.
+pub const BLOCK: usize = 100;
 
 /// What is measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -41,22 +60,47 @@ use crate::sequence::{
 pub enum BenchMode {
     /// `findOneAndUpdate` + `$inc`.
     RawInc,
-    /// idmint's pipeline update.
+    /// idmint's cyclic pipeline update, one value per round trip.
     Pipeline,
+    /// The cyclic pipeline update, [`BLOCK`] values per round trip.
+    PipelineBlock,
+    /// The auto-increment counter, one value per round trip.
+    Autoinc,
     /// The seed's CAS loop.
     SeedCas,
+    /// One process's segment allocator.
+    Segment,
 }
 
 impl BenchMode {
     /// Every mode, in report order.
-    pub const ALL: [BenchMode; 3] = [BenchMode::RawInc, BenchMode::Pipeline, BenchMode::SeedCas];
+    pub const ALL: [BenchMode; 6] = [
+        BenchMode::RawInc,
+        BenchMode::Pipeline,
+        BenchMode::PipelineBlock,
+        BenchMode::Autoinc,
+        BenchMode::SeedCas,
+        BenchMode::Segment,
+    ];
 
     /// The mode's name in reports.
     pub fn name(self) -> &'static str {
         match self {
             BenchMode::RawInc => "raw_inc",
             BenchMode::Pipeline => "pipeline",
+            BenchMode::PipelineBlock => "pipeline_block",
+            BenchMode::Autoinc => "autoinc",
             BenchMode::SeedCas => "seed_cas",
+            BenchMode::Segment => "segment",
+        }
+    }
+
+    /// The kind of counter the mode uses.
+    fn kind(self) -> CounterKind {
+        match self {
+            BenchMode::Autoinc => CounterKind::Autoinc,
+            BenchMode::Segment => CounterKind::Segment,
+            _ => CounterKind::Cyclic,
         }
     }
 }
@@ -96,6 +140,9 @@ pub struct BenchResult {
     pub ops: u64,
     /// Seconds measured.
     pub seconds: f64,
+    /// Segment mode: segments fetched from the database per million values.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fetches_per_million: Option<f64>,
 }
 
 /// Every figure of a run.
@@ -106,15 +153,15 @@ pub struct BenchReport {
 }
 
 impl BenchReport {
-    /// `pipeline` ops/s divided by `raw_inc` ops/s at `concurrency`.
-    pub fn pipeline_ratio(&self, concurrency: usize) -> Option<f64> {
+    /// `mode` ops/s divided by `yardstick` ops/s at `concurrency`, if both ran.
+    pub fn ratio(&self, mode: BenchMode, yardstick: BenchMode, concurrency: usize) -> Option<f64> {
         let rate = |mode: BenchMode| {
             self.results
                 .iter()
                 .find(|r| r.mode == mode.name() && r.concurrency == concurrency)
                 .map(|r| r.ops_per_sec)
         };
-        Some(rate(BenchMode::Pipeline)? / rate(BenchMode::RawInc)?)
+        Some(rate(mode)? / rate(yardstick)?)
     }
 }
 
@@ -127,27 +174,30 @@ pub async fn run(
     let collection: Collection<Document> = database.collection(COUNTERS_COLLECTION);
     let mut results = Vec::new();
     for &concurrency in &options.concurrencies {
-        let mut totals = [(0_u64, Duration::ZERO); BenchMode::ALL.len()];
+        let mut totals = [Slice::default(); BenchMode::ALL.len()];
         for slice in 0..options.slices.max(1) {
             // Rotate which mode goes first so no mode always runs on a cold server.
             for offset in 0..BenchMode::ALL.len() {
                 let index = (offset + slice as usize) % BenchMode::ALL.len();
                 let mode = BenchMode::ALL[index];
                 let slice_time = options.duration / options.slices.max(1);
-                let (ops, elapsed) =
+                let measured =
                     run_slice(database, &collection, mode, concurrency, slice_time).await?;
-                totals[index].0 += ops;
-                totals[index].1 += elapsed;
+                totals[index].ops += measured.ops;
+                totals[index].elapsed += measured.elapsed;
+                totals[index].fetches += measured.fetches;
             }
         }
-        for (mode, (ops, elapsed)) in BenchMode::ALL.into_iter().zip(totals) {
-            let seconds = elapsed.as_secs_f64();
+        for (mode, total) in BenchMode::ALL.into_iter().zip(totals) {
+            let seconds = total.elapsed.as_secs_f64();
             results.push(BenchResult {
                 mode: mode.name(),
                 concurrency,
-                ops_per_sec: ops as f64 / seconds,
-                ops,
+                ops_per_sec: total.ops as f64 / seconds,
+                ops: total.ops,
                 seconds,
+                fetches_per_million: (mode == BenchMode::Segment)
+                    .then(|| total.fetches as f64 * 1e6 / total.ops.max(1) as f64),
             });
         }
     }
@@ -159,6 +209,14 @@ pub async fn run(
             source,
         })?;
     Ok(BenchReport { results })
+}
+
+/// What one slice measured.
+#[derive(Debug, Clone, Copy, Default)]
+struct Slice {
+    ops: u64,
+    elapsed: Duration,
+    fetches: u64,
 }
 
 fn bench_counter(mode: BenchMode) -> CounterName {
@@ -173,10 +231,9 @@ async fn run_slice(
     mode: BenchMode,
     concurrency: usize,
     time: Duration,
-) -> Result<(u64, Duration), SequenceError> {
+) -> Result<Slice, SequenceError> {
     let name = bench_counter(mode);
-    let counter = CyclicCounter::new(database, name.clone());
-    // A fresh counter that will not wrap during the run.
+    // A fresh counter that will not wrap or run out during the run.
     collection
         .delete_one(doc! { "_id": name.as_str() })
         .await
@@ -184,16 +241,23 @@ async fn run_slice(
             name: name.clone(),
             source,
         })?;
-    counter
-        .create(&CounterSpec::default().maxval(crate::sequence::MAX_MAXVAL))
-        .await?;
+    let spec = match mode.kind() {
+        CounterKind::Cyclic => CounterSpec::default().maxval(crate::sequence::MAX_MAXVAL),
+        kind => CounterSpec::of(kind),
+    };
+    sequence::create(database, &name, &spec).await?;
+    let counter = CyclicCounter::new(database, name.clone());
+    let autoinc = AutoIncrement::new(database, name.clone());
+    let segments = SegmentAllocator::new(database, name.clone(), SegmentOptions::default());
     let started = Instant::now();
     let deadline = started + time;
     let workers = (0..concurrency).map(|_| {
         let counter = counter.clone();
+        let autoinc = autoinc.clone();
+        let segments = segments.clone();
         let collection = collection.clone();
         let name = name.clone();
-        async move {
+        tokio::spawn(async move {
             let write_concern = durable_write_concern();
             let mut ops = 0_u64;
             while Instant::now() < deadline {
@@ -215,17 +279,51 @@ async fn run_slice(
                     BenchMode::Pipeline => {
                         counter.next(SystemClock.now_micros()).await?;
                     }
+                    BenchMode::PipelineBlock => {
+                        counter.take(BLOCK, SystemClock.now_micros()).await?;
+                        ops += BLOCK as u64 - 1;
+                    }
+                    BenchMode::Autoinc => {
+                        autoinc.take(1).await?;
+                    }
                     BenchMode::SeedCas => {
                         seed_cas::next_value(&collection, &name, &write_concern).await?;
+                    }
+                    BenchMode::Segment => {
+                        // One value per call; the clock is read once per
+                        // burst, and the task yields between bursts so that
+                        // every client gets its turn on the two threads.
+                        const BURST: u64 = 4096;
+                        for _ in 0..BURST {
+                            std::hint::black_box(segments.next_value().await?);
+                        }
+                        ops += BURST - 1;
+                        tokio::task::yield_now().await;
                     }
                 }
                 ops += 1;
             }
             Ok::<u64, SequenceError>(ops)
-        }
+        })
     });
-    let ops = try_join_all(workers).await?.into_iter().sum();
-    Ok((ops, started.elapsed()))
+    let mut ops = 0;
+    let joined = match try_join_all(workers).await {
+        Ok(joined) => joined,
+        Err(error) => std::panic::resume_unwind(error.into_panic()),
+    };
+    for result in joined {
+        ops += result?;
+    }
+    let elapsed = started.elapsed();
+    let fetches = segments.stats().fetches;
+    if mode == BenchMode::Segment {
+        segments.close().await?;
+    }
+    Ok(Slice {
+        ops,
+        elapsed,
+        fetches,
+    })
 }
 
 /// What the format benchmark measures.
@@ -297,9 +395,10 @@ pub fn run_format(options: &FormatBenchOptions) -> Result<Vec<BenchResult>, Poli
             while Instant::now() < deadline {
                 let formatted = match mode {
                     FormatMode::FormatWasm => policy.format_batch(PREFIX, &stamps)?,
-                    FormatMode::FormatNative => native::format_batch(PREFIX, &stamps).ok_or(
-                        PolicyError::Format(crate::policy::FormatError::SequenceOutOfRange(0)),
-                    )?,
+                    FormatMode::FormatNative => native_format::format_batch(PREFIX, &stamps)
+                        .ok_or(PolicyError::Format(
+                            crate::policy::FormatError::SequenceOutOfRange(0),
+                        ))?,
                 };
                 ids += std::hint::black_box(formatted).len() as u64;
             }
@@ -316,6 +415,7 @@ pub fn run_format(options: &FormatBenchOptions) -> Result<Vec<BenchResult>, Poli
             ops_per_sec: ops as f64 / elapsed.as_secs_f64(),
             ops,
             seconds: elapsed.as_secs_f64(),
+            fetches_per_million: None,
         })
         .collect())
 }

@@ -1,0 +1,193 @@
+//! [`LiveMinter`]: what a long-running process (`idmint next --stream`,
+//! `idmint serve`) serves IDs with. It opens the counter whatever its kind,
+//! picks the first policy (the active stored one when following the
+//! database and it passes the activation check here, else the local one),
+//! follows the policy sources so that a new policy is swapped in live, and
+//! on shutdown stops the followers and closes the counter (a segment
+//! counter gives its unused values back).
+//!
+//! What happens to the policy (swaps, refusals, a source that cannot be
+//! read) is sent as [`SwapEvent`]s on a channel the caller reports from.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use mongodb::Database;
+use tokio::sync::mpsc::{self, UnboundedReceiver};
+use tokio::task::JoinHandle;
+
+use super::Minter;
+use crate::policy::watch::{self, SwapEvent};
+use crate::policy::{
+    activation, ActivationOptions, LivePolicy, Policy, PolicyRuntime, PolicyStore,
+    POLICIES_COLLECTION,
+};
+use crate::sequence::{Clock, CounterName, GiveBack, OpenOptions, Sequence};
+use crate::Error;
+
+/// How a [`LiveMinter`] starts.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct LiveOptions {
+    /// The prefix of the IDs; default: the counter's own, else none.
+    pub prefix: Option<String>,
+    /// A policy file to follow: when it is replaced, its new content is
+    /// offered for a swap. (The first policy is the caller's local one.)
+    pub follow_file: Option<PathBuf>,
+    /// Follow the active version of the policies collection.
+    pub follow_store: bool,
+    /// How the counter is opened (segment buffers).
+    pub open: OpenOptions,
+}
+
+impl LiveOptions {
+    /// Sets [`LiveOptions::prefix`].
+    pub fn prefix(mut self, prefix: Option<String>) -> Self {
+        self.prefix = prefix;
+        self
+    }
+
+    /// Sets [`LiveOptions::follow_file`].
+    pub fn follow_file(mut self, path: Option<PathBuf>) -> Self {
+        self.follow_file = path;
+        self
+    }
+
+    /// Sets [`LiveOptions::follow_store`].
+    pub fn follow_store(mut self, follow: bool) -> Self {
+        self.follow_store = follow;
+        self
+    }
+}
+
+/// Serves IDs from one counter through a policy swapped live.
+pub struct LiveMinter {
+    minter: Minter,
+    live: Arc<LivePolicy>,
+    followers: Vec<JoinHandle<()>>,
+}
+
+impl LiveMinter {
+    /// Opens counter `name`, chooses the first policy (`local` unless a
+    /// stored one is active and passes), checks it against the counter and
+    /// starts the followers `options` asks for. Returns the minter and the
+    /// channel of policy events, which already holds any refusal met while
+    /// choosing.
+    pub async fn start(
+        database: &Database,
+        name: CounterName,
+        runtime: &PolicyRuntime,
+        local: Policy,
+        clock: Arc<dyn Clock>,
+        options: LiveOptions,
+    ) -> Result<(Self, UnboundedReceiver<SwapEvent>), Error> {
+        let (sequence, state) = Sequence::open(database, name, &options.open).await?;
+        let store = PolicyStore::new(database);
+        let (sender, events) = mpsc::unbounded_channel::<SwapEvent>();
+
+        let prefix = options
+            .prefix
+            .clone()
+            .or_else(|| state.prefix.clone())
+            .unwrap_or_default();
+        let checks = ActivationOptions::default()
+            .prefix(prefix)
+            .counter(state)
+            .now_micros(clock.now_micros());
+        // A stored policy refused here is reported, not fatal: the follower
+        // retries it only when the active version changes.
+        let mut first = None;
+        if options.follow_store {
+            if let Some(active) = store.active().await? {
+                let source = format!("{POLICIES_COLLECTION} version {}", active.version);
+                match store.load(runtime, active.version).await {
+                    Ok(policy) => match activation::check(&policy, &checks) {
+                        Ok(_) => first = Some(policy),
+                        Err(error) => {
+                            let _ = sender.send(SwapEvent::Refused { source, error });
+                        }
+                    },
+                    Err(error) if error.is_database() => return Err(error.into()),
+                    Err(error) => {
+                        let _ = sender.send(SwapEvent::SourceError {
+                            source,
+                            message: format!("refused, using the local policy: {error}"),
+                        });
+                    }
+                }
+            }
+        }
+        let first = first.unwrap_or(local);
+        // Minter::prepare checks the counter, the fit and the prefix; the
+        // activation check then runs the samples.
+        let minter = Minter::prepare(sequence, first.clone(), options.prefix, clock).await?;
+        activation::check(&first, &checks)?;
+        let live = Arc::new(LivePolicy::new(first, checks));
+
+        let mut followers = Vec::new();
+        if let Some(path) = options.follow_file {
+            followers.push(watch::follow_file(
+                path,
+                runtime.clone(),
+                live.clone(),
+                sender.clone(),
+            ));
+        }
+        if options.follow_store {
+            followers.push(watch::follow_store(
+                store,
+                runtime.clone(),
+                live.clone(),
+                sender.clone(),
+            ));
+        }
+        Ok((
+            Self {
+                minter,
+                live,
+                followers,
+            },
+            events,
+        ))
+    }
+
+    /// The prefix in use.
+    pub fn prefix(&self) -> &str {
+        self.minter.prefix()
+    }
+
+    /// The policy in service now.
+    pub fn policy(&self) -> Policy {
+        self.live.current()
+    }
+
+    /// The minter underneath (the counter, its sequence).
+    pub fn minter(&self) -> &Minter {
+        &self.minter
+    }
+
+    /// Takes `count` values and formats them with the policy in service at
+    /// that moment: the IDs, each followed by a line feed. A swap landing
+    /// meanwhile applies to the next call.
+    pub async fn next_lines(&self, count: usize) -> Result<String, Error> {
+        let stamps = self.minter.next_stamps(count).await?;
+        let policy = self.live.current();
+        Ok(policy.format_batch_packed(self.minter.prefix(), &stamps)?)
+    }
+
+    /// Stops following the policy sources and closes the counter.
+    pub async fn shutdown(self) -> Result<GiveBack, Error> {
+        for follower in &self.followers {
+            follower.abort();
+        }
+        self.minter.close().await
+    }
+}
+
+impl Drop for LiveMinter {
+    fn drop(&mut self) {
+        for follower in &self.followers {
+            follower.abort();
+        }
+    }
+}

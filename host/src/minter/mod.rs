@@ -1,0 +1,111 @@
+//! The runner: turns sequence values into formatted IDs with a policy.
+//!
+//! [`Minter::prepare`] checks everything that can be checked before a value is
+//! consumed: the counter exists and is well formed, the policy can serve it
+//! ([`check_fit`]: capacity, and time for counters whose values repeat), and
+//! the prefix is one the policy accepts. Only then does [`Minter::next_ids`]
+//! take values, so bad input never burns any.
+//!
+//! A long-running process serves through a [`LiveMinter`] (`live.rs`): the
+//! same checks, a policy swapped live from a file or the policies
+//! collection, and a clean shutdown.
+
+mod live;
+
+use std::sync::Arc;
+
+use crate::policy::{check_fit, check_prefix, writes_time, Policy, Stamp};
+use crate::sequence::{Clock, CounterState, GiveBack, Issued, Sequence, MAX_BLOCK};
+use crate::Error;
+
+pub use live::{LiveMinter, LiveOptions};
+
+/// Makes formatted IDs from one counter.
+pub struct Minter {
+    sequence: Sequence,
+    state: CounterState,
+    policy: Policy,
+    clock: Arc<dyn Clock>,
+    prefix: String,
+}
+
+impl Minter {
+    /// Checks the counter, the policy and the prefix (see the module docs).
+    /// `prefix` overrides the counter's own; with neither, the prefix is empty.
+    pub async fn prepare(
+        sequence: impl Into<Sequence>,
+        policy: Policy,
+        prefix: Option<String>,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self, Error> {
+        let sequence = sequence.into();
+        let state = sequence.state().await?;
+        let prefix = prefix.or_else(|| state.prefix.clone()).unwrap_or_default();
+        check_prefix(&policy, &prefix, clock.now_micros())?;
+        check_fit(&policy, &state, writes_time(&policy, &prefix)?)?;
+        Ok(Self {
+            sequence,
+            state,
+            policy,
+            clock,
+            prefix,
+        })
+    }
+
+    /// The prefix in use.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The policy in use.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The counter as it was when the minter was prepared.
+    pub fn counter(&self) -> &CounterState {
+        &self.state
+    }
+
+    /// The sequence values come from.
+    pub fn sequence(&self) -> &Sequence {
+        &self.sequence
+    }
+
+    /// Takes `count` values, in blocks of at most [`MAX_BLOCK`] per round
+    /// trip, in the order issued.
+    pub async fn next_issued(&self, count: usize) -> Result<Vec<Issued>, Error> {
+        let mut issued = Vec::with_capacity(count);
+        while issued.len() < count {
+            let block = (count - issued.len()).min(MAX_BLOCK);
+            issued.extend(self.sequence.take(block, self.clock.now_micros()).await?);
+        }
+        Ok(issued)
+    }
+
+    /// [`Minter::next_issued`], as the stamps a policy formats.
+    pub async fn next_stamps(&self, count: usize) -> Result<Vec<Stamp>, Error> {
+        Ok(self
+            .next_issued(count)
+            .await?
+            .into_iter()
+            .map(|issued| Stamp {
+                timestamp_micros: issued.timestamp_micros,
+                sequence: issued.value,
+            })
+            .collect())
+    }
+
+    /// Takes `count` values and formats them in one policy call. IDs come out
+    /// in the order they were issued.
+    pub async fn next_ids(&self, count: usize) -> Result<Vec<String>, Error> {
+        let stamps = self.next_stamps(count).await?;
+        Ok(self.policy.format_batch(&self.prefix, &stamps)?)
+    }
+
+    /// Ends the use of the counter (a segment counter gives its unused
+    /// values back).
+    pub async fn close(&self) -> Result<GiveBack, Error> {
+        Ok(self.sequence.close().await?)
+    }
+}

@@ -1,0 +1,139 @@
+//! The segment counter document `{_id, kind: "segment", max, step}` and the
+//! two writes made on it: taking a segment, and giving its unused tail back.
+
+use std::ops::Range;
+
+use mongodb::bson::{doc, Document};
+use mongodb::options::{ReturnDocument, WriteConcern};
+use mongodb::Collection;
+
+use crate::sequence::counter_doc::{well_formed_expr, MAX_STEP};
+use crate::sequence::kind::{CounterKind, MAX_VALUE};
+use crate::sequence::{
+    read_state, CounterName, CounterState, KindState, SegmentState, SequenceError,
+};
+
+/// How many times a request that matched nothing, although the counter has
+/// room, is retried (the counter was replaced meanwhile).
+const RETRIES: u32 = 100;
+
+/// One past the largest value a segment counter hands out.
+const LIMIT: u64 = MAX_VALUE + 1;
+
+/// A taken segment, with the counter's settings as they were.
+#[derive(Debug, Clone)]
+pub(crate) struct Taken {
+    /// The values: `[max, max + step)` of the counter before the update.
+    pub values: Range<u64>,
+    /// The counter document's `step` (the floor of the adaptive step).
+    pub floor: u64,
+}
+
+/// The database side of a segment counter.
+#[derive(Debug, Clone)]
+pub(crate) struct SegmentCounter {
+    pub collection: Collection<Document>,
+    pub name: CounterName,
+    pub write_concern: WriteConcern,
+}
+
+impl SegmentCounter {
+    /// Takes the next segment of `step` values (at least the document's own
+    /// step) with one atomic update; the values are consumed from then on,
+    /// whatever becomes of this process.
+    pub async fn take(&self, step: u64) -> Result<Taken, SequenceError> {
+        let step = step.min(MAX_STEP);
+        for _ in 0..RETRIES {
+            let after = self
+                .collection
+                .find_one_and_update(fits_filter(&self.name, step), take_pipeline(step))
+                .return_document(ReturnDocument::After)
+                .write_concern(self.write_concern.clone())
+                .await
+                .map_err(|source| {
+                    SequenceError::from_database(&self.name, "advance", "find and update", source)
+                })?;
+            let Some(after) = after else {
+                // Nothing matched: read the counter to say why.
+                let state = read_state(&self.collection, &self.name).await?;
+                let counter = self.segment(&state)?;
+                if counter.max.saturating_add(step.max(counter.step)) > LIMIT {
+                    return Err(SequenceError::Exhausted {
+                        name: self.name.clone(),
+                        requested: step.max(counter.step),
+                        limit: MAX_VALUE,
+                    });
+                }
+                // Replaced between the update and the read: try again.
+                continue;
+            };
+            // A malformed counter came back as it was; a well-formed one was
+            // advanced by max(step, its step), which it still holds.
+            let counter = self.segment(&CounterState::from_document(&self.name, &after)?)?;
+            let taken = step.max(counter.step);
+            return Ok(Taken {
+                values: counter.max - taken..counter.max,
+                floor: counter.step,
+            });
+        }
+        Err(SequenceError::Contended {
+            name: self.name.clone(),
+            attempts: RETRIES,
+        })
+    }
+
+    /// Gives `[from, end)` back: sets `max` to `from` if it is still `end`,
+    /// that is if no process took a segment since this one. Returns whether
+    /// it did.
+    pub async fn give_back(&self, from: u64, end: u64) -> Result<bool, SequenceError> {
+        let result = self
+            .collection
+            .update_one(
+                doc! { "_id": self.name.as_str(), "kind": CounterKind::Segment.as_str(), "max": end as i64 },
+                doc! { "$set": { "max": from as i64 } },
+            )
+            .write_concern(self.write_concern.clone())
+            .await
+            .map_err(|source| SequenceError::from_database(&self.name, "give back", "update", source))?;
+        Ok(result.modified_count == 1)
+    }
+
+    /// The segment fields of a counter, or why it is not a segment counter.
+    fn segment(&self, state: &CounterState) -> Result<SegmentState, SequenceError> {
+        match state.kind {
+            KindState::Segment(counter) => Ok(counter),
+            _ => Err(SequenceError::WrongKind {
+                name: self.name.clone(),
+                expected: CounterKind::Segment,
+                found: state.kind(),
+            }),
+        }
+    }
+}
+
+/// Matches the counter only if a segment of `max(step, $step)` values fits
+/// below the limit (a non-number never matches, and never reaches `$add`).
+fn fits_filter(name: &CounterName, step: u64) -> Document {
+    doc! {
+        "_id": name.as_str(),
+        "$expr": { "$and": [
+            { "$isNumber": "$max" },
+            { "$isNumber": "$step" },
+            { "$lte": [{ "$add": ["$max", { "$max": [step as i64, "$step"] }] }, LIMIT as i64] },
+        ]},
+    }
+}
+
+/// `max += max(step, $step)` on a well-formed segment counter; any other
+/// document is left as it is.
+fn take_pipeline(step: u64) -> Vec<Document> {
+    let advanced =
+        doc! { "max": { "$toLong": { "$add": ["$max", { "$max": [step as i64, "$step"] }] } } };
+    vec![doc! { "$replaceWith": {
+        "$cond": [
+            well_formed_expr(CounterKind::Segment),
+            { "$mergeObjects": ["$$ROOT", advanced] },
+            "$$ROOT",
+        ],
+    }}]
+}

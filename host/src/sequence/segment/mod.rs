@@ -1,0 +1,537 @@
+//! Segment allocation (seed 003, as Meituan Leaf and Didi Tinyid run it):
+//! a process takes a whole range of values, a *segment*, with one atomic
+//! update of the counter document `{_id, kind: "segment", max, step}`, and
+//! hands the values out from memory.
+//!
+//! - **Double buffer.** Once a share of the current segment is used
+//!   ([`SegmentOptions::prefetch_at`], Leaf's 10%), the next one is fetched
+//!   in the background, so that a taker almost never waits on the database.
+//!   When both are used up before the fetch lands, takers wait for it (or
+//!   make it): never an error like Leaf's "both segments not ready".
+//! - **Adaptive step** ([`step`]): each request asks for a segment sized so
+//!   that it lasts about [`SegmentOptions::target_lifetime`], between the
+//!   document's `step` and [`SegmentOptions::max_step`].
+//! - **Many takers** (tasks or threads) share one [`SegmentAllocator`]:
+//!   values are unique across processes and increasing within one.
+//! - **Consumed when fetched.** The update is durable (majority, journal)
+//!   before a value of the segment is handed out, so a process killed with
+//!   `-9` loses the rest of its segments but never causes a value to be
+//!   issued twice.
+//! - **Clean shutdown gives back** ([`SegmentAllocator::close`]) the unused
+//!   tail of the last segment, if no process took a segment since: one
+//!   conditional update on `max`. Restarts then waste nothing (Leaf wastes
+//!   the rest of both buffers, its issues #15 and #78).
+
+mod counter;
+pub mod step;
+
+use std::ops::Range;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use mongodb::Database;
+use serde::Serialize;
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+
+use self::counter::{SegmentCounter, Taken};
+use super::{CounterName, SequenceError, COUNTERS_COLLECTION};
+use crate::mongo::durable_write_concern;
+
+/// How a process uses its segments.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct SegmentOptions {
+    /// The share of the current segment used (0.0 to 1.0) at which the next
+    /// one is fetched in the background. Default: 0.1, Leaf's.
+    pub prefetch_at: f64,
+    /// How long a segment should last; the step adapts towards it.
+    /// Default: 15 minutes, Leaf's.
+    pub target_lifetime: Duration,
+    /// The largest step this process asks for. Default: 1,000,000 (Leaf's).
+    /// The counter document's `step` is the smallest.
+    pub max_step: u64,
+}
+
+impl Default for SegmentOptions {
+    fn default() -> Self {
+        Self {
+            prefetch_at: 0.1,
+            target_lifetime: Duration::from_secs(15 * 60),
+            max_step: 1_000_000,
+        }
+    }
+}
+
+impl SegmentOptions {
+    /// Sets [`SegmentOptions::prefetch_at`] (clamped to 0.0..=1.0).
+    pub fn prefetch_at(mut self, share: f64) -> Self {
+        self.prefetch_at = if share.is_nan() {
+            0.1
+        } else {
+            share.clamp(0.0, 1.0)
+        };
+        self
+    }
+
+    /// Sets [`SegmentOptions::target_lifetime`].
+    pub fn target_lifetime(mut self, lifetime: Duration) -> Self {
+        self.target_lifetime = lifetime;
+        self
+    }
+
+    /// Sets [`SegmentOptions::max_step`].
+    pub fn max_step(mut self, max_step: u64) -> Self {
+        self.max_step = max_step;
+        self
+    }
+}
+
+/// What a [`SegmentAllocator`] has done so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct SegmentStats {
+    /// Segments taken from the database.
+    pub fetches: u64,
+    /// Of those, taken in the background while values were left.
+    pub background_fetches: u64,
+    /// Fetches that failed (a background failure is retried by the next
+    /// taker that needs values, which then reports the error).
+    pub failed_fetches: u64,
+    /// Requests that found both buffers empty and waited on the database.
+    pub waits: u64,
+    /// Values handed out.
+    pub values: u64,
+    /// The step the next fetch asks for.
+    pub step: u64,
+}
+
+/// What [`SegmentAllocator::close`] gave back.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct GiveBack {
+    /// How many values were given back (0: none left, or another process
+    /// took a segment since this one's last).
+    pub values: u64,
+    /// The counter's `max` after the give-back, when there was one.
+    pub max: Option<u64>,
+}
+
+/// One buffered segment: values `next..end` are left.
+#[derive(Debug, Clone, Copy, Default)]
+struct Buffer {
+    start: u64,
+    next: u64,
+    end: u64,
+    /// Once `next` reaches this, the following segment is fetched.
+    prefetch_from: u64,
+}
+
+impl Buffer {
+    fn new(values: Range<u64>, prefetch_at: f64) -> Self {
+        let len = values.end - values.start;
+        let used = ((len as f64) * prefetch_at).ceil() as u64;
+        Self {
+            start: values.start,
+            next: values.start,
+            end: values.end,
+            prefetch_from: values.start + used.min(len),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.next >= self.end
+    }
+}
+
+#[derive(Debug, Default)]
+struct State {
+    current: Buffer,
+    following: Option<Buffer>,
+    fetching: bool,
+    closed: bool,
+    /// The step of the next request (0: not known until the first fetch).
+    step: u64,
+    last_fetch: Option<Instant>,
+    stats: SegmentStats,
+}
+
+struct Inner {
+    counter: SegmentCounter,
+    options: SegmentOptions,
+    state: Mutex<State>,
+    /// Woken whenever a fetch ends (well or not).
+    fetched: Notify,
+}
+
+/// Hands out the values of a segment counter from memory, many takers at
+/// once (see the module docs). Cheap to clone: clones share the buffers.
+#[derive(Clone)]
+pub struct SegmentAllocator {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for SegmentAllocator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SegmentAllocator")
+            .field("counter", &self.inner.counter.name)
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+impl SegmentAllocator {
+    /// An allocator on segment counter `name` in `database`. Nothing is
+    /// fetched until the first value is asked for (or [`Self::warm_up`]).
+    pub fn new(database: &Database, name: CounterName, options: SegmentOptions) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                counter: SegmentCounter {
+                    collection: database.collection(COUNTERS_COLLECTION),
+                    name,
+                    write_concern: durable_write_concern(),
+                },
+                options,
+                state: Mutex::new(State::default()),
+                fetched: Notify::new(),
+            }),
+        }
+    }
+
+    /// The counter's name.
+    pub fn name(&self) -> &CounterName {
+        &self.inner.counter.name
+    }
+
+    /// Reads the counter document as it is now.
+    pub async fn state(&self) -> Result<super::CounterState, SequenceError> {
+        let counter = &self.inner.counter;
+        super::read_state(&counter.collection, &counter.name).await
+    }
+
+    /// What the allocator has done so far.
+    pub fn stats(&self) -> SegmentStats {
+        self.inner.lock().stats
+    }
+
+    /// The next value: from memory, unless both buffers are used up.
+    pub async fn next_value(&self) -> Result<u64, SequenceError> {
+        {
+            let mut state = self.inner.lock();
+            if !state.closed && !state.current.is_empty() {
+                let value = state.current.next;
+                state.current.next += 1;
+                state.stats.values += 1;
+                self.inner.prefetch_if_due(&mut state);
+                return Ok(value);
+            }
+        }
+        let mut values = Vec::with_capacity(1);
+        self.take_into(1, &mut values).await?;
+        Ok(values[0])
+    }
+
+    /// The next `count` values, in increasing order (a request may span two
+    /// segments, so they need not be consecutive).
+    pub async fn take(&self, count: usize) -> Result<Vec<u64>, SequenceError> {
+        let mut values = Vec::with_capacity(count);
+        self.take_into(count, &mut values).await?;
+        Ok(values)
+    }
+
+    async fn take_into(&self, count: usize, values: &mut Vec<u64>) -> Result<(), SequenceError> {
+        loop {
+            let waiting = {
+                let mut state = self.inner.lock();
+                if state.closed {
+                    return Err(SequenceError::Closed(self.name().clone()));
+                }
+                fill(&mut state, count, values);
+                self.inner.prefetch_if_due(&mut state);
+                if values.len() == count {
+                    return Ok(());
+                }
+                state.stats.waits += 1;
+                if state.fetching {
+                    // Registered before the lock is released, so the end of
+                    // the fetch in flight cannot be missed.
+                    let notified = self.inner.fetched.notified();
+                    Some(notified)
+                } else {
+                    state.fetching = true;
+                    None
+                }
+            };
+            match waiting {
+                Some(notified) => notified.await,
+                None => {
+                    let fetch = {
+                        let state = self.inner.lock();
+                        self.inner.spawn_fetch(&state, false)
+                    };
+                    join(fetch, self.name()).await?;
+                }
+            }
+        }
+    }
+
+    /// Fetches the current segment if there is none, then the next one,
+    /// and returns once both are buffered: a server calls it before it
+    /// takes traffic.
+    pub async fn warm_up(&self) -> Result<(), SequenceError> {
+        for _ in 0..2 {
+            self.settled().await;
+            let fetch = {
+                let mut state = self.inner.lock();
+                if state.closed {
+                    return Err(SequenceError::Closed(self.name().clone()));
+                }
+                if state.fetching || state.following.is_some() {
+                    None
+                } else {
+                    state.fetching = true;
+                    Some(self.inner.spawn_fetch(&state, false))
+                }
+            };
+            if let Some(fetch) = fetch {
+                join(fetch, self.name()).await?;
+            }
+        }
+        self.settled().await;
+        Ok(())
+    }
+
+    /// Waits until no fetch is in flight.
+    pub async fn settled(&self) {
+        loop {
+            let notified = {
+                let state = self.inner.lock();
+                if !state.fetching {
+                    return;
+                }
+                self.inner.fetched.notified()
+            };
+            notified.await;
+        }
+    }
+
+    /// Stops handing out values and gives the unused tail of the last
+    /// segment back to the counter, if no other process took a segment
+    /// since (see the module docs). Waits for a fetch in flight first.
+    /// Takers fail with [`SequenceError::Closed`] from then on.
+    pub async fn close(&self) -> Result<GiveBack, SequenceError> {
+        let tail = loop {
+            let notified = {
+                let mut state = self.inner.lock();
+                if !state.fetching {
+                    if state.closed {
+                        return Ok(GiveBack::default());
+                    }
+                    state.closed = true;
+                    break unused_tail(&state);
+                }
+                self.inner.fetched.notified()
+            };
+            notified.await;
+        };
+        let Some(tail) = tail else {
+            return Ok(GiveBack::default());
+        };
+        let given = self.inner.counter.give_back(tail.start, tail.end).await?;
+        Ok(if given {
+            GiveBack {
+                values: tail.end - tail.start,
+                max: Some(tail.start),
+            }
+        } else {
+            GiveBack::default()
+        })
+    }
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock leaves plain numbers behind, never
+        // a value handed out twice: keep going.
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Starts the background fetch once the current segment is used up to
+    /// its prefetch point and nothing is buffered or in flight.
+    fn prefetch_if_due(self: &Arc<Self>, state: &mut State) {
+        if !state.fetching
+            && !state.closed
+            && state.following.is_none()
+            && state.current.end > state.current.start
+            && state.current.next >= state.current.prefetch_from
+        {
+            state.fetching = true;
+            // A failure is counted; the next taker short of values retries.
+            drop(self.spawn_fetch(state, true));
+        }
+    }
+
+    /// Fetches a segment in a task of its own, so that a caller that stops
+    /// waiting (a cancelled request) cannot leave the fetch half done;
+    /// `state.fetching` must already be set.
+    fn spawn_fetch(
+        self: &Arc<Self>,
+        state: &State,
+        background: bool,
+    ) -> JoinHandle<Result<(), SequenceError>> {
+        let inner = Arc::clone(self);
+        let step = state.step;
+        tokio::spawn(async move {
+            let taken = inner.counter.take(step).await;
+            inner.install(taken, background)
+        })
+    }
+
+    /// Buffers a fetched segment, adapts the step, ends the fetch and wakes
+    /// whoever waits for it.
+    fn install(
+        &self,
+        taken: Result<Taken, SequenceError>,
+        background: bool,
+    ) -> Result<(), SequenceError> {
+        let result = {
+            let mut state = self.lock();
+            state.fetching = false;
+            match taken {
+                Ok(Taken { values, floor }) => {
+                    let now = Instant::now();
+                    let requested = state.step.max(floor);
+                    state.step = match state.last_fetch {
+                        Some(last) => step::next_step(
+                            requested,
+                            now.duration_since(last),
+                            self.options.target_lifetime,
+                            floor,
+                            self.options.max_step,
+                        ),
+                        None => requested,
+                    };
+                    state.last_fetch = Some(now);
+                    state.stats.fetches += 1;
+                    state.stats.background_fetches += u64::from(background);
+                    state.stats.step = state.step;
+                    let buffer = Buffer::new(values, self.options.prefetch_at);
+                    if state.current.is_empty() && state.following.is_none() {
+                        state.current = buffer;
+                    } else {
+                        state.following = Some(buffer);
+                    }
+                    Ok(())
+                }
+                Err(error) => {
+                    state.stats.failed_fetches += 1;
+                    Err(error)
+                }
+            }
+        };
+        self.fetched.notify_waiters();
+        result
+    }
+}
+
+/// The result of a fetch task.
+async fn join(
+    fetch: JoinHandle<Result<(), SequenceError>>,
+    name: &CounterName,
+) -> Result<(), SequenceError> {
+    match fetch.await {
+        Ok(result) => result,
+        Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+        // Cancelled: the runtime is shutting down.
+        Err(_) => Err(SequenceError::Closed(name.clone())),
+    }
+}
+
+/// Moves values into `values` until it holds `count` or both buffers are
+/// empty, switching to the following segment when the current one runs out.
+fn fill(state: &mut State, count: usize, values: &mut Vec<u64>) {
+    while values.len() < count {
+        if state.current.is_empty() {
+            match state.following.take() {
+                Some(following) => state.current = following,
+                None => return,
+            }
+        }
+        let current = &mut state.current;
+        let wanted = (count - values.len()) as u64;
+        let end = current.end.min(current.next + wanted);
+        values.extend(current.next..end);
+        state.stats.values += end - current.next;
+        current.next = end;
+    }
+}
+
+/// The values this process can give back: the unused tail of its last
+/// segment, extended over the rest of the current one when the two are
+/// contiguous. `None` when nothing is left.
+fn unused_tail(state: &State) -> Option<Range<u64>> {
+    let current = state.current;
+    let tail = match state.following {
+        Some(following) if current.end == following.start => current.next..following.end,
+        Some(following) => following.start..following.end,
+        None => current.next..current.end,
+    };
+    (tail.start < tail.end).then_some(tail)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn buffer(values: Range<u64>, used: u64) -> Buffer {
+        let mut buffer = Buffer::new(values, 0.1);
+        buffer.next += used;
+        buffer
+    }
+
+    #[test]
+    fn fill_spans_the_two_buffers_in_order() {
+        let mut state = State {
+            current: buffer(10..13, 1),
+            following: Some(buffer(20..30, 0)),
+            ..State::default()
+        };
+        let mut values = Vec::new();
+        fill(&mut state, 5, &mut values);
+        assert_eq!(values, [11, 12, 20, 21, 22]);
+        assert!(state.following.is_none());
+        assert_eq!(state.current.next, 23);
+        assert_eq!(state.stats.values, 5);
+    }
+
+    #[test]
+    fn the_prefetch_point_is_the_share_used() {
+        assert_eq!(Buffer::new(100..200, 0.1).prefetch_from, 110);
+        assert_eq!(Buffer::new(100..200, 0.0).prefetch_from, 100);
+        assert_eq!(Buffer::new(100..101, 0.1).prefetch_from, 101);
+    }
+
+    #[test]
+    fn the_tail_given_back_is_what_is_unused_at_the_end() {
+        let tail = |current, following| {
+            unused_tail(&State {
+                current,
+                following,
+                ..State::default()
+            })
+        };
+        assert_eq!(tail(buffer(0..100, 40), None), Some(40..100));
+        // Contiguous buffers: the rest of both.
+        assert_eq!(
+            tail(buffer(0..100, 40), Some(buffer(100..200, 0))),
+            Some(40..200)
+        );
+        // Another process took 100..150 in between: only the last segment.
+        assert_eq!(
+            tail(buffer(0..100, 40), Some(buffer(150..250, 0))),
+            Some(150..250)
+        );
+        assert_eq!(tail(buffer(0..100, 100), None), None);
+        assert_eq!(tail(Buffer::default(), None), None);
+    }
+}

@@ -1,0 +1,79 @@
+function (keyName, options) {
+  // idmint's auto-increment sequence (seed 002), the JavaScript twin of the
+  // host's host/src/sequence/autoinc.rs; tests/conformance.rs holds the two
+  // equal.
+  //
+  // Counter documents live in `counters`: {_id, kind: "autoinc", seq, prefix?},
+  // seq being the last value handed out. Returns the next value, seq + 1, from
+  // one atomic findAndModify ($inc) whose query only matches a well-formed
+  // counter that has values left, so a malformed one is never modified; then
+  // readCounter (stored beside this function) says what is wrong with it.
+  //
+  // options.upsert: create a missing counter, its first value options.start
+  // (default 1); many shells doing so at once all succeed with distinct values.
+  var MAX_VALUE = 9007199254740991;
+  var upsert = options !== undefined && options !== null && options.upsert === true;
+  var start = upsert && options.start !== undefined ? Number(options.start) : 1;
+  if (!(start >= 1 && start <= MAX_VALUE) || Math.floor(start) !== start) {
+    throw new Error("invalid counter setting: start " + start + " is out of range 1..=" + MAX_VALUE);
+  }
+  var durable = { w: "majority", j: true };
+
+  function check(result, what) {
+    if (!result.ok) throw new Error(what + " of counter '" + keyName + "' failed: " + result.errmsg);
+    if (result.writeErrors && result.writeErrors.length > 0) {
+      var error = new Error(what + " of counter '" + keyName + "' failed: " + result.writeErrors[0].errmsg);
+      error.code = result.writeErrors[0].code;
+      throw error;
+    }
+    if (result.writeConcernError) {
+      throw new Error(what + " of counter '" + keyName + "' not durable: " + result.writeConcernError.errmsg);
+    }
+    return result;
+  }
+
+  function take() {
+    var result = check(db.runCommand({
+      findAndModify: "counters",
+      query: {
+        _id: keyName,
+        kind: "autoinc",
+        seq: { $gte: 0, $lte: MAX_VALUE - 1 },
+        $expr: { $and: [{ $isNumber: "$seq" }, { $eq: ["$seq", { $trunc: "$seq" }] },
+          { $in: [{ $type: "$prefix" }, ["missing", "null", "string"]] }] }
+      },
+      update: { $inc: { seq: NumberLong("1") } },
+      new: true,
+      writeConcern: durable
+    }), "advance");
+    if (result.value !== null) return readCounter(keyName, result.value, "autoinc").seq;
+    // Nothing matched: say why, leaving the document as it is.
+    var doc = db.getCollection("counters").findOne({ _id: keyName });
+    if (doc === null) return null;
+    var counter = readCounter(keyName, doc, "autoinc");
+    if (counter.seq + 1 > MAX_VALUE) {
+      throw new Error("counter '" + keyName + "' is exhausted: it cannot hand out 1 more value(s) " +
+        "without passing " + MAX_VALUE + "; it was left unchanged");
+    }
+    throw new Error("counter '" + keyName + "' changed while it was read; try again");
+  }
+
+  var value = take();
+  if (value !== null) return value;
+  if (!upsert) readCounter(keyName, null, "autoinc");
+  // Created with its first value taken; a duplicate key means another shell
+  // created it first: take from that one.
+  try {
+    check(db.runCommand({
+      insert: "counters",
+      documents: [{ _id: keyName, kind: "autoinc", seq: NumberLong(String(start)) }],
+      writeConcern: durable
+    }), "create");
+    return start;
+  } catch (e) {
+    if (e.code !== 11000) throw e;
+  }
+  value = take();
+  if (value === null) readCounter(keyName, null, "autoinc");
+  return value;
+}

@@ -1,0 +1,83 @@
+function (keyName, doc, expectedKind) {
+  // idmint's counter document rules, the JavaScript twin of the host's
+  // host/src/sequence/counter_doc.rs, shared by getNextUniqueSeq (cyclic) and
+  // getNextSequence (autoinc); tests/conformance.rs holds them equal.
+  //
+  // Reads counter `doc` (found under _id `keyName`), checks that it is a
+  // well-formed counter of `expectedKind`, and returns its fields as numbers:
+  // cyclic {val, maxval, ts, hasTs}, autoinc {seq}. Throws, worded as the host
+  // words it, when it is missing, corrupt, or of another kind.
+  var MAX_VALUE = 9007199254740991;
+  var KINDS = ["cyclic", "autoinc", "segment"];
+
+  function corrupt(reason) {
+    return new Error("counter '" + keyName + "' is corrupt: " + reason +
+      "; it was left unchanged, fix or recreate it");
+  }
+  function describe(value) {
+    if (value === null) return "null";
+    if (typeof value === "string") return value.length <= 40 ? "the string " + JSON.stringify(value) : "a string";
+    if (typeof value === "boolean") return "the boolean " + value;
+    if (typeof value === "number") return "the number " + value;
+    if (Array.isArray(value)) return "an array";
+    if (value instanceof Date) return "a date";
+    if (value && value._bsontype) {
+      if (value._bsontype === "Long" || value._bsontype === "Int32" || value._bsontype === "Double") {
+        return "the number " + value.toString();
+      }
+      return "of BSON type " + value._bsontype;
+    }
+    return "a document";
+  }
+  function readInteger(field, min, max) {
+    var value = doc[field];
+    if (value === undefined) throw corrupt(field + " is missing");
+    // 64-bit integers arrive as Long (mongosh) or NumberLong (legacy shell).
+    if (value !== null && typeof value === "object" && typeof value.toNumber === "function") {
+      value = value.toNumber();
+    }
+    if (typeof value !== "number") throw corrupt(field + " is " + describe(value) + ", not a number");
+    if (Math.floor(value) !== value) throw corrupt(field + " is " + value + ", not an integer");
+    if (value < 0) throw corrupt(field + " is " + value + ", it must not be negative");
+    if (value < min) throw corrupt(field + " is " + value + ", it must be at least " + min);
+    if (max !== undefined && value > max) throw corrupt(field + " is " + value + ", it must be at most " + max);
+    return value;
+  }
+  function withArticle(kind) {
+    return (kind === "autoinc" ? "an " : "a ") + kind;
+  }
+
+  if (doc === null) {
+    throw new Error("counter '" + keyName + "' does not exist (create it with `idmint counter create " +
+      keyName + "`)");
+  }
+  var kind = "cyclic";
+  if (doc.kind !== undefined && doc.kind !== null) {
+    if (typeof doc.kind !== "string") throw corrupt("kind is " + describe(doc.kind) + ", not a string");
+    if (KINDS.indexOf(doc.kind) < 0) {
+      throw new Error("counter '" + keyName + "' has kind " + JSON.stringify(doc.kind) +
+        ", which this idmint does not know (it knows cyclic, autoinc and segment); it was left unchanged");
+    }
+    kind = doc.kind;
+  }
+  var fields = { kind: kind };
+  if (kind === "cyclic") {
+    fields.val = readInteger("val", 0);
+    fields.maxval = readInteger("maxval", 1);
+    fields.hasTs = doc.ts !== undefined;
+    fields.ts = fields.hasTs ? readInteger("ts", 0) : 0;
+  } else if (kind === "autoinc") {
+    fields.seq = readInteger("seq", 0, MAX_VALUE);
+  } else {
+    fields.max = readInteger("max", 0, MAX_VALUE + 1);
+    fields.step = readInteger("step", 1, 100000000);
+  }
+  if (doc.prefix !== undefined && doc.prefix !== null && typeof doc.prefix !== "string") {
+    throw corrupt("prefix is " + describe(doc.prefix) + ", not a string");
+  }
+  if (kind !== expectedKind) {
+    throw new Error("counter '" + keyName + "' is " + withArticle(kind) + " counter, not " +
+      withArticle(expectedKind) + " one; it was left unchanged");
+  }
+  return fields;
+}

@@ -1,0 +1,502 @@
+//! The three kinds of counter against the server: every value exactly once
+//! across processes, corrupt documents left byte-identical, the race-safe
+//! auto-increment upsert, and the segment allocator's double buffer,
+//! give-back and crash safety.
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, ChildStdout, Stdio};
+use std::sync::Arc;
+
+use idmint::sequence::{
+    self, AutoIncrement, CounterKind, CounterName, CounterSpec, OpenOptions, SegmentAllocator,
+    SegmentOptions, Sequence, SequenceError, COUNTERS_COLLECTION,
+};
+use mongodb::bson::{doc, Document};
+use mongodb::{Client, Database};
+use tokio::sync::Barrier;
+
+use crate::harness::{self, assert_durable, assert_exit, idmint, run, stderr, stdout};
+
+fn name(text: &str) -> CounterName {
+    CounterName::new(text).unwrap()
+}
+
+/// The test's database on a client of its own, as another process would
+/// have (no drop: the test's data stays).
+async fn another_client(test: &str) -> Database {
+    Client::with_uri_str(harness::uri())
+        .await
+        .unwrap()
+        .database(&harness::database_name(test))
+}
+
+async fn raw_counter(database: &Database, id: &str) -> Option<Document> {
+    database
+        .collection::<Document>(COUNTERS_COLLECTION)
+        .find_one(doc! { "_id": id })
+        .await
+        .unwrap()
+}
+
+/// A running `idmint seq`, read line by line.
+struct SeqProcess {
+    child: Child,
+    lines: std::io::Lines<BufReader<ChildStdout>>,
+}
+
+impl SeqProcess {
+    fn start(test: &str, args: &[&str]) -> Self {
+        let mut child = idmint(test)
+            .arg("seq")
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        Self { child, lines }
+    }
+
+    fn next_value(&mut self) -> Option<u64> {
+        self.lines.next().map(|line| line.unwrap().parse().unwrap())
+    }
+}
+
+/// 8 processes take from one counter of `kind` at once. Each writes more
+/// than a pipe holds, so it blocks until read: reading one value of each
+/// first proves all 8 are running at the same time. Returns each process's
+/// values in the order it printed them.
+fn eight_processes(test: &str, counter: &str, per_process: u64) -> Vec<Vec<u64>> {
+    let count = per_process.to_string();
+    let mut processes: Vec<SeqProcess> = (0..8)
+        .map(|_| SeqProcess::start(test, &[counter, "--count", &count]))
+        .collect();
+    let mut values: Vec<Vec<u64>> = processes
+        .iter_mut()
+        .map(|process| vec![process.next_value().expect("a first value")])
+        .collect();
+    for (process, values) in processes.iter_mut().zip(&mut values) {
+        while let Some(value) = process.next_value() {
+            values.push(value);
+        }
+        let status = process.child.wait().unwrap();
+        assert!(status.success(), "idmint seq failed: {status}");
+    }
+    values
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eight_processes_get_every_value_exactly_once_from_each_kind() {
+    const TEST: &str = "eight_processes_each_kind";
+    // More than a pipe buffer holds (64 KiB) at 6 to 7 bytes a line.
+    const PER_PROCESS: u64 = 12_000;
+    let database = harness::database(TEST).await;
+    for spec in [
+        CounterSpec::default().maxval(1_000_000),
+        CounterSpec::of(CounterKind::Autoinc),
+        CounterSpec::of(CounterKind::Segment).step(100),
+    ] {
+        let kind = spec.kind;
+        let counter = format!("every_{kind}");
+        sequence::create(&database, &name(&counter), &spec)
+            .await
+            .unwrap();
+        let per_process =
+            tokio::task::spawn_blocking(move || eight_processes(TEST, &counter, PER_PROCESS))
+                .await
+                .unwrap();
+        let mut all = BTreeSet::new();
+        for values in &per_process {
+            assert_eq!(values.len() as u64, PER_PROCESS, "{kind}");
+            assert!(
+                values.windows(2).all(|pair| pair[0] < pair[1]),
+                "{kind}: one process's values must increase"
+            );
+            all.extend(values.iter().copied());
+        }
+        assert_eq!(
+            all.len() as u64,
+            8 * PER_PROCESS,
+            "{kind}: a value was handed out twice"
+        );
+        if kind != CounterKind::Segment {
+            // Cyclic (no wrap at this size) and autoinc leave no gaps.
+            assert_eq!(
+                all,
+                (1..=8 * PER_PROCESS).collect::<BTreeSet<_>>(),
+                "{kind}"
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sixteen_racing_upserts_of_a_missing_counter_all_succeed_with_distinct_values() {
+    const TEST: &str = "sixteen_racing_upserts";
+    harness::database(TEST).await;
+    // In-process, each racer on a client of its own, released together.
+    let barrier = Arc::new(Barrier::new(16));
+    let mut racers = Vec::new();
+    for _ in 0..16 {
+        let database = another_client(TEST).await;
+        let barrier = barrier.clone();
+        racers.push(tokio::spawn(async move {
+            let counter = AutoIncrement::new(&database, name("raced"));
+            barrier.wait().await;
+            counter.take_or_create(1, 1).await
+        }));
+    }
+    let mut values = BTreeSet::new();
+    for racer in racers {
+        let taken = racer.await.unwrap().expect("no racer sees the lost upsert");
+        values.extend(taken);
+    }
+    assert_eq!(values, (1..=16).collect::<BTreeSet<_>>());
+
+    // And as 16 processes at once, on another missing counter, from 100.
+    let outputs = tokio::task::spawn_blocking(|| {
+        let children: Vec<_> = (0..16)
+            .map(|_| {
+                idmint(TEST)
+                    .args(["seq", "raced.cli", "--upsert", "--start", "100"])
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        children
+            .into_iter()
+            .map(|child| child.wait_with_output().unwrap())
+            .collect::<Vec<_>>()
+    })
+    .await
+    .unwrap();
+    let mut values = BTreeSet::new();
+    for output in &outputs {
+        assert_exit(output, 0);
+        assert!(stderr(output).is_empty(), "{}", stderr(output));
+        values.insert(stdout(output).trim().parse::<u64>().unwrap());
+    }
+    assert_eq!(values, (100..116).collect::<BTreeSet<_>>());
+}
+
+/// Each malformed counter of each kind is refused with a reason, and its
+/// document is left exactly as it was.
+#[tokio::test]
+async fn corrupt_counters_of_each_kind_are_reported_and_left_unchanged() {
+    let (database, log) = harness::monitored_database("corrupt_each_kind").await;
+    let collection = database.collection::<Document>(COUNTERS_COLLECTION);
+    let cases = [
+        (doc! { "kind": "autoinc" }, "seq is missing"),
+        (
+            doc! { "kind": "autoinc", "seq": "7" },
+            "seq is the string \"7\", not a number",
+        ),
+        (
+            doc! { "kind": "autoinc", "seq": -3_i64 },
+            "seq is -3, it must not be negative",
+        ),
+        (
+            doc! { "kind": "autoinc", "seq": 2.5 },
+            "seq is 2.5, not an integer",
+        ),
+        (doc! { "kind": "segment", "max": 1 }, "step is missing"),
+        (
+            doc! { "kind": "segment", "max": -1_i64, "step": 10 },
+            "max is -1, it must not be negative",
+        ),
+        (
+            doc! { "kind": "segment", "max": 1, "step": "10" },
+            "step is the string \"10\", not a number",
+        ),
+        (
+            doc! { "kind": "segment", "max": 1, "step": 0 },
+            "step is 0, it must be at least 1",
+        ),
+        (
+            doc! { "kind": "segment", "max": 1, "step": 10, "prefix": 3 },
+            "prefix is the number 3, not a string",
+        ),
+        (
+            doc! { "kind": 7, "val": 0, "maxval": 9 },
+            "kind is the number 7, not a string",
+        ),
+    ];
+    for (index, (fields, reason)) in cases.into_iter().enumerate() {
+        let id = format!("bad{index}");
+        let mut document = doc! { "_id": &id };
+        document.extend(fields.clone());
+        collection.insert_one(&document).await.unwrap();
+        // Through the seam, which reads the document first ...
+        let error = Sequence::open(&database, name(&id), &OpenOptions::default())
+            .await
+            .unwrap_err();
+        assert!(error.to_string().contains(reason), "{id}: {error}");
+        // ... and through the atomic update itself, which must not touch it.
+        let kind = fields.get_str("kind").unwrap_or("cyclic");
+        let error = match kind {
+            "autoinc" => AutoIncrement::new(&database, name(&id))
+                .take(1)
+                .await
+                .unwrap_err(),
+            "segment" => SegmentAllocator::new(&database, name(&id), SegmentOptions::default())
+                .next_value()
+                .await
+                .unwrap_err(),
+            _ => idmint::CyclicCounter::new(&database, name(&id))
+                .next(1)
+                .await
+                .unwrap_err(),
+        };
+        assert!(
+            matches!(error, SequenceError::CorruptCounter { .. }),
+            "{id}: {error:?}"
+        );
+        assert!(error.to_string().contains(reason), "{id}: {error}");
+        assert!(error.to_string().contains("left unchanged"), "{error}");
+        assert_eq!(
+            raw_counter(&database, &id).await.unwrap(),
+            document,
+            "{id} was modified"
+        );
+    }
+    // An unknown kind is named, and nothing is modified.
+    let unknown = doc! { "_id": "future", "kind": "snowflake", "worker": 3 };
+    collection.insert_one(&unknown).await.unwrap();
+    let error = Sequence::open(&database, name("future"), &OpenOptions::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, SequenceError::UnknownKind { .. }),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("\"snowflake\""), "{error}");
+    // A kind used as another is refused the same way.
+    sequence::create(&database, &name("cyc"), &CounterSpec::default())
+        .await
+        .unwrap();
+    let before = raw_counter(&database, "cyc").await;
+    let error = AutoIncrement::new(&database, name("cyc"))
+        .take(1)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "counter 'cyc' is a cyclic counter, not an autoinc one; it was left unchanged"
+    );
+    assert_eq!(raw_counter(&database, "cyc").await, before);
+    assert_eq!(raw_counter(&database, "future").await, Some(unknown));
+    // Every write was durable.
+    for command in log.named("findAndModify") {
+        assert_durable(&command);
+    }
+}
+
+#[tokio::test]
+async fn auto_increment_reserves_blocks_in_one_round_trip_and_stops_at_its_limit() {
+    let (database, log) = harness::monitored_database("autoinc_blocks").await;
+    let counter = AutoIncrement::new(&database, name("inv"));
+    counter
+        .create(&CounterSpec::of(CounterKind::Autoinc).start(42))
+        .await
+        .unwrap();
+    assert_eq!(counter.take(1).await.unwrap(), 42..=42);
+    assert_eq!(counter.take(10).await.unwrap(), 43..=52);
+    let fetches = log.named("findAndModify");
+    assert_eq!(fetches.len(), 2, "one round trip per request");
+    fetches.iter().for_each(assert_durable);
+    // At the limit, nothing is handed out and nothing changes.
+    database
+        .collection::<Document>(COUNTERS_COLLECTION)
+        .update_one(
+            doc! { "_id": "inv" },
+            doc! { "$set": { "seq": (sequence::MAX_VALUE - 1) as i64 } },
+        )
+        .await
+        .unwrap();
+    let error = counter.take(2).await.unwrap_err();
+    assert!(
+        matches!(error, SequenceError::Exhausted { .. }),
+        "{error:?}"
+    );
+    assert_eq!(
+        counter.take(1).await.unwrap(),
+        sequence::MAX_VALUE..=sequence::MAX_VALUE
+    );
+}
+
+/// The next segment is fetched in the background, before the current one
+/// runs dry: counted in the commands the driver sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_next_segment_is_fetched_before_the_buffer_runs_dry() {
+    let (database, log) = harness::monitored_database("segment_prefetch").await;
+    sequence::create(
+        &database,
+        &name("seg"),
+        &CounterSpec::of(CounterKind::Segment).step(100),
+    )
+    .await
+    .unwrap();
+    // A fixed step (no adaptation), prefetch at 10%: Leaf's settings.
+    let options = SegmentOptions::default().prefetch_at(0.1).max_step(100);
+    let allocator = SegmentAllocator::new(&database, name("seg"), options);
+    let fetches = || log.named("findAndModify").len();
+
+    assert_eq!(
+        allocator.take(9).await.unwrap(),
+        (1..=9).collect::<Vec<_>>()
+    );
+    allocator.settled().await;
+    assert_eq!(fetches(), 1, "9% used: no prefetch yet");
+    assert_eq!(allocator.next_value().await.unwrap(), 10);
+    // 10% used: the next segment is on its way; wait for it to land.
+    allocator.settled().await;
+    assert_eq!(fetches(), 2, "the prefetch started at 10%");
+    // The rest of the first segment, then the second: no more round trips,
+    // and nobody waited on the database but the very first request.
+    assert_eq!(
+        allocator.take(90).await.unwrap(),
+        (11..=100).collect::<Vec<_>>()
+    );
+    assert_eq!(allocator.next_value().await.unwrap(), 101);
+    assert_eq!(fetches(), 2, "the second segment was already buffered");
+    let stats = allocator.stats();
+    assert_eq!(
+        (stats.fetches, stats.background_fetches, stats.waits),
+        (2, 1, 1)
+    );
+    log.named("findAndModify").iter().for_each(assert_durable);
+    allocator.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_takers_in_one_process_share_the_buffers() {
+    const TEST: &str = "segment_many_takers";
+    let database = harness::database(TEST).await;
+    sequence::create(
+        &database,
+        &name("seg"),
+        &CounterSpec::of(CounterKind::Segment).step(50),
+    )
+    .await
+    .unwrap();
+    let allocator = SegmentAllocator::new(&database, name("seg"), SegmentOptions::default());
+    let barrier = Arc::new(Barrier::new(8));
+    let takers: Vec<_> = (0..8)
+        .map(|_| {
+            let allocator = allocator.clone();
+            let barrier = barrier.clone();
+            tokio::spawn(async move {
+                barrier.wait().await;
+                let mut values = Vec::new();
+                for _ in 0..500 {
+                    values.push(allocator.next_value().await.unwrap());
+                }
+                values
+            })
+        })
+        .collect();
+    let mut all = BTreeSet::new();
+    for taker in takers {
+        let values = taker.await.unwrap();
+        assert!(values.windows(2).all(|pair| pair[0] < pair[1]));
+        all.extend(values);
+    }
+    assert_eq!(all.len(), 4000, "a value was handed out twice");
+    allocator.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clean_shutdown_gives_back_the_unused_tail_unless_another_process_took_a_segment() {
+    const TEST: &str = "segment_give_back";
+    let (database, log) = harness::monitored_database(TEST).await;
+    sequence::create(
+        &database,
+        &name("seg"),
+        &CounterSpec::of(CounterKind::Segment).step(1000),
+    )
+    .await
+    .unwrap();
+    let max = |document: Option<Document>| document.unwrap().get_i64("max").unwrap();
+
+    // The CLI: 5 values, then the rest of the segment goes back.
+    let output = run(idmint(TEST).args(["seq", "seg", "--count", "5"]));
+    assert_exit(&output, 0);
+    assert_eq!(stdout(&output), "1\n2\n3\n4\n5\n");
+    assert_eq!(max(raw_counter(&database, "seg").await), 6);
+    let output = run(idmint(TEST).args(["seq", "seg", "--count", "2"]));
+    assert_eq!(stdout(&output), "6\n7\n");
+
+    // Two processes: A's segment is no longer the last one, so A gives
+    // nothing back; B's is, and B does.
+    let a = SegmentAllocator::new(&database, name("seg"), SegmentOptions::default());
+    let b = SegmentAllocator::new(
+        &another_client(TEST).await,
+        name("seg"),
+        SegmentOptions::default(),
+    );
+    assert_eq!(a.next_value().await.unwrap(), 8);
+    assert_eq!(b.next_value().await.unwrap(), 1008);
+    assert_eq!(a.close().await.unwrap().values, 0);
+    assert_eq!(max(raw_counter(&database, "seg").await), 2008);
+    let given = b.close().await.unwrap();
+    assert_eq!((given.values, given.max), (999, Some(1009)));
+    assert_eq!(max(raw_counter(&database, "seg").await), 1009);
+    // Closed means closed.
+    assert!(matches!(
+        a.next_value().await,
+        Err(SequenceError::Closed(_))
+    ));
+    log.named("update").iter().for_each(assert_durable);
+}
+
+/// `kill -9` mid-segment, then a restart: nothing is issued twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_process_killed_mid_segment_never_causes_a_value_to_be_issued_twice() {
+    const TEST: &str = "segment_kill_9";
+    let database = harness::database(TEST).await;
+    sequence::create(
+        &database,
+        &name("seg"),
+        &CounterSpec::of(CounterKind::Segment).step(100),
+    )
+    .await
+    .unwrap();
+    // Blocked on a full pipe, mid-segment, when killed.
+    let before = tokio::task::spawn_blocking(|| {
+        let mut victim = SeqProcess::start(TEST, &["seg", "--count", "1000000"]);
+        let before: Vec<u64> = (0..250).map(|_| victim.next_value().unwrap()).collect();
+        victim.child.kill().unwrap();
+        victim.child.wait().unwrap();
+        before
+    })
+    .await
+    .unwrap();
+    // Every segment the victim took lies below `max`, printed or not.
+    let max = raw_counter(&database, "seg")
+        .await
+        .unwrap()
+        .get_i64("max")
+        .unwrap() as u64;
+    let after = tokio::task::spawn_blocking(|| {
+        let output = run(idmint(TEST).args(["seq", "seg", "--count", "300"]));
+        assert_exit(&output, 0);
+        stdout(&output)
+            .lines()
+            .map(|line| line.parse().unwrap())
+            .collect::<Vec<u64>>()
+    })
+    .await
+    .unwrap();
+    assert_eq!(before, (1..=250).collect::<Vec<_>>());
+    assert!(max > 250, "the victim was mid-segment: max {max}");
+    assert_eq!(
+        after,
+        (max..max + 300).collect::<Vec<_>>(),
+        "the restarted process starts past every segment the victim took"
+    );
+}
