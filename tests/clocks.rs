@@ -134,3 +134,52 @@ async fn clients_with_disagreeing_frozen_clocks_share_a_counter() {
         "a (timestamp, sequence) pair was handed out twice"
     );
 }
+
+/// Blocks: clients reserving blocks that wrap, with frozen clocks that
+/// disagree and one stepped back between blocks, still get distinct pairs,
+/// increasing within each client and within each block.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blocks_stay_unique_with_frozen_and_stepped_back_clocks() {
+    let counter = counter("block_clocks", 99).await;
+    let barrier = Arc::new(tokio::sync::Barrier::new(4));
+    let tasks: Vec<_> = [T, T - 60_000_000, T + 5, T - 1]
+        .into_iter()
+        .enumerate()
+        .map(|(client, reading)| {
+            let counter = counter.clone();
+            let barrier = barrier.clone();
+            tokio::spawn(async move {
+                barrier.wait().await;
+                let mut issued: Vec<Issued> = Vec::new();
+                for round in 0..8_u64 {
+                    // Client 0's clock is stepped back an hour half-way.
+                    let now = if client == 0 && round >= 4 {
+                        reading - 3_600_000_000
+                    } else {
+                        reading
+                    };
+                    issued.extend(counter.take(137, now).await.unwrap());
+                }
+                issued
+            })
+        })
+        .collect();
+    let mut all = Vec::new();
+    for task in tasks {
+        let issued = task.await.unwrap();
+        assert!(
+            issued.windows(2).all(|pair| pair[0] < pair[1]),
+            "each client's pairs increase, across blocks and wraps"
+        );
+        all.extend(issued);
+    }
+    let count = all.len();
+    all.sort_unstable();
+    all.dedup();
+    assert_eq!(count, 4 * 8 * 137);
+    assert_eq!(
+        all.len(),
+        count,
+        "a (timestamp, sequence) pair was handed out twice"
+    );
+}

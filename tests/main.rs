@@ -6,6 +6,7 @@ mod harness;
 mod cli;
 mod clocks;
 mod conformance;
+mod counter_kinds;
 mod durability;
 mod installer;
 mod lock;

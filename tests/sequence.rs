@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use idmint::sequence::{
-    CounterName, CounterSpec, CyclicCounter, SequenceError, COUNTERS_COLLECTION,
+    CounterName, CounterSpec, CyclicCounter, Issued, SequenceError, COUNTERS_COLLECTION,
 };
 use idmint::{Clock, SystemClock};
 use mongodb::bson::{doc, Document};
@@ -247,4 +247,50 @@ async fn values_differ_across_many_counters_and_do_not_interfere() {
     }
     assert_eq!(seen.len(), 10);
     assert_eq!(a.state().await.unwrap().cyclic().unwrap().val, 5);
+}
+
+/// The block update, run by the server, hands out exactly what the
+/// one-value rule applied `count` times would: same values, same
+/// timestamps, same state left behind. Wraps at the start, in the middle
+/// and several times over, with the clock ahead, level and behind.
+#[tokio::test]
+async fn a_block_is_the_one_value_rule_repeated_on_the_server() {
+    let database = harness::database("block_rule_on_server").await;
+    let collection = database.collection::<Document>(COUNTERS_COLLECTION);
+    let mut case = 0;
+    for maxval in [1_u64, 3, 99] {
+        for val in [0, maxval - 1, maxval, maxval + 2] {
+            for (ts, client) in [(5_000_u64, 10), (5_000, 5_000), (5_000, 9_000)] {
+                for count in [1_usize, 2, maxval as usize + 1, 250] {
+                    case += 1;
+                    let id = format!("block{case}");
+                    collection
+                        .insert_one(doc! { "_id": &id, "val": val as i64, "maxval": maxval as i64, "ts": ts as i64 })
+                        .await
+                        .unwrap();
+                    let (mut t, mut v) = (ts, val);
+                    let expected: Vec<Issued> = (0..count)
+                        .map(|_| {
+                            let wrapped = v >= maxval;
+                            v = if wrapped { 0 } else { v + 1 };
+                            t = client.max(t + u64::from(wrapped));
+                            Issued {
+                                timestamp_micros: t,
+                                value: v,
+                            }
+                        })
+                        .collect();
+                    let counter = CyclicCounter::new(&database, name(&id));
+                    let block = counter.take(count, client).await.unwrap();
+                    assert_eq!(
+                        block, expected,
+                        "maxval {maxval} val {val} ts {ts} client {client} count {count}"
+                    );
+                    let state = counter.state().await.unwrap();
+                    let state = state.cyclic().unwrap();
+                    assert_eq!((state.ts, state.val), (t, v));
+                }
+            }
+        }
+    }
 }

@@ -500,3 +500,36 @@ async fn a_process_killed_mid_segment_never_causes_a_value_to_be_issued_twice() 
         "the restarted process starts past every segment the victim took"
     );
 }
+
+/// `next --count N` on a cyclic counter takes blocks: 2,500 IDs cost three
+/// round trips, not 2,500.
+#[tokio::test]
+async fn ids_from_a_cyclic_counter_cost_one_round_trip_per_block() {
+    let (database, log) = harness::monitored_database("cyclic_blocks_round_trips").await;
+    sequence::create(&database, &name("c"), &CounterSpec::default())
+        .await
+        .unwrap();
+    let (sequence, _) = Sequence::open(&database, name("c"), &OpenOptions::default())
+        .await
+        .unwrap();
+    let policy = idmint::PolicyRuntime::new()
+        .unwrap()
+        .load_default()
+        .unwrap();
+    let minter = idmint::Minter::prepare(sequence, policy, None, Arc::new(idmint::SystemClock))
+        .await
+        .unwrap();
+    let before = log.all().len();
+    let ids = minter.next_ids(2500).await.unwrap();
+    assert_eq!(ids.len(), 2500);
+    assert_eq!(ids.iter().collect::<BTreeSet<_>>().len(), 2500);
+    let sent: Vec<String> = log.all()[before..]
+        .iter()
+        .map(|(name, _)| name.clone())
+        .collect();
+    assert_eq!(
+        sent, ["findAndModify"; 3],
+        "one round trip per block of 1000"
+    );
+    log.named("findAndModify").iter().for_each(assert_durable);
+}

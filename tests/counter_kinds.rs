@@ -1,0 +1,208 @@
+//! The CLI over the three kinds of counter: `counter create --kind`,
+//! `counter show`, `seq` and `next` with the decimal policy, and bad input
+//! refused before anything is written or consumed.
+
+use mongodb::bson::{doc, Document};
+use serde_json::Value;
+
+use crate::harness::{self, assert_exit, idmint, run, stderr, stdout};
+
+async fn counter_doc(test: &str, name: &str) -> Option<Document> {
+    let client = mongodb::Client::with_uri_str(harness::uri()).await.unwrap();
+    client
+        .database(&harness::database_name(test))
+        .collection::<Document>("counters")
+        .find_one(doc! { "_id": name })
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn an_auto_increment_counter_formats_through_the_decimal_policy() {
+    const TEST: &str = "kinds_cli_autoinc";
+    harness::database(TEST).await;
+    let created = run(idmint(TEST).args([
+        "counter",
+        "create",
+        "inv",
+        "--kind",
+        "autoinc",
+        "--start",
+        "42",
+        "--prefix",
+        "INV-",
+        "--policy",
+        "builtin:decimal",
+    ]));
+    assert_exit(&created, 0);
+    let shown = run(idmint(TEST).args(["counter", "show", "inv", "--json"]));
+    assert_exit(&shown, 0);
+    let shown: Value = serde_json::from_str(&stdout(&shown)).unwrap();
+    assert_eq!(
+        shown,
+        serde_json::json!({"name": "inv", "kind": "autoinc", "seq": 41, "prefix": "INV-"})
+    );
+    let next =
+        run(idmint(TEST).args(["next", "inv", "--count", "3", "--policy", "builtin:decimal"]));
+    assert_exit(&next, 0);
+    assert_eq!(
+        stdout(&next),
+        "INV-000000042\nINV-000000043\nINV-000000044\n"
+    );
+    let values = run(idmint(TEST).args(["seq", "inv", "--count", "2"]));
+    assert_eq!(stdout(&values), "45\n46\n");
+
+    // The default policy holds 100 values: refused, and nothing consumed.
+    let before = counter_doc(TEST, "inv").await;
+    let refused = run(idmint(TEST).args(["next", "inv"]));
+    assert_exit(&refused, 4);
+    assert!(
+        stderr(&refused).contains("holds 100 sequence values")
+            && stderr(&refused)
+                .contains("autoinc counter 'inv' hands out values up to 9007199254740991")
+            && stderr(&refused).contains("builtin:decimal"),
+        "{}",
+        stderr(&refused)
+    );
+    assert_eq!(counter_doc(TEST, "inv").await, before);
+}
+
+#[tokio::test]
+async fn a_segment_counter_serves_and_gives_back_what_it_did_not_hand_out() {
+    const TEST: &str = "kinds_cli_segment";
+    harness::database(TEST).await;
+    assert_exit(
+        &run(idmint(TEST).args([
+            "counter", "create", "ord", "--kind", "segment", "--step", "500",
+        ])),
+        0,
+    );
+    let next = run(idmint(TEST).args([
+        "next",
+        "ord",
+        "--count",
+        "3",
+        "--prefix",
+        "ORD-",
+        "--policy",
+        "builtin:decimal",
+    ]));
+    assert_exit(&next, 0);
+    assert_eq!(
+        stdout(&next),
+        "ORD-000000001\nORD-000000002\nORD-000000003\n"
+    );
+    let shown = run(idmint(TEST).args(["counter", "show", "ord"]));
+    assert_exit(&shown, 0);
+    assert!(
+        stdout(&shown).contains("kind:   segment") && stdout(&shown).contains("max:    4 "),
+        "the unused 497 values were given back: {}",
+        stdout(&shown)
+    );
+}
+
+#[tokio::test]
+async fn a_policy_without_time_is_refused_for_a_cyclic_counter() {
+    const TEST: &str = "kinds_cli_needs_time";
+    harness::database(TEST).await;
+    assert_exit(&run(idmint(TEST).args(["counter", "create", "c"])), 0);
+    let before = counter_doc(TEST, "c").await;
+    let refused = run(idmint(TEST).args(["next", "c", "--policy", "builtin:decimal"]));
+    assert_exit(&refused, 4);
+    assert!(
+        stderr(&refused).contains("does not write the time")
+            && stderr(&refused).contains("counter 'c' is cyclic"),
+        "{}",
+        stderr(&refused)
+    );
+    assert_eq!(counter_doc(TEST, "c").await, before, "a value was consumed");
+}
+
+#[tokio::test]
+async fn bad_counter_settings_exit_2_and_write_nothing() {
+    const TEST: &str = "kinds_cli_bad_settings";
+    harness::database(TEST).await;
+    for (args, message) in [
+        (
+            &["c1", "--step", "10"][..],
+            "step applies to segment counters, not to cyclic ones",
+        ),
+        (
+            &["c2", "--kind", "autoinc", "--max", "5"][..],
+            "maxval applies to cyclic counters, not to autoinc ones",
+        ),
+        (
+            &["c3", "--kind", "segment", "--step", "0"][..],
+            "step 0 is out of range 1..=100000000",
+        ),
+        (
+            &["c4", "--kind", "autoinc", "--start", "0"][..],
+            "start 0 is out of range 1..=9007199254740991",
+        ),
+        (
+            &["c5", "--kind", "snowflake"][..],
+            "unknown counter kind \"snowflake\"",
+        ),
+        (
+            &["c6", "--kind", "segment", "--start", "9007199254740993"][..],
+            "start 9007199254740993 is out of range 0..=9007199254740991",
+        ),
+    ] {
+        let output = run(idmint(TEST).args(["counter", "create"]).args(args));
+        assert_exit(&output, 2);
+        assert!(
+            stderr(&output).contains(message),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        assert_eq!(
+            counter_doc(TEST, args[0]).await,
+            None,
+            "{args:?} wrote a counter"
+        );
+    }
+    // An unknown built-in policy is named, with the known ones.
+    let output = run(idmint(TEST).args(["next", "c", "--policy", "builtin:nope"]));
+    assert_exit(&output, 2);
+    assert!(
+        stderr(&output).contains(
+            "there is no built-in policy \"nope\"; the built-in policies are default, decimal"
+        ),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[tokio::test]
+async fn a_corrupt_counter_of_each_kind_exits_2_and_is_left_as_it_was() {
+    const TEST: &str = "kinds_cli_corrupt";
+    let database = harness::database(TEST).await;
+    let collection = database.collection::<Document>("counters");
+    for (id, document, reason) in [
+        (
+            "a",
+            doc! { "_id": "a", "kind": "autoinc", "seq": -4_i64 },
+            "seq is -4",
+        ),
+        (
+            "s",
+            doc! { "_id": "s", "kind": "segment", "max": 1 },
+            "step is missing",
+        ),
+        (
+            "k",
+            doc! { "_id": "k", "kind": "hilo", "next": 1 },
+            "kind \"hilo\"",
+        ),
+    ] {
+        collection.insert_one(&document).await.unwrap();
+        let output = run(idmint(TEST).args(["seq", id]));
+        assert_exit(&output, 2);
+        assert!(
+            stderr(&output).contains(reason),
+            "{id}: {}",
+            stderr(&output)
+        );
+        assert_eq!(counter_doc(TEST, id).await, Some(document));
+    }
+}
