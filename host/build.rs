@@ -15,9 +15,14 @@
 //! to the crate's targets (the tests use it to prove a swap changes the
 //! format) as the compile-time variable `IDMINT_CHECK_DIGIT_POLICY_WASM`.
 //!
-//! Set `IDMINT_DEFAULT_POLICY_WASM` to the path of a prebuilt component to embed
-//! that instead and skip the nested build (for packagers, or machines without
-//! the `wasm32-wasip2` target). A relative path is taken from the workspace root.
+//! The decimal policy, `guest/decimal/` (crate `idmint-policy-decimal`), is
+//! built by the same nested build and embedded too, from
+//! `OUT_DIR/idmint_policy_decimal.wasm` (`--policy builtin:decimal`).
+//!
+//! Set `IDMINT_DEFAULT_POLICY_WASM` (and `IDMINT_DECIMAL_POLICY_WASM`) to the
+//! paths of prebuilt components to embed those instead and skip the nested
+//! build (for packagers, or machines without the `wasm32-wasip2` target). A
+//! relative path is taken from the workspace root.
 
 use std::env;
 use std::ffi::OsString;
@@ -31,10 +36,14 @@ const TARGET: &str = "wasm32-wasip2";
 const ARTIFACT: &str = "idmint_policy_default.wasm";
 /// Overrides the nested build with a prebuilt component.
 const PREBUILT_ENV: &str = "IDMINT_DEFAULT_POLICY_WASM";
+/// With [`PREBUILT_ENV`]: the prebuilt decimal policy, embedded too.
+const DECIMAL_PREBUILT_ENV: &str = "IDMINT_DECIMAL_POLICY_WASM";
 /// The second policy's artifact.
 const CHECK_DIGIT_ARTIFACT: &str = "idmint_policy_check_digit.wasm";
 /// The compile-time variable naming where the second policy was left.
 const CHECK_DIGIT_ENV: &str = "IDMINT_CHECK_DIGIT_POLICY_WASM";
+/// The decimal policy's artifact, embedded like the default one.
+const DECIMAL_ARTIFACT: &str = "idmint_policy_decimal.wasm";
 
 /// Variables the nested cargo must not inherit from this build script's
 /// environment, in addition to every `CARGO_CFG_*`, `CARGO_FEATURE_*` and
@@ -88,6 +97,7 @@ fn run() -> Result<(), String> {
     let out_dir = PathBuf::from(var("OUT_DIR")?);
     let out = out_dir.join(ARTIFACT);
     let check_digit_out = out_dir.join(CHECK_DIGIT_ARTIFACT);
+    let decimal_out = out_dir.join(DECIMAL_ARTIFACT);
     println!(
         "cargo::rustc-env={CHECK_DIGIT_ENV}={}",
         check_digit_out.display()
@@ -97,8 +107,25 @@ fn run() -> Result<(), String> {
     if let Some(prebuilt) = env::var_os(PREBUILT_ENV).filter(|p| !p.is_empty()) {
         let prebuilt = workspace.join(prebuilt);
         println!("cargo::rerun-if-changed={}", prebuilt.display());
-        // No nested build: the second policy is absent, and tests that need
-        // it fail saying so when they read the path.
+        // No nested build: the check-digit policy is absent, and tests that
+        // need it fail saying so when they read the path. The decimal one is
+        // embedded, so it must be prebuilt too.
+        println!("cargo::rerun-if-env-changed={DECIMAL_PREBUILT_ENV}");
+        let decimal = env::var_os(DECIMAL_PREBUILT_ENV)
+            .filter(|p| !p.is_empty())
+            .ok_or_else(|| {
+                format!(
+                    "{PREBUILT_ENV} is set, so {DECIMAL_PREBUILT_ENV} must name the prebuilt \
+                     decimal policy (guest/decimal/) too"
+                )
+            })?;
+        let decimal = workspace.join(decimal);
+        println!("cargo::rerun-if-changed={}", decimal.display());
+        install(
+            &decimal,
+            &decimal_out,
+            &format!("named by {DECIMAL_PREBUILT_ENV}"),
+        )?;
         return install(&prebuilt, &out, &format!("named by {PREBUILT_ENV}"));
     }
 
@@ -109,6 +136,8 @@ fn run() -> Result<(), String> {
         "Cargo.toml",
         "check-digit/src",
         "check-digit/Cargo.toml",
+        "decimal/src",
+        "decimal/Cargo.toml",
     ] {
         println!("cargo::rerun-if-changed={}", guest.join(input).display());
     }
@@ -126,6 +155,11 @@ fn run() -> Result<(), String> {
         &built.join(CHECK_DIGIT_ARTIFACT),
         &check_digit_out,
         "built from guest/check-digit/",
+    )?;
+    install(
+        &built.join(DECIMAL_ARTIFACT),
+        &decimal_out,
+        "built from guest/decimal/",
     )?;
     install(&built.join(ARTIFACT), &out, "built from guest/")
 }
@@ -173,6 +207,8 @@ fn build_guest(workspace: &Path, target_dir: &Path) -> Result<(), String> {
             "idmint-policy-default",
             "-p",
             "idmint-policy-check-digit",
+            "-p",
+            "idmint-policy-decimal",
             "--release",
             "--target",
             TARGET,

@@ -618,9 +618,7 @@ async fn mongosh_holders_and_rust_holders_exclude_each_other() {
     assert_eq!(lease.token(), 2);
     let refused = mongosh_lines(
         TEST,
-        &format!(
-            "print(JSON.stringify({{ got: getLock('shared', 60000), freed: releaseLock('shared', '2:ffff') }}));"
-        ),
+        "print(JSON.stringify({ got: getLock('shared', 60000), freed: releaseLock('shared', '2:ffff') }));",
     );
     assert_eq!(refused[0], json!({ "got": null, "freed": false }));
     lease.release().await.unwrap();

@@ -57,8 +57,8 @@ fn body(timestamp_micros: u64, sequence: u64) -> Result<[u8; BODY_LEN], FormatFa
     let (year, month, day) = civil::civil_from_days((secs / 86_400) as i64);
     let mut b = *SHAPE;
     put_digits(&mut b[0..4], year as u32);
-    put_digits(&mut b[4..6], u32::from(month));
-    put_digits(&mut b[6..8], u32::from(day));
+    put_digits(&mut b[4..6], month);
+    put_digits(&mut b[6..8], day);
     put_digits(&mut b[9..11], (second_of_day / 3600) as u32);
     put_digits(&mut b[11..13], (second_of_day / 60 % 60) as u32);
     put_digits(&mut b[13..15], (second_of_day % 60) as u32);

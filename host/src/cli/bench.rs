@@ -50,7 +50,7 @@ impl BenchCmd {
             .into());
         }
         if self.only == Only::Lock {
-            let database = self.connect.connect().await.map_err(idmint::Error::from)?;
+            let database = self.connect.connect().await?;
             let seconds = Duration::from_secs_f64(self.seconds);
             let report = idmint::lock::bench::run(&database, seconds).await?;
             output.report(&report, || idmint::lock::bench::text(&report))?;

@@ -210,12 +210,10 @@ impl ActivateCmd {
                 .map_err(idmint::Error::from)?;
             let policy = store.load(&runtime, self.version).await?;
             let prefix = state.prefix.clone().unwrap_or_default();
-            idmint::policy::writes_time(&policy, &prefix)
+            let writes_time =
+                idmint::policy::writes_time(&policy, &prefix).map_err(idmint::Error::from)?;
+            idmint::policy::check_fit(&policy, &state, writes_time)
                 .map_err(idmint::Error::from)
-                .and_then(|writes_time| {
-                    idmint::policy::check_fit(&policy, &state, writes_time)
-                        .map_err(idmint::Error::from)
-                })
                 .with_context(|| format!("version {} not activated", self.version))?;
         }
         let report = store.activate(&runtime, self.version).await?;
