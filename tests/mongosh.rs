@@ -167,3 +167,33 @@ async fn the_printed_shell_loader_makes_the_functions_callable() {
         "{stdout}"
     );
 }
+
+/// `getNextSequence` with `upsert` creates a missing counter, from `start`,
+/// in the document the host creates; shells and the host then share it.
+#[tokio::test]
+async fn the_stored_auto_increment_creates_a_missing_counter_the_host_shares() {
+    const TEST: &str = "mongosh_autoinc_upsert";
+    let database = harness::database(TEST).await;
+    installer::install(&database, &Default::default())
+        .await
+        .unwrap();
+    let output = mongosh(
+        TEST,
+        "print(getNextSequence('visits', { upsert: true, start: 100 }));\n\
+         print(getNextSequence('visits', { upsert: true, start: 100 }));",
+    )
+    .output()
+    .unwrap();
+    assert_eq!(numbers(&output), [100, 101]);
+    let host = idmint::sequence::AutoIncrement::new(&database, CounterName::new("visits").unwrap());
+    assert_eq!(host.take(2).await.unwrap(), 102..=103);
+    let output = mongosh(TEST, "print(getNextSequence('visits'));")
+        .output()
+        .unwrap();
+    assert_eq!(numbers(&output), [104]);
+    let document = harness::documents(&database, "counters").await;
+    assert_eq!(
+        document,
+        [mongodb::bson::doc! { "_id": "visits", "kind": "autoinc", "seq": 104_i64 }]
+    );
+}
