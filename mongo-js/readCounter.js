@@ -8,7 +8,7 @@ function (keyName, doc, expectedKind) {
   // cyclic {val, maxval, ts, hasTs}, autoinc {seq}. Throws, worded as the host
   // words it, when it is missing, corrupt, or of another kind.
   var MAX_VALUE = 9007199254740991;
-  var KINDS = ["cyclic", "autoinc", "segment"];
+  var KINDS = ["cyclic", "autoinc", "segment", "snowflake"];
 
   function corrupt(reason) {
     return new Error("counter '" + keyName + "' is corrupt: " + reason +
@@ -56,7 +56,7 @@ function (keyName, doc, expectedKind) {
     if (typeof doc.kind !== "string") throw corrupt("kind is " + describe(doc.kind) + ", not a string");
     if (KINDS.indexOf(doc.kind) < 0) {
       throw new Error("counter '" + keyName + "' has kind " + JSON.stringify(doc.kind) +
-        ", which this idmint does not know (it knows cyclic, autoinc and segment); it was left unchanged");
+        ", which this idmint does not know (it knows cyclic, autoinc, segment and snowflake); it was left unchanged");
     }
     kind = doc.kind;
   }
@@ -68,7 +68,7 @@ function (keyName, doc, expectedKind) {
     fields.ts = fields.hasTs ? readInteger("ts", 0) : 0;
   } else if (kind === "autoinc") {
     fields.seq = readInteger("seq", 0, MAX_VALUE);
-  } else {
+  } else if (kind === "segment") {
     fields.max = readInteger("max", 0, MAX_VALUE + 1);
     fields.step = readInteger("step", 1, 100000000);
   }

@@ -69,7 +69,7 @@ fn cases() -> Vec<Case> {
         ),
         case(
             "kind_unknown",
-            Some(doc! { "kind": "snowflake", "val": 0, "maxval": 9 }),
+            Some(doc! { "kind": "hilo", "val": 0, "maxval": 9 }),
             vec![T],
         ),
         case(

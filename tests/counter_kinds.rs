@@ -140,8 +140,8 @@ async fn bad_counter_settings_exit_2_and_write_nothing() {
             "start 0 is out of range 1..=9007199254740991",
         ),
         (
-            &["c5", "--kind", "snowflake"][..],
-            "unknown counter kind \"snowflake\"",
+            &["c5", "--kind", "hilo"][..],
+            "unknown counter kind \"hilo\"",
         ),
         (
             &["c6", "--kind", "segment", "--start", "9007199254740993"][..],

@@ -13,4 +13,5 @@ mod lock;
 mod mongosh;
 mod policy;
 mod sequence;
+mod snowflake;
 mod strategies;

@@ -265,7 +265,7 @@ async fn corrupt_counters_of_each_kind_are_reported_and_left_unchanged() {
         );
     }
     // An unknown kind is named, and nothing is modified.
-    let unknown = doc! { "_id": "future", "kind": "snowflake", "worker": 3 };
+    let unknown = doc! { "_id": "future", "kind": "hilo", "next": 3 };
     collection.insert_one(&unknown).await.unwrap();
     let error = Sequence::open(&database, name("future"), &OpenOptions::default())
         .await
@@ -274,7 +274,7 @@ async fn corrupt_counters_of_each_kind_are_reported_and_left_unchanged() {
         matches!(error, SequenceError::UnknownKind { .. }),
         "{error:?}"
     );
-    assert!(error.to_string().contains("\"snowflake\""), "{error}");
+    assert!(error.to_string().contains("\"hilo\""), "{error}");
     // A kind used as another is refused the same way.
     sequence::create(&database, &name("cyc"), &CounterSpec::default())
         .await

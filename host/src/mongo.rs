@@ -62,6 +62,14 @@ pub fn durable_write_concern() -> WriteConcern {
         .build()
 }
 
+/// `$$NOW + ms` as a date: the server's clock, for expiries decided by the
+/// server (locks, worker leases). Spelled with `$toLong`/`$toDate` (MongoDB
+/// 4.0+) rather than date arithmetic in `$add`, which not every server that
+/// speaks the wire protocol implements.
+pub(crate) fn server_now_plus(ms: i64) -> mongodb::bson::Document {
+    mongodb::bson::doc! { "$toDate": { "$add": [{ "$toLong": "$$NOW" }, ms] } }
+}
+
 /// Names a BSON value for a message about a malformed document: its type
 /// and, when short, the value. `mongo-js/getNextUniqueSeq.js` words it the
 /// same way (the conformance

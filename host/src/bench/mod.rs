@@ -17,6 +17,10 @@
 //! - `segment`: values handed out by one process's [`SegmentAllocator`]
 //!   from its buffers, one value per call, with the segment fetches it made
 //!   per million values.
+//! - `snowflake`: IDs issued by one process's [`Snowflake`] generator, one
+//!   per call, with layout 41,8,14 (16,384 per ms); every ID of the run is
+//!   kept and checked for duplicates afterwards, and a duplicate fails the
+//!   benchmark.
 //!
 //! The format benchmark ([`run_format`]) measures the other half of an ID,
 //! on one thread and with no database:
@@ -48,7 +52,8 @@ use crate::mongo::durable_write_concern;
 use crate::policy::{PolicyError, PolicyRuntime, Stamp};
 use crate::sequence::{
     self, AutoIncrement, Clock, CounterKind, CounterName, CounterSpec, CyclicCounter,
-    SegmentAllocator, SegmentOptions, SequenceError, SystemClock, COUNTERS_COLLECTION,
+    SegmentAllocator, SegmentOptions, SequenceError, Snowflake, SnowflakeOptions, SystemClock,
+    COUNTERS_COLLECTION,
 };
 
 /// Values per round trip in `pipeline_block`.
@@ -70,17 +75,20 @@ pub enum BenchMode {
     SeedCas,
     /// One process's segment allocator.
     Segment,
+    /// One process's snowflake generator.
+    Snowflake,
 }
 
 impl BenchMode {
     /// Every mode, in report order.
-    pub const ALL: [BenchMode; 6] = [
+    pub const ALL: [BenchMode; 7] = [
         BenchMode::RawInc,
         BenchMode::Pipeline,
         BenchMode::PipelineBlock,
         BenchMode::Autoinc,
         BenchMode::SeedCas,
         BenchMode::Segment,
+        BenchMode::Snowflake,
     ];
 
     /// The mode's name in reports.
@@ -92,6 +100,7 @@ impl BenchMode {
             BenchMode::Autoinc => "autoinc",
             BenchMode::SeedCas => "seed_cas",
             BenchMode::Segment => "segment",
+            BenchMode::Snowflake => "snowflake",
         }
     }
 
@@ -100,6 +109,7 @@ impl BenchMode {
         match self {
             BenchMode::Autoinc => CounterKind::Autoinc,
             BenchMode::Segment => CounterKind::Segment,
+            BenchMode::Snowflake => CounterKind::Snowflake,
             _ => CounterKind::Cyclic,
         }
     }
@@ -243,23 +253,42 @@ async fn run_slice(
         })?;
     let spec = match mode.kind() {
         CounterKind::Cyclic => CounterSpec::default().maxval(crate::sequence::MAX_MAXVAL),
+        CounterKind::Snowflake => {
+            let mut spec = CounterSpec::of(CounterKind::Snowflake);
+            spec.layout = Some((41, 8, 14));
+            spec
+        }
         kind => CounterSpec::of(kind),
     };
     sequence::create(database, &name, &spec).await?;
     let counter = CyclicCounter::new(database, name.clone());
     let autoinc = AutoIncrement::new(database, name.clone());
     let segments = SegmentAllocator::new(database, name.clone(), SegmentOptions::default());
+    let snowflake = match mode {
+        BenchMode::Snowflake => Some(
+            Snowflake::start(
+                database,
+                name.clone(),
+                spec.snowflake_layout(),
+                SnowflakeOptions::default(),
+            )
+            .await?,
+        ),
+        _ => None,
+    };
     let started = Instant::now();
     let deadline = started + time;
     let workers = (0..concurrency).map(|_| {
         let counter = counter.clone();
         let autoinc = autoinc.clone();
         let segments = segments.clone();
+        let snowflake = snowflake.clone();
         let collection = collection.clone();
         let name = name.clone();
         tokio::spawn(async move {
             let write_concern = durable_write_concern();
             let mut ops = 0_u64;
+            let mut ids = Vec::new();
             while Instant::now() < deadline {
                 match mode {
                     BenchMode::RawInc => {
@@ -300,10 +329,19 @@ async fn run_slice(
                         ops += BURST - 1;
                         tokio::task::yield_now().await;
                     }
+                    BenchMode::Snowflake => {
+                        const BURST: u64 = 4096;
+                        let snowflake = snowflake.as_ref().expect("started above");
+                        for _ in 0..BURST {
+                            ids.push(snowflake.next_id().await?);
+                        }
+                        ops += BURST - 1;
+                        tokio::task::yield_now().await;
+                    }
                 }
                 ops += 1;
             }
-            Ok::<u64, SequenceError>(ops)
+            Ok::<(u64, Vec<u64>), SequenceError>((ops, ids))
         })
     });
     let mut ops = 0;
@@ -311,10 +349,26 @@ async fn run_slice(
         Ok(joined) => joined,
         Err(error) => std::panic::resume_unwind(error.into_panic()),
     };
-    for result in joined {
-        ops += result?;
-    }
     let elapsed = started.elapsed();
+    let mut ids = Vec::new();
+    for result in joined {
+        let (task_ops, task_ids) = result?;
+        ops += task_ops;
+        ids.extend(task_ids);
+    }
+    if let Some(snowflake) = snowflake {
+        snowflake.close().await?;
+        // The benchmark's own check: no ID of the run issued twice.
+        let issued = ids.len();
+        ids.sort_unstable();
+        ids.dedup();
+        if ids.len() != issued {
+            return Err(SequenceError::InvalidSpec(format!(
+                "the snowflake benchmark issued {} duplicate IDs",
+                issued - ids.len()
+            )));
+        }
+    }
     let fetches = segments.stats().fetches;
     if mode == BenchMode::Segment {
         segments.close().await?;

@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use clap::{Args, Subcommand};
+use idmint::sequence::snowflake::layout::{self, Layout, TimeUnit, WARN_YEARS, YEAR_MS};
 use idmint::sequence::{
     self, CounterKind, CounterName, CounterSpec, CounterState, KindState, SequenceError,
 };
@@ -40,6 +41,15 @@ pub struct CreateArgs {
     /// segment: the smallest segment a process takes [default: 1000].
     #[arg(long, value_name = "N")]
     pub step: Option<u64>,
+    /// snowflake: bits of time, worker id and sequence, adding up to 63 [default: 41,10,12].
+    #[arg(long, value_name = "TIME,WORKER,SEQ")]
+    pub layout: Option<String>,
+    /// snowflake: the time unit, ms or s [default: ms].
+    #[arg(long, value_parser = clap::value_parser!(TimeUnit))]
+    pub unit: Option<TimeUnit>,
+    /// snowflake: the epoch, a date YYYY-MM-DD (UTC), not in the future [default: 2025-01-01].
+    #[arg(long, value_name = "YYYY-MM-DD")]
+    pub epoch: Option<String>,
     /// Default prefix of this counter's IDs (checked against the policy).
     #[arg(long)]
     pub prefix: Option<String>,
@@ -68,6 +78,12 @@ struct CounterView<'a> {
     /// A cyclic counter's last issued timestamp as RFC 3339, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     last_issued_at: Option<String>,
+    /// A snowflake counter: the date its time bits run out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    runs_out_on: Option<String>,
+    /// A snowflake counter: a warning once fewer than two years are left.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    warning: Option<String>,
 }
 
 impl CounterCmd {
@@ -86,6 +102,21 @@ impl CounterCmd {
                 spec.maxval = args.maxval;
                 spec.start = args.start;
                 spec.step = args.step;
+                spec.unit = args.unit;
+                if let Some(bits) = &args.layout {
+                    spec.layout = Some(
+                        Layout::parse_bits(bits)
+                            .map_err(SequenceError::InvalidSpec)
+                            .map_err(idmint::Error::from)?,
+                    );
+                }
+                if let Some(epoch) = &args.epoch {
+                    spec.epoch_ms = Some(
+                        layout::parse_date(epoch)
+                            .map_err(SequenceError::InvalidSpec)
+                            .map_err(idmint::Error::from)?,
+                    );
+                }
                 // Refuse a bad setting before connecting, and so before writing.
                 spec.document(&name).map_err(idmint::Error::from)?;
                 if let Some(prefix) = &args.prefix {
@@ -123,9 +154,26 @@ fn print_state(output: &Output, state: &CounterState, verb: &str) -> anyhow::Res
         .cyclic()
         .filter(|cyclic| cyclic.ts > 0)
         .map(|cyclic| rfc3339_micros(cyclic.ts));
+    let (runs_out_on, warning) = match &state.kind {
+        KindState::Snowflake(snowflake) => {
+            let ends = snowflake.layout.runs_out_at_ms();
+            let now = idmint::SystemClock.now_micros() / 1000;
+            let warning = (ends < now + WARN_YEARS * YEAR_MS).then(|| {
+                format!(
+                    "the time bits run out on {}, in less than {WARN_YEARS} years: \
+                     move to a new counter with a later epoch or more time bits before then",
+                    layout::date(ends)
+                )
+            });
+            (Some(layout::date(ends)), warning)
+        }
+        _ => (None, None),
+    };
     let view = CounterView {
         state,
         last_issued_at: last_issued_at.clone(),
+        runs_out_on: runs_out_on.clone(),
+        warning: warning.clone(),
     };
     output.report(&view, || {
         let mut text = String::new();
@@ -155,6 +203,29 @@ fn print_state(output: &Output, state: &CounterState, verb: &str) -> anyhow::Res
                     segment.max
                 );
                 let _ = writeln!(text, "  step:   {} (the smallest segment)", segment.step);
+            }
+            KindState::Snowflake(snowflake) => {
+                let l = snowflake.layout;
+                let _ = writeln!(
+                    text,
+                    "  layout: {},{},{} in {} from {}: {} worker ids, {} IDs per {} per worker",
+                    l.time_bits,
+                    l.worker_bits,
+                    l.seq_bits,
+                    l.unit,
+                    layout::date(l.epoch_ms),
+                    l.max_worker() + 1,
+                    l.max_seq() + 1,
+                    l.unit
+                );
+                let _ = writeln!(
+                    text,
+                    "  runs out on: {}",
+                    runs_out_on.as_deref().unwrap_or_default()
+                );
+                if let Some(warning) = &warning {
+                    let _ = writeln!(text, "  warning: {warning}");
+                }
             }
         }
         let _ = writeln!(

@@ -10,6 +10,7 @@ mod exit;
 mod install;
 mod lock;
 mod next;
+mod open_args;
 mod output;
 mod policy;
 mod policy_args;
@@ -18,6 +19,7 @@ mod shell_loader;
 mod status;
 mod uninstall;
 mod validate;
+mod workers;
 
 use std::process::ExitCode;
 
@@ -73,6 +75,8 @@ pub enum Command {
     /// Distributed locks: run a command under a lease, show or force-release locks.
     #[command(subcommand)]
     Lock(lock::LockCmd),
+    /// List the worker leases of a snowflake counter.
+    Workers(workers::WorkersCmd),
     /// Print the mongosh script that loads the installed functions into a shell session.
     ShellLoader(shell_loader::ShellLoaderCmd),
 }
@@ -90,6 +94,7 @@ impl Command {
             Command::Bench(cmd) => Some(&cmd.connect),
             Command::Policy(cmd) => cmd.connect(),
             Command::Lock(cmd) => Some(cmd.connect()),
+            Command::Workers(cmd) => Some(&cmd.connect),
             Command::Validate(_) | Command::ShellLoader(_) => None,
         }
     }
@@ -143,6 +148,7 @@ async fn run(command: &Command, output: &Output) -> anyhow::Result<Outcome> {
         Command::Policy(cmd) => cmd.execute(output).await,
         Command::ShellLoader(cmd) => cmd.execute(output),
         Command::Lock(cmd) => cmd.execute(output).await,
+        Command::Workers(cmd) => cmd.execute(output).await,
     }
 }
 
@@ -164,6 +170,8 @@ mod tests {
             "idmint counter create inv --kind autoinc --start 42 --prefix INV- --uri mongodb://h",
             "idmint counter create ord --kind segment --step 500 --uri mongodb://h",
             "idmint next inv --count 3 --policy builtin:decimal --uri mongodb://h",
+            "idmint counter create ids --kind snowflake --layout 49,3,11 --unit ms --epoch 2025-06-01 --uri mongodb://h",
+            "idmint workers ids --json --uri mongodb://h",
             "idmint next orders --count 3 --prefix P --policy p.wasm --uri mongodb://h",
             "idmint validate A B --prefix P",
             "idmint policy check p.wasm --prefix ORD- --maxval 99",

@@ -11,10 +11,11 @@ use clap::Args;
 use idmint::minter::LiveOptions;
 use idmint::policy::watch::SwapEvent;
 use idmint::policy::PolicyInfo;
-use idmint::sequence::{CounterName, OpenOptions, Sequence, MAX_BLOCK};
+use idmint::sequence::{CounterName, Sequence, MAX_BLOCK};
 use idmint::{LiveMinter, Minter, PolicyRuntime, SystemClock};
 use serde::Serialize;
 
+use super::open_args::OpenArgs;
 use super::policy_args::PolicyArgs;
 use super::{ConnectArgs, Outcome, Output};
 
@@ -49,6 +50,8 @@ pub struct NextCmd {
     #[command(flatten)]
     pub policy: PolicyArgs,
     #[command(flatten)]
+    pub open: OpenArgs,
+    #[command(flatten)]
     pub connect: ConnectArgs,
 }
 
@@ -67,8 +70,9 @@ impl NextCmd {
         }
         let name = CounterName::new(&self.name).map_err(idmint::Error::from)?;
         let policy = self.policy.load()?;
+        let open = self.open.options()?;
         let database = self.connect.connect().await?;
-        let (sequence, _) = Sequence::open(&database, name, &OpenOptions::default())
+        let (sequence, _) = Sequence::open(&database, name, &open)
             .await
             .map_err(idmint::Error::from)?;
         let minter =
@@ -116,10 +120,11 @@ impl NextCmd {
         let runtime = PolicyRuntime::new().map_err(idmint::Error::from)?;
         let local = self.policy.load_with(&runtime)?;
         let database = self.connect.connect().await?;
-        let options = LiveOptions::default()
+        let mut options = LiveOptions::default()
             .prefix(self.prefix.clone())
             .follow_file(self.policy.file().map(Into::into))
             .follow_store(self.policy_from_db);
+        options.open = self.open.options()?;
         let (minter, mut events) = LiveMinter::start(
             &database,
             name,

@@ -1,12 +1,11 @@
 //! `idmint seq NAME`: raw sequence values, from a counter of any kind.
 
 use clap::Args;
-use idmint::sequence::{
-    AutoIncrement, CounterName, OpenOptions, Sequence, SequenceError, MAX_BLOCK,
-};
+use idmint::sequence::{AutoIncrement, CounterName, Sequence, SequenceError, MAX_BLOCK};
 use idmint::{Clock, SystemClock};
 use serde::Serialize;
 
+use super::open_args::OpenArgs;
 use super::{ConnectArgs, Outcome, Output};
 
 /// Arguments of `idmint seq`.
@@ -25,6 +24,8 @@ pub struct SeqCmd {
     #[arg(long, value_name = "N", requires = "upsert")]
     pub start: Option<u64>,
     #[command(flatten)]
+    pub open: OpenArgs,
+    #[command(flatten)]
     pub connect: ConnectArgs,
 }
 
@@ -37,11 +38,11 @@ struct SeqReport<'a> {
 impl SeqCmd {
     pub async fn execute(&self, output: &Output) -> anyhow::Result<Outcome> {
         let name = CounterName::new(&self.name).map_err(idmint::Error::from)?;
+        let options = self.open.options()?;
         let database = self.connect.connect().await?;
         let mut values = Vec::new();
         let mut left = self.count;
-        let sequence = match Sequence::open(&database, name.clone(), &OpenOptions::default()).await
-        {
+        let sequence = match Sequence::open(&database, name.clone(), &options).await {
             Ok((sequence, _)) => sequence,
             Err(SequenceError::UnknownCounter(_)) if self.upsert => {
                 let autoinc = AutoIncrement::new(&database, name);

@@ -308,9 +308,6 @@ pub fn acquire_pipeline(owner: &str, ttl_ms: i64) -> Vec<Document> {
     ]}}]
 }
 
-/// `$$NOW + ttl_ms` as a date. Spelled with `$toLong`/`$toDate` (MongoDB
-/// 4.0+) rather than date arithmetic in `$add`, which not every server that
-/// speaks the wire protocol implements.
 fn expires_expr(ttl_ms: i64) -> Document {
-    doc! { "$toDate": { "$add": [{ "$toLong": "$$NOW" }, ttl_ms] } }
+    crate::mongo::server_now_plus(ttl_ms)
 }

@@ -28,7 +28,7 @@ mod error;
 pub mod fence;
 mod lease;
 mod name;
-mod random;
+pub(crate) mod random;
 mod wait;
 mod watchdog;
 

@@ -77,6 +77,10 @@ pub fn check_fit(
                     "use a policy that holds 2^53 values, such as the built-in decimal policy \
                      (--policy builtin:decimal)"
                 }
+                CounterKind::Snowflake => {
+                    "use a policy that holds 64-bit IDs, such as the built-in base32 policy \
+                     (--policy builtin:base32)"
+                }
             },
         });
     }

@@ -23,6 +23,7 @@ use mongodb::bson::{doc, Bson, Document};
 use serde::Serialize;
 
 use super::kind::{CounterKind, MAX_VALUE};
+use super::snowflake::{Layout, TimeUnit};
 use super::{CounterName, SequenceError};
 use crate::mongo::describe_value;
 
@@ -51,6 +52,16 @@ pub enum KindState {
     Autoinc(AutoincState),
     /// A segment counter.
     Segment(SegmentState),
+    /// A snowflake counter.
+    Snowflake(SnowflakeState),
+}
+
+/// A snowflake counter's fields: its layout (see [`Layout`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct SnowflakeState {
+    /// The layout.
+    #[serde(flatten)]
+    pub layout: Layout,
 }
 
 /// A cyclic counter's fields.
@@ -131,6 +142,29 @@ impl CounterState {
                 max: read_integer(doc, "max", 0, MAX_VALUE + 1).map_err(corrupt)?,
                 step: read_integer(doc, "step", 1, MAX_STEP).map_err(corrupt)?,
             }),
+            CounterKind::Snowflake => {
+                let unit = match doc.get("unit") {
+                    Some(Bson::String(unit)) => unit
+                        .parse::<TimeUnit>()
+                        .map_err(|reason| corrupt(format!("unit: {reason}")))?,
+                    Some(other) => {
+                        return Err(corrupt(format!(
+                            "unit is {}, not a string",
+                            describe_value(other)
+                        )))
+                    }
+                    None => return Err(corrupt("unit is missing".into())),
+                };
+                let layout = Layout {
+                    time_bits: read_integer(doc, "time_bits", 1, 62).map_err(corrupt)? as u32,
+                    worker_bits: read_integer(doc, "worker_bits", 1, 62).map_err(corrupt)? as u32,
+                    seq_bits: read_integer(doc, "seq_bits", 1, 62).map_err(corrupt)? as u32,
+                    unit,
+                    epoch_ms: read_integer(doc, "epoch_ms", 0, i64::MAX as u64).map_err(corrupt)?,
+                };
+                layout.check_shape().map_err(corrupt)?;
+                KindState::Snowflake(SnowflakeState { layout })
+            }
         };
         let prefix = match doc.get("prefix") {
             None | Some(Bson::Null) => None,
@@ -155,6 +189,7 @@ impl CounterState {
             KindState::Cyclic(_) => CounterKind::Cyclic,
             KindState::Autoinc(_) => CounterKind::Autoinc,
             KindState::Segment(_) => CounterKind::Segment,
+            KindState::Snowflake(_) => CounterKind::Snowflake,
         }
     }
 
@@ -176,6 +211,11 @@ impl CounterState {
             },
             KindState::Autoinc(_) | KindState::Segment(_) => ValueShape {
                 largest_value: MAX_VALUE,
+                values_repeat: false,
+                server_timestamp: false,
+            },
+            KindState::Snowflake(_) => ValueShape {
+                largest_value: i64::MAX as u64,
                 values_repeat: false,
                 server_timestamp: false,
             },
@@ -221,6 +261,8 @@ pub(crate) fn well_formed_expr(kind: CounterKind) -> Document {
             terms.push(integer_in("max", 0, MAX_VALUE + 1).into());
             terms.push(integer_in("step", 1, MAX_STEP).into());
         }
+        // Never updated by a pipeline: its document is read, not advanced.
+        CounterKind::Snowflake => {}
     }
     doc! { "$and": terms }
 }
@@ -309,13 +351,13 @@ mod tests {
 
     #[test]
     fn names_an_unknown_kind() {
-        let error = CounterState::from_document(&name(), &doc! { "kind": "snowflake" })
+        let error = CounterState::from_document(&name(), &doc! { "kind": "hilo" })
             .unwrap_err()
             .to_string();
         assert_eq!(
             error,
-            "counter 'c' has kind \"snowflake\", which this idmint does not know \
-             (it knows cyclic, autoinc and segment); it was left unchanged"
+            "counter 'c' has kind \"hilo\", which this idmint does not know \
+             (it knows cyclic, autoinc, segment and snowflake); it was left unchanged"
         );
     }
 

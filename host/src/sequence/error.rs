@@ -31,7 +31,7 @@ pub enum SequenceError {
     /// The document's `kind` is not one idmint knows. It was left unchanged.
     #[error(
         "counter '{name}' has kind {kind:?}, which this idmint does not know \
-         (it knows cyclic, autoinc and segment); it was left unchanged"
+         (it knows cyclic, autoinc, segment and snowflake); it was left unchanged"
     )]
     UnknownKind {
         /// The counter.
@@ -73,6 +73,46 @@ pub enum SequenceError {
         requested: usize,
         /// The largest block.
         max: usize,
+    },
+    /// A worker lease document is malformed; it was left unchanged.
+    #[error("worker lease {id} of counter '{counter}' is corrupt: {reason}; it was left unchanged, fix or delete it")]
+    CorruptLease {
+        /// The counter.
+        counter: CounterName,
+        /// The lease's `_id`.
+        id: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Every worker id of a snowflake counter is leased and live.
+    #[error(
+        "every worker id of counter '{counter}' ({workers}) is leased and live; \
+         the first lease expires at {first_expiry}"
+    )]
+    NoWorkerFree {
+        /// The counter.
+        counter: CounterName,
+        /// How many worker ids the layout has.
+        workers: u64,
+        /// When the first live lease expires (RFC 3339).
+        first_expiry: String,
+    },
+    /// The clock went back further than the tolerance and the generator is
+    /// set to refuse.
+    #[error("counter '{name}': the clock is {by_ms} ms behind the last ID issued; refusing until it catches up")]
+    ClockBehind {
+        /// The counter.
+        name: CounterName,
+        /// How far behind, in milliseconds.
+        by_ms: u64,
+    },
+    /// The worker lease could not be proved valid, nor regained in time.
+    #[error("counter '{name}': the worker lease was lost and not regained within {waited_ms} ms; no ID was issued")]
+    LeaseLost {
+        /// The counter.
+        name: CounterName,
+        /// How long the taker waited.
+        waited_ms: u64,
     },
     /// The segment allocator was closed (its unused values given back).
     #[error("counter '{0}': the segment allocator is closed")]
@@ -156,6 +196,7 @@ impl SequenceError {
                 | Self::WrongKind { .. }
                 | Self::Exhausted { .. }
                 | Self::TooMany { .. }
+                | Self::CorruptLease { .. }
         )
     }
 
@@ -163,7 +204,11 @@ impl SequenceError {
     pub fn is_database(&self) -> bool {
         matches!(
             self,
-            Self::Database { .. } | Self::Contended { .. } | Self::Unauthorized { .. }
+            Self::Database { .. }
+                | Self::Contended { .. }
+                | Self::Unauthorized { .. }
+                | Self::NoWorkerFree { .. }
+                | Self::LeaseLost { .. }
         )
     }
 }
@@ -172,7 +217,7 @@ impl SequenceError {
 fn an(kind: CounterKind) -> &'static str {
     match kind {
         CounterKind::Autoinc => "n",
-        CounterKind::Cyclic | CounterKind::Segment => "",
+        CounterKind::Cyclic | CounterKind::Segment | CounterKind::Snowflake => "",
     }
 }
 

@@ -25,11 +25,14 @@ pub enum CounterKind {
     /// Segment allocation (seed 003, Meituan Leaf): a process takes a whole
     /// range with one update and hands it out from memory.
     Segment,
+    /// Snowflake IDs (seed 001, Baidu uid-generator): time, leased worker
+    /// id and sequence in 63 bits, issued from memory.
+    Snowflake,
 }
 
 impl CounterKind {
     /// Every kind, in the order the documentation lists them.
-    pub const ALL: [CounterKind; 3] = [Self::Cyclic, Self::Autoinc, Self::Segment];
+    pub const ALL: [CounterKind; 4] = [Self::Cyclic, Self::Autoinc, Self::Segment, Self::Snowflake];
 
     /// The value of the document's `kind` field.
     pub fn as_str(self) -> &'static str {
@@ -37,6 +40,7 @@ impl CounterKind {
             Self::Cyclic => "cyclic",
             Self::Autoinc => "autoinc",
             Self::Segment => "segment",
+            Self::Snowflake => "snowflake",
         }
     }
 }
@@ -49,7 +53,7 @@ impl fmt::Display for CounterKind {
 
 /// A `kind` that idmint does not know.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown counter kind {0:?}: idmint knows cyclic, autoinc and segment")]
+#[error("unknown counter kind {0:?}: idmint knows cyclic, autoinc, segment and snowflake")]
 pub struct UnknownKind(pub String);
 
 impl FromStr for CounterKind {
@@ -72,10 +76,10 @@ mod tests {
         for kind in CounterKind::ALL {
             assert_eq!(kind.as_str().parse::<CounterKind>(), Ok(kind));
         }
-        let error = "snowflake".parse::<CounterKind>().unwrap_err();
+        let error = "hilo".parse::<CounterKind>().unwrap_err();
         assert_eq!(
             error.to_string(),
-            "unknown counter kind \"snowflake\": idmint knows cyclic, autoinc and segment"
+            "unknown counter kind \"hilo\": idmint knows cyclic, autoinc, segment and snowflake"
         );
     }
 }

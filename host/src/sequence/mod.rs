@@ -26,6 +26,7 @@ mod cyclic;
 mod error;
 mod kind;
 pub mod segment;
+pub mod snowflake;
 mod spec;
 
 use mongodb::Database;
@@ -33,13 +34,15 @@ use mongodb::Database;
 pub use autoinc::AutoIncrement;
 pub use clock::{Clock, SystemClock};
 pub use counter_doc::{
-    AutoincState, CounterState, CyclicState, KindState, SegmentState, ValueShape, MAX_STEP,
+    AutoincState, CounterState, CyclicState, KindState, SegmentState, SnowflakeState, ValueShape,
+    MAX_STEP,
 };
 pub use counter_name::CounterName;
 pub use cyclic::{CyclicCounter, Issued, DEFAULT_MAXVAL, MAX_BLOCK, MAX_MAXVAL};
 pub use error::SequenceError;
 pub use kind::{CounterKind, UnknownKind, MAX_VALUE};
 pub use segment::{GiveBack, SegmentAllocator, SegmentOptions, SegmentStats};
+pub use snowflake::{Snowflake, SnowflakeOptions};
 pub use spec::{CounterSpec, DEFAULT_STEP};
 
 pub(crate) use spec::read_state;
@@ -53,6 +56,8 @@ pub const COUNTERS_COLLECTION: &str = "counters";
 pub struct OpenOptions {
     /// How a segment counter's allocator works.
     pub segments: SegmentOptions,
+    /// How a snowflake counter's worker lease and clock are handled.
+    pub snowflake: SnowflakeOptions,
 }
 
 /// One counter, whatever its kind: the seam every ID path serves over.
@@ -64,6 +69,9 @@ pub enum Sequence {
     Autoinc(AutoIncrement),
     /// A segment counter, served from this process's buffers.
     Segment(SegmentAllocator),
+    /// A snowflake counter, served by this process's generator under a
+    /// leased worker id.
+    Snowflake(Snowflake),
 }
 
 impl Sequence {
@@ -84,6 +92,15 @@ impl Sequence {
                 name,
                 options.segments.clone(),
             )),
+            CounterKind::Snowflake => {
+                let KindState::Snowflake(snowflake) = &state.kind else {
+                    unreachable!("the kind says snowflake");
+                };
+                Self::Snowflake(
+                    Snowflake::start(database, name, snowflake.layout, options.snowflake.clone())
+                        .await?,
+                )
+            }
         };
         Ok((sequence, state))
     }
@@ -94,6 +111,7 @@ impl Sequence {
             Self::Cyclic(counter) => counter.name(),
             Self::Autoinc(counter) => counter.name(),
             Self::Segment(allocator) => allocator.name(),
+            Self::Snowflake(snowflake) => snowflake.name(),
         }
     }
 
@@ -103,6 +121,7 @@ impl Sequence {
             Self::Cyclic(_) => CounterKind::Cyclic,
             Self::Autoinc(_) => CounterKind::Autoinc,
             Self::Segment(_) => CounterKind::Segment,
+            Self::Snowflake(_) => CounterKind::Snowflake,
         }
     }
 
@@ -136,6 +155,21 @@ impl Sequence {
                 .into_iter()
                 .map(stamp)
                 .collect()),
+            Self::Snowflake(snowflake) => {
+                let layout = *snowflake.layout();
+                Ok(snowflake
+                    .take(count)
+                    .await?
+                    .into_iter()
+                    .map(|id| Issued {
+                        // The time the ID carries.
+                        timestamp_micros: layout
+                            .decompose(id)
+                            .map_or(client_micros, |parts| layout.unix_ms_of(parts.time) * 1000),
+                        value: id,
+                    })
+                    .collect())
+            }
         }
     }
 
@@ -145,6 +179,7 @@ impl Sequence {
     pub async fn close(&self) -> Result<GiveBack, SequenceError> {
         match self {
             Self::Segment(allocator) => allocator.close().await,
+            Self::Snowflake(snowflake) => snowflake.close().await.map(|()| GiveBack::default()),
             Self::Cyclic(_) | Self::Autoinc(_) => Ok(GiveBack::default()),
         }
     }
@@ -155,6 +190,7 @@ impl Sequence {
             Self::Cyclic(counter) => counter.state().await,
             Self::Autoinc(counter) => counter.state().await,
             Self::Segment(allocator) => allocator.state().await,
+            Self::Snowflake(snowflake) => snowflake.state().await,
         }
     }
 }

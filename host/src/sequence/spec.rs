@@ -8,6 +8,8 @@ use mongodb::Collection;
 use super::counter_doc::MAX_STEP;
 use super::cyclic::{DEFAULT_MAXVAL, MAX_MAXVAL};
 use super::kind::{CounterKind, MAX_VALUE};
+use super::snowflake::{Layout, TimeUnit};
+use super::{Clock, SystemClock};
 use super::{CounterName, CounterState, SequenceError};
 use crate::mongo;
 
@@ -28,6 +30,12 @@ pub struct CounterSpec {
     pub start: Option<u64>,
     /// Segment: the smallest segment a process takes. Default: 1000.
     pub step: Option<u64>,
+    /// Snowflake: the bits of time, worker id and sequence. Default: 41,10,12.
+    pub layout: Option<(u32, u32, u32)>,
+    /// Snowflake: the time unit. Default: milliseconds.
+    pub unit: Option<TimeUnit>,
+    /// Snowflake: the epoch, ms since 1970. Default: 2025-01-01.
+    pub epoch_ms: Option<u64>,
     /// The counter's default ID prefix. Default: none.
     pub prefix: Option<String>,
 }
@@ -39,6 +47,9 @@ impl Default for CounterSpec {
             maxval: None,
             start: None,
             step: None,
+            layout: None,
+            unit: None,
+            epoch_ms: None,
             prefix: None,
         }
     }
@@ -77,6 +88,21 @@ impl CounterSpec {
         self
     }
 
+    /// The snowflake layout this spec asks for, defaults filled in.
+    pub fn snowflake_layout(&self) -> Layout {
+        let default = Layout::default();
+        let (time_bits, worker_bits, seq_bits) =
+            self.layout
+                .unwrap_or((default.time_bits, default.worker_bits, default.seq_bits));
+        Layout {
+            time_bits,
+            worker_bits,
+            seq_bits,
+            unit: self.unit.unwrap_or(default.unit),
+            epoch_ms: self.epoch_ms.unwrap_or(default.epoch_ms),
+        }
+    }
+
     /// The counter document this spec creates, or what is wrong with the spec.
     pub fn document(&self, name: &CounterName) -> Result<Document, SequenceError> {
         let kind = self.kind;
@@ -95,6 +121,17 @@ impl CounterSpec {
             }
         };
         let mut document = doc! { "_id": name.as_str(), "kind": kind.as_str() };
+        if kind != CounterKind::Snowflake {
+            if self.layout.is_some() {
+                return Err(refuse("layout", "snowflake"));
+            }
+            if self.unit.is_some() {
+                return Err(refuse("unit", "snowflake"));
+            }
+            if self.epoch_ms.is_some() {
+                return Err(refuse("epoch", "snowflake"));
+            }
+        }
         match kind {
             CounterKind::Cyclic => {
                 if self.start.is_some() {
@@ -125,6 +162,26 @@ impl CounterSpec {
                 let step = in_range("step", self.step.unwrap_or(DEFAULT_STEP), 1, MAX_STEP)?;
                 document.insert("max", start);
                 document.insert("step", step);
+            }
+            CounterKind::Snowflake => {
+                if self.maxval.is_some() {
+                    return Err(refuse("maxval", "cyclic"));
+                }
+                if self.start.is_some() {
+                    return Err(refuse("start", "autoinc and segment"));
+                }
+                if self.step.is_some() {
+                    return Err(refuse("step", "segment"));
+                }
+                let layout = self.snowflake_layout();
+                layout
+                    .check_new(SystemClock.now_micros() / 1000)
+                    .map_err(SequenceError::InvalidSpec)?;
+                document.insert("time_bits", i64::from(layout.time_bits));
+                document.insert("worker_bits", i64::from(layout.worker_bits));
+                document.insert("seq_bits", i64::from(layout.seq_bits));
+                document.insert("unit", layout.unit.as_str());
+                document.insert("epoch_ms", layout.epoch_ms as i64);
             }
         }
         if let Some(prefix) = &self.prefix {

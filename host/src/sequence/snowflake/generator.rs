@@ -1,0 +1,363 @@
+//! The generator: hands out snowflake IDs from one atomic word, shared by
+//! every thread and task of the process, and fails closed.
+//!
+//! The word holds the next ID to issue (time, worker, sequence composed), so
+//! a compare-and-swap both takes an ID and proves the worker id it carries
+//! is still the one the word was set up with: a re-lease stores a new word,
+//! and a taker that read the old one fails its swap and reads again. Before
+//! each ID the taker checks, in this order:
+//!
+//! 1. the lease: a monotonic deadline (set from the moment a claim or
+//!    renewal was *sent*, plus the lease's time to live, less a margin) not
+//!    passed; a process paused past it (SIGSTOP, a stall) issues nothing;
+//! 2. the clock: the next ID's time unit against the wall clock. Ahead of
+//!    the clock by at most [`RollbackOptions::tolerance`] (a sequence used
+//!    up within one unit, or a small step back), the taker waits; further
+//!    ahead (a large step back), it either keeps issuing from the last time,
+//!    borrowing the future while the sequence lasts, or refuses, as
+//!    configured; never a duplicate;
+//! 3. the reservation: the next ID's time unit is within the time the lease
+//!    reserved in the database, so that whoever takes the worker id over
+//!    starts after it.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use super::layout::{Layout, SnowflakeParts};
+use crate::sequence::Clock;
+
+/// What to do when the clock is behind the last issued time by more than
+/// the tolerance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnRollback {
+    /// Keep issuing from the last time, borrowing the future while the
+    /// sequence and the lease's reservation last.
+    Borrow,
+    /// Refuse with [`Stall::ClockBehind`] until the clock catches up.
+    Refuse,
+}
+
+/// How the generator treats a clock behind its last issued time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RollbackOptions {
+    /// Steps back up to this long are waited out. Default: 5 ms.
+    pub tolerance: Duration,
+    /// What larger steps do. Default: borrow.
+    pub on_rollback: OnRollback,
+}
+
+impl Default for RollbackOptions {
+    fn default() -> Self {
+        Self {
+            tolerance: Duration::from_millis(5),
+            on_rollback: OnRollback::Borrow,
+        }
+    }
+}
+
+/// Why no ID was issued just now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stall {
+    /// The lease cannot be proved valid (expired deadline, lost, closed).
+    Lease,
+    /// The next time unit is past the lease's reservation.
+    Reservation,
+    /// The next time unit is ahead of the clock by this long (within the
+    /// tolerance): wait that long.
+    Wait(Duration),
+    /// The clock is behind the last issued time by this long, beyond the
+    /// tolerance, and the generator refuses.
+    ClockBehind(Duration),
+    /// The time bits are used up.
+    TimeExhausted,
+}
+
+/// A word on its own cache line, so that the hot word and the rarely
+/// written ones do not share one.
+#[repr(align(128))]
+#[derive(Debug, Default)]
+struct Padded<T>(T);
+
+/// The shared generator of one process (see the module docs).
+#[derive(Debug)]
+pub(crate) struct Generator {
+    layout: Layout,
+    rollback: RollbackOptions,
+    /// The next ID to issue.
+    next: Padded<AtomicU64>,
+    /// The last time unit the lease reserved.
+    reserved: Padded<AtomicU64>,
+    /// Nanoseconds after `base` when the lease can no longer be proved valid.
+    deadline: AtomicU64,
+    valid: AtomicBool,
+    base: Instant,
+}
+
+impl Generator {
+    pub fn new(layout: Layout, rollback: RollbackOptions) -> Self {
+        Self {
+            layout,
+            rollback,
+            next: Padded(AtomicU64::new(0)),
+            reserved: Padded(AtomicU64::new(0)),
+            deadline: AtomicU64::new(0),
+            valid: AtomicBool::new(false),
+            base: Instant::now(),
+        }
+    }
+
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// Nanoseconds since the generator's base: the deadline's scale.
+    pub fn nanos_since_base(&self, at: Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(self.base).as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// Starts issuing with a (new) lease on `worker`, from time unit `floor`.
+    pub fn install(&self, worker: u64, floor: u64, reserved: u64, deadline: Instant) {
+        self.valid.store(false, Ordering::SeqCst);
+        self.reserved.0.store(reserved, Ordering::SeqCst);
+        self.deadline
+            .store(self.nanos_since_base(deadline), Ordering::SeqCst);
+        let first = self.layout.compose(SnowflakeParts {
+            time: floor.min(self.layout.max_time()),
+            worker,
+            seq: 0,
+        });
+        self.next.0.store(first, Ordering::SeqCst);
+        self.valid.store(true, Ordering::SeqCst);
+    }
+
+    /// A renewal landed: the lease is good until `deadline`, with time
+    /// reserved up to `reserved`.
+    pub fn renewed(&self, reserved: u64, deadline: Instant) {
+        self.reserved.0.fetch_max(reserved, Ordering::SeqCst);
+        self.deadline
+            .store(self.nanos_since_base(deadline), Ordering::SeqCst);
+    }
+
+    /// Stops issuing (lease lost).
+    pub fn invalidate(&self) {
+        self.valid.store(false, Ordering::SeqCst);
+    }
+
+    /// Stops issuing for good and returns the last time unit issued: the word is swapped for one that no
+    /// ID can come from, so that a taker racing with the close fails its
+    /// swap instead of issuing past what the release records.
+    pub fn seal(&self) -> i64 {
+        self.valid.store(false, Ordering::SeqCst);
+        // The next ID tells the last time issued: one with sequence 0
+        // follows a whole unit, any other one an ID of its own unit (before
+        // the first ID, that is the unit before the floor).
+        let last = self.next.0.swap(u64::MAX, Ordering::SeqCst);
+        self.layout
+            .decompose(last)
+            .map_or(-1, |next| next.time as i64 - i64::from(next.seq == 0))
+    }
+
+    /// The worker id in use.
+    pub fn worker(&self) -> u64 {
+        self.layout
+            .decompose(self.next.0.load(Ordering::Acquire))
+            .map_or(0, |parts| parts.worker)
+    }
+
+    /// One ID, or why none can be issued now.
+    pub fn try_next(&self, clock: &dyn Clock) -> Result<u64, Stall> {
+        let layout = &self.layout;
+        loop {
+            if !self.valid.load(Ordering::Acquire)
+                || self.nanos_since_base(Instant::now()) >= self.deadline.load(Ordering::Acquire)
+            {
+                return Err(Stall::Lease);
+            }
+            let now = layout.time_at(clock.now_micros() / 1000);
+            let next = self.next.0.load(Ordering::Acquire);
+            let Some(parts) = layout.decompose(next) else {
+                return Err(Stall::TimeExhausted);
+            };
+            // Catch up with the clock: a new time unit restarts the sequence.
+            let parts = if now > parts.time {
+                SnowflakeParts {
+                    time: now,
+                    seq: 0,
+                    ..parts
+                }
+            } else {
+                parts
+            };
+            if parts.time > now {
+                let ahead = Duration::from_millis((parts.time - now) * layout.unit.millis());
+                if ahead
+                    <= self
+                        .rollback
+                        .tolerance
+                        .max(Duration::from_millis(layout.unit.millis()))
+                {
+                    return Err(Stall::Wait(ahead));
+                }
+                if self.rollback.on_rollback == OnRollback::Refuse {
+                    return Err(Stall::ClockBehind(ahead));
+                }
+            }
+            if parts.time > layout.max_time() {
+                return Err(Stall::TimeExhausted);
+            }
+            if parts.time > self.reserved.0.load(Ordering::Acquire) {
+                return Err(Stall::Reservation);
+            }
+            let following = if parts.seq < layout.max_seq() {
+                SnowflakeParts {
+                    seq: parts.seq + 1,
+                    ..parts
+                }
+            } else {
+                // The sequence is used up: the next ID is in the next unit.
+                SnowflakeParts {
+                    time: parts.time + 1,
+                    seq: 0,
+                    ..parts
+                }
+            };
+            if self
+                .next
+                .0
+                .compare_exchange_weak(
+                    next,
+                    layout.compose(following),
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                )
+                .is_ok()
+            {
+                return Ok(layout.compose(parts));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU64 as Micros;
+
+    struct FixedClock(Micros);
+    impl Clock for FixedClock {
+        fn now_micros(&self) -> u64 {
+            self.0.load(Ordering::SeqCst)
+        }
+    }
+
+    fn layout() -> Layout {
+        Layout {
+            time_bits: 51,
+            worker_bits: 10,
+            seq_bits: 2, // 4 IDs per unit: easy to use up
+            ..Layout::default()
+        }
+    }
+
+    fn generator(clock_ms: u64, rollback: RollbackOptions) -> (Generator, FixedClock) {
+        let layout = layout();
+        let generator = Generator::new(layout, rollback);
+        let now = layout.time_at(clock_ms);
+        generator.install(
+            7,
+            now,
+            now + 10_000,
+            Instant::now() + Duration::from_secs(60),
+        );
+        (generator, FixedClock(Micros::new(clock_ms * 1000)))
+    }
+
+    const T_MS: u64 = 1_795_317_297_123;
+
+    #[test]
+    fn issues_increasing_ids_with_its_worker_and_waits_when_the_unit_is_used_up() {
+        let (generator, clock) = generator(T_MS, RollbackOptions::default());
+        let ids: Vec<u64> = (0..4)
+            .map(|_| generator.try_next(&clock).unwrap())
+            .collect();
+        assert!(ids.windows(2).all(|pair| pair[0] < pair[1]));
+        let layout = generator.layout();
+        assert!(ids
+            .iter()
+            .all(|&id| layout.decompose(id).unwrap().worker == 7));
+        // Four per unit: the fifth waits for the next millisecond.
+        assert_eq!(
+            generator.try_next(&clock),
+            Err(Stall::Wait(Duration::from_millis(1)))
+        );
+        clock.0.fetch_add(1000, Ordering::SeqCst);
+        assert!(generator.try_next(&clock).unwrap() > ids[3]);
+    }
+
+    #[test]
+    fn a_large_step_back_borrows_or_refuses_but_never_repeats() {
+        for on_rollback in [OnRollback::Borrow, OnRollback::Refuse] {
+            let rollback = RollbackOptions {
+                on_rollback,
+                ..RollbackOptions::default()
+            };
+            let (generator, clock) = generator(T_MS, rollback);
+            let before = generator.try_next(&clock).unwrap();
+            clock.0.fetch_sub(3_600_000_000, Ordering::SeqCst); // an hour back
+            match on_rollback {
+                OnRollback::Borrow => {
+                    let after: Vec<u64> = (0..10)
+                        .map(|_| generator.try_next(&clock).unwrap())
+                        .collect();
+                    assert!(after[0] > before && after.windows(2).all(|p| p[0] < p[1]));
+                }
+                OnRollback::Refuse => assert!(matches!(
+                    generator.try_next(&clock),
+                    Err(Stall::ClockBehind(_))
+                )),
+            }
+        }
+    }
+
+    #[test]
+    fn fails_closed_past_the_deadline_the_reservation_or_when_invalidated() {
+        let (generator, clock) = generator(T_MS, RollbackOptions::default());
+        generator.renewed(0, Instant::now());
+        assert_eq!(generator.try_next(&clock), Err(Stall::Lease));
+        let (generator, clock) = generator_with_reservation(T_MS);
+        clock.0.fetch_add(5_000, Ordering::SeqCst); // 5 ms past the reservation
+        assert_eq!(generator.try_next(&clock), Err(Stall::Reservation));
+        let (generator, clock) = self::generator(T_MS, RollbackOptions::default());
+        generator.invalidate();
+        assert_eq!(generator.try_next(&clock), Err(Stall::Lease));
+    }
+
+    fn generator_with_reservation(clock_ms: u64) -> (Generator, FixedClock) {
+        let layout = layout();
+        let generator = Generator::new(layout, RollbackOptions::default());
+        let now = layout.time_at(clock_ms);
+        generator.install(1, now, now + 2, Instant::now() + Duration::from_secs(60));
+        (generator, FixedClock(Micros::new(clock_ms * 1000)))
+    }
+
+    #[test]
+    fn a_re_lease_restarts_from_its_floor_with_its_worker() {
+        let (generator, clock) = generator(T_MS, RollbackOptions::default());
+        let old = generator.try_next(&clock).unwrap();
+        let layout = *generator.layout();
+        let floor = layout.decompose(old).unwrap().time + 100;
+        generator.install(
+            9,
+            floor,
+            floor + 1000,
+            Instant::now() + Duration::from_secs(60),
+        );
+        clock.0.fetch_add(200_000, Ordering::SeqCst);
+        let new = layout
+            .decompose(generator.try_next(&clock).unwrap())
+            .unwrap();
+        assert_eq!(new.worker, 9);
+        assert!(new.time >= floor);
+    }
+}

@@ -1,0 +1,381 @@
+//! Snowflake counters against the server: worker ids leased and reused,
+//! fail-closed leases (kill -9, SIGSTOP), clock rollback across a restart,
+//! and the layout's lifetime.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use idmint::sequence::snowflake::layout::Layout;
+use mongodb::bson::{doc, Document};
+use serde_json::Value;
+
+use crate::harness::{self, assert_exit, idmint, run, stderr, stdout};
+
+/// A running `idmint seq` on a snowflake counter, read line by line.
+struct Issuer {
+    child: Child,
+    lines: std::io::Lines<BufReader<ChildStdout>>,
+}
+
+impl Issuer {
+    fn start(command: &mut Command) -> Self {
+        let mut child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        Self { child, lines }
+    }
+
+    fn seq(test: &str, args: &[&str]) -> Self {
+        Self::start(idmint(test).arg("seq").args(args))
+    }
+
+    fn next_id(&mut self) -> Option<u64> {
+        self.lines.next().map(|line| line.unwrap().parse().unwrap())
+    }
+
+    fn rest(&mut self) -> Vec<u64> {
+        std::iter::from_fn(|| self.next_id()).collect()
+    }
+
+    fn signal(&self, signal: i32) {
+        // SAFETY: kill(2) on our own child's pid.
+        assert_eq!(unsafe { libc::kill(self.child.id() as i32, signal) }, 0);
+    }
+}
+
+fn layout(test: &str, counter: &str) -> Layout {
+    let output = run(idmint(test).args(["counter", "show", counter, "--json"]));
+    assert_exit(&output, 0);
+    let shown: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    Layout {
+        time_bits: shown["time_bits"].as_u64().unwrap() as u32,
+        worker_bits: shown["worker_bits"].as_u64().unwrap() as u32,
+        seq_bits: shown["seq_bits"].as_u64().unwrap() as u32,
+        unit: shown["unit"].as_str().unwrap().parse().unwrap(),
+        epoch_ms: shown["epoch_ms"].as_u64().unwrap(),
+    }
+}
+
+fn create(test: &str, counter: &str, extra: &[&str]) {
+    let output = run(idmint(test)
+        .args(["counter", "create", counter, "--kind", "snowflake"])
+        .args(extra));
+    assert_exit(&output, 0);
+}
+
+/// The live leases (worker ids) of a counter, by the server's clock.
+fn live_workers(test: &str, counter: &str) -> BTreeSet<u64> {
+    let output = run(idmint(test).args(["workers", counter, "--json"]));
+    assert_exit(&output, 0);
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    report["leases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|lease| lease["live"].as_bool().unwrap())
+        .map(|lease| lease["worker"].as_u64().unwrap())
+        .collect()
+}
+
+/// Polls (no fixed sleep) until `done`, failing after `limit`.
+fn wait_until(limit: Duration, what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eight_processes_lease_eight_worker_ids_and_never_share_an_id() {
+    const TEST: &str = "snowflake_eight_processes";
+    harness::database(TEST).await;
+    create(TEST, "ids", &[]);
+    let layout = layout(TEST, "ids");
+    // More than a pipe holds: each process blocks until read, so reading one
+    // ID of each first proves all eight hold their leases at once.
+    let mut issuers: Vec<Issuer> = (0..8)
+        .map(|_| Issuer::seq(TEST, &["ids", "--count", "20000"]))
+        .collect();
+    let mut ids: Vec<Vec<u64>> = issuers
+        .iter_mut()
+        .map(|issuer| vec![issuer.next_id().unwrap()])
+        .collect();
+    assert_eq!(live_workers(TEST, "ids").len(), 8);
+    for (issuer, ids) in issuers.iter_mut().zip(&mut ids) {
+        ids.extend(issuer.rest());
+        assert!(issuer.child.wait().unwrap().success());
+    }
+    let mut workers = BTreeSet::new();
+    let mut all = BTreeSet::new();
+    for ids in &ids {
+        assert_eq!(ids.len(), 20000);
+        assert!(
+            ids.windows(2).all(|pair| pair[0] < pair[1]),
+            "increasing per process"
+        );
+        let worker: BTreeSet<u64> = ids
+            .iter()
+            .map(|&id| layout.decompose(id).unwrap().worker)
+            .collect();
+        assert_eq!(worker.len(), 1, "one worker id per process");
+        workers.extend(worker);
+        all.extend(ids.iter().copied());
+    }
+    assert_eq!(workers.len(), 8, "eight distinct worker ids: {workers:?}");
+    assert_eq!(all.len(), 8 * 20000, "an ID was issued twice");
+    // Clean exits released every lease.
+    assert!(live_workers(TEST, "ids").is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sixty_four_runs_on_eight_worker_ids_never_exhaust_them() {
+    const TEST: &str = "snowflake_sixty_four_runs";
+    harness::database(TEST).await;
+    create(TEST, "small", &["--layout", "49,3,11"]);
+    let mut all = BTreeSet::new();
+    for run_number in 0..64 {
+        let output = run(idmint(TEST).args(["seq", "small", "--count", "3"]));
+        assert_exit(&output, 0);
+        for line in stdout(&output).lines() {
+            assert!(
+                all.insert(line.parse::<u64>().unwrap()),
+                "run {run_number} repeated {line}"
+            );
+        }
+    }
+    assert_eq!(all.len(), 64 * 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn all_worker_ids_live_is_a_clear_error_and_a_killed_holders_id_waits_for_its_expiry() {
+    const TEST: &str = "snowflake_exhaustion_and_kill";
+    harness::database(TEST).await;
+    create(TEST, "tiny", &["--layout", "52,1,10"]); // two worker ids
+    let layout = layout(TEST, "tiny");
+    let mut first = Issuer::seq(TEST, &["tiny", "--count", "10000000", "--lease-ttl", "2"]);
+    let mut second = Issuer::seq(TEST, &["tiny", "--count", "10000000", "--lease-ttl", "2"]);
+    let a = first.next_id().unwrap();
+    second.next_id().unwrap();
+    // Both ids held: a third process gets a clear error, exit 3, no made-up id.
+    let refused = run(idmint(TEST).args(["seq", "tiny"]));
+    assert_exit(&refused, 3);
+    assert!(
+        stderr(&refused).contains(
+            "every worker id of counter 'tiny' (2) is leased and live; the first lease expires at"
+        ),
+        "{}",
+        stderr(&refused)
+    );
+    // kill -9 the first: its worker id stays leased until the lease expires ...
+    let victim = layout.decompose(a).unwrap().worker;
+    first.child.kill().unwrap();
+    first.child.wait().unwrap();
+    assert!(live_workers(TEST, "tiny").contains(&victim));
+    let still = run(idmint(TEST).args(["seq", "tiny"]));
+    assert_exit(&still, 3);
+    // ... and is handed out again after it, above every time the victim could use.
+    wait_until(
+        Duration::from_secs(30),
+        "the killed holder's lease expires",
+        || !live_workers(TEST, "tiny").contains(&victim),
+    );
+    let output = run(idmint(TEST).args(["seq", "tiny", "--count", "5"]));
+    assert_exit(&output, 0);
+    let after: Vec<u64> = stdout(&output)
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    let parts = layout.decompose(after[0]).unwrap();
+    assert_eq!(parts.worker, victim);
+    assert!(after[0] > a);
+    second.child.kill().unwrap();
+    second.child.wait().unwrap();
+}
+
+/// A holder paused (SIGSTOP) past its lease while another process takes its
+/// worker id issues nothing more with that id once resumed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_paused_past_its_lease_issues_nothing_with_the_worker_id_taken_over() {
+    const TEST: &str = "snowflake_sigstop";
+    harness::database(TEST).await;
+    create(TEST, "ids", &["--layout", "51,2,10"]);
+    let layout = layout(TEST, "ids");
+    let mut paused = Issuer::seq(TEST, &["ids", "--count", "10000000", "--lease-ttl", "2"]);
+    let first = paused.next_id().unwrap();
+    let worker = layout.decompose(first).unwrap().worker;
+    paused.signal(libc::SIGSTOP);
+    wait_until(
+        Duration::from_secs(30),
+        "the paused holder's lease expires",
+        || !live_workers(TEST, "ids").contains(&worker),
+    );
+    // The lowest free worker id is the paused one's.
+    let mut taker = Issuer::seq(TEST, &["ids", "--count", "10000000", "--lease-ttl", "2"]);
+    let taken: Vec<u64> = (0..1000).map(|_| taker.next_id().unwrap()).collect();
+    assert_eq!(layout.decompose(taken[0]).unwrap().worker, worker);
+    let takeover_time = layout.decompose(taken[0]).unwrap().time;
+    paused.signal(libc::SIGCONT);
+    // Read on well past what the pipe held before the pause.
+    let resumed: Vec<u64> = (0..100_000).map(|_| paused.next_id().unwrap()).collect();
+    let more_taken: Vec<u64> = (0..1000).map(|_| taker.next_id().unwrap()).collect();
+    for id in resumed.iter() {
+        let parts = layout.decompose(*id).unwrap();
+        assert!(
+            parts.worker != worker || parts.time < takeover_time,
+            "the paused holder issued {parts:?} with the worker id taken over at time {takeover_time}"
+        );
+    }
+    assert_ne!(
+        layout.decompose(*resumed.last().unwrap()).unwrap().worker,
+        worker,
+        "the resumed holder leased another worker id"
+    );
+    let mut all = BTreeSet::new();
+    for id in [first]
+        .iter()
+        .chain(&resumed)
+        .chain(&taken)
+        .chain(&more_taken)
+    {
+        assert!(all.insert(*id), "{id} issued twice");
+    }
+    for mut issuer in [paused, taker] {
+        issuer.child.kill().unwrap();
+        issuer.child.wait().unwrap();
+    }
+}
+
+/// A restart onto the same worker id with the clock an hour back: it starts
+/// after the last time the previous holder used, so nothing repeats and the
+/// worker's IDs keep increasing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_with_the_clock_an_hour_back_repeats_nothing() {
+    const TEST: &str = "snowflake_clock_back_restart";
+    harness::database(TEST).await;
+    create(TEST, "ids", &[]);
+    let layout = layout(TEST, "ids");
+    let before = run(idmint(TEST).args(["seq", "ids", "--count", "1000"]));
+    assert_exit(&before, 0);
+    let before: Vec<u64> = stdout(&before)
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    let faked = |extra: &[&str]| {
+        let mut command = Command::new("faketime");
+        command
+            .arg("-f")
+            .arg("-3600s")
+            .arg(env!("CARGO_BIN_EXE_idmint"))
+            .args(["seq", "ids", "--count", "1000"])
+            .args(extra)
+            .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
+            .env("MONGODB_URI", harness::uri())
+            .env("IDMINT_DB", harness::database_name(TEST));
+        run(&mut command)
+    };
+    // Refusing, it says why and issues nothing.
+    let refused = faked(&["--clock-rollback", "refuse"]);
+    assert_exit(&refused, 3);
+    assert!(
+        stderr(&refused).contains("behind the last ID issued"),
+        "{}",
+        stderr(&refused)
+    );
+    assert!(stdout(&refused).is_empty());
+    // Borrowing (the default), it issues after the last time used.
+    let after = faked(&[]);
+    assert_exit(&after, 0);
+    let after: Vec<u64> = stdout(&after).lines().map(|l| l.parse().unwrap()).collect();
+    assert_eq!(after.len(), 1000);
+    let worker = |id: u64| layout.decompose(id).unwrap().worker;
+    assert_eq!(worker(after[0]), worker(before[0]), "the same worker id");
+    assert!(
+        after[0] > *before.last().unwrap(),
+        "the worker's IDs keep increasing"
+    );
+    assert!(after.windows(2).all(|pair| pair[0] < pair[1]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_layout_that_runs_out_soon_is_refused_and_an_old_one_warns() {
+    const TEST: &str = "snowflake_layout_lifetime";
+    let database = harness::database(TEST).await;
+    for (args, message) in [
+        (&["--layout", "30,20,13"][..], "run out on"),
+        (&["--layout", "41,10,13"][..], "adds up to 64 bits"),
+        (&["--epoch", "2999-01-01"][..], "is in the future"),
+        (&["--layout", "41,10"][..], "must be three bit counts"),
+    ] {
+        let output = run(idmint(TEST)
+            .args(["counter", "create", "bad", "--kind", "snowflake"])
+            .args(args));
+        assert_exit(&output, 2);
+        assert!(
+            stderr(&output).contains(message),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+    }
+    // One created long ago whose time bits run out within a year.
+    let now_ms = chrono::Utc::now().timestamp_millis();
+    let epoch_ms = now_ms + 300 * 86_400_000 - (1_i64 << 30) * 1000;
+    database
+        .collection::<Document>("counters")
+        .insert_one(
+            doc! { "_id": "old", "kind": "snowflake", "time_bits": 30_i64,
+            "worker_bits": 20_i64, "seq_bits": 13_i64, "unit": "s", "epoch_ms": epoch_ms },
+        )
+        .await
+        .unwrap();
+    let shown = run(idmint(TEST).args(["counter", "show", "old"]));
+    assert_exit(&shown, 0);
+    assert!(
+        stdout(&shown).contains("warning: the time bits run out on"),
+        "{}",
+        stdout(&shown)
+    );
+    let json = run(idmint(TEST).args(["counter", "show", "old", "--json"]));
+    let json: Value = serde_json::from_str(&stdout(&json)).unwrap();
+    assert!(json["warning"].as_str().is_some() && json["runs_out_on"].as_str().is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_corrupt_lease_is_named_exit_2_and_left_unchanged() {
+    const TEST: &str = "snowflake_corrupt_lease";
+    let database = harness::database(TEST).await;
+    create(TEST, "ids", &[]);
+    let corrupt = doc! { "_id": "ids#0", "counter": "ids", "worker": 0_i64, "owner": "x",
+    "expires": "tomorrow", "last_time": 5_i64 };
+    database
+        .collection::<Document>("workers")
+        .insert_one(&corrupt)
+        .await
+        .unwrap();
+    let output = run(idmint(TEST).args(["seq", "ids"]));
+    assert_exit(&output, 2);
+    assert!(
+        stderr(&output).contains("worker lease \"ids#0\" of counter 'ids' is corrupt: expires is the string \"tomorrow\", not a date"),
+        "{}",
+        stderr(&output)
+    );
+    let after = harness::documents(&database, "workers").await;
+    assert_eq!(after, [corrupt]);
+}
+
+#[allow(dead_code)]
+fn by_worker(layout: &Layout, ids: &[u64]) -> BTreeMap<u64, Vec<u64>> {
+    let mut map: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+    for &id in ids {
+        map.entry(layout.decompose(id).unwrap().worker)
+            .or_default()
+            .push(id);
+    }
+    map
+}
