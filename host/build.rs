@@ -15,11 +15,13 @@
 //! to the crate's targets (the tests use it to prove a swap changes the
 //! format) as the compile-time variable `IDMINT_CHECK_DIGIT_POLICY_WASM`.
 //!
-//! The decimal policy, `guest/decimal/` (crate `idmint-policy-decimal`), is
-//! built by the same nested build and embedded too, from
-//! `OUT_DIR/idmint_policy_decimal.wasm` (`--policy builtin:decimal`).
+//! The decimal and base32 policies, `guest/decimal/` and `guest/base32/`
+//! (crates `idmint-policy-decimal`, `idmint-policy-base32`), are built by
+//! the same nested build and embedded too, from `OUT_DIR`
+//! (`--policy builtin:decimal`, `--policy builtin:base32`).
 //!
-//! Set `IDMINT_DEFAULT_POLICY_WASM` (and `IDMINT_DECIMAL_POLICY_WASM`) to the
+//! Set `IDMINT_DEFAULT_POLICY_WASM` (and `IDMINT_DECIMAL_POLICY_WASM`,
+//! `IDMINT_BASE32_POLICY_WASM`) to the
 //! paths of prebuilt components to embed those instead and skip the nested
 //! build (for packagers, or machines without the `wasm32-wasip2` target). A
 //! relative path is taken from the workspace root.
@@ -44,6 +46,10 @@ const CHECK_DIGIT_ARTIFACT: &str = "idmint_policy_check_digit.wasm";
 const CHECK_DIGIT_ENV: &str = "IDMINT_CHECK_DIGIT_POLICY_WASM";
 /// The decimal policy's artifact, embedded like the default one.
 const DECIMAL_ARTIFACT: &str = "idmint_policy_decimal.wasm";
+/// The base32 policy's artifact, embedded like the default one.
+const BASE32_ARTIFACT: &str = "idmint_policy_base32.wasm";
+/// With [`PREBUILT_ENV`]: the prebuilt base32 policy, embedded too.
+const BASE32_PREBUILT_ENV: &str = "IDMINT_BASE32_POLICY_WASM";
 
 /// Variables the nested cargo must not inherit from this build script's
 /// environment, in addition to every `CARGO_CFG_*`, `CARGO_FEATURE_*` and
@@ -98,6 +104,7 @@ fn run() -> Result<(), String> {
     let out = out_dir.join(ARTIFACT);
     let check_digit_out = out_dir.join(CHECK_DIGIT_ARTIFACT);
     let decimal_out = out_dir.join(DECIMAL_ARTIFACT);
+    let base32_out = out_dir.join(BASE32_ARTIFACT);
     println!(
         "cargo::rustc-env={CHECK_DIGIT_ENV}={}",
         check_digit_out.display()
@@ -126,6 +133,22 @@ fn run() -> Result<(), String> {
             &decimal_out,
             &format!("named by {DECIMAL_PREBUILT_ENV}"),
         )?;
+        println!("cargo::rerun-if-env-changed={BASE32_PREBUILT_ENV}");
+        let base32 = env::var_os(BASE32_PREBUILT_ENV)
+            .filter(|p| !p.is_empty())
+            .ok_or_else(|| {
+                format!(
+                    "{PREBUILT_ENV} is set, so {BASE32_PREBUILT_ENV} must name the prebuilt \
+                     base32 policy (guest/base32/) too"
+                )
+            })?;
+        let base32 = workspace.join(base32);
+        println!("cargo::rerun-if-changed={}", base32.display());
+        install(
+            &base32,
+            &base32_out,
+            &format!("named by {BASE32_PREBUILT_ENV}"),
+        )?;
         return install(&prebuilt, &out, &format!("named by {PREBUILT_ENV}"));
     }
 
@@ -138,6 +161,8 @@ fn run() -> Result<(), String> {
         "check-digit/Cargo.toml",
         "decimal/src",
         "decimal/Cargo.toml",
+        "base32/src",
+        "base32/Cargo.toml",
     ] {
         println!("cargo::rerun-if-changed={}", guest.join(input).display());
     }
@@ -160,6 +185,11 @@ fn run() -> Result<(), String> {
         &built.join(DECIMAL_ARTIFACT),
         &decimal_out,
         "built from guest/decimal/",
+    )?;
+    install(
+        &built.join(BASE32_ARTIFACT),
+        &base32_out,
+        "built from guest/base32/",
     )?;
     install(&built.join(ARTIFACT), &out, "built from guest/")
 }
@@ -209,6 +239,8 @@ fn build_guest(workspace: &Path, target_dir: &Path) -> Result<(), String> {
             "idmint-policy-check-digit",
             "-p",
             "idmint-policy-decimal",
+            "-p",
+            "idmint-policy-base32",
             "--release",
             "--target",
             TARGET,

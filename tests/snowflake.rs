@@ -379,3 +379,42 @@ fn by_worker(layout: &Layout, ids: &[u64]) -> BTreeMap<u64, Vec<u64>> {
     }
     map
 }
+
+/// Snowflake IDs formatted by the built-in base32 policy: 13 characters
+/// after the prefix, sorting as the IDs do; the default policy is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snowflake_ids_format_through_the_base32_policy() {
+    const TEST: &str = "snowflake_base32";
+    harness::database(TEST).await;
+    create(TEST, "events", &["--prefix", "EVT-"]);
+    let output = run(idmint(TEST).args([
+        "next",
+        "events",
+        "--count",
+        "3",
+        "--policy",
+        "builtin:base32",
+    ]));
+    assert_exit(&output, 0);
+    let ids: Vec<String> = stdout(&output).lines().map(str::to_string).collect();
+    assert_eq!(ids.len(), 3);
+    assert!(
+        ids.iter()
+            .all(|id| id.starts_with("EVT-") && id.len() == 4 + 13),
+        "{ids:?}"
+    );
+    assert!(ids.windows(2).all(|pair| pair[0] < pair[1]));
+    let valid = run(idmint(TEST)
+        .args(["validate", "--policy", "builtin:base32", "--prefix", "EVT-"])
+        .args(&ids));
+    assert_exit(&valid, 0);
+    let refused = run(idmint(TEST).args(["next", "events"]));
+    assert_exit(&refused, 4);
+    assert!(
+        stderr(&refused)
+            .contains("snowflake counter 'events' hands out values up to 9223372036854775807")
+            && stderr(&refused).contains("builtin:base32"),
+        "{}",
+        stderr(&refused)
+    );
+}

@@ -76,8 +76,15 @@ pub const DEFAULT_POLICY_ORIGIN: &str = "built-in default";
 pub const DECIMAL_POLICY_WASM: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/idmint_policy_decimal.wasm"));
 
+/// The base32 policy component (`guest/base32/`, crate
+/// `idmint-policy-base32`): the prefix and a 64-bit value as 13 Crockford
+/// base32 characters, for snowflake counters.
+pub const BASE32_POLICY_WASM: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/idmint_policy_base32.wasm"));
+
 /// The policies built into idmint, by the name `--policy builtin:NAME` uses.
-pub const BUILTIN_POLICIES: [(&str, &[u8]); 2] = [
+pub const BUILTIN_POLICIES: [(&str, &[u8]); 3] = [
     ("default", DEFAULT_POLICY_WASM),
     ("decimal", DECIMAL_POLICY_WASM),
+    ("base32", BASE32_POLICY_WASM),
 ];
