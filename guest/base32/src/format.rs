@@ -25,7 +25,7 @@ fn digit(byte: u8) -> Option<u64> {
 }
 
 fn push_value(out: &mut Vec<u8>, value: u64) -> Result<(), FormatFailure> {
-    if value >= SEQUENCE_CAPACITY {
+    if value == SEQUENCE_CAPACITY {
         return Err(FormatFailure::SequenceOutOfRange(value));
     }
     for index in (0..WIDTH).rev() {
