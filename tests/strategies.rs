@@ -410,6 +410,44 @@ async fn many_takers_in_one_process_share_the_buffers() {
     allocator.close().await.unwrap();
 }
 
+/// Takers (one per task, batches of 16) share the buffers too: every value
+/// once, each taker's increasing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn takers_with_batches_of_their_own_never_share_a_value() {
+    let database = harness::database("segment_takers").await;
+    sequence::create(
+        &database,
+        &name("seg"),
+        &CounterSpec::of(CounterKind::Segment).step(50),
+    )
+    .await
+    .unwrap();
+    let allocator = SegmentAllocator::new(&database, name("seg"), SegmentOptions::default());
+    let barrier = Arc::new(Barrier::new(8));
+    let takers: Vec<_> = (0..8)
+        .map(|_| {
+            let mut taker = allocator.taker(16);
+            let barrier = barrier.clone();
+            tokio::spawn(async move {
+                barrier.wait().await;
+                let mut values = Vec::new();
+                for _ in 0..500 {
+                    values.push(taker.next_value().await.unwrap());
+                }
+                values
+            })
+        })
+        .collect();
+    let mut all = BTreeSet::new();
+    for taker in takers {
+        let values = taker.await.unwrap();
+        assert!(values.windows(2).all(|pair| pair[0] < pair[1]));
+        all.extend(values);
+    }
+    assert_eq!(all.len(), 4000, "a value was handed out twice");
+    allocator.close().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_clean_shutdown_gives_back_the_unused_tail_unless_another_process_took_a_segment() {
     const TEST: &str = "segment_give_back";

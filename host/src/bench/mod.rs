@@ -17,6 +17,9 @@
 //! - `segment`: values handed out by one process's [`SegmentAllocator`]
 //!   from its buffers, one value per call, with the segment fetches it made
 //!   per million values.
+//! - `segment_batched`: the same, each client through a
+//!   [`SegmentTaker`](crate::sequence::SegmentTaker) of its own that takes
+//!   256 values at a time from the shared buffers.
 //! - `snowflake`: IDs issued by one process's [`Snowflake`] generator, one
 //!   per call, with layout 41,8,14 (16,384 per ms); every ID of the run is
 //!   kept and checked for duplicates afterwards, and a duplicate fails the
@@ -73,21 +76,24 @@ pub enum BenchMode {
     Autoinc,
     /// The seed's CAS loop.
     SeedCas,
-    /// One process's segment allocator.
+    /// One process's segment allocator, shared by its clients.
     Segment,
+    /// The same, each client through a taker of its own (batches of 256).
+    SegmentBatched,
     /// One process's snowflake generator.
     Snowflake,
 }
 
 impl BenchMode {
     /// Every mode, in report order.
-    pub const ALL: [BenchMode; 7] = [
+    pub const ALL: [BenchMode; 8] = [
         BenchMode::RawInc,
         BenchMode::Pipeline,
         BenchMode::PipelineBlock,
         BenchMode::Autoinc,
         BenchMode::SeedCas,
         BenchMode::Segment,
+        BenchMode::SegmentBatched,
         BenchMode::Snowflake,
     ];
 
@@ -100,6 +106,7 @@ impl BenchMode {
             BenchMode::Autoinc => "autoinc",
             BenchMode::SeedCas => "seed_cas",
             BenchMode::Segment => "segment",
+            BenchMode::SegmentBatched => "segment_batched",
             BenchMode::Snowflake => "snowflake",
         }
     }
@@ -108,7 +115,7 @@ impl BenchMode {
     fn kind(self) -> CounterKind {
         match self {
             BenchMode::Autoinc => CounterKind::Autoinc,
-            BenchMode::Segment => CounterKind::Segment,
+            BenchMode::Segment | BenchMode::SegmentBatched => CounterKind::Segment,
             BenchMode::Snowflake => CounterKind::Snowflake,
             _ => CounterKind::Cyclic,
         }
@@ -206,18 +213,24 @@ pub async fn run(
                 ops_per_sec: total.ops as f64 / seconds,
                 ops: total.ops,
                 seconds,
-                fetches_per_million: (mode == BenchMode::Segment)
+                fetches_per_million: matches!(mode, BenchMode::Segment | BenchMode::SegmentBatched)
                     .then(|| total.fetches as f64 * 1e6 / total.ops.max(1) as f64),
             });
         }
     }
+    let cleanup_error = |source| SequenceError::Database {
+        name: bench_counter(BenchMode::RawInc),
+        source,
+    };
     collection
         .delete_many(doc! { "_id": { "$regex": "^bench\\." } })
         .await
-        .map_err(|source| SequenceError::Database {
-            name: bench_counter(BenchMode::RawInc),
-            source,
-        })?;
+        .map_err(cleanup_error)?;
+    database
+        .collection::<Document>(crate::sequence::snowflake::WORKERS_COLLECTION)
+        .delete_many(doc! { "counter": { "$regex": "^bench\\." } })
+        .await
+        .map_err(cleanup_error)?;
     Ok(BenchReport { results })
 }
 
@@ -282,6 +295,7 @@ async fn run_slice(
         let counter = counter.clone();
         let autoinc = autoinc.clone();
         let segments = segments.clone();
+        let mut taker = segments.taker(256);
         let snowflake = snowflake.clone();
         let collection = collection.clone();
         let name = name.clone();
@@ -329,6 +343,14 @@ async fn run_slice(
                         ops += BURST - 1;
                         tokio::task::yield_now().await;
                     }
+                    BenchMode::SegmentBatched => {
+                        const BURST: u64 = 4096;
+                        for _ in 0..BURST {
+                            std::hint::black_box(taker.next_value().await?);
+                        }
+                        ops += BURST - 1;
+                        tokio::task::yield_now().await;
+                    }
                     BenchMode::Snowflake => {
                         const BURST: u64 = 4096;
                         let snowflake = snowflake.as_ref().expect("started above");
@@ -370,7 +392,7 @@ async fn run_slice(
         }
     }
     let fetches = segments.stats().fetches;
-    if mode == BenchMode::Segment {
+    if matches!(mode, BenchMode::Segment | BenchMode::SegmentBatched) {
         segments.close().await?;
     }
     Ok(Slice {

@@ -41,7 +41,7 @@ pub use counter_name::CounterName;
 pub use cyclic::{CyclicCounter, Issued, DEFAULT_MAXVAL, MAX_BLOCK, MAX_MAXVAL};
 pub use error::SequenceError;
 pub use kind::{CounterKind, UnknownKind, MAX_VALUE};
-pub use segment::{GiveBack, SegmentAllocator, SegmentOptions, SegmentStats};
+pub use segment::{GiveBack, SegmentAllocator, SegmentOptions, SegmentStats, SegmentTaker};
 pub use snowflake::{Snowflake, SnowflakeOptions};
 pub use spec::{CounterSpec, DEFAULT_STEP};
 
