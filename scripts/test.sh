@@ -13,4 +13,5 @@ fi
 ensure_mongosh
 ensure_faketime
 
-cargo test --workspace --locked "$@"
+# test-hooks: the crash hook the installer tests use; never in a user's build.
+cargo test --workspace --locked --features idmint/test-hooks "$@"

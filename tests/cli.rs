@@ -301,6 +301,24 @@ fn an_unreachable_server_fails_fast_with_the_uri_redacted() {
         text.contains(&format!("mongodb://admin:***@127.0.0.1:{port}/")),
         "{text}"
     );
+    // Said the way a person reads it: what failed, what to check, how long
+    // it waited; not the driver's topology dump, and once.
+    assert!(
+        text.contains("no usable server answered in time: connection refused; is mongod running there, on that port?"),
+        "{text}"
+    );
+    assert!(text.contains("waited for up to 1 s"), "{text}");
+    assert!(!text.contains("Topology"), "{text}");
+    assert_eq!(text.matches("connection refused").count(), 1, "{text}");
+    // --json keeps the driver's detail.
+    let json = run(harness::idmint("cli_unreachable")
+        .args(["--json", "seq", "c", "--server-timeout", "1"])
+        .env("MONGODB_URI", &uri));
+    let error: serde_json::Value = serde_json::from_str(stderr(&json).trim()).unwrap();
+    assert!(error["error"]["detail"]
+        .as_str()
+        .unwrap()
+        .contains("Topology"));
 }
 
 #[test]
@@ -357,4 +375,50 @@ fn errors_are_json_with_json() {
         .as_str()
         .unwrap()
         .contains("invalid counter name"));
+}
+
+/// Short commands exit cleanly: each shuts its client down before the
+/// runtime ends (a runtime torn down under the driver's tasks printed a
+/// panic now and then). 48 runs, 16 at a time, each with an empty stderr.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_short_commands_at_once_exit_with_an_empty_stderr() {
+    const TEST: &str = "short_commands_clean_exit";
+    harness::database(TEST).await;
+    assert_exit(
+        &run(harness::idmint(TEST).args(["counter", "create", "c", "--max", "1000000"])),
+        0,
+    );
+    let outputs = tokio::task::spawn_blocking(|| {
+        let mut outputs = Vec::new();
+        for _ in 0..3 {
+            let children: Vec<_> = (0..16)
+                .map(|_| {
+                    harness::idmint(TEST)
+                        .args(["seq", "c", "--count", "3"])
+                        .stdin(Stdio::null())
+                        .stdout(Stdio::piped())
+                        .stderr(Stdio::piped())
+                        .spawn()
+                        .unwrap()
+                })
+                .collect();
+            outputs.extend(
+                children
+                    .into_iter()
+                    .map(|child| child.wait_with_output().unwrap()),
+            );
+        }
+        outputs
+    })
+    .await
+    .unwrap();
+    let mut values = HashSet::new();
+    for output in &outputs {
+        assert_exit(output, 0);
+        assert_eq!(stderr(output), "", "a clean exit prints nothing on stderr");
+        for line in stdout(output).lines() {
+            assert!(values.insert(line.to_string()));
+        }
+    }
+    assert_eq!(values.len(), 48 * 3);
 }

@@ -336,7 +336,8 @@ async fn four_concurrent_installs_end_in_one_correct_state() {
 }
 
 /// An install killed after its first, second, ... write leaves a state the
-/// next install completes.
+/// next install completes. Needs the `test-hooks` build (scripts/test.sh).
+#[cfg(feature = "test-hooks")]
 #[tokio::test]
 async fn an_install_killed_half_way_is_completed_by_the_next_run() {
     const TEST: &str = "killed_install";

@@ -62,6 +62,80 @@ pub fn durable_write_concern() -> WriteConcern {
         .build()
 }
 
+/// A driver error as a person reads it: what failed (connection refused,
+/// a host name that does not resolve, authentication, TLS, the server's
+/// refusal) and what to check, without the driver's topology dump. The
+/// whole error stays available as the error's source (`--json` shows it).
+pub fn describe_error(error: &Error) -> String {
+    match error.kind.as_ref() {
+        ErrorKind::ServerSelection { message, .. } => {
+            format!("no usable server answered in time: {}", diagnose(message))
+        }
+        ErrorKind::Io(io) => format!("the connection failed: {}", diagnose(&io.to_string())),
+        ErrorKind::Authentication { message, .. } => format!(
+            "authentication failed ({message}): check the user, the password and authSource"
+        ),
+        ErrorKind::Command(command) => format!(
+            "the server refused the command: {} ({}, code {})",
+            command.message, command.code_name, command.code
+        ),
+        ErrorKind::Write(WriteFailure::WriteError(write)) => format!(
+            "the server refused the write: {} (code {})",
+            write.message, write.code
+        ),
+        ErrorKind::Write(WriteFailure::WriteConcernError(concern)) => format!(
+            "the write was not confirmed durable: {} (code {})",
+            concern.message, concern.code
+        ),
+        _ => error.to_string(),
+    }
+}
+
+/// What a connection failure's text says went wrong, and what to check.
+fn diagnose(detail: &str) -> String {
+    let lower = detail.to_ascii_lowercase();
+    let (what, check) = if lower.contains("connection refused") {
+        (
+            "connection refused",
+            "is mongod running there, on that port?",
+        )
+    } else if lower.contains("failed to lookup address")
+        || lower.contains("name or service not known")
+        || lower.contains("no such host")
+    {
+        (
+            "the host name does not resolve (DNS)",
+            "check the host in the connection string",
+        )
+    } else if lower.contains("authentication") || lower.contains("auth failed") {
+        (
+            "authentication failed",
+            "check the user, the password and authSource",
+        )
+    } else if lower.contains("tls") || lower.contains("certificate") || lower.contains("ssl") {
+        (
+            "the TLS handshake failed",
+            "check tls=true/false and the certificates",
+        )
+    } else if lower.contains("timed out") || lower.contains("timeout") {
+        (
+            "the connection timed out",
+            "is the host reachable (firewall, network), and the port right?",
+        )
+    } else if lower.contains("replicaset") || lower.contains("replica set") {
+        (
+            "no member of the replica set qualifies",
+            "check replicaSet= and the members' state",
+        )
+    } else {
+        (
+            "the server could not be used",
+            "see --json for the driver's details",
+        )
+    };
+    format!("{what}; {check}")
+}
+
 /// `$$NOW + ms` as a date: the server's clock, for expiries decided by the
 /// server (locks, worker leases). Spelled with `$toLong`/`$toDate` (MongoDB
 /// 4.0+) rather than date arithmetic in `$add`, which not every server that

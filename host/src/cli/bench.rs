@@ -68,6 +68,7 @@ impl BenchCmd {
                 .connect()
                 .await
                 .map_err(idmint::Error::from)?;
+            super::connect::register(&database);
             let mut options = BenchOptions::default();
             options.concurrencies = self.concurrency.clone();
             options.duration = Duration::from_secs_f64(self.seconds);

@@ -1,10 +1,39 @@
 //! The connection flags shared by every command that talks to MongoDB.
 
+use std::sync::Mutex;
 use std::time::Duration;
 
 use clap::Args;
 use idmint::config::{ConnectOptions, DEFAULT_DATABASE};
-use mongodb::Database;
+use mongodb::{Client, Database};
+
+/// Every client a command opened, shut down before the runtime ends.
+static CLIENTS: Mutex<Vec<Client>> = Mutex::new(Vec::new());
+
+/// Keeps `database`'s client for [`shutdown_clients`].
+pub fn register(database: &Database) {
+    CLIENTS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .push(database.client().clone());
+}
+
+/// Shuts down every client the command opened, so that the driver's
+/// background tasks (connection pools, monitors) end before the runtime
+/// does; tearing the runtime down under them made a task panic now and then
+/// (`SendError` in the connection requester) as a command exited. Bounded:
+/// a server that does not answer cannot hold the exit up.
+pub async fn shutdown_clients() {
+    let clients = std::mem::take(
+        &mut *CLIENTS
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()),
+    );
+    for client in clients {
+        let _ =
+            tokio::time::timeout(Duration::from_secs(2), client.shutdown().immediate(true)).await;
+    }
+}
 
 /// Where the database is.
 #[derive(Debug, Clone, Args)]
@@ -30,9 +59,11 @@ impl ConnectArgs {
             .server_selection_timeout(Duration::from_secs_f64(self.server_timeout))
     }
 
-    /// Opens the database handle.
+    /// Opens the database handle (its client is shut down when the command ends).
     pub async fn connect(&self) -> Result<Database, idmint::Error> {
-        Ok(self.options().connect().await?)
+        let database = self.options().connect().await?;
+        register(&database);
+        Ok(database)
     }
 
     /// The URI with its password hidden.

@@ -1,7 +1,9 @@
 //! `idmint install`: deploy or upgrade what idmint needs in the database.
 
 use std::fmt::Write;
+#[cfg(feature = "test-hooks")]
 use std::sync::atomic::{AtomicU32, Ordering};
+#[cfg(feature = "test-hooks")]
 use std::sync::Arc;
 
 use clap::Args;
@@ -22,6 +24,8 @@ pub struct InstallCmd {
     #[arg(long)]
     pub create_roles: bool,
     /// Testing aid: abort the process right after this many writes, as a crash would.
+    /// Only in builds with the `test-hooks` feature (the test suite's).
+    #[cfg(feature = "test-hooks")]
     #[arg(long, hide = true, value_name = "N")]
     pub crash_after_writes: Option<u32>,
     #[command(flatten)]
@@ -35,6 +39,7 @@ impl InstallCmd {
         options.dry_run = self.dry_run;
         options.force = self.force;
         options.create_roles = self.create_roles;
+        #[cfg(feature = "test-hooks")]
         if let Some(limit) = self.crash_after_writes {
             let writes = Arc::new(AtomicU32::new(0));
             options.after_write = Some(Arc::new(move |_what: &str| {

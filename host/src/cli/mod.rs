@@ -118,7 +118,11 @@ pub fn main() -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    let result = runtime.block_on(run(&cli.command, &output));
+    let result = runtime.block_on(async {
+        let result = run(&cli.command, &output).await;
+        connect::shutdown_clients().await;
+        result
+    });
     match result {
         Ok(outcome) => ExitCode::from(outcome.code()),
         Err(error) if exit::is_broken_pipe(&error) => ExitCode::SUCCESS,
@@ -128,7 +132,13 @@ pub fn main() -> ExitCode {
                 .command
                 .connect_args()
                 .filter(|_| code == EXIT_DATABASE)
-                .map(ConnectArgs::redacted_uri);
+                .map(|connect| {
+                    format!(
+                        "{} (a server is waited for up to {} s: --server-timeout)",
+                        connect.redacted_uri(),
+                        connect.server_timeout
+                    )
+                });
             output.error(&error, code, server.as_deref());
             ExitCode::from(code)
         }
@@ -193,6 +203,20 @@ mod tests {
                 panic!("{line}: {error}");
             }
         }
+    }
+
+    /// The crash hook exists only in the test suite's build.
+    #[test]
+    fn the_crash_hook_is_only_in_test_hook_builds() {
+        let parsed = Cli::try_parse_from([
+            "idmint",
+            "install",
+            "--crash-after-writes",
+            "1",
+            "--uri",
+            "mongodb://h",
+        ]);
+        assert_eq!(parsed.is_ok(), cfg!(feature = "test-hooks"));
     }
 
     #[test]

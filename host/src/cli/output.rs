@@ -60,13 +60,27 @@ impl Output {
     /// talking to (password redacted) when that matters.
     pub fn error(&self, error: &anyhow::Error, exit_code: u8, server: Option<&str>) {
         let mut stderr = io::stderr().lock();
+        // The driver's own errors are summed up by the errors that wrap
+        // them (`mongo::describe_error`); their full text, topology dump
+        // and all, is for --json's `detail`.
+        let message = error
+            .chain()
+            .filter(|cause| !cause.is::<mongodb::error::Error>())
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(": ");
         if self.json {
             let value = serde_json::json!({
-                "error": { "message": format!("{error:#}"), "exit_code": exit_code, "server": server }
+                "error": {
+                    "message": message,
+                    "detail": format!("{error:#}"),
+                    "exit_code": exit_code,
+                    "server": server,
+                }
             });
             let _ = writeln!(stderr, "{value}");
         } else {
-            let _ = writeln!(stderr, "idmint: error: {error:#}");
+            let _ = writeln!(stderr, "idmint: error: {message}");
             if let Some(server) = server {
                 let _ = writeln!(stderr, "idmint: server: {server}");
             }

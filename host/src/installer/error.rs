@@ -7,7 +7,10 @@ use super::roles::ADMIN_ROLE;
 #[non_exhaustive]
 pub enum InstallError {
     /// A server command failed; `action` says what idmint was doing.
-    #[error("could not {action} ({namespace}): {source}")]
+    #[error(
+        "could not {action} ({namespace}): {}",
+        crate::mongo::describe_error(source)
+    )]
     Database {
         /// What idmint was doing, e.g. "write system.js".
         action: &'static str,

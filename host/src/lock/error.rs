@@ -70,7 +70,10 @@ pub enum LockError {
         server_message: String,
     },
     /// The server or the connection failed.
-    #[error("database error on lock '{name}': {source}")]
+    #[error(
+        "database error on lock '{name}': {}",
+        crate::mongo::describe_error(source)
+    )]
     Database {
         /// The lock.
         name: LockName,

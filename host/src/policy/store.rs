@@ -47,7 +47,7 @@ const MAX_NAME_LEN: usize = 100;
 #[non_exhaustive]
 pub enum PolicyStoreError {
     /// The server refused or could not be reached.
-    #[error("policies collection: {source}")]
+    #[error("policies collection: {}", crate::mongo::describe_error(source))]
     Database {
         /// The driver's error.
         #[from]

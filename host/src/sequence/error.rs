@@ -146,7 +146,10 @@ pub enum SequenceError {
         server_message: String,
     },
     /// The server or the connection failed.
-    #[error("database error on counter '{name}': {source}")]
+    #[error(
+        "database error on counter '{name}': {}",
+        crate::mongo::describe_error(source)
+    )]
     Database {
         /// The counter being used.
         name: CounterName,
