@@ -5,7 +5,7 @@ function (keyName, options) {
   //
   // Counter documents live in `counters`: {_id, kind: "autoinc", seq, prefix?},
   // seq being the last value handed out. Returns the next value, seq + 1, from
-  // one atomic findAndModify ($inc) whose query only matches a well-formed
+  // one atomic findAndModify (seq + 1 as a 64-bit integer) whose query only matches a well-formed
   // counter that has values left, so a malformed one is never modified; then
   // readCounter (stored beside this function) says what is wrong with it.
   //
@@ -42,7 +42,8 @@ function (keyName, options) {
         $expr: { $and: [{ $isNumber: "$seq" }, { $eq: ["$seq", { $trunc: "$seq" }] },
           { $in: [{ $type: "$prefix" }, ["missing", "null", "string"]] }] }
       },
-      update: { $inc: { seq: NumberLong("1") } },
+      // As the host writes it: always a 64-bit integer, whatever type seq had.
+      update: [{ $set: { seq: { $toLong: { $add: ["$seq", 1] } } } }],
       new: true,
       writeConcern: durable
     }), "advance");

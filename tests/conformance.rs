@@ -261,12 +261,9 @@ fn normalise(document: Option<Document>) -> Value {
     };
     let mut out = serde_json::Map::new();
     for (key, value) in document {
-        let value = match value {
-            Bson::Int32(n) => json!(f64::from(n)),
-            Bson::Int64(n) => json!(n as f64),
-            Bson::Double(x) => json!(x),
-            other => other.into_relaxed_extjson(),
-        };
+        // Canonical extended JSON keeps the BSON type: an int32 left where
+        // the other side wrote an int64 is a difference.
+        let value = value.into_canonical_extjson();
         out.insert(key, value);
     }
     Value::Object(out)
