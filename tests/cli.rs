@@ -347,15 +347,26 @@ async fn seq_and_next_print_json_when_asked() {
         (state["name"].as_str(), state["maxval"].as_u64()),
         (Some("j"), Some(5))
     );
+    // JSON Lines: one object per value, printed as it is handed out.
     let seq = run(harness::idmint(TEST).args(["seq", "j", "--count", "7", "--json"]));
     assert_exit(&seq, 0);
-    let seq: serde_json::Value = serde_json::from_str(&stdout(&seq)).unwrap();
-    assert_eq!(seq["values"], serde_json::json!([1, 2, 3, 4, 5, 0, 1]));
+    let values: Vec<serde_json::Value> = stdout(&seq)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(
+        values
+            .iter()
+            .map(|v| v["value"].as_u64().unwrap())
+            .collect::<Vec<_>>(),
+        [1, 2, 3, 4, 5, 0, 1]
+    );
+    assert!(values.iter().all(|v| v["counter"] == "j"));
     let next = run(harness::idmint(TEST).args(["next", "j", "--json", "--prefix", "J"]));
     assert_exit(&next, 0);
-    let next: serde_json::Value = serde_json::from_str(&stdout(&next)).unwrap();
-    assert!(next["ids"][0].as_str().unwrap().ends_with("02"), "{next}");
-    assert_eq!(next["policy"]["sequence_capacity"], 100);
+    let next: serde_json::Value = serde_json::from_str(stdout(&next).trim()).unwrap();
+    assert!(next["id"].as_str().unwrap().ends_with("02"), "{next}");
+    assert_eq!(next["policy"], "default");
     let shown = run(harness::idmint(TEST).args(["counter", "show", "j", "--json"]));
     let shown: serde_json::Value = serde_json::from_str(&stdout(&shown)).unwrap();
     assert_eq!(shown["val"], 2);

@@ -10,7 +10,6 @@ use std::time::Duration;
 use clap::Args;
 use idmint::minter::LiveOptions;
 use idmint::policy::watch::SwapEvent;
-use idmint::policy::PolicyInfo;
 use idmint::sequence::{CounterName, Sequence, MAX_BLOCK};
 use idmint::{LiveMinter, Minter, PolicyRuntime, SystemClock};
 use serde::Serialize;
@@ -55,12 +54,12 @@ pub struct NextCmd {
     pub connect: ConnectArgs,
 }
 
+/// One ID, a JSON line with --json.
 #[derive(Serialize)]
-struct NextReport<'a> {
+struct NextLine<'a> {
     counter: &'a str,
-    prefix: &'a str,
-    policy: &'a PolicyInfo,
-    ids: Vec<String>,
+    id: &'a str,
+    policy: &'a str,
 }
 
 impl NextCmd {
@@ -80,36 +79,32 @@ impl NextCmd {
         let result = self.mint_all(&minter, output).await;
         // A segment counter gives back what it did not hand out, even after an error.
         let closed = minter.close().await;
-        let all = result?;
+        result?;
         closed?;
-        if output.is_json() {
-            let report = NextReport {
-                counter: &self.name,
-                prefix: minter.prefix(),
-                policy: minter.policy().info(),
-                ids: all,
-            };
-            output.report(&report, String::new)?;
-        }
         Ok(Outcome::Success)
     }
 
     /// Takes and formats `--count` IDs a chunk at a time, printing each chunk
-    /// as soon as it is formatted (kept for the report with --json).
-    async fn mint_all(&self, minter: &Minter, output: &Output) -> anyhow::Result<Vec<String>> {
-        let mut all = Vec::new();
+    /// as soon as it is formatted (a JSON line per ID with --json), so that
+    /// an ID handed out is never lost to a later error.
+    async fn mint_all(&self, minter: &Minter, output: &Output) -> anyhow::Result<()> {
+        let policy = &minter.policy().info().name;
         let mut left = self.count;
         while left > 0 {
             let chunk = left.min(CHUNK);
             let ids = minter.next_ids(chunk as usize).await?;
             if output.is_json() {
-                all.extend(ids);
+                output.json_lines(ids.iter().map(|id| NextLine {
+                    counter: &self.name,
+                    id,
+                    policy,
+                }))?;
             } else {
                 output.lines(&ids)?;
             }
             left -= chunk;
         }
-        Ok(all)
+        Ok(())
     }
 
     /// `--stream`: IDs until Ctrl-C or a closed stdout, through a

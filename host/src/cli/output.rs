@@ -56,6 +56,23 @@ impl Output {
         Ok(())
     }
 
+    /// Prints one JSON object per line (JSON Lines), as they come: for
+    /// results handed out piece by piece (`seq`, `next`), so that what was
+    /// handed out is printed even if a later piece fails.
+    pub fn json_lines<I, T>(&self, items: I) -> anyhow::Result<()>
+    where
+        I: IntoIterator<Item = T>,
+        T: Serialize,
+    {
+        let mut stdout = io::BufWriter::new(io::stdout().lock());
+        for item in items {
+            serde_json::to_writer(&mut stdout, &item)?;
+            writeln!(stdout)?;
+        }
+        stdout.flush()?;
+        Ok(())
+    }
+
     /// Prints an error to stderr with its cause chain, and the server it was
     /// talking to (password redacted) when that matters.
     pub fn error(&self, error: &anyhow::Error, exit_code: u8, server: Option<&str>) {

@@ -29,10 +29,11 @@ pub struct SeqCmd {
     pub connect: ConnectArgs,
 }
 
+/// One value, a JSON line with --json.
 #[derive(Serialize)]
-struct SeqReport<'a> {
+struct SeqLine<'a> {
     counter: &'a str,
-    values: Vec<u64>,
+    value: u64,
 }
 
 impl SeqCmd {
@@ -40,7 +41,6 @@ impl SeqCmd {
         let name = CounterName::new(&self.name).map_err(idmint::Error::from)?;
         let options = self.open.options()?;
         let database = self.connect.connect().await?;
-        let mut values = Vec::new();
         let mut left = self.count;
         let sequence = match Sequence::open(&database, name.clone(), &options).await {
             Ok((sequence, _)) => sequence,
@@ -51,26 +51,17 @@ impl SeqCmd {
                     .take_or_create(first, self.start.unwrap_or(1))
                     .await
                     .map_err(idmint::Error::from)?;
-                self.emit(output, taken, &mut values)?;
+                self.emit(output, taken)?;
                 left -= first;
                 Sequence::Autoinc(autoinc)
             }
             Err(error) => return Err(idmint::Error::from(error).into()),
         };
-        let result = self.take_all(&sequence, left, output, &mut values).await;
+        let result = self.take_all(&sequence, left, output).await;
         // A segment counter gives back what it did not hand out, even after an error.
         let closed = sequence.close().await.map_err(idmint::Error::from);
         result?;
         closed?;
-        if output.is_json() {
-            output.report(
-                &SeqReport {
-                    counter: &self.name,
-                    values,
-                },
-                String::new,
-            )?;
-        }
         Ok(Outcome::Success)
     }
 
@@ -79,7 +70,6 @@ impl SeqCmd {
         sequence: &Sequence,
         mut left: u64,
         output: &Output,
-        values: &mut Vec<u64>,
     ) -> anyhow::Result<()> {
         while left > 0 {
             let block = left.min(MAX_BLOCK as u64);
@@ -87,29 +77,22 @@ impl SeqCmd {
                 .take(block as usize, SystemClock.now_micros())
                 .await
                 .map_err(idmint::Error::from)?;
-            self.emit(
-                output,
-                issued.into_iter().map(|issued| issued.value),
-                values,
-            )?;
+            self.emit(output, issued.into_iter().map(|issued| issued.value))?;
             left -= block;
         }
         Ok(())
     }
 
-    /// Prints values as soon as they are issued (a value handed out is never
-    /// lost to a later error), or keeps them for the JSON report.
-    fn emit(
-        &self,
-        output: &Output,
-        taken: impl IntoIterator<Item = u64>,
-        values: &mut Vec<u64>,
-    ) -> anyhow::Result<()> {
+    /// Prints values as soon as they are issued, one per line (a JSON line
+    /// each with --json): a value handed out is never lost to a later error.
+    fn emit(&self, output: &Output, taken: impl IntoIterator<Item = u64>) -> anyhow::Result<()> {
         if output.is_json() {
-            values.extend(taken);
+            output.json_lines(taken.into_iter().map(|value| SeqLine {
+                counter: &self.name,
+                value,
+            }))
         } else {
-            output.lines(taken.into_iter().map(|value| value.to_string()))?;
+            output.lines(taken.into_iter().map(|value| value.to_string()))
         }
-        Ok(())
     }
 }
