@@ -8,7 +8,7 @@
 
 use idmint::installer;
 use idmint::sequence::{AutoIncrement, CounterName, CyclicCounter};
-use mongodb::bson::{doc, Bson, Document};
+use mongodb::bson::{doc, Document};
 use mongodb::Database;
 use serde_json::{json, Value};
 

@@ -571,3 +571,104 @@ async fn ids_from_a_cyclic_counter_cost_one_round_trip_per_block() {
     );
     log.named("findAndModify").iter().for_each(assert_durable);
 }
+
+/// `idmint pipeline` prints the very command idmint sends for each kind,
+/// and an application can run it with another driver (mongosh's, here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_printed_command_is_what_idmint_sends_and_runs_from_another_driver() {
+    use idmint::sequence::wire::{take_command, ClientTime};
+    const TEST: &str = "printed_pipeline";
+    let (database, log) = harness::monitored_database(TEST).await;
+    for (counter, spec) in [
+        ("c", CounterSpec::default()),
+        ("a", CounterSpec::of(CounterKind::Autoinc)),
+        ("s", CounterSpec::of(CounterKind::Segment).step(100)),
+    ] {
+        sequence::create(&database, &name(counter), &spec)
+            .await
+            .unwrap();
+    }
+    idmint::CyclicCounter::new(&database, name("c"))
+        .take(5, 12_345)
+        .await
+        .unwrap();
+    AutoIncrement::new(&database, name("a"))
+        .take(3)
+        .await
+        .unwrap();
+    let segments = SegmentAllocator::new(&database, name("s"), SegmentOptions::default());
+    segments.next_value().await.unwrap();
+    segments.settled().await;
+    let sent = log.named("findAndModify");
+    let expected = [
+        take_command(
+            CounterKind::Cyclic,
+            &name("c"),
+            5,
+            0,
+            ClientTime::Micros(12_345),
+        )
+        .unwrap(),
+        take_command(
+            CounterKind::Autoinc,
+            &name("a"),
+            3,
+            0,
+            ClientTime::Micros(0),
+        )
+        .unwrap(),
+        take_command(
+            CounterKind::Segment,
+            &name("s"),
+            0,
+            0,
+            ClientTime::Micros(0),
+        )
+        .unwrap(),
+    ];
+    for (sent, expected) in sent.iter().zip(&expected) {
+        for field in ["findAndModify", "query", "update", "new"] {
+            assert_eq!(
+                sent.get(field),
+                expected.get(field),
+                "{field} of {expected}"
+            );
+        }
+        assert_durable(sent);
+    }
+    // The CLI prints the same command.
+    let printed = run(idmint(TEST).args([
+        "pipeline",
+        "c",
+        "--count",
+        "5",
+        "--client-micros",
+        "12345",
+        "--json",
+    ]));
+    assert_exit(&printed, 0);
+    let printed: serde_json::Value = serde_json::from_str(&stdout(&printed)).unwrap();
+    assert_eq!(
+        printed,
+        mongodb::bson::Bson::Document(expected[0].clone()).into_relaxed_extjson()
+    );
+    // Another driver runs the printed autoinc command (server clock, no
+    // client reading needed) and gets the next value.
+    let printed = run(idmint(TEST).args(["pipeline", "a", "--kind", "autoinc"]));
+    assert_exit(&printed, 0);
+    let script = format!(
+        "const r = db.runCommand(EJSON.parse({}, {{ relaxed: true }})); print(r.value.seq.toString());",
+        serde_json::Value::String(stdout(&printed))
+    );
+    let output = crate::mongosh::mongosh(TEST, &script).output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout)
+            .trim()
+            .lines()
+            .last(),
+        Some("4"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    segments.close().await.unwrap();
+}

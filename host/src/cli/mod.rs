@@ -12,6 +12,7 @@ mod lock;
 mod next;
 mod open_args;
 mod output;
+mod pipeline;
 mod policy;
 mod policy_args;
 mod seq;
@@ -75,6 +76,9 @@ pub enum Command {
     /// Distributed locks: run a command under a lease, show or force-release locks.
     #[command(subcommand)]
     Lock(lock::LockCmd),
+    /// Print the exact command idmint sends to take values of a counter, for an app in
+    /// another language to run with its own driver (runCommand).
+    Pipeline(pipeline::PipelineCmd),
     /// List the worker leases of a snowflake counter.
     Workers(workers::WorkersCmd),
     /// Print the mongosh script that loads the installed functions into a shell session.
@@ -95,7 +99,7 @@ impl Command {
             Command::Policy(cmd) => cmd.connect(),
             Command::Lock(cmd) => Some(cmd.connect()),
             Command::Workers(cmd) => Some(&cmd.connect),
-            Command::Validate(_) | Command::ShellLoader(_) => None,
+            Command::Validate(_) | Command::ShellLoader(_) | Command::Pipeline(_) => None,
         }
     }
 }
@@ -159,6 +163,7 @@ async fn run(command: &Command, output: &Output) -> anyhow::Result<Outcome> {
         Command::ShellLoader(cmd) => cmd.execute(output),
         Command::Lock(cmd) => cmd.execute(output).await,
         Command::Workers(cmd) => cmd.execute(output).await,
+        Command::Pipeline(cmd) => cmd.execute(output),
     }
 }
 
@@ -182,6 +187,8 @@ mod tests {
             "idmint next inv --count 3 --policy builtin:decimal --uri mongodb://h",
             "idmint counter create ids --kind snowflake --layout 49,3,11 --unit ms --epoch 2025-06-01 --uri mongodb://h",
             "idmint workers ids --json --uri mongodb://h",
+            "idmint pipeline orders --count 100",
+            "idmint pipeline inv --kind autoinc",
             "idmint next orders --count 3 --prefix P --policy p.wasm --uri mongodb://h",
             "idmint validate A B --prefix P",
             "idmint policy check p.wasm --prefix ORD- --maxval 99",

@@ -78,14 +78,10 @@ impl AutoIncrement {
                 "count {count} is out of range 1..={MAX_VALUE}"
             )));
         }
-        let limit = (MAX_VALUE - count) as i64;
         for _ in 0..RETRIES {
             let after = self
                 .collection
-                .find_one_and_update(
-                    doc! { "_id": self.name.as_str(), "seq": { "$lte": limit } },
-                    advance_pipeline(count),
-                )
+                .find_one_and_update(take_filter(&self.name, count), advance_pipeline(count))
                 .return_document(ReturnDocument::After)
                 .write_concern(self.write_concern.clone())
                 .await
@@ -173,8 +169,14 @@ impl AutoIncrement {
     }
 }
 
+/// The filter of a request for `count` values: the counter, if it has them
+/// left below [`MAX_VALUE`].
+pub(crate) fn take_filter(name: &CounterName, count: u64) -> Document {
+    doc! { "_id": name.as_str(), "seq": { "$lte": MAX_VALUE.saturating_sub(count) as i64 } }
+}
+
 /// The update that reserves `count` values (see the module docs).
-fn advance_pipeline(count: u64) -> Vec<Document> {
+pub(crate) fn advance_pipeline(count: u64) -> Vec<Document> {
     let count = count as i64;
     vec![doc! { "$replaceWith": {
         "$cond": [

@@ -28,7 +28,7 @@
 //! runs the same rule as an optimistic retry loop, and the conformance tests
 //! hold the two equal.
 
-use mongodb::bson::{doc, Document};
+use mongodb::bson::{doc, Bson, Document};
 use mongodb::options::{ReturnDocument, WriteConcern};
 use mongodb::{Collection, Database};
 use serde::Serialize;
@@ -142,7 +142,7 @@ impl CyclicCounter {
             .collection
             .find_one_and_update(
                 doc! { "_id": self.name.as_str() },
-                block_pipeline(count as i64, client_micros),
+                block_pipeline(count as i64, client_micros.into()),
             )
             .return_document(ReturnDocument::After)
             .write_concern(self.write_concern.clone())
@@ -186,7 +186,7 @@ impl CyclicCounter {
 /// val = (a + count) mod m
 /// ts  = max(client_us, ts + w1) + (W - w1)
 /// ```
-pub(crate) fn block_pipeline(count: i64, client_micros: i64) -> Vec<Document> {
+pub(crate) fn block_pipeline(count: i64, client_micros: Bson) -> Vec<Document> {
     let advanced = doc! { "$let": {
         "vars": {
             "a": { "$min": ["$val", "$maxval"] },

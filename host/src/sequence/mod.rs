@@ -28,6 +28,7 @@ mod kind;
 pub mod segment;
 pub mod snowflake;
 mod spec;
+pub mod wire;
 
 use mongodb::Database;
 

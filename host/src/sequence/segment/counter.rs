@@ -113,7 +113,7 @@ impl SegmentCounter {
 
 /// Matches the counter only if a segment of `max(step, $step)` values fits
 /// below the limit (a non-number never matches, and never reaches `$add`).
-fn fits_filter(name: &CounterName, step: u64) -> Document {
+pub(crate) fn fits_filter(name: &CounterName, step: u64) -> Document {
     doc! {
         "_id": name.as_str(),
         "$expr": { "$and": [
@@ -126,7 +126,7 @@ fn fits_filter(name: &CounterName, step: u64) -> Document {
 
 /// `max += max(step, $step)` on a well-formed segment counter; any other
 /// document is left as it is.
-fn take_pipeline(step: u64) -> Vec<Document> {
+pub(crate) fn take_pipeline(step: u64) -> Vec<Document> {
     let advanced =
         doc! { "max": { "$toLong": { "$add": ["$max", { "$max": [step as i64, "$step"] }] } } };
     vec![doc! { "$replaceWith": {

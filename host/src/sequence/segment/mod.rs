@@ -22,7 +22,7 @@
 //!   conditional update on `max`. Restarts then waste nothing (Leaf wastes
 //!   the rest of both buffers, its issues #15 and #78).
 
-mod counter;
+pub(crate) mod counter;
 pub mod step;
 
 use std::ops::Range;
