@@ -103,11 +103,14 @@ async fn a_clock_stepped_back_never_takes_ids_back() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clients_with_disagreeing_frozen_clocks_share_a_counter() {
     let counter = counter("disagreeing_clocks", 99).await;
+    let barrier = Arc::new(tokio::sync::Barrier::new(4));
     let tasks: Vec<_> = [T, T - 60_000_000, T + 5, T - 1]
         .into_iter()
         .map(|reading| {
             let counter = counter.clone();
+            let barrier = barrier.clone();
             tokio::spawn(async move {
+                barrier.wait().await;
                 let mut issued: Vec<Issued> = Vec::new();
                 for _ in 0..150 {
                     issued.push(counter.next(reading).await.unwrap());

@@ -34,10 +34,14 @@ async fn seed_test_twenty_workers_get_every_value_once() {
         .create(&CounterSpec::default().maxval(2000))
         .await
         .unwrap();
+    // Released together, so that the 20 workers overlap for certain.
+    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(20));
     let workers: Vec<_> = (0..20)
         .map(|_| {
             let counter = counter.clone();
+            let barrier = barrier.clone();
             tokio::spawn(async move {
+                barrier.wait().await;
                 let mut values = Vec::new();
                 for _ in 0..100 {
                     values.push(counter.next(SystemClock.now_micros()).await.unwrap().value);
@@ -205,12 +209,13 @@ async fn a_corrupt_counter_is_reported_and_left_unchanged() {
 async fn well_formed_variants_are_accepted_by_server_and_rust_alike() {
     let database = harness::database("well_formed_variants").await;
     let collection = database.collection::<Document>(COUNTERS_COLLECTION);
-    for (index, fields) in [
-        doc! { "val": 5_i32, "maxval": 9_i32 },
-        doc! { "val": 5_i64, "maxval": 9_i64, "ts": 10_i64 },
-        doc! { "val": 5.0, "maxval": 9.0, "ts": 10.0 },
-        doc! { "val": 12, "maxval": 9, "prefix": null },
-        doc! { "val": 5, "maxval": 9, "prefix": "X-" },
+    // Each variant hands out exactly the value (and timestamp) the rule says.
+    for (index, (fields, value, timestamp)) in [
+        (doc! { "val": 5_i32, "maxval": 9_i32 }, 6, 20),
+        (doc! { "val": 5_i64, "maxval": 9_i64, "ts": 10_i64 }, 6, 20),
+        (doc! { "val": 5.0, "maxval": 9.0, "ts": 30.0 }, 6, 30),
+        (doc! { "val": 12, "maxval": 9, "prefix": null }, 0, 20),
+        (doc! { "val": 5, "maxval": 9, "prefix": "X-" }, 6, 20),
     ]
     .into_iter()
     .enumerate()
@@ -220,7 +225,11 @@ async fn well_formed_variants_are_accepted_by_server_and_rust_alike() {
         document.extend(fields);
         collection.insert_one(&document).await.unwrap();
         let issued = CyclicCounter::new(&database, name(&id)).next(20).await;
-        assert!(issued.is_ok(), "{document}: {issued:?}");
+        assert_eq!(
+            issued.as_ref().map(|i| (i.value, i.timestamp_micros)).ok(),
+            Some((value, timestamp)),
+            "{document}: {issued:?}"
+        );
     }
     // val above maxval (maxval lowered by hand) wraps, as in the seed.
     assert_eq!(
@@ -240,12 +249,15 @@ async fn values_differ_across_many_counters_and_do_not_interfere() {
     let b = CyclicCounter::new(&database, name("b"));
     a.create(&CounterSpec::default()).await.unwrap();
     b.create(&CounterSpec::default()).await.unwrap();
-    let mut seen = BTreeSet::new();
+    // Interleaved, each counter still hands out exactly its own 1..=5: a
+    // take landing on the other counter would skip or repeat a value.
+    let (mut from_a, mut from_b) = (Vec::new(), Vec::new());
     for _ in 0..5 {
-        seen.insert(("a", a.next(1).await.unwrap().value));
-        seen.insert(("b", b.next(1).await.unwrap().value));
+        from_a.push(a.next(1).await.unwrap().value);
+        from_b.push(b.next(1).await.unwrap().value);
     }
-    assert_eq!(seen.len(), 10);
+    assert_eq!(from_a, [1, 2, 3, 4, 5]);
+    assert_eq!(from_b, [1, 2, 3, 4, 5]);
     assert_eq!(a.state().await.unwrap().cyclic().unwrap().val, 5);
 }
 

@@ -418,3 +418,43 @@ async fn snowflake_ids_format_through_the_base32_policy() {
         stderr(&refused)
     );
 }
+
+/// Every lease write (claim, take-over, release) is sent with write concern
+/// majority and journal, as the command log shows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_lease_write_is_durable() {
+    use idmint::sequence::{self, CounterKind, CounterName, CounterSpec};
+    use idmint::sequence::{Snowflake, SnowflakeOptions};
+    let (database, log) = harness::monitored_database("snowflake_durable_leases").await;
+    let name = CounterName::new("ids").unwrap();
+    sequence::create(&database, &name, &CounterSpec::of(CounterKind::Snowflake))
+        .await
+        .unwrap();
+    let layout = Layout::default();
+    for _ in 0..2 {
+        // The first run inserts the lease, the second takes the released one over.
+        let snowflake =
+            Snowflake::start(&database, name.clone(), layout, SnowflakeOptions::default())
+                .await
+                .unwrap();
+        snowflake.take(10).await.unwrap();
+        snowflake.close().await.unwrap();
+    }
+    let writes: Vec<_> = ["insert", "findAndModify", "update"]
+        .iter()
+        .flat_map(|command| log.named(command))
+        .filter(|command| {
+            command
+                .get_str("insert")
+                .or(command.get_str("findAndModify"))
+                .or(command.get_str("update"))
+                == Ok("workers")
+        })
+        .collect();
+    assert_eq!(
+        writes.len(),
+        4,
+        "insert, release, take-over, release: {writes:?}"
+    );
+    writes.iter().for_each(harness::assert_durable);
+}

@@ -153,6 +153,16 @@ impl PolicyRuntime {
         })
     }
 
+    /// How many distinct components are compiled and cached.
+    #[cfg(test)]
+    pub(crate) fn cached_components(&self) -> usize {
+        self.inner
+            .components
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
     /// Compiles `bytes`, or returns the component already compiled from them.
     fn compile(&self, bytes: &[u8], sha256: &str, origin: &str) -> Result<Component, PolicyError> {
         // A poisoned cache is still a valid cache: a panic cannot leave a

@@ -474,7 +474,13 @@ fn memory_is_capped() {
 fn reloading_the_same_bytes_reuses_the_component() {
     let runtime = PolicyRuntime::new().unwrap();
     let a = runtime.load_default().unwrap();
+    assert_eq!(runtime.cached_components(), 1);
     let b = runtime.load_bytes(DEFAULT_POLICY_WASM, "copy").unwrap();
+    assert_eq!(
+        runtime.cached_components(),
+        1,
+        "the same bytes were compiled a second time"
+    );
     assert_eq!(a.sha256(), b.sha256());
     assert_eq!(b.origin(), "copy");
     assert_eq!(
