@@ -46,7 +46,7 @@ pub const SYSTEM_JS: &str = "system.js";
 
 /// How the host hands out values, for reports.
 pub const HOST_PATH: &str =
-    "aggregation-pipeline update: one atomic findOneAndUpdate with a $cond pipeline per value";
+    "aggregation-pipeline update: one atomic findOneAndUpdate with a $cond pipeline per block of values";
 
 /// How to install.
 #[derive(Clone, Default)]
