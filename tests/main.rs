@@ -12,6 +12,7 @@ mod installer;
 mod lock;
 mod mongosh;
 mod policy;
+mod readme;
 mod sequence;
 mod snowflake;
 mod strategies;
