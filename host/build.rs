@@ -115,40 +115,14 @@ fn run() -> Result<(), String> {
         let prebuilt = workspace.join(prebuilt);
         println!("cargo::rerun-if-changed={}", prebuilt.display());
         // No nested build: the check-digit policy is absent, and tests that
-        // need it fail saying so when they read the path. The decimal one is
-        // embedded, so it must be prebuilt too.
-        println!("cargo::rerun-if-env-changed={DECIMAL_PREBUILT_ENV}");
-        let decimal = env::var_os(DECIMAL_PREBUILT_ENV)
-            .filter(|p| !p.is_empty())
-            .ok_or_else(|| {
-                format!(
-                    "{PREBUILT_ENV} is set, so {DECIMAL_PREBUILT_ENV} must name the prebuilt \
-                     decimal policy (guest/decimal/) too"
-                )
-            })?;
-        let decimal = workspace.join(decimal);
-        println!("cargo::rerun-if-changed={}", decimal.display());
-        install(
-            &decimal,
-            &decimal_out,
-            &format!("named by {DECIMAL_PREBUILT_ENV}"),
-        )?;
-        println!("cargo::rerun-if-env-changed={BASE32_PREBUILT_ENV}");
-        let base32 = env::var_os(BASE32_PREBUILT_ENV)
-            .filter(|p| !p.is_empty())
-            .ok_or_else(|| {
-                format!(
-                    "{PREBUILT_ENV} is set, so {BASE32_PREBUILT_ENV} must name the prebuilt \
-                     base32 policy (guest/base32/) too"
-                )
-            })?;
-        let base32 = workspace.join(base32);
-        println!("cargo::rerun-if-changed={}", base32.display());
-        install(
-            &base32,
-            &base32_out,
-            &format!("named by {BASE32_PREBUILT_ENV}"),
-        )?;
+        // need it fail saying so when they read the path. The decimal and
+        // base32 ones are embedded, so they must be prebuilt too.
+        for (variable, out, crate_dir) in [
+            (DECIMAL_PREBUILT_ENV, &decimal_out, "guest/decimal/"),
+            (BASE32_PREBUILT_ENV, &base32_out, "guest/base32/"),
+        ] {
+            install_prebuilt(&workspace, variable, out, crate_dir)?;
+        }
         return install(&prebuilt, &out, &format!("named by {PREBUILT_ENV}"));
     }
 
@@ -192,6 +166,25 @@ fn run() -> Result<(), String> {
         "built from guest/base32/",
     )?;
     install(&built.join(ARTIFACT), &out, "built from guest/")
+}
+
+/// With `IDMINT_DEFAULT_POLICY_WASM` set: installs the embedded policy
+/// `variable` names (built from `crate_dir`), or says it is missing.
+fn install_prebuilt(
+    workspace: &Path,
+    variable: &str,
+    out: &Path,
+    crate_dir: &str,
+) -> Result<(), String> {
+    println!("cargo::rerun-if-env-changed={variable}");
+    let path = env::var_os(variable)
+        .filter(|p| !p.is_empty())
+        .ok_or_else(|| {
+            format!("{PREBUILT_ENV} is set, so {variable} must name the prebuilt policy of {crate_dir} too")
+        })?;
+    let path = workspace.join(path);
+    println!("cargo::rerun-if-changed={}", path.display());
+    install(&path, out, &format!("named by {variable}"))
 }
 
 /// Reads an environment variable cargo always sets for build scripts.

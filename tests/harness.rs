@@ -410,3 +410,47 @@ fn fresh_data_dir() -> PathBuf {
     std::fs::create_dir_all(&dir).expect("create the server data dir");
     dir
 }
+
+/// A running `idmint seq` whose values are read line by line as it prints
+/// them. It writes more than a pipe holds and blocks until read, which the
+/// concurrency tests use to make processes overlap for certain.
+pub struct Seq {
+    /// The process.
+    pub child: std::process::Child,
+    lines: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+}
+
+impl Seq {
+    /// Starts `idmint seq ARGS` for `test`'s database.
+    pub fn start(test: &str, args: &[&str]) -> Self {
+        use std::io::BufRead;
+        let mut child = idmint(test)
+            .arg("seq")
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start idmint seq");
+        let lines = std::io::BufReader::new(child.stdout.take().expect("piped stdout")).lines();
+        Self { child, lines }
+    }
+
+    /// The next value printed, or `None` at the end.
+    pub fn next_value(&mut self) -> Option<u64> {
+        self.lines
+            .next()
+            .map(|line| line.expect("read a line").parse().expect("a number"))
+    }
+
+    /// Every value left.
+    pub fn rest(&mut self) -> Vec<u64> {
+        std::iter::from_fn(|| self.next_value()).collect()
+    }
+
+    /// Sends `signal` to the process.
+    pub fn signal(&self, signal: i32) {
+        // SAFETY: kill(2) on our own child's pid.
+        assert_eq!(unsafe { libc::kill(self.child.id() as i32, signal) }, 0);
+    }
+}

@@ -1,7 +1,6 @@
 //! The cyclic counter against the server: the seed's own test, wrap-around,
 //! unknown and corrupt counters.
 
-
 use idmint::sequence::{
     CounterName, CounterSpec, CyclicCounter, Issued, SequenceError, COUNTERS_COLLECTION,
 };

@@ -2,52 +2,15 @@
 //! fail-closed leases (kill -9, SIGSTOP), clock rollback across a restart,
 //! and the layout's lifetime.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader};
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::collections::BTreeSet;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use idmint::sequence::snowflake::layout::Layout;
 use mongodb::bson::{doc, Document};
 use serde_json::Value;
 
-use crate::harness::{self, assert_exit, idmint, run, stderr, stdout};
-
-/// A running `idmint seq` on a snowflake counter, read line by line.
-struct Issuer {
-    child: Child,
-    lines: std::io::Lines<BufReader<ChildStdout>>,
-}
-
-impl Issuer {
-    fn start(command: &mut Command) -> Self {
-        let mut child = command
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        Self { child, lines }
-    }
-
-    fn seq(test: &str, args: &[&str]) -> Self {
-        Self::start(idmint(test).arg("seq").args(args))
-    }
-
-    fn next_id(&mut self) -> Option<u64> {
-        self.lines.next().map(|line| line.unwrap().parse().unwrap())
-    }
-
-    fn rest(&mut self) -> Vec<u64> {
-        std::iter::from_fn(|| self.next_id()).collect()
-    }
-
-    fn signal(&self, signal: i32) {
-        // SAFETY: kill(2) on our own child's pid.
-        assert_eq!(unsafe { libc::kill(self.child.id() as i32, signal) }, 0);
-    }
-}
+use crate::harness::{self, assert_exit, idmint, run, stderr, stdout, Seq};
 
 fn layout(test: &str, counter: &str) -> Layout {
     let output = run(idmint(test).args(["counter", "show", counter, "--json"]));
@@ -100,12 +63,12 @@ async fn eight_processes_lease_eight_worker_ids_and_never_share_an_id() {
     let layout = layout(TEST, "ids");
     // More than a pipe holds: each process blocks until read, so reading one
     // ID of each first proves all eight hold their leases at once.
-    let mut issuers: Vec<Issuer> = (0..8)
-        .map(|_| Issuer::seq(TEST, &["ids", "--count", "20000"]))
+    let mut issuers: Vec<Seq> = (0..8)
+        .map(|_| Seq::start(TEST, &["ids", "--count", "20000"]))
         .collect();
     let mut ids: Vec<Vec<u64>> = issuers
         .iter_mut()
-        .map(|issuer| vec![issuer.next_id().unwrap()])
+        .map(|issuer| vec![issuer.next_value().unwrap()])
         .collect();
     assert_eq!(live_workers(TEST, "ids").len(), 8);
     for (issuer, ids) in issuers.iter_mut().zip(&mut ids) {
@@ -159,10 +122,10 @@ async fn all_worker_ids_live_is_a_clear_error_and_a_killed_holders_id_waits_for_
     harness::database(TEST).await;
     create(TEST, "tiny", &["--layout", "52,1,10"]); // two worker ids
     let layout = layout(TEST, "tiny");
-    let mut first = Issuer::seq(TEST, &["tiny", "--count", "10000000", "--lease-ttl", "2"]);
-    let mut second = Issuer::seq(TEST, &["tiny", "--count", "10000000", "--lease-ttl", "2"]);
-    let a = first.next_id().unwrap();
-    second.next_id().unwrap();
+    let mut first = Seq::start(TEST, &["tiny", "--count", "10000000", "--lease-ttl", "2"]);
+    let mut second = Seq::start(TEST, &["tiny", "--count", "10000000", "--lease-ttl", "2"]);
+    let a = first.next_value().unwrap();
+    second.next_value().unwrap();
     // Both ids held: a third process gets a clear error, exit 3, no made-up id.
     let refused = run(idmint(TEST).args(["seq", "tiny"]));
     assert_exit(&refused, 3);
@@ -207,8 +170,8 @@ async fn a_holder_paused_past_its_lease_issues_nothing_with_the_worker_id_taken_
     harness::database(TEST).await;
     create(TEST, "ids", &["--layout", "51,2,10"]);
     let layout = layout(TEST, "ids");
-    let mut paused = Issuer::seq(TEST, &["ids", "--count", "10000000", "--lease-ttl", "2"]);
-    let first = paused.next_id().unwrap();
+    let mut paused = Seq::start(TEST, &["ids", "--count", "10000000", "--lease-ttl", "2"]);
+    let first = paused.next_value().unwrap();
     let worker = layout.decompose(first).unwrap().worker;
     paused.signal(libc::SIGSTOP);
     wait_until(
@@ -217,14 +180,14 @@ async fn a_holder_paused_past_its_lease_issues_nothing_with_the_worker_id_taken_
         || !live_workers(TEST, "ids").contains(&worker),
     );
     // The lowest free worker id is the paused one's.
-    let mut taker = Issuer::seq(TEST, &["ids", "--count", "10000000", "--lease-ttl", "2"]);
-    let taken: Vec<u64> = (0..1000).map(|_| taker.next_id().unwrap()).collect();
+    let mut taker = Seq::start(TEST, &["ids", "--count", "10000000", "--lease-ttl", "2"]);
+    let taken: Vec<u64> = (0..1000).map(|_| taker.next_value().unwrap()).collect();
     assert_eq!(layout.decompose(taken[0]).unwrap().worker, worker);
     let takeover_time = layout.decompose(taken[0]).unwrap().time;
     paused.signal(libc::SIGCONT);
     // Read on well past what the pipe held before the pause.
-    let resumed: Vec<u64> = (0..100_000).map(|_| paused.next_id().unwrap()).collect();
-    let more_taken: Vec<u64> = (0..1000).map(|_| taker.next_id().unwrap()).collect();
+    let resumed: Vec<u64> = (0..100_000).map(|_| paused.next_value().unwrap()).collect();
+    let more_taken: Vec<u64> = (0..1000).map(|_| taker.next_value().unwrap()).collect();
     for id in resumed.iter() {
         let parts = layout.decompose(*id).unwrap();
         assert!(
@@ -367,17 +330,6 @@ async fn a_corrupt_lease_is_named_exit_2_and_left_unchanged() {
     );
     let after = harness::documents(&database, "workers").await;
     assert_eq!(after, [corrupt]);
-}
-
-#[allow(dead_code)]
-fn by_worker(layout: &Layout, ids: &[u64]) -> BTreeMap<u64, Vec<u64>> {
-    let mut map: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
-    for &id in ids {
-        map.entry(layout.decompose(id).unwrap().worker)
-            .or_default()
-            .push(id);
-    }
-    map
 }
 
 /// Snowflake IDs formatted by the built-in base32 policy: 13 characters

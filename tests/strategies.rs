@@ -4,8 +4,7 @@
 //! give-back and crash safety.
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, ChildStdout, Stdio};
+use std::process::Stdio;
 use std::sync::Arc;
 
 use idmint::sequence::{
@@ -16,7 +15,7 @@ use mongodb::bson::{doc, Document};
 use mongodb::{Client, Database};
 use tokio::sync::Barrier;
 
-use crate::harness::{self, assert_durable, assert_exit, idmint, run, stderr, stdout};
+use crate::harness::{self, assert_durable, assert_exit, idmint, run, stderr, stdout, Seq};
 
 fn name(text: &str) -> CounterName {
     CounterName::new(text).unwrap()
@@ -39,39 +38,14 @@ async fn raw_counter(database: &Database, id: &str) -> Option<Document> {
         .unwrap()
 }
 
-/// A running `idmint seq`, read line by line.
-struct SeqProcess {
-    child: Child,
-    lines: std::io::Lines<BufReader<ChildStdout>>,
-}
-
-impl SeqProcess {
-    fn start(test: &str, args: &[&str]) -> Self {
-        let mut child = idmint(test)
-            .arg("seq")
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        Self { child, lines }
-    }
-
-    fn next_value(&mut self) -> Option<u64> {
-        self.lines.next().map(|line| line.unwrap().parse().unwrap())
-    }
-}
-
 /// 8 processes take from one counter of `kind` at once. Each writes more
 /// than a pipe holds, so it blocks until read: reading one value of each
 /// first proves all 8 are running at the same time. Returns each process's
 /// values in the order it printed them.
 fn eight_processes(test: &str, counter: &str, per_process: u64) -> Vec<Vec<u64>> {
     let count = per_process.to_string();
-    let mut processes: Vec<SeqProcess> = (0..8)
-        .map(|_| SeqProcess::start(test, &[counter, "--count", &count]))
+    let mut processes: Vec<Seq> = (0..8)
+        .map(|_| Seq::start(test, &[counter, "--count", &count]))
         .collect();
     let mut values: Vec<Vec<u64>> = processes
         .iter_mut()
@@ -506,7 +480,7 @@ async fn a_process_killed_mid_segment_never_causes_a_value_to_be_issued_twice() 
     .unwrap();
     // Blocked on a full pipe, mid-segment, when killed.
     let before = tokio::task::spawn_blocking(|| {
-        let mut victim = SeqProcess::start(TEST, &["seg", "--count", "1000000"]);
+        let mut victim = Seq::start(TEST, &["seg", "--count", "1000000"]);
         let before: Vec<u64> = (0..250).map(|_| victim.next_value().unwrap()).collect();
         victim.child.kill().unwrap();
         victim.child.wait().unwrap();

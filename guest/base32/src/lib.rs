@@ -15,43 +15,10 @@ mod adapter;
 pub mod format;
 #[path = "../../src/kit.rs"]
 pub mod kit;
+#[macro_use]
+#[path = "../../src/value_policy.rs"]
+mod value_policy;
 
 wit_bindgen::generate!({ path: "../wit", world: "id-policy" });
 
-/// The base32 policy, exported to the host.
-struct Base32Policy;
-
-impl Guest for Base32Policy {
-    fn describe() -> PolicyInfo {
-        PolicyInfo {
-            name: "base32".to_string(),
-            version: env!("CARGO_PKG_VERSION").to_string(),
-            sequence_capacity: format::SEQUENCE_CAPACITY,
-            max_prefix_len: kit::MAX_PREFIX_LEN as u32,
-        }
-    }
-
-    fn format(parts: IdParts) -> Result<String, FormatError> {
-        Ok(format::format_id(&parts.prefix, parts.sequence)?)
-    }
-
-    fn format_batch(prefix: String, stamps: Vec<Stamp>) -> Result<String, FormatError> {
-        Ok(format::format_batch(
-            &prefix,
-            stamps.iter().map(|stamp| stamp.sequence),
-        )?)
-    }
-
-    fn validate(id: String, expected_prefix: Option<String>) -> Result<IdParts, InvalidId> {
-        let (prefix_len, sequence) = format::validate(&id, expected_prefix.as_deref())?;
-        let mut prefix = id;
-        prefix.truncate(prefix_len);
-        Ok(IdParts {
-            prefix,
-            timestamp_micros: 0,
-            sequence,
-        })
-    }
-}
-
-export!(Base32Policy);
+value_policy!(Base32Policy, "base32");

@@ -129,13 +129,7 @@ impl CyclicCounter {
         count: usize,
         client_micros: u64,
     ) -> Result<Vec<Issued>, SequenceError> {
-        if !(1..=MAX_BLOCK).contains(&count) {
-            return Err(SequenceError::TooMany {
-                name: self.name.clone(),
-                requested: count,
-                max: MAX_BLOCK,
-            });
-        }
+        check_block(&self.name, count)?;
         // Clamp to what a BSON long holds; 2^63 microseconds is year 294,247.
         let client_micros = i64::try_from(client_micros).unwrap_or(i64::MAX);
         let updated = self
@@ -171,6 +165,19 @@ impl CyclicCounter {
         source: mongodb::error::Error,
     ) -> SequenceError {
         SequenceError::from_database(&self.name, action, privilege, source)
+    }
+}
+
+/// Fails unless `count` is a block size one request takes: 1 to [`MAX_BLOCK`].
+pub(crate) fn check_block(name: &CounterName, count: usize) -> Result<(), SequenceError> {
+    if (1..=MAX_BLOCK).contains(&count) {
+        Ok(())
+    } else {
+        Err(SequenceError::TooMany {
+            name: name.clone(),
+            requested: count,
+            max: MAX_BLOCK,
+        })
     }
 }
 

@@ -136,13 +136,7 @@ impl Sequence {
         count: usize,
         client_micros: u64,
     ) -> Result<Vec<Issued>, SequenceError> {
-        if !(1..=MAX_BLOCK).contains(&count) {
-            return Err(SequenceError::TooMany {
-                name: self.name().clone(),
-                requested: count,
-                max: MAX_BLOCK,
-            });
-        }
+        cyclic::check_block(self.name(), count)?;
         let stamp = |value| Issued {
             timestamp_micros: client_micros,
             value,

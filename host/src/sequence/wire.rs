@@ -44,13 +44,7 @@ pub fn take_command(
 ) -> Result<Document, SequenceError> {
     let (query, update) = match kind {
         CounterKind::Cyclic => {
-            if !(1..=cyclic::MAX_BLOCK as u64).contains(&count) {
-                return Err(SequenceError::TooMany {
-                    name: name.clone(),
-                    requested: count as usize,
-                    max: cyclic::MAX_BLOCK,
-                });
-            }
+            cyclic::check_block(name, usize::try_from(count).unwrap_or(usize::MAX))?;
             (
                 doc! { "_id": name.as_str() },
                 cyclic::block_pipeline(count as i64, client.expression()),
