@@ -46,9 +46,14 @@ fn numbers(output: &Output) -> Vec<u64> {
 }
 
 /// Three mongosh sessions calling the stored getNextUniqueSeq and the host's
-/// pipeline path, all at once on one counter: no value handed out twice.
+/// pipeline path on one counter, with the overlap made certain: every shell
+/// reports it is ready and waits for a "go" document; the host starts only
+/// then, and after its first value waits (polling the counter, bounded by
+/// the shells' lifetime) until a shell has taken one, so that the two sides'
+/// values interleave. No value is handed out twice.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stored_function_in_mongosh_and_the_host_never_hand_out_a_value_twice() {
+    use std::io::{BufRead, BufReader};
     const TEST: &str = "mongosh_and_host";
     let database = harness::database(TEST).await;
     installer::install(&database, &Default::default())
@@ -60,36 +65,68 @@ async fn stored_function_in_mongosh_and_the_host_never_hand_out_a_value_twice() 
         .await
         .unwrap();
 
-    let shells: Vec<_> = (0..3)
+    let script = "print('ready');\n\
+                  while (db.getCollection('go').findOne() === null) sleep(5);\n\
+                  for (let i = 0; i < 100; i++) print(getNextUniqueSeq('shared'));";
+    let mut shells: Vec<_> = (0..3)
         .map(|_| {
-            mongosh(
-                TEST,
-                "for (let i = 0; i < 100; i++) print(getNextUniqueSeq('shared'));",
-            )
-            .spawn()
-            .expect("run mongosh (scripts/test.sh installs it; or set IDMINT_MONGOSH)")
+            mongosh(TEST, script)
+                .stdout(Stdio::piped())
+                .spawn()
+                .expect("run mongosh (scripts/test.sh installs it; or set IDMINT_MONGOSH)")
         })
         .collect();
-    let mut values = Vec::new();
-    for _ in 0..200 {
-        values.push(counter.next(SystemClock.now_micros()).await.unwrap().value);
+    let mut readers: Vec<_> = shells
+        .iter_mut()
+        .map(|shell| BufReader::new(shell.stdout.take().unwrap()).lines())
+        .collect();
+    for reader in &mut readers {
+        // The loader's line, then "ready".
+        let ready = reader.find(|line| line.as_ref().is_ok_and(|l| l.trim() == "ready"));
+        assert!(ready.is_some(), "a shell never got ready");
     }
-    for shell in shells {
+    database
+        .collection::<mongodb::bson::Document>("go")
+        .insert_one(mongodb::bson::doc! { "go": true })
+        .await
+        .unwrap();
+    let mut host = vec![counter.next(SystemClock.now_micros()).await.unwrap().value];
+    // Wait until a shell has taken a value after the host's first.
+    loop {
+        let val = counter.state().await.unwrap().cyclic().unwrap().val;
+        if val > host[0] {
+            break;
+        }
+        assert!(
+            shells
+                .iter_mut()
+                .any(|shell| shell.try_wait().unwrap().is_none()),
+            "every shell ended before the host's first value: no overlap"
+        );
+        tokio::task::yield_now().await;
+    }
+    for _ in 1..200 {
+        host.push(counter.next(SystemClock.now_micros()).await.unwrap().value);
+    }
+    let mut values = host.clone();
+    for (shell, reader) in shells.into_iter().zip(readers) {
+        let from_shell: Vec<u64> = reader
+            .map_while(Result::ok)
+            .filter_map(|line| line.trim().parse().ok())
+            .collect();
         let output = shell.wait_with_output().unwrap();
         assert!(
             output.status.success(),
             "mongosh failed: {}",
             String::from_utf8_lossy(&output.stderr)
         );
-        let from_shell = numbers(&output);
-        assert_eq!(
-            from_shell.len(),
-            100,
-            "{}",
-            String::from_utf8_lossy(&output.stdout)
-        );
+        assert_eq!(from_shell.len(), 100);
         values.extend(from_shell);
     }
+    assert!(
+        host.windows(2).any(|pair| pair[1] > pair[0] + 1),
+        "the host's values form one block: the two sides did not interleave"
+    );
     values.sort_unstable();
     assert_eq!(values, (1..=500).collect::<Vec<u64>>());
 }
