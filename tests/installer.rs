@@ -28,6 +28,18 @@ async fn snapshot(database: &Database) -> Vec<(String, Vec<u8>)> {
         }
         out.push((name, bytes));
     }
+    // Roles live in admin.system.roles, out of the database's collections:
+    // ask the server for this database's own roles.
+    let roles = database
+        .run_command(doc! { "rolesInfo": 1, "showPrivileges": true, "showBuiltinRoles": false })
+        .await
+        .unwrap();
+    let roles = roles.get_array("roles").cloned().unwrap_or_default();
+    let mut bytes = Vec::new();
+    for role in roles {
+        bytes.extend(mongodb::bson::to_vec(&doc! { "role": role }).unwrap());
+    }
+    out.push(("(roles)".to_string(), bytes));
     out
 }
 
@@ -158,6 +170,20 @@ async fn a_dry_run_writes_nothing_at_all() {
     assert_eq!(action("getNextUniqueSeq"), Action::Update);
     assert_eq!(action("counters"), Action::Unchanged);
     assert_eq!(action(installer::APP_ROLE), Action::Create);
+    // The snapshot sees roles: creating them for real changes it.
+    let mut roles_only = options();
+    roles_only.create_roles = true;
+    roles_only.force = true;
+    installer::install(&database, &roles_only).await.unwrap();
+    let after = snapshot(&database).await;
+    let roles = |snapshot: &[(String, Vec<u8>)]| {
+        snapshot
+            .iter()
+            .find(|(name, _)| name == "(roles)")
+            .map(|(_, bytes)| bytes.len())
+    };
+    assert_eq!(roles(&before), Some(0));
+    assert!(roles(&after).unwrap() > 0, "the snapshot cannot see roles");
 
     // ... and on an empty one, where not even the database may appear.
     let empty = harness::database("dry_run_empty").await;
