@@ -42,6 +42,7 @@
 
 pub mod native_format;
 pub mod seed_cas;
+pub mod swap;
 
 use std::time::{Duration, Instant};
 

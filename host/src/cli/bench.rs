@@ -37,6 +37,9 @@ pub enum Only {
     Format,
     /// Lock modes only: lock_uncontended, lock_handoff (host/src/lock/bench.rs).
     Lock,
+    /// Policy swap latency: a replaced file and `policy activate`, 10 swaps each
+    /// (needs a --db without stored policies; it drops `policies` afterwards).
+    Swap,
 }
 
 impl BenchCmd {
@@ -48,6 +51,22 @@ impl BenchCmd {
                 "--concurrency takes 1 to 1024 per entry and --seconds 0.1 to 600".into(),
             )
             .into());
+        }
+        if self.only == Only::Swap {
+            let database = self.connect.connect().await?;
+            let report = idmint::bench::swap::run(&database, 10).await?;
+            output.report(&report, || {
+                let mut text = String::new();
+                for result in &report.results {
+                    let _ = writeln!(
+                        text,
+                        "swap by {:<8} {} swaps: median {:.0} ms, max {:.0} ms",
+                        result.mode, result.swaps, result.median_ms, result.max_ms
+                    );
+                }
+                text
+            })?;
+            return Ok(Outcome::Success);
         }
         if self.only == Only::Lock {
             let database = self.connect.connect().await?;

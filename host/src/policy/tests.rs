@@ -759,3 +759,33 @@ fn the_decimal_policy_passes_without_time_and_is_refused_for_a_cyclic_counter() 
         Err(PolicyError::UnknownBuiltin { .. })
     ));
 }
+
+/// A file replaced right after `follow_file` is called, before its task
+/// first looks, is still seen as a change (the fingerprint it compares with
+/// is taken by the call, not by the task).
+#[tokio::test(flavor = "current_thread")]
+async fn a_file_replaced_before_the_follower_first_looks_is_swapped_in() {
+    use std::sync::Arc;
+    let runtime = PolicyRuntime::new().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("policy.wasm");
+    std::fs::write(&path, DEFAULT_POLICY_WASM).unwrap();
+    let live = Arc::new(LivePolicy::new(
+        runtime.load_default().unwrap(),
+        ActivationOptions::default(),
+    ));
+    let (sender, mut events) = tokio::sync::mpsc::unbounded_channel();
+    let follower = watch::follow_file(path.clone(), runtime.clone(), live.clone(), sender);
+    // On a current-thread runtime the task cannot run before this await.
+    std::fs::write(&path, check_digit_wasm()).unwrap();
+    let event = tokio::time::timeout(std::time::Duration::from_secs(30), events.recv())
+        .await
+        .expect("a swap within 30 s")
+        .unwrap();
+    assert!(
+        matches!(event, watch::SwapEvent::Swapped { .. }),
+        "{event:?}"
+    );
+    assert_eq!(live.current().info().name, "check-digit");
+    follower.abort();
+}

@@ -79,11 +79,13 @@ pub fn follow_file(
     live: Arc<LivePolicy>,
     events: UnboundedSender<SwapEvent>,
 ) -> JoinHandle<()> {
+    let fingerprint = |meta: &std::fs::Metadata| (meta.len(), meta.modified().ok());
+    // Read before the task starts, so that a file replaced between this call
+    // and the task's first poll is seen as the change it is.
+    let mut seen: Option<(u64, Option<SystemTime>)> =
+        std::fs::metadata(&path).ok().map(|m| fingerprint(&m));
     tokio::spawn(async move {
         let source = path.display().to_string();
-        let fingerprint = |meta: &std::fs::Metadata| (meta.len(), meta.modified().ok());
-        let mut seen: Option<(u64, Option<SystemTime>)> =
-            std::fs::metadata(&path).ok().map(|m| fingerprint(&m));
         let mut failing = false;
         let mut ticker = tokio::time::interval(FILE_POLL);
         loop {
