@@ -524,3 +524,57 @@ async fn a_stream_exits_cleanly_on_a_closed_pipe_and_on_ctrl_c() {
     let status = wait(&mut stream.child);
     assert_eq!(status.code(), Some(0), "stderr: {:?}", stream.said);
 }
+
+/// Two `policy activate` at once, released together: both land in the
+/// history, one after the other (the pointer is written only if it is still
+/// what was read), and rolling back twice returns to the first version.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_activations_lose_no_history() {
+    use idmint::policy::{PolicyStore, BUILTIN_POLICIES};
+    const TEST: &str = "policy_concurrent_activate";
+    let database = harness::database(TEST).await;
+    let runtime = PolicyRuntime::new().unwrap();
+    let store = PolicyStore::new(&database);
+    let mut versions = Vec::new();
+    for (name, bytes) in BUILTIN_POLICIES {
+        versions.push(
+            store
+                .push(&runtime, bytes, name, None)
+                .await
+                .unwrap()
+                .stored
+                .version,
+        );
+    }
+    store.activate(&runtime, versions[0]).await.unwrap();
+    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(2));
+    let racers: Vec<_> = [versions[1], versions[2]]
+        .into_iter()
+        .map(|version| {
+            let barrier = barrier.clone();
+            let runtime = runtime.clone();
+            tokio::spawn(async move {
+                let client = mongodb::Client::with_uri_str(harness::uri()).await.unwrap();
+                let store = PolicyStore::new(&client.database(&harness::database_name(TEST)));
+                barrier.wait().await;
+                store.activate(&runtime, version).await.unwrap()
+            })
+        })
+        .collect();
+    for racer in racers {
+        racer.await.unwrap();
+    }
+    let active = store.active().await.unwrap().unwrap();
+    let other = if active.version == versions[1] {
+        versions[2]
+    } else {
+        versions[1]
+    };
+    assert_eq!(
+        active.history,
+        [versions[0], other],
+        "an activation was lost from the history"
+    );
+    assert_eq!(store.rollback(&runtime).await.unwrap().version, other);
+    assert_eq!(store.rollback(&runtime).await.unwrap().version, versions[0]);
+}

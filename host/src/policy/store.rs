@@ -22,7 +22,6 @@ use std::fmt;
 
 use chrono::{DateTime, Utc};
 use mongodb::bson::{doc, spec::BinarySubtype, Binary, Bson, Document};
-use mongodb::options::ReplaceOptions;
 use mongodb::{Collection, Database};
 use serde::Serialize;
 
@@ -59,6 +58,14 @@ pub enum PolicyStoreError {
     /// Rollback asked for, but no version was active before the current one.
     #[error("nothing to roll back to: no policy was active before the current one")]
     NothingToRollBack,
+
+    /// Other writers kept changing the collection: `attempts` tries in a row
+    /// found it changed between reading and writing.
+    #[error("the policies collection is too contended: {attempts} attempts in a row raced with another writer")]
+    Contended {
+        /// How many attempts were made.
+        attempts: u32,
+    },
     /// The name given to a pushed policy is unusable.
     #[error("bad policy name {name:?}: {reason}")]
     BadName {
@@ -157,6 +164,9 @@ pub struct ActivateReport {
     pub check: ActivationReport,
 }
 
+/// How many times a write that raced with another writer is retried.
+const MAX_ATTEMPTS: u32 = 100;
+
 /// The policies collection of one database.
 #[derive(Clone)]
 pub struct PolicyStore {
@@ -226,7 +236,7 @@ impl PolicyStore {
         let pushed_at: DateTime<Utc> = Utc::now();
         // Versions are the highest one plus one; two concurrent pushes race
         // for the same `_id` and the loser takes the next.
-        loop {
+        for _ in 0..MAX_ATTEMPTS {
             let version = self.highest_version().await? + 1;
             let document = doc! {
                 "_id": version,
@@ -268,6 +278,9 @@ impl PolicyStore {
                 Err(error) => return Err(error.into()),
             }
         }
+        Err(PolicyStoreError::Contended {
+            attempts: MAX_ATTEMPTS,
+        })
     }
 
     /// Every stored policy, by version.
@@ -367,49 +380,72 @@ impl PolicyStore {
 
     /// Makes `version` the active one, after loading it and running the
     /// activation check. The version active before goes on the history, for
-    /// [`PolicyStore::rollback`].
+    /// [`PolicyStore::rollback`]. Atomic: the pointer is written only if it
+    /// is still what was read, so two activations at once both land in the
+    /// history, one after the other (a lost race is retried, a bounded number
+    /// of times).
     pub async fn activate(
         &self,
         runtime: &PolicyRuntime,
         version: i64,
     ) -> Result<ActivateReport, PolicyStoreError> {
-        let previous = self.active().await?;
-        let mut history = previous
-            .as_ref()
-            .map(|a| a.history.clone())
-            .unwrap_or_default();
-        if let Some(previous) = &previous {
-            if previous.version != version {
-                history.push(previous.version);
+        for _ in 0..MAX_ATTEMPTS {
+            let previous = self.active().await?;
+            let mut history = previous
+                .as_ref()
+                .map(|a| a.history.clone())
+                .unwrap_or_default();
+            if let Some(previous) = &previous {
+                if previous.version != version {
+                    history.push(previous.version);
+                }
+            }
+            if let Some(report) = self
+                .set_active(runtime, version, previous.as_ref(), history)
+                .await?
+            {
+                return Ok(report);
             }
         }
-        self.set_active(runtime, version, previous.map(|p| p.version), history)
-            .await
+        Err(PolicyStoreError::Contended {
+            attempts: MAX_ATTEMPTS,
+        })
     }
 
     /// Makes the previously active version active again and removes it from
-    /// the history.
+    /// the history; atomic like [`PolicyStore::activate`].
     pub async fn rollback(
         &self,
         runtime: &PolicyRuntime,
     ) -> Result<ActivateReport, PolicyStoreError> {
-        let active = self
-            .active()
-            .await?
-            .ok_or(PolicyStoreError::NothingToRollBack)?;
-        let mut history = active.history.clone();
-        let version = history.pop().ok_or(PolicyStoreError::NothingToRollBack)?;
-        self.set_active(runtime, version, Some(active.version), history)
-            .await
+        for _ in 0..MAX_ATTEMPTS {
+            let active = self
+                .active()
+                .await?
+                .ok_or(PolicyStoreError::NothingToRollBack)?;
+            let mut history = active.history.clone();
+            let version = history.pop().ok_or(PolicyStoreError::NothingToRollBack)?;
+            if let Some(report) = self
+                .set_active(runtime, version, Some(&active), history)
+                .await?
+            {
+                return Ok(report);
+            }
+        }
+        Err(PolicyStoreError::Contended {
+            attempts: MAX_ATTEMPTS,
+        })
     }
 
+    /// Writes the active pointer if it is still `previous` (absent: if there
+    /// is none). `None`: another writer changed it first.
     async fn set_active(
         &self,
         runtime: &PolicyRuntime,
         version: i64,
-        previous: Option<i64>,
+        previous: Option<&ActiveRef>,
         history: Vec<i64>,
-    ) -> Result<ActivateReport, PolicyStoreError> {
+    ) -> Result<Option<ActivateReport>, PolicyStoreError> {
         let policy = self.load(runtime, version).await?;
         let check =
             activation::check(&policy, &ActivationOptions::default()).map_err(|source| {
@@ -419,27 +455,47 @@ impl PolicyStore {
                 }
             })?;
         let sha256 = policy.sha256().to_string();
-        self.collection
-            .replace_one(
-                doc! { "_id": ACTIVE_ID },
-                doc! {
-                    "_id": ACTIVE_ID,
-                    "kind": "active",
-                    "version": version,
-                    "sha256": &sha256,
-                    "history": history,
-                    "activated_at": bson::DateTime::now(),
-                },
-            )
-            .with_options(ReplaceOptions::builder().upsert(true).build())
-            .write_concern(durable_write_concern())
-            .await?;
-        Ok(ActivateReport {
+        let pointer = doc! {
+            "_id": ACTIVE_ID,
+            "kind": "active",
+            "version": version,
+            "sha256": &sha256,
+            "history": history,
+            "activated_at": bson::DateTime::now(),
+        };
+        let written = match previous {
+            Some(previous) => {
+                self.collection
+                    .replace_one(
+                        doc! {
+                            "_id": ACTIVE_ID,
+                            "version": previous.version,
+                            "history": previous.history.clone(),
+                        },
+                        pointer,
+                    )
+                    .write_concern(durable_write_concern())
+                    .await?
+                    .matched_count
+                    == 1
+            }
+            None => match self
+                .collection
+                .insert_one(pointer)
+                .write_concern(durable_write_concern())
+                .await
+            {
+                Ok(_) => true,
+                Err(error) if mongo::is_duplicate_key(&error) => false,
+                Err(error) => return Err(error.into()),
+            },
+        };
+        Ok(written.then(|| ActivateReport {
             version,
             sha256,
-            previous,
+            previous: previous.map(|p| p.version),
             check,
-        })
+        }))
     }
 
     async fn highest_version(&self) -> Result<i64, PolicyStoreError> {
