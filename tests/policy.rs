@@ -575,6 +575,74 @@ async fn concurrent_activations_lose_no_history() {
         [versions[0], other],
         "an activation was lost from the history"
     );
-    assert_eq!(store.rollback(&runtime).await.unwrap().version, other);
-    assert_eq!(store.rollback(&runtime).await.unwrap().version, versions[0]);
+    let rolled_back = |report| match report {
+        idmint::policy::store::RollbackReport::RolledBack(report) => report.version,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(rolled_back(store.rollback(&runtime).await.unwrap()), other);
+    assert_eq!(
+        rolled_back(store.rollback(&runtime).await.unwrap()),
+        versions[0]
+    );
+}
+
+/// Rolling back the first cluster-wide activation removes it, and a host
+/// following the database returns to its own policy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn undoing_the_first_activation_returns_hosts_to_their_own_policy() {
+    use idmint::policy::store::RollbackReport;
+    use idmint::policy::watch;
+    use idmint::policy::{ActivationOptions, LivePolicy, PolicyStore, BUILTIN_POLICIES};
+    const TEST: &str = "policy_undo_first_activation";
+    let database = harness::database(TEST).await;
+    let runtime = PolicyRuntime::new().unwrap();
+    let store = PolicyStore::new(&database);
+    let decimal = BUILTIN_POLICIES
+        .iter()
+        .find(|(name, _)| *name == "decimal")
+        .unwrap()
+        .1;
+    let version = store
+        .push(&runtime, decimal, "decimal", None)
+        .await
+        .unwrap()
+        .stored
+        .version;
+    let local = runtime.load_default().unwrap();
+    let live = std::sync::Arc::new(
+        LivePolicy::new(local.clone(), ActivationOptions::default()).with_local(local),
+    );
+    let (sender, mut events) = tokio::sync::mpsc::unbounded_channel();
+    let follower = watch::follow_store(store.clone(), runtime.clone(), live.clone(), sender);
+    store.activate(&runtime, version).await.unwrap();
+    assert_eq!(swapped_to(&live, &mut events).await, "decimal");
+    let undone = store.rollback(&runtime).await.unwrap();
+    assert!(
+        matches!(undone, RollbackReport::Deactivated { previous } if previous == version),
+        "{undone:?}"
+    );
+    assert!(store.active().await.unwrap().is_none());
+    assert_eq!(
+        swapped_to(&live, &mut events).await,
+        "default",
+        "the host went back to its own policy"
+    );
+    follower.abort();
+}
+
+/// Waits (up to 30 s) for the follower's next swap; the name of the policy
+/// then in service.
+async fn swapped_to(
+    live: &idmint::policy::LivePolicy,
+    events: &mut tokio::sync::mpsc::UnboundedReceiver<idmint::policy::watch::SwapEvent>,
+) -> String {
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(30), events.recv())
+            .await
+            .expect("a swap within 30 s")
+            .unwrap();
+        if let idmint::policy::watch::SwapEvent::Swapped { .. } = event {
+            return live.current().info().name.clone();
+        }
+    }
 }

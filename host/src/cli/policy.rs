@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use idmint::policy::activation::{self, ActivationOptions};
+use idmint::policy::store::RollbackReport;
 use idmint::policy::PolicyStore;
 use idmint::sequence::CounterName;
 use idmint::Clock;
@@ -232,8 +233,18 @@ impl RollbackCmd {
     async fn execute(&self, output: &Output) -> anyhow::Result<Outcome> {
         let runtime = PolicyRuntime::new().map_err(idmint::Error::from)?;
         let database = self.connect.connect().await?;
-        let report = PolicyStore::new(&database).rollback(&runtime).await?;
-        print_activation(output, &report, "rolled back")
+        match PolicyStore::new(&database).rollback(&runtime).await? {
+            RollbackReport::RolledBack(report) => print_activation(output, &report, "rolled back"),
+            report @ RollbackReport::Deactivated { previous } => {
+                output.report(&report, || {
+                    format!(
+                        "deactivated: no stored version is active (was {previous}); hosts \
+                         following the database return to their own --policy or the default"
+                    )
+                })?;
+                Ok(Outcome::Success)
+            }
+        }
     }
 }
 

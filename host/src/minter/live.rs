@@ -117,12 +117,12 @@ impl LiveMinter {
                 }
             }
         }
-        let first = first.unwrap_or(local);
+        let first = first.unwrap_or_else(|| local.clone());
         // Minter::prepare checks the counter, the fit and the prefix; the
         // activation check then runs the samples.
         let minter = Minter::prepare(sequence, first.clone(), options.prefix, clock).await?;
         activation::check(&first, &checks)?;
-        let live = Arc::new(LivePolicy::new(first, checks));
+        let live = Arc::new(LivePolicy::new(first, checks).with_local(local));
 
         let mut followers = Vec::new();
         if let Some(path) = options.follow_file {

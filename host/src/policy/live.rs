@@ -20,6 +20,9 @@ use super::runtime::Policy;
 pub struct LivePolicy {
     current: RwLock<Policy>,
     options: ActivationOptions,
+    /// The process's own policy (its `--policy` or the default), served
+    /// again when no stored version is active any more.
+    local: Option<Policy>,
 }
 
 impl LivePolicy {
@@ -32,7 +35,21 @@ impl LivePolicy {
         LivePolicy {
             current: RwLock::new(policy),
             options,
+            local: None,
         }
+    }
+
+    /// Sets the process's own policy, which a store follower returns to
+    /// when the cluster-wide activation is undone (`policy rollback` of the
+    /// first activation).
+    pub fn with_local(mut self, local: Policy) -> Self {
+        self.local = Some(local);
+        self
+    }
+
+    /// The process's own policy, if set.
+    pub fn local(&self) -> Option<&Policy> {
+        self.local.as_ref()
     }
 
     /// The policy to use for the next call.

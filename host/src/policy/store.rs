@@ -164,6 +164,20 @@ pub struct ActivateReport {
     pub check: ActivationReport,
 }
 
+/// What [`PolicyStore::rollback`] did.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum RollbackReport {
+    /// The version active before is active again.
+    RolledBack(ActivateReport),
+    /// The first activation was undone: no stored version is active, and
+    /// following hosts serve their own policy again.
+    Deactivated {
+        /// The version that was active.
+        previous: i64,
+    },
+}
+
 /// How many times a write that raced with another writer is retried.
 const MAX_ATTEMPTS: u32 = 100;
 
@@ -413,23 +427,37 @@ impl PolicyStore {
     }
 
     /// Makes the previously active version active again and removes it from
-    /// the history; atomic like [`PolicyStore::activate`].
+    /// the history; atomic like [`PolicyStore::activate`]. Rolling back the
+    /// first activation (an empty history) removes the active pointer, so
+    /// that following hosts return to their own `--policy` or the default.
     pub async fn rollback(
         &self,
         runtime: &PolicyRuntime,
-    ) -> Result<ActivateReport, PolicyStoreError> {
+    ) -> Result<RollbackReport, PolicyStoreError> {
         for _ in 0..MAX_ATTEMPTS {
             let active = self
                 .active()
                 .await?
                 .ok_or(PolicyStoreError::NothingToRollBack)?;
             let mut history = active.history.clone();
-            let version = history.pop().ok_or(PolicyStoreError::NothingToRollBack)?;
+            let Some(version) = history.pop() else {
+                let removed = self
+                    .collection
+                    .delete_one(doc! { "_id": ACTIVE_ID, "version": active.version, "history": [] })
+                    .write_concern(durable_write_concern())
+                    .await?;
+                if removed.deleted_count == 1 {
+                    return Ok(RollbackReport::Deactivated {
+                        previous: active.version,
+                    });
+                }
+                continue;
+            };
             if let Some(report) = self
                 .set_active(runtime, version, Some(&active), history)
                 .await?
             {
-                return Ok(report);
+                return Ok(RollbackReport::RolledBack(report));
             }
         }
         Err(PolicyStoreError::Contended {

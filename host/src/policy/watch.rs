@@ -190,7 +190,23 @@ async fn apply_active(
     };
     let active = match store.active().await {
         Ok(Some(active)) => active,
-        Ok(None) => return true,
+        Ok(None) => {
+            // No stored version is active (any more): serve the process's
+            // own policy again, if it is not the one in service.
+            *refused = None;
+            let Some(local) = live.local() else {
+                return true;
+            };
+            if live.current().sha256() == local.sha256() {
+                return true;
+            }
+            let source = "the local policy (no stored version is active)".to_string();
+            let event = match live.try_swap(local.clone()) {
+                Ok(report) => SwapEvent::Swapped { source, report },
+                Err(error) => SwapEvent::Refused { source, error },
+            };
+            return events.send(event).is_ok();
+        }
         Err(error) => return events.send(source_error(error)).is_ok(),
     };
     if active.sha256 == live.current().sha256() || refused.as_deref() == Some(&active.sha256) {
