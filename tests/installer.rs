@@ -556,6 +556,42 @@ async fn roles_give_apps_counters_and_admins_the_installer() {
         0,
     );
     assert_exit(&run(idmint(&app_uri).args(["seq", "orders"])), 0);
+    // Snowflake worker leases and a stream that follows the stored policy,
+    // as the app user.
+    assert_exit(
+        &run(idmint(&dba_uri).args(["counter", "create", "events", "--kind", "snowflake"])),
+        0,
+    );
+    let leased = run(idmint(&app_uri).args(["seq", "events", "--count", "2"]));
+    assert_exit(&leased, 0);
+    assert_exit(
+        &run(idmint(&dba_uri).args(["policy", "push", env!("IDMINT_CHECK_DIGIT_POLICY_WASM")])),
+        0,
+    );
+    assert_exit(&run(idmint(&dba_uri).args(["policy", "activate", "1"])), 0);
+    let mut stream = idmint(&app_uri)
+        .args([
+            "next",
+            "orders",
+            "--stream",
+            "--rate",
+            "50",
+            "--policy-from-db",
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let first = {
+        use std::io::BufRead;
+        let mut lines = std::io::BufReader::new(stream.stdout.take().unwrap()).lines();
+        lines.next().unwrap().unwrap()
+    };
+    stream.kill().unwrap();
+    stream.wait().unwrap();
+    // The stored check-digit policy's shape: ...T...Z-NNN-C.
+    assert!(first.contains('T') && first.contains("Z-"), "{first}");
 
     let denied = run(idmint(&app_uri).args(["install", "--force"]));
     assert_exit(&denied, 3);

@@ -646,3 +646,84 @@ async fn swapped_to(
         }
     }
 }
+
+/// A stored version whose bytes no longer match their recorded sha256 is
+/// refused by a following host, which keeps the policy it serves, and by the
+/// CLI with exit 1 (drift).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tampered_stored_policy_is_refused_and_the_host_keeps_its_own() {
+    use idmint::policy::watch::{self, SwapEvent};
+    use idmint::policy::{ActivationOptions, LivePolicy, PolicyStore, BUILTIN_POLICIES};
+    use mongodb::bson::{doc, spec::BinarySubtype, Binary, Document};
+    const TEST: &str = "policy_tampered";
+    let database = harness::database(TEST).await;
+    let runtime = PolicyRuntime::new().unwrap();
+    let store = PolicyStore::new(&database);
+    let decimal = BUILTIN_POLICIES
+        .iter()
+        .find(|(name, _)| *name == "decimal")
+        .unwrap()
+        .1;
+    let pushed = store
+        .push(&runtime, decimal, "decimal", None)
+        .await
+        .unwrap()
+        .stored;
+    // Flip one byte of the stored module, keeping its recorded sha256.
+    let mut tampered = decimal.to_vec();
+    let last = tampered.len() - 1;
+    tampered[last] ^= 0xff;
+    let policies = database.collection::<Document>("policies");
+    policies
+        .update_one(
+            doc! { "_id": pushed.version },
+            doc! { "$set": { "bytes": Binary { subtype: BinarySubtype::Generic, bytes: tampered } } },
+        )
+        .await
+        .unwrap();
+    // The CLI refuses to activate it: drift, exit 1.
+    let output =
+        run(harness::idmint(TEST).args(["policy", "activate", &pushed.version.to_string()]));
+    assert_exit(&output, 1);
+    assert!(
+        stderr(&output).contains("was modified"),
+        "{}",
+        stderr(&output)
+    );
+    // A pointer set by hand to it anyway: the following host refuses it and
+    // keeps serving its own policy.
+    let local = runtime.load_default().unwrap();
+    let live = std::sync::Arc::new(
+        LivePolicy::new(local.clone(), ActivationOptions::default()).with_local(local),
+    );
+    let (sender, mut events) = tokio::sync::mpsc::unbounded_channel();
+    let follower = watch::follow_store(store.clone(), runtime.clone(), live.clone(), sender);
+    policies
+        .insert_one(
+            doc! { "_id": "active", "kind": "active", "version": pushed.version,
+            "sha256": &pushed.sha256, "history": [] },
+        )
+        .await
+        .unwrap();
+    let event = loop {
+        let event = tokio::time::timeout(Duration::from_secs(30), events.recv())
+            .await
+            .expect("an event within 30 s")
+            .unwrap();
+        if !matches!(event, SwapEvent::Polling { .. }) {
+            break event;
+        }
+    };
+    match &event {
+        SwapEvent::Refused { error, .. } => {
+            assert!(error.to_string().contains("was modified"), "{error}")
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    assert_eq!(
+        live.current().info().name,
+        "default",
+        "the host kept its policy"
+    );
+    follower.abort();
+}

@@ -1,8 +1,11 @@
 //! The two roles `idmint install --create-roles` creates in the database.
 //!
 //! - `idmintApp`, for applications: read and advance counters (`next`, `seq`,
-//!   `counter show`) and read policies (including their change stream). It can
-//!   write nothing else: not system.js, not the manifest, not policies.
+//!   `counter show`), lease snowflake worker ids (`workers`), take locks, and
+//!   read policies (including their change stream). It can write nothing
+//!   else: not system.js, not the manifest, not policies, and it cannot
+//!   create counters (so not `seq --upsert` either: that takes `insert` on
+//!   counters, which idmintAdmin has).
 //! - `idmintAdmin`, for DBAs: everything `install`, `uninstall`, `status`,
 //!   `counter create` and `policy push/activate` need, and managing roles.
 
@@ -11,6 +14,7 @@ use mongodb::bson::{doc, Document};
 use super::items::MANIFEST_COLLECTION;
 use crate::lock::LOCKS_COLLECTION;
 use crate::policy::POLICIES_COLLECTION;
+use crate::sequence::snowflake::WORKERS_COLLECTION;
 use crate::sequence::COUNTERS_COLLECTION;
 
 /// The application role's name.
@@ -45,6 +49,8 @@ pub fn role_specs(database: &str) -> Vec<RoleSpec> {
                     LOCKS_COLLECTION,
                     &["find", "insert", "update", "changeStream"],
                 ),
+                // Lease, renew and release snowflake worker ids.
+                privilege(database, WORKERS_COLLECTION, &["find", "insert", "update"]),
             ],
         },
         RoleSpec {
@@ -107,6 +113,11 @@ pub fn role_specs(database: &str) -> Vec<RoleSpec> {
                         "createIndex",
                         "changeStream",
                     ],
+                ),
+                privilege(
+                    database,
+                    WORKERS_COLLECTION,
+                    &["find", "insert", "update", "remove", "dropCollection"],
                 ),
                 privilege(
                     database,

@@ -133,7 +133,7 @@ pub enum SequenceError {
     /// The user lacks a privilege on the counters collection.
     #[error(
         "not authorized to {action} counter '{name}': the user needs the {privilege} action(s) on the \
-         counters collection (role idmintApp grants what apps need, idmintAdmin the rest). Server said: {server_message}"
+         {collection} collection (role idmintApp grants what apps need, idmintAdmin the rest). Server said: {server_message}"
     )]
     Unauthorized {
         /// The counter.
@@ -142,6 +142,8 @@ pub enum SequenceError {
         action: &'static str,
         /// The missing action(s), as MongoDB names them.
         privilege: &'static str,
+        /// The collection they are needed on.
+        collection: &'static str,
         /// The server's message.
         server_message: String,
     },
@@ -169,11 +171,24 @@ impl SequenceError {
         privilege: &'static str,
         source: mongodb::error::Error,
     ) -> Self {
+        Self::from_database_on(name, action, privilege, super::COUNTERS_COLLECTION, source)
+    }
+
+    /// [`SequenceError::from_database`] for a collection other than the
+    /// counters (the worker leases).
+    pub(crate) fn from_database_on(
+        name: &CounterName,
+        action: &'static str,
+        privilege: &'static str,
+        collection: &'static str,
+        source: mongodb::error::Error,
+    ) -> Self {
         if crate::mongo::is_unauthorized(&source) {
             return Self::Unauthorized {
                 name: name.clone(),
                 action,
                 privilege,
+                collection,
                 server_message: crate::mongo::server_message(&source)
                     .unwrap_or_default()
                     .to_string(),

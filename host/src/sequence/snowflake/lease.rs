@@ -102,10 +102,11 @@ impl Leases {
     }
 
     fn database_error(&self, action: &'static str, source: mongodb::error::Error) -> SequenceError {
-        SequenceError::from_database(
+        SequenceError::from_database_on(
             &self.counter,
             action,
-            "find, insert, update on workers",
+            "find, insert and update",
+            WORKERS_COLLECTION,
             source,
         )
     }
