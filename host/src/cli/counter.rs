@@ -3,13 +3,14 @@
 use std::fmt::Write;
 
 use clap::{Args, Subcommand};
-use idmint::sequence::snowflake::layout::{self, Layout, TimeUnit, WARN_YEARS, YEAR_MS};
+use idmint::sequence::snowflake::layout::{self, WARN_YEARS, YEAR_MS};
 use idmint::sequence::{
     self, CounterKind, CounterName, CounterSpec, CounterState, KindState, SequenceError,
 };
 use idmint::Clock;
 use serde::Serialize;
 
+use super::layout_args::LayoutArgs;
 use super::policy_args::PolicyArgs;
 use super::{ConnectArgs, Outcome, Output};
 
@@ -41,15 +42,8 @@ pub struct CreateArgs {
     /// segment: the smallest segment a process takes [default: 1000].
     #[arg(long, value_name = "N")]
     pub step: Option<u64>,
-    /// snowflake: bits of time, worker id and sequence, adding up to 63 [default: 41,10,12].
-    #[arg(long, value_name = "TIME,WORKER,SEQ")]
-    pub layout: Option<String>,
-    /// snowflake: the time unit, ms or s [default: ms].
-    #[arg(long, value_parser = clap::value_parser!(TimeUnit))]
-    pub unit: Option<TimeUnit>,
-    /// snowflake: the epoch, a date YYYY-MM-DD (UTC), not in the future [default: 2025-01-01].
-    #[arg(long, value_name = "YYYY-MM-DD")]
-    pub epoch: Option<String>,
+    #[command(flatten)]
+    pub snowflake: LayoutArgs,
     /// Default prefix of this counter's IDs (checked against the policy).
     #[arg(long)]
     pub prefix: Option<String>,
@@ -102,21 +96,7 @@ impl CounterCmd {
                 spec.maxval = args.maxval;
                 spec.start = args.start;
                 spec.step = args.step;
-                spec.unit = args.unit;
-                if let Some(bits) = &args.layout {
-                    spec.layout = Some(
-                        Layout::parse_bits(bits)
-                            .map_err(SequenceError::InvalidSpec)
-                            .map_err(idmint::Error::from)?,
-                    );
-                }
-                if let Some(epoch) = &args.epoch {
-                    spec.epoch_ms = Some(
-                        layout::parse_date(epoch)
-                            .map_err(SequenceError::InvalidSpec)
-                            .map_err(idmint::Error::from)?,
-                    );
-                }
+                args.snowflake.apply(&mut spec)?;
                 // Refuse a bad setting before connecting, and so before writing.
                 spec.document(&name).map_err(idmint::Error::from)?;
                 if let Some(prefix) = &args.prefix {

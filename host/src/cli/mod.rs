@@ -8,6 +8,7 @@ mod connect;
 mod counter;
 mod exit;
 mod install;
+mod layout_args;
 mod lock;
 mod next;
 mod open_args;

@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use super::counter::rfc3339_micros;
 use super::exit::UsageError;
+use super::layout_args::LayoutArgs;
 use super::policy_args::PolicyArgs;
 use super::{Outcome, Output};
 
@@ -21,6 +22,19 @@ pub struct ValidateCmd {
     pub prefix: Option<String>,
     #[command(flatten)]
     pub policy: PolicyArgs,
+    /// Decode each valid ID's value as a snowflake ID of this layout (with
+    /// --unit, --epoch): its time, worker id and sequence.
+    #[command(flatten)]
+    pub snowflake: LayoutArgs,
+}
+
+/// A snowflake ID's parts, decoded with the layout given.
+#[derive(Serialize)]
+struct SnowflakeView {
+    time: u64,
+    worker: u64,
+    seq: u64,
+    issued_at: String,
 }
 
 #[derive(Serialize)]
@@ -29,6 +43,8 @@ struct Checked<'a> {
     valid: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     parts: Option<&'a IdParts>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    snowflake: Option<SnowflakeView>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
 }
@@ -52,6 +68,11 @@ impl ValidateCmd {
             )
             .into());
         }
+        let layout = if self.snowflake.given() {
+            Some(self.snowflake.layout()?)
+        } else {
+            None
+        };
         let policy = self.policy.load()?;
         let verdicts = policy
             .validate_many(&ids, self.prefix.as_deref())
@@ -64,12 +85,22 @@ impl ValidateCmd {
                     id,
                     valid: true,
                     parts: Some(parts),
+                    snowflake: layout.and_then(|layout| {
+                        let decoded = layout.decompose(parts.sequence)?;
+                        Some(SnowflakeView {
+                            time: decoded.time,
+                            worker: decoded.worker,
+                            seq: decoded.seq,
+                            issued_at: rfc3339_micros(layout.unix_ms_of(decoded.time) * 1000),
+                        })
+                    }),
                     error: None,
                 },
                 Err(reason) => Checked {
                     id,
                     valid: false,
                     parts: None,
+                    snowflake: None,
                     error: Some(reason.to_string()),
                 },
             })
@@ -84,6 +115,18 @@ impl ValidateCmd {
                 .results
                 .iter()
                 .map(|checked| match (checked.parts, &checked.error) {
+                    (Some(parts), _) if checked.snowflake.is_some() => {
+                        let snowflake = checked.snowflake.as_ref().expect("checked");
+                        format!(
+                            "{}: ok (prefix {:?}, snowflake {}: issued at {}, worker {}, sequence {})\n",
+                            checked.id,
+                            parts.prefix,
+                            parts.sequence,
+                            snowflake.issued_at,
+                            snowflake.worker,
+                            snowflake.seq
+                        )
+                    }
                     (Some(parts), _) => format!(
                         "{}: ok (prefix {:?}, {}, sequence {})\n",
                         checked.id,
