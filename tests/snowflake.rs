@@ -304,6 +304,13 @@ async fn a_layout_that_runs_out_soon_is_refused_and_an_old_one_warns() {
         "{}",
         stdout(&shown)
     );
+    // `status` says it too, for every snowflake counter.
+    let status = run(idmint(TEST).args(["status"]));
+    assert!(
+        stdout(&status).contains("warning: counter 'old': the time bits run out on"),
+        "{}",
+        stdout(&status)
+    );
     let json = run(idmint(TEST).args(["counter", "show", "old", "--json"]));
     let json: Value = serde_json::from_str(&stdout(&json)).unwrap();
     assert!(json["warning"].as_str().is_some() && json["runs_out_on"].as_str().is_some());

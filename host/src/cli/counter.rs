@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use clap::{Args, Subcommand};
-use idmint::sequence::snowflake::layout::{self, WARN_YEARS, YEAR_MS};
+use idmint::sequence::snowflake::layout;
 use idmint::sequence::{
     self, CounterKind, CounterName, CounterSpec, CounterState, KindState, SequenceError,
 };
@@ -136,16 +136,11 @@ fn print_state(output: &Output, state: &CounterState, verb: &str) -> anyhow::Res
         .map(|cyclic| rfc3339_micros(cyclic.ts));
     let (runs_out_on, warning) = match &state.kind {
         KindState::Snowflake(snowflake) => {
-            let ends = snowflake.layout.runs_out_at_ms();
             let now = idmint::SystemClock.now_micros() / 1000;
-            let warning = (ends < now + WARN_YEARS * YEAR_MS).then(|| {
-                format!(
-                    "the time bits run out on {}, in less than {WARN_YEARS} years: \
-                     move to a new counter with a later epoch or more time bits before then",
-                    layout::date(ends)
-                )
-            });
-            (Some(layout::date(ends)), warning)
+            (
+                Some(layout::date(snowflake.layout.runs_out_at_ms())),
+                snowflake.layout.lifetime_warning(now),
+            )
         }
         _ => (None, None),
     };

@@ -3,10 +3,21 @@
 use std::fmt::Write;
 
 use clap::Args;
-use idmint::installer::{self, JsSupport, Topology};
+use idmint::installer::{self, JsSupport, StatusReport, Topology};
+use idmint::sequence::snowflake::{self, Lifetime};
+use idmint::Clock;
+use serde::Serialize;
 
 use super::install::state_text;
 use super::{ConnectArgs, Outcome, Output};
+
+/// The status report, with the layout lifetime of each snowflake counter.
+#[derive(Serialize)]
+struct StatusView<'a> {
+    #[serde(flatten)]
+    report: &'a StatusReport,
+    snowflake_counters: &'a [Lifetime],
+}
 
 /// Arguments of `idmint status`.
 #[derive(Debug, Args)]
@@ -21,7 +32,15 @@ impl StatusCmd {
         let report = installer::status(&database)
             .await
             .map_err(idmint::Error::from)?;
-        output.report(&report, || {
+        let now_ms = idmint::SystemClock.now_micros() / 1000;
+        let lifetimes = snowflake::lifetimes(&database, now_ms)
+            .await
+            .map_err(idmint::Error::from)?;
+        let view = StatusView {
+            report: &report,
+            snowflake_counters: &lifetimes,
+        };
+        output.report(&view, || {
             let server = &report.server;
             let topology = match &server.topology {
                 Topology::Standalone => "standalone".to_string(),
@@ -51,6 +70,16 @@ impl StatusCmd {
                     item.version,
                     state_text(&item.state)
                 );
+            }
+            for lifetime in &lifetimes {
+                let _ = writeln!(
+                    text,
+                    "{:<10}  {:<20} runs out on {}",
+                    "snowflake", lifetime.counter, lifetime.runs_out_on
+                );
+                if let Some(warning) = &lifetime.warning {
+                    let _ = writeln!(text, "warning: counter '{}': {warning}", lifetime.counter);
+                }
             }
             let verdict = if report.is_current() {
                 "everything is current"

@@ -180,6 +180,19 @@ impl Layout {
             .saturating_add(units.saturating_mul(self.unit.millis()))
     }
 
+    /// A warning once fewer than [`WARN_YEARS`] are left before the time
+    /// bits run out at `now_ms`, naming the date; `None` otherwise.
+    pub fn lifetime_warning(&self, now_ms: u64) -> Option<String> {
+        let ends = self.runs_out_at_ms();
+        (ends < now_ms.saturating_add(WARN_YEARS * YEAR_MS)).then(|| {
+            format!(
+                "the time bits run out on {}, in less than {WARN_YEARS} years: \
+                 move to a new counter with a later epoch or more time bits before then",
+                date(ends)
+            )
+        })
+    }
+
     /// The largest worker id.
     pub fn max_worker(&self) -> u64 {
         (1 << self.worker_bits) - 1

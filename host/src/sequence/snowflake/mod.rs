@@ -229,6 +229,56 @@ impl Snowflake {
     }
 }
 
+/// A snowflake counter's layout lifetime, for `idmint status`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Lifetime {
+    /// The counter.
+    pub counter: String,
+    /// When its time bits run out, `YYYY-MM-DD`.
+    pub runs_out_on: String,
+    /// A warning once fewer than two years are left.
+    pub warning: Option<String>,
+}
+
+/// The layout lifetime of every snowflake counter in `database`, by name
+/// (a corrupt counter is skipped: `counter show` names what is wrong).
+pub async fn lifetimes(database: &Database, now_ms: u64) -> Result<Vec<Lifetime>, SequenceError> {
+    use futures_util::TryStreamExt;
+    let documents: Vec<mongodb::bson::Document> = database
+        .collection(super::COUNTERS_COLLECTION)
+        .find(mongodb::bson::doc! { "kind": "snowflake" })
+        .sort(mongodb::bson::doc! { "_id": 1 })
+        .await
+        .map_err(database_error)?
+        .try_collect()
+        .await
+        .map_err(database_error)?;
+    Ok(documents
+        .iter()
+        .filter_map(|document| {
+            let name = CounterName::new(document.get_str("_id").ok()?).ok()?;
+            let state = super::CounterState::from_document(&name, document).ok()?;
+            let super::KindState::Snowflake(snowflake) = state.kind else {
+                return None;
+            };
+            Some(Lifetime {
+                counter: name.to_string(),
+                runs_out_on: layout::date(snowflake.layout.runs_out_at_ms()),
+                warning: snowflake.layout.lifetime_warning(now_ms),
+            })
+        })
+        .collect())
+}
+
+fn database_error(source: mongodb::error::Error) -> SequenceError {
+    SequenceError::from_database(
+        &CounterName::new("snowflake").expect("a valid name"),
+        "list",
+        "find",
+        source,
+    )
+}
+
 /// Every worker lease of counter `name`, by worker id, with the server's
 /// time now (ms since 1970): what `idmint workers` lists.
 pub async fn workers(
