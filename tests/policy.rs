@@ -591,32 +591,13 @@ async fn concurrent_activations_lose_no_history() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn undoing_the_first_activation_returns_hosts_to_their_own_policy() {
     use idmint::policy::store::RollbackReport;
-    use idmint::policy::watch;
-    use idmint::policy::{ActivationOptions, LivePolicy, PolicyStore, BUILTIN_POLICIES};
-    const TEST: &str = "policy_undo_first_activation";
-    let database = harness::database(TEST).await;
-    let runtime = PolicyRuntime::new().unwrap();
-    let store = PolicyStore::new(&database);
-    let decimal = BUILTIN_POLICIES
-        .iter()
-        .find(|(name, _)| *name == "decimal")
-        .unwrap()
-        .1;
-    let version = store
-        .push(&runtime, decimal, "decimal", None)
-        .await
-        .unwrap()
-        .stored
-        .version;
-    let local = runtime.load_default().unwrap();
-    let live = std::sync::Arc::new(
-        LivePolicy::new(local.clone(), ActivationOptions::default()).with_local(local),
-    );
-    let (sender, mut events) = tokio::sync::mpsc::unbounded_channel();
-    let follower = watch::follow_store(store.clone(), runtime.clone(), live.clone(), sender);
-    store.activate(&runtime, version).await.unwrap();
+    let stored = StoredDecimal::push("policy_undo_first_activation").await;
+    let (store, runtime) = (&stored.store, &stored.runtime);
+    let version = stored.version;
+    let (live, mut events, follower) = stored.following_host();
+    store.activate(runtime, version).await.unwrap();
     assert_eq!(swapped_to(&live, &mut events).await, "decimal");
-    let undone = store.rollback(&runtime).await.unwrap();
+    let undone = store.rollback(runtime).await.unwrap();
     assert!(
         matches!(undone, RollbackReport::Deactivated { previous } if previous == version),
         "{undone:?}"
@@ -652,38 +633,26 @@ async fn swapped_to(
 /// CLI with exit 1 (drift).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tampered_stored_policy_is_refused_and_the_host_keeps_its_own() {
-    use idmint::policy::watch::{self, SwapEvent};
-    use idmint::policy::{ActivationOptions, LivePolicy, PolicyStore, BUILTIN_POLICIES};
+    use idmint::policy::watch::SwapEvent;
     use mongodb::bson::{doc, spec::BinarySubtype, Binary, Document};
     const TEST: &str = "policy_tampered";
-    let database = harness::database(TEST).await;
-    let runtime = PolicyRuntime::new().unwrap();
-    let store = PolicyStore::new(&database);
-    let decimal = BUILTIN_POLICIES
-        .iter()
-        .find(|(name, _)| *name == "decimal")
-        .unwrap()
-        .1;
-    let pushed = store
-        .push(&runtime, decimal, "decimal", None)
-        .await
-        .unwrap()
-        .stored;
+    let stored = StoredDecimal::push(TEST).await;
+    let database = &stored.database;
     // Flip one byte of the stored module, keeping its recorded sha256.
-    let mut tampered = decimal.to_vec();
+    let mut tampered = stored.bytes.to_vec();
     let last = tampered.len() - 1;
     tampered[last] ^= 0xff;
     let policies = database.collection::<Document>("policies");
     policies
         .update_one(
-            doc! { "_id": pushed.version },
+            doc! { "_id": stored.version },
             doc! { "$set": { "bytes": Binary { subtype: BinarySubtype::Generic, bytes: tampered } } },
         )
         .await
         .unwrap();
     // The CLI refuses to activate it: drift, exit 1.
     let output =
-        run(harness::idmint(TEST).args(["policy", "activate", &pushed.version.to_string()]));
+        run(harness::idmint(TEST).args(["policy", "activate", &stored.version.to_string()]));
     assert_exit(&output, 1);
     assert!(
         stderr(&output).contains("was modified"),
@@ -692,16 +661,11 @@ async fn a_tampered_stored_policy_is_refused_and_the_host_keeps_its_own() {
     );
     // A pointer set by hand to it anyway: the following host refuses it and
     // keeps serving its own policy.
-    let local = runtime.load_default().unwrap();
-    let live = std::sync::Arc::new(
-        LivePolicy::new(local.clone(), ActivationOptions::default()).with_local(local),
-    );
-    let (sender, mut events) = tokio::sync::mpsc::unbounded_channel();
-    let follower = watch::follow_store(store.clone(), runtime.clone(), live.clone(), sender);
+    let (live, mut events, follower) = stored.following_host();
     policies
         .insert_one(
-            doc! { "_id": "active", "kind": "active", "version": pushed.version,
-            "sha256": &pushed.sha256, "history": [] },
+            doc! { "_id": "active", "kind": "active", "version": stored.version,
+            "sha256": &stored.sha256, "history": [] },
         )
         .await
         .unwrap();
@@ -726,4 +690,60 @@ async fn a_tampered_stored_policy_is_refused_and_the_host_keeps_its_own() {
         "the host kept its policy"
     );
     follower.abort();
+}
+
+/// The decimal policy pushed to a fresh database's policies collection.
+struct StoredDecimal {
+    database: mongodb::Database,
+    runtime: PolicyRuntime,
+    store: idmint::policy::PolicyStore,
+    bytes: &'static [u8],
+    version: i64,
+    sha256: String,
+}
+
+impl StoredDecimal {
+    async fn push(test: &str) -> Self {
+        let database = harness::database(test).await;
+        let runtime = PolicyRuntime::new().unwrap();
+        let store = idmint::policy::PolicyStore::new(&database);
+        let bytes = idmint::policy::DECIMAL_POLICY_WASM;
+        let stored = store
+            .push(&runtime, bytes, "decimal", None)
+            .await
+            .unwrap()
+            .stored;
+        Self {
+            database,
+            runtime,
+            store,
+            bytes,
+            version: stored.version,
+            sha256: stored.sha256,
+        }
+    }
+
+    /// A host serving the default policy as its own, following the store:
+    /// its live policy, its events, and the follower task.
+    fn following_host(
+        &self,
+    ) -> (
+        std::sync::Arc<idmint::policy::LivePolicy>,
+        tokio::sync::mpsc::UnboundedReceiver<idmint::policy::watch::SwapEvent>,
+        tokio::task::JoinHandle<()>,
+    ) {
+        use idmint::policy::{ActivationOptions, LivePolicy};
+        let local = self.runtime.load_default().unwrap();
+        let live = std::sync::Arc::new(
+            LivePolicy::new(local.clone(), ActivationOptions::default()).with_local(local),
+        );
+        let (sender, events) = tokio::sync::mpsc::unbounded_channel();
+        let follower = idmint::policy::watch::follow_store(
+            self.store.clone(),
+            self.runtime.clone(),
+            live.clone(),
+            sender,
+        );
+        (live, events, follower)
+    }
 }

@@ -347,79 +347,50 @@ async fn the_next_segment_is_fetched_before_the_buffer_runs_dry() {
     allocator.close().await.unwrap();
 }
 
+/// 8 tasks of one process, released together, take from one allocator:
+/// through the shared buffers, then each through a taker of its own
+/// (batches of 16). Every value once, each task's increasing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_takers_in_one_process_share_the_buffers() {
-    const TEST: &str = "segment_many_takers";
-    let database = harness::database(TEST).await;
-    sequence::create(
-        &database,
-        &name("seg"),
-        &CounterSpec::of(CounterKind::Segment).step(50),
-    )
-    .await
-    .unwrap();
-    let allocator = SegmentAllocator::new(&database, name("seg"), SegmentOptions::default());
-    let barrier = Arc::new(Barrier::new(8));
-    let takers: Vec<_> = (0..8)
-        .map(|_| {
-            let allocator = allocator.clone();
-            let barrier = barrier.clone();
-            tokio::spawn(async move {
-                barrier.wait().await;
-                let mut values = Vec::new();
-                for _ in 0..500 {
-                    values.push(allocator.next_value().await.unwrap());
-                }
-                values
+    let database = harness::database("segment_many_takers").await;
+    for (counter, batched) in [("shared", false), ("batched", true)] {
+        sequence::create(
+            &database,
+            &name(counter),
+            &CounterSpec::of(CounterKind::Segment).step(50),
+        )
+        .await
+        .unwrap();
+        let allocator = SegmentAllocator::new(&database, name(counter), SegmentOptions::default());
+        let barrier = Arc::new(Barrier::new(8));
+        let takers: Vec<_> = (0..8)
+            .map(|_| {
+                let allocator = allocator.clone();
+                let mut taker = batched.then(|| allocator.taker(16));
+                let barrier = barrier.clone();
+                tokio::spawn(async move {
+                    barrier.wait().await;
+                    let mut values = Vec::new();
+                    for _ in 0..500 {
+                        let value = match taker.as_mut() {
+                            Some(taker) => taker.next_value().await,
+                            None => allocator.next_value().await,
+                        };
+                        values.push(value.unwrap());
+                    }
+                    values
+                })
             })
-        })
-        .collect();
-    let mut all = BTreeSet::new();
-    for taker in takers {
-        let values = taker.await.unwrap();
-        assert!(values.windows(2).all(|pair| pair[0] < pair[1]));
-        all.extend(values);
+            .collect();
+        let mut all = BTreeSet::new();
+        for taker in takers {
+            let values = taker.await.unwrap();
+            assert!(values.windows(2).all(|pair| pair[0] < pair[1]), "{counter}");
+            all.extend(values);
+        }
+        assert_eq!(all.len(), 4000, "{counter}: a value was handed out twice");
+        allocator.close().await.unwrap();
     }
-    assert_eq!(all.len(), 4000, "a value was handed out twice");
-    allocator.close().await.unwrap();
-}
-
-/// Takers (one per task, batches of 16) share the buffers too: every value
-/// once, each taker's increasing.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn takers_with_batches_of_their_own_never_share_a_value() {
-    let database = harness::database("segment_takers").await;
-    sequence::create(
-        &database,
-        &name("seg"),
-        &CounterSpec::of(CounterKind::Segment).step(50),
-    )
-    .await
-    .unwrap();
-    let allocator = SegmentAllocator::new(&database, name("seg"), SegmentOptions::default());
-    let barrier = Arc::new(Barrier::new(8));
-    let takers: Vec<_> = (0..8)
-        .map(|_| {
-            let mut taker = allocator.taker(16);
-            let barrier = barrier.clone();
-            tokio::spawn(async move {
-                barrier.wait().await;
-                let mut values = Vec::new();
-                for _ in 0..500 {
-                    values.push(taker.next_value().await.unwrap());
-                }
-                values
-            })
-        })
-        .collect();
-    let mut all = BTreeSet::new();
-    for taker in takers {
-        let values = taker.await.unwrap();
-        assert!(values.windows(2).all(|pair| pair[0] < pair[1]));
-        all.extend(values);
-    }
-    assert_eq!(all.len(), 4000, "a value was handed out twice");
-    allocator.close().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
