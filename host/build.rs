@@ -46,6 +46,10 @@ const CHECK_DIGIT_ARTIFACT: &str = "idmint_policy_check_digit.wasm";
 const CHECK_DIGIT_ENV: &str = "IDMINT_CHECK_DIGIT_POLICY_WASM";
 /// The decimal policy's artifact, embedded like the default one.
 const DECIMAL_ARTIFACT: &str = "idmint_policy_decimal.wasm";
+/// The sandbox probe, a test fixture (not embedded): its artifact, and the
+/// compile-time variable naming where it was left.
+const PROBE_ARTIFACT: &str = "idmint_policy_sandbox_probe.wasm";
+const PROBE_ENV: &str = "IDMINT_SANDBOX_PROBE_WASM";
 /// The base32 policy's artifact, embedded like the default one.
 const BASE32_ARTIFACT: &str = "idmint_policy_base32.wasm";
 /// With [`PREBUILT_ENV`]: the prebuilt base32 policy, embedded too.
@@ -105,10 +109,12 @@ fn run() -> Result<(), String> {
     let check_digit_out = out_dir.join(CHECK_DIGIT_ARTIFACT);
     let decimal_out = out_dir.join(DECIMAL_ARTIFACT);
     let base32_out = out_dir.join(BASE32_ARTIFACT);
+    let probe_out = out_dir.join(PROBE_ARTIFACT);
     println!(
         "cargo::rustc-env={CHECK_DIGIT_ENV}={}",
         check_digit_out.display()
     );
+    println!("cargo::rustc-env={PROBE_ENV}={}", probe_out.display());
 
     println!("cargo::rerun-if-env-changed={PREBUILT_ENV}");
     if let Some(prebuilt) = env::var_os(PREBUILT_ENV).filter(|p| !p.is_empty()) {
@@ -137,6 +143,8 @@ fn run() -> Result<(), String> {
         "decimal/Cargo.toml",
         "base32/src",
         "base32/Cargo.toml",
+        "sandbox-probe/src",
+        "sandbox-probe/Cargo.toml",
     ] {
         println!("cargo::rerun-if-changed={}", guest.join(input).display());
     }
@@ -164,6 +172,11 @@ fn run() -> Result<(), String> {
         &built.join(BASE32_ARTIFACT),
         &base32_out,
         "built from guest/base32/",
+    )?;
+    install(
+        &built.join(PROBE_ARTIFACT),
+        &probe_out,
+        "built from guest/sandbox-probe/",
     )?;
     install(&built.join(ARTIFACT), &out, "built from guest/")
 }
@@ -234,6 +247,8 @@ fn build_guest(workspace: &Path, target_dir: &Path) -> Result<(), String> {
             "idmint-policy-decimal",
             "-p",
             "idmint-policy-base32",
+            "-p",
+            "idmint-policy-sandbox-probe",
             "--release",
             "--target",
             TARGET,

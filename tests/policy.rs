@@ -747,3 +747,19 @@ impl StoredDecimal {
         (live, events, follower)
     }
 }
+
+/// The sandbox denies a policy the environment, files and the network: the
+/// probe fixture (`guest/sandbox-probe/`) tries each from inside the sandbox
+/// and reports what it found in its name.
+#[test]
+fn the_sandbox_denies_environment_files_and_network() {
+    let runtime = PolicyRuntime::new().unwrap();
+    let probe = runtime
+        .load_file(Path::new(env!("IDMINT_SANDBOX_PROBE_WASM")))
+        .expect("build.rs built the sandbox probe");
+    assert_eq!(
+        probe.info().name,
+        "probe env=absent file=denied net=denied",
+        "the sandbox let the policy reach something"
+    );
+}

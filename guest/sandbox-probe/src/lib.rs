@@ -1,0 +1,62 @@
+//! A test fixture, never embedded in idmint: a component that tries, from
+//! inside the policy sandbox, to read an environment variable, a file and
+//! the network, and reports what happened in its `describe` name, e.g.
+//! `probe env=absent file=denied net=denied`. `tests/policy.rs` loads it
+//! (built by `host/build.rs`, path in `IDMINT_SANDBOX_PROBE_WASM`) and
+//! requires every attempt to fail. Its other functions refuse everything.
+
+wit_bindgen::generate!({ path: "../wit", world: "id-policy" });
+
+use crate::idmint::policy::types::WrongLength;
+
+struct Probe;
+
+/// What one attempt found: `denied` (an error), `absent`, or `OPEN`.
+fn outcome<T, E>(result: Result<Option<T>, E>) -> &'static str {
+    match result {
+        Err(_) => "denied",
+        Ok(None) => "absent",
+        Ok(Some(_)) => "OPEN",
+    }
+}
+
+impl Guest for Probe {
+    fn describe() -> PolicyInfo {
+        let env = outcome::<String, ()>(Ok(std::env::var("PATH")
+            .ok()
+            .or_else(|| std::env::var("HOME").ok())
+            .or_else(|| std::env::vars().next().map(|(key, _)| key))));
+        let file = match (
+            outcome(std::fs::read("/etc/hostname").map(Some)),
+            outcome(std::fs::read_dir("/").map(Some)),
+        ) {
+            ("OPEN", _) | (_, "OPEN") => "OPEN",
+            (first, _) => first,
+        };
+        let net = outcome(std::net::TcpStream::connect("127.0.0.1:27017").map(Some));
+        PolicyInfo {
+            name: format!("probe env={env} file={file} net={net}"),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            sequence_capacity: 1,
+            max_prefix_len: 0,
+        }
+    }
+
+    fn format(_parts: IdParts) -> Result<String, FormatError> {
+        Err(FormatError::BadPrefix("a probe formats nothing".into()))
+    }
+
+    fn format_batch(_prefix: String, _stamps: Vec<Stamp>) -> Result<String, FormatError> {
+        Err(FormatError::BadPrefix("a probe formats nothing".into()))
+    }
+
+    fn validate(_id: String, _expected: Option<String>) -> Result<IdParts, InvalidId> {
+        Err(InvalidId::WrongLength(WrongLength {
+            found: 0,
+            min: 1,
+            max: 0,
+        }))
+    }
+}
+
+export!(Probe);
