@@ -407,22 +407,11 @@ async fn many_short_commands_at_once_exit_with_an_empty_stderr() {
     let outputs = tokio::task::spawn_blocking(|| {
         let mut outputs = Vec::new();
         for _ in 0..3 {
-            let children: Vec<_> = (0..16)
-                .map(|_| {
-                    harness::idmint(TEST)
-                        .args(["seq", "c", "--count", "3"])
-                        .stdin(Stdio::null())
-                        .stdout(Stdio::piped())
-                        .stderr(Stdio::piped())
-                        .spawn()
-                        .unwrap()
-                })
-                .collect();
-            outputs.extend(
-                children
-                    .into_iter()
-                    .map(|child| child.wait_with_output().unwrap()),
-            );
+            outputs.extend(harness::run_at_once(
+                TEST,
+                &["seq", "c", "--count", "3"],
+                16,
+            ));
         }
         outputs
     })

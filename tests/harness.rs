@@ -454,3 +454,23 @@ impl Seq {
         assert_eq!(unsafe { libc::kill(self.child.id() as i32, signal) }, 0);
     }
 }
+
+/// Starts `count` runs of `idmint ARGS` for `test` at once, then waits for
+/// all of them; their outputs, in start order.
+pub fn run_at_once(test: &str, args: &[&str], count: usize) -> Vec<std::process::Output> {
+    let children: Vec<_> = (0..count)
+        .map(|_| {
+            idmint(test)
+                .args(args)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("start idmint")
+        })
+        .collect();
+    children
+        .into_iter()
+        .map(|child| child.wait_with_output().expect("wait for idmint"))
+        .collect()
+}

@@ -4,7 +4,6 @@
 //! give-back and crash safety.
 
 use std::collections::BTreeSet;
-use std::process::Stdio;
 use std::sync::Arc;
 
 use idmint::sequence::{
@@ -131,21 +130,11 @@ async fn sixteen_racing_upserts_of_a_missing_counter_all_succeed_with_distinct_v
 
     // And as 16 processes at once, on another missing counter, from 100.
     let outputs = tokio::task::spawn_blocking(|| {
-        let children: Vec<_> = (0..16)
-            .map(|_| {
-                idmint(TEST)
-                    .args(["seq", "raced.cli", "--upsert", "--start", "100"])
-                    .stdin(Stdio::null())
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .unwrap()
-            })
-            .collect();
-        children
-            .into_iter()
-            .map(|child| child.wait_with_output().unwrap())
-            .collect::<Vec<_>>()
+        harness::run_at_once(
+            TEST,
+            &["seq", "raced.cli", "--upsert", "--start", "100"],
+            16,
+        )
     })
     .await
     .unwrap();

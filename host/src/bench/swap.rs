@@ -16,10 +16,31 @@ use tokio::sync::mpsc::{self, UnboundedReceiver};
 
 use crate::policy::watch::{self, SwapEvent};
 use crate::policy::{
-    ActivationOptions, LivePolicy, PolicyRuntime, PolicyStore, BUILTIN_POLICIES,
-    POLICIES_COLLECTION,
+    ActivationOptions, LivePolicy, PolicyError, PolicyRuntime, PolicyStore, PolicyStoreError,
+    BUILTIN_POLICIES, POLICIES_COLLECTION,
 };
-use crate::Error;
+
+/// Why the swap benchmark stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SwapBenchError {
+    /// The temporary policy file could not be written or renamed.
+    #[error("the swap benchmark's temporary policy file: {0}")]
+    File(#[from] std::io::Error),
+    /// Loading or swapping a policy failed.
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
+    /// The policies collection failed.
+    #[error(transparent)]
+    Store(#[from] PolicyStoreError),
+    /// The database already holds stored policies, which the benchmark
+    /// would disturb.
+    #[error("database '{0}' has stored policies; run `bench --only swap` with a --db of its own")]
+    StoredPolicies(String),
+    /// A follower did not report the swap in time.
+    #[error("no swap was reported within {} s", GIVE_UP.as_secs())]
+    NoSwap,
+}
 
 /// How long one swap may take before the benchmark gives up.
 const GIVE_UP: Duration = Duration::from_secs(60);
@@ -47,7 +68,7 @@ pub struct SwapReport {
 /// Runs `swaps` swaps of each kind. The activation part needs `database`
 /// to have no stored policies (it pushes two and drops the collection
 /// afterwards): run it against a database of its own.
-pub async fn run(database: &Database, swaps: usize) -> Result<SwapReport, Error> {
+pub async fn run(database: &Database, swaps: usize) -> Result<SwapReport, SwapBenchError> {
     let runtime = PolicyRuntime::new()?;
     let bytes: Vec<&[u8]> = ["default", "decimal"]
         .iter()
@@ -70,15 +91,15 @@ async fn file_swaps(
     runtime: &PolicyRuntime,
     bytes: &[&[u8]],
     swaps: usize,
-) -> Result<Vec<Duration>, Error> {
+) -> Result<Vec<Duration>, SwapBenchError> {
     let dir = std::env::temp_dir().join(format!(
         "idmint-bench-swap-{}-{}",
         std::process::id(),
         crate::lock::random::owner_token()
     ));
-    std::fs::create_dir_all(&dir).map_err(io_error)?;
+    std::fs::create_dir_all(&dir)?;
     let path = dir.join("policy.wasm");
-    std::fs::write(&path, bytes[0]).map_err(io_error)?;
+    std::fs::write(&path, bytes[0])?;
     let live = Arc::new(LivePolicy::new(
         runtime.load_bytes(bytes[0], "bench")?,
         ActivationOptions::default(),
@@ -89,13 +110,13 @@ async fn file_swaps(
     let result = async {
         for swap in 0..swaps {
             let staged = dir.join("staged.wasm");
-            std::fs::write(&staged, bytes[(swap + 1) % 2]).map_err(io_error)?;
+            std::fs::write(&staged, bytes[(swap + 1) % 2])?;
             let started = Instant::now();
-            std::fs::rename(&staged, &path).map_err(io_error)?;
+            std::fs::rename(&staged, &path)?;
             swapped(&mut events).await?;
             latencies.push(started.elapsed());
         }
-        Ok::<_, Error>(())
+        Ok::<_, SwapBenchError>(())
     }
     .await;
     follower.abort();
@@ -108,21 +129,14 @@ async fn activate_swaps(
     runtime: &PolicyRuntime,
     bytes: &[&[u8]],
     swaps: usize,
-) -> Result<Vec<Duration>, Error> {
+) -> Result<Vec<Duration>, SwapBenchError> {
     let collection = database.collection::<Document>(POLICIES_COLLECTION);
     let existing = collection
         .estimated_document_count()
         .await
-        .map_err(|source| crate::policy::PolicyStoreError::Database { source })?;
+        .map_err(|source| PolicyStoreError::Database { source })?;
     if existing > 0 {
-        return Err(crate::policy::PolicyError::Activation {
-            origin: "bench".into(),
-            reason: format!(
-                "database '{}' has stored policies; run `bench --only swap` with a --db of its own",
-                database.name()
-            ),
-        }
-        .into());
+        return Err(SwapBenchError::StoredPolicies(database.name().to_string()));
     }
     let store = PolicyStore::new(database);
     let mut versions = Vec::new();
@@ -148,7 +162,7 @@ async fn activate_swaps(
             swapped(&mut events).await?;
             latencies.push(started.elapsed());
         }
-        Ok::<_, Error>(latencies)
+        Ok::<_, SwapBenchError>(latencies)
     }
     .await;
     follower.abort();
@@ -157,7 +171,7 @@ async fn activate_swaps(
 }
 
 /// Waits for the next swap, failing on a refusal or after [`GIVE_UP`].
-async fn swapped(events: &mut UnboundedReceiver<SwapEvent>) -> Result<(), Error> {
+async fn swapped(events: &mut UnboundedReceiver<SwapEvent>) -> Result<(), SwapBenchError> {
     let deadline = Instant::now() + GIVE_UP;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -165,13 +179,7 @@ async fn swapped(events: &mut UnboundedReceiver<SwapEvent>) -> Result<(), Error>
             Ok(Some(SwapEvent::Swapped { .. })) => return Ok(()),
             Ok(Some(SwapEvent::Refused { error, .. })) => return Err(error.into()),
             Ok(Some(_)) => {}
-            Ok(None) | Err(_) => {
-                return Err(crate::policy::PolicyError::Activation {
-                    origin: "bench".into(),
-                    reason: format!("no swap within {} s", GIVE_UP.as_secs()),
-                }
-                .into())
-            }
+            Ok(None) | Err(_) => return Err(SwapBenchError::NoSwap),
         }
     }
 }
@@ -185,12 +193,4 @@ fn summary(mode: &'static str, mut latencies: Vec<Duration>) -> SwapLatency {
         median_ms: latencies.get(latencies.len() / 2).map_or(0.0, ms),
         max_ms: latencies.last().map_or(0.0, ms),
     }
-}
-
-fn io_error(error: std::io::Error) -> Error {
-    crate::policy::PolicyError::Activation {
-        origin: "bench".into(),
-        reason: format!("the swap benchmark's temporary file: {error}"),
-    }
-    .into()
 }

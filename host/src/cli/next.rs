@@ -71,11 +71,16 @@ impl NextCmd {
         let policy = self.policy.load()?;
         let open = self.open.options()?;
         let database = self.connect.connect().await?;
-        let (sequence, _) = Sequence::open(&database, name, &open)
+        let (sequence, state) = Sequence::open(&database, name, &open)
             .await
             .map_err(idmint::Error::from)?;
-        let minter =
-            Minter::prepare(sequence, policy, self.prefix.clone(), Arc::new(SystemClock)).await?;
+        let minter = Minter::prepare_opened(
+            sequence,
+            state,
+            policy,
+            self.prefix.clone(),
+            Arc::new(SystemClock),
+        )?;
         let result = self.mint_all(&minter, output).await;
         // A segment counter gives back what it did not hand out, even after an error.
         let closed = minter.close().await;

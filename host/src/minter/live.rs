@@ -90,6 +90,7 @@ impl LiveMinter {
             .clone()
             .or_else(|| state.prefix.clone())
             .unwrap_or_default();
+        let opened = state.clone();
         let checks = ActivationOptions::default()
             .prefix(prefix)
             .counter(state)
@@ -120,7 +121,8 @@ impl LiveMinter {
         let first = first.unwrap_or_else(|| local.clone());
         // Minter::prepare checks the counter, the fit and the prefix; the
         // activation check then runs the samples.
-        let minter = Minter::prepare(sequence, first.clone(), options.prefix, clock).await?;
+        let minter =
+            Minter::prepare_opened(sequence, opened, first.clone(), options.prefix, clock)?;
         activation::check(&first, &checks)?;
         let live = Arc::new(LivePolicy::new(first, checks).with_local(local));
 

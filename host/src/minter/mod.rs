@@ -40,6 +40,18 @@ impl Minter {
     ) -> Result<Self, Error> {
         let sequence = sequence.into();
         let state = sequence.state().await?;
+        Self::prepare_opened(sequence, state, policy, prefix, clock)
+    }
+
+    /// [`Minter::prepare`] for a sequence whose state was just read (by
+    /// [`Sequence::open`]), without reading it again.
+    pub fn prepare_opened(
+        sequence: Sequence,
+        state: CounterState,
+        policy: Policy,
+        prefix: Option<String>,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self, Error> {
         let prefix = prefix.or_else(|| state.prefix.clone()).unwrap_or_default();
         check_prefix(&policy, &prefix, clock.now_micros())?;
         check_fit(&policy, &state, writes_time(&policy, &prefix)?)?;

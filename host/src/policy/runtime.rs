@@ -88,13 +88,13 @@ impl PolicyRuntime {
     /// Loads a built-in policy by name ([`BUILTIN_POLICIES`](super::BUILTIN_POLICIES));
     /// its origin is "built-in NAME".
     pub fn load_builtin(&self, name: &str) -> Result<Policy, PolicyError> {
+        if name == "default" {
+            return self.load_default();
+        }
         match super::BUILTIN_POLICIES
             .iter()
             .find(|(builtin, _)| *builtin == name)
         {
-            Some((_, bytes)) if *name == *"default" => {
-                self.load_bytes(bytes, DEFAULT_POLICY_ORIGIN)
-            }
             Some((_, bytes)) => self.load_bytes(bytes, &format!("built-in {name}")),
             None => Err(PolicyError::UnknownBuiltin {
                 name: name.to_string(),

@@ -147,6 +147,16 @@ pub enum SequenceError {
         /// The server's message.
         server_message: String,
     },
+    /// Listing counters (not one named counter) failed.
+    #[error(
+        "database error listing the counters: {}",
+        crate::mongo::describe_error(source)
+    )]
+    ListCounters {
+        /// The driver's error.
+        #[source]
+        source: mongodb::error::Error,
+    },
     /// The server or the connection failed.
     #[error(
         "database error on counter '{name}': {}",
@@ -223,6 +233,7 @@ impl SequenceError {
         matches!(
             self,
             Self::Database { .. }
+                | Self::ListCounters { .. }
                 | Self::Contended { .. }
                 | Self::Unauthorized { .. }
                 | Self::NoWorkerFree { .. }

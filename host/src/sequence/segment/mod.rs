@@ -312,32 +312,6 @@ impl SegmentAllocator {
         }
     }
 
-    /// Fetches the current segment if there is none, then the next one,
-    /// and returns once both are buffered: a server calls it before it
-    /// takes traffic.
-    pub async fn warm_up(&self) -> Result<(), SequenceError> {
-        for _ in 0..2 {
-            self.settled().await;
-            let fetch = {
-                let mut state = self.inner.lock();
-                if state.closed {
-                    return Err(SequenceError::Closed(self.name().clone()));
-                }
-                if state.fetching || state.following.is_some() {
-                    None
-                } else {
-                    state.fetching = true;
-                    Some(self.inner.spawn_fetch(&state, false))
-                }
-            };
-            if let Some(fetch) = fetch {
-                join(fetch, self.name()).await?;
-            }
-        }
-        self.settled().await;
-        Ok(())
-    }
-
     /// Waits until no fetch is in flight.
     pub async fn settled(&self) {
         loop {

@@ -249,10 +249,10 @@ pub async fn lifetimes(database: &Database, now_ms: u64) -> Result<Vec<Lifetime>
         .find(mongodb::bson::doc! { "kind": "snowflake" })
         .sort(mongodb::bson::doc! { "_id": 1 })
         .await
-        .map_err(database_error)?
+        .map_err(|source| SequenceError::ListCounters { source })?
         .try_collect()
         .await
-        .map_err(database_error)?;
+        .map_err(|source| SequenceError::ListCounters { source })?;
     Ok(documents
         .iter()
         .filter_map(|document| {
@@ -268,15 +268,6 @@ pub async fn lifetimes(database: &Database, now_ms: u64) -> Result<Vec<Lifetime>
             })
         })
         .collect())
-}
-
-fn database_error(source: mongodb::error::Error) -> SequenceError {
-    SequenceError::from_database(
-        &CounterName::new("snowflake").expect("a valid name"),
-        "list",
-        "find",
-        source,
-    )
 }
 
 /// Every worker lease of counter `name`, by worker id, with the server's
