@@ -180,7 +180,7 @@ impl std::fmt::Debug for SegmentAllocator {
 
 impl SegmentAllocator {
     /// An allocator on segment counter `name` in `database`. Nothing is
-    /// fetched until the first value is asked for (or [`Self::warm_up`]).
+    /// fetched until the first value is asked for.
     pub fn new(database: &Database, name: CounterName, options: SegmentOptions) -> Self {
         Self {
             inner: Arc::new(Inner {
