@@ -17,7 +17,7 @@ use tokio::sync::mpsc::{self, UnboundedReceiver};
 use crate::policy::watch::{self, SwapEvent};
 use crate::policy::{
     ActivationOptions, LivePolicy, PolicyError, PolicyRuntime, PolicyStore, PolicyStoreError,
-    BUILTIN_POLICIES, POLICIES_COLLECTION,
+    DECIMAL_POLICY_WASM, DEFAULT_POLICY_WASM, POLICIES_COLLECTION,
 };
 
 /// Why the swap benchmark stopped.
@@ -70,16 +70,7 @@ pub struct SwapReport {
 /// afterwards): run it against a database of its own.
 pub async fn run(database: &Database, swaps: usize) -> Result<SwapReport, SwapBenchError> {
     let runtime = PolicyRuntime::new()?;
-    let bytes: Vec<&[u8]> = ["default", "decimal"]
-        .iter()
-        .map(|name| {
-            BUILTIN_POLICIES
-                .iter()
-                .find(|(builtin, _)| builtin == name)
-                .map(|(_, bytes)| *bytes)
-                .expect("built in")
-        })
-        .collect();
+    let bytes: [&[u8]; 2] = [DEFAULT_POLICY_WASM, DECIMAL_POLICY_WASM];
     let file = file_swaps(&runtime, &bytes, swaps).await?;
     let activate = activate_swaps(database, &runtime, &bytes, swaps).await?;
     Ok(SwapReport {

@@ -114,27 +114,24 @@ impl ValidateCmd {
             report
                 .results
                 .iter()
-                .map(|checked| match (checked.parts, &checked.error) {
-                    (Some(parts), _) if checked.snowflake.is_some() => {
-                        let snowflake = checked.snowflake.as_ref().expect("checked");
-                        format!(
-                            "{}: ok (prefix {:?}, snowflake {}: issued at {}, worker {}, sequence {})\n",
-                            checked.id,
-                            parts.prefix,
-                            parts.sequence,
-                            snowflake.issued_at,
-                            snowflake.worker,
-                            snowflake.seq
-                        )
-                    }
-                    (Some(parts), _) => format!(
+                .map(|checked| match (checked.parts, &checked.snowflake, &checked.error) {
+                    (Some(parts), Some(snowflake), _) => format!(
+                        "{}: ok (prefix {:?}, snowflake {}: issued at {}, worker {}, sequence {})\n",
+                        checked.id,
+                        parts.prefix,
+                        parts.sequence,
+                        snowflake.issued_at,
+                        snowflake.worker,
+                        snowflake.seq
+                    ),
+                    (Some(parts), None, _) => format!(
                         "{}: ok (prefix {:?}, {}, sequence {})\n",
                         checked.id,
                         parts.prefix,
                         rfc3339_micros(parts.timestamp_micros),
                         parts.sequence
                     ),
-                    (None, error) => format!(
+                    (None, _, error) => format!(
                         "{}: invalid: {}\n",
                         checked.id,
                         error.as_deref().unwrap_or("")
