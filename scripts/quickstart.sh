@@ -10,7 +10,7 @@ ensure_wasm_target
 # The debug profile: the test suite (scripts/test.sh) then reuses this build.
 say "building idmint"
 cargo build --locked -p idmint --quiet
-idmint=target/debug/idmint
+idmint="${CARGO_TARGET_DIR:-target}/debug/idmint"
 
 if [ -z "${MONGODB_URI:-}" ]; then
   start_local_server
