@@ -62,10 +62,10 @@ impl Formats {
     /// The format of `line` and its parts; panics on a line valid in neither.
     #[track_caller]
     fn read(&self, line: &str, prefix: &str) -> (Format, IdParts) {
-        if let Ok(parts) = self.default.validate(line, Some(prefix)).unwrap() {
+        if let Ok(parts) = self.default.validate(line, Some(prefix), None).unwrap() {
             return (Format::Default, parts);
         }
-        if let Ok(parts) = self.check_digit.validate(line, Some(prefix)).unwrap() {
+        if let Ok(parts) = self.check_digit.validate(line, Some(prefix), None).unwrap() {
             return (Format::CheckDigit, parts);
         }
         panic!("malformed line {line:?}: valid under neither policy");

@@ -340,7 +340,9 @@ async fn a_corrupt_lease_is_named_exit_2_and_left_unchanged() {
 }
 
 /// Snowflake IDs formatted by the built-in base32 policy: 13 characters
-/// after the prefix, sorting as the IDs do; the default policy is refused.
+/// after the prefix, sorting as the IDs do, read back by the policy itself
+/// (contract 0.3.0) into the time, worker id and sequence the layout packed;
+/// the default policy is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn snowflake_ids_format_through_the_base32_policy() {
     const TEST: &str = "snowflake_base32";
@@ -363,10 +365,34 @@ async fn snowflake_ids_format_through_the_base32_policy() {
         "{ids:?}"
     );
     assert!(ids.windows(2).all(|pair| pair[0] < pair[1]));
+    let layout = layout(TEST, "events");
     let valid = run(idmint(TEST)
         .args(["validate", "--policy", "builtin:base32", "--prefix", "EVT-"])
+        .args(["--layout", "41,10,12", "--json"])
         .args(&ids));
     assert_exit(&valid, 0);
+    let report: Value = serde_json::from_str(&stdout(&valid)).unwrap();
+    for result in report["results"].as_array().unwrap() {
+        // `parts` is what the policy's own validate returned.
+        let parts = &result["parts"];
+        let value = parts["sequence"].as_u64().unwrap();
+        let packed = layout.decompose(value).unwrap();
+        let fields = &parts["snowflake"];
+        assert_eq!(
+            (
+                fields["time"].as_u64(),
+                fields["worker"].as_u64(),
+                fields["seq"].as_u64()
+            ),
+            (Some(packed.time), Some(packed.worker), Some(packed.seq)),
+            "{result}"
+        );
+        assert_eq!(
+            parts["timestamp_micros"].as_u64(),
+            Some(layout.unix_ms_of(packed.time) * 1000),
+            "{result}"
+        );
+    }
     let refused = run(idmint(TEST).args(["next", "events"]));
     assert_exit(&refused, 4);
     assert!(

@@ -46,7 +46,13 @@ impl Guest for DefaultPolicy {
         Ok(format::format_batch(&prefix, stamps)?)
     }
 
-    fn validate(id: String, expected_prefix: Option<String>) -> Result<IdParts, InvalidId> {
+    /// The default policy writes no snowflake IDs (its capacity is 100), so
+    /// it ignores `layout`.
+    fn validate(
+        id: String,
+        expected_prefix: Option<String>,
+        _layout: Option<SnowflakeLayout>,
+    ) -> Result<IdParts, InvalidId> {
         let parsed = format::validate(&id, expected_prefix.as_deref())?;
         // Reuse the ID's allocation for the prefix, which is its head.
         let mut prefix = id;
@@ -55,6 +61,7 @@ impl Guest for DefaultPolicy {
             prefix,
             timestamp_micros: parsed.timestamp_micros,
             sequence: parsed.sequence,
+            snowflake: None,
         })
     }
 }

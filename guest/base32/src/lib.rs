@@ -8,13 +8,17 @@
 //! The value is written whole: the time inside a snowflake ID is the
 //! counter's business (its layout), so `format` ignores the timestamp and
 //! `validate` reads it back as 0, which is how a policy says it writes no
-//! time of its own. The host then refuses it for cyclic counters.
+//! time of its own. The host then refuses it for cyclic counters. Given
+//! the counter's layout (WIT 0.3.0), `validate` decodes the value into the
+//! ID's time, worker id and sequence.
 
 #[path = "../../src/adapter.rs"]
 mod adapter;
 pub mod format;
 #[path = "../../src/kit.rs"]
 pub mod kit;
+#[path = "../../src/snowflake.rs"]
+pub mod snowflake;
 #[macro_use]
 #[path = "../../src/value_policy.rs"]
 mod value_policy;

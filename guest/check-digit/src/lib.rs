@@ -1,7 +1,10 @@
 //! A second idmint ID policy, visibly different from the default one, and the
 //! example to copy when writing your own (see README, "Policies"). It
-//! implements the `id-policy` world of `guest/wit/policy.wit`, the same file
-//! the host binds to.
+//! implements the `id-policy` world of contract 0.2.0,
+//! `guest/wit/0.2.0/policy.wit`, and stays on it on purpose: it is the
+//! policy built against an earlier contract that the host must keep
+//! running (the host binds 0.2.0 and 0.3.0). A new policy targets
+//! `guest/wit/policy.wit`, the current contract.
 //!
 //! An ID is the prefix, the UTC time as `yyyyMMddTHHmmss.uuuuuuZ`, a dash,
 //! the sequence value as three digits, a dash and a Luhn check digit over
@@ -22,7 +25,7 @@ pub mod format;
 #[path = "../../src/kit.rs"]
 pub mod kit;
 
-wit_bindgen::generate!({ path: "../wit", world: "id-policy" });
+wit_bindgen::generate!({ path: "../wit/0.2.0", world: "id-policy" });
 
 /// The check-digit policy, exported to the host.
 struct CheckDigitPolicy;

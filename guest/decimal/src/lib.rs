@@ -19,6 +19,8 @@ mod adapter;
 pub mod format;
 #[path = "../../src/kit.rs"]
 pub mod kit;
+#[path = "../../src/snowflake.rs"]
+pub mod snowflake;
 #[macro_use]
 #[path = "../../src/value_policy.rs"]
 mod value_policy;

@@ -50,7 +50,11 @@ impl Guest for Probe {
         Err(FormatError::BadPrefix("a probe formats nothing".into()))
     }
 
-    fn validate(_id: String, _expected: Option<String>) -> Result<IdParts, InvalidId> {
+    fn validate(
+        _id: String,
+        _expected: Option<String>,
+        _layout: Option<SnowflakeLayout>,
+    ) -> Result<IdParts, InvalidId> {
         Err(InvalidId::WrongLength(WrongLength {
             found: 0,
             min: 1,

@@ -455,10 +455,7 @@ pub fn run_format(options: &FormatBenchOptions) -> Result<Vec<BenchResult>, Poli
     let policy = PolicyRuntime::new()?.load_default()?;
     let start = crate::sequence::SystemClock.now_micros();
     let stamps: Vec<Stamp> = (0..options.batch.max(1) as u64)
-        .map(|i| Stamp {
-            timestamp_micros: start + i * 7,
-            sequence: i % 100,
-        })
+        .map(|i| Stamp::new(start + i * 7, i % 100, None))
         .collect();
     let mut totals = [(0_u64, Duration::ZERO); FormatMode::ALL.len()];
     let slices = options.slices.max(1);

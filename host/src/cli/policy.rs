@@ -87,12 +87,13 @@ impl CheckCmd {
         let report = activation::check(&policy, &options).map_err(idmint::Error::from)?;
         output.report(&report, || {
             format!(
-                "ok: {} passes the activation check ({} samples): policy {} {}, \
-                 sequence capacity {}, sha256 {}",
+                "ok: {} passes the activation check ({} samples): policy {} {} \
+                 (contract {}), sequence capacity {}, sha256 {}",
                 self.file.display(),
                 report.samples,
                 report.policy.name,
                 report.policy.version,
+                report.contract,
                 report.policy.sequence_capacity,
                 report.sha256
             )

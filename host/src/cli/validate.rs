@@ -22,8 +22,9 @@ pub struct ValidateCmd {
     pub prefix: Option<String>,
     #[command(flatten)]
     pub policy: PolicyArgs,
-    /// Decode each valid ID's value as a snowflake ID of this layout (with
-    /// --unit, --epoch): its time, worker id and sequence.
+    /// Read each valid ID as a snowflake ID of this layout (with --unit,
+    /// --epoch): its time, worker id and sequence, as the policy decodes
+    /// them (or, for a policy of contract 0.2.0, as the layout does).
     #[command(flatten)]
     pub snowflake: LayoutArgs,
 }
@@ -75,7 +76,7 @@ impl ValidateCmd {
         };
         let policy = self.policy.load()?;
         let verdicts = policy
-            .validate_many(&ids, self.prefix.as_deref())
+            .validate_many(&ids, self.prefix.as_deref(), layout.as_ref())
             .map_err(idmint::Error::from)?;
         let results: Vec<Checked> = ids
             .iter()
@@ -85,8 +86,11 @@ impl ValidateCmd {
                     id,
                     valid: true,
                     parts: Some(parts),
+                    // The policy's reading (contract 0.3.0), else the layout's.
                     snowflake: layout.and_then(|layout| {
-                        let decoded = layout.decompose(parts.sequence)?;
+                        let decoded = parts
+                            .snowflake
+                            .or_else(|| layout.decompose(parts.sequence))?;
                         Some(SnowflakeView {
                             time: decoded.time,
                             worker: decoded.worker,

@@ -95,16 +95,15 @@ impl Minter {
         Ok(issued)
     }
 
-    /// [`Minter::next_issued`], as the stamps a policy formats.
+    /// [`Minter::next_issued`], as the stamps a policy formats (with a
+    /// snowflake ID's fields, see [`Stamp::new`]).
     pub async fn next_stamps(&self, count: usize) -> Result<Vec<Stamp>, Error> {
+        let layout = self.state.snowflake_layout();
         Ok(self
             .next_issued(count)
             .await?
             .into_iter()
-            .map(|issued| Stamp {
-                timestamp_micros: issued.timestamp_micros,
-                sequence: issued.value,
-            })
+            .map(|issued| Stamp::new(issued.timestamp_micros, issued.value, layout))
             .collect())
     }
 

@@ -27,6 +27,7 @@ use super::error::PolicyError;
 use super::fit::check_fit;
 use super::runtime::Policy;
 use super::types::{IdParts, PolicyInfo, Stamp};
+use crate::sequence::snowflake::{Layout, SnowflakeParts};
 use crate::sequence::CounterState;
 
 /// What the activation check runs against.
@@ -69,12 +70,18 @@ impl ActivationOptions {
 pub struct ActivationReport {
     /// What the policy says about itself.
     pub policy: PolicyInfo,
+    /// The version of the contract the policy implements (`"0.3.0"`).
+    pub contract: &'static str,
     /// The SHA-256 of the policy's bytes.
     pub sha256: String,
     /// How many sample parts were formatted and read back.
     pub samples: usize,
     /// Whether the policy writes the time into its IDs.
     pub writes_time: bool,
+    /// With a snowflake counter among the counters: whether the policy
+    /// reads snowflake IDs back into their fields (time, worker, sequence).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reads_snowflake: Option<bool>,
     /// The counters whose capacity was checked, by name.
     pub counters: Vec<String>,
 }
@@ -111,11 +118,7 @@ pub fn check(
 
     let mut ids = Vec::with_capacity(samples.len());
     for stamp in &samples {
-        let parts = IdParts {
-            prefix: prefix.to_string(),
-            timestamp_micros: stamp.timestamp_micros,
-            sequence: stamp.sequence,
-        };
+        let parts = stamp.with_prefix(prefix);
         let id = policy.format(&parts).map_err(|error| match error {
             PolicyError::Format(refusal) => {
                 fail(format!("it refused to format {}: {refusal}", show(&parts)))
@@ -150,7 +153,7 @@ pub fn check(
         )));
     }
 
-    let answers = policy.validate_many(&ids, Some(prefix))?;
+    let answers = policy.validate_many(&ids, Some(prefix), None)?;
     // Whether the policy writes the time: what it reads back from an ID
     // made at a time other than the epoch (the samples' first such one).
     let writes_time = samples
@@ -177,13 +180,12 @@ pub fn check(
     }
     for ((stamp, id), answer) in samples.iter().zip(&ids).zip(answers) {
         let parts = IdParts {
-            prefix: prefix.to_string(),
             timestamp_micros: if writes_time {
                 stamp.timestamp_micros
             } else {
                 0
             },
-            sequence: stamp.sequence,
+            ..stamp.with_prefix(prefix)
         };
         match answer {
             Ok(read) if read == parts => {}
@@ -203,17 +205,78 @@ pub fn check(
         }
     }
 
+    let mut reads_snowflake = None;
     for counter in &options.counters {
         check_fit(policy, counter, writes_time)?;
+        if let Some(layout) = counter.snowflake_layout() {
+            let reads = check_snowflake(policy, prefix, layout, &fail)?;
+            reads_snowflake = Some(reads_snowflake.unwrap_or(true) && reads);
+        }
     }
 
     Ok(ActivationReport {
         policy: policy.info().clone(),
+        contract: policy.contract(),
         sha256: policy.sha256().to_string(),
         samples: samples.len(),
         writes_time,
+        reads_snowflake,
         counters: options.counters.iter().map(|c| c.name.clone()).collect(),
     })
+}
+
+/// The snowflake round trip, for a counter of `layout`: IDs at the edges
+/// of each field, formatted and read back with the layout. A policy that
+/// reads snowflake IDs (it returns their fields) must return the very parts
+/// each ID was made from; one that does not (contract 0.2.0, or it ignores
+/// the layout) must at least return the value. Returns whether it reads them.
+fn check_snowflake(
+    policy: &Policy,
+    prefix: &str,
+    layout: &Layout,
+    fail: &impl Fn(String) -> PolicyError,
+) -> Result<bool, PolicyError> {
+    let edges = [
+        (0, 0, 0),
+        (1, layout.max_worker(), layout.max_seq()),
+        (layout.max_time(), 1, 0),
+        (layout.max_time(), layout.max_worker(), layout.max_seq()),
+    ];
+    let stamps: Vec<Stamp> = edges
+        .iter()
+        .map(|&(time, worker, seq)| {
+            let value = layout.compose(SnowflakeParts { time, worker, seq });
+            Stamp::new(0, value, Some(layout))
+        })
+        .collect();
+    let ids = policy
+        .format_batch(prefix, &stamps)
+        .map_err(|error| match error {
+            PolicyError::Format(refusal) => fail(format!(
+                "it refused to format snowflake IDs of layout {layout}: {refusal}"
+            )),
+            other => other,
+        })?;
+    let answers = policy.validate_many(&ids, Some(prefix), Some(layout))?;
+    let reads = matches!(answers.first(), Some(Ok(read)) if read.snowflake.is_some());
+    for ((stamp, id), answer) in stamps.iter().zip(&ids).zip(answers) {
+        let parts = stamp.with_prefix(prefix);
+        match answer {
+            Ok(read) if reads && read == parts => {}
+            Ok(read) if !reads && read.snowflake.is_none() && read.sequence == parts.sequence => {}
+            Ok(read) => return Err(fail(format!(
+                "the snowflake ID {id:?}, formatted from {}, reads back with layout {layout} as {}",
+                show(&parts),
+                show(&read)
+            ))),
+            Err(invalid) => {
+                return Err(fail(format!(
+                    "its own validator rejects the snowflake ID {id:?} (layout {layout}): {invalid}"
+                )))
+            }
+        }
+    }
+    Ok(reads)
 }
 
 /// Every sample: each calendar edge (and "now") with sequence 0, 1 and the
@@ -228,18 +291,23 @@ fn samples(info: &PolicyInfo, options: &ActivationOptions) -> Vec<Stamp> {
         .copied()
         .chain(options.now_micros)
         .flat_map(|timestamp_micros| {
-            sequences.iter().map(move |&sequence| Stamp {
-                timestamp_micros,
-                sequence,
-            })
+            sequences
+                .iter()
+                .map(move |&sequence| Stamp::new(timestamp_micros, sequence, None))
         })
         .collect()
 }
 
 /// Parts as a short human text, for error messages.
 fn show(parts: &IdParts) -> String {
+    let snowflake = parts.snowflake.map_or(String::new(), |fields| {
+        format!(
+            ", snowflake time {} worker {} sequence {}",
+            fields.time, fields.worker, fields.seq
+        )
+    });
     format!(
-        "prefix {:?}, timestamp {} us, sequence {}",
+        "prefix {:?}, timestamp {} us, sequence {}{snowflake}",
         parts.prefix, parts.timestamp_micros, parts.sequence
     )
 }

@@ -101,9 +101,10 @@ pub fn writes_time(policy: &Policy, prefix: &str) -> Result<bool, PolicyError> {
         prefix: prefix.to_string(),
         timestamp_micros: PROBE_MICROS,
         sequence: 0,
+        snowflake: None,
     };
     let id = policy.format(&parts)?;
-    match policy.validate(&id, Some(prefix))? {
+    match policy.validate(&id, Some(prefix), None)? {
         Ok(read) => Ok(read.timestamp_micros != 0),
         Err(invalid) => Err(PolicyError::Activation {
             origin: policy.origin().to_string(),
@@ -120,6 +121,7 @@ pub fn check_prefix(policy: &Policy, prefix: &str, now_micros: u64) -> Result<()
             prefix: prefix.to_string(),
             timestamp_micros: now_micros,
             sequence: 0,
+            snowflake: None,
         })
         .map(drop)
 }

@@ -4,7 +4,9 @@
 //! The [`sequence`](crate::sequence) strategies decide the parts of an ID (a
 //! timestamp from the server and a counter value); a policy only decides how
 //! they are written. A policy implements the `id-policy` world of
-//! `guest/wit/policy.wit`, the only contract between host and policy. idmint
+//! `guest/wit/policy.wit` (contract 0.3.0; a policy built against 0.2.0,
+//! `guest/wit/0.2.0/`, still loads and runs), the only contract between
+//! host and policy. idmint
 //! embeds a default one ([`DEFAULT_POLICY_WASM`], built from `guest/` by
 //! `build.rs`): the prefix, then the UTC time as `yyyyMMddHHmmss`, six digits
 //! of microseconds and a two-digit sequence value.
@@ -30,10 +32,11 @@
 //!     prefix: "ORD-".to_string(),
 //!     timestamp_micros: 1_795_317_297_123_456, // 2026-11-22T03:14:57.123456Z
 //!     sequence: 7,
+//!     snowflake: None,
 //! };
 //! let id = policy.format(&parts)?;
 //! assert_eq!(id, "ORD-2026112203145712345607");
-//! assert_eq!(policy.validate(&id, Some("ORD-"))?, Ok(parts));
+//! assert_eq!(policy.validate(&id, Some("ORD-"), None)?, Ok(parts));
 //! # Ok::<(), idmint::policy::PolicyError>(())
 //! ```
 

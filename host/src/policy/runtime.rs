@@ -3,9 +3,11 @@
 //! Each wasmtime object lives as long as what it stands for (wasmtime's
 //! "Example Architecture"): one [`Engine`] and [`Linker`] per process, in the
 //! `PolicyRuntime`; one compiled [`Component`] per policy hash, cached by the
-//! runtime; one pre-linked [`IdPolicyPre`] per loaded `Policy`, made with
+//! runtime; one pre-linked `IdPolicyPre` per loaded `Policy`, made with
 //! `instantiate_pre` so that imports and exports are type-checked at load,
-//! not at the first ID; and a fresh `Store` (`sandbox.rs`) per call, so that
+//! not at the first ID, against the current contract (0.3.0) or, failing
+//! that, the earlier one the host still runs (0.2.0); and a fresh `Store`
+//! (`sandbox.rs`) per call, so that
 //! calls share nothing and a trap cannot poison the next one. Both handles
 //! are `Arc`s, so hot-swapping a policy only replaces an `Arc`.
 
@@ -18,11 +20,12 @@ use crate::checksum::sha256_hex;
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store};
 
-use super::bindings::{wit, IdPolicy, IdPolicyPre};
+use super::bindings::{v0_2, v0_3};
 use super::error::PolicyError;
 use super::sandbox::{new_store, CallState, PolicyLimits, EPOCH_TICK};
 use super::types::{FormatError, IdParts, InvalidId, PolicyInfo, Stamp};
 use super::{DEFAULT_POLICY_ORIGIN, DEFAULT_POLICY_WASM};
+use crate::sequence::snowflake::Layout;
 
 /// Loads policies. One per process: it holds the [`Engine`] and the
 /// [`Linker`] (WASI 0.2, empty context) that every policy shares.
@@ -135,18 +138,34 @@ impl PolicyRuntime {
             .linker
             .instantiate_pre(&component)
             .map_err(wrong_interface)?;
-        // ... and every export against the world.
-        let pre = IdPolicyPre::new(instance_pre).map_err(wrong_interface)?;
-
+        // ... and every export against the world: the current contract
+        // first, then the earlier one.
+        let contract = match v0_3::IdPolicyPre::new(instance_pre.clone()) {
+            Ok(pre) => Contract::V0_3(pre),
+            Err(current) => match v0_2::IdPolicyPre::new(instance_pre) {
+                Ok(pre) => Contract::V0_2(pre),
+                Err(earlier) => {
+                    return Err(PolicyError::WrongInterface {
+                        origin: origin.to_string(),
+                        reason: format!(
+                            "it implements neither contract 0.3.0 ({current:#}) nor 0.2.0 ({earlier:#})"
+                        ),
+                    })
+                }
+            },
+        };
         let limits = self.inner.limits.clone();
-        let info = run(&pre, &limits, origin, |policy, store| {
-            policy.call_describe(store)
-        })?;
+        let info = contract.call(
+            &limits,
+            origin,
+            |policy, store| policy.call_describe(store).map(PolicyInfo::from),
+            |policy, store| policy.call_describe(store).map(PolicyInfo::from),
+        )?;
         Ok(Policy {
             inner: Arc::new(PolicyInner {
-                pre,
+                contract,
                 limits,
-                info: info.into(),
+                info,
                 sha256,
                 origin: origin.to_string(),
             }),
@@ -226,14 +245,31 @@ pub struct Policy {
 }
 
 struct PolicyInner {
-    pre: IdPolicyPre<CallState>,
+    contract: Contract,
     limits: PolicyLimits,
     info: PolicyInfo,
     sha256: String,
     origin: String,
 }
 
+/// A loaded policy, pre-linked, by the contract it implements.
+enum Contract {
+    /// `idmint:policy@0.3.0`, the current contract.
+    V0_3(v0_3::IdPolicyPre<CallState>),
+    /// `idmint:policy@0.2.0`: no snowflake fields.
+    V0_2(v0_2::IdPolicyPre<CallState>),
+}
+
 impl Policy {
+    /// The version of the contract (`guest/wit/`) the policy implements:
+    /// `"0.3.0"`, or `"0.2.0"` for a policy built before snowflake fields.
+    pub fn contract(&self) -> &'static str {
+        match self.inner.contract {
+            Contract::V0_3(_) => "0.3.0",
+            Contract::V0_2(_) => "0.2.0",
+        }
+    }
+
     /// What the policy said about itself when it was loaded.
     pub fn info(&self) -> &PolicyInfo {
         &self.inner.info
@@ -254,9 +290,17 @@ impl Policy {
     /// A refusal by the policy (bad prefix, value out of range) is
     /// [`PolicyError::Format`].
     pub fn format(&self, parts: &IdParts) -> Result<String, PolicyError> {
-        let parts = wit::IdParts::from(parts);
-        self.call(|policy, store| policy.call_format(store, &parts))?
-            .map_err(|e| FormatError::from(e).into())
+        let answer = self.call(
+            |policy, store| {
+                let answer = policy.call_format(store, &parts.into())?;
+                Ok(answer.map_err(FormatError::from))
+            },
+            |policy, store| {
+                let answer = policy.call_format(store, &parts.into())?;
+                Ok(answer.map_err(FormatError::from))
+            },
+        )?;
+        Ok(answer?)
     }
 
     /// Formats one ID per stamp, all with `prefix`, in one call into the policy.
@@ -278,10 +322,18 @@ impl Policy {
         prefix: &str,
         stamps: &[Stamp],
     ) -> Result<String, PolicyError> {
-        let wit_stamps: Vec<wit::Stamp> = stamps.iter().map(wit::Stamp::from).collect();
-        let packed = self
-            .call(|policy, store| policy.call_format_batch(store, prefix, &wit_stamps))?
-            .map_err(FormatError::from)?;
+        let packed = self.call(
+            |policy, store| {
+                let stamps: Vec<v0_3::wit::Stamp> = stamps.iter().map(Into::into).collect();
+                let answer = policy.call_format_batch(store, prefix, &stamps)?;
+                Ok(answer.map_err(FormatError::from))
+            },
+            |policy, store| {
+                let stamps: Vec<v0_2::wit::Stamp> = stamps.iter().map(Into::into).collect();
+                let answer = policy.call_format_batch(store, prefix, &stamps)?;
+                Ok(answer.map_err(FormatError::from))
+            },
+        )??;
         let lines = bytecount_newlines(packed.as_bytes());
         if lines != stamps.len() || !(packed.is_empty() || packed.ends_with('\n')) {
             return Err(PolicyError::BadOutput {
@@ -300,13 +352,18 @@ impl Policy {
     /// The outer `Result` is about the policy (it trapped, ...); the inner one
     /// is the answer: the parts, or precisely why `id` is not valid. With
     /// `expected_prefix`, an ID with another prefix is [`InvalidId::BadPrefix`].
+    /// With `layout`, the ID is read as a snowflake ID of that layout: a
+    /// policy that can read one returns its fields in
+    /// [`IdParts::snowflake`]; one that cannot (contract 0.2.0, or a policy
+    /// that ignores the layout) returns `None` there.
     pub fn validate(
         &self,
         id: &str,
         expected_prefix: Option<&str>,
+        layout: Option<&Layout>,
     ) -> Result<Result<IdParts, InvalidId>, PolicyError> {
-        let answer = self.call(|policy, store| policy.call_validate(store, id, expected_prefix))?;
-        Ok(answer.map(IdParts::from).map_err(InvalidId::from))
+        let mut answers = self.validate_each(&[id], expected_prefix, layout)?;
+        Ok(answers.pop().expect("one ID, one answer"))
     }
 
     /// [`Policy::validate`] for many IDs, in one store and one instance, which
@@ -315,40 +372,100 @@ impl Policy {
         &self,
         ids: &[String],
         expected_prefix: Option<&str>,
+        layout: Option<&Layout>,
     ) -> Result<Vec<Result<IdParts, InvalidId>>, PolicyError> {
-        self.call(|policy, store| {
-            ids.iter()
-                .map(|id| {
-                    let answer = policy.call_validate(&mut *store, id, expected_prefix)?;
-                    Ok(answer.map(IdParts::from).map_err(InvalidId::from))
-                })
-                .collect()
-        })
+        self.validate_each(ids, expected_prefix, layout)
     }
 
-    /// Runs `f` against a fresh instance of this policy; see [`run`].
+    fn validate_each(
+        &self,
+        ids: &[impl AsRef<str>],
+        expected_prefix: Option<&str>,
+        layout: Option<&Layout>,
+    ) -> Result<Vec<Result<IdParts, InvalidId>>, PolicyError> {
+        let layout = layout.map(v0_3::wit::SnowflakeLayout::from);
+        self.call(
+            |policy, store| {
+                ids.iter()
+                    .map(|id| {
+                        let answer = policy.call_validate(
+                            &mut *store,
+                            id.as_ref(),
+                            expected_prefix,
+                            layout,
+                        )?;
+                        Ok(answer.map(IdParts::from).map_err(InvalidId::from))
+                    })
+                    .collect()
+            },
+            |policy, store| {
+                ids.iter()
+                    .map(|id| {
+                        let answer =
+                            policy.call_validate(&mut *store, id.as_ref(), expected_prefix)?;
+                        Ok(answer.map(IdParts::from).map_err(InvalidId::from))
+                    })
+                    .collect()
+            },
+        )
+    }
+
+    /// Runs one request against a fresh instance of this policy; see
+    /// [`Contract::call`].
     fn call<R>(
         &self,
-        f: impl FnOnce(&IdPolicy, &mut Store<CallState>) -> wasmtime::Result<R>,
+        current: impl FnOnce(&v0_3::IdPolicy, &mut Store<CallState>) -> wasmtime::Result<R>,
+        earlier: impl FnOnce(&v0_2::IdPolicy, &mut Store<CallState>) -> wasmtime::Result<R>,
     ) -> Result<R, PolicyError> {
         let inner = &*self.inner;
-        run(&inner.pre, &inner.limits, &inner.origin, f)
+        inner
+            .contract
+            .call(&inner.limits, &inner.origin, current, earlier)
     }
 }
 
-/// Runs `f` against a fresh instance of `pre` in a fresh store bounded by
-/// `limits`, mapping wasmtime's failures (instantiation, traps) to
-/// [`PolicyError`].
-fn run<R>(
-    pre: &IdPolicyPre<CallState>,
+impl Contract {
+    /// Runs `current` (a 0.3.0 policy) or `earlier` (0.2.0) against a fresh
+    /// instance; see [`run`]. The two are the same request in each
+    /// contract's types.
+    fn call<R>(
+        &self,
+        limits: &PolicyLimits,
+        origin: &str,
+        current: impl FnOnce(&v0_3::IdPolicy, &mut Store<CallState>) -> wasmtime::Result<R>,
+        earlier: impl FnOnce(&v0_2::IdPolicy, &mut Store<CallState>) -> wasmtime::Result<R>,
+    ) -> Result<R, PolicyError> {
+        match self {
+            Contract::V0_3(pre) => run(
+                pre.engine(),
+                limits,
+                origin,
+                |store| pre.instantiate(store),
+                current,
+            ),
+            Contract::V0_2(pre) => run(
+                pre.engine(),
+                limits,
+                origin,
+                |store| pre.instantiate(store),
+                earlier,
+            ),
+        }
+    }
+}
+
+/// Runs `f` against an instance made by `instantiate` in a fresh store
+/// bounded by `limits`, mapping wasmtime's failures (instantiation, traps)
+/// to [`PolicyError`].
+fn run<P, R>(
+    engine: &Engine,
     limits: &PolicyLimits,
     origin: &str,
-    f: impl FnOnce(&IdPolicy, &mut Store<CallState>) -> wasmtime::Result<R>,
+    instantiate: impl FnOnce(&mut Store<CallState>) -> wasmtime::Result<P>,
+    f: impl FnOnce(&P, &mut Store<CallState>) -> wasmtime::Result<R>,
 ) -> Result<R, PolicyError> {
-    let mut store = new_store(pre.engine(), limits);
-    let result = pre
-        .instantiate(&mut store)
-        .and_then(|policy| f(&policy, &mut store));
+    let mut store = new_store(engine, limits);
+    let result = instantiate(&mut store).and_then(|policy| f(&policy, &mut store));
     result.map_err(|e| PolicyError::from_call(origin, e, limits, store.data().memory.refused))
 }
 

@@ -30,6 +30,7 @@ fn parts(prefix: &str, timestamp_micros: u64, sequence: u64) -> IdParts {
         prefix: prefix.to_string(),
         timestamp_micros,
         sequence,
+        snowflake: None,
     }
 }
 
@@ -160,10 +161,7 @@ fn format_batch_equals_format_per_item() {
     let stamps: Vec<Stamp> = [0, 1, KNOWN_MICROS, MAX_MICROS]
         .into_iter()
         .zip([0, 1, 7, 99])
-        .map(|(timestamp_micros, sequence)| Stamp {
-            timestamp_micros,
-            sequence,
-        })
+        .map(|(timestamp_micros, sequence)| Stamp::new(timestamp_micros, sequence, None))
         .collect();
     let batch = policy.format_batch("B.", &stamps).unwrap();
     let single: Vec<String> = stamps
@@ -180,10 +178,7 @@ fn format_batch_equals_format_per_item() {
         Vec::<String>::new()
     );
 
-    let out_of_range = [Stamp {
-        timestamp_micros: 0,
-        sequence: 100,
-    }];
+    let out_of_range = [Stamp::new(0, 100, None)];
     assert!(matches!(
         policy.format_batch("B.", &out_of_range),
         Err(PolicyError::Format(FormatError::SequenceOutOfRange(100)))
@@ -199,8 +194,8 @@ fn validate_round_trip() {
         parts(&"a".repeat(32), MAX_MICROS, 99),
     ] {
         let id = policy.format(&p).unwrap();
-        assert_eq!(policy.validate(&id, None).unwrap(), Ok(p.clone()));
-        assert_eq!(policy.validate(&id, Some(&p.prefix)).unwrap(), Ok(p));
+        assert_eq!(policy.validate(&id, None, None).unwrap(), Ok(p.clone()));
+        assert_eq!(policy.validate(&id, Some(&p.prefix), None).unwrap(), Ok(p));
     }
 }
 
@@ -209,7 +204,7 @@ fn validate_reports_each_invalid_kind() {
     let policy = default_policy();
     let invalid = |id: &str, expected: Option<&str>| {
         policy
-            .validate(id, expected)
+            .validate(id, expected, None)
             .unwrap()
             .expect_err("the ID is invalid")
     };
@@ -277,14 +272,14 @@ fn validate_many_matches_validate() {
     ]
     .map(String::from)
     .to_vec();
-    let many = policy.validate_many(&ids, Some("ORD-")).unwrap();
+    let many = policy.validate_many(&ids, Some("ORD-"), None).unwrap();
     let one_by_one: Vec<_> = ids
         .iter()
-        .map(|id| policy.validate(id, Some("ORD-")).unwrap())
+        .map(|id| policy.validate(id, Some("ORD-"), None).unwrap())
         .collect();
     assert_eq!(many, one_by_one);
     assert!(many[0].is_ok() && many[1].is_err() && many[2].is_ok() && many[3].is_err());
-    assert_eq!(policy.validate_many(&[], None).unwrap(), vec![]);
+    assert_eq!(policy.validate_many(&[], None, None).unwrap(), vec![]);
 }
 
 #[test]
@@ -427,7 +422,7 @@ fn traps_are_mapped_to_trap() {
     }
     assert!(error.is_trap());
     // A fresh store per call: the trap does not poison the next call.
-    assert!(policy.validate("x", None).unwrap_err().is_trap());
+    assert!(policy.validate("x", None, None).unwrap_err().is_trap());
     assert!(policy.format_batch("", &[]).unwrap_err().is_trap());
 }
 
@@ -566,10 +561,7 @@ fn native_format_equals_the_default_policy() {
     ]
     .into_iter()
     .flat_map(|timestamp_micros| {
-        [0, 1, 42, 99].map(|sequence| Stamp {
-            timestamp_micros,
-            sequence,
-        })
+        [0, 1, 42, 99].map(|sequence| Stamp::new(timestamp_micros, sequence, None))
     })
     .collect();
     for prefix in ["", "ORD-", "a.b_c"] {
@@ -694,10 +686,7 @@ fn concurrent_calls_share_the_instance_pool() {
             let policy = policy.clone();
             std::thread::spawn(move || {
                 for i in 0..50 {
-                    let stamps = [Stamp {
-                        timestamp_micros: KNOWN_MICROS + i,
-                        sequence: t,
-                    }];
+                    let stamps = [Stamp::new(KNOWN_MICROS + i, t, None)];
                     let ids = policy.format_batch("T-", &stamps).unwrap();
                     assert_eq!(ids.len(), 1);
                 }
@@ -788,4 +777,128 @@ async fn a_file_replaced_before_the_follower_first_looks_is_swapped_in() {
     );
     assert_eq!(live.current().info().name, "check-digit");
     follower.abort();
+}
+
+fn snowflake_counter(layout: crate::sequence::snowflake::Layout) -> crate::sequence::CounterState {
+    crate::sequence::CounterState {
+        name: "events".to_string(),
+        kind: crate::sequence::KindState::Snowflake(crate::sequence::SnowflakeState { layout }),
+        prefix: None,
+    }
+}
+
+#[test]
+fn policies_of_both_contracts_load_and_say_which() {
+    let runtime = PolicyRuntime::new().unwrap();
+    assert_eq!(runtime.load_default().unwrap().contract(), "0.3.0");
+    assert_eq!(runtime.load_builtin("base32").unwrap().contract(), "0.3.0");
+    // The check-digit policy is built against 0.2.0 on purpose, and so is
+    // the hand-written component.
+    let check_digit = runtime
+        .load_bytes(&check_digit_wasm(), "check-digit")
+        .unwrap();
+    assert_eq!(check_digit.contract(), "0.2.0");
+    let hand_written = runtime
+        .load_bytes(contract_component("unreachable", 1).as_bytes(), "fixture")
+        .unwrap();
+    assert_eq!(hand_written.contract(), "0.2.0");
+    // A 0.2.0 policy formats and reads back as it always did; snowflake
+    // fields, which it cannot see, are dropped on the way in and absent on
+    // the way out.
+    let report =
+        activation::check(&check_digit, &ActivationOptions::default().prefix("ORD-")).unwrap();
+    assert_eq!(report.contract, "0.2.0");
+    let plain = parts("ORD-", KNOWN_MICROS, 7);
+    let with_fields = IdParts {
+        snowflake: Some(crate::sequence::snowflake::SnowflakeParts {
+            time: 1,
+            worker: 2,
+            seq: 3,
+        }),
+        ..plain.clone()
+    };
+    let id = check_digit.format(&with_fields).unwrap();
+    assert_eq!(id, check_digit.format(&plain).unwrap());
+    let layout = crate::sequence::snowflake::Layout::default();
+    assert_eq!(
+        check_digit
+            .validate(&id, Some("ORD-"), Some(&layout))
+            .unwrap(),
+        Ok(plain)
+    );
+}
+
+#[test]
+fn a_component_of_neither_contract_is_refused_naming_both() {
+    let runtime = PolicyRuntime::new().unwrap();
+    let reason = match runtime.load_bytes(b"(component)", "fixture") {
+        Err(PolicyError::WrongInterface { reason, .. }) => reason,
+        other => panic!("expected WrongInterface, got {other:?}"),
+    };
+    assert!(
+        reason.contains("neither contract 0.3.0") && reason.contains("nor 0.2.0"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn the_base32_policy_reads_snowflake_ids_back_into_their_fields() {
+    use crate::sequence::snowflake::{Layout, SnowflakeParts, TimeUnit};
+    let runtime = PolicyRuntime::new().unwrap();
+    let base32 = runtime.load_builtin("base32").unwrap();
+    for layout in [
+        Layout::default(),
+        Layout {
+            time_bits: 31,
+            worker_bits: 20,
+            seq_bits: 12,
+            unit: TimeUnit::S,
+            epoch_ms: 1_600_000_000_000,
+        },
+    ] {
+        let fields = SnowflakeParts {
+            time: 123_456,
+            worker: 5,
+            seq: 4095,
+        };
+        let stamp = Stamp::new(0, layout.compose(fields), Some(&layout));
+        assert_eq!(stamp.snowflake, Some(fields));
+        assert_eq!(
+            stamp.timestamp_micros,
+            (layout.epoch_ms + 123_456 * layout.unit.millis()) * 1000
+        );
+        let parts = stamp.with_prefix("EVT-");
+        let id = base32.format(&parts).unwrap();
+        // With the layout: the very parts it was made from ...
+        assert_eq!(
+            base32.validate(&id, Some("EVT-"), Some(&layout)).unwrap(),
+            Ok(parts.clone())
+        );
+        // ... without it, the value alone, as a policy without time.
+        assert_eq!(
+            base32.validate(&id, Some("EVT-"), None).unwrap(),
+            Ok(IdParts {
+                timestamp_micros: 0,
+                snowflake: None,
+                ..parts
+            })
+        );
+    }
+    // A value with the sign bit set is no snowflake ID.
+    let id = base32.format(&parts("EVT-", 0, 1 << 63)).unwrap();
+    let layout = Layout::default();
+    match base32.validate(&id, Some("EVT-"), Some(&layout)).unwrap() {
+        Err(InvalidId::Malformed(reason)) => assert!(reason.contains("sign bit"), "{reason}"),
+        other => panic!("expected malformed, got {other:?}"),
+    }
+    // The activation check runs the snowflake round trip for a snowflake
+    // counter and reports that the policy passed it.
+    let report = activation::check(
+        &base32,
+        &ActivationOptions::default()
+            .prefix("EVT-")
+            .counter(snowflake_counter(layout)),
+    )
+    .unwrap();
+    assert_eq!(report.reads_snowflake, Some(true));
 }

@@ -11,7 +11,8 @@ use std::fmt;
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 
-use super::bindings::wit;
+use super::bindings::{v0_2::wit as v0_2, v0_3::wit as v0_3};
+use crate::sequence::snowflake::{Layout, SnowflakeParts};
 
 /// The parts an ID is made of.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
@@ -21,7 +22,13 @@ pub struct IdParts {
     /// Microseconds since 1970-01-01T00:00:00Z.
     pub timestamp_micros: u64,
     /// The counter value, below the policy's [`PolicyInfo::sequence_capacity`].
+    /// For a snowflake ID: the whole 64-bit ID.
     pub sequence: u64,
+    /// For a snowflake ID, its fields (time units, worker id, sequence
+    /// within the unit); `None` for the other counters, and from a policy
+    /// that cannot read snowflake IDs (contract 0.2.0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snowflake: Option<SnowflakeParts>,
 }
 
 /// One entry of a batch: the parts of an ID less the prefix the batch shares.
@@ -31,6 +38,38 @@ pub struct Stamp {
     pub timestamp_micros: u64,
     /// The counter value.
     pub sequence: u64,
+    /// For a snowflake ID, its fields.
+    pub snowflake: Option<SnowflakeParts>,
+}
+
+impl Stamp {
+    /// The stamp of `value`, taken at `timestamp_micros`. For a snowflake
+    /// counter (`layout`), the ID carries its own time: the stamp has the
+    /// ID's fields and the start of its time unit instead.
+    pub fn new(timestamp_micros: u64, value: u64, layout: Option<&Layout>) -> Self {
+        match layout.and_then(|layout| Some((layout, layout.decompose(value)?))) {
+            Some((layout, fields)) => Stamp {
+                timestamp_micros: layout.unix_ms_of(fields.time).saturating_mul(1000),
+                sequence: value,
+                snowflake: Some(fields),
+            },
+            None => Stamp {
+                timestamp_micros,
+                sequence: value,
+                snowflake: None,
+            },
+        }
+    }
+
+    /// The parts of the ID this stamp makes with `prefix`.
+    pub fn with_prefix(&self, prefix: &str) -> IdParts {
+        IdParts {
+            prefix: prefix.to_string(),
+            timestamp_micros: self.timestamp_micros,
+            sequence: self.sequence,
+            snowflake: self.snowflake,
+        }
+    }
 }
 
 /// What a policy says about itself, read once when it is loaded.
@@ -187,9 +226,129 @@ impl fmt::Display for DisplayChar {
     }
 }
 
-impl From<&IdParts> for wit::IdParts {
+/// Conversions shared by both contracts: `$wit` is one contract's
+/// generated `types` module. The records and variants they convert are the
+/// same in 0.2.0 and 0.3.0; what differs (the snowflake fields, 0.3.0 only)
+/// is converted below, per contract.
+macro_rules! shared_conversions {
+    ($wit:path) => {
+        const _: () = {
+            use $wit as wit;
+
+            impl From<wit::PolicyInfo> for PolicyInfo {
+                fn from(info: wit::PolicyInfo) -> Self {
+                    PolicyInfo {
+                        name: info.name,
+                        version: info.version,
+                        sequence_capacity: info.sequence_capacity,
+                        max_prefix_len: info.max_prefix_len,
+                    }
+                }
+            }
+
+            impl From<wit::FormatError> for FormatError {
+                fn from(error: wit::FormatError) -> Self {
+                    match error {
+                        wit::FormatError::BadPrefix(reason) => FormatError::BadPrefix(reason),
+                        wit::FormatError::SequenceOutOfRange(n) => {
+                            FormatError::SequenceOutOfRange(n)
+                        }
+                        wit::FormatError::TimestampOutOfRange(n) => {
+                            FormatError::TimestampOutOfRange(n)
+                        }
+                    }
+                }
+            }
+
+            impl From<wit::InvalidId> for InvalidId {
+                fn from(invalid: wit::InvalidId) -> Self {
+                    match invalid {
+                        wit::InvalidId::WrongLength(w) => InvalidId::WrongLength {
+                            found: w.found,
+                            min: w.min,
+                            max: w.max,
+                        },
+                        wit::InvalidId::BadPrefix(reason) => InvalidId::BadPrefix(reason),
+                        wit::InvalidId::NonDigit(n) => InvalidId::NonDigit {
+                            position: n.position,
+                            found: n.found,
+                        },
+                        wit::InvalidId::ImpossibleDate(reason) => InvalidId::ImpossibleDate(reason),
+                        wit::InvalidId::Malformed(reason) => InvalidId::Malformed(reason),
+                    }
+                }
+            }
+        };
+    };
+}
+
+shared_conversions!(super::bindings::v0_3::wit);
+shared_conversions!(super::bindings::v0_2::wit);
+
+impl From<&IdParts> for v0_3::IdParts {
     fn from(parts: &IdParts) -> Self {
-        wit::IdParts {
+        v0_3::IdParts {
+            prefix: parts.prefix.clone(),
+            timestamp_micros: parts.timestamp_micros,
+            sequence: parts.sequence,
+            snowflake: parts.snowflake.map(Into::into),
+        }
+    }
+}
+
+impl From<v0_3::IdParts> for IdParts {
+    fn from(parts: v0_3::IdParts) -> Self {
+        IdParts {
+            prefix: parts.prefix,
+            timestamp_micros: parts.timestamp_micros,
+            sequence: parts.sequence,
+            snowflake: parts.snowflake.map(|fields| SnowflakeParts {
+                time: fields.time,
+                worker: fields.worker,
+                seq: fields.sequence,
+            }),
+        }
+    }
+}
+
+impl From<SnowflakeParts> for v0_3::SnowflakeFields {
+    fn from(parts: SnowflakeParts) -> Self {
+        v0_3::SnowflakeFields {
+            time: parts.time,
+            worker: parts.worker,
+            sequence: parts.seq,
+        }
+    }
+}
+
+impl From<&Stamp> for v0_3::Stamp {
+    fn from(stamp: &Stamp) -> Self {
+        v0_3::Stamp {
+            timestamp_micros: stamp.timestamp_micros,
+            sequence: stamp.sequence,
+            snowflake: stamp.snowflake.map(Into::into),
+        }
+    }
+}
+
+impl From<&Layout> for v0_3::SnowflakeLayout {
+    fn from(layout: &Layout) -> Self {
+        // A stored layout passed `check_shape`: each field is below 64 bits.
+        let bits = |n: u32| u8::try_from(n).unwrap_or(u8::MAX);
+        v0_3::SnowflakeLayout {
+            time_bits: bits(layout.time_bits),
+            worker_bits: bits(layout.worker_bits),
+            sequence_bits: bits(layout.seq_bits),
+            unit_millis: if layout.unit.millis() == 1 { 1 } else { 1000 },
+            epoch_millis: layout.epoch_ms,
+        }
+    }
+}
+
+/// A 0.2.0 policy knows no snowflake fields: they are dropped.
+impl From<&IdParts> for v0_2::IdParts {
+    fn from(parts: &IdParts) -> Self {
+        v0_2::IdParts {
             prefix: parts.prefix.clone(),
             timestamp_micros: parts.timestamp_micros,
             sequence: parts.sequence,
@@ -197,61 +356,22 @@ impl From<&IdParts> for wit::IdParts {
     }
 }
 
-impl From<wit::IdParts> for IdParts {
-    fn from(parts: wit::IdParts) -> Self {
+impl From<v0_2::IdParts> for IdParts {
+    fn from(parts: v0_2::IdParts) -> Self {
         IdParts {
             prefix: parts.prefix,
             timestamp_micros: parts.timestamp_micros,
             sequence: parts.sequence,
+            snowflake: None,
         }
     }
 }
 
-impl From<&Stamp> for wit::Stamp {
+impl From<&Stamp> for v0_2::Stamp {
     fn from(stamp: &Stamp) -> Self {
-        wit::Stamp {
+        v0_2::Stamp {
             timestamp_micros: stamp.timestamp_micros,
             sequence: stamp.sequence,
-        }
-    }
-}
-
-impl From<wit::PolicyInfo> for PolicyInfo {
-    fn from(info: wit::PolicyInfo) -> Self {
-        PolicyInfo {
-            name: info.name,
-            version: info.version,
-            sequence_capacity: info.sequence_capacity,
-            max_prefix_len: info.max_prefix_len,
-        }
-    }
-}
-
-impl From<wit::FormatError> for FormatError {
-    fn from(error: wit::FormatError) -> Self {
-        match error {
-            wit::FormatError::BadPrefix(reason) => FormatError::BadPrefix(reason),
-            wit::FormatError::SequenceOutOfRange(n) => FormatError::SequenceOutOfRange(n),
-            wit::FormatError::TimestampOutOfRange(n) => FormatError::TimestampOutOfRange(n),
-        }
-    }
-}
-
-impl From<wit::InvalidId> for InvalidId {
-    fn from(invalid: wit::InvalidId) -> Self {
-        match invalid {
-            wit::InvalidId::WrongLength(w) => InvalidId::WrongLength {
-                found: w.found,
-                min: w.min,
-                max: w.max,
-            },
-            wit::InvalidId::BadPrefix(reason) => InvalidId::BadPrefix(reason),
-            wit::InvalidId::NonDigit(n) => InvalidId::NonDigit {
-                position: n.position,
-                found: n.found,
-            },
-            wit::InvalidId::ImpossibleDate(reason) => InvalidId::ImpossibleDate(reason),
-            wit::InvalidId::Malformed(reason) => InvalidId::Malformed(reason),
         }
     }
 }

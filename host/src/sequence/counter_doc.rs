@@ -201,6 +201,14 @@ impl CounterState {
         }
     }
 
+    /// The layout, if this is a snowflake counter.
+    pub fn snowflake_layout(&self) -> Option<&Layout> {
+        match &self.kind {
+            KindState::Snowflake(state) => Some(&state.layout),
+            _ => None,
+        }
+    }
+
     /// What a policy must know about this counter's values.
     pub fn shape(&self) -> ValueShape {
         match &self.kind {

@@ -88,7 +88,7 @@ pub struct Layout {
 }
 
 /// The parts of a snowflake ID.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub struct SnowflakeParts {
     /// Time units since the epoch.
     pub time: u64,
@@ -235,6 +235,21 @@ impl Layout {
             worker: (id >> self.seq_bits) & self.max_worker(),
             seq: id & self.max_seq(),
         })
+    }
+}
+
+/// `TIME,WORKER,SEQ in UNIT from YYYY-MM-DD`, e.g. `41,10,12 in ms from 2025-01-01`.
+impl fmt::Display for Layout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{},{},{} in {} from {}",
+            self.time_bits,
+            self.worker_bits,
+            self.seq_bits,
+            self.unit,
+            date(self.epoch_ms)
+        )
     }
 }
 
