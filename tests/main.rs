@@ -14,5 +14,6 @@ mod mongosh;
 mod policy;
 mod readme;
 mod sequence;
+mod serve;
 mod snowflake;
 mod strategies;

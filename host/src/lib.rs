@@ -23,6 +23,7 @@ pub mod mongo;
 pub mod policy;
 pub mod redact;
 pub mod sequence;
+pub mod serve;
 
 pub use config::ConnectOptions;
 pub use error::Error;

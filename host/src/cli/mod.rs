@@ -17,6 +17,7 @@ mod pipeline;
 mod policy;
 mod policy_args;
 mod seq;
+mod serve;
 mod shell_loader;
 mod status;
 mod uninstall;
@@ -84,6 +85,9 @@ pub enum Command {
     Workers(workers::WorkersCmd),
     /// Print the mongosh script that loads the installed functions into a shell session.
     ShellLoader(shell_loader::ShellLoaderCmd),
+    /// Serve IDs over HTTP to apps in any language (JSON API, Leaf-compatible
+    /// routes, metrics); runs until SIGTERM or Ctrl-C.
+    Serve(serve::ServeCmd),
 }
 
 impl Command {
@@ -100,6 +104,7 @@ impl Command {
             Command::Policy(cmd) => cmd.connect(),
             Command::Lock(cmd) => Some(cmd.connect()),
             Command::Workers(cmd) => Some(&cmd.connect),
+            Command::Serve(cmd) => Some(&cmd.connect),
             Command::Validate(_) | Command::ShellLoader(_) | Command::Pipeline(_) => None,
         }
     }
@@ -165,6 +170,7 @@ async fn run(command: &Command, output: &Output) -> anyhow::Result<Outcome> {
         Command::Lock(cmd) => cmd.execute(output).await,
         Command::Workers(cmd) => cmd.execute(output).await,
         Command::Pipeline(cmd) => cmd.execute(output),
+        Command::Serve(cmd) => cmd.execute(output).await,
     }
 }
 
@@ -192,6 +198,8 @@ mod tests {
             "idmint pipeline inv --kind autoinc",
             "idmint next orders --count 3 --prefix P --policy p.wasm --uri mongodb://h",
             "idmint validate A B --prefix P",
+            "idmint serve --listen 127.0.0.1:0 --policy builtin:base32 --tokens t.json --max-count 10 --uri mongodb://h",
+            "idmint serve --policy-from-db --log-format json --request-timeout 2 --max-concurrent 64 --uri mongodb://h",
             "idmint policy check p.wasm --prefix ORD- --maxval 99",
             "idmint policy push p.wasm --name cd --uri mongodb://h",
             "idmint policy list --uri mongodb://h",

@@ -20,7 +20,6 @@ use super::Minter;
 use crate::policy::watch::{self, SwapEvent};
 use crate::policy::{
     activation, ActivationOptions, LivePolicy, Policy, PolicyRuntime, PolicyStore,
-    POLICIES_COLLECTION,
 };
 use crate::sequence::{Clock, CounterName, GiveBack, OpenOptions, Sequence};
 use crate::Error;
@@ -95,30 +94,11 @@ impl LiveMinter {
             .prefix(prefix)
             .counter(state)
             .now_micros(clock.now_micros());
-        // A stored policy refused here is reported, not fatal: the follower
-        // retries it only when the active version changes.
-        let mut first = None;
-        if options.follow_store {
-            if let Some(active) = store.active().await? {
-                let source = format!("{POLICIES_COLLECTION} version {}", active.version);
-                match store.load(runtime, active.version).await {
-                    Ok(policy) => match activation::check(&policy, &checks) {
-                        Ok(_) => first = Some(policy),
-                        Err(error) => {
-                            let _ = sender.send(SwapEvent::Refused { source, error });
-                        }
-                    },
-                    Err(error) if error.is_database() => return Err(error.into()),
-                    Err(error) => {
-                        let _ = sender.send(SwapEvent::SourceError {
-                            source,
-                            message: format!("refused, using the local policy: {error}"),
-                        });
-                    }
-                }
-            }
-        }
-        let first = first.unwrap_or_else(|| local.clone());
+        let first = if options.follow_store {
+            watch::first_policy(&store, runtime, &local, &checks, &sender).await?
+        } else {
+            local.clone()
+        };
         // Minter::prepare checks the counter, the fit and the prefix; the
         // activation check then runs the samples.
         let minter =

@@ -264,11 +264,13 @@ fn check_snowflake(
         match answer {
             Ok(read) if reads && read == parts => {}
             Ok(read) if !reads && read.snowflake.is_none() && read.sequence == parts.sequence => {}
-            Ok(read) => return Err(fail(format!(
+            Ok(read) => {
+                return Err(fail(format!(
                 "the snowflake ID {id:?}, formatted from {}, reads back with layout {layout} as {}",
                 show(&parts),
                 show(&read)
-            ))),
+            )))
+            }
             Err(invalid) => {
                 return Err(fail(format!(
                     "its own validator rejects the snowflake ID {id:?} (layout {layout}): {invalid}"

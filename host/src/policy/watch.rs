@@ -23,7 +23,7 @@ use futures_util::StreamExt;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinHandle;
 
-use super::activation::ActivationReport;
+use super::activation::{self, ActivationOptions, ActivationReport};
 use super::error::PolicyError;
 use super::live::LivePolicy;
 use super::runtime::{Policy, PolicyRuntime};
@@ -68,6 +68,40 @@ pub enum SwapEvent {
         /// Why the change stream could not be opened.
         reason: String,
     },
+}
+
+/// The policy a process that follows the policies collection starts with:
+/// the active stored version if there is one and it passes the activation
+/// check against `checks`, else `local`. A stored policy refused here is
+/// reported on `events`, not fatal: the follower retries it only when the
+/// active version changes. Only a database failure is an error.
+pub async fn first_policy(
+    store: &PolicyStore,
+    runtime: &PolicyRuntime,
+    local: &Policy,
+    checks: &ActivationOptions,
+    events: &UnboundedSender<SwapEvent>,
+) -> Result<Policy, PolicyStoreError> {
+    let Some(active) = store.active().await? else {
+        return Ok(local.clone());
+    };
+    let source = format!("{} version {}", super::POLICIES_COLLECTION, active.version);
+    match store.load(runtime, active.version).await {
+        Ok(policy) => match activation::check(&policy, checks) {
+            Ok(_) => return Ok(policy),
+            Err(error) => {
+                let _ = events.send(SwapEvent::Refused { source, error });
+            }
+        },
+        Err(error) if error.is_database() => return Err(error),
+        Err(error) => {
+            let _ = events.send(SwapEvent::SourceError {
+                source,
+                message: format!("refused, using the local policy: {error}"),
+            });
+        }
+    }
+    Ok(local.clone())
 }
 
 /// Follows `path`: whenever its size or modification time changes and its

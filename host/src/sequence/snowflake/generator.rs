@@ -165,13 +165,18 @@ impl Generator {
             .map_or(0, |parts| parts.worker)
     }
 
+    /// Whether the lease is proved valid now: installed, not invalidated
+    /// and before its local deadline. `try_next` issues nothing otherwise.
+    pub fn holds_lease(&self) -> bool {
+        self.valid.load(Ordering::Acquire)
+            && self.nanos_since_base(Instant::now()) < self.deadline.load(Ordering::Acquire)
+    }
+
     /// One ID, or why none can be issued now.
     pub fn try_next(&self, clock: &dyn Clock) -> Result<u64, Stall> {
         let layout = &self.layout;
         loop {
-            if !self.valid.load(Ordering::Acquire)
-                || self.nanos_since_base(Instant::now()) >= self.deadline.load(Ordering::Acquire)
-            {
+            if !self.holds_lease() {
                 return Err(Stall::Lease);
             }
             let now = layout.time_at(clock.now_micros() / 1000);

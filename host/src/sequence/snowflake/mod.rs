@@ -13,6 +13,7 @@ pub mod generator;
 pub mod layout;
 pub mod lease;
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -79,6 +80,9 @@ impl SnowflakeOptions {
 struct Inner {
     database: Database,
     generator: Generator,
+    renewals: AtomicU64,
+    failed_renewals: AtomicU64,
+    losses: AtomicU64,
     leases: Leases,
     options: SnowflakeOptions,
     clock: Arc<dyn Clock>,
@@ -126,6 +130,9 @@ impl Snowflake {
         let inner = Arc::new(Inner {
             database: database.clone(),
             generator: Generator::new(layout, options.rollback),
+            renewals: AtomicU64::new(0),
+            failed_renewals: AtomicU64::new(0),
+            losses: AtomicU64::new(0),
             leases: Leases::new(database, name),
             options,
             clock,
@@ -156,6 +163,18 @@ impl Snowflake {
     /// The worker id this process holds now.
     pub fn worker(&self) -> u64 {
         self.inner.generator.worker()
+    }
+
+    /// The worker lease: whether it is held now, and how its renewals went.
+    pub fn lease_stats(&self) -> LeaseStats {
+        let inner = &self.inner;
+        LeaseStats {
+            worker: inner.generator.worker(),
+            holding: inner.generator.holds_lease(),
+            renewals: inner.renewals.load(Ordering::Relaxed),
+            failed_renewals: inner.failed_renewals.load(Ordering::Relaxed),
+            losses: inner.losses.load(Ordering::Relaxed),
+        }
     }
 
     /// The next ID, waiting out a used-up time unit or a small clock step
@@ -227,6 +246,23 @@ impl Snowflake {
         let last = self.inner.generator.seal();
         self.inner.leases.release(worker, last).await.map(drop)
     }
+}
+
+/// How a [`Snowflake`]'s worker lease is doing ([`Snowflake::lease_stats`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct LeaseStats {
+    /// The worker id held (or last held).
+    pub worker: u64,
+    /// Whether the lease is proved valid now, so that IDs can be issued.
+    pub holding: bool,
+    /// Renewals that landed.
+    pub renewals: u64,
+    /// Renewals that failed (the database did not answer); retried at the
+    /// next tick while the local deadline runs out.
+    pub failed_renewals: u64,
+    /// Leases found taken over at renewal (this process was paused past
+    /// its expiry) and claimed again.
+    pub losses: u64,
 }
 
 /// A snowflake counter's layout lifetime, for `idmint status`.
@@ -328,6 +364,7 @@ impl Inner {
             Some(reserved) => {
                 let deadline = sent + self.options.lease_ttl - self.options.margin();
                 self.generator.renewed(reserved, deadline);
+                self.renewals.fetch_add(1, Ordering::Relaxed);
                 self.leased.notify_waiters();
                 Ok(())
             }
@@ -335,6 +372,7 @@ impl Inner {
                 // Taken over (we were paused past the lease): stop, then
                 // lease again, possibly another worker id.
                 self.generator.invalidate();
+                self.losses.fetch_add(1, Ordering::Relaxed);
                 self.claim().await
             }
         }
@@ -353,6 +391,8 @@ async fn renew_forever(inner: std::sync::Weak<Inner>) {
         let Some(strong) = inner.upgrade() else {
             return;
         };
-        let _ = strong.renew().await;
+        if strong.renew().await.is_err() {
+            strong.failed_renewals.fetch_add(1, Ordering::Relaxed);
+        }
     }
 }

@@ -1,0 +1,282 @@
+//! `idmint serve`: the host runner as an HTTP service that apps in any
+//! language take IDs from.
+//!
+//! A [`Server`] serves every counter kind through the sequence seam:
+//!
+//! - `GET /v1/counters/{name}/ids?count=N[&prefix=P]`: formatted IDs through
+//!   the policy in service (JSON, or one per line with `Accept: text/plain`);
+//! - `GET /v1/counters/{name}/values?count=N`: raw values;
+//! - `GET /v1/counters/{name}`: the counter now, and what the server holds;
+//! - `POST /v1/validate`: IDs in, parts or reasons out;
+//! - `GET /api/segment/get/{key}`, `GET /api/snowflake/get/{key}`: Meituan
+//!   Leaf's routes, answering a bare decimal, so that Leaf's clients switch
+//!   without a change;
+//! - `/healthz`, `/readyz`, `/metrics` (Prometheus), `/openapi.json`.
+//!
+//! Counters are opened on their first request and kept ([`CounterPool`]):
+//! a segment counter is served from the process's double buffer and a
+//! snowflake counter from its generator under a leased worker id, with no
+//! database round trip per request; a cyclic or auto-increment request
+//! reserves its whole `count` in one round trip. Policies are followed
+//! live (a file, or the policies collection) and checked per counter before
+//! the first value is taken ([`Minters`]). Policy calls run on the
+//! blocking pool, so a slow policy never holds an executor thread.
+//!
+//! Limits ([`Limits`]): `count` per request, body size, a time limit per
+//! request and a concurrency limit answering 503 at once rather than
+//! queueing without bound. On shutdown ([`Server::run`]) the server stops
+//! accepting, finishes the requests in flight, then gives back segment
+//! tails and releases worker leases.
+
+mod access;
+mod api;
+mod error;
+mod metrics;
+mod minters;
+mod pool;
+mod routes;
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::error_handling::HandleErrorLayer;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+use axum::Router;
+use mongodb::Database;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tower::limit::GlobalConcurrencyLimitLayer;
+use tower::load_shed::LoadShedLayer;
+use tower::timeout::TimeoutLayer;
+use tower::ServiceBuilder;
+
+pub use access::{Access, AccessError, App};
+pub use api::{
+    Checked, CounterResponse, IdsQuery, IdsResponse, LeaseReadiness, Readiness, ValidateRequest,
+    ValidateResponse, ValuesQuery, ValuesResponse,
+};
+pub use error::{ApiError, ErrorBody};
+pub use metrics::Metrics;
+pub use minters::Minters;
+pub use pool::{CounterPool, Served};
+pub use routes::ApiDoc;
+
+use crate::policy::watch::{self, SwapEvent};
+use crate::policy::{
+    activation, ActivationOptions, LivePolicy, Policy, PolicyRuntime, PolicyStore,
+};
+use crate::sequence::{Clock, CounterName, OpenOptions, SequenceError, SystemClock, MAX_BLOCK};
+
+/// What a server allows one request.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Limits {
+    /// The largest `count` (and the most IDs one validate request may
+    /// check); at most [`MAX_BLOCK`], so that a cyclic or auto-increment
+    /// request is one round trip. Default 1000.
+    pub max_count: usize,
+    /// The largest request body, in bytes. Default 256 KiB.
+    pub max_body_bytes: usize,
+    /// How long a request may take before it is answered 503. Default 5 s.
+    pub request_timeout: Duration,
+    /// How many requests may be in progress at once; more are answered 503
+    /// at once. Default 1024.
+    pub max_concurrent: usize,
+    /// How long `/readyz` waits for the database. Default 1 s.
+    pub readiness_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_count: MAX_BLOCK,
+            max_body_bytes: 256 << 10,
+            request_timeout: Duration::from_secs(5),
+            max_concurrent: 1024,
+            readiness_timeout: Duration::from_secs(1),
+        }
+    }
+}
+
+/// How a [`Server`] starts.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct ServeOptions {
+    /// Per-request limits.
+    pub limits: Limits,
+    /// The applications allowed in; `None`: no token required.
+    pub access: Option<Access>,
+    /// How counters are opened (segment buffers, worker leases).
+    pub open: OpenOptions,
+    /// A policy file to follow (swapped live when it changes).
+    pub follow_file: Option<PathBuf>,
+    /// Follow the active version of the policies collection.
+    pub follow_store: bool,
+}
+
+/// What the handlers share.
+pub struct AppState {
+    database: Database,
+    pool: CounterPool,
+    minters: Minters,
+    live: Arc<LivePolicy>,
+    access: Option<Access>,
+    metrics: Metrics,
+    limits: Limits,
+}
+
+/// An ID service over one database (see the module docs).
+pub struct Server {
+    state: Arc<AppState>,
+    followers: Vec<JoinHandle<()>>,
+}
+
+impl Server {
+    /// Chooses the first policy (the active stored one when following the
+    /// database and it passes its activation check, else `local`), starts
+    /// the policy followers and returns the server, ready to
+    /// [`run`](Server::run). Policy events are logged with `tracing` and
+    /// counted in the metrics.
+    pub async fn start(
+        database: &Database,
+        runtime: &PolicyRuntime,
+        local: Policy,
+        options: ServeOptions,
+    ) -> Result<Self, crate::Error> {
+        let (sender, mut events) = mpsc::unbounded_channel::<SwapEvent>();
+        // The fit of a policy to each counter is checked per counter, at its
+        // first request; the activation check runs the samples.
+        let checks = ActivationOptions::default().now_micros(SystemClock.now_micros());
+        let store = PolicyStore::new(database);
+        let first = if options.follow_store {
+            watch::first_policy(&store, runtime, &local, &checks, &sender).await?
+        } else {
+            local.clone()
+        };
+        activation::check(&first, &checks)?;
+        let live = Arc::new(LivePolicy::new(first, checks).with_local(local));
+        let state = Arc::new(AppState {
+            database: database.clone(),
+            pool: CounterPool::new(database, options.open),
+            minters: Minters::default(),
+            live: live.clone(),
+            access: options.access,
+            metrics: Metrics::new(),
+            limits: options.limits,
+        });
+
+        let mut followers = Vec::new();
+        if let Some(path) = options.follow_file {
+            followers.push(watch::follow_file(
+                path,
+                runtime.clone(),
+                live.clone(),
+                sender.clone(),
+            ));
+        }
+        if options.follow_store {
+            followers.push(watch::follow_store(store, runtime.clone(), live, sender));
+        }
+        let reporter = {
+            let state = state.clone();
+            tokio::spawn(async move {
+                while let Some(event) = events.recv().await {
+                    report(&state.metrics, &event);
+                }
+            })
+        };
+        followers.push(reporter);
+        Ok(Self { state, followers })
+    }
+
+    /// The routes, with their limits, metrics and logs.
+    pub fn router(&self) -> Router {
+        let state = self.state.clone();
+        let limits = &state.limits;
+        let api = Router::new()
+            .route("/v1/counters/{name}/ids", get(routes::ids))
+            .route("/v1/counters/{name}/values", get(routes::values))
+            .route("/v1/counters/{name}", get(routes::counter))
+            .route("/v1/validate", post(routes::validate))
+            .route("/api/segment/get/{key}", get(routes::leaf_segment))
+            .route("/api/snowflake/get/{key}", get(routes::leaf_snowflake))
+            .layer(DefaultBodyLimit::max(limits.max_body_bytes))
+            .layer(
+                ServiceBuilder::new()
+                    .layer(HandleErrorLayer::new(routes::overloaded))
+                    .layer(LoadShedLayer::new())
+                    .layer(GlobalConcurrencyLimitLayer::new(limits.max_concurrent))
+                    .layer(TimeoutLayer::new(limits.request_timeout)),
+            );
+        // Operations stay answerable when the API is at its limits.
+        let operations = Router::new()
+            .route("/healthz", get(routes::healthz))
+            .route("/readyz", get(routes::readyz))
+            .route("/metrics", get(routes::metrics))
+            .route("/openapi.json", get(routes::openapi));
+        api.merge(operations)
+            .fallback(routes::no_route)
+            .layer(axum::middleware::from_fn_with_state(
+                state.clone(),
+                routes::track,
+            ))
+            .with_state(state)
+    }
+
+    /// Serves on `listener` until `shutdown` completes, then stops
+    /// accepting, lets the requests in flight finish, stops following
+    /// policies and closes every counter (segment tails given back, worker
+    /// leases released). Returns the counters that could not be closed.
+    pub async fn run(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<Vec<(CounterName, SequenceError)>> {
+        let router = self.router();
+        let served = axum::serve(listener, router)
+            .with_graceful_shutdown(shutdown)
+            .await;
+        for follower in &self.followers {
+            follower.abort();
+        }
+        let failures = self.state.pool.close_all().await;
+        served.map(|()| failures)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        for follower in &self.followers {
+            follower.abort();
+        }
+    }
+}
+
+/// Logs a policy event and counts it.
+fn report(metrics: &Metrics, event: &SwapEvent) {
+    match event {
+        SwapEvent::Swapped { source, report } => {
+            metrics.policy_swapped();
+            tracing::info!(
+                source,
+                policy = %report.policy.name,
+                version = %report.policy.version,
+                sha256 = %report.sha256,
+                "policy swapped in"
+            );
+        }
+        SwapEvent::Refused { source, error } => {
+            metrics.policy_refused();
+            tracing::warn!(source, %error, "policy refused; the current one keeps serving");
+        }
+        SwapEvent::SourceError { source, message } => {
+            tracing::warn!(source, message, "cannot read a policy source");
+        }
+        SwapEvent::Polling { reason } => {
+            tracing::info!(reason, "no change stream; polling the policies collection");
+        }
+    }
+}

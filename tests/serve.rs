@@ -1,0 +1,660 @@
+//! `idmint serve`: the HTTP service, driven over real sockets against a real
+//! server. The client is a few lines of HTTP/1.1 over `TcpStream` (one
+//! request per connection), so the tests see exactly what any app sees.
+
+use std::collections::{BTreeSet, HashMap};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::harness::{self, assert_exit, idmint, run, stdout, OwnedServer, ServerConfig};
+
+/// How long to wait for an event (the service starting, a swap landing).
+const DEADLINE: Duration = Duration::from_secs(30);
+
+/// A running `idmint serve`.
+struct Service {
+    child: Child,
+    address: String,
+    stderr: Receiver<String>,
+}
+
+impl Service {
+    /// Starts `idmint serve --listen 127.0.0.1:0 ARGS` for `test` and waits
+    /// for the address it prints.
+    fn start(test: &str, args: &[&str]) -> Self {
+        Self::spawn(idmint(test), args)
+    }
+
+    fn spawn(mut command: Command, args: &[&str]) -> Self {
+        let mut child = command
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start idmint serve");
+        let (lines, stderr) = mpsc::channel();
+        let errors = child.stderr.take().expect("piped stderr");
+        std::thread::spawn(move || {
+            for line in BufReader::new(errors).lines().map_while(Result::ok) {
+                let _ = lines.send(line);
+            }
+        });
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().expect("piped stdout"))
+            .read_line(&mut first)
+            .expect("read the address");
+        let address = first
+            .trim()
+            .strip_prefix("listening on http://")
+            .unwrap_or_else(|| {
+                let log: Vec<String> = stderr.try_iter().collect();
+                panic!("idmint serve did not start: {first:?}\n{}", log.join("\n"))
+            })
+            .to_string();
+        Self {
+            child,
+            address,
+            stderr,
+        }
+    }
+
+    fn get(&self, path: &str) -> Answer {
+        request(&self.address, "GET", path, &[], None)
+    }
+
+    /// Sends SIGTERM and waits for the exit code.
+    fn terminate(mut self) -> (i32, String) {
+        // SAFETY: kill(2) on our own child's pid.
+        assert_eq!(
+            unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) },
+            0
+        );
+        let status = self.child.wait().expect("wait for idmint serve");
+        let log: Vec<String> = self.stderr.try_iter().collect();
+        (status.code().unwrap_or(-1), log.join("\n"))
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An HTTP answer.
+#[derive(Debug)]
+struct Answer {
+    status: u16,
+    headers: HashMap<String, String>,
+    body: String,
+}
+
+impl Answer {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body)
+            .unwrap_or_else(|error| panic!("not JSON ({error}): {self:?}"))
+    }
+
+    fn values(&self) -> Vec<u64> {
+        assert_eq!(self.status, 200, "{self:?}");
+        self.json()["values"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|value| value.as_u64().unwrap())
+            .collect()
+    }
+}
+
+/// One request on a fresh connection.
+fn request(
+    address: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&str>,
+) -> Answer {
+    let mut stream = TcpStream::connect(address).expect("connect to idmint serve");
+    stream.set_read_timeout(Some(DEADLINE)).unwrap();
+    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    if let Some(body) = body {
+        head.push_str(&format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\n",
+            body.len()
+        ));
+    }
+    head.push_str("\r\n");
+    head.push_str(body.unwrap_or(""));
+    stream.write_all(head.as_bytes()).unwrap();
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw).expect("read the answer");
+    let (head, body) = raw.split_once("\r\n\r\n").expect("an HTTP answer");
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|line| line.split(' ').nth(1))
+        .and_then(|code| code.parse().ok())
+        .expect("a status line");
+    let headers = lines
+        .filter_map(|line| line.split_once(": "))
+        .map(|(name, value)| (name.to_ascii_lowercase(), value.to_string()))
+        .collect();
+    Answer {
+        status,
+        headers,
+        body: body.to_string(),
+    }
+}
+
+fn create(test: &str, name: &str, args: &[&str]) {
+    let output = run(idmint(test).args(["counter", "create", name]).args(args));
+    assert_exit(&output, 0);
+}
+
+fn counter_field(test: &str, name: &str, field: &str) -> u64 {
+    let output = run(idmint(test).args(["counter", "show", name, "--json"]));
+    assert_exit(&output, 0);
+    let shown: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    shown[field]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no {field} in {shown}"))
+}
+
+fn assert_error(answer: &Answer, status: u16, kind: &str, needle: &str) {
+    assert_eq!(answer.status, status, "{answer:?}");
+    let body = answer.json();
+    assert_eq!(body["error"], kind, "{answer:?}");
+    assert!(
+        body["message"].as_str().unwrap().contains(needle),
+        "{needle:?} not in {answer:?}"
+    );
+}
+
+/// Every kind served: formatted IDs and raw values, JSON and text; every
+/// bad request refused with its reason before any value is taken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_kind_is_served_and_bad_requests_consume_nothing() {
+    const TEST: &str = "serve_kinds";
+    harness::database(TEST).await;
+    create(TEST, "orders", &["--prefix", "ORD-"]);
+    create(TEST, "inv", &["--kind", "autoinc", "--start", "100"]);
+    create(TEST, "seg", &["--kind", "segment", "--step", "10"]);
+    create(TEST, "ev", &["--kind", "snowflake"]);
+    let service = Service::start(TEST, &[]);
+
+    let ids = service.get("/v1/counters/orders/ids?count=3");
+    assert_eq!(ids.status, 200, "{ids:?}");
+    let ids = ids.json();
+    assert_eq!(ids["policy"], "default 0.1.0");
+    let ids: Vec<&str> = ids["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|id| id.as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 3);
+    assert!(
+        ids.iter()
+            .all(|id| id.starts_with("ORD-") && id.len() == 26),
+        "{ids:?}"
+    );
+    assert!(ids.windows(2).all(|pair| pair[0] < pair[1]), "{ids:?}");
+    let text = request(
+        &service.address,
+        "GET",
+        "/v1/counters/orders/ids?count=2&prefix=X-",
+        &[("Accept", "text/plain")],
+        None,
+    );
+    assert_eq!(text.status, 200, "{text:?}");
+    assert!(text.headers["content-type"].starts_with("text/plain"));
+    let lines: Vec<&str> = text.body.lines().collect();
+    assert!(
+        lines.len() == 2 && lines.iter().all(|id| id.starts_with("X-")),
+        "{text:?}"
+    );
+
+    let cyclic = service.get("/v1/counters/orders/values?count=2").json();
+    assert_eq!(cyclic["kind"], "cyclic");
+    // A cyclic counter hands out val + 1: 1 to 5 went out above.
+    assert_eq!(cyclic["values"], serde_json::json!([6, 7]));
+    assert_eq!(cyclic["timestamps_micros"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        service.get("/v1/counters/seg/values?count=3").values(),
+        [1, 2, 3]
+    );
+    let snowflake = service.get("/v1/counters/ev/values?count=3").values();
+    assert!(snowflake.windows(2).all(|pair| pair[0] < pair[1]));
+
+    // Refused before anything is taken: the autoinc counter stays at 100.
+    let refusals = [
+        (
+            "/v1/counters/inv/values?count=0",
+            400,
+            "bad-request",
+            "count must be 1 to 1000, not 0",
+        ),
+        (
+            "/v1/counters/inv/values?count=1001",
+            400,
+            "bad-request",
+            "not 1001",
+        ),
+        (
+            "/v1/counters/inv/values?cont=3",
+            400,
+            "bad-request",
+            "unknown field `cont`",
+        ),
+        (
+            "/v1/counters/inv/values?count=x",
+            400,
+            "bad-request",
+            "count",
+        ),
+        (
+            "/v1/counters/in%20v/values",
+            400,
+            "bad-request",
+            "invalid counter name",
+        ),
+        (
+            "/v1/counters/inv/ids?prefix=%0A",
+            400,
+            "bad-request",
+            "prefix",
+        ),
+        // The default policy holds two digits; autoinc values go far beyond.
+        (
+            "/v1/counters/inv/ids",
+            409,
+            "unservable",
+            "policy 'default' holds 100 sequence values",
+        ),
+        (
+            "/api/snowflake/get/inv",
+            409,
+            "unservable",
+            "this route serves snowflake counters",
+        ),
+    ];
+    for (path, status, kind, needle) in refusals {
+        assert_error(&service.get(path), status, kind, needle);
+    }
+    let missing = service.get("/v1/counters/nope/ids");
+    assert_error(
+        &missing,
+        404,
+        "unknown-counter",
+        "counter 'nope' does not exist",
+    );
+    assert_eq!(missing.json()["counter"], "nope");
+    assert_error(
+        &service.get("/v2/nothing"),
+        404,
+        "no-route",
+        "GET /v2/nothing",
+    );
+    assert_eq!(service.get("/v1/counters/inv/values").values(), [100]);
+}
+
+/// Leaf's routes answer bare decimals, as Leaf's clients parse them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leaf_routes_answer_bare_decimals() {
+    const TEST: &str = "serve_leaf";
+    harness::database(TEST).await;
+    create(TEST, "seg", &["--kind", "segment", "--start", "7"]);
+    create(TEST, "ev", &["--kind", "snowflake"]);
+    let service = Service::start(TEST, &[]);
+    let segment: Vec<u64> = (0..3)
+        .map(|_| {
+            let answer = service.get("/api/segment/get/seg");
+            assert_eq!(answer.status, 200, "{answer:?}");
+            answer.body.parse().expect("a bare decimal")
+        })
+        .collect();
+    assert_eq!(segment, [7, 8, 9]);
+    let snowflake: Vec<u64> = (0..3)
+        .map(|_| service.get("/api/snowflake/get/ev").body.parse().unwrap())
+        .collect();
+    assert!(
+        snowflake.windows(2).all(|pair| pair[0] < pair[1]),
+        "{snowflake:?}"
+    );
+}
+
+/// Three instances on one segment counter, hit at once: every value handed
+/// out once, each instance's values increasing, and the database written
+/// once per segment, not per value.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_instances_share_one_segment_counter() {
+    const TEST: &str = "serve_three";
+    harness::database(TEST).await;
+    create(TEST, "seg", &["--kind", "segment", "--step", "100"]);
+    let services: Vec<Service> = (0..3).map(|_| Service::start(TEST, &[])).collect();
+    const CLIENTS_PER_SERVICE: usize = 4;
+    const ROUNDS: usize = 20;
+    let barrier = Arc::new(Barrier::new(services.len() * CLIENTS_PER_SERVICE));
+    let handles: Vec<_> = services
+        .iter()
+        .flat_map(|service| {
+            (0..CLIENTS_PER_SERVICE).map(|_| {
+                let address = service.address.clone();
+                let barrier = barrier.clone();
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    (0..ROUNDS)
+                        .flat_map(|_| {
+                            request(
+                                &address,
+                                "GET",
+                                "/v1/counters/seg/values?count=25",
+                                &[],
+                                None,
+                            )
+                            .values()
+                        })
+                        .collect::<Vec<u64>>()
+                })
+            })
+        })
+        .collect();
+    let per_client: Vec<Vec<u64>> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let total = services.len() * CLIENTS_PER_SERVICE * ROUNDS * 25;
+    let all: BTreeSet<u64> = per_client.iter().flatten().copied().collect();
+    assert_eq!(all.len(), total, "a value was handed out twice");
+    for values in &per_client {
+        assert!(values.windows(2).all(|pair| pair[0] < pair[1]));
+    }
+    // Each segment is one counter write: the counter moved by whole
+    // segments, far fewer than the values handed out.
+    let max = counter_field(TEST, "seg", "max");
+    assert!(max > *all.last().unwrap());
+    for service in services {
+        assert_eq!(service.terminate().0, 0);
+    }
+}
+
+/// SIGTERM: requests stop, the segment's unused tail is given back and the
+/// worker lease released, and the process exits 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_gives_back_segments_and_releases_leases() {
+    const TEST: &str = "serve_sigterm";
+    harness::database(TEST).await;
+    create(TEST, "seg", &["--kind", "segment", "--step", "1000"]);
+    create(TEST, "ev", &["--kind", "snowflake"]);
+    let service = Service::start(TEST, &[]);
+    assert_eq!(
+        service.get("/v1/counters/seg/values?count=5").values(),
+        [1, 2, 3, 4, 5]
+    );
+    service.get("/v1/counters/ev/values").values();
+    assert!(counter_field(TEST, "seg", "max") > 6);
+    let ready = service.get("/readyz");
+    assert_eq!(ready.status, 200, "{ready:?}");
+    assert_eq!(ready.json()["leases"][0]["holding"], true);
+    let (code, log) = service.terminate();
+    assert_eq!(code, 0, "{log}");
+    assert_eq!(
+        counter_field(TEST, "seg", "max"),
+        6,
+        "the tail was given back"
+    );
+    let workers = run(idmint(TEST).args(["workers", "ev", "--json"]));
+    assert_exit(&workers, 0);
+    let workers: Value = serde_json::from_str(&stdout(&workers)).unwrap();
+    assert!(
+        workers["leases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|lease| lease["state"] != "live"),
+        "{workers}"
+    );
+}
+
+/// Tokens: none or a wrong one is 401, a counter the app may not use is
+/// 403 (whether or not it exists), an allowed one is served; the token
+/// never appears in the log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_guard_counters() {
+    const TEST: &str = "serve_tokens";
+    harness::database(TEST).await;
+    create(TEST, "orders", &[]);
+    create(TEST, "secret", &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens.json");
+    let token = "tok-3f9a1c";
+    std::fs::write(
+        &tokens,
+        format!(
+            r#"{{"apps": [{{"name": "billing", "token_sha256": "{}", "counters": ["orders"]}}]}}"#,
+            idmint::checksum::sha256_hex(token.as_bytes())
+        ),
+    )
+    .unwrap();
+    let service = Service::start(TEST, &["--tokens", tokens.to_str().unwrap()]);
+    let bearer = format!("Bearer {token}");
+    let get = |path: &str, authorization: Option<&str>| {
+        let headers: Vec<(&str, &str)> = authorization
+            .map(|value| ("Authorization", value))
+            .into_iter()
+            .collect();
+        request(&service.address, "GET", path, &headers, None)
+    };
+    assert_error(
+        &get("/v1/counters/orders/values", None),
+        401,
+        "unauthenticated",
+        "bearer token",
+    );
+    assert_error(
+        &get("/v1/counters/orders/values", Some("Bearer nope")),
+        401,
+        "unauthenticated",
+        "bearer token",
+    );
+    for counter in ["secret", "nope"] {
+        let path = format!("/v1/counters/{counter}/values");
+        assert_error(
+            &get(&path, Some(&bearer)),
+            403,
+            "forbidden",
+            "application 'billing' may not use",
+        );
+    }
+    assert_eq!(
+        get("/v1/counters/orders/values", Some(&bearer)).values(),
+        [1]
+    );
+    assert_eq!(get("/healthz", None).status, 200);
+    let (_, log) = service.terminate();
+    assert!(!log.contains(token), "{log}");
+}
+
+/// `/metrics` counts requests by route and status and values by counter;
+/// `/openapi.json` documents every route.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_and_openapi() {
+    const TEST: &str = "serve_metrics";
+    harness::database(TEST).await;
+    create(TEST, "seg", &["--kind", "segment"]);
+    let service = Service::start(TEST, &[]);
+    for _ in 0..3 {
+        service.get("/v1/counters/seg/values?count=4").values();
+    }
+    service.get("/v1/counters/missing/values");
+    let metrics = service.get("/metrics").body;
+    for line in [
+        r#"idmint_http_requests_total{route="/v1/counters/{name}/values",status="200"} 3"#,
+        r#"idmint_http_requests_total{route="/v1/counters/{name}/values",status="404"} 1"#,
+        r#"idmint_values_total{counter="seg"} 12"#,
+        r#"idmint_segment_fetches_total{counter="seg"} 1"#,
+        r#"idmint_policy_info{name="default",version="0.1.0",contract="0.3.0""#,
+    ] {
+        assert!(metrics.contains(line), "{line} not in\n{metrics}");
+    }
+    let openapi = service.get("/openapi.json").json();
+    for path in [
+        "/v1/counters/{name}/ids",
+        "/v1/counters/{name}/values",
+        "/v1/counters/{name}",
+        "/v1/validate",
+        "/api/segment/get/{key}",
+        "/api/snowflake/get/{key}",
+        "/readyz",
+    ] {
+        assert!(openapi["paths"][path].is_object(), "{path} missing");
+    }
+}
+
+/// `POST /v1/validate`: parts for valid IDs, reasons for the others, and a
+/// snowflake counter's fields read by the policy with its layout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn validate_reads_ids_back() {
+    const TEST: &str = "serve_validate";
+    harness::database(TEST).await;
+    create(TEST, "ev", &["--kind", "snowflake", "--prefix", "EVT-"]);
+    let service = Service::start(TEST, &["--policy", "builtin:base32"]);
+    let ids = service.get("/v1/counters/ev/ids?count=2").json();
+    let id = ids["ids"][0].as_str().unwrap().to_string();
+    let body = format!(r#"{{"ids": ["{id}", "EVT-!"], "counter": "ev"}}"#);
+    let answer = request(&service.address, "POST", "/v1/validate", &[], Some(&body));
+    assert_eq!(answer.status, 200, "{answer:?}");
+    let answer = answer.json();
+    assert_eq!(answer["valid"], false);
+    let parts = &answer["results"][0]["parts"];
+    assert_eq!(parts["prefix"], "EVT-");
+    assert!(parts["snowflake"]["time"].as_u64().unwrap() > 0, "{answer}");
+    assert_eq!(answer["results"][1]["valid"], false);
+    assert!(answer["results"][1]["error"].is_string());
+    let malformed = request(
+        &service.address,
+        "POST",
+        "/v1/validate",
+        &[],
+        Some("{\"ids\": 3}"),
+    );
+    assert_error(&malformed, 400, "bad-request", "ids");
+}
+
+/// A policy file replaced under a running server is served by the next
+/// requests; a broken one is refused and the current one keeps serving;
+/// both show in `/metrics`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policy_swap_reaches_the_next_request() {
+    const TEST: &str = "serve_swap";
+    harness::database(TEST).await;
+    create(TEST, "orders", &["--max", "99"]);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("policy.wasm");
+    std::fs::write(&file, idmint::policy::DEFAULT_POLICY_WASM).unwrap();
+    let service = Service::start(TEST, &["--policy", file.to_str().unwrap()]);
+    assert_eq!(
+        service.get("/v1/counters/orders/ids").json()["policy"],
+        "default 0.1.0"
+    );
+    replace(
+        &file,
+        &std::fs::read(env!("IDMINT_CHECK_DIGIT_POLICY_WASM")).unwrap(),
+    );
+    let swapped = Instant::now();
+    loop {
+        let answer = service.get("/v1/counters/orders/ids").json();
+        if answer["policy"] == "check-digit 0.1.0" {
+            break;
+        }
+        assert!(swapped.elapsed() < DEADLINE, "no swap: {answer}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    replace(&file, b"not a policy");
+    let refused = Instant::now();
+    while !service
+        .get("/metrics")
+        .body
+        .contains("idmint_policy_refusals_total 1")
+    {
+        assert!(
+            refused.elapsed() < DEADLINE,
+            "the broken policy was not refused"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        service.get("/v1/counters/orders/ids").json()["policy"],
+        "check-digit 0.1.0"
+    );
+    assert!(service
+        .get("/metrics")
+        .body
+        .contains("idmint_policy_swaps_total 1"));
+}
+
+fn replace(path: &Path, bytes: &[u8]) {
+    let staging = path.with_extension("new");
+    std::fs::write(&staging, bytes).unwrap();
+    std::fs::rename(&staging, path).unwrap();
+}
+
+/// The database going away: requests answer 503 quickly and `/readyz`
+/// fails; when it is back, the same process serves again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_database_is_503_and_service_recovers() {
+    // Fsync on commit: the test server otherwise acknowledges the journal
+    // without writing it, and a killed one would forget the first value.
+    let mut server = OwnedServer::start(ServerConfig {
+        sync_on_commit: true,
+        ..ServerConfig::default()
+    });
+    let mut command = Command::new(env!("CARGO_BIN_EXE_idmint"));
+    command
+        .env("MONGODB_URI", &server.uri)
+        .env("IDMINT_DB", "serve_recovery")
+        .env_remove("IDMINT_POLICY");
+    let mut create = Command::new(env!("CARGO_BIN_EXE_idmint"));
+    create
+        .env("MONGODB_URI", &server.uri)
+        .env("IDMINT_DB", "serve_recovery")
+        .args(["counter", "create", "inv", "--kind", "autoinc"]);
+    assert_exit(&run(&mut create), 0);
+    let service = Service::spawn(command, &["--server-timeout", "1"]);
+    assert_eq!(service.get("/v1/counters/inv/values").values(), [1]);
+    server.kill();
+    let asked = Instant::now();
+    let down = service.get("/v1/counters/inv/values");
+    assert_error(&down, 503, "unavailable", "");
+    assert!(
+        asked.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        asked.elapsed()
+    );
+    let ready = service.get("/readyz");
+    assert_eq!(ready.status, 503, "{ready:?}");
+    assert_eq!(ready.json()["ready"], false);
+    server.restart();
+    let restarted = Instant::now();
+    loop {
+        let answer = service.get("/v1/counters/inv/values");
+        if answer.status == 200 {
+            assert_eq!(answer.values(), [2]);
+            break;
+        }
+        assert!(restarted.elapsed() < DEADLINE, "no recovery: {answer:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(service.get("/readyz").status, 200);
+}
