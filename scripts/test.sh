@@ -12,6 +12,7 @@ if [ -z "${MONGODB_URI:-}" ]; then
 fi
 ensure_mongosh
 ensure_faketime
+ensure_java
 
 # test-hooks: the crash hook the installer tests use; never in a user's build.
 cargo test --workspace --locked --features idmint/test-hooks "$@"

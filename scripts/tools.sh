@@ -6,6 +6,8 @@
 #                   GPL, so it is only ever run as a separate process)
 #   mongosh         the MongoDB shell, for the stored-function tests (npm)
 #   faketime        runs a client with its clock an hour ahead, for the lock tests (apt)
+#   javac, java     Java 17, to build and test the Java client of `idmint serve` (apt)
+#   wrk             HTTP load for the `idmint serve` benchmark (apt; scripts/bench-serve.sh)
 #
 # Cache: $IDMINT_TOOLS_DIR (default ~/.cache/idmint). Override the binaries with
 # IDMINT_TEST_SERVER_BIN and IDMINT_MONGOSH.
@@ -15,6 +17,15 @@ MONGOSH_VERSION="2.12.0"
 IDMINT_TOOLS_DIR="${IDMINT_TOOLS_DIR:-$HOME/.cache/idmint}"
 
 say() { printf '==> %s\n' "$*" >&2; }
+
+# Installs Debian packages, as root or through sudo.
+apt_install() {
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && apt-get install -y -qq "$@" >/dev/null
+  else
+    sudo apt-get update -qq && sudo apt-get install -y -qq "$@" >/dev/null
+  fi
+}
 
 ensure_wasm_target() {
   if ! rustup target list --installed | grep -qx wasm32-wasip2; then
@@ -38,11 +49,7 @@ ensure_server() {
   if [ ! -x "$root/bin/secantusd-rs" ]; then
     if ! command -v cmake >/dev/null 2>&1; then
       say "installing cmake (needed to build the test server)"
-      if [ "$(id -u)" = 0 ]; then
-        apt-get update -qq && apt-get install -y -qq cmake >/dev/null
-      else
-        sudo apt-get update -qq && sudo apt-get install -y -qq cmake >/dev/null
-      fi
+      apt_install cmake
     fi
     say "building the test server secantusd-rs $SECANTUS_VERSION (about 4 minutes, once)"
     cargo install secantus-mdb --version "$SECANTUS_VERSION" --ignore-rust-version --locked \
@@ -69,11 +76,23 @@ ensure_faketime() {
     return
   fi
   say "installing faketime (the lock tests run a client with a fast clock)"
-  if [ "$(id -u)" = 0 ]; then
-    apt-get update -qq && apt-get install -y -qq faketime >/dev/null
-  else
-    sudo apt-get update -qq && sudo apt-get install -y -qq faketime >/dev/null
+  apt_install faketime
+}
+
+ensure_java() {
+  if command -v javac >/dev/null 2>&1 && command -v java >/dev/null 2>&1; then
+    return
   fi
+  say "installing Java 17 (the Java client's tests)"
+  apt_install openjdk-17-jdk-headless
+}
+
+ensure_wrk() {
+  if command -v wrk >/dev/null 2>&1; then
+    return
+  fi
+  say "installing wrk (HTTP load for the serve benchmark)"
+  apt_install wrk
 }
 
 # Starts secantusd-rs on a free loopback port with a fresh data dir, waits until

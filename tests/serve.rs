@@ -658,3 +658,118 @@ async fn an_unreachable_database_is_503_and_service_recovers() {
     }
     assert_eq!(service.get("/readyz").status, 200);
 }
+
+/// Ranges: runs of consecutive values of a segment or auto-increment
+/// counter, covering exactly `count` values none of which any other route
+/// hands out; cyclic and snowflake counters are refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ranges_cover_exactly_count_values() {
+    const TEST: &str = "serve_ranges";
+    harness::database(TEST).await;
+    create(TEST, "seg", &["--kind", "segment", "--step", "10"]);
+    create(TEST, "inv", &["--kind", "autoinc", "--start", "5"]);
+    create(TEST, "orders", &[]);
+    let service = Service::start(TEST, &[]);
+    let expand = |answer: Answer| -> Vec<u64> {
+        assert_eq!(answer.status, 200, "{answer:?}");
+        answer.json()["ranges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|run| run[0].as_u64().unwrap()..=run[1].as_u64().unwrap())
+            .collect()
+    };
+    let first = service.get("/v1/counters/seg/values?count=3").values();
+    // 25 values across segments of at least 10: more than one run.
+    let ranged = expand(service.get("/v1/counters/seg/ranges?count=25"));
+    let after = service.get("/v1/counters/seg/values?count=3").values();
+    assert_eq!(ranged.len(), 25);
+    let all: BTreeSet<u64> = first.iter().chain(&ranged).chain(&after).copied().collect();
+    assert_eq!(all.len(), 31, "overlap: {first:?} {ranged:?} {after:?}");
+    assert_eq!(
+        expand(service.get("/v1/counters/inv/ranges?count=1000")),
+        (5..1005).collect::<Vec<u64>>()
+    );
+    let text = request(
+        &service.address,
+        "GET",
+        "/v1/counters/inv/ranges?count=2",
+        &[("Accept", "text/plain")],
+        None,
+    );
+    assert_eq!(text.body, "1005 1006\n");
+    assert_error(
+        &service.get("/v1/counters/orders/ranges?count=5"),
+        409,
+        "unservable",
+        "ranges are served for autoinc and segment counters only",
+    );
+    assert_error(
+        &service.get("/v1/counters/inv/ranges?count=0"),
+        400,
+        "bad-request",
+        "count must be 1 to 1000000, not 0",
+    );
+    assert_error(
+        &service.get("/v1/counters/inv/ranges"),
+        400,
+        "bad-request",
+        "count",
+    );
+    assert_eq!(service.get("/v1/counters/inv/values").values(), [1007]);
+}
+
+/// The Java client (`clients/java/`, built here with `javac`): four threads
+/// taking values from ranges and two taking formatted IDs, started at once,
+/// never see a value twice; an unknown counter is the server's 404.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_java_client_hands_out_unique_values() {
+    const TEST: &str = "serve_java";
+    harness::database(TEST).await;
+    create(TEST, "seg", &["--kind", "segment", "--step", "1000"]);
+    create(TEST, "orders", &["--max", "99"]);
+    let service = Service::start(TEST, &[]);
+    let client = Path::new(env!("CARGO_MANIFEST_DIR")).join("../clients/java");
+    let classes = tempfile::tempdir().unwrap();
+    let sources: Vec<_> = ["src", "test"]
+        .iter()
+        .flat_map(|dir| java_sources(&client.join(dir)))
+        .collect();
+    let compiled = Command::new("javac")
+        .arg("-Xlint:all")
+        .arg("-Werror")
+        .arg("-d")
+        .arg(classes.path())
+        .args(&sources)
+        .output()
+        .expect("javac (Java 17) must be installed: scripts/test.sh installs it");
+    assert_exit(&compiled, 0);
+    let checked = Command::new("java")
+        .arg("-cp")
+        .arg(classes.path())
+        .arg("io.idmint.client.ClientCheck")
+        .arg(format!("http://{}/", service.address))
+        .args(["seg", "orders"])
+        .output()
+        .expect("run java");
+    assert_exit(&checked, 0);
+    assert_eq!(
+        stdout(&checked),
+        "values ok 200000\nids ok 5000\nerror ok 404\n"
+    );
+    // Every value the client took came from segments the counter handed out.
+    assert!(counter_field(TEST, "seg", "max") > 200_000);
+}
+
+fn java_sources(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            found.extend(java_sources(&path));
+        } else if path.extension().is_some_and(|ext| ext == "java") {
+            found.push(path);
+        }
+    }
+    found
+}

@@ -41,6 +41,9 @@ pub struct ServeCmd {
     /// The largest `count` per request (1 to 1000).
     #[arg(long, default_value_t = 1000, value_name = "N")]
     pub max_count: usize,
+    /// The largest `count` of a ranges request.
+    #[arg(long, default_value_t = 1_000_000, value_name = "N")]
+    pub max_range: u64,
     /// Requests in progress at once; more are answered 503 at once.
     #[arg(long, default_value_t = 1024, value_name = "N")]
     pub max_concurrent: usize,
@@ -80,6 +83,14 @@ impl ServeCmd {
             ))
             .into());
         }
+        if !(1..=idmint::sequence::MAX_STEP).contains(&self.max_range) {
+            return Err(UsageError(format!(
+                "--max-range {} is out of range 1 to {}",
+                self.max_range,
+                idmint::sequence::MAX_STEP
+            ))
+            .into());
+        }
         if self.max_concurrent == 0 {
             return Err(UsageError("--max-concurrent must be at least 1".into()).into());
         }
@@ -91,6 +102,7 @@ impl ServeCmd {
             .into());
         }
         limits.max_count = self.max_count;
+        limits.max_range = self.max_range;
         limits.max_concurrent = self.max_concurrent;
         limits.request_timeout = Duration::from_secs_f64(self.request_timeout);
         limits.max_body_bytes = self.max_body;

@@ -30,6 +30,8 @@ pub mod snowflake;
 mod spec;
 pub mod wire;
 
+use std::ops::Range;
+
 use mongodb::Database;
 
 pub use autoinc::AutoIncrement;
@@ -165,6 +167,26 @@ impl Sequence {
                     })
                     .collect())
             }
+        }
+    }
+
+    /// Reserves `count` values (any number) as runs of consecutive values,
+    /// for callers that hand them out themselves: an auto-increment counter
+    /// in one round trip (one run), a segment counter from its buffers (one
+    /// run per segment touched). Cyclic and snowflake values are not runs:
+    /// [`SequenceError::WrongKind`], and nothing is taken.
+    pub async fn take_ranges(&self, count: u64) -> Result<Vec<Range<u64>>, SequenceError> {
+        match self {
+            Self::Autoinc(counter) => {
+                let taken = counter.take(count).await?;
+                Ok(vec![*taken.start()..*taken.end() + 1])
+            }
+            Self::Segment(allocator) => allocator.take_ranges(count).await,
+            Self::Cyclic(_) | Self::Snowflake(_) => Err(SequenceError::WrongKind {
+                name: self.name().clone(),
+                found: self.kind(),
+                expected: CounterKind::Segment,
+            }),
         }
     }
 

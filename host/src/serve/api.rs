@@ -27,6 +27,26 @@ pub struct ValuesQuery {
     pub count: Option<usize>,
 }
 
+/// Query of `GET /v1/counters/{name}/ranges`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct RangesQuery {
+    /// How many values (1 to the server's `--max-range`).
+    pub count: u64,
+}
+
+/// Runs of consecutive values, for a client that hands them out itself.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RangesResponse {
+    /// The counter.
+    pub counter: String,
+    /// Its kind: `autoinc` or `segment`.
+    pub kind: String,
+    /// `[first, last]` of each run, both included, in increasing order.
+    pub ranges: Vec<[u64; 2]>,
+}
+
 /// Formatted IDs.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct IdsResponse {

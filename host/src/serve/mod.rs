@@ -6,6 +6,9 @@
 //! - `GET /v1/counters/{name}/ids?count=N[&prefix=P]`: formatted IDs through
 //!   the policy in service (JSON, or one per line with `Accept: text/plain`);
 //! - `GET /v1/counters/{name}/values?count=N`: raw values;
+//! - `GET /v1/counters/{name}/ranges?count=N`: runs of consecutive values
+//!   of an auto-increment or segment counter, for clients that hand them
+//!   out in-process (Tinyid's client-side segments; `clients/java/`);
 //! - `GET /v1/counters/{name}`: the counter now, and what the server holds;
 //! - `POST /v1/validate`: IDs in, parts or reasons out;
 //! - `GET /api/segment/get/{key}`, `GET /api/snowflake/get/{key}`: Meituan
@@ -55,8 +58,8 @@ use tower::ServiceBuilder;
 
 pub use access::{Access, AccessError, App};
 pub use api::{
-    Checked, CounterResponse, IdsQuery, IdsResponse, LeaseReadiness, Readiness, ValidateRequest,
-    ValidateResponse, ValuesQuery, ValuesResponse,
+    Checked, CounterResponse, IdsQuery, IdsResponse, LeaseReadiness, RangesQuery, RangesResponse,
+    Readiness, ValidateRequest, ValidateResponse, ValuesQuery, ValuesResponse,
 };
 pub use error::{ApiError, ErrorBody};
 pub use metrics::Metrics;
@@ -78,6 +81,10 @@ pub struct Limits {
     /// check); at most [`MAX_BLOCK`], so that a cyclic or auto-increment
     /// request is one round trip. Default 1000.
     pub max_count: usize,
+    /// The largest `count` of a ranges request, at most
+    /// [`MAX_STEP`](crate::sequence::MAX_STEP).
+    /// Default 1,000,000 (the largest step a segment adapts to).
+    pub max_range: u64,
     /// The largest request body, in bytes. Default 256 KiB.
     pub max_body_bytes: usize,
     /// How long a request may take before it is answered 503. Default 5 s.
@@ -93,6 +100,7 @@ impl Default for Limits {
     fn default() -> Self {
         Self {
             max_count: MAX_BLOCK,
+            max_range: 1_000_000,
             max_body_bytes: 256 << 10,
             request_timeout: Duration::from_secs(5),
             max_concurrent: 1024,
@@ -199,6 +207,7 @@ impl Server {
         let api = Router::new()
             .route("/v1/counters/{name}/ids", get(routes::ids))
             .route("/v1/counters/{name}/values", get(routes::values))
+            .route("/v1/counters/{name}/ranges", get(routes::ranges))
             .route("/v1/counters/{name}", get(routes::counter))
             .route("/v1/validate", post(routes::validate))
             .route("/api/segment/get/{key}", get(routes::leaf_segment))

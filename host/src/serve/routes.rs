@@ -15,8 +15,8 @@ use mongodb::bson::doc;
 use utoipa::OpenApi;
 
 use super::api::{
-    Checked, CounterResponse, IdsQuery, IdsResponse, LeaseReadiness, Readiness, ValidateRequest,
-    ValidateResponse, ValuesQuery, ValuesResponse,
+    Checked, CounterResponse, IdsQuery, IdsResponse, LeaseReadiness, RangesQuery, RangesResponse,
+    Readiness, ValidateRequest, ValidateResponse, ValuesQuery, ValuesResponse,
 };
 use super::error::{ApiError, ErrorBody};
 use super::pool::Served;
@@ -201,6 +201,14 @@ pub(super) async fn values(
         .take(count, SystemClock.now_micros())
         .await?;
     state.metrics.values(&name, count);
+    if wants_text(&headers) {
+        let mut lines = String::with_capacity(issued.len() * 12);
+        for issued in &issued {
+            lines.push_str(&issued.value.to_string());
+            lines.push('\n');
+        }
+        return Ok(text(lines));
+    }
     let kind = served.sequence.kind();
     let timestamps = (kind == CounterKind::Cyclic).then(|| {
         issued
@@ -213,6 +221,59 @@ pub(super) async fn values(
         kind: kind.to_string(),
         values: issued.iter().map(|issued| issued.value).collect(),
         timestamps_micros: timestamps,
+    })
+    .into_response())
+}
+
+/// Runs of consecutive values of an auto-increment or segment counter, for
+/// a client that hands them out in-process (Tinyid's client-side
+/// segments): any `count` up to `--max-range` costs a few numbers.
+#[utoipa::path(
+    get,
+    path = "/v1/counters/{name}/ranges",
+    params(("name" = String, Path, description = "An autoinc or segment counter"), RangesQuery),
+    responses(
+        (status = 200, description = "The runs, as JSON, or `FIRST LAST` per line with `Accept: text/plain`", body = RangesResponse),
+        (status = 400, description = "Bad name, count or parameter", body = ErrorBody),
+        (status = 404, description = "No such counter", body = ErrorBody),
+        (status = 409, description = "A cyclic or snowflake counter: its values are not runs", body = ErrorBody),
+        (status = 503, description = "Database unreachable, or overloaded", body = ErrorBody),
+    )
+)]
+pub(super) async fn ranges(
+    State(state): State<Shared>,
+    Path(name): Path<String>,
+    params: Result<Query<RangesQuery>, QueryRejection>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let params = query(params)?;
+    if params.count == 0 || params.count > state.limits.max_range {
+        return Err(ApiError::BadRequest(format!(
+            "count must be 1 to {}, not {}",
+            state.limits.max_range, params.count
+        )));
+    }
+    let served = state.counter(&headers, &name).await?;
+    let kind = served.sequence.kind();
+    if !matches!(kind, CounterKind::Autoinc | CounterKind::Segment) {
+        return Err(ApiError::unfit(
+            &name,
+            format!("counter '{name}' is a {kind} counter; ranges are served for autoinc and segment counters only"),
+        ));
+    }
+    let runs = served.sequence.take_ranges(params.count).await?;
+    state.metrics.values(&name, params.count as usize);
+    if wants_text(&headers) {
+        let lines: String = runs
+            .iter()
+            .map(|run| format!("{} {}\n", run.start, run.end - 1))
+            .collect();
+        return Ok(text(lines));
+    }
+    Ok(Json(RangesResponse {
+        counter: name,
+        kind: kind.to_string(),
+        ranges: runs.iter().map(|run| [run.start, run.end - 1]).collect(),
     })
     .into_response())
 }

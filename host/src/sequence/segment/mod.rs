@@ -268,6 +268,23 @@ impl SegmentAllocator {
         Ok(first..first + 1)
     }
 
+    /// The next `count` values as runs of consecutive values, in increasing
+    /// order: one run per segment touched, so a large request costs a few
+    /// ranges, not a value each (Tinyid's client-side segments).
+    pub async fn take_ranges(&self, count: u64) -> Result<Vec<Range<u64>>, SequenceError> {
+        let mut ranges: Vec<Range<u64>> = Vec::new();
+        let mut left = count;
+        while left > 0 {
+            let run = self.take_run(left).await?;
+            left -= run.end - run.start;
+            match ranges.last_mut() {
+                Some(last) if last.end == run.start => last.end = run.end,
+                _ => ranges.push(run),
+            }
+        }
+        Ok(ranges)
+    }
+
     /// The next `count` values, in increasing order (a request may span two
     /// segments, so they need not be consecutive).
     pub async fn take(&self, count: usize) -> Result<Vec<u64>, SequenceError> {
