@@ -773,3 +773,68 @@ fn java_sources(dir: &Path) -> Vec<std::path::PathBuf> {
     }
     found
 }
+
+/// Limits: with room for one request at a time, a second request while the
+/// first is in flight is answered 503 at once (not queued), and the first,
+/// stuck on a database that is gone, is answered 503 at its time limit;
+/// `/metrics` stays outside the limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_over_the_limits_are_503_not_queued() {
+    let mut server = OwnedServer::start(ServerConfig::default());
+    let with_server = |command: &mut Command| {
+        command
+            .env("MONGODB_URI", &server.uri)
+            .env("IDMINT_DB", "serve_limits")
+            .env_remove("IDMINT_POLICY");
+    };
+    let mut create = Command::new(env!("CARGO_BIN_EXE_idmint"));
+    with_server(&mut create);
+    assert_exit(
+        &run(create.args(["counter", "create", "inv", "--kind", "autoinc"])),
+        0,
+    );
+    let mut command = Command::new(env!("CARGO_BIN_EXE_idmint"));
+    with_server(&mut command);
+    let service = Service::spawn(
+        command,
+        &[
+            "--max-concurrent",
+            "1",
+            "--request-timeout",
+            "3",
+            "--server-timeout",
+            "60",
+        ],
+    );
+    assert_eq!(service.get("/v1/counters/inv/values").values(), [1]);
+    server.kill();
+    let address = service.address.clone();
+    let stuck =
+        std::thread::spawn(move || request(&address, "GET", "/v1/counters/inv/values", &[], None));
+    // The stuck request is in flight once the gauge counts it and this
+    // scrape: no guessing with sleeps.
+    let waited = Instant::now();
+    while !service
+        .get("/metrics")
+        .body
+        .contains("idmint_http_requests_in_flight 2")
+    {
+        assert!(
+            waited.elapsed() < DEADLINE,
+            "the first request never started"
+        );
+    }
+    let refused = Instant::now();
+    assert_error(
+        &service.get("/v1/counters/inv/values"),
+        503,
+        "overloaded",
+        "concurrency limit",
+    );
+    assert!(
+        refused.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        refused.elapsed()
+    );
+    assert_error(&stuck.join().unwrap(), 503, "overloaded", "time limit");
+}

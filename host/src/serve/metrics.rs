@@ -58,6 +58,7 @@ pub struct PolicyLabels {
 pub struct Metrics {
     registry: Registry,
     requests: Family<RouteStatus, Counter>,
+    in_flight: Gauge,
     latency: Family<Route, Histogram>,
     values: Family<CounterLabel, Counter>,
     segment_fetches: Family<CounterLabel, Counter>,
@@ -90,6 +91,12 @@ impl Metrics {
             "http_requests",
             "HTTP requests answered, by route and status",
             requests.clone(),
+        );
+        let in_flight = Gauge::default();
+        registry.register(
+            "http_requests_in_flight",
+            "HTTP requests being answered now (this scrape included)",
+            in_flight.clone(),
         );
         let latency = Family::<Route, Histogram>::new_with_constructor(
             latency_histogram as fn() -> Histogram,
@@ -148,6 +155,7 @@ impl Metrics {
         Self {
             registry,
             requests,
+            in_flight,
             latency,
             values,
             segment_fetches,
@@ -159,6 +167,14 @@ impl Metrics {
             policy_swaps,
             policy_refusals,
         }
+    }
+
+    /// A request started: it counts as in flight until the guard is
+    /// dropped, however the request ends (answered, or abandoned by a
+    /// client that hung up).
+    pub fn request_started(&self) -> InFlight {
+        self.in_flight.inc();
+        InFlight(self.in_flight.clone())
     }
 
     /// Counts one answered request.
@@ -232,6 +248,15 @@ impl Metrics {
         prometheus_client::encoding::text::encode(&mut text, &self.registry)
             .expect("writing to a String cannot fail");
         text
+    }
+}
+
+/// A request in flight ([`Metrics::request_started`]).
+pub struct InFlight(Gauge);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.dec();
     }
 }
 

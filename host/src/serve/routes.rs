@@ -552,6 +552,7 @@ pub(super) async fn track(
     let route = matched.map_or("unmatched".to_string(), |path| path.as_str().to_string());
     let method = request.method().clone();
     let started = Instant::now();
+    let _in_flight = state.metrics.request_started();
     let response = next.run(request).await;
     let seconds = started.elapsed().as_secs_f64();
     let status = response.status().as_u16();

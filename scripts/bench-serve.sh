@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Benchmarks `idmint serve` on this machine with wrk (client and server share
+# it) and the Java client: one segment value per request (Leaf's route), one
+# formatted ID per request, a batch of 1000 formatted IDs per request, and
+# the Java client handing out values in-process. Prints one JSON line per
+# scenario; docs/BENCHMARKS.md records the figures.
+#
+#   scripts/bench-serve.sh [SECONDS]     (default 10 per scenario)
+#
+# Starts a local test server unless MONGODB_URI is set, and uses the
+# database idmint_bench_serve (dropped first).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/tools.sh
+
+seconds="${1:-10}"
+ensure_wasm_target
+ensure_wrk
+ensure_java
+say "building idmint (release)"
+cargo build --locked --release -p idmint --quiet
+idmint="${CARGO_TARGET_DIR:-target}/release/idmint"
+if [ -z "${MONGODB_URI:-}" ]; then
+  start_local_server
+fi
+export IDMINT_DB=idmint_bench_serve
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/idmint-bench-serve.XXXXXX")"
+serve_pid=""
+cleanup_serve() {
+  if [ -n "$serve_pid" ]; then kill -TERM "$serve_pid" 2>/dev/null; wait "$serve_pid" 2>/dev/null || true; fi
+  rm -rf "$work"
+}
+trap 'cleanup_serve; kill "${IDMINT_SERVER_PID:-}" 2>/dev/null || true; rm -rf "${IDMINT_SERVER_DATA:-}" "${IDMINT_SERVER_DATA:-}.log"' EXIT
+
+"$idmint" uninstall --drop-counters --yes >/dev/null 2>&1 || true
+"$idmint" counter create seg --kind segment --step 10000 --prefix ORD- >/dev/null
+
+# The decimal policy: segment values are not cyclic, so they need no time.
+"$idmint" serve --listen 127.0.0.1:0 --policy builtin:decimal --log-format json \
+  >"$work/serve.out" 2>"$work/serve.log" &
+serve_pid=$!
+for _ in $(seq 100); do
+  grep -q '^listening on ' "$work/serve.out" 2>/dev/null && break
+  sleep 0.1
+done
+url="$(sed -n 's/^listening on //p' "$work/serve.out")"
+[ -n "$url" ] || { cat "$work/serve.log" >&2; exit 1; }
+say "idmint serve at $url"
+
+run_wrk() { # name path accept ids_per_request
+  local name=$1 path=$2 accept=$3 per=$4 line
+  line="$(WRK_ACCEPT="$accept" wrk -t2 -c64 -d"${seconds}s" --latency -s scripts/wrk-report.lua "$url$path" | tail -n 1)"
+  printf '{"scenario":"%s","ids_per_request":%d,%s\n' "$name" "$per" "${line#\{}"
+}
+
+# Warm-up: segment steps adapt, connections open.
+WRK_ACCEPT= wrk -t2 -c64 -d2s "$url/api/segment/get/seg" >/dev/null
+run_wrk segment_value /api/segment/get/seg "" 1
+run_wrk formatted_id "/v1/counters/seg/ids" text/plain 1
+run_wrk formatted_batch_1000 "/v1/counters/seg/ids?count=1000" text/plain 1000
+
+classes="$work/classes"
+javac -d "$classes" $(find clients/java/src clients/java/test -name '*.java')
+for threads in 1 4; do
+  java -cp "$classes" io.idmint.client.ClientBench "$url/" seg "$threads" "$seconds" 100000
+done
+say "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -r)"
