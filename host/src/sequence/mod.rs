@@ -179,7 +179,8 @@ impl Sequence {
         match self {
             Self::Autoinc(counter) => {
                 let taken = counter.take(count).await?;
-                Ok(vec![*taken.start()..*taken.end() + 1])
+                let run = *taken.start()..*taken.end() + 1;
+                Ok(vec![run])
             }
             Self::Segment(allocator) => allocator.take_ranges(count).await,
             Self::Cyclic(_) | Self::Snowflake(_) => Err(SequenceError::WrongKind {
