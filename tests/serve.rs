@@ -422,7 +422,7 @@ async fn sigterm_gives_back_segments_and_releases_leases() {
             .as_array()
             .unwrap()
             .iter()
-            .all(|lease| lease["state"] != "live"),
+            .all(|lease| lease["live"] == false),
         "{workers}"
     );
 }

@@ -395,6 +395,9 @@ async fn snowflake_ids_format_through_the_base32_policy() {
     }
     let refused = run(idmint(TEST).args(["next", "events"]));
     assert_exit(&refused, 4);
+    // The refused run leased a worker id to open the counter, and released
+    // it at once rather than leaving it live until it expires.
+    assert_eq!(live_workers(TEST, "events"), BTreeSet::new());
     assert!(
         stderr(&refused)
             .contains("snowflake counter 'events' hands out values up to 9223372036854775807")

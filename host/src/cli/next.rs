@@ -74,13 +74,14 @@ impl NextCmd {
         let (sequence, state) = Sequence::open(&database, name, &open)
             .await
             .map_err(idmint::Error::from)?;
-        let minter = Minter::prepare_opened(
-            sequence,
+        let prepared = Minter::prepare_opened(
+            sequence.clone(),
             state,
             policy,
             self.prefix.clone(),
             Arc::new(SystemClock),
-        )?;
+        );
+        let minter = sequence.close_on_error(prepared).await?;
         let result = self.mint_all(&minter, output).await;
         // A segment counter gives back what it did not hand out, even after an error.
         let closed = minter.close().await;

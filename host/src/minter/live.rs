@@ -94,16 +94,28 @@ impl LiveMinter {
             .prefix(prefix)
             .counter(state)
             .now_micros(clock.now_micros());
-        let first = if options.follow_store {
-            watch::first_policy(&store, runtime, &local, &checks, &sender).await?
-        } else {
-            local.clone()
-        };
-        // Minter::prepare checks the counter, the fit and the prefix; the
-        // activation check then runs the samples.
-        let minter =
-            Minter::prepare_opened(sequence, opened, first.clone(), options.prefix, clock)?;
-        activation::check(&first, &checks)?;
+        // Anything failing from here closes the counter again (a snowflake
+        // counter's worker lease is released at once).
+        let chosen = async {
+            let first = if options.follow_store {
+                watch::first_policy(&store, runtime, &local, &checks, &sender).await?
+            } else {
+                local.clone()
+            };
+            // Minter::prepare checks the counter, the fit and the prefix; the
+            // activation check then runs the samples.
+            let minter = Minter::prepare_opened(
+                sequence.clone(),
+                opened,
+                first.clone(),
+                options.prefix.clone(),
+                clock,
+            )?;
+            activation::check(&first, &checks)?;
+            Ok::<_, Error>((minter, first))
+        }
+        .await;
+        let (minter, first) = sequence.close_on_error(chosen).await?;
         let live = Arc::new(LivePolicy::new(first, checks).with_local(local));
 
         let mut followers = Vec::new();

@@ -191,6 +191,18 @@ impl Sequence {
         }
     }
 
+    /// Passes `result` through; if it is an error, closes the sequence first
+    /// (its close error, if any, is dropped: the first error is the one to
+    /// report). For a caller that opened a counter and then failed before
+    /// using it: a snowflake counter's worker lease is released at once
+    /// rather than left live until it expires.
+    pub async fn close_on_error<T, E>(&self, result: Result<T, E>) -> Result<T, E> {
+        if result.is_err() {
+            let _ = self.close().await;
+        }
+        result
+    }
+
     /// Ends the use of the counter: a segment allocator gives its unused
     /// values back (see [`SegmentAllocator::close`]); the other kinds hold
     /// nothing.
