@@ -50,6 +50,10 @@ const DECIMAL_ARTIFACT: &str = "idmint_policy_decimal.wasm";
 /// compile-time variable naming where it was left.
 const PROBE_ARTIFACT: &str = "idmint_policy_sandbox_probe.wasm";
 const PROBE_ENV: &str = "IDMINT_SANDBOX_PROBE_WASM";
+/// The runaway policy, a test fixture (not embedded): its artifact, and the
+/// compile-time variable naming where it was left.
+const RUNAWAY_ARTIFACT: &str = "idmint_policy_runaway.wasm";
+const RUNAWAY_ENV: &str = "IDMINT_RUNAWAY_POLICY_WASM";
 /// The base32 policy's artifact, embedded like the default one.
 const BASE32_ARTIFACT: &str = "idmint_policy_base32.wasm";
 /// With [`PREBUILT_ENV`]: the prebuilt base32 policy, embedded too.
@@ -110,11 +114,13 @@ fn run() -> Result<(), String> {
     let decimal_out = out_dir.join(DECIMAL_ARTIFACT);
     let base32_out = out_dir.join(BASE32_ARTIFACT);
     let probe_out = out_dir.join(PROBE_ARTIFACT);
+    let runaway_out = out_dir.join(RUNAWAY_ARTIFACT);
     println!(
         "cargo::rustc-env={CHECK_DIGIT_ENV}={}",
         check_digit_out.display()
     );
     println!("cargo::rustc-env={PROBE_ENV}={}", probe_out.display());
+    println!("cargo::rustc-env={RUNAWAY_ENV}={}", runaway_out.display());
 
     println!("cargo::rerun-if-env-changed={PREBUILT_ENV}");
     if let Some(prebuilt) = env::var_os(PREBUILT_ENV).filter(|p| !p.is_empty()) {
@@ -145,6 +151,8 @@ fn run() -> Result<(), String> {
         "base32/Cargo.toml",
         "sandbox-probe/src",
         "sandbox-probe/Cargo.toml",
+        "runaway/src",
+        "runaway/Cargo.toml",
     ] {
         println!("cargo::rerun-if-changed={}", guest.join(input).display());
     }
@@ -177,6 +185,11 @@ fn run() -> Result<(), String> {
         &built.join(PROBE_ARTIFACT),
         &probe_out,
         "built from guest/sandbox-probe/",
+    )?;
+    install(
+        &built.join(RUNAWAY_ARTIFACT),
+        &runaway_out,
+        "built from guest/runaway/",
     )?;
     install(&built.join(ARTIFACT), &out, "built from guest/")
 }
@@ -249,6 +262,8 @@ fn build_guest(workspace: &Path, target_dir: &Path) -> Result<(), String> {
             "idmint-policy-base32",
             "-p",
             "idmint-policy-sandbox-probe",
+            "-p",
+            "idmint-policy-runaway",
             "--release",
             "--target",
             TARGET,

@@ -763,3 +763,43 @@ fn the_sandbox_denies_environment_files_and_network() {
         "the sandbox let the policy reach something"
     );
 }
+
+/// A policy that passes its activation check and then never returns for
+/// one value (the runaway fixture, `guest/runaway/`: sequence 42) is
+/// stopped at the default time limit while a stream serves: the IDs before
+/// it are printed, then the stream ends with exit 4 and an error naming the
+/// limit and where the guest was stopped; no ID is printed for the stuck
+/// value.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runaway_policy_is_stopped_at_the_default_limit_in_a_stream() {
+    const TEST: &str = "policy_runaway_stream";
+    harness::database(TEST).await;
+    assert_exit(
+        &run(harness::idmint(TEST).args(["counter", "create", "orders", "--max", "99"])),
+        0,
+    );
+    let output = run(harness::idmint(TEST).args([
+        "next",
+        "orders",
+        "--stream",
+        "--rate",
+        "1000",
+        "--policy",
+        env!("IDMINT_RUNAWAY_POLICY_WASM"),
+    ]));
+    assert_exit(&output, 4);
+    let printed: Vec<String> = harness::stdout(&output)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let sequences: Vec<&str> = printed.iter().map(|id| &id[id.len() - 2..]).collect();
+    let expected: Vec<String> = (1..42).map(|n| format!("{n:02}")).collect();
+    assert_eq!(sequences, expected, "{printed:?}");
+    let error = harness::stderr(&output);
+    assert!(
+        // Shipped guests are stripped of names: the backtrace gives offsets.
+        error.contains("ran past its 100 ms time limit and was stopped in:")
+            && error.contains("wasm backtrace"),
+        "{error}"
+    );
+}

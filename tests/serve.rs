@@ -838,3 +838,25 @@ async fn requests_over_the_limits_are_503_not_queued() {
     );
     assert_error(&stuck.join().unwrap(), 503, "overloaded", "time limit");
 }
+
+/// A policy call that never returns (the runaway fixture, for sequence 42)
+/// is stopped at its time limit: that request is a 500 naming the limit,
+/// and the server goes on serving the next values.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runaway_policy_fails_one_request_not_the_server() {
+    const TEST: &str = "serve_runaway";
+    harness::database(TEST).await;
+    create(TEST, "orders", &["--max", "99"]);
+    let service = Service::start(TEST, &["--policy", env!("IDMINT_RUNAWAY_POLICY_WASM")]);
+    let first = service.get("/v1/counters/orders/ids?count=41");
+    assert_eq!(first.status, 200, "{first:?}");
+    assert_error(
+        &service.get("/v1/counters/orders/ids"),
+        500,
+        "policy",
+        "ran past its 100 ms time limit",
+    );
+    assert_eq!(service.get("/healthz").status, 200);
+    let next = service.get("/v1/counters/orders/ids").json();
+    assert!(next["ids"][0].as_str().unwrap().ends_with("43"), "{next}");
+}

@@ -74,12 +74,16 @@ pub enum PolicyError {
 
     /// A call ran past [`PolicyLimits::timeout`](super::PolicyLimits) and was
     /// interrupted (an endless loop, or far too much work).
-    #[error("policy {origin} ran past its {timeout_ms} ms time limit and was stopped")]
+    #[error("policy {origin} ran past its {timeout_ms} ms time limit and was stopped{}",
+        if stopped_in.is_empty() { String::new() } else { format!(" in:\n{stopped_in}") })]
     Timeout {
         /// Where the policy came from.
         origin: String,
         /// The limit, in milliseconds.
         timeout_ms: u128,
+        /// The guest's backtrace where it was stopped (the function that
+        /// would not end first), or empty when wasmtime captured none.
+        stopped_in: String,
     },
 
     /// The policy declared or grew a linear memory past
@@ -227,6 +231,10 @@ impl PolicyError {
             return PolicyError::Timeout {
                 origin,
                 timeout_ms: limits.timeout.as_millis(),
+                stopped_in: error
+                    .downcast_ref::<wasmtime::WasmBacktrace>()
+                    .map(|backtrace| backtrace.to_string())
+                    .unwrap_or_default(),
             };
         }
         if let Some(requested) = refused_memory {
