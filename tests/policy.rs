@@ -803,3 +803,97 @@ async fn a_runaway_policy_is_stopped_at_the_default_limit_in_a_stream() {
         "{error}"
     );
 }
+
+/// Without change streams (here: a user whose role may read the policies
+/// collection but not watch it, as on a server that offers none), a host
+/// following the database says it polls, and still swaps to a version
+/// activated after it started.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_change_streams_the_follower_polls_and_still_swaps() {
+    use idmint::policy::watch::{self, SwapEvent};
+    use idmint::policy::{ActivationOptions, LivePolicy, PolicyStore};
+    use mongodb::bson::doc;
+    let server = harness::OwnedServer::start(harness::ServerConfig {
+        auth: true,
+        ..harness::ServerConfig::default()
+    });
+    let port_uri = server.uri.trim_end_matches('/').to_string();
+    let anonymous = mongodb::Client::with_uri_str(&server.uri).await.unwrap();
+    anonymous
+        .database("admin")
+        .run_command(doc! { "createUser": "root", "pwd": "rootpw", "roles": ["root"] })
+        .await
+        .unwrap();
+    let root_uri =
+        port_uri.replacen("mongodb://", "mongodb://root:rootpw@", 1) + "/?authSource=admin";
+    let root = mongodb::Client::with_uri_str(&root_uri)
+        .await
+        .unwrap()
+        .database("shop");
+    root.run_command(doc! {
+        "createRole": "policyReader",
+        "privileges": [{ "resource": { "db": "shop", "collection": "policies" }, "actions": ["find"] }],
+        "roles": [],
+    })
+    .await
+    .unwrap();
+    root.run_command(doc! { "createUser": "reader", "pwd": "readerpw", "roles": ["policyReader"] })
+        .await
+        .unwrap();
+    let runtime = PolicyRuntime::new().unwrap();
+    let admin_store = PolicyStore::new(&root);
+    let version = admin_store
+        .push(
+            &runtime,
+            idmint::policy::DECIMAL_POLICY_WASM,
+            "decimal",
+            None,
+        )
+        .await
+        .unwrap()
+        .stored
+        .version;
+
+    let reader_uri =
+        port_uri.replacen("mongodb://", "mongodb://reader:readerpw@", 1) + "/?authSource=shop";
+    let reader = mongodb::Client::with_uri_str(&reader_uri)
+        .await
+        .unwrap()
+        .database("shop");
+    let local = runtime.load_default().unwrap();
+    let live = std::sync::Arc::new(
+        LivePolicy::new(local.clone(), ActivationOptions::default()).with_local(local),
+    );
+    let (sender, mut events) = tokio::sync::mpsc::unbounded_channel();
+    let follower = watch::follow_store(
+        PolicyStore::new(&reader),
+        runtime.clone(),
+        live.clone(),
+        sender,
+    );
+    match next_event(&mut events).await {
+        SwapEvent::Polling { reason } => {
+            assert!(
+                reason.to_lowercase().contains("not authorized") || reason.contains("changeStream"),
+                "{reason}"
+            )
+        }
+        other => panic!("expected the follower to fall back to polling, got {other:?}"),
+    }
+    admin_store.activate(&runtime, version).await.unwrap();
+    match next_event(&mut events).await {
+        SwapEvent::Swapped { report, .. } => assert_eq!(report.policy.name, "decimal"),
+        other => panic!("expected a swap by polling, got {other:?}"),
+    }
+    assert_eq!(live.current().info().name, "decimal");
+    follower.abort();
+}
+
+async fn next_event(
+    events: &mut tokio::sync::mpsc::UnboundedReceiver<idmint::policy::watch::SwapEvent>,
+) -> idmint::policy::watch::SwapEvent {
+    tokio::time::timeout(EVENT_DEADLINE, events.recv())
+        .await
+        .expect("an event in time")
+        .expect("the follower is running")
+}
