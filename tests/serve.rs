@@ -529,7 +529,7 @@ async fn validate_reads_ids_back() {
     const TEST: &str = "serve_validate";
     harness::database(TEST).await;
     create(TEST, "ev", &["--kind", "snowflake", "--prefix", "EVT-"]);
-    let service = Service::start(TEST, &["--policy", "builtin:base32"]);
+    let service = Service::start(TEST, &["--policy", "builtin:base32", "--max-body", "200"]);
     let ids = service.get("/v1/counters/ev/ids?count=2").json();
     let id = ids["ids"][0].as_str().unwrap().to_string();
     let body = format!(r#"{{"ids": ["{id}", "EVT-!"], "counter": "ev"}}"#);
@@ -550,6 +550,9 @@ async fn validate_reads_ids_back() {
         Some("{\"ids\": 3}"),
     );
     assert_error(&malformed, 400, "bad-request", "ids");
+    let large = format!(r#"{{"ids": ["{}"]}}"#, "A".repeat(300));
+    let large = request(&service.address, "POST", "/v1/validate", &[], Some(&large));
+    assert_error(&large, 413, "too-large", "limit of 200 bytes");
 }
 
 /// A policy file replaced under a running server is served by the next

@@ -18,6 +18,9 @@ pub enum ApiError {
     /// The request is malformed: a parameter, the body, a counter name.
     #[error("{0}")]
     BadRequest(String),
+    /// The request body is larger than the server's `--max-body`.
+    #[error("{0}")]
+    TooLarge(String),
     /// No (valid) bearer token, when the server requires one.
     #[error("a valid bearer token is required (Authorization: Bearer TOKEN)")]
     Unauthenticated,
@@ -64,7 +67,7 @@ pub enum ApiError {
 /// The JSON body of an error response.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ErrorBody {
-    /// A stable machine-readable kind: `bad-request`, `unauthenticated`,
+    /// A stable machine-readable kind: `bad-request`, `too-large`, `unauthenticated`,
     /// `forbidden`, `unknown-counter`, `unservable`, `counter`,
     /// `unavailable`, `policy`, `overloaded`, `no-route`.
     pub error: &'static str,
@@ -80,6 +83,7 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::Unauthenticated => StatusCode::UNAUTHORIZED,
             Self::Forbidden { .. } => StatusCode::FORBIDDEN,
             Self::UnknownCounter(_) => StatusCode::NOT_FOUND,
@@ -94,6 +98,7 @@ impl ApiError {
     pub fn kind(&self) -> &'static str {
         match self {
             Self::BadRequest(_) => "bad-request",
+            Self::TooLarge(_) => "too-large",
             Self::Unauthenticated => "unauthenticated",
             Self::Forbidden { .. } => "forbidden",
             Self::UnknownCounter(_) => "unknown-counter",

@@ -318,6 +318,7 @@ pub(super) async fn counter(
     responses(
         (status = 200, description = "One verdict per ID", body = ValidateResponse),
         (status = 400, description = "Malformed body, or too many IDs", body = ErrorBody),
+        (status = 413, description = "A body over `--max-body`", body = ErrorBody),
     )
 )]
 pub(super) async fn validate(
@@ -325,7 +326,16 @@ pub(super) async fn validate(
     headers: HeaderMap,
     body: Result<Json<ValidateRequest>, JsonRejection>,
 ) -> Result<Json<ValidateResponse>, ApiError> {
-    let Json(request) = body.map_err(|rejection| ApiError::BadRequest(rejection.body_text()))?;
+    let Json(request) = body.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::TooLarge(format!(
+                "the body is larger than the server's limit of {} bytes (--max-body)",
+                state.limits.max_body_bytes
+            ))
+        } else {
+            ApiError::BadRequest(rejection.body_text())
+        }
+    })?;
     state.authorize(&headers, request.counter.as_deref())?;
     if request.ids.is_empty() || request.ids.len() > state.limits.max_count {
         return Err(ApiError::BadRequest(format!(
