@@ -50,12 +50,12 @@ say "idmint serve at $url"
 
 run_wrk() { # name path accept ids_per_request
   local name=$1 path=$2 accept=$3 per=$4 line
-  line="$(WRK_ACCEPT="$accept" wrk -t2 -c64 -d"${seconds}s" --latency -s scripts/wrk-report.lua "$url$path" | tail -n 1)"
+  line="$(WRK_ACCEPT="$accept" wrk -t2 -c32 -d"${seconds}s" --latency -s scripts/wrk-report.lua "$url$path" | tail -n 1)"
   printf '{"scenario":"%s","ids_per_request":%d,%s\n' "$name" "$per" "${line#\{}"
 }
 
 # Warm-up: segment steps adapt, connections open.
-WRK_ACCEPT= wrk -t2 -c64 -d2s "$url/api/segment/get/seg" >/dev/null
+WRK_ACCEPT= wrk -t2 -c32 -d2s "$url/api/segment/get/seg" >/dev/null
 run_wrk segment_value /api/segment/get/seg "" 1
 run_wrk formatted_id "/v1/counters/seg/ids" text/plain 1
 run_wrk formatted_batch_1000 "/v1/counters/seg/ids?count=1000" text/plain 1000

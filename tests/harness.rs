@@ -230,6 +230,47 @@ pub struct ServerConfig {
     pub auth: bool,
 }
 
+/// A server of one test's own with authentication on, and its first user,
+/// `root` (role root, in `admin`), created through the localhost exception.
+pub struct AuthServer {
+    /// The server.
+    pub server: OwnedServer,
+    /// The connection string as `root`.
+    pub root_uri: String,
+}
+
+impl AuthServer {
+    /// Starts the server and creates `root`.
+    pub async fn start() -> Self {
+        let server = OwnedServer::start(ServerConfig {
+            auth: true,
+            ..ServerConfig::default()
+        });
+        let anonymous = Client::with_uri_str(&server.uri).await.unwrap();
+        anonymous
+            .database("admin")
+            .run_command(
+                mongodb::bson::doc! { "createUser": "root", "pwd": "rootpw", "roles": ["root"] },
+            )
+            .await
+            .unwrap();
+        let root_uri = Self::uri_of(&server, "root", "rootpw", "admin");
+        Self { server, root_uri }
+    }
+
+    /// The connection string of `user` with `password`, authenticated
+    /// against `source`.
+    pub fn user_uri(&self, user: &str, password: &str, source: &str) -> String {
+        Self::uri_of(&self.server, user, password, source)
+    }
+
+    fn uri_of(server: &OwnedServer, user: &str, password: &str, source: &str) -> String {
+        let port_uri = server.uri.trim_end_matches('/');
+        port_uri.replacen("mongodb://", &format!("mongodb://{user}:{password}@"), 1)
+            + &format!("/?authSource={source}")
+    }
+}
+
 /// A server owned by one test: can be killed and restarted on the same data.
 pub struct OwnedServer {
     /// Its connection string.

@@ -8,7 +8,7 @@ use idmint::installer::{self, Action, InstallOptions, ItemState, MANIFEST_COLLEC
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::Database;
 
-use crate::harness::{self, assert_exit, run, OwnedServer, ServerConfig};
+use crate::harness::{self, assert_exit, run};
 
 fn options() -> InstallOptions {
     InstallOptions::default()
@@ -514,20 +514,8 @@ async fn uninstall_keeps_a_hand_edited_function_without_force() {
 /// missing privilege; an admin user (role idmintAdmin) can install.
 #[tokio::test]
 async fn roles_give_apps_counters_and_admins_the_installer() {
-    let server = OwnedServer::start(ServerConfig {
-        auth: true,
-        ..ServerConfig::default()
-    });
-    let port_uri = server.uri.trim_end_matches('/').to_string();
-    // The localhost exception lets the first user be created without credentials.
-    let anonymous = mongodb::Client::with_uri_str(&server.uri).await.unwrap();
-    anonymous
-        .database("admin")
-        .run_command(doc! { "createUser": "root", "pwd": "rootpw", "roles": ["root"] })
-        .await
-        .unwrap();
-    let root_uri =
-        port_uri.replacen("mongodb://", "mongodb://root:rootpw@", 1) + "/?authSource=admin";
+    let server = harness::AuthServer::start().await;
+    let root_uri = server.root_uri.clone();
     let idmint = |uri: &str| {
         let mut command = Command::new(env!("CARGO_BIN_EXE_idmint"));
         command.env("MONGODB_URI", uri).env("IDMINT_DB", "shop");
@@ -544,8 +532,8 @@ async fn roles_give_apps_counters_and_admins_the_installer() {
             .await
             .unwrap();
     }
-    let app_uri = port_uri.replacen("mongodb://", "mongodb://app:apppw@", 1) + "/?authSource=shop";
-    let dba_uri = port_uri.replacen("mongodb://", "mongodb://dba:dbapw@", 1) + "/?authSource=shop";
+    let app_uri = server.user_uri("app", "apppw", "shop");
+    let dba_uri = server.user_uri("dba", "dbapw", "shop");
 
     assert_exit(
         &run(idmint(&dba_uri).args(["counter", "create", "orders"])),

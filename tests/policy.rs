@@ -813,19 +813,8 @@ async fn without_change_streams_the_follower_polls_and_still_swaps() {
     use idmint::policy::watch::{self, SwapEvent};
     use idmint::policy::{ActivationOptions, LivePolicy, PolicyStore};
     use mongodb::bson::doc;
-    let server = harness::OwnedServer::start(harness::ServerConfig {
-        auth: true,
-        ..harness::ServerConfig::default()
-    });
-    let port_uri = server.uri.trim_end_matches('/').to_string();
-    let anonymous = mongodb::Client::with_uri_str(&server.uri).await.unwrap();
-    anonymous
-        .database("admin")
-        .run_command(doc! { "createUser": "root", "pwd": "rootpw", "roles": ["root"] })
-        .await
-        .unwrap();
-    let root_uri =
-        port_uri.replacen("mongodb://", "mongodb://root:rootpw@", 1) + "/?authSource=admin";
+    let server = harness::AuthServer::start().await;
+    let root_uri = server.root_uri.clone();
     let root = mongodb::Client::with_uri_str(&root_uri)
         .await
         .unwrap()
@@ -854,8 +843,7 @@ async fn without_change_streams_the_follower_polls_and_still_swaps() {
         .stored
         .version;
 
-    let reader_uri =
-        port_uri.replacen("mongodb://", "mongodb://reader:readerpw@", 1) + "/?authSource=shop";
+    let reader_uri = server.user_uri("reader", "readerpw", "shop");
     let reader = mongodb::Client::with_uri_str(&reader_uri)
         .await
         .unwrap()

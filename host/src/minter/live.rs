@@ -118,23 +118,13 @@ impl LiveMinter {
         let (minter, first) = sequence.close_on_error(chosen).await?;
         let live = Arc::new(LivePolicy::new(first, checks).with_local(local));
 
-        let mut followers = Vec::new();
-        if let Some(path) = options.follow_file {
-            followers.push(watch::follow_file(
-                path,
-                runtime.clone(),
-                live.clone(),
-                sender.clone(),
-            ));
-        }
-        if options.follow_store {
-            followers.push(watch::follow_store(
-                store,
-                runtime.clone(),
-                live.clone(),
-                sender.clone(),
-            ));
-        }
+        let followers = watch::follow(
+            options.follow_file,
+            options.follow_store.then_some(store),
+            runtime,
+            &live,
+            &sender,
+        );
         Ok((
             Self {
                 minter,

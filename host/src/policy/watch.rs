@@ -104,6 +104,36 @@ pub async fn first_policy(
     Ok(local.clone())
 }
 
+/// Starts the followers a long-running process asks for: of the policy file
+/// `file`, and of the policies collection (`store`), each offering what it
+/// finds to `live` and reporting on `events`.
+pub fn follow(
+    file: Option<PathBuf>,
+    store: Option<PolicyStore>,
+    runtime: &PolicyRuntime,
+    live: &Arc<LivePolicy>,
+    events: &UnboundedSender<SwapEvent>,
+) -> Vec<JoinHandle<()>> {
+    let mut followers = Vec::new();
+    if let Some(path) = file {
+        followers.push(follow_file(
+            path,
+            runtime.clone(),
+            live.clone(),
+            events.clone(),
+        ));
+    }
+    if let Some(store) = store {
+        followers.push(follow_store(
+            store,
+            runtime.clone(),
+            live.clone(),
+            events.clone(),
+        ));
+    }
+    followers
+}
+
 /// Follows `path`: whenever its size or modification time changes and its
 /// bytes differ from the policy in service, loads it with `runtime` and
 /// offers it to `live`.

@@ -176,18 +176,13 @@ impl Server {
             limits: options.limits,
         });
 
-        let mut followers = Vec::new();
-        if let Some(path) = options.follow_file {
-            followers.push(watch::follow_file(
-                path,
-                runtime.clone(),
-                live.clone(),
-                sender.clone(),
-            ));
-        }
-        if options.follow_store {
-            followers.push(watch::follow_store(store, runtime.clone(), live, sender));
-        }
+        let mut followers = watch::follow(
+            options.follow_file,
+            options.follow_store.then_some(store),
+            runtime,
+            &live,
+            &sender,
+        );
         let reporter = {
             let state = state.clone();
             tokio::spawn(async move {
