@@ -504,7 +504,7 @@ async fn metrics_and_openapi() {
         r#"idmint_http_requests_total{route="/v1/counters/{name}/values",status="404"} 1"#,
         r#"idmint_values_total{counter="seg"} 12"#,
         r#"idmint_segment_fetches_total{counter="seg"} 1"#,
-        r#"idmint_policy_info{name="default",version="0.1.0",contract="0.3.0""#,
+        r#"idmint_policy_info{serves="any",name="default",version="0.1.0",contract="0.3.0""#,
     ] {
         assert!(metrics.contains(line), "{line} not in\n{metrics}");
     }
@@ -862,4 +862,36 @@ async fn a_runaway_policy_fails_one_request_not_the_server() {
     assert_eq!(service.get("/healthz").status, 200);
     let next = service.get("/v1/counters/orders/ids").json();
     assert!(next["ids"][0].as_str().unwrap().ends_with("43"), "{next}");
+}
+
+/// `--policy-for KIND=POLICY`: one server formats a cyclic counter with the
+/// default policy and a snowflake counter with the base32 one, and reads
+/// the snowflake IDs back with the policy that wrote them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policy_per_kind_lets_one_server_format_every_kind() {
+    const TEST: &str = "serve_policy_for";
+    harness::database(TEST).await;
+    create(TEST, "orders", &["--prefix", "ORD-"]);
+    create(TEST, "ev", &["--kind", "snowflake", "--prefix", "EVT-"]);
+    let service = Service::start(TEST, &["--policy-for", "snowflake=builtin:base32"]);
+    let orders = service.get("/v1/counters/orders/ids").json();
+    assert_eq!(orders["policy"], "default 0.1.0", "{orders}");
+    let events = service.get("/v1/counters/ev/ids").json();
+    assert_eq!(events["policy"], "base32 0.1.0", "{events}");
+    let id = events["ids"][0].as_str().unwrap();
+    assert_eq!(id.len(), 4 + 13, "{id}");
+    let body = format!(r#"{{"ids": ["{id}"], "counter": "ev"}}"#);
+    let read = request(&service.address, "POST", "/v1/validate", &[], Some(&body)).json();
+    assert_eq!(read["valid"], true, "{read}");
+    assert!(service
+        .get("/metrics")
+        .body
+        .contains(r#"idmint_policy_info{serves="snowflake",name="base32""#));
+    let refused = run(idmint(TEST).args(["serve", "--policy-for", "comet=builtin:base32"]));
+    assert_exit(&refused, 2);
+    assert!(
+        harness::stderr(&refused).contains("--policy-for \"comet=builtin:base32\""),
+        "{}",
+        harness::stderr(&refused)
+    );
 }

@@ -8,8 +8,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
+use idmint::sequence::CounterKind;
 use idmint::serve::{Access, Limits, ServeOptions, Server};
-use idmint::PolicyRuntime;
+use idmint::{Policy, PolicyRuntime};
 use serde::Serialize;
 use tracing_subscriber::EnvFilter;
 
@@ -32,6 +33,10 @@ pub struct ServeCmd {
     /// Follow the active version of the policies collection (swapped live).
     #[arg(long)]
     pub policy_from_db: bool,
+    /// A policy for the counters of one kind instead (not followed), e.g.
+    /// snowflake=builtin:base32; repeatable, one per kind.
+    #[arg(long, value_name = "KIND=POLICY")]
+    pub policy_for: Vec<String>,
     #[command(flatten)]
     pub open: OpenArgs,
     /// Require bearer tokens: a JSON file of apps, each with its token's
@@ -109,6 +114,31 @@ impl ServeCmd {
         Ok(limits)
     }
 
+    /// `--policy-for KIND=POLICY`, each kind once, each policy loaded.
+    fn kind_policies(&self, runtime: &PolicyRuntime) -> anyhow::Result<Vec<(CounterKind, Policy)>> {
+        let mut policies: Vec<(CounterKind, Policy)> = Vec::new();
+        for given in &self.policy_for {
+            let (kind, policy) = given.split_once('=').ok_or_else(|| {
+                UsageError(format!(
+                    "--policy-for {given:?} must be KIND=POLICY, e.g. snowflake=builtin:base32"
+                ))
+            })?;
+            let kind: CounterKind =
+                kind.parse()
+                    .map_err(|error: idmint::sequence::UnknownKind| {
+                        UsageError(format!("--policy-for {given:?}: {error}"))
+                    })?;
+            if policies.iter().any(|(seen, _)| *seen == kind) {
+                return Err(UsageError(format!("--policy-for names {kind} twice")).into());
+            }
+            let args = PolicyArgs {
+                policy: Some(policy.into()),
+            };
+            policies.push((kind, args.load_with(runtime)?));
+        }
+        Ok(policies)
+    }
+
     pub async fn execute(&self, output: &Output) -> anyhow::Result<Outcome> {
         let mut options = ServeOptions::default();
         options.limits = self.limits()?;
@@ -125,6 +155,7 @@ impl ServeCmd {
 
         let runtime = PolicyRuntime::new().map_err(idmint::Error::from)?;
         let local = self.policy.load_with(&runtime)?;
+        options.kind_policies = self.kind_policies(&runtime)?;
         let database = self.connect.connect().await?;
         let server = Server::start(&database, &runtime, local, options).await?;
         let listener = tokio::net::TcpListener::bind(self.listen)

@@ -44,6 +44,8 @@ pub struct CounterLabel {
 /// The policy in service.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct PolicyLabels {
+    /// The counters it formats: `any` (the followed policy), or a kind.
+    pub serves: String,
     /// Its name.
     pub name: String,
     /// Its version.
@@ -213,7 +215,13 @@ impl Metrics {
 
     /// The metrics as OpenMetrics text, with the counters' own figures and
     /// the policy in service read now.
-    pub fn render(&self, opened: &[std::sync::Arc<Served>], policy: &Policy) -> String {
+    /// `policies`: each policy in service and the counters it formats
+    /// (`any`, or a kind).
+    pub fn render(
+        &self,
+        opened: &[std::sync::Arc<Served>],
+        policies: &[(String, Policy)],
+    ) -> String {
         for served in opened {
             let label = CounterLabel {
                 counter: served.state.name.clone(),
@@ -236,14 +244,17 @@ impl Metrics {
             }
         }
         self.policy.clear();
-        self.policy
-            .get_or_create(&PolicyLabels {
-                name: policy.info().name.clone(),
-                version: policy.info().version.clone(),
-                contract: policy.contract().to_string(),
-                sha256: policy.sha256().to_string(),
-            })
-            .set(1);
+        for (serves, policy) in policies {
+            self.policy
+                .get_or_create(&PolicyLabels {
+                    serves: serves.clone(),
+                    name: policy.info().name.clone(),
+                    version: policy.info().version.clone(),
+                    contract: policy.contract().to_string(),
+                    sha256: policy.sha256().to_string(),
+                })
+                .set(1);
+        }
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &self.registry)
             .expect("writing to a String cannot fail");

@@ -21,8 +21,9 @@
 //! snowflake counter from its generator under a leased worker id, with no
 //! database round trip per request; a cyclic or auto-increment request
 //! reserves its whole `count` in one round trip. Policies are followed
-//! live (a file, or the policies collection) and checked per counter before
-//! the first value is taken ([`Minters`]). Policy calls run on the
+//! live (a file, or the policies collection), or given per counter kind
+//! ([`ServeOptions::kind_policies`]), and checked per counter before the
+//! first value is taken ([`Minters`]). Policy calls run on the
 //! blocking pool, so a slow policy never holds an executor thread.
 //!
 //! Limits ([`Limits`]): `count` per request, body size, a time limit per
@@ -39,6 +40,7 @@ mod minters;
 mod pool;
 mod routes;
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -71,7 +73,9 @@ use crate::policy::watch::{self, SwapEvent};
 use crate::policy::{
     activation, ActivationOptions, LivePolicy, Policy, PolicyRuntime, PolicyStore,
 };
-use crate::sequence::{Clock, CounterName, OpenOptions, SequenceError, SystemClock, MAX_BLOCK};
+use crate::sequence::{
+    Clock, CounterKind, CounterName, OpenOptions, SequenceError, SystemClock, MAX_BLOCK,
+};
 
 /// What a server allows one request.
 #[derive(Debug, Clone)]
@@ -123,6 +127,10 @@ pub struct ServeOptions {
     pub follow_file: Option<PathBuf>,
     /// Follow the active version of the policies collection.
     pub follow_store: bool,
+    /// Policies for counters of one kind, instead of the followed one
+    /// (e.g. `builtin:base32` for snowflake counters while cyclic ones get
+    /// the default). Checked at start; not followed.
+    pub kind_policies: Vec<(CounterKind, Policy)>,
 }
 
 /// What the handlers share.
@@ -131,9 +139,33 @@ pub struct AppState {
     pool: CounterPool,
     minters: Minters,
     live: Arc<LivePolicy>,
+    kind_policies: HashMap<CounterKind, Policy>,
     access: Option<Access>,
     metrics: Metrics,
     limits: Limits,
+}
+
+impl AppState {
+    /// The policy that formats counters of `kind`: its own, if the server
+    /// was given one for the kind, else the followed one in service now.
+    fn policy_for(&self, kind: CounterKind) -> Policy {
+        self.kind_policies
+            .get(&kind)
+            .cloned()
+            .unwrap_or_else(|| self.live.current())
+    }
+
+    /// Every policy in service, with the counters it formats: `any` for
+    /// the followed one, a kind for the others.
+    fn policies(&self) -> Vec<(String, Policy)> {
+        let mut policies = vec![("any".to_string(), self.live.current())];
+        policies.extend(
+            self.kind_policies
+                .iter()
+                .map(|(kind, policy)| (kind.to_string(), policy.clone())),
+        );
+        policies
+    }
 }
 
 /// An ID service over one database (see the module docs).
@@ -165,12 +197,18 @@ impl Server {
             local.clone()
         };
         activation::check(&first, &checks)?;
+        let mut kind_policies = HashMap::new();
+        for (kind, policy) in options.kind_policies {
+            activation::check(&policy, &checks)?;
+            kind_policies.insert(kind, policy);
+        }
         let live = Arc::new(LivePolicy::new(first, checks).with_local(local));
         let state = Arc::new(AppState {
             database: database.clone(),
             pool: CounterPool::new(database, options.open),
             minters: Minters::default(),
             live: live.clone(),
+            kind_policies,
             access: options.access,
             metrics: Metrics::new(),
             limits: options.limits,

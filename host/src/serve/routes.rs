@@ -149,9 +149,11 @@ pub(super) async fn ids(
     let params = query(params)?;
     let count = state.count(params.count)?;
     let served = state.counter(&headers, &name).await?;
-    let minter = state
-        .minters
-        .get(&served, state.live.current(), params.prefix.as_deref())?;
+    let minter = state.minters.get(
+        &served,
+        state.policy_for(served.sequence.kind()),
+        params.prefix.as_deref(),
+    )?;
     let stamps = minter.next_stamps(count).await?;
     state.metrics.values(&name, count);
     // A policy call may take up to its deadline: never on an executor thread.
@@ -358,7 +360,11 @@ pub(super) async fn validate(
             Some(layout)
         }
     };
-    let policy = state.live.current();
+    // A snowflake counter's IDs are read by the policy that writes them.
+    let policy = match layout {
+        Some(_) => state.policy_for(CounterKind::Snowflake),
+        None => state.live.current(),
+    };
     let ValidateRequest { ids, prefix, .. } = request;
     let (ids, verdicts) = tokio::task::spawn_blocking(move || {
         let verdicts = policy.validate_many(&ids, prefix.as_deref(), layout.as_ref());
@@ -516,7 +522,7 @@ pub(super) async fn readyz(State(state): State<Shared>) -> (StatusCode, Json<Rea
 pub(super) async fn metrics(State(state): State<Shared>) -> Response {
     let body = state
         .metrics
-        .render(&state.pool.opened(), &state.live.current());
+        .render(&state.pool.opened(), &state.policies());
     (
         [(
             header::CONTENT_TYPE,
