@@ -895,3 +895,62 @@ async fn a_policy_per_kind_lets_one_server_format_every_kind() {
         harness::stderr(&refused)
     );
 }
+
+/// Tokens in the database: `idmint token add` prints a token once and
+/// stores its hash; a server with `--tokens-from-db` accepts it for its
+/// counters only; after `idmint token remove` the server refuses it once it
+/// has read the collection again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_from_the_database_are_added_and_removed_live() {
+    const TEST: &str = "serve_tokens_db";
+    let database = harness::database(TEST).await;
+    create(TEST, "orders", &[]);
+    let added =
+        run(idmint(TEST).args(["token", "add", "billing", "--counters", "orders", "--json"]));
+    assert_exit(&added, 0);
+    let added: Value = serde_json::from_str(&stdout(&added)).unwrap();
+    let token = added["token"].as_str().unwrap().to_string();
+    let stored = harness::documents(&database, "tokens").await;
+    assert_eq!(stored.len(), 1);
+    assert_eq!(
+        stored[0].get_str("token_sha256").unwrap(),
+        idmint::checksum::sha256_hex(token.as_bytes())
+    );
+    assert!(
+        !format!("{stored:?}").contains(&token),
+        "the token itself is stored"
+    );
+    let again = run(idmint(TEST).args(["token", "add", "billing", "--counters", "*"]));
+    assert_exit(&again, 2);
+    assert!(harness::stderr(&again).contains("has a token already"));
+
+    let service = Service::start(TEST, &["--tokens-from-db"]);
+    let bearer = format!("Bearer {token}");
+    let get = |path: &str| {
+        request(
+            &service.address,
+            "GET",
+            path,
+            &[("Authorization", &bearer)],
+            None,
+        )
+    };
+    assert_eq!(get("/v1/counters/orders/values").values(), [1]);
+    assert_error(
+        &get("/v1/counters/other/values"),
+        403,
+        "forbidden",
+        "may not use",
+    );
+    assert_exit(&run(idmint(TEST).args(["token", "remove", "billing"])), 0);
+    let removed = Instant::now();
+    while get("/v1/counters/orders/values").status != 401 {
+        assert!(
+            removed.elapsed() < DEADLINE,
+            "the removed token is still accepted"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let missing = run(idmint(TEST).args(["token", "remove", "billing"]));
+    assert_exit(&missing, 2);
+}

@@ -28,4 +28,7 @@ pub enum Error {
     /// The policy cannot serve the counter (capacity, or time).
     #[error(transparent)]
     Fit(#[from] crate::policy::FitError),
+    /// Application tokens (`idmint serve`'s access) cannot be read or written.
+    #[error(transparent)]
+    Access(#[from] crate::serve::AccessError),
 }

@@ -21,6 +21,7 @@ pub mod lock;
 pub mod minter;
 pub mod mongo;
 pub mod policy;
+pub(crate) mod random;
 pub mod redact;
 pub mod sequence;
 pub mod serve;

@@ -86,7 +86,7 @@ async fn file_swaps(
     let dir = std::env::temp_dir().join(format!(
         "idmint-bench-swap-{}-{}",
         std::process::id(),
-        crate::lock::random::owner_token()
+        crate::random::random_token()
     ));
     std::fs::create_dir_all(&dir)?;
     let path = dir.join("policy.wasm");

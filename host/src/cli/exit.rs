@@ -56,6 +56,8 @@ pub fn exit_code(error: &anyhow::Error) -> u8 {
                 Error::Fit(_) => EXIT_POLICY,
                 Error::PolicyStore(error) => policy_store_code(error),
                 Error::Install(error) => install_code(error),
+                Error::Access(idmint::serve::AccessError::Database(_)) => EXIT_DATABASE,
+                Error::Access(_) => EXIT_USAGE,
                 _ => EXIT_DATABASE,
             };
         }

@@ -20,6 +20,7 @@ mod seq;
 mod serve;
 mod shell_loader;
 mod status;
+mod token;
 mod uninstall;
 mod validate;
 mod workers;
@@ -85,6 +86,9 @@ pub enum Command {
     Workers(workers::WorkersCmd),
     /// Print the mongosh script that loads the installed functions into a shell session.
     ShellLoader(shell_loader::ShellLoaderCmd),
+    /// Application tokens for `serve --tokens-from-db`: add (prints the token once), list, remove.
+    #[command(subcommand)]
+    Token(token::TokenCmd),
     /// Serve IDs over HTTP to apps in any language (JSON API, Leaf-compatible
     /// routes, metrics); runs until SIGTERM or Ctrl-C.
     Serve(serve::ServeCmd),
@@ -105,6 +109,7 @@ impl Command {
             Command::Lock(cmd) => Some(cmd.connect()),
             Command::Workers(cmd) => Some(&cmd.connect),
             Command::Serve(cmd) => Some(&cmd.connect),
+            Command::Token(cmd) => Some(cmd.connect()),
             Command::Validate(_) | Command::ShellLoader(_) | Command::Pipeline(_) => None,
         }
     }
@@ -171,6 +176,7 @@ async fn run(command: &Command, output: &Output) -> anyhow::Result<Outcome> {
         Command::Workers(cmd) => cmd.execute(output).await,
         Command::Pipeline(cmd) => cmd.execute(output),
         Command::Serve(cmd) => cmd.execute(output).await,
+        Command::Token(cmd) => cmd.execute(output).await,
     }
 }
 
@@ -199,6 +205,9 @@ mod tests {
             "idmint next orders --count 3 --prefix P --policy p.wasm --uri mongodb://h",
             "idmint validate A B --prefix P",
             "idmint serve --listen 127.0.0.1:0 --policy builtin:base32 --tokens t.json --max-count 10 --uri mongodb://h",
+            "idmint token add billing --counters orders,invoices --uri mongodb://h",
+            "idmint token remove billing --uri mongodb://h",
+            "idmint serve --tokens-from-db --uri mongodb://h",
             "idmint serve --policy-from-db --log-format json --request-timeout 2 --max-concurrent 64 --uri mongodb://h",
             "idmint policy check p.wasm --prefix ORD- --maxval 99",
             "idmint policy push p.wasm --name cd --uri mongodb://h",

@@ -41,8 +41,17 @@ pub struct ServeCmd {
     pub open: OpenArgs,
     /// Require bearer tokens: a JSON file of apps, each with its token's
     /// SHA-256 and the counters it may use (see README, "idmint serve").
-    #[arg(long, env = "IDMINT_TOKENS_FILE", value_name = "FILE")]
+    #[arg(
+        long,
+        env = "IDMINT_TOKENS_FILE",
+        value_name = "FILE",
+        conflicts_with = "tokens_from_db"
+    )]
     pub tokens: Option<PathBuf>,
+    /// Require bearer tokens, from the tokens collection (`idmint token add`),
+    /// read again every 10 s.
+    #[arg(long)]
+    pub tokens_from_db: bool,
     /// The largest `count` per request (1 to 1000).
     #[arg(long, default_value_t = 1000, value_name = "N")]
     pub max_count: usize,
@@ -149,6 +158,7 @@ impl ServeCmd {
             .map(Access::from_file)
             .transpose()
             .map_err(|error| UsageError(error.to_string()))?;
+        options.access_from_db = self.tokens_from_db;
         options.follow_file = self.policy.file().map(Into::into);
         options.follow_store = self.policy_from_db;
         init_logging(self.log_format);

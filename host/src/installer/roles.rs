@@ -16,6 +16,7 @@ use crate::lock::LOCKS_COLLECTION;
 use crate::policy::POLICIES_COLLECTION;
 use crate::sequence::snowflake::WORKERS_COLLECTION;
 use crate::sequence::COUNTERS_COLLECTION;
+use crate::serve::TOKENS_COLLECTION;
 
 /// The application role's name.
 pub const APP_ROLE: &str = "idmintApp";
@@ -51,6 +52,8 @@ pub fn role_specs(database: &str) -> Vec<RoleSpec> {
                 ),
                 // Lease, renew and release snowflake worker ids.
                 privilege(database, WORKERS_COLLECTION, &["find", "insert", "update"]),
+                // idmint serve --tokens-from-db reads the app tokens.
+                privilege(database, TOKENS_COLLECTION, &["find"]),
             ],
         },
         RoleSpec {
@@ -118,6 +121,12 @@ pub fn role_specs(database: &str) -> Vec<RoleSpec> {
                     database,
                     WORKERS_COLLECTION,
                     &["find", "insert", "update", "remove", "dropCollection"],
+                ),
+                // idmint token add, list, remove.
+                privilege(
+                    database,
+                    TOKENS_COLLECTION,
+                    &["find", "insert", "remove", "dropCollection"],
                 ),
                 privilege(
                     database,

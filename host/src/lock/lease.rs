@@ -10,8 +10,9 @@ use mongodb::{Collection, Database};
 
 use super::document::well_formed_expr;
 use super::error::check_range;
-use super::{random, LockError, LockName, LockState, LOCKS_COLLECTION, MAX_TTL, MIN_TTL};
+use super::{LockError, LockName, LockState, LOCKS_COLLECTION, MAX_TTL, MIN_TTL};
 use crate::mongo::{self, durable_write_concern};
+use crate::random;
 
 /// A handle on one lock for one owner. Acquisitions through the same handle
 /// (or handles made with the same owner token) are re-entrant.
@@ -46,7 +47,7 @@ pub struct Lease {
 impl Lock {
     /// A handle on lock `name` in `database` with a fresh random owner token.
     pub fn new(database: &Database, name: LockName) -> Self {
-        Self::with_owner(database, name, random::owner_token())
+        Self::with_owner(database, name, random::random_token())
     }
 
     /// A handle with a given owner token (to share re-entrancy across handles).

@@ -28,7 +28,6 @@ mod error;
 pub mod fence;
 mod lease;
 mod name;
-pub(crate) mod random;
 mod wait;
 mod watchdog;
 

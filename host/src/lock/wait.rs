@@ -10,7 +10,8 @@ use mongodb::bson::doc;
 use tokio::time::Instant;
 
 use super::error::check_range;
-use super::{random, Acquired, Lease, Lock, LockError};
+use super::{Acquired, Lease, Lock, LockError};
+use crate::random;
 
 /// The longest wait accepted: one day.
 pub const MAX_WAIT: Duration = Duration::from_secs(86_400);

@@ -11,17 +11,26 @@
 //! ]}
 //! ```
 //!
-//! (`printf %s "$TOKEN" | sha256sum` gives the hash.) Tokens are never
+//! (`printf %s "$TOKEN" | sha256sum` gives the hash.) The same entries can
+//! live in the database instead, in the `tokens` collection
+//! (`{_id: app, token_sha256, counters}`), written by [`add_app`] (`idmint
+//! token add`), which makes the token and shows it once. Tokens are never
 //! taken from the command line and never logged; a request names the app
 //! it authenticated as, not the token.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use futures_util::TryStreamExt;
+use mongodb::bson::{doc, Document};
+use mongodb::Database;
+use serde::{Deserialize, Serialize};
 
 use super::error::ApiError;
 use crate::checksum::sha256_hex;
+
+/// The collection of application tokens, `{_id: app, token_sha256, counters}`.
+pub const TOKENS_COLLECTION: &str = "tokens";
 
 /// Why a tokens file cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -35,14 +44,26 @@ pub enum AccessError {
         /// Why.
         source: std::io::Error,
     },
-    /// The file is not what it should be.
-    #[error("the tokens file {path} is invalid: {reason}")]
+    /// The file, or the tokens collection, is not what it should be.
+    #[error("the tokens {source_name} is invalid: {reason}")]
     Invalid {
-        /// The file.
-        path: PathBuf,
+        /// `file PATH`, or `collection DB.tokens`.
+        source_name: String,
         /// What is wrong.
         reason: String,
     },
+    /// An app's name is not one (empty, or not printable ASCII).
+    #[error("invalid app name {0:?}: use 1 to 64 letters, digits, _ - .")]
+    InvalidName(String),
+    /// `token remove` of an app that has no token.
+    #[error("no app '{0}' in the tokens collection")]
+    UnknownApp(String),
+    /// An app of that name has a token already.
+    #[error("app '{0}' has a token already: remove it first (idmint token remove {0})")]
+    AppExists(String),
+    /// Reading or writing the tokens collection failed.
+    #[error("the tokens collection: {0}")]
+    Database(#[from] mongodb::error::Error),
 }
 
 #[derive(Deserialize)]
@@ -51,12 +72,17 @@ struct TokensFile {
     apps: Vec<AppEntry>,
 }
 
-#[derive(Deserialize)]
+/// One application's entry, in the file or the collection.
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-struct AppEntry {
-    name: String,
-    token_sha256: String,
-    counters: Vec<String>,
+pub struct AppEntry {
+    /// The app's name (`_id` in the collection).
+    #[serde(alias = "_id")]
+    pub name: String,
+    /// The SHA-256 of its token, lowercase hex.
+    pub token_sha256: String,
+    /// The counters it may use; `*` for all.
+    pub counters: Vec<String>,
 }
 
 /// The applications allowed in, by the SHA-256 of their token.
@@ -88,14 +114,28 @@ impl Access {
             path: path.to_path_buf(),
             source,
         })?;
+        let source_name = format!("file {}", path.display());
+        let file: TokensFile =
+            serde_json::from_str(&text).map_err(|error| AccessError::Invalid {
+                source_name: source_name.clone(),
+                reason: error.to_string(),
+            })?;
+        Self::from_entries(file.apps, &source_name)
+    }
+
+    /// Reads the tokens collection of `database`.
+    pub async fn from_database(database: &Database) -> Result<Self, AccessError> {
+        let source_name = format!("collection {}.{TOKENS_COLLECTION}", database.name());
+        Self::from_entries(list_apps(database).await?, &source_name)
+    }
+
+    fn from_entries(entries: Vec<AppEntry>, source_name: &str) -> Result<Self, AccessError> {
         let invalid = |reason: String| AccessError::Invalid {
-            path: path.to_path_buf(),
+            source_name: source_name.to_string(),
             reason,
         };
-        let file: TokensFile =
-            serde_json::from_str(&text).map_err(|error| invalid(error.to_string()))?;
         let mut apps = HashMap::new();
-        for entry in file.apps {
+        for entry in entries {
             let hash = entry.token_sha256.to_ascii_lowercase();
             if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
                 return Err(invalid(format!(
@@ -134,6 +174,94 @@ impl Access {
             .get(&sha256_hex(token.as_bytes()))
             .ok_or(ApiError::Unauthenticated)
     }
+}
+
+fn check_app_name(name: &str) -> Result<(), AccessError> {
+    let valid = (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+    if valid {
+        Ok(())
+    } else {
+        Err(AccessError::InvalidName(name.to_string()))
+    }
+}
+
+/// Makes a token for app `name`, allowed `counters`, and stores its SHA-256
+/// in the tokens collection (write concern majority with journal). Returns
+/// the token: it is stored nowhere, so this is the only time it is seen.
+pub async fn add_app(
+    database: &Database,
+    name: &str,
+    counters: &[String],
+) -> Result<String, AccessError> {
+    check_app_name(name)?;
+    if counters.is_empty() {
+        return Err(AccessError::Invalid {
+            source_name: "request".to_string(),
+            reason: format!("app '{name}' must be allowed at least one counter (or *)"),
+        });
+    }
+    let token = crate::random::random_token();
+    let inserted = database
+        .collection::<Document>(TOKENS_COLLECTION)
+        .insert_one(doc! {
+            "_id": name,
+            "token_sha256": sha256_hex(token.as_bytes()),
+            "counters": counters,
+        })
+        .with_options(
+            mongodb::options::InsertOneOptions::builder()
+                .write_concern(crate::mongo::durable_write_concern())
+                .build(),
+        )
+        .await;
+    match inserted {
+        Ok(_) => Ok(token),
+        Err(error) if crate::mongo::is_duplicate_key(&error) => {
+            Err(AccessError::AppExists(name.to_string()))
+        }
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// Removes app `name`'s token from the tokens collection.
+pub async fn remove_app(database: &Database, name: &str) -> Result<(), AccessError> {
+    let deleted = database
+        .collection::<Document>(TOKENS_COLLECTION)
+        .delete_one(doc! { "_id": name })
+        .with_options(
+            mongodb::options::DeleteOptions::builder()
+                .write_concern(crate::mongo::durable_write_concern())
+                .build(),
+        )
+        .await?;
+    if deleted.deleted_count == 0 {
+        return Err(AccessError::UnknownApp(name.to_string()));
+    }
+    Ok(())
+}
+
+/// The apps of the tokens collection (their names and counters; the
+/// hashes too, which give no access).
+pub async fn list_apps(database: &Database) -> Result<Vec<AppEntry>, AccessError> {
+    let documents: Vec<Document> = database
+        .collection::<Document>(TOKENS_COLLECTION)
+        .find(doc! {})
+        .sort(doc! { "_id": 1 })
+        .await?
+        .try_collect()
+        .await?;
+    documents
+        .into_iter()
+        .map(|document| {
+            mongodb::bson::from_document(document).map_err(|error| AccessError::Invalid {
+                source_name: format!("collection {}.{TOKENS_COLLECTION}", database.name()),
+                reason: error.to_string(),
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]

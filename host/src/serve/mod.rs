@@ -43,7 +43,7 @@ mod routes;
 use std::collections::HashMap;
 use std::future::Future;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use axum::error_handling::HandleErrorLayer;
@@ -58,7 +58,9 @@ use tower::load_shed::LoadShedLayer;
 use tower::timeout::TimeoutLayer;
 use tower::ServiceBuilder;
 
-pub use access::{Access, AccessError, App};
+pub use access::{
+    add_app, list_apps, remove_app, Access, AccessError, App, AppEntry, TOKENS_COLLECTION,
+};
 pub use api::{
     Checked, CounterResponse, IdsQuery, IdsResponse, LeaseReadiness, RangesQuery, RangesResponse,
     Readiness, ValidateRequest, ValidateResponse, ValuesQuery, ValuesResponse,
@@ -119,8 +121,13 @@ impl Default for Limits {
 pub struct ServeOptions {
     /// Per-request limits.
     pub limits: Limits,
-    /// The applications allowed in; `None`: no token required.
+    /// The applications allowed in; `None`: no token required (unless
+    /// `access_from_db`).
     pub access: Option<Access>,
+    /// Take the applications allowed in from the tokens collection, read
+    /// again every [`TOKENS_RELOAD`] (a token added or removed with `idmint
+    /// token` is seen within that).
+    pub access_from_db: bool,
     /// How counters are opened (segment buffers, worker leases).
     pub open: OpenOptions,
     /// A policy file to follow (swapped live when it changes).
@@ -140,7 +147,7 @@ pub struct AppState {
     minters: Minters,
     live: Arc<LivePolicy>,
     kind_policies: HashMap<CounterKind, Policy>,
-    access: Option<Access>,
+    access: Option<RwLock<Access>>,
     metrics: Metrics,
     limits: Limits,
 }
@@ -203,13 +210,18 @@ impl Server {
             kind_policies.insert(kind, policy);
         }
         let live = Arc::new(LivePolicy::new(first, checks).with_local(local));
+        let access = if options.access_from_db {
+            Some(Access::from_database(database).await?)
+        } else {
+            options.access
+        };
         let state = Arc::new(AppState {
             database: database.clone(),
             pool: CounterPool::new(database, options.open),
             minters: Minters::default(),
             live: live.clone(),
             kind_policies,
-            access: options.access,
+            access: access.map(RwLock::new),
             metrics: Metrics::new(),
             limits: options.limits,
         });
@@ -230,6 +242,9 @@ impl Server {
             })
         };
         followers.push(reporter);
+        if options.access_from_db {
+            followers.push(tokio::spawn(reload_tokens(Arc::downgrade(&state))));
+        }
         Ok(Self { state, followers })
     }
 
@@ -293,6 +308,32 @@ impl Drop for Server {
     fn drop(&mut self) {
         for follower in &self.followers {
             follower.abort();
+        }
+    }
+}
+
+/// How often a server with `--tokens-from-db` reads the tokens collection.
+pub const TOKENS_RELOAD: Duration = Duration::from_secs(10);
+
+/// Reads the tokens collection every [`TOKENS_RELOAD`] while the server
+/// lives; a read that fails (or finds the collection invalid) keeps the
+/// tokens in force and is logged.
+async fn reload_tokens(state: std::sync::Weak<AppState>) {
+    loop {
+        tokio::time::sleep(TOKENS_RELOAD).await;
+        let Some(state) = state.upgrade() else {
+            return;
+        };
+        let Some(current) = &state.access else {
+            return;
+        };
+        match Access::from_database(&state.database).await {
+            Ok(access) => {
+                *current.write().unwrap_or_else(PoisonError::into_inner) = access;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot reload the tokens; keeping those in force")
+            }
         }
     }
 }

@@ -68,6 +68,9 @@ impl AppState {
         let authorization = headers
             .get(header::AUTHORIZATION)
             .and_then(|value| value.to_str().ok());
+        let access = access
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let app = access.authenticate(authorization)?;
         match counter {
             Some(counter) if !app.may_use(counter) => Err(ApiError::Forbidden {

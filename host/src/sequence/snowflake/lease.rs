@@ -86,7 +86,7 @@ impl Leases {
             collection: database.collection(WORKERS_COLLECTION),
             counter,
             write_concern: durable_write_concern(),
-            owner: crate::lock::random::owner_token(),
+            owner: crate::random::random_token(),
             host: hostname(),
             pid: u64::from(std::process::id()),
         }

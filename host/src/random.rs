@@ -1,7 +1,8 @@
-//! Randomness: owner tokens and backoff jitter, from the OS generator.
+//! Randomness from the OS generator: tokens (lock and worker-lease owners,
+//! application access tokens) and backoff jitter.
 
-/// A fresh owner token: 128 random bits as 32 hex digits.
-pub(crate) fn owner_token() -> String {
+/// A fresh token: 128 random bits as 32 hex digits.
+pub(crate) fn random_token() -> String {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).expect("the OS random generator is available");
     bytes.iter().map(|b| format!("{b:02x}")).collect()
@@ -18,8 +19,8 @@ pub(crate) fn fraction() -> f64 {
 mod tests {
     #[test]
     fn tokens_differ_and_fractions_stay_in_range() {
-        assert_ne!(super::owner_token(), super::owner_token());
-        assert_eq!(super::owner_token().len(), 32);
+        assert_ne!(super::random_token(), super::random_token());
+        assert_eq!(super::random_token().len(), 32);
         assert!((0..1000)
             .map(|_| super::fraction())
             .all(|f| (0.0..1.0).contains(&f)));
