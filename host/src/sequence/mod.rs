@@ -96,12 +96,9 @@ impl Sequence {
                 options.segments.clone(),
             )),
             CounterKind::Snowflake => {
-                let KindState::Snowflake(snowflake) = &state.kind else {
-                    unreachable!("the kind says snowflake");
-                };
+                let layout = *state.snowflake_layout().expect("the kind says snowflake");
                 Self::Snowflake(
-                    Snowflake::start(database, name, snowflake.layout, options.snowflake.clone())
-                        .await?,
+                    Snowflake::start(database, name, layout, options.snowflake.clone()).await?,
                 )
             }
         };

@@ -294,13 +294,11 @@ pub async fn lifetimes(database: &Database, now_ms: u64) -> Result<Vec<Lifetime>
         .filter_map(|document| {
             let name = CounterName::new(document.get_str("_id").ok()?).ok()?;
             let state = super::CounterState::from_document(&name, document).ok()?;
-            let super::KindState::Snowflake(snowflake) = state.kind else {
-                return None;
-            };
+            let bits = state.snowflake_layout()?;
             Some(Lifetime {
                 counter: name.to_string(),
-                runs_out_on: layout::date(snowflake.layout.runs_out_at_ms()),
-                warning: snowflake.layout.lifetime_warning(now_ms),
+                runs_out_on: layout::date(bits.runs_out_at_ms()),
+                warning: bits.lifetime_warning(now_ms),
             })
         })
         .collect())
