@@ -19,18 +19,15 @@
 use std::ops::RangeInclusive;
 
 use mongodb::bson::{doc, Document};
-use mongodb::options::{ReturnDocument, WriteConcern};
+use mongodb::options::WriteConcern;
 use mongodb::{Collection, Database};
 
+use super::advance::{advance, Unmatched};
 use super::counter_doc::well_formed_expr;
 use super::kind::{CounterKind, MAX_VALUE};
 use super::COUNTERS_COLLECTION;
 use super::{read_state, spec, CounterName, CounterSpec, CounterState, KindState, SequenceError};
 use crate::mongo::{self, durable_write_concern};
-
-/// How many times a request that matched nothing, although the counter has
-/// values left (it was replaced meanwhile), is retried.
-const RETRIES: u32 = 100;
 
 /// Handle on one auto-increment counter in `<db>.counters`.
 #[derive(Debug, Clone)]
@@ -78,46 +75,35 @@ impl AutoIncrement {
                 "count {count} is out of range 1..={MAX_VALUE}"
             )));
         }
-        for _ in 0..RETRIES {
-            let after = self
-                .collection
-                .find_one_and_update(take_filter(&self.name, count), advance_pipeline(count))
-                .return_document(ReturnDocument::After)
-                .write_concern(self.write_concern.clone())
-                .await
-                .map_err(|source| {
-                    SequenceError::from_database(&self.name, "advance", "find and update", source)
-                })?;
-            let Some(after) = after else {
-                // Nothing matched: read the counter to say why.
-                let state = self.state().await?;
-                match state.kind {
-                    KindState::Autoinc(counter) if counter.seq + count > MAX_VALUE => {
-                        return Err(SequenceError::Exhausted {
-                            name: self.name.clone(),
-                            requested: count,
-                            limit: MAX_VALUE,
-                        })
-                    }
-                    // Replaced between the update and the read: try again.
-                    KindState::Autoinc(_) => continue,
-                    _ => return Err(self.wrong_kind(&state)),
+        let after = advance(
+            &self.collection,
+            &self.name,
+            &self.write_concern,
+            take_filter(&self.name, count),
+            advance_pipeline(count),
+            |state| match state.kind {
+                KindState::Autoinc(counter) if counter.seq + count > MAX_VALUE => {
+                    Unmatched::Fail(SequenceError::Exhausted {
+                        name: self.name.clone(),
+                        requested: count,
+                        limit: MAX_VALUE,
+                    })
                 }
-            };
-            // A malformed counter came back as it was; a well-formed one was
-            // advanced by `count`.
-            let state = CounterState::from_document(&self.name, &after)?;
-            return match state.kind {
-                KindState::Autoinc(counter) if counter.seq >= count => {
-                    Ok(counter.seq - count + 1..=counter.seq)
-                }
-                _ => Err(self.wrong_kind(&state)),
-            };
+                // Replaced between the update and the read: try again.
+                KindState::Autoinc(_) => Unmatched::Retry,
+                _ => Unmatched::Fail(self.wrong_kind(&state)),
+            },
+        )
+        .await?;
+        // A malformed counter came back as it was; a well-formed one was
+        // advanced by `count`.
+        let state = CounterState::from_document(&self.name, &after)?;
+        match state.kind {
+            KindState::Autoinc(counter) if counter.seq >= count => {
+                Ok(counter.seq - count + 1..=counter.seq)
+            }
+            _ => Err(self.wrong_kind(&state)),
         }
-        Err(SequenceError::Contended {
-            name: self.name.clone(),
-            attempts: RETRIES,
-        })
     }
 
     fn wrong_kind(&self, state: &CounterState) -> SequenceError {

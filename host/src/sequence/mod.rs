@@ -18,6 +18,7 @@
 //!
 //! All writes use write concern majority with journal.
 
+mod advance;
 mod autoinc;
 mod clock;
 mod counter_doc;

@@ -4,18 +4,13 @@
 use std::ops::Range;
 
 use mongodb::bson::{doc, Document};
-use mongodb::options::{ReturnDocument, WriteConcern};
+use mongodb::options::WriteConcern;
 use mongodb::Collection;
 
+use crate::sequence::advance::{advance, Unmatched};
 use crate::sequence::counter_doc::{well_formed_expr, MAX_STEP};
 use crate::sequence::kind::{CounterKind, MAX_VALUE};
-use crate::sequence::{
-    read_state, CounterName, CounterState, KindState, SegmentState, SequenceError,
-};
-
-/// How many times a request that matched nothing, although the counter has
-/// room, is retried (the counter was replaced meanwhile).
-const RETRIES: u32 = 100;
+use crate::sequence::{CounterName, CounterState, KindState, SegmentState, SequenceError};
 
 /// One past the largest value a segment counter hands out.
 const LIMIT: u64 = MAX_VALUE + 1;
@@ -43,42 +38,33 @@ impl SegmentCounter {
     /// whatever becomes of this process.
     pub async fn take(&self, step: u64) -> Result<Taken, SequenceError> {
         let step = step.min(MAX_STEP);
-        for _ in 0..RETRIES {
-            let after = self
-                .collection
-                .find_one_and_update(fits_filter(&self.name, step), take_pipeline(step))
-                .return_document(ReturnDocument::After)
-                .write_concern(self.write_concern.clone())
-                .await
-                .map_err(|source| {
-                    SequenceError::from_database(&self.name, "advance", "find and update", source)
-                })?;
-            let Some(after) = after else {
-                // Nothing matched: read the counter to say why.
-                let state = read_state(&self.collection, &self.name).await?;
-                let counter = self.segment(&state)?;
-                if counter.max.saturating_add(step.max(counter.step)) > LIMIT {
-                    return Err(SequenceError::Exhausted {
+        let after = advance(
+            &self.collection,
+            &self.name,
+            &self.write_concern,
+            fits_filter(&self.name, step),
+            take_pipeline(step),
+            |state| match self.segment(&state) {
+                Ok(counter) if counter.max.saturating_add(step.max(counter.step)) > LIMIT => {
+                    Unmatched::Fail(SequenceError::Exhausted {
                         name: self.name.clone(),
                         requested: step.max(counter.step),
                         limit: MAX_VALUE,
-                    });
+                    })
                 }
                 // Replaced between the update and the read: try again.
-                continue;
-            };
-            // A malformed counter came back as it was; a well-formed one was
-            // advanced by max(step, its step), which it still holds.
-            let counter = self.segment(&CounterState::from_document(&self.name, &after)?)?;
-            let taken = step.max(counter.step);
-            return Ok(Taken {
-                values: counter.max - taken..counter.max,
-                floor: counter.step,
-            });
-        }
-        Err(SequenceError::Contended {
-            name: self.name.clone(),
-            attempts: RETRIES,
+                Ok(_) => Unmatched::Retry,
+                Err(error) => Unmatched::Fail(error),
+            },
+        )
+        .await?;
+        // A malformed counter came back as it was; a well-formed one was
+        // advanced by max(step, its step), which it still holds.
+        let counter = self.segment(&CounterState::from_document(&self.name, &after)?)?;
+        let taken = step.max(counter.step);
+        Ok(Taken {
+            values: counter.max - taken..counter.max,
+            floor: counter.step,
         })
     }
 
