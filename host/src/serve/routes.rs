@@ -353,7 +353,12 @@ pub(super) async fn validate(
         None => None,
         Some(counter) => {
             let name = CounterName::new(counter)?;
-            let current = sequence::state(&state.database, &name).await?;
+            // A counter this server serves is known already (its layout
+            // never changes); another is read.
+            let current = match state.pool.peek(&name) {
+                Some(served) => served.state.clone(),
+                None => sequence::state(&state.database, &name).await?,
+            };
             let layout = current.snowflake_layout().copied().ok_or_else(|| {
                 ApiError::unfit(
                     counter,
