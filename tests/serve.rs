@@ -380,10 +380,25 @@ async fn three_instances_share_one_segment_counter() {
     for values in &per_client {
         assert!(values.windows(2).all(|pair| pair[0] < pair[1]));
     }
-    // Each segment is one counter write: the counter moved by whole
-    // segments, far fewer than the values handed out.
+    // Each segment is one counter write: every value came from a segment
+    // the counter handed out, and each instance took far fewer segments
+    // than it answered requests (80 of 25 values each).
     let max = counter_field(TEST, "seg", "max");
     assert!(max > *all.last().unwrap());
+    for service in &services {
+        let metrics = service.get("/metrics").body;
+        let fetches: u64 = metrics
+            .lines()
+            .find_map(|line| line.strip_prefix(r#"idmint_segment_fetches_total{counter="seg"} "#))
+            .unwrap_or_else(|| panic!("no segment fetches in\n{metrics}"))
+            .parse()
+            .unwrap();
+        assert!(
+            (1..=25).contains(&fetches),
+            "{fetches} segment fetches for {} requests",
+            CLIENTS_PER_SERVICE * ROUNDS
+        );
+    }
     for service in services {
         assert_eq!(service.terminate().0, 0);
     }
