@@ -652,14 +652,10 @@ async fn an_unreachable_database_is_503_and_service_recovers() {
     let service = Service::spawn(command, &["--server-timeout", "1"]);
     assert_eq!(service.get("/v1/counters/inv/values").values(), [1]);
     server.kill();
-    let asked = Instant::now();
     let down = service.get("/v1/counters/inv/values");
+    // "unavailable", not the request timeout's "overloaded": the answer came
+    // from the driver giving up at --server-timeout.
     assert_error(&down, 503, "unavailable", "");
-    assert!(
-        asked.elapsed() < Duration::from_secs(10),
-        "{:?}",
-        asked.elapsed()
-    );
     let ready = service.get("/readyz");
     assert_eq!(ready.status, 503, "{ready:?}");
     assert_eq!(ready.json()["ready"], false);
@@ -842,17 +838,11 @@ async fn requests_over_the_limits_are_503_not_queued() {
             "the first request never started"
         );
     }
-    let refused = Instant::now();
     assert_error(
         &service.get("/v1/counters/inv/values"),
         503,
         "overloaded",
         "concurrency limit",
-    );
-    assert!(
-        refused.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        refused.elapsed()
     );
     assert_error(&stuck.join().unwrap(), 503, "overloaded", "time limit");
 }
