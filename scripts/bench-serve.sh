@@ -18,7 +18,7 @@ ensure_wasm_target
 ensure_wrk
 ensure_java
 say "building idmint (release)"
-cargo build --locked --release -p idmint --quiet
+cargo build --locked --release -p idmint-cli --quiet
 idmint="${CARGO_TARGET_DIR:-target}/release/idmint"
 if [ -z "${MONGODB_URI:-}" ]; then
   start_local_server

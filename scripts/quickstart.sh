@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 ensure_wasm_target
 # The debug profile: the test suite (scripts/test.sh) then reuses this build.
 say "building idmint"
-cargo build --locked -p idmint --quiet
+cargo build --locked -p idmint-cli --quiet
 idmint="${CARGO_TARGET_DIR:-target}/debug/idmint"
 
 if [ -z "${MONGODB_URI:-}" ]; then

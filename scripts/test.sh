@@ -15,4 +15,4 @@ ensure_faketime
 ensure_java
 
 # test-hooks: the crash hook the installer tests use; never in a user's build.
-cargo test --workspace --locked --features idmint/test-hooks "$@"
+cargo test --workspace --locked --features idmint-cli/test-hooks "$@"

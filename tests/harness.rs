@@ -32,6 +32,23 @@ pub fn uri() -> &'static str {
     })
 }
 
+/// The workspace root: the tests belong to the CLI crate, `host/cli`.
+pub fn workspace_root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("host/cli is two levels below the workspace root")
+}
+
+/// The path of a fixture policy component (`guest/<name>`: `check-digit`,
+/// `sandbox-probe`, `runaway`), built on first use: fixtures are never part
+/// of a production build.
+pub fn fixture_policy(name: &str) -> &'static str {
+    idmint_guest_build::fixture(name)
+        .to_str()
+        .expect("the workspace path is UTF-8")
+}
+
 /// A fresh, empty database for one test, named after it.
 pub async fn database(test: &str) -> Database {
     let client = Client::with_uri_str(uri())

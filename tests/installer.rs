@@ -553,7 +553,11 @@ async fn roles_give_apps_counters_and_admins_the_installer() {
     let leased = run(idmint(&app_uri).args(["seq", "events", "--count", "2"]));
     assert_exit(&leased, 0);
     assert_exit(
-        &run(idmint(&dba_uri).args(["policy", "push", env!("IDMINT_CHECK_DIGIT_POLICY_WASM")])),
+        &run(idmint(&dba_uri).args([
+            "policy",
+            "push",
+            crate::harness::fixture_policy("check-digit"),
+        ])),
         0,
     );
     assert_exit(&run(idmint(&dba_uri).args(["policy", "activate", "1"])), 0);

@@ -10,7 +10,7 @@ use idmint::{installer, Clock, SystemClock};
 use crate::harness;
 
 fn loader_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../mongo-js/shell/idmint-loader.js")
+    crate::harness::workspace_root().join("mongo-js/shell/idmint-loader.js")
 }
 
 /// Runs `script` in mongosh against the database `database` after loading

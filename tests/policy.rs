@@ -25,13 +25,13 @@ const SWAP_DEADLINE: Duration = Duration::from_secs(30);
 const EVENT_DEADLINE: Duration = Duration::from_secs(30);
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/fixtures/policy")
+    crate::harness::workspace_root()
+        .join("tests/fixtures/policy")
         .join(name)
 }
 
 fn check_digit_wasm() -> Vec<u8> {
-    std::fs::read(env!("IDMINT_CHECK_DIGIT_POLICY_WASM"))
+    std::fs::read(crate::harness::fixture_policy("check-digit"))
         .expect("build.rs built the check-digit policy")
 }
 
@@ -755,7 +755,7 @@ impl StoredDecimal {
 fn the_sandbox_denies_environment_files_and_network() {
     let runtime = PolicyRuntime::new().unwrap();
     let probe = runtime
-        .load_file(Path::new(env!("IDMINT_SANDBOX_PROBE_WASM")))
+        .load_file(Path::new(crate::harness::fixture_policy("sandbox-probe")))
         .expect("build.rs built the sandbox probe");
     assert_eq!(
         probe.info().name,
@@ -785,7 +785,7 @@ async fn a_runaway_policy_is_stopped_at_the_default_limit_in_a_stream() {
         "--rate",
         "1000",
         "--policy",
-        env!("IDMINT_RUNAWAY_POLICY_WASM"),
+        crate::harness::fixture_policy("runaway"),
     ]));
     assert_exit(&output, 4);
     let printed: Vec<String> = harness::stdout(&output)

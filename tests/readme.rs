@@ -9,5 +9,5 @@ fn readme_console_examples_run_as_written() {
         .register_bin("idmint", std::path::Path::new(env!("CARGO_BIN_EXE_idmint")))
         // Commands that take a server refuse bad input before connecting.
         .env("MONGODB_URI", "mongodb://127.0.0.1:9/")
-        .case("../README.md");
+        .case(crate::harness::workspace_root().join("README.md"));
 }

@@ -588,7 +588,7 @@ async fn a_policy_swap_reaches_the_next_request() {
     );
     replace(
         &file,
-        &std::fs::read(env!("IDMINT_CHECK_DIGIT_POLICY_WASM")).unwrap(),
+        &std::fs::read(crate::harness::fixture_policy("check-digit")).unwrap(),
     );
     let swapped = Instant::now();
     loop {
@@ -743,7 +743,7 @@ async fn the_java_client_hands_out_unique_values() {
     create(TEST, "seg", &["--kind", "segment", "--step", "1000"]);
     create(TEST, "orders", &["--max", "99"]);
     let service = Service::start(TEST, &[]);
-    let client = Path::new(env!("CARGO_MANIFEST_DIR")).join("../clients/java");
+    let client = crate::harness::workspace_root().join("clients/java");
     let classes = tempfile::tempdir().unwrap();
     let sources: Vec<_> = ["src", "test"]
         .iter()
@@ -855,7 +855,10 @@ async fn a_runaway_policy_fails_one_request_not_the_server() {
     const TEST: &str = "serve_runaway";
     harness::database(TEST).await;
     create(TEST, "orders", &["--max", "99"]);
-    let service = Service::start(TEST, &["--policy", env!("IDMINT_RUNAWAY_POLICY_WASM")]);
+    let service = Service::start(
+        TEST,
+        &["--policy", crate::harness::fixture_policy("runaway")],
+    );
     let first = service.get("/v1/counters/orders/ids?count=41");
     assert_eq!(first.status, 200, "{first:?}");
     assert_error(

@@ -1,0 +1,159 @@
+//! `idmint bench`: sequence throughput by mode and concurrency, then format
+//! throughput (wasm policy vs the same format in plain Rust) on one thread.
+
+use std::fmt::Write;
+use std::time::Duration;
+
+use clap::Args;
+mod lock;
+mod native_format;
+mod seed_cas;
+mod sequence;
+mod swap;
+
+use self::sequence::{BenchMode, BenchOptions, FormatBenchOptions};
+
+use super::{ConnectArgs, Outcome, Output};
+
+/// Arguments of `idmint bench`.
+#[derive(Debug, Args)]
+pub struct BenchCmd {
+    /// Concurrent clients to measure at, comma separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [1_usize, 8, 32])]
+    pub concurrency: Vec<usize>,
+    /// Seconds per mode at each concurrency.
+    #[arg(long, default_value_t = 3.0, value_name = "SECS")]
+    pub seconds: f64,
+    /// Which benchmarks to run.
+    #[arg(long, value_enum, default_value_t = Only::All)]
+    pub only: Only,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+/// A part of the benchmark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Only {
+    /// Sequence and format.
+    All,
+    /// Sequence modes only (needs the database): raw_inc, pipeline,
+    /// pipeline_block, autoinc, seed_cas, segment.
+    Sequence,
+    /// Format modes only (no database is contacted).
+    Format,
+    /// Lock modes only: lock_uncontended, lock_handoff (host/src/lock/bench.rs).
+    Lock,
+    /// Policy swap latency: a replaced file and `policy activate`, 10 swaps each
+    /// (needs a --db without stored policies; it drops `policies` afterwards).
+    Swap,
+}
+
+impl BenchCmd {
+    pub async fn execute(&self, output: &Output) -> anyhow::Result<Outcome> {
+        if self.concurrency.iter().any(|&c| c == 0 || c > 1024)
+            || !(0.1..=600.0).contains(&self.seconds)
+        {
+            return Err(super::exit::UsageError(
+                "--concurrency takes 1 to 1024 per entry and --seconds 0.1 to 600".into(),
+            )
+            .into());
+        }
+        if self.only == Only::Swap {
+            let database = self.connect.connect().await?;
+            let report = swap::run(&database, 10).await?;
+            output.report(&report, || {
+                let mut text = String::new();
+                for result in &report.results {
+                    let _ = writeln!(
+                        text,
+                        "swap by {:<8} {} swaps: median {:.0} ms, max {:.0} ms",
+                        result.mode, result.swaps, result.median_ms, result.max_ms
+                    );
+                }
+                text
+            })?;
+            return Ok(Outcome::Success);
+        }
+        if self.only == Only::Lock {
+            let database = self.connect.connect().await?;
+            let seconds = Duration::from_secs_f64(self.seconds);
+            let report = lock::run(&database, seconds).await?;
+            output.report(&report, || lock::text(&report))?;
+            return Ok(Outcome::Success);
+        }
+        let mut report = sequence::BenchReport {
+            results: Vec::new(),
+        };
+        if matches!(self.only, Only::All | Only::Sequence) {
+            let pool = self.concurrency.iter().copied().max().unwrap_or(1) as u32;
+            let database = self
+                .connect
+                .options()
+                .max_pool_size(pool)
+                .connect()
+                .await
+                .map_err(idmint::Error::from)?;
+            super::connect::register(&database);
+            let options = BenchOptions {
+                concurrencies: self.concurrency.clone(),
+                duration: Duration::from_secs_f64(self.seconds),
+                ..BenchOptions::default()
+            };
+            report = sequence::run(&database, &options)
+                .await
+                .map_err(idmint::Error::from)?;
+        }
+        if matches!(self.only, Only::All | Only::Format) {
+            let options = FormatBenchOptions {
+                duration: Duration::from_secs_f64(self.seconds),
+                ..FormatBenchOptions::default()
+            };
+            // CPU-bound and single-threaded by design: off the async threads.
+            let results = tokio::task::spawn_blocking(move || sequence::run_format(&options))
+                .await?
+                .map_err(idmint::Error::from)?;
+            report.results.extend(results);
+        }
+        output.report(&report, || {
+            let mut text = format!(
+                "{:<15} {:>11} {:>13} {:>11} {:>14}\n",
+                "mode", "concurrency", "ops/s", "ops", "fetches/1M"
+            );
+            for result in &report.results {
+                let fetches = result
+                    .fetches_per_million
+                    .map(|f| format!("{f:.2}"))
+                    .unwrap_or_default();
+                let _ = writeln!(
+                    text,
+                    "{:<15} {:>11} {:>13.0} {:>11} {:>14}",
+                    result.mode, result.concurrency, result.ops_per_sec, result.ops, fetches
+                );
+            }
+            for &concurrency in &self.concurrency {
+                for (mode, yardstick) in [
+                    (BenchMode::Pipeline, BenchMode::RawInc),
+                    (BenchMode::PipelineBlock, BenchMode::Pipeline),
+                    (BenchMode::Autoinc, BenchMode::RawInc),
+                ] {
+                    if let Some(ratio) = report.ratio(mode, yardstick, concurrency) {
+                        let _ = writeln!(
+                            text,
+                            "{} / {} at concurrency {concurrency}: {ratio:.3}",
+                            mode.name(),
+                            yardstick.name()
+                        );
+                    }
+                }
+            }
+            if let Some(ratio) = report.format_ratio() {
+                let _ = writeln!(
+                    text,
+                    "format_wasm / format_native on one thread: {ratio:.3}"
+                );
+            }
+            text
+        })?;
+        Ok(Outcome::Success)
+    }
+}

@@ -1,0 +1,239 @@
+//! The command line itself: the clap tree of subcommands, dispatch, and how
+//! a failed command is reported and mapped to its exit code.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::connect;
+use crate::{
+    bench, counter, exit, install, lock, next, pipeline, policy, seq, serve, shell_loader, status,
+    token, uninstall, validate, workers, ConnectArgs, Outcome, Output, EXIT_DATABASE, EXIT_USAGE,
+};
+
+/// Unique, time-correlated, formatted IDs coordinated through MongoDB.
+#[derive(Debug, Parser)]
+#[command(name = "idmint", version, about, long_about = None, max_term_width = 100)]
+#[command(
+    after_help = "Exit codes: 0 ok, 1 invalid IDs or drift found, 2 bad input or usage, \
+                        3 database unreachable or failed, 4 policy failed; lock run: COMMAND's code, \
+                        75 lock not had within --wait, 76 lease lost while COMMAND ran."
+)]
+pub struct Cli {
+    /// Print results as JSON (errors too, on stderr).
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Install or upgrade what idmint needs: collections, stored functions, optionally roles
+    /// (idempotent; --dry-run prints the plan and writes nothing).
+    Install(install::InstallCmd),
+    /// Report the server, what it offers and what idmint installed (exit 1 if not current).
+    Status(status::StatusCmd),
+    /// Remove what idmint installed (and, when asked, its data).
+    Uninstall(uninstall::UninstallCmd),
+    /// Create or inspect counters (cyclic, autoinc, segment).
+    #[command(subcommand)]
+    Counter(counter::CounterCmd),
+    /// Hand out raw sequence values, one per line, from a counter of any kind.
+    Seq(seq::SeqCmd),
+    /// Hand out formatted IDs, one per line.
+    Next(next::NextCmd),
+    /// Check policies offline, and store, list, activate and roll back the
+    /// policies hosts with `next --stream --policy-from-db` follow.
+    #[command(subcommand)]
+    Policy(policy::PolicyCmd),
+    /// Check IDs (arguments, or one per line on stdin) against the policy.
+    Validate(validate::ValidateCmd),
+    /// Measure throughput: sequence values by strategy (raw $inc, cyclic one at a time and in
+    /// blocks, autoinc, the seed's CAS loop, segments) and formatting (wasm policy vs native Rust).
+    Bench(bench::BenchCmd),
+    /// Distributed locks: run a command under a lease, show or force-release locks.
+    #[command(subcommand)]
+    Lock(lock::LockCmd),
+    /// Print the exact command idmint sends to take values of a counter, for an app in
+    /// another language to run with its own driver (runCommand).
+    Pipeline(pipeline::PipelineCmd),
+    /// List the worker leases of a snowflake counter.
+    Workers(workers::WorkersCmd),
+    /// Print the mongosh script that loads the installed functions into a shell session.
+    ShellLoader(shell_loader::ShellLoaderCmd),
+    /// Application tokens for `serve --tokens-from-db`: add (prints the token once), list, remove.
+    #[command(subcommand)]
+    Token(token::TokenCmd),
+    /// Serve IDs over HTTP to apps in any language (JSON API, Leaf-compatible
+    /// routes, metrics); runs until SIGTERM or Ctrl-C.
+    Serve(serve::ServeCmd),
+}
+
+impl Command {
+    /// The connection the command uses, if any (for error messages).
+    fn connect_args(&self) -> Option<&ConnectArgs> {
+        match self {
+            Command::Install(cmd) => Some(&cmd.connect),
+            Command::Status(cmd) => Some(&cmd.connect),
+            Command::Uninstall(cmd) => Some(&cmd.connect),
+            Command::Counter(cmd) => Some(cmd.connect()),
+            Command::Seq(cmd) => Some(&cmd.connect),
+            Command::Next(cmd) => Some(&cmd.connect),
+            Command::Bench(cmd) => Some(&cmd.connect),
+            Command::Policy(cmd) => cmd.connect(),
+            Command::Lock(cmd) => Some(cmd.connect()),
+            Command::Workers(cmd) => Some(&cmd.connect),
+            Command::Serve(cmd) => Some(&cmd.connect),
+            Command::Token(cmd) => Some(cmd.connect()),
+            Command::Validate(_) | Command::ShellLoader(_) | Command::Pipeline(_) => None,
+        }
+    }
+}
+
+/// Parses the command line, runs the command and returns the exit code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let output = Output::new(cli.json);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            output.error(
+                &anyhow::Error::new(error).context("cannot start the async runtime"),
+                EXIT_USAGE,
+                None,
+            );
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let result = runtime.block_on(async {
+        let result = run(&cli.command, &output).await;
+        connect::shutdown_clients().await;
+        result
+    });
+    match result {
+        Ok(outcome) => ExitCode::from(outcome.code()),
+        Err(error) if exit::is_broken_pipe(&error) => ExitCode::SUCCESS,
+        Err(error) => {
+            let code = exit::exit_code(&error);
+            let server = cli
+                .command
+                .connect_args()
+                .filter(|_| code == EXIT_DATABASE)
+                .map(|connect| {
+                    format!(
+                        "{} (a server is waited for up to {} s: --server-timeout)",
+                        connect.redacted_uri(),
+                        connect.server_timeout
+                    )
+                });
+            output.error(&error, code, server.as_deref());
+            ExitCode::from(code)
+        }
+    }
+}
+
+async fn run(command: &Command, output: &Output) -> anyhow::Result<Outcome> {
+    match command {
+        Command::Install(cmd) => cmd.execute(output).await,
+        Command::Status(cmd) => cmd.execute(output).await,
+        Command::Uninstall(cmd) => cmd.execute(output).await,
+        Command::Counter(cmd) => cmd.execute(output).await,
+        Command::Seq(cmd) => cmd.execute(output).await,
+        Command::Next(cmd) => cmd.execute(output).await,
+        Command::Validate(cmd) => cmd.execute(output),
+        Command::Bench(cmd) => cmd.execute(output).await,
+        Command::Policy(cmd) => cmd.execute(output).await,
+        Command::ShellLoader(cmd) => cmd.execute(output),
+        Command::Lock(cmd) => cmd.execute(output).await,
+        Command::Workers(cmd) => cmd.execute(output).await,
+        Command::Pipeline(cmd) => cmd.execute(output),
+        Command::Serve(cmd) => cmd.execute(output).await,
+        Command::Token(cmd) => cmd.execute(output).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_documented_command_line() {
+        for line in [
+            "idmint install --uri mongodb://h",
+            "idmint install --dry-run --force --create-roles --json --uri mongodb://h",
+            "idmint uninstall --drop-counters --yes --uri mongodb://h",
+            "idmint status --json --uri mongodb://h --db x",
+            "idmint counter create orders --max 999 --prefix ORD- --uri mongodb://h",
+            "idmint counter show orders --uri mongodb://h",
+            "idmint seq orders --count 3 --uri mongodb://h",
+            "idmint seq orders --upsert --start 100 --uri mongodb://h",
+            "idmint counter create inv --kind autoinc --start 42 --prefix INV- --uri mongodb://h",
+            "idmint counter create ord --kind segment --step 500 --uri mongodb://h",
+            "idmint next inv --count 3 --policy builtin:decimal --uri mongodb://h",
+            "idmint counter create ids --kind snowflake --layout 49,3,11 --unit ms --epoch 2025-06-01 --uri mongodb://h",
+            "idmint workers ids --json --uri mongodb://h",
+            "idmint pipeline orders --count 100",
+            "idmint pipeline inv --kind autoinc",
+            "idmint next orders --count 3 --prefix P --policy p.wasm --uri mongodb://h",
+            "idmint validate A B --prefix P",
+            "idmint serve --listen 127.0.0.1:0 --policy builtin:base32 --tokens t.json --max-count 10 --uri mongodb://h",
+            "idmint token add billing --counters orders,invoices --uri mongodb://h",
+            "idmint token remove billing --uri mongodb://h",
+            "idmint serve --tokens-from-db --uri mongodb://h",
+            "idmint serve --policy-from-db --log-format json --request-timeout 2 --max-concurrent 64 --uri mongodb://h",
+            "idmint policy check p.wasm --prefix ORD- --maxval 99",
+            "idmint policy push p.wasm --name cd --uri mongodb://h",
+            "idmint policy list --uri mongodb://h",
+            "idmint policy activate 2 --counter orders --uri mongodb://h",
+            "idmint policy rollback --uri mongodb://h",
+            "idmint next orders --stream --rate 50 --policy p.wasm --uri mongodb://h",
+            "idmint next orders --stream --policy-from-db --uri mongodb://h",
+            "idmint bench --json --uri mongodb://h",
+            "idmint shell-loader",
+            "idmint lock run nightly --ttl 10 --wait 5 --uri mongodb://h -- sh -c true",
+            "idmint lock status --json --uri mongodb://h",
+            "idmint lock status nightly --uri mongodb://h",
+            "idmint lock release nightly --force --uri mongodb://h",
+        ] {
+            let args = line.split(' ');
+            if let Err(error) = Cli::try_parse_from(args) {
+                panic!("{line}: {error}");
+            }
+        }
+    }
+
+    /// The crash hook exists only in the test suite's build.
+    #[test]
+    fn the_crash_hook_is_only_in_test_hook_builds() {
+        let parsed = Cli::try_parse_from([
+            "idmint",
+            "install",
+            "--crash-after-writes",
+            "1",
+            "--uri",
+            "mongodb://h",
+        ]);
+        assert_eq!(parsed.is_ok(), cfg!(feature = "test-hooks"));
+    }
+
+    #[test]
+    fn rejects_a_zero_count_and_a_missing_counter_name() {
+        assert!(Cli::try_parse_from([
+            "idmint",
+            "next",
+            "c",
+            "--count",
+            "0",
+            "--uri",
+            "mongodb://h"
+        ])
+        .is_err());
+        assert!(Cli::try_parse_from(["idmint", "seq", "--uri", "mongodb://h"]).is_err());
+    }
+}

@@ -1,0 +1,37 @@
+//! The `idmint` command: parses arguments, calls the `idmint` library, prints
+//! its reports. One file per subcommand, each a clap struct with an
+//! `execute`; `cli.rs` holds the command tree and the exit. Nothing here
+//! decides anything the library could: it converts flags into library
+//! options and reports into text or JSON. The benchmarks (`bench/`) live
+//! here too, out of the library's API.
+
+mod bench;
+mod cli;
+mod connect;
+mod counter;
+mod exit;
+mod install;
+mod layout_args;
+mod lock;
+mod next;
+mod open_args;
+mod output;
+mod pipeline;
+mod policy;
+mod policy_args;
+mod seq;
+mod serve;
+mod shell_loader;
+mod status;
+mod token;
+mod uninstall;
+mod validate;
+mod workers;
+
+pub use connect::ConnectArgs;
+pub use exit::{Outcome, EXIT_DATABASE, EXIT_USAGE};
+pub use output::Output;
+
+fn main() -> std::process::ExitCode {
+    cli::main()
+}

@@ -1,0 +1,146 @@
+//! The two roles `idmint install --create-roles` creates in the database.
+//!
+//! - `idmintApp`, for applications: read and advance counters (`next`, `seq`,
+//!   `counter show`), lease snowflake worker ids (`workers`), take locks, and
+//!   read policies (including their change stream). It can write nothing
+//!   else: not system.js, not the manifest, not policies, and it cannot
+//!   create counters (so not `seq --upsert` either: that takes `insert` on
+//!   counters, which idmintAdmin has).
+//! - `idmintAdmin`, for DBAs: everything `install`, `uninstall`, `status`,
+//!   `counter create` and `policy push/activate` need, and managing roles.
+
+use mongodb::bson::{doc, Document};
+
+use super::items::MANIFEST_COLLECTION;
+use crate::lock::LOCKS_COLLECTION;
+use crate::policy::POLICIES_COLLECTION;
+use crate::sequence::snowflake::WORKERS_COLLECTION;
+use crate::sequence::COUNTERS_COLLECTION;
+use crate::tokens::TOKENS_COLLECTION;
+
+/// The application role's name.
+pub const APP_ROLE: &str = "idmintApp";
+/// The administration role's name.
+pub const ADMIN_ROLE: &str = "idmintAdmin";
+
+/// A role and its privileges.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoleSpec {
+    /// The role's name.
+    pub name: &'static str,
+    /// Its privileges, as `createRole` takes them.
+    pub privileges: Vec<Document>,
+}
+
+fn privilege(database: &str, collection: &str, actions: &[&str]) -> Document {
+    doc! { "resource": { "db": database, "collection": collection }, "actions": actions }
+}
+
+/// The roles for `database`.
+pub fn role_specs(database: &str) -> Vec<RoleSpec> {
+    vec![
+        RoleSpec {
+            name: APP_ROLE,
+            privileges: vec![
+                privilege(database, COUNTERS_COLLECTION, &["find", "update"]),
+                privilege(database, POLICIES_COLLECTION, &["find", "changeStream"]),
+                // Take, renew, release and wait for locks (upsert = insert + update).
+                privilege(
+                    database,
+                    LOCKS_COLLECTION,
+                    &["find", "insert", "update", "changeStream"],
+                ),
+                // Lease, renew and release snowflake worker ids.
+                privilege(database, WORKERS_COLLECTION, &["find", "insert", "update"]),
+                // idmint serve --tokens-from-db reads the app tokens.
+                privilege(database, TOKENS_COLLECTION, &["find"]),
+            ],
+        },
+        RoleSpec {
+            name: ADMIN_ROLE,
+            privileges: vec![
+                privilege(
+                    database,
+                    COUNTERS_COLLECTION,
+                    &[
+                        "find",
+                        "insert",
+                        "update",
+                        "remove",
+                        "createCollection",
+                        "dropCollection",
+                        "createIndex",
+                    ],
+                ),
+                privilege(
+                    database,
+                    LOCKS_COLLECTION,
+                    &[
+                        "find",
+                        "insert",
+                        "update",
+                        "remove",
+                        "createCollection",
+                        "dropCollection",
+                        "createIndex",
+                        "changeStream",
+                    ],
+                ),
+                privilege(
+                    database,
+                    "system.js",
+                    &["find", "insert", "update", "remove"],
+                ),
+                privilege(
+                    database,
+                    MANIFEST_COLLECTION,
+                    &[
+                        "find",
+                        "insert",
+                        "update",
+                        "remove",
+                        "createCollection",
+                        "dropCollection",
+                    ],
+                ),
+                privilege(
+                    database,
+                    POLICIES_COLLECTION,
+                    &[
+                        "find",
+                        "insert",
+                        "update",
+                        "remove",
+                        "createCollection",
+                        "dropCollection",
+                        "createIndex",
+                        "changeStream",
+                    ],
+                ),
+                privilege(
+                    database,
+                    WORKERS_COLLECTION,
+                    &["find", "insert", "update", "remove", "dropCollection"],
+                ),
+                // idmint token add, list, remove.
+                privilege(
+                    database,
+                    TOKENS_COLLECTION,
+                    &["find", "insert", "remove", "dropCollection"],
+                ),
+                privilege(
+                    database,
+                    "",
+                    &[
+                        "listCollections",
+                        "createRole",
+                        "dropRole",
+                        "viewRole",
+                        "grantRole",
+                        "revokeRole",
+                    ],
+                ),
+            ],
+        },
+    ]
+}

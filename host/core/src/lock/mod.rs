@@ -1,0 +1,46 @@
+//! Distributed locks on MongoDB: leases with fencing tokens.
+//!
+//! A lock is one document `{_id: name, owner, token, count, expiresAt,
+//! acquiredAt}` in the `locks` collection. It is taken by one
+//! `findOneAndUpdate` with `upsert` whose update is an aggregation pipeline:
+//! the server decides, against its own clock (`$$NOW`), whether the lock is
+//! free (no owner, or `expiresAt <= $$NOW`), held by the caller (re-entrant:
+//! the hold count grows), or held by someone else (the document is left as it
+//! was). No TTL index and no client clock take part, so a client whose clock
+//! runs ahead cannot steal a live lock, and a lease ends when the server says
+//! so, to the millisecond rather than at the next TTL monitor pass.
+//!
+//! Every acquisition of a free lock increments `token`, the **fencing token**:
+//! the document is never deleted on release (only its owner cleared), so tokens
+//! of one lock name strictly increase over its whole life. Release and renew
+//! match the owner *and* the token, so a holder that lost its lease (paused
+//! past its TTL, partitioned) can neither free nor extend the next holder's
+//! lock. [`fence`] gives the filter that makes a write elsewhere conditional on
+//! the token, so the protected resource itself rejects a stale holder.
+//!
+//! Every write uses majority write concern with journal
+//! ([`crate::mongo::durable_write_concern`]).
+
+mod document;
+mod error;
+pub mod fence;
+mod lease;
+mod name;
+mod wait;
+mod watchdog;
+
+pub use document::LockState;
+pub use error::LockError;
+pub use fence::{fenced_filter, fenced_set};
+pub use lease::{acquire_pipeline, status_all, Acquired, Lease, Lock};
+pub use name::LockName;
+pub use wait::{WaitOptions, MAX_WAIT};
+pub use watchdog::Watchdog;
+
+/// The collection that holds lock documents.
+pub const LOCKS_COLLECTION: &str = "locks";
+
+/// The shortest lease accepted.
+pub const MIN_TTL: std::time::Duration = std::time::Duration::from_millis(100);
+/// The longest lease accepted: one day.
+pub const MAX_TTL: std::time::Duration = std::time::Duration::from_secs(86_400);

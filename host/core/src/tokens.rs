@@ -1,0 +1,297 @@
+//! Bearer tokens per application, each allowed a set of counters (Tinyid's
+//! per-business tokens).
+//!
+//! The tokens file holds no token, only each token's SHA-256, so that it
+//! can be read by whoever deploys the server without handing out access:
+//!
+//! ```json
+//! {"apps": [
+//!   {"name": "billing", "token_sha256": "5e88...", "counters": ["orders", "invoices"]},
+//!   {"name": "ops", "token_sha256": "a3f1...", "counters": ["*"]}
+//! ]}
+//! ```
+//!
+//! (`printf %s "$TOKEN" | sha256sum` gives the hash.) The same entries can
+//! live in the database instead, in the `tokens` collection
+//! (`{_id: app, token_sha256, counters}`), written by [`add_app`] (`idmint
+//! token add`), which makes the token and shows it once. Tokens are never
+//! taken from the command line and never logged; a request names the app
+//! it authenticated as, not the token.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use futures_util::TryStreamExt;
+use mongodb::bson::{doc, Document};
+use mongodb::Database;
+use serde::{Deserialize, Serialize};
+
+use crate::checksum::sha256_hex;
+
+/// The collection of application tokens, `{_id: app, token_sha256, counters}`.
+pub const TOKENS_COLLECTION: &str = "tokens";
+
+/// Why a tokens file cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AccessError {
+    /// The file cannot be read.
+    #[error("cannot read the tokens file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file, or the tokens collection, is not what it should be.
+    #[error("the tokens {source_name} is invalid: {reason}")]
+    Invalid {
+        /// `file PATH`, or `collection DB.tokens`.
+        source_name: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// An app's name is not one (empty, or not printable ASCII).
+    #[error("invalid app name {0:?}: use 1 to 64 letters, digits, _ - .")]
+    InvalidName(String),
+    /// `token remove` of an app that has no token.
+    #[error("no app '{0}' in the tokens collection")]
+    UnknownApp(String),
+    /// An app of that name has a token already.
+    #[error("app '{0}' has a token already: remove it first (idmint token remove {0})")]
+    AppExists(String),
+    /// Reading or writing the tokens collection failed.
+    #[error("the tokens collection: {0}")]
+    Database(#[from] mongodb::error::Error),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TokensFile {
+    apps: Vec<AppEntry>,
+}
+
+/// One application's entry, in the file or the collection.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct AppEntry {
+    /// The app's name (`_id` in the collection).
+    #[serde(alias = "_id")]
+    pub name: String,
+    /// The SHA-256 of its token, lowercase hex.
+    pub token_sha256: String,
+    /// The counters it may use; `*` for all.
+    pub counters: Vec<String>,
+}
+
+/// The applications allowed in, by the SHA-256 of their token.
+#[derive(Debug, Clone)]
+pub struct Access {
+    apps: HashMap<String, App>,
+}
+
+/// One application: its name and the counters it may use.
+#[derive(Debug, Clone)]
+pub struct App {
+    /// The application's name (logged in place of its token).
+    pub name: String,
+    /// The counters it may use; `*` allows every counter.
+    counters: Vec<String>,
+}
+
+impl App {
+    /// Whether the app may use `counter`.
+    pub fn may_use(&self, counter: &str) -> bool {
+        self.counters.iter().any(|c| c == "*" || c == counter)
+    }
+}
+
+impl Access {
+    /// Reads a tokens file (see the module docs).
+    pub fn from_file(path: &Path) -> Result<Self, AccessError> {
+        let text = std::fs::read_to_string(path).map_err(|source| AccessError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let source_name = format!("file {}", path.display());
+        let file: TokensFile =
+            serde_json::from_str(&text).map_err(|error| AccessError::Invalid {
+                source_name: source_name.clone(),
+                reason: error.to_string(),
+            })?;
+        Self::from_entries(file.apps, &source_name)
+    }
+
+    /// Reads the tokens collection of `database`.
+    pub async fn from_database(database: &Database) -> Result<Self, AccessError> {
+        let source_name = format!("collection {}.{TOKENS_COLLECTION}", database.name());
+        Self::from_entries(list_apps(database).await?, &source_name)
+    }
+
+    fn from_entries(entries: Vec<AppEntry>, source_name: &str) -> Result<Self, AccessError> {
+        let invalid = |reason: String| AccessError::Invalid {
+            source_name: source_name.to_string(),
+            reason,
+        };
+        let mut apps = HashMap::new();
+        for entry in entries {
+            let hash = entry.token_sha256.to_ascii_lowercase();
+            if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err(invalid(format!(
+                    "app '{}': token_sha256 must be 64 hexadecimal digits (printf %s \"$TOKEN\" | sha256sum)",
+                    entry.name
+                )));
+            }
+            if entry.counters.is_empty() {
+                return Err(invalid(format!(
+                    "app '{}' lists no counters (use [\"*\"] for all)",
+                    entry.name
+                )));
+            }
+            let app = App {
+                name: entry.name,
+                counters: entry.counters,
+            };
+            if let Some(previous) = apps.insert(hash, app) {
+                return Err(invalid(format!(
+                    "app '{}' has the same token as another app",
+                    previous.name
+                )));
+            }
+        }
+        Ok(Self { apps })
+    }
+
+    /// The app whose token is `token`, if any.
+    pub fn app_for_token(&self, token: &str) -> Option<&App> {
+        self.apps.get(&sha256_hex(token.as_bytes()))
+    }
+}
+
+fn check_app_name(name: &str) -> Result<(), AccessError> {
+    let valid = (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+    if valid {
+        Ok(())
+    } else {
+        Err(AccessError::InvalidName(name.to_string()))
+    }
+}
+
+/// Makes a token for app `name`, allowed `counters`, and stores its SHA-256
+/// in the tokens collection (write concern majority with journal). Returns
+/// the token: it is stored nowhere, so this is the only time it is seen.
+pub async fn add_app(
+    database: &Database,
+    name: &str,
+    counters: &[String],
+) -> Result<String, AccessError> {
+    check_app_name(name)?;
+    if counters.is_empty() {
+        return Err(AccessError::Invalid {
+            source_name: "request".to_string(),
+            reason: format!("app '{name}' must be allowed at least one counter (or *)"),
+        });
+    }
+    let token = crate::random::random_token();
+    let inserted = database
+        .collection::<Document>(TOKENS_COLLECTION)
+        .insert_one(doc! {
+            "_id": name,
+            "token_sha256": sha256_hex(token.as_bytes()),
+            "counters": counters,
+        })
+        .with_options(
+            mongodb::options::InsertOneOptions::builder()
+                .write_concern(crate::mongo::durable_write_concern())
+                .build(),
+        )
+        .await;
+    match inserted {
+        Ok(_) => Ok(token),
+        Err(error) if crate::mongo::is_duplicate_key(&error) => {
+            Err(AccessError::AppExists(name.to_string()))
+        }
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// Removes app `name`'s token from the tokens collection.
+pub async fn remove_app(database: &Database, name: &str) -> Result<(), AccessError> {
+    let deleted = database
+        .collection::<Document>(TOKENS_COLLECTION)
+        .delete_one(doc! { "_id": name })
+        .with_options(
+            mongodb::options::DeleteOptions::builder()
+                .write_concern(crate::mongo::durable_write_concern())
+                .build(),
+        )
+        .await?;
+    if deleted.deleted_count == 0 {
+        return Err(AccessError::UnknownApp(name.to_string()));
+    }
+    Ok(())
+}
+
+/// The apps of the tokens collection (their names and counters; the
+/// hashes too, which give no access).
+pub async fn list_apps(database: &Database) -> Result<Vec<AppEntry>, AccessError> {
+    let documents: Vec<Document> = database
+        .collection::<Document>(TOKENS_COLLECTION)
+        .find(doc! {})
+        .sort(doc! { "_id": 1 })
+        .await?
+        .try_collect()
+        .await?;
+    documents
+        .into_iter()
+        .map(|document| {
+            mongodb::bson::from_document(document).map_err(|error| AccessError::Invalid {
+                source_name: format!("collection {}.{TOKENS_COLLECTION}", database.name()),
+                reason: error.to_string(),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn access(json: &str) -> Result<Access, AccessError> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokens.json");
+        std::fs::write(&path, json).unwrap();
+        Access::from_file(&path)
+    }
+
+    #[test]
+    fn a_token_opens_its_apps_counters_only() {
+        let hash = sha256_hex(b"s3cret");
+        let access = access(&format!(
+            r#"{{"apps": [{{"name": "billing", "token_sha256": "{hash}", "counters": ["orders"]}}]}}"#
+        ))
+        .unwrap();
+        let app = access.app_for_token("s3cret").unwrap();
+        assert_eq!(app.name, "billing");
+        assert!(app.may_use("orders") && !app.may_use("invoices"));
+        for wrong in ["nope", "", "S3CRET"] {
+            assert!(access.app_for_token(wrong).is_none());
+        }
+    }
+
+    #[test]
+    fn a_bad_tokens_file_is_named() {
+        let error =
+            access(r#"{"apps": [{"name": "x", "token_sha256": "abc", "counters": ["*"]}]}"#)
+                .unwrap_err();
+        assert!(
+            error.to_string().contains("64 hexadecimal digits"),
+            "{error}"
+        );
+        let error = access(r#"{"apps": [], "extra": 1}"#).unwrap_err();
+        assert!(error.to_string().contains("unknown field"), "{error}");
+    }
+}

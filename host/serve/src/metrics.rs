@@ -1,0 +1,280 @@
+//! Prometheus metrics of a server, at `/metrics` (OpenMetrics text).
+//!
+//! Requests and their latency per route and status are counted as they
+//! happen; values handed out per counter too. What the counters' own
+//! machinery knows (segment fetches, worker lease renewals and losses) and
+//! the policy in service are read when the metrics are scraped.
+
+use std::sync::atomic::Ordering;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+
+use super::pool::Served;
+use idmint::policy::Policy;
+use idmint::sequence::Sequence;
+
+/// A request's route (its pattern, not its path) and status.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RouteStatus {
+    /// The route pattern, e.g. `/v1/counters/{name}/ids`.
+    pub route: String,
+    /// The HTTP status answered.
+    pub status: u16,
+}
+
+/// A route pattern.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Route {
+    /// The route pattern.
+    pub route: String,
+}
+
+/// A counter's name.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CounterLabel {
+    /// The counter.
+    pub counter: String,
+}
+
+/// The policy in service.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PolicyLabels {
+    /// The counters it formats: `any` (the followed policy), or a kind.
+    pub serves: String,
+    /// Its name.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+    /// The contract it implements.
+    pub contract: String,
+    /// The SHA-256 of its bytes.
+    pub sha256: String,
+}
+
+/// Every metric of a server.
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<RouteStatus, Counter>,
+    in_flight: Gauge,
+    latency: Family<Route, Histogram>,
+    values: Family<CounterLabel, Counter>,
+    segment_fetches: Family<CounterLabel, Counter>,
+    segment_waits: Family<CounterLabel, Counter>,
+    lease_renewals: Family<CounterLabel, Counter>,
+    lease_losses: Family<CounterLabel, Counter>,
+    lease_held: Family<CounterLabel, Gauge>,
+    policy: Family<PolicyLabels, Gauge>,
+    policy_swaps: Counter,
+    policy_refusals: Counter,
+}
+
+fn latency_histogram() -> Histogram {
+    // 50 us to ~1.6 s.
+    Histogram::new(exponential_buckets(0.000_05, 2.0, 16))
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// Registers every metric.
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("idmint");
+        let requests = Family::<RouteStatus, Counter>::default();
+        registry.register(
+            "http_requests",
+            "HTTP requests answered, by route and status",
+            requests.clone(),
+        );
+        let in_flight = Gauge::default();
+        registry.register(
+            "http_requests_in_flight",
+            "HTTP requests being answered now (this scrape included)",
+            in_flight.clone(),
+        );
+        let latency = Family::<Route, Histogram>::new_with_constructor(
+            latency_histogram as fn() -> Histogram,
+        );
+        registry.register(
+            "http_request_duration_seconds",
+            "Time to answer a request, by route",
+            latency.clone(),
+        );
+        let values = Family::<CounterLabel, Counter>::default();
+        registry.register("values", "Values handed out, by counter", values.clone());
+        let segment_fetches = Family::<CounterLabel, Counter>::default();
+        registry.register(
+            "segment_fetches",
+            "Segments taken from the database, by counter",
+            segment_fetches.clone(),
+        );
+        let segment_waits = Family::<CounterLabel, Counter>::default();
+        registry.register(
+            "segment_waits",
+            "Requests that found both segment buffers empty and waited for the database",
+            segment_waits.clone(),
+        );
+        let lease_renewals = Family::<CounterLabel, Counter>::default();
+        registry.register(
+            "lease_renewals",
+            "Worker lease renewals that landed, by snowflake counter",
+            lease_renewals.clone(),
+        );
+        let lease_losses = Family::<CounterLabel, Counter>::default();
+        registry.register(
+            "lease_losses",
+            "Worker leases found taken over at renewal, by snowflake counter",
+            lease_losses.clone(),
+        );
+        let lease_held = Family::<CounterLabel, Gauge>::default();
+        registry.register(
+            "lease_held",
+            "1 while the worker lease is proved valid, by snowflake counter",
+            lease_held.clone(),
+        );
+        let policy = Family::<PolicyLabels, Gauge>::default();
+        registry.register(
+            "policy_info",
+            "The policy in service (value 1)",
+            policy.clone(),
+        );
+        let policy_swaps = Counter::default();
+        registry.register("policy_swaps", "Policies swapped in", policy_swaps.clone());
+        let policy_refusals = Counter::default();
+        registry.register(
+            "policy_refusals",
+            "Policies refused (the current one kept serving)",
+            policy_refusals.clone(),
+        );
+        Self {
+            registry,
+            requests,
+            in_flight,
+            latency,
+            values,
+            segment_fetches,
+            segment_waits,
+            lease_renewals,
+            lease_losses,
+            lease_held,
+            policy,
+            policy_swaps,
+            policy_refusals,
+        }
+    }
+
+    /// A request started: it counts as in flight until the guard is
+    /// dropped, however the request ends (answered, or abandoned by a
+    /// client that hung up).
+    pub fn request_started(&self) -> InFlight {
+        self.in_flight.inc();
+        InFlight(self.in_flight.clone())
+    }
+
+    /// Counts one answered request.
+    pub fn request(&self, route: &str, status: u16, seconds: f64) {
+        self.requests
+            .get_or_create(&RouteStatus {
+                route: route.to_string(),
+                status,
+            })
+            .inc();
+        self.latency
+            .get_or_create(&Route {
+                route: route.to_string(),
+            })
+            .observe(seconds);
+    }
+
+    /// Counts `count` values handed out by `counter`.
+    pub fn values(&self, counter: &str, count: usize) {
+        self.values
+            .get_or_create(&CounterLabel {
+                counter: counter.to_string(),
+            })
+            .inc_by(count as u64);
+    }
+
+    /// Counts a policy swapped in.
+    pub fn policy_swapped(&self) {
+        self.policy_swaps.inc();
+    }
+
+    /// Counts a policy refused.
+    pub fn policy_refused(&self) {
+        self.policy_refusals.inc();
+    }
+
+    /// The metrics as OpenMetrics text, with the counters' own figures and
+    /// the policy in service read now.
+    /// `policies`: each policy in service and the counters it formats
+    /// (`any`, or a kind).
+    pub fn render(
+        &self,
+        opened: &[std::sync::Arc<Served>],
+        policies: &[(String, Policy)],
+    ) -> String {
+        for served in opened {
+            let label = CounterLabel {
+                counter: served.state.name.clone(),
+            };
+            match &served.sequence {
+                Sequence::Segment(allocator) => {
+                    let stats = allocator.stats();
+                    set(&self.segment_fetches, &label, stats.fetches);
+                    set(&self.segment_waits, &label, stats.waits);
+                }
+                Sequence::Snowflake(snowflake) => {
+                    let stats = snowflake.lease_stats();
+                    set(&self.lease_renewals, &label, stats.renewals);
+                    set(&self.lease_losses, &label, stats.losses);
+                    self.lease_held
+                        .get_or_create(&label)
+                        .set(i64::from(stats.holding));
+                }
+                Sequence::Cyclic(_) | Sequence::Autoinc(_) => {}
+            }
+        }
+        self.policy.clear();
+        for (serves, policy) in policies {
+            self.policy
+                .get_or_create(&PolicyLabels {
+                    serves: serves.clone(),
+                    name: policy.info().name.clone(),
+                    version: policy.info().version.clone(),
+                    contract: policy.contract().to_string(),
+                    sha256: policy.sha256().to_string(),
+                })
+                .set(1);
+        }
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &self.registry)
+            .expect("writing to a String cannot fail");
+        text
+    }
+}
+
+/// A request in flight ([`Metrics::request_started`]).
+pub struct InFlight(Gauge);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+/// Sets a counter to a figure kept elsewhere (which only grows).
+fn set(family: &Family<CounterLabel, Counter>, label: &CounterLabel, value: u64) {
+    family
+        .get_or_create(label)
+        .inner()
+        .store(value, Ordering::Relaxed);
+}
