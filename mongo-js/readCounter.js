@@ -1,14 +1,23 @@
 function (keyName, doc, expectedKind) {
   // idmint's counter document rules, the JavaScript twin of the host's
-  // host/src/sequence/counter_doc.rs, shared by getNextUniqueSeq (cyclic) and
-  // getNextSequence (autoinc); tests/conformance.rs holds them equal.
+  // readers (host/core/src/sequence/document.rs and each kind's folder,
+  // host/core/src/sequence/kinds/), shared by getNextUniqueSeq (cyclic),
+  // getNextSequence (autoinc) and getNextPeriodic (periodic);
+  // tests/conformance.rs holds them equal.
   //
   // Reads counter `doc` (found under _id `keyName`), checks that it is a
-  // well-formed counter of `expectedKind`, and returns its fields as numbers:
-  // cyclic {val, maxval, ts, hasTs}, autoinc {seq}. Throws, worded as the host
-  // words it, when it is missing, corrupt, or of another kind.
+  // well-formed counter of `expectedKind`, and returns its fields: cyclic
+  // {val, maxval, ts, hasTs}, autoinc {seq}, periodic {period, zone, current,
+  // seq}. Throws, worded as the host words it, when it is missing, corrupt,
+  // or of another kind.
   var MAX_VALUE = 9007199254740991;
-  var KINDS = ["cyclic", "autoinc", "segment", "snowflake"];
+  var KINDS = ["cyclic", "autoinc", "segment", "snowflake", "periodic"];
+  var LABELS = {
+    year: /^[0-9]{4}$/,
+    month: /^[0-9]{4}-(0[1-9]|1[0-2])$/,
+    day: /^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$/
+  };
+  var LABEL_FORMATS = { year: "%Y", month: "%Y-%m", day: "%Y-%m-%d" };
 
   function corrupt(reason) {
     return new Error("counter '" + keyName + "' is corrupt: " + reason +
@@ -43,8 +52,14 @@ function (keyName, doc, expectedKind) {
     if (max !== undefined && value > max) throw corrupt(field + " is " + value + ", it must be at most " + max);
     return value;
   }
+  function readString(field) {
+    var value = doc[field];
+    if (value === undefined) throw corrupt(field + " is missing");
+    if (typeof value !== "string") throw corrupt(field + " is " + describe(value) + ", not a string");
+    return value;
+  }
   function withArticle(kind) {
-    return (kind === "autoinc" ? "an " : "a ") + kind;
+    return (/^[aeiou]/.test(kind) ? "an " : "a ") + kind;
   }
 
   if (doc === null) {
@@ -56,7 +71,7 @@ function (keyName, doc, expectedKind) {
     if (typeof doc.kind !== "string") throw corrupt("kind is " + describe(doc.kind) + ", not a string");
     if (KINDS.indexOf(doc.kind) < 0) {
       throw new Error("counter '" + keyName + "' has kind " + JSON.stringify(doc.kind) +
-        ", which this idmint does not know (it knows cyclic, autoinc, segment and snowflake); it was left unchanged");
+        ", which this idmint does not know (it knows cyclic, autoinc, segment, snowflake and periodic); it was left unchanged");
     }
     kind = doc.kind;
   }
@@ -71,6 +86,22 @@ function (keyName, doc, expectedKind) {
   } else if (kind === "segment") {
     fields.max = readInteger("max", 0, MAX_VALUE + 1);
     fields.step = readInteger("step", 1, 100000000);
+  } else if (kind === "periodic") {
+    fields.period = readString("period");
+    if (!LABELS.hasOwnProperty(fields.period)) {
+      throw corrupt("period: unknown period " + JSON.stringify(fields.period) + ": use day, month or year");
+    }
+    fields.zone = readString("zone");
+    if (!/^[A-Za-z0-9_+\/:-]{1,64}$/.test(fields.zone)) {
+      throw corrupt("zone " + JSON.stringify(fields.zone) +
+        " is not a time zone name (letters, digits, _ + / : -, 1 to 64)");
+    }
+    fields.current = readString("current");
+    if (fields.current !== "" && !LABELS[fields.period].test(fields.current)) {
+      throw corrupt("current " + JSON.stringify(fields.current) + " is not a " + fields.period +
+        " label (" + LABEL_FORMATS[fields.period] + ")");
+    }
+    fields.seq = readInteger("seq", 0, MAX_VALUE);
   }
   if (doc.prefix !== undefined && doc.prefix !== null && typeof doc.prefix !== "string") {
     throw corrupt("prefix is " + describe(doc.prefix) + ", not a string");

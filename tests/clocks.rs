@@ -5,7 +5,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use idmint::sequence::{CounterName, CounterSpec, CyclicCounter, Issued};
+use idmint::sequence::{CounterName, CounterSpec, CyclicCounter};
+use idmint::Stamp as Issued;
 use idmint::{Clock, Minter, PolicyRuntime};
 
 use crate::harness;

@@ -1,13 +1,16 @@
 //! One algorithm, two implementations held equal, for each kind that has a
-//! stored-JavaScript twin: the host's pipeline updates
-//! (`sequence/cyclic.rs`, `sequence/autoinc.rs`) and the stored functions
-//! `getNextUniqueSeq` and `getNextSequence` (run by mongosh after the shell
-//! loader) get the same counters and, for the cyclic one, the same client
-//! clock readings, and must return the same values, fail with the same
-//! messages, and leave the same documents behind.
+//! stored-JavaScript twin: the host's pipeline updates (`kinds/cyclic`,
+//! `kinds/autoinc`, `kinds/periodic`) and the stored functions
+//! `getNextUniqueSeq`, `getNextSequence` and `getNextPeriodic` (run by
+//! mongosh after the shell loader) get the same counters and, for the cyclic
+//! one, the same client clock readings, and must return the same values,
+//! fail with the same messages, and leave the same documents behind. (The
+//! periodic cases are worded so that their results do not depend on which
+//! year or month it is, only on both twins running in the same one; the
+//! crossing of a boundary has its own tests, with the server's clock moved.)
 
 use idmint::installer;
-use idmint::sequence::{AutoIncrement, CounterName, CyclicCounter};
+use idmint::sequence::{AutoIncrement, CounterName, CyclicCounter, PeriodicCounter};
 use mongodb::bson::{doc, Document};
 use mongodb::Database;
 use serde_json::{json, Value};
@@ -25,6 +28,8 @@ enum Twin {
     Cyclic,
     /// `AutoIncrement::take(1)` and `getNextSequence(name)`.
     Autoinc,
+    /// `PeriodicCounter::take(1)` and `getNextPeriodic(name)`.
+    Periodic,
 }
 
 struct Case {
@@ -50,8 +55,88 @@ fn cases() -> Vec<Case> {
         fields,
         clock: vec![T; calls],
     };
+    // A periodic case: the clock entries only count the calls.
+    let periodic = |name, fields: Option<Document>, calls: usize| Case {
+        twin: Twin::Periodic,
+        name,
+        fields,
+        clock: vec![T; calls],
+    };
+    let per = |period: &str, zone: &str, current: &str, seq: i64| {
+        doc! { "kind": "periodic", "period": period, "zone": zone, "current": current, "seq": seq }
+    };
     const MAX: i64 = (1 << 53) - 1;
     vec![
+        // Fresh and past periods start at 1 in the period the server is in.
+        periodic("p_fresh", Some(per("year", "UTC", "", 0)), 3),
+        periodic(
+            "p_past_month",
+            Some(per("month", "Europe/Paris", "2001-02", 41)),
+            2,
+        ),
+        // A later period than the server's clock (its clock went back): the
+        // counter stays in it and goes on.
+        periodic(
+            "p_later_day",
+            Some(per("day", "Asia/Tokyo", "9999-12-31", 7)),
+            2,
+        ),
+        periodic(
+            "p_prefix",
+            Some({
+                let mut d = per("year", "UTC", "9999", 0);
+                d.insert("prefix", "INV-");
+                d
+            }),
+            1,
+        ),
+        periodic(
+            "p_int32",
+            Some(
+                doc! { "kind": "periodic", "period": "year", "zone": "UTC", "current": "9999", "seq": 5_i32 },
+            ),
+            1,
+        ),
+        periodic("p_exhausted", Some(per("year", "UTC", "9999", MAX - 1)), 2),
+        periodic("p_missing", None, 1),
+        periodic("p_cyclic", Some(doc! { "val": 0, "maxval": 9 }), 1),
+        periodic(
+            "p_period_missing",
+            Some(doc! { "kind": "periodic", "zone": "UTC", "current": "", "seq": 0 }),
+            1,
+        ),
+        periodic("p_period_week", Some(per("week", "UTC", "", 0)), 1),
+        periodic(
+            "p_zone_number",
+            Some(doc! { "kind": "periodic", "period": "year", "zone": 1, "current": "", "seq": 0 }),
+            1,
+        ),
+        periodic("p_zone_spaces", Some(per("year", "Europe Paris", "", 0)), 1),
+        periodic(
+            "p_current_number",
+            Some(
+                doc! { "kind": "periodic", "period": "year", "zone": "UTC", "current": 2026, "seq": 0 },
+            ),
+            1,
+        ),
+        periodic(
+            "p_current_month13",
+            Some(per("month", "UTC", "2026-13", 0)),
+            1,
+        ),
+        periodic(
+            "p_current_wrong_unit",
+            Some(per("day", "UTC", "2026", 0)),
+            1,
+        ),
+        periodic(
+            "p_seq_string",
+            Some(
+                doc! { "kind": "periodic", "period": "year", "zone": "UTC", "current": "", "seq": "1" },
+            ),
+            1,
+        ),
+        periodic("p_seq_negative", Some(per("year", "UTC", "", -1)), 1),
         case(
             "kind_cyclic",
             Some(doc! { "kind": "cyclic", "val": 0_i64, "maxval": 9_i64 }),
@@ -293,15 +378,34 @@ async fn the_stored_function_and_the_pipeline_agree_on_every_case() {
     for case in &cases {
         let name = CounterName::new(case.name).unwrap();
         let cyclic = CyclicCounter::new(&rust_db, name.clone());
-        let autoinc = AutoIncrement::new(&rust_db, name);
+        let autoinc = AutoIncrement::new(&rust_db, name.clone());
+        let periodic = match case.twin {
+            Twin::Periodic => Some(PeriodicCounter::open(&rust_db, name).await),
+            _ => None,
+        };
         for &reading in &case.clock {
-            let outcome = match case.twin {
-                Twin::Cyclic => cyclic.next(reading as u64).await.map(|issued| issued.value),
-                Twin::Autoinc => autoinc.take(1).await.map(|values| *values.start()),
+            let outcome = match (case.twin, &periodic) {
+                (Twin::Cyclic, _) => cyclic
+                    .next(reading as u64)
+                    .await
+                    .map(|issued| json!(issued.sequence))
+                    .map_err(|e| e.to_string()),
+                (Twin::Autoinc, _) => autoinc
+                    .take(1)
+                    .await
+                    .map(|values| json!(*values.start()))
+                    .map_err(|e| e.to_string()),
+                (Twin::Periodic, Some(Ok(periodic))) => periodic
+                    .take(1)
+                    .await
+                    .map(|(period, values)| json!({ "period": period.to_string(), "values": values }))
+                    .map_err(|e| e.to_string()),
+                (Twin::Periodic, Some(Err(error))) => Err(error.to_string()),
+                (Twin::Periodic, None) => unreachable!("a periodic case opens its counter"),
             };
             rust.push(match outcome {
                 Ok(value) => json!({ "case": case.name, "val": value }),
-                Err(error) => json!({ "case": case.name, "error": error.to_string() }),
+                Err(error) => json!({ "case": case.name, "error": error }),
             });
         }
     }
@@ -313,6 +417,7 @@ async fn the_stored_function_and_the_pipeline_agree_on_every_case() {
             let function = match case.twin {
                 Twin::Cyclic => "getNextUniqueSeq",
                 Twin::Autoinc => "getNextSequence",
+                Twin::Periodic => "getNextPeriodic",
             };
             case.clock
                 .iter()
@@ -322,7 +427,9 @@ async fn the_stored_function_and_the_pipeline_agree_on_every_case() {
     let script = format!(
         "for (const [fn, name, clock] of {calls}) {{\n\
            try {{\n\
-             const val = fn === 'getNextSequence' ? getNextSequence(name) : getNextUniqueSeq(name, clock);\n\
+             const val = fn === 'getNextSequence' ? getNextSequence(name)
+               : fn === 'getNextPeriodic' ? getNextPeriodic(name)
+               : getNextUniqueSeq(name, clock);\n\
              print(JSON.stringify({{ case: name, val: val }}));\n\
            }}\n\
            catch (e) {{ print(JSON.stringify({{ case: name, error: e.message }})); }}\n\

@@ -42,7 +42,7 @@ async fn no_value_is_handed_out_twice_across_a_crash() {
                     // A call cut by the crash may fail; only returned values count.
                     match counter.next(SystemClock.now_micros()).await {
                         Ok(issued) => {
-                            let _ = sender.send(issued.value);
+                            let _ = sender.send(issued.sequence);
                         }
                         Err(_) => failures += 1,
                     }

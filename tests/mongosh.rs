@@ -90,7 +90,13 @@ async fn stored_function_in_mongosh_and_the_host_never_hand_out_a_value_twice() 
         .insert_one(mongodb::bson::doc! { "go": true })
         .await
         .unwrap();
-    let mut host = vec![counter.next(SystemClock.now_micros()).await.unwrap().value];
+    let mut host = vec![
+        counter
+            .next(SystemClock.now_micros())
+            .await
+            .unwrap()
+            .sequence,
+    ];
     // Wait until a shell has taken a value after the host's first.
     loop {
         let val = counter.state().await.unwrap().cyclic().unwrap().val;
@@ -106,7 +112,13 @@ async fn stored_function_in_mongosh_and_the_host_never_hand_out_a_value_twice() 
         tokio::task::yield_now().await;
     }
     for _ in 1..200 {
-        host.push(counter.next(SystemClock.now_micros()).await.unwrap().value);
+        host.push(
+            counter
+                .next(SystemClock.now_micros())
+                .await
+                .unwrap()
+                .sequence,
+        );
     }
     let mut values = host.clone();
     for (shell, reader) in shells.into_iter().zip(readers) {

@@ -2,8 +2,9 @@
 //! unknown and corrupt counters.
 
 use idmint::sequence::{
-    CounterName, CounterSpec, CyclicCounter, Issued, SequenceError, COUNTERS_COLLECTION,
+    CounterName, CounterSpec, CyclicCounter, SequenceError, COUNTERS_COLLECTION,
 };
+use idmint::Stamp as Issued;
 use idmint::{Clock, SystemClock};
 use mongodb::bson::{doc, Document};
 use mongodb::Database;
@@ -42,7 +43,13 @@ async fn seed_test_twenty_workers_get_every_value_once() {
                 barrier.wait().await;
                 let mut values = Vec::new();
                 for _ in 0..100 {
-                    values.push(counter.next(SystemClock.now_micros()).await.unwrap().value);
+                    values.push(
+                        counter
+                            .next(SystemClock.now_micros())
+                            .await
+                            .unwrap()
+                            .sequence,
+                    );
                 }
                 values
             })
@@ -68,7 +75,7 @@ async fn wraps_to_zero_after_maxval_and_time_moves_on() {
     for _ in 0..9 {
         issued.push(counter.next(SystemClock.now_micros()).await.unwrap());
     }
-    let values: Vec<u64> = issued.iter().map(|i| i.value).collect();
+    let values: Vec<u64> = issued.iter().map(|i| i.sequence).collect();
     assert_eq!(values, [1, 2, 3, 0, 1, 2, 3, 0, 1]);
     assert!(
         issued.windows(2).all(|pair| pair[0] < pair[1]),
@@ -90,7 +97,7 @@ async fn a_counter_made_the_seed_way_works_too() {
         .unwrap();
     let counter = CyclicCounter::new(&database, name("SerialNo1"));
     let first = counter.next(1_000).await.unwrap();
-    assert_eq!((first.value, first.timestamp_micros), (1, 1_000));
+    assert_eq!((first.sequence, first.timestamp_micros), (1, 1_000));
 }
 
 #[tokio::test]
@@ -224,7 +231,10 @@ async fn well_formed_variants_are_accepted_by_server_and_rust_alike() {
         collection.insert_one(&document).await.unwrap();
         let issued = CyclicCounter::new(&database, name(&id)).next(20).await;
         assert_eq!(
-            issued.as_ref().map(|i| (i.value, i.timestamp_micros)).ok(),
+            issued
+                .as_ref()
+                .map(|i| (i.sequence, i.timestamp_micros))
+                .ok(),
             Some((value, timestamp)),
             "{document}: {issued:?}"
         );
@@ -251,8 +261,8 @@ async fn values_differ_across_many_counters_and_do_not_interfere() {
     // take landing on the other counter would skip or repeat a value.
     let (mut from_a, mut from_b) = (Vec::new(), Vec::new());
     for _ in 0..5 {
-        from_a.push(a.next(1).await.unwrap().value);
-        from_b.push(b.next(1).await.unwrap().value);
+        from_a.push(a.next(1).await.unwrap().sequence);
+        from_b.push(b.next(1).await.unwrap().sequence);
     }
     assert_eq!(from_a, [1, 2, 3, 4, 5]);
     assert_eq!(from_b, [1, 2, 3, 4, 5]);
@@ -284,10 +294,7 @@ async fn a_block_is_the_one_value_rule_repeated_on_the_server() {
                             let wrapped = v >= maxval;
                             v = if wrapped { 0 } else { v + 1 };
                             t = client.max(t + u64::from(wrapped));
-                            Issued {
-                                timestamp_micros: t,
-                                value: v,
-                            }
+                            Issued::new(t, v)
                         })
                         .collect();
                     let counter = CyclicCounter::new(&database, name(&id));

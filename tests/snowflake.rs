@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use idmint::sequence::snowflake::layout::Layout;
+use idmint::parts::Layout;
 use mongodb::bson::{doc, Document};
 use serde_json::Value;
 

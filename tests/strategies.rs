@@ -510,7 +510,7 @@ async fn ids_from_a_cyclic_counter_cost_one_round_trip_per_block() {
 /// and an application can run it with another driver (mongosh's, here).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_printed_command_is_what_idmint_sends_and_runs_from_another_driver() {
-    use idmint::sequence::wire::{take_command, ClientTime};
+    use idmint::sequence::{take_command, ClientTime, CommandOptions};
     const TEST: &str = "printed_pipeline";
     let (database, log) = harness::monitored_database(TEST).await;
     for (counter, spec) in [
@@ -539,24 +539,21 @@ async fn the_printed_command_is_what_idmint_sends_and_runs_from_another_driver()
             CounterKind::Cyclic,
             &name("c"),
             5,
-            0,
-            ClientTime::Micros(12_345),
+            &CommandOptions::default().client(ClientTime::Micros(12_345)),
         )
         .unwrap(),
         take_command(
             CounterKind::Autoinc,
             &name("a"),
             3,
-            0,
-            ClientTime::Micros(0),
+            &CommandOptions::default(),
         )
         .unwrap(),
         take_command(
             CounterKind::Segment,
             &name("s"),
             0,
-            0,
-            ClientTime::Micros(0),
+            &CommandOptions::default(),
         )
         .unwrap(),
     ];

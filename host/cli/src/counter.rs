@@ -3,12 +3,13 @@
 use std::fmt::Write;
 
 use clap::{Args, Subcommand};
-use idmint::sequence::snowflake::layout;
+use idmint::parts::PeriodUnit;
 use idmint::sequence::{
-    self, CounterKind, CounterName, CounterSpec, CounterState, KindState, SequenceError,
+    self, CounterKind, CounterName, CounterSpec, CounterState, SequenceError, Settings,
 };
 use idmint::Clock;
-use serde::Serialize;
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
 
 use super::layout_args::LayoutArgs;
 use super::policy_args::PolicyArgs;
@@ -17,7 +18,7 @@ use super::{ConnectArgs, Outcome, Output};
 /// `idmint counter ...`
 #[derive(Debug, Subcommand)]
 pub enum CounterCmd {
-    /// Create a counter: cyclic (the default), autoinc or segment.
+    /// Create a counter: cyclic (the default), autoinc, segment, snowflake or periodic.
     Create(CreateArgs),
     /// Show a counter's kind and state.
     Show(ShowArgs),
@@ -30,7 +31,9 @@ pub struct CreateArgs {
     pub name: String,
     /// cyclic: values 0..=max wrapping, with a server timestamp (IDs carry the
     /// time); autoinc: 1, 2, 3, ... one round trip per request; segment: ranges
-    /// taken a step at a time and handed out from memory (fastest).
+    /// taken a step at a time and handed out from memory (fastest); snowflake:
+    /// 64-bit IDs made in the process under a leased worker id; periodic:
+    /// values restarting at 1 each day, month or year.
     #[arg(long, default_value = "cyclic", value_parser = clap::value_parser!(CounterKind))]
     pub kind: CounterKind,
     /// cyclic: the largest value; the one after it is 0 [default: 99].
@@ -44,6 +47,13 @@ pub struct CreateArgs {
     pub step: Option<u64>,
     #[command(flatten)]
     pub snowflake: LayoutArgs,
+    /// periodic: how long a period lasts, day, month or year [default: year].
+    #[arg(long, value_parser = clap::value_parser!(PeriodUnit))]
+    pub period: Option<PeriodUnit>,
+    /// periodic: the time zone periods are counted in, an IANA name such as
+    /// Europe/Paris, or UTC [default: UTC].
+    #[arg(long, value_name = "ZONE")]
+    pub zone: Option<String>,
     /// Default prefix of this counter's IDs (checked against the policy).
     #[arg(long)]
     pub prefix: Option<String>,
@@ -65,19 +75,28 @@ pub struct ShowArgs {
     pub connect: ConnectArgs,
 }
 
-#[derive(Serialize)]
+/// A counter as `--json` shows it: its fields, and the facts the kind
+/// derives from them (a cyclic counter's `last_issued_at`, a snowflake
+/// counter's `runs_out_on`, ...).
 struct CounterView<'a> {
-    #[serde(flatten)]
     state: &'a CounterState,
-    /// A cyclic counter's last issued timestamp as RFC 3339, if any.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    last_issued_at: Option<String>,
-    /// A snowflake counter: the date its time bits run out.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    runs_out_on: Option<String>,
-    /// A snowflake counter: a warning once fewer than two years are left.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    warning: Option<String>,
+    facts: &'a [idmint::sequence::Fact],
+}
+
+impl Serialize for CounterView<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let fields = serde_json::to_value(self.state).map_err(serde::ser::Error::custom)?;
+        let mut map = serializer.serialize_map(None)?;
+        if let serde_json::Value::Object(fields) = fields {
+            for (key, value) in fields {
+                map.serialize_entry(&key, &value)?;
+            }
+        }
+        for (key, value) in self.facts.iter().filter_map(|fact| fact.json.as_ref()) {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
+    }
 }
 
 impl CounterCmd {
@@ -92,13 +111,19 @@ impl CounterCmd {
         match self {
             CounterCmd::Create(args) => {
                 let name = CounterName::new(&args.name).map_err(idmint::Error::from)?;
-                let mut spec = CounterSpec::of(args.kind).prefix(args.prefix.clone());
-                spec.maxval = args.maxval;
-                spec.start = args.start;
-                spec.step = args.step;
-                args.snowflake.apply(&mut spec)?;
+                let mut settings = Settings::default();
+                settings.maxval = args.maxval;
+                settings.start = args.start;
+                settings.step = args.step;
+                settings.period = args.period;
+                settings.zone = args.zone.clone();
+                args.snowflake.apply(&mut settings)?;
+                let spec = CounterSpec::of(args.kind)
+                    .settings(settings)
+                    .prefix(args.prefix.clone());
                 // Refuse a bad setting before connecting, and so before writing.
-                spec.document(&name).map_err(idmint::Error::from)?;
+                spec.document(&name, idmint::SystemClock.now_micros() / 1000)
+                    .map_err(idmint::Error::from)?;
                 if let Some(prefix) = &args.prefix {
                     // Refuse a prefix the policy would refuse, before writing anything.
                     let policy = args.policy.load()?;
@@ -130,100 +155,32 @@ impl CounterCmd {
 }
 
 fn print_state(output: &Output, state: &CounterState, verb: &str) -> anyhow::Result<Outcome> {
-    let last_issued_at = state
-        .cyclic()
-        .filter(|cyclic| cyclic.ts > 0)
-        .map(|cyclic| rfc3339_micros(cyclic.ts));
-    let (runs_out_on, warning) = match &state.kind {
-        KindState::Snowflake(snowflake) => {
-            let now = idmint::SystemClock.now_micros() / 1000;
-            (
-                Some(layout::date(snowflake.layout.runs_out_at_ms())),
-                snowflake.layout.lifetime_warning(now),
-            )
-        }
-        _ => (None, None),
-    };
+    let facts = state.facts(idmint::SystemClock.now_micros() / 1000);
     let view = CounterView {
         state,
-        last_issued_at: last_issued_at.clone(),
-        runs_out_on: runs_out_on.clone(),
-        warning: warning.clone(),
+        facts: &facts,
     };
     output.report(&view, || {
+        let line = |text: &mut String, label: &str, value: &str| {
+            let _ = writeln!(text, "  {:<7} {value}", format!("{label}:"));
+        };
         let mut text = String::new();
         let _ = writeln!(text, "{verb}counter '{}'", state.name);
-        let _ = writeln!(text, "  kind:   {}", state.kind());
-        match &state.kind {
-            KindState::Cyclic(cyclic) => {
-                let _ = writeln!(
-                    text,
-                    "  val:    {} (values cycle 0..={})",
-                    cyclic.val, cyclic.maxval
-                );
-                let _ = writeln!(text, "  maxval: {}", cyclic.maxval);
-            }
-            KindState::Autoinc(autoinc) => {
-                let _ = writeln!(
-                    text,
-                    "  seq:    {} (the next value is {})",
-                    autoinc.seq,
-                    autoinc.seq + 1
-                );
-            }
-            KindState::Segment(segment) => {
-                let _ = writeln!(
-                    text,
-                    "  max:    {} (the next segment starts there)",
-                    segment.max
-                );
-                let _ = writeln!(text, "  step:   {} (the smallest segment)", segment.step);
-            }
-            KindState::Snowflake(snowflake) => {
-                let l = snowflake.layout;
-                let _ = writeln!(
-                    text,
-                    "  layout: {},{},{} in {} from {}: {} worker ids, {} IDs per {} per worker",
-                    l.time_bits,
-                    l.worker_bits,
-                    l.seq_bits,
-                    l.unit,
-                    layout::date(l.epoch_ms),
-                    l.max_worker() + 1,
-                    l.max_seq() + 1,
-                    l.unit
-                );
-                let _ = writeln!(
-                    text,
-                    "  runs out on: {}",
-                    runs_out_on.as_deref().unwrap_or_default()
-                );
-                if let Some(warning) = &warning {
-                    let _ = writeln!(text, "  warning: {warning}");
-                }
-            }
+        line(&mut text, "kind", state.kind().as_str());
+        for fact in facts.iter().filter(|fact| !fact.after_prefix) {
+            line(&mut text, fact.label, &fact.text);
         }
-        let _ = writeln!(
-            text,
-            "  prefix: {}",
-            state.prefix.as_deref().unwrap_or("(none)")
+        line(
+            &mut text,
+            "prefix",
+            state.prefix.as_deref().unwrap_or("(none)"),
         );
-        if state.cyclic().is_some() {
-            let _ = writeln!(
-                text,
-                "  last issued at: {}",
-                last_issued_at.as_deref().unwrap_or("never")
-            );
+        for fact in facts.iter().filter(|fact| fact.after_prefix) {
+            line(&mut text, fact.label, &fact.text);
         }
         text
     })?;
     Ok(Outcome::Success)
 }
-/// Microseconds since the epoch as RFC 3339 UTC with six decimals.
-pub fn rfc3339_micros(micros: u64) -> String {
-    i64::try_from(micros)
-        .ok()
-        .and_then(chrono::DateTime::from_timestamp_micros)
-        .map(|time| time.to_rfc3339_opts(chrono::SecondsFormat::Micros, true))
-        .unwrap_or_else(|| format!("{micros} µs after the epoch"))
-}
+
+pub use idmint::parts::rfc3339_micros;

@@ -2,8 +2,9 @@
 //! `validate` decodes IDs with one.
 
 use clap::Args;
-use idmint::sequence::snowflake::layout::{self, Layout, TimeUnit};
-use idmint::sequence::{CounterSpec, SequenceError};
+use idmint::parts::snowflake::parse_date;
+use idmint::parts::{Layout, TimeUnit};
+use idmint::sequence::{layout_of, SequenceError, Settings};
 
 /// A snowflake layout.
 #[derive(Debug, Clone, Args)]
@@ -25,24 +26,24 @@ impl LayoutArgs {
         self.layout.is_some() || self.unit.is_some() || self.epoch.is_some()
     }
 
-    /// Puts the flags into `spec` (a bad value is a bad setting, exit 2).
-    pub fn apply(&self, spec: &mut CounterSpec) -> anyhow::Result<()> {
+    /// Puts the flags into `settings` (a bad value is a bad setting, exit 2).
+    pub fn apply(&self, settings: &mut Settings) -> anyhow::Result<()> {
         let bad = |reason| idmint::Error::from(SequenceError::InvalidSpec(reason));
-        spec.unit = self.unit;
+        settings.unit = self.unit;
         if let Some(bits) = &self.layout {
-            spec.layout = Some(Layout::parse_bits(bits).map_err(bad)?);
+            settings.layout = Some(Layout::parse_bits(bits).map_err(bad)?);
         }
         if let Some(epoch) = &self.epoch {
-            spec.epoch_ms = Some(layout::parse_date(epoch).map_err(bad)?);
+            settings.epoch_ms = Some(parse_date(epoch).map_err(bad)?);
         }
         Ok(())
     }
 
     /// The layout the flags name, defaults filled in, checked for shape.
     pub fn layout(&self) -> anyhow::Result<Layout> {
-        let mut spec = CounterSpec::of(idmint::sequence::CounterKind::Snowflake);
-        self.apply(&mut spec)?;
-        let layout = spec.snowflake_layout();
+        let mut settings = Settings::default();
+        self.apply(&mut settings)?;
+        let layout = layout_of(&settings);
         layout
             .check_shape()
             .map_err(|reason| idmint::Error::from(SequenceError::InvalidSpec(reason)))?;

@@ -4,8 +4,7 @@
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use idmint::sequence::snowflake::{OnRollback, RollbackOptions};
-use idmint::sequence::{OpenOptions, SnowflakeOptions};
+use idmint::sequence::{OnRollback, OpenOptions, RollbackOptions, SnowflakeOptions};
 
 /// How a counter is opened.
 #[derive(Debug, Clone, Args)]

@@ -3,8 +3,10 @@
 //! driver.
 
 use clap::Args;
-use idmint::sequence::wire::{self, ClientTime};
-use idmint::sequence::{CounterKind, CounterName, DEFAULT_STEP};
+use idmint::parts::PeriodUnit;
+use idmint::sequence::{
+    take_command, ClientTime, CommandOptions, CounterKind, CounterName, DEFAULT_STEP, DEFAULT_ZONE,
+};
 use mongodb::bson::Bson;
 
 use super::{Outcome, Output};
@@ -27,6 +29,14 @@ pub struct PipelineCmd {
     /// (default: the server's clock, `$$NOW`, so the app reads none).
     #[arg(long, value_name = "MICROS")]
     pub client_micros: Option<u64>,
+    /// periodic: the counter's period, day, month or year (the command applies
+    /// only while the document says the same).
+    #[arg(long, default_value = "year", value_parser = clap::value_parser!(PeriodUnit))]
+    pub period: PeriodUnit,
+    /// periodic: the counter's time zone (the command applies only while the
+    /// document says the same).
+    #[arg(long, default_value = DEFAULT_ZONE, value_name = "ZONE")]
+    pub zone: String,
 }
 
 impl PipelineCmd {
@@ -35,8 +45,12 @@ impl PipelineCmd {
         let client = self
             .client_micros
             .map_or(ClientTime::ServerNow, ClientTime::Micros);
-        let command = wire::take_command(self.kind, &name, self.count, self.step, client)
-            .map_err(idmint::Error::from)?;
+        let options = CommandOptions::default()
+            .step(self.step)
+            .client(client)
+            .period(self.period, &self.zone);
+        let command =
+            take_command(self.kind, &name, self.count, &options).map_err(idmint::Error::from)?;
         let json = Bson::Document(command).into_relaxed_extjson();
         output.report(&json, || {
             serde_json::to_string_pretty(&json).unwrap_or_default()

@@ -212,9 +212,8 @@ impl ActivateCmd {
                 .map_err(idmint::Error::from)?;
             let policy = store.load(&runtime, self.version).await?;
             let prefix = state.prefix.clone().unwrap_or_default();
-            let writes_time =
-                idmint::policy::writes_time(&policy, &prefix).map_err(idmint::Error::from)?;
-            idmint::policy::check_fit(&policy, &state, writes_time)
+            let writes = idmint::policy::writes(&policy, &prefix).map_err(idmint::Error::from)?;
+            idmint::policy::check_fit(&policy, &state, writes)
                 .map_err(idmint::Error::from)
                 .with_context(|| format!("version {} not activated", self.version))?;
         }

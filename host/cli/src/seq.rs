@@ -77,7 +77,7 @@ impl SeqCmd {
                 .take(block as usize, SystemClock.now_micros())
                 .await
                 .map_err(idmint::Error::from)?;
-            self.emit(output, issued.into_iter().map(|issued| issued.value))?;
+            self.emit(output, issued.into_iter().map(|stamp| stamp.sequence))?;
             left -= block;
         }
         Ok(())

@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use clap::Args;
 use idmint::installer::{self, JsSupport, StatusReport, Topology};
-use idmint::sequence::snowflake::{self, Lifetime};
+use idmint::sequence::{self, Lifetime};
 use idmint::Clock;
 use serde::Serialize;
 
@@ -33,7 +33,7 @@ impl StatusCmd {
             .await
             .map_err(idmint::Error::from)?;
         let now_ms = idmint::SystemClock.now_micros() / 1000;
-        let lifetimes = snowflake::lifetimes(&database, now_ms)
+        let lifetimes = sequence::lifetimes(&database, now_ms)
             .await
             .map_err(idmint::Error::from)?;
         let view = StatusView {

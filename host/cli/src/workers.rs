@@ -3,8 +3,8 @@
 use std::fmt::Write;
 
 use clap::Args;
-use idmint::sequence::snowflake::{self, WorkerLease};
 use idmint::sequence::CounterName;
+use idmint::sequence::{self as snowflake, WorkerLease};
 use serde::Serialize;
 
 use super::counter::rfc3339_micros;

@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 use crate::checksum::sha256_hex;
 
 /// The collection of application tokens, `{_id: app, token_sha256, counters}`.
-pub const TOKENS_COLLECTION: &str = "tokens";
+pub use crate::mongo::collections::TOKENS as TOKENS_COLLECTION;
 
 /// Why a tokens file cannot be used.
 #[derive(Debug, thiserror::Error)]

@@ -16,7 +16,6 @@ use prometheus_client::registry::Registry;
 
 use super::pool::Served;
 use idmint::policy::Policy;
-use idmint::sequence::Sequence;
 
 /// A request's route (its pattern, not its path) and status.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -226,21 +225,17 @@ impl Metrics {
             let label = CounterLabel {
                 counter: served.state.name.clone(),
             };
-            match &served.sequence {
-                Sequence::Segment(allocator) => {
-                    let stats = allocator.stats();
-                    set(&self.segment_fetches, &label, stats.fetches);
-                    set(&self.segment_waits, &label, stats.waits);
-                }
-                Sequence::Snowflake(snowflake) => {
-                    let stats = snowflake.lease_stats();
-                    set(&self.lease_renewals, &label, stats.renewals);
-                    set(&self.lease_losses, &label, stats.losses);
-                    self.lease_held
-                        .get_or_create(&label)
-                        .set(i64::from(stats.holding));
-                }
-                Sequence::Cyclic(_) | Sequence::Autoinc(_) => {}
+            let held = served.sequence.held();
+            if let Some(stats) = held.buffers {
+                set(&self.segment_fetches, &label, stats.fetches);
+                set(&self.segment_waits, &label, stats.waits);
+            }
+            if let Some(stats) = held.lease {
+                set(&self.lease_renewals, &label, stats.renewals);
+                set(&self.lease_losses, &label, stats.losses);
+                self.lease_held
+                    .get_or_create(&label)
+                    .set(i64::from(stats.holding));
             }
         }
         self.policy.clear();

@@ -21,7 +21,7 @@ use super::api::{
 use super::error::{ApiError, ErrorBody};
 use super::pool::Served;
 use super::AppState;
-use idmint::sequence::{self, Clock, CounterKind, CounterName, Sequence, SystemClock};
+use idmint::sequence::{self, Clock, CounterKind, CounterName, SystemClock};
 
 /// The state every handler shares.
 pub(super) type Shared = Arc<AppState>;
@@ -214,23 +214,23 @@ pub(super) async fn values(
     state.metrics.values(&name, count);
     if wants_text(&headers) {
         let mut lines = String::with_capacity(issued.len() * 12);
-        for issued in &issued {
-            lines.push_str(&issued.value.to_string());
+        for stamp in &issued {
+            lines.push_str(&stamp.sequence.to_string());
             lines.push('\n');
         }
         return Ok(text(lines));
     }
     let kind = served.sequence.kind();
-    let timestamps = (kind == CounterKind::Cyclic).then(|| {
-        issued
-            .iter()
-            .map(|issued| issued.timestamp_micros)
-            .collect()
-    });
+    // The timestamps are part of the value only where the server decided them.
+    let timestamps = served
+        .state
+        .shape()
+        .server_timestamp
+        .then(|| issued.iter().map(|stamp| stamp.timestamp_micros).collect());
     Ok(Json(ValuesResponse {
         counter: name,
         kind: kind.to_string(),
-        values: issued.iter().map(|issued| issued.value).collect(),
+        values: issued.iter().map(|stamp| stamp.sequence).collect(),
         timestamps_micros: timestamps,
     })
     .into_response())
@@ -266,7 +266,7 @@ pub(super) async fn ranges(
     }
     let served = state.counter(&headers, &name).await?;
     let kind = served.sequence.kind();
-    if !matches!(kind, CounterKind::Autoinc | CounterKind::Segment) {
+    if !kind.hands_out_runs() {
         return Err(ApiError::unfit(
             &name,
             format!("counter '{name}' is a {kind} counter; ranges are served for autoinc and segment counters only"),
@@ -310,11 +310,9 @@ pub(super) async fn counter(
     let served = state
         .pool
         .peek(&name)
-        .and_then(|served| match &served.sequence {
-            Sequence::Segment(allocator) => serde_json::to_value(allocator.stats()).ok(),
-            Sequence::Snowflake(snowflake) => serde_json::to_value(snowflake.lease_stats()).ok(),
-            Sequence::Cyclic(_) | Sequence::Autoinc(_) => None,
-        });
+        .map(|served| served.sequence.held())
+        .filter(|held| held.buffers.is_some() || held.lease.is_some())
+        .and_then(|held| serde_json::to_value(held).ok());
     Ok(Json(CounterResponse {
         state: serde_json::to_value(current).unwrap_or_default(),
         served,
@@ -429,7 +427,7 @@ async fn leaf(
     }
     let issued = served.sequence.take(1, SystemClock.now_micros()).await?;
     state.metrics.values(&key, 1);
-    Ok(text(issued[0].value.to_string()))
+    Ok(text(issued[0].sequence.to_string()))
 }
 
 /// Leaf's segment route: one value of segment counter `key`, bare decimal.
@@ -496,16 +494,13 @@ pub(super) async fn readyz(State(state): State<Shared>) -> (StatusCode, Json<Rea
         .pool
         .opened()
         .iter()
-        .filter_map(|served| match &served.sequence {
-            Sequence::Snowflake(snowflake) => {
-                let stats = snowflake.lease_stats();
-                Some(LeaseReadiness {
-                    counter: served.state.name.clone(),
-                    worker: stats.worker,
-                    holding: stats.holding,
-                })
-            }
-            _ => None,
+        .filter_map(|served| {
+            let lease = served.sequence.held().lease?;
+            Some(LeaseReadiness {
+                counter: served.state.name.clone(),
+                worker: lease.worker,
+                holding: lease.holding,
+            })
         })
         .collect();
     let policy = state.live.current();

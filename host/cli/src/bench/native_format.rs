@@ -99,7 +99,7 @@ mod tests {
         ]
         .into_iter()
         .flat_map(|timestamp_micros| {
-            [0, 1, 42, 99].map(|sequence| Stamp::new(timestamp_micros, sequence, None))
+            [0, 1, 42, 99].map(|sequence| Stamp::new(timestamp_micros, sequence))
         })
         .collect();
         for prefix in ["", "ORD-", "a.b_c"] {

@@ -38,8 +38,8 @@ pub async fn next_value(
         let Some(&current) = current.cyclic() else {
             return Err(SequenceError::WrongKind {
                 name: name.clone(),
-                expected: CounterKind::Cyclic,
-                found: current.kind(),
+                expected: CounterKind::Cyclic.as_str(),
+                found: current.kind().as_str(),
             });
         };
         let condition = doc! { "_id": name.as_str(), "val": current.val as i64 };

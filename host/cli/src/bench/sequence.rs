@@ -54,8 +54,8 @@ use idmint::mongo::durable_write_concern;
 use idmint::policy::{PolicyError, PolicyRuntime, Stamp};
 use idmint::sequence::{
     self, AutoIncrement, Clock, CounterKind, CounterName, CounterSpec, CyclicCounter,
-    SegmentAllocator, SegmentOptions, SequenceError, Snowflake, SnowflakeOptions, SystemClock,
-    COUNTERS_COLLECTION,
+    SegmentAllocator, SegmentOptions, SequenceError, Settings, Snowflake, SnowflakeOptions,
+    SystemClock, COUNTERS_COLLECTION,
 };
 
 /// Values per round trip in `pipeline_block`.
@@ -226,7 +226,7 @@ pub async fn run(
         .await
         .map_err(cleanup_error)?;
     database
-        .collection::<Document>(idmint::sequence::snowflake::WORKERS_COLLECTION)
+        .collection::<Document>(idmint::sequence::WORKERS_COLLECTION)
         .delete_many(doc! { "counter": { "$regex": "^bench\\." } })
         .await
         .map_err(cleanup_error)?;
@@ -266,9 +266,9 @@ async fn run_slice(
     let spec = match mode.kind() {
         CounterKind::Cyclic => CounterSpec::default().maxval(idmint::sequence::MAX_MAXVAL),
         CounterKind::Snowflake => {
-            let mut spec = CounterSpec::of(CounterKind::Snowflake);
-            spec.layout = Some((41, 8, 14));
-            spec
+            let mut settings = Settings::default();
+            settings.layout = Some((41, 8, 14));
+            CounterSpec::of(CounterKind::Snowflake).settings(settings)
         }
         kind => CounterSpec::of(kind),
     };
@@ -281,7 +281,7 @@ async fn run_slice(
             Snowflake::start(
                 database,
                 name.clone(),
-                spec.snowflake_layout(),
+                idmint::sequence::layout_of(&spec.settings),
                 SnowflakeOptions::default(),
             )
             .await?,
@@ -453,7 +453,7 @@ pub fn run_format(options: &FormatBenchOptions) -> Result<Vec<BenchResult>, Poli
     let policy = PolicyRuntime::new()?.load_default()?;
     let start = idmint::sequence::SystemClock.now_micros();
     let stamps: Vec<Stamp> = (0..options.batch.max(1) as u64)
-        .map(|i| Stamp::new(start + i * 7, i % 100, None))
+        .map(|i| Stamp::new(start + i * 7, i % 100))
         .collect();
     let mut totals = [(0_u64, Duration::ZERO); FormatMode::ALL.len()];
     let slices = options.slices.max(1);

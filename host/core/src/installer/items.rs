@@ -19,7 +19,7 @@ use crate::sequence::COUNTERS_COLLECTION;
 pub const INSTALLER_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// The collection that records what idmint installed.
-pub const MANIFEST_COLLECTION: &str = "idmint_manifest";
+pub use crate::mongo::collections::MANIFEST as MANIFEST_COLLECTION;
 
 /// The kinds of installed items.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]

@@ -42,7 +42,7 @@ pub use server::{JsSupport, ServerInfo, Topology};
 pub use uninstall::{uninstall, UninstallAction, UninstallItem, UninstallOptions, UninstallReport};
 
 /// The collection MongoDB reserves for stored JavaScript.
-pub const SYSTEM_JS: &str = "system.js";
+pub use crate::mongo::collections::SYSTEM_JS;
 
 /// How the host hands out values, for reports.
 pub const HOST_PATH: &str =

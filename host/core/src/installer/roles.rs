@@ -14,8 +14,8 @@ use mongodb::bson::{doc, Document};
 use super::items::MANIFEST_COLLECTION;
 use crate::lock::LOCKS_COLLECTION;
 use crate::policy::POLICIES_COLLECTION;
-use crate::sequence::snowflake::WORKERS_COLLECTION;
 use crate::sequence::COUNTERS_COLLECTION;
+use crate::sequence::WORKERS_COLLECTION;
 use crate::tokens::TOKENS_COLLECTION;
 
 /// The application role's name.

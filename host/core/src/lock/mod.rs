@@ -38,7 +38,7 @@ pub use wait::{WaitOptions, MAX_WAIT};
 pub use watchdog::Watchdog;
 
 /// The collection that holds lock documents.
-pub const LOCKS_COLLECTION: &str = "locks";
+pub use crate::mongo::collections::LOCKS as LOCKS_COLLECTION;
 
 /// The shortest lease accepted.
 pub const MIN_TTL: std::time::Duration = std::time::Duration::from_millis(100);

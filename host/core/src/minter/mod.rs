@@ -14,8 +14,8 @@ mod live;
 
 use std::sync::Arc;
 
-use crate::policy::{check_fit, check_prefix, writes_time, Policy, Stamp};
-use crate::sequence::{Clock, CounterState, GiveBack, Issued, Sequence, MAX_BLOCK};
+use crate::policy::{check_fit, check_prefix, writes, Policy, Stamp};
+use crate::sequence::{Clock, CounterState, GiveBack, Sequence, MAX_BLOCK};
 use crate::Error;
 
 pub use live::{LiveMinter, LiveOptions};
@@ -54,7 +54,7 @@ impl Minter {
     ) -> Result<Self, Error> {
         let prefix = prefix.or_else(|| state.prefix.clone()).unwrap_or_default();
         check_prefix(&policy, &prefix, clock.now_micros())?;
-        check_fit(&policy, &state, writes_time(&policy, &prefix)?)?;
+        check_fit(&policy, &state, writes(&policy, &prefix)?)?;
         Ok(Self {
             sequence,
             state,
@@ -85,26 +85,14 @@ impl Minter {
     }
 
     /// Takes `count` values, in blocks of at most [`MAX_BLOCK`] per round
-    /// trip, in the order issued.
-    pub async fn next_issued(&self, count: usize) -> Result<Vec<Issued>, Error> {
-        let mut issued = Vec::with_capacity(count);
-        while issued.len() < count {
-            let block = (count - issued.len()).min(MAX_BLOCK);
-            issued.extend(self.sequence.take(block, self.clock.now_micros()).await?);
-        }
-        Ok(issued)
-    }
-
-    /// [`Minter::next_issued`], as the stamps a policy formats (with a
-    /// snowflake ID's fields, see [`Stamp::new`]).
+    /// trip, in the order issued, as the stamps a policy formats.
     pub async fn next_stamps(&self, count: usize) -> Result<Vec<Stamp>, Error> {
-        let layout = self.state.snowflake_layout();
-        Ok(self
-            .next_issued(count)
-            .await?
-            .into_iter()
-            .map(|issued| Stamp::new(issued.timestamp_micros, issued.value, layout))
-            .collect())
+        let mut stamps = Vec::with_capacity(count);
+        while stamps.len() < count {
+            let block = (count - stamps.len()).min(MAX_BLOCK);
+            stamps.extend(self.sequence.take(block, self.clock.now_micros()).await?);
+        }
+        Ok(stamps)
     }
 
     /// Takes `count` values and formats them in one policy call. IDs come out

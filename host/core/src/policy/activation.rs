@@ -24,10 +24,11 @@
 use serde::Serialize;
 
 use super::error::PolicyError;
-use super::fit::check_fit;
+use super::fit::{check_fit, writes_period, Writes};
 use super::runtime::Policy;
-use super::types::{IdParts, PolicyInfo, Stamp};
-use crate::sequence::snowflake::{Layout, SnowflakeParts};
+use super::types::PolicyInfo;
+use crate::parts::{IdParts, Stamp};
+use crate::parts::{Layout, SnowflakeParts};
 use crate::sequence::CounterState;
 
 /// What the activation check runs against.
@@ -207,7 +208,14 @@ pub fn check(
 
     let mut reads_snowflake = None;
     for counter in &options.counters {
-        check_fit(policy, counter, writes_time)?;
+        check_fit(
+            policy,
+            counter,
+            Writes {
+                time: writes_time,
+                period: writes_period(policy, &options.prefix)?,
+            },
+        )?;
         if let Some(layout) = counter.snowflake_layout() {
             let reads = check_snowflake(policy, prefix, layout, &fail)?;
             reads_snowflake = Some(reads_snowflake.unwrap_or(true) && reads);
@@ -246,7 +254,7 @@ fn check_snowflake(
         .iter()
         .map(|&(time, worker, seq)| {
             let value = layout.compose(SnowflakeParts { time, worker, seq });
-            Stamp::new(0, value, Some(layout))
+            Stamp::snowflake(value, layout).expect("a composed ID fits 63 bits")
         })
         .collect();
     let ids = policy
@@ -295,7 +303,7 @@ fn samples(info: &PolicyInfo, options: &ActivationOptions) -> Vec<Stamp> {
         .flat_map(|timestamp_micros| {
             sequences
                 .iter()
-                .map(move |&sequence| Stamp::new(timestamp_micros, sequence, None))
+                .map(move |&sequence| Stamp::new(timestamp_micros, sequence))
         })
         .collect()
 }

@@ -1,16 +1,19 @@
 //! Whether a policy can serve a counter: the policy must hold every value
-//! the counter can hand out, and a policy that does not write the time must
-//! not serve a counter whose values repeat (its IDs would repeat too).
+//! the counter can hand out, and it must write what tells the counter's IDs
+//! apart when its values repeat ([`Repeats`]): the time for a cyclic counter,
+//! the period for a periodic one.
 //!
 //! A policy that does not write the time says so by reading its own IDs
-//! back with `timestamp-micros` 0 (`guest/wit/policy.wit`, `validate`);
-//! [`writes_time`] asks it. [`check_fit`] is what `next`, `counter create`,
+//! back with `timestamp-micros` 0 (`guest/wit/policy.wit`, `validate`); one
+//! that does not write the period reads its IDs back without one. [`writes`]
+//! asks it. [`check_fit`] is what `next`, `counter create`,
 //! `policy push`/`activate` and the activation check all use.
 
 use super::error::PolicyError;
 use super::runtime::Policy;
-use super::types::IdParts;
-use crate::sequence::{CounterKind, CounterState};
+use crate::parts::IdParts;
+use crate::parts::{Period, PeriodUnit};
+use crate::sequence::{CounterKind, CounterState, Repeats};
 
 /// The timestamp [`writes_time`] formats: 2026-11-22T03:14:57.123456Z.
 const PROBE_MICROS: u64 = 1_795_317_297_123_456;
@@ -39,6 +42,19 @@ pub enum FitError {
         /// What to do about it.
         advice: &'static str,
     },
+    /// The policy does not write the period, and the counter's values
+    /// restart in each period.
+    #[error(
+        "policy '{policy}' does not write the period into its IDs, and counter '{counter}' is \
+         periodic: its values restart at 1 in each period, so its IDs would repeat; use a \
+         policy that writes the period, such as the built-in decimal policy (--policy builtin:decimal)"
+    )]
+    NeedsPeriod {
+        /// The policy's name.
+        policy: String,
+        /// The counter's name.
+        counter: String,
+    },
     /// The policy does not write the time, and the counter's values repeat.
     #[error(
         "policy '{policy}' does not write the time into its IDs, and counter '{counter}' is cyclic: \
@@ -57,18 +73,25 @@ impl FitError {
     /// The counter the policy cannot serve.
     pub fn counter(&self) -> &str {
         match self {
-            FitError::Capacity { counter, .. } | FitError::NeedsTime { counter, .. } => counter,
+            FitError::Capacity { counter, .. }
+            | FitError::NeedsTime { counter, .. }
+            | FitError::NeedsPeriod { counter, .. } => counter,
         }
     }
 }
 
+/// What a policy writes into its IDs besides the prefix and the value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Writes {
+    /// The time.
+    pub time: bool,
+    /// A periodic counter's period.
+    pub period: bool,
+}
+
 /// Fails unless `policy` can serve `counter` (see the module docs);
-/// `writes_time` is what [`writes_time`] said of the policy.
-pub fn check_fit(
-    policy: &Policy,
-    counter: &CounterState,
-    writes_time: bool,
-) -> Result<(), FitError> {
+/// `writes` is what [`writes`] said of the policy.
+pub fn check_fit(policy: &Policy, counter: &CounterState, writes: Writes) -> Result<(), FitError> {
     let info = policy.info();
     let shape = counter.shape();
     if shape.largest_value >= info.sequence_capacity {
@@ -78,28 +101,30 @@ pub fn check_fit(
             counter: counter.name.clone(),
             kind: counter.kind(),
             largest: shape.largest_value,
-            advice: match counter.kind() {
-                CounterKind::Cyclic => {
-                    "use a counter with a smaller maxval or a policy with a larger sequence"
-                }
-                CounterKind::Autoinc | CounterKind::Segment => {
-                    "use a policy that holds 2^53 values, such as the built-in decimal policy \
-                     (--policy builtin:decimal)"
-                }
-                CounterKind::Snowflake => {
-                    "use a policy that holds 64-bit IDs, such as the built-in base32 policy \
-                     (--policy builtin:base32)"
-                }
-            },
+            advice: counter.kind().fit_advice(),
         });
     }
-    if shape.values_repeat && !writes_time {
-        return Err(FitError::NeedsTime {
+    match shape.repeats {
+        Repeats::Never => Ok(()),
+        Repeats::AfterWrap if !writes.time => Err(FitError::NeedsTime {
             policy: info.name.clone(),
             counter: counter.name.clone(),
-        });
+        }),
+        Repeats::EachPeriod if !writes.period => Err(FitError::NeedsPeriod {
+            policy: info.name.clone(),
+            counter: counter.name.clone(),
+        }),
+        Repeats::AfterWrap | Repeats::EachPeriod => Ok(()),
     }
-    Ok(())
+}
+
+/// What `policy` writes into its IDs ([`writes_time`], [`writes_period`]).
+/// Nothing is consumed or written.
+pub fn writes(policy: &Policy, prefix: &str) -> Result<Writes, PolicyError> {
+    Ok(Writes {
+        time: writes_time(policy, prefix)?,
+        period: writes_period(policy, prefix)?,
+    })
 }
 
 /// Whether `policy` writes the time into its IDs: it formats one ID with
@@ -111,15 +136,45 @@ pub fn writes_time(policy: &Policy, prefix: &str) -> Result<bool, PolicyError> {
         timestamp_micros: PROBE_MICROS,
         sequence: 0,
         snowflake: None,
+        period: None,
     };
-    let id = policy.format(&parts)?;
-    match policy.validate(&id, Some(prefix), None)? {
-        Ok(read) => Ok(read.timestamp_micros != 0),
-        Err(invalid) => Err(PolicyError::Activation {
+    Ok(read_back(policy, &parts)?.timestamp_micros != 0)
+}
+
+/// Whether `policy` writes a periodic counter's period into its IDs: it
+/// formats one ID in a period and reads it back; a policy that does not
+/// write periods (every policy on a contract before 0.4.0) reads it back
+/// without it. A policy that refuses to format it does not write it either.
+pub fn writes_period(policy: &Policy, prefix: &str) -> Result<bool, PolicyError> {
+    let period = Period {
+        unit: PeriodUnit::Year,
+        year: 2026,
+        month: 1,
+        day: 1,
+    };
+    let parts = IdParts {
+        prefix: prefix.to_string(),
+        timestamp_micros: PROBE_MICROS,
+        sequence: 1,
+        snowflake: None,
+        period: Some(period),
+    };
+    match policy.format(&parts) {
+        Ok(_) => Ok(read_back(policy, &parts)?.period == Some(period)),
+        Err(PolicyError::Format(_)) => Ok(false),
+        Err(error) => Err(error),
+    }
+}
+
+/// Formats `parts` and reads the ID back with the policy's own validator.
+fn read_back(policy: &Policy, parts: &IdParts) -> Result<IdParts, PolicyError> {
+    let id = policy.format(parts)?;
+    policy
+        .validate(&id, Some(&parts.prefix), None)?
+        .map_err(|invalid| PolicyError::Activation {
             origin: policy.origin().to_string(),
             reason: format!("its own validator rejects {id:?}: {invalid}"),
-        }),
-    }
+        })
 }
 
 /// Fails, with the policy's reason, unless the policy accepts `prefix`: it
@@ -131,6 +186,7 @@ pub fn check_prefix(policy: &Policy, prefix: &str, now_micros: u64) -> Result<()
             timestamp_micros: now_micros,
             sequence: 0,
             snowflake: None,
+            period: None,
         })
         .map(drop)
 }

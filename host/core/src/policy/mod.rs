@@ -33,6 +33,7 @@
 //!     timestamp_micros: 1_795_317_297_123_456, // 2026-11-22T03:14:57.123456Z
 //!     sequence: 7,
 //!     snowflake: None,
+//!     period: None,
 //! };
 //! let id = policy.format(&parts)?;
 //! assert_eq!(id, "ORD-2026112203145712345607");
@@ -54,14 +55,15 @@ pub mod watch;
 #[cfg(test)]
 mod tests;
 
+pub use crate::parts::{IdParts, Stamp};
 pub use activation::{ActivationOptions, ActivationReport};
 pub use error::PolicyError;
-pub use fit::{check_fit, check_prefix, writes_time, FitError};
+pub use fit::{check_fit, check_prefix, writes, writes_period, writes_time, FitError, Writes};
 pub use live::LivePolicy;
 pub use runtime::{Policy, PolicyRuntime, MAX_CONCURRENT_CALLS};
 pub use sandbox::{PolicyLimits, DEFAULT_MAX_MEMORY_BYTES, DEFAULT_TIMEOUT, EPOCH_TICK};
 pub use store::{PolicyStore, PolicyStoreError, POLICIES_COLLECTION};
-pub use types::{FormatError, IdParts, InvalidId, PolicyInfo, Stamp};
+pub use types::{FormatError, InvalidId, PolicyInfo};
 
 /// The default policy component (`guest/`, crate `idmint-policy-default`),
 /// built for `wasm32-wasip2` by `build.rs`, or taken from the file named by

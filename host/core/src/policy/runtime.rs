@@ -23,9 +23,10 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConf
 use super::bindings::{v0_2, v0_3};
 use super::error::PolicyError;
 use super::sandbox::{new_store, CallState, PolicyLimits, EPOCH_TICK};
-use super::types::{FormatError, IdParts, InvalidId, PolicyInfo, Stamp};
+use super::types::{FormatError, InvalidId, PolicyInfo};
 use super::{DEFAULT_POLICY_ORIGIN, DEFAULT_POLICY_WASM};
-use crate::sequence::snowflake::Layout;
+use crate::parts::Layout;
+use crate::parts::{IdParts, Stamp};
 
 /// Loads policies. One per process: it holds the [`Engine`] and the
 /// [`Linker`] (WASI 0.2, empty context) that every policy shares.

@@ -33,7 +33,7 @@ use crate::checksum::sha256_hex;
 use crate::mongo::{self, durable_write_concern};
 
 /// The collection, in idmint's database, that holds stored policies.
-pub const POLICIES_COLLECTION: &str = "policies";
+pub use crate::mongo::collections::POLICIES as POLICIES_COLLECTION;
 
 /// The `_id` of the document that names the active version.
 const ACTIVE_ID: &str = "active";

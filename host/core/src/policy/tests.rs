@@ -35,6 +35,7 @@ fn parts(prefix: &str, timestamp_micros: u64, sequence: u64) -> IdParts {
         timestamp_micros,
         sequence,
         snowflake: None,
+        period: None,
     }
 }
 
@@ -165,7 +166,7 @@ fn format_batch_equals_format_per_item() {
     let stamps: Vec<Stamp> = [0, 1, KNOWN_MICROS, MAX_MICROS]
         .into_iter()
         .zip([0, 1, 7, 99])
-        .map(|(timestamp_micros, sequence)| Stamp::new(timestamp_micros, sequence, None))
+        .map(|(timestamp_micros, sequence)| Stamp::new(timestamp_micros, sequence))
         .collect();
     let batch = policy.format_batch("B.", &stamps).unwrap();
     let single: Vec<String> = stamps
@@ -182,7 +183,7 @@ fn format_batch_equals_format_per_item() {
         Vec::<String>::new()
     );
 
-    let out_of_range = [Stamp::new(0, 100, None)];
+    let out_of_range = [Stamp::new(0, 100)];
     assert!(matches!(
         policy.format_batch("B.", &out_of_range),
         Err(PolicyError::Format(FormatError::SequenceOutOfRange(100)))
@@ -662,7 +663,7 @@ fn concurrent_calls_share_the_instance_pool() {
             let policy = policy.clone();
             std::thread::spawn(move || {
                 for i in 0..50 {
-                    let stamps = [Stamp::new(KNOWN_MICROS + i, t, None)];
+                    let stamps = [Stamp::new(KNOWN_MICROS + i, t)];
                     let ids = policy.format_batch("T-", &stamps).unwrap();
                     assert_eq!(ids.len(), 1);
                 }
@@ -712,7 +713,15 @@ fn the_decimal_policy_passes_without_time_and_is_refused_for_a_cyclic_counter() 
         "{error}"
     );
     // And the default policy is too small for an auto-increment counter.
-    let error = check_fit(&default_policy(), &autoinc, true).unwrap_err();
+    let error = check_fit(
+        &default_policy(),
+        &autoinc,
+        Writes {
+            time: true,
+            period: false,
+        },
+    )
+    .unwrap_err();
     assert!(
         error
             .to_string()
@@ -755,7 +764,7 @@ async fn a_file_replaced_before_the_follower_first_looks_is_swapped_in() {
     follower.abort();
 }
 
-fn snowflake_counter(layout: crate::sequence::snowflake::Layout) -> crate::sequence::CounterState {
+fn snowflake_counter(layout: crate::parts::Layout) -> crate::sequence::CounterState {
     crate::sequence::CounterState {
         name: "events".to_string(),
         kind: crate::sequence::KindState::Snowflake(crate::sequence::SnowflakeState { layout }),
@@ -786,7 +795,7 @@ fn policies_of_both_contracts_load_and_say_which() {
     assert_eq!(report.contract, "0.2.0");
     let plain = parts("ORD-", KNOWN_MICROS, 7);
     let with_fields = IdParts {
-        snowflake: Some(crate::sequence::snowflake::SnowflakeParts {
+        snowflake: Some(crate::parts::SnowflakeParts {
             time: 1,
             worker: 2,
             seq: 3,
@@ -795,7 +804,7 @@ fn policies_of_both_contracts_load_and_say_which() {
     };
     let id = check_digit.format(&with_fields).unwrap();
     assert_eq!(id, check_digit.format(&plain).unwrap());
-    let layout = crate::sequence::snowflake::Layout::default();
+    let layout = crate::parts::Layout::default();
     assert_eq!(
         check_digit
             .validate(&id, Some("ORD-"), Some(&layout))
@@ -819,7 +828,7 @@ fn a_component_of_neither_contract_is_refused_naming_both() {
 
 #[test]
 fn the_base32_policy_reads_snowflake_ids_back_into_their_fields() {
-    use crate::sequence::snowflake::{Layout, SnowflakeParts, TimeUnit};
+    use crate::parts::{Layout, SnowflakeParts, TimeUnit};
     let runtime = PolicyRuntime::new().unwrap();
     let base32 = runtime.load_builtin("base32").unwrap();
     for layout in [
@@ -837,7 +846,7 @@ fn the_base32_policy_reads_snowflake_ids_back_into_their_fields() {
             worker: 5,
             seq: 4095,
         };
-        let stamp = Stamp::new(0, layout.compose(fields), Some(&layout));
+        let stamp = Stamp::snowflake(layout.compose(fields), &layout).unwrap();
         assert_eq!(stamp.snowflake, Some(fields));
         assert_eq!(
             stamp.timestamp_micros,

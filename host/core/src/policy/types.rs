@@ -1,5 +1,6 @@
-//! The host's own types for what crosses the policy boundary: the parts of an
-//! ID, what a policy says about itself, and why it refused a value.
+//! The host's own types for what crosses the policy boundary besides the
+//! parts of an ID (`crate::parts`): what a policy says about itself, and why
+//! it refused a value or an ID.
 //!
 //! They mirror the records and variants of `guest/wit/policy.wit` but are
 //! plain Rust with `serde` support, so that the rest of idmint (the minter,
@@ -12,65 +13,7 @@ use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 
 use super::bindings::{v0_2::wit as v0_2, v0_3::wit as v0_3};
-use crate::sequence::snowflake::{Layout, SnowflakeParts};
-
-/// The parts an ID is made of.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
-pub struct IdParts {
-    /// Text placed before the time; each policy states the characters it allows.
-    pub prefix: String,
-    /// Microseconds since 1970-01-01T00:00:00Z.
-    pub timestamp_micros: u64,
-    /// The counter value, below the policy's [`PolicyInfo::sequence_capacity`].
-    /// For a snowflake ID: the whole 64-bit ID.
-    pub sequence: u64,
-    /// For a snowflake ID, its fields (time units, worker id, sequence
-    /// within the unit); `None` for the other counters, and from a policy
-    /// that cannot read snowflake IDs (contract 0.2.0).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub snowflake: Option<SnowflakeParts>,
-}
-
-/// One entry of a batch: the parts of an ID less the prefix the batch shares.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-pub struct Stamp {
-    /// Microseconds since 1970-01-01T00:00:00Z.
-    pub timestamp_micros: u64,
-    /// The counter value.
-    pub sequence: u64,
-    /// For a snowflake ID, its fields.
-    pub snowflake: Option<SnowflakeParts>,
-}
-
-impl Stamp {
-    /// The stamp of `value`, taken at `timestamp_micros`. For a snowflake
-    /// counter (`layout`), the ID carries its own time: the stamp has the
-    /// ID's fields and the start of its time unit instead.
-    pub fn new(timestamp_micros: u64, value: u64, layout: Option<&Layout>) -> Self {
-        match layout.and_then(|layout| Some((layout, layout.decompose(value)?))) {
-            Some((layout, fields)) => Stamp {
-                timestamp_micros: layout.unix_ms_of(fields.time).saturating_mul(1000),
-                sequence: value,
-                snowflake: Some(fields),
-            },
-            None => Stamp {
-                timestamp_micros,
-                sequence: value,
-                snowflake: None,
-            },
-        }
-    }
-
-    /// The parts of the ID this stamp makes with `prefix`.
-    pub fn with_prefix(&self, prefix: &str) -> IdParts {
-        IdParts {
-            prefix: prefix.to_string(),
-            timestamp_micros: self.timestamp_micros,
-            sequence: self.sequence,
-            snowflake: self.snowflake,
-        }
-    }
-}
+use crate::parts::{IdParts, Layout, SnowflakeParts, Stamp};
 
 /// What a policy says about itself, read once when it is loaded.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
@@ -307,6 +250,7 @@ impl From<v0_3::IdParts> for IdParts {
                 worker: fields.worker,
                 seq: fields.sequence,
             }),
+            period: None,
         }
     }
 }
@@ -363,6 +307,7 @@ impl From<v0_2::IdParts> for IdParts {
             timestamp_micros: parts.timestamp_micros,
             sequence: parts.sequence,
             snowflake: None,
+            period: None,
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Errors of the sequence strategies.
 
-use super::{CounterKind, CounterName};
+use super::CounterName;
 
 /// Why a sequence value could not be handed out (or a counter not created).
 #[derive(Debug, thiserror::Error)]
@@ -31,23 +31,50 @@ pub enum SequenceError {
     /// The document's `kind` is not one idmint knows. It was left unchanged.
     #[error(
         "counter '{name}' has kind {kind:?}, which this idmint does not know \
-         (it knows cyclic, autoinc, segment and snowflake); it was left unchanged"
+         (it knows {known}); it was left unchanged"
     )]
     UnknownKind {
         /// The counter.
         name: CounterName,
         /// The `kind` found.
         kind: String,
+        /// The kinds this idmint knows, as a sentence.
+        known: String,
     },
     /// The counter is of another kind than the operation needs.
-    #[error("counter '{name}' is a{} {found} counter, not {}; it was left unchanged", an(*found), with_article(*expected))]
+    #[error(
+        "counter '{name}' is {} counter, not {} one; it was left unchanged",
+        with_article(found),
+        with_article(expected)
+    )]
     WrongKind {
         /// The counter.
         name: CounterName,
         /// The kind the operation needs.
-        expected: CounterKind,
+        expected: &'static str,
         /// The kind the counter is.
-        found: CounterKind,
+        found: &'static str,
+    },
+    /// Runs of consecutive values were asked of a kind whose values are not
+    /// runs (cyclic, snowflake, periodic); nothing was taken.
+    #[error(
+        "counter '{name}' is {} counter: its values are not runs of consecutive numbers \
+         (ranges are served for autoinc and segment counters)",
+        with_article(kind)
+    )]
+    NoRuns {
+        /// The counter.
+        name: CounterName,
+        /// Its kind.
+        kind: &'static str,
+    },
+    /// No single command takes values of this kind (`idmint pipeline`).
+    #[error("{reason}")]
+    NoCommand {
+        /// The kind.
+        kind: &'static str,
+        /// Why, and what to do instead.
+        reason: &'static str,
     },
     /// The counter has handed out its last value.
     #[error(
@@ -74,6 +101,17 @@ pub enum SequenceError {
         /// The largest block.
         max: usize,
     },
+    /// A count out of range was asked for (a library caller's mistake: the
+    /// CLI and the service check counts first).
+    #[error("cannot take {requested} values of counter '{name}': ask for 1 to {max}")]
+    InvalidCount {
+        /// The counter.
+        name: CounterName,
+        /// How many values were asked for.
+        requested: u64,
+        /// The most one call takes.
+        max: u64,
+    },
     /// A worker lease document is malformed; it was left unchanged.
     #[error("worker lease {id} of counter '{counter}' is corrupt: {reason}; it was left unchanged, fix or delete it")]
     CorruptLease {
@@ -83,6 +121,20 @@ pub enum SequenceError {
         id: String,
         /// What is wrong with it.
         reason: String,
+    },
+    /// A live worker lease has an id the counter's layout cannot hold (the
+    /// layout was changed by hand under running processes).
+    #[error(
+        "worker id {worker} of counter '{counter}' is leased and live, but the layout has only \
+         {worker_bits} worker bits; it was left unchanged"
+    )]
+    WorkerOutsideLayout {
+        /// The counter.
+        counter: CounterName,
+        /// The worker id leased.
+        worker: u64,
+        /// The layout's worker bits.
+        worker_bits: u32,
     },
     /// Every worker id of a snowflake counter is leased and live.
     #[error(
@@ -181,7 +233,13 @@ impl SequenceError {
         privilege: &'static str,
         source: mongodb::error::Error,
     ) -> Self {
-        Self::from_database_on(name, action, privilege, super::COUNTERS_COLLECTION, source)
+        Self::from_database_on(
+            name,
+            action,
+            privilege,
+            crate::mongo::collections::COUNTERS,
+            source,
+        )
     }
 
     /// [`SequenceError::from_database`] for a collection other than the
@@ -222,9 +280,13 @@ impl SequenceError {
                 | Self::InvalidSpec(_)
                 | Self::UnknownKind { .. }
                 | Self::WrongKind { .. }
+                | Self::NoRuns { .. }
+                | Self::NoCommand { .. }
                 | Self::Exhausted { .. }
                 | Self::TooMany { .. }
+                | Self::InvalidCount { .. }
                 | Self::CorruptLease { .. }
+                | Self::WorkerOutsideLayout { .. }
         )
     }
 
@@ -242,15 +304,8 @@ impl SequenceError {
     }
 }
 
-/// "n" when the kind's name starts with a vowel ("an autoinc counter").
-fn an(kind: CounterKind) -> &'static str {
-    match kind {
-        CounterKind::Autoinc => "n",
-        CounterKind::Cyclic | CounterKind::Segment | CounterKind::Snowflake => "",
-    }
-}
-
-/// The kind with its article: "a cyclic one", "an autoinc one".
-fn with_article(kind: CounterKind) -> String {
-    format!("a{} {kind} one", an(kind))
+/// A kind's name with its article: "a cyclic", "an autoinc".
+pub(crate) fn with_article(kind: &str) -> String {
+    let an = kind.starts_with(['a', 'e', 'i', 'o', 'u']);
+    format!("{} {kind}", if an { "an" } else { "a" })
 }

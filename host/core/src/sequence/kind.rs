@@ -1,85 +1,384 @@
-//! What a counter document is: the `kind` field, and the limits every
-//! numeric kind shares.
+//! What a kind of counter is: the [`Kind`] trait each kind's folder
+//! (`kinds/<kind>/`) implements, the [`Handle`] trait of an opened counter,
+//! and the plain types they answer with.
+//!
+//! A kind owns everything about itself: how its document is read and
+//! guarded on the server ([`Kind::read`], [`Kind::guard`]), the fields a new
+//! counter gets ([`Kind::fields`]), the command an application in another
+//! language sends ([`Kind::take_command`]), how it is opened and taken from
+//! ([`Kind::open`], [`Handle`]), and how it describes itself
+//! ([`Kind::shape`], [`Kind::facts`]). The registry (`registry.rs`)
+//! dispatches to the kinds it lists, so that the CLI, the service, the
+//! policy's fit check and the benchmarks ask a counter what they need
+//! instead of matching on its kind.
 
-use std::fmt;
-use std::str::FromStr;
+use std::fmt::Debug;
+use std::ops::Range;
 
+use mongodb::bson::{Bson, Document};
+use mongodb::Database;
 use serde::Serialize;
 
-/// The largest value an auto-increment or segment counter hands out:
-/// 2^53 - 1, the last integer a JavaScript number (and so the stored
-/// functions and every JSON client) holds exactly.
+use super::settings::Settings;
+use super::{CounterName, SequenceError};
+use crate::parts::Stamp;
+
+/// One kind of counter (see the module docs). Implemented by a unit type in
+/// the kind's folder; the registry names each kind once. Public so that the
+/// registry's types can name a kind's own types; nothing outside idmint
+/// implements it or needs to call it.
+// Dispatch is static (the registry's enums), so no caller ever needs `Send`
+// bounds on these futures: each one is a concrete type.
+#[allow(async_fn_in_trait)]
+pub trait Kind: 'static {
+    /// The document's `kind` field, and the kind's name everywhere.
+    const NAME: &'static str;
+    /// One line saying what it is, for help texts.
+    const SUMMARY: &'static str;
+    /// The `counter create` settings this kind takes; any other is refused.
+    const SETTINGS: &'static [Setting];
+    /// Whether it hands out runs of consecutive values
+    /// ([`Handle::take_ranges`]), for clients that hand them out themselves.
+    const RUNS: bool;
+    /// What a policy that cannot hold this kind's values should be replaced
+    /// with, said to the user.
+    const FIT_ADVICE: &'static str;
+
+    /// The kind's own fields of a counter document.
+    type State: Debug + Clone + PartialEq + Eq + Serialize + Send + Sync + 'static;
+    /// How a counter of this kind is opened (`()` when there is no choice).
+    type Options: Debug + Clone + Default + Send + Sync + 'static;
+    /// An opened counter of this kind.
+    type Handle: Handle + Debug + Clone + Send + Sync + 'static;
+
+    /// Reads the kind's fields, or says what is wrong with them (the reason
+    /// goes into [`SequenceError::CorruptCounter`]).
+    fn read(document: &Document) -> Result<Self::State, String>;
+
+    /// The server-side twin of [`Kind::read`]: aggregation terms, all true
+    /// only while the kind's fields are well formed. The common terms (the
+    /// kind itself, the prefix) are added by `document::well_formed`; an
+    /// update that advances a counter applies only under them, so a malformed
+    /// document is never modified. `tests/sequence.rs` holds the two to the
+    /// same verdict.
+    fn guard() -> Vec<Bson>;
+
+    /// The kind's fields of a new counter, from the settings given (only
+    /// those in [`Kind::SETTINGS`] reach here), or why they are refused.
+    /// `now_ms` is the time of the creation.
+    fn fields(settings: &Settings, now_ms: u64) -> Result<Document, SequenceError>;
+
+    /// An expression the server must be able to evaluate before a new
+    /// counter with `fields` is written (e.g. that it knows a time zone),
+    /// with what to say if it cannot; `None`: nothing to ask.
+    fn creation_check(fields: &Document) -> Option<(Document, String)> {
+        let _ = fields;
+        None
+    }
+
+    /// What a policy must know about the counter's values.
+    fn shape(state: &Self::State) -> ValueShape;
+
+    /// What `counter show` says of the counter, in order, at `now_ms`.
+    fn facts(state: &Self::State, now_ms: u64) -> Vec<Fact>;
+
+    /// The filter and update that take `count` values in one
+    /// `findAndModify` (what `idmint pipeline` prints), or why this kind has
+    /// no such command.
+    fn take_command(
+        name: &CounterName,
+        count: u64,
+        options: &CommandOptions,
+    ) -> Result<(Document, Vec<Document>), SequenceError>;
+
+    /// Opens counter `name`, whose fields are `state`, for taking values.
+    async fn open(
+        database: &Database,
+        name: CounterName,
+        state: &Self::State,
+        options: &Self::Options,
+    ) -> Result<Self::Handle, SequenceError>;
+}
+
+/// An opened counter of one kind.
+#[allow(async_fn_in_trait)]
+pub trait Handle {
+    /// The counter's name.
+    fn name(&self) -> &CounterName;
+
+    /// Reads the counter as it is now.
+    async fn state(&self) -> Result<super::CounterState, SequenceError>;
+
+    /// Takes `count` values, 1 to [`MAX_BLOCK`], in one round trip (or from
+    /// memory), in the order issued. `client_micros` is the caller's clock.
+    async fn take(&self, count: usize, client_micros: u64) -> Result<Vec<Stamp>, SequenceError>;
+
+    /// Takes `count` values as runs of consecutive values (kinds with
+    /// [`Kind::RUNS`] only; the registry refuses the others first).
+    async fn take_ranges(&self, count: u64) -> Result<Vec<Range<u64>>, SequenceError> {
+        let _ = count;
+        unreachable!("the registry refuses ranges of a kind without runs")
+    }
+
+    /// Ends the use of the counter: what the process holds is given back or
+    /// released.
+    async fn close(&self) -> Result<GiveBack, SequenceError> {
+        Ok(GiveBack::default())
+    }
+
+    /// What this process holds of the counter (buffers, a lease).
+    fn held(&self) -> Held {
+        Held::default()
+    }
+}
+
+/// The most values one take reserves: one round trip never hands out more.
+/// Larger requests are split by the caller.
+pub const MAX_BLOCK: usize = 1000;
+
+/// The largest value a numeric kind hands out: 2^53 - 1, the last integer a
+/// JavaScript number (and so the stored functions and every JSON client)
+/// holds exactly.
 pub const MAX_VALUE: u64 = (1 << 53) - 1;
 
-/// The kinds of counter idmint knows. A document without a `kind` field is
-/// [`CounterKind::Cyclic`], so the seed's `{_id, val, maxval}` keeps working.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CounterKind {
-    /// The seed's serial number: 0..=maxval, wrapping, with a server-decided
-    /// microsecond timestamp that makes (timestamp, value) unique.
-    Cyclic,
-    /// `$inc` auto-increment (seed 002): 1, 2, 3, ... one round trip per
-    /// request.
-    Autoinc,
-    /// Segment allocation (seed 003, Meituan Leaf): a process takes a whole
-    /// range with one update and hands it out from memory.
-    Segment,
-    /// Snowflake IDs (seed 001, Baidu uid-generator): time, leased worker
-    /// id and sequence in 63 bits, issued from memory.
-    Snowflake,
+/// Fails unless `count` is a block size one request takes: 1 to [`MAX_BLOCK`].
+pub(crate) fn check_block(name: &CounterName, count: usize) -> Result<(), SequenceError> {
+    if (1..=MAX_BLOCK).contains(&count) {
+        Ok(())
+    } else {
+        Err(SequenceError::TooMany {
+            name: name.clone(),
+            requested: count,
+            max: MAX_BLOCK,
+        })
+    }
 }
 
-impl CounterKind {
-    /// Every kind, in the order the documentation lists them.
-    pub const ALL: [CounterKind; 4] = [Self::Cyclic, Self::Autoinc, Self::Segment, Self::Snowflake];
+/// A setting of `counter create`; each kind takes some ([`Kind::SETTINGS`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Setting {
+    /// `--max`: a cyclic counter's largest value.
+    Maxval,
+    /// `--start`: the first value.
+    Start,
+    /// `--step`: the smallest segment.
+    Step,
+    /// `--layout`: snowflake bits.
+    Layout,
+    /// `--unit`: snowflake time unit.
+    Unit,
+    /// `--epoch`: snowflake epoch.
+    Epoch,
+    /// `--period`: day, month or year.
+    Period,
+    /// `--zone`: the time zone periods are counted in.
+    Zone,
+}
 
-    /// The value of the document's `kind` field.
+impl Setting {
+    /// The setting's name in messages.
     pub fn as_str(self) -> &'static str {
         match self {
-            Self::Cyclic => "cyclic",
-            Self::Autoinc => "autoinc",
-            Self::Segment => "segment",
-            Self::Snowflake => "snowflake",
+            Self::Maxval => "maxval",
+            Self::Start => "start",
+            Self::Step => "step",
+            Self::Layout => "layout",
+            Self::Unit => "unit",
+            Self::Epoch => "epoch",
+            Self::Period => "period",
+            Self::Zone => "zone",
         }
     }
 }
 
-impl fmt::Display for CounterKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
+/// What a policy must know about the values a counter hands out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ValueShape {
+    /// The largest value the counter can ever hand out.
+    pub largest_value: u64,
+    /// Whether and how values come round again, and so what must be written
+    /// into an ID besides the value to keep IDs unique.
+    pub repeats: Repeats,
+    /// Whether the timestamp issued with a value is decided by the server
+    /// and increases with it (cyclic); otherwise it is the taking client's
+    /// clock, informative only.
+    pub server_timestamp: bool,
 }
 
-/// A `kind` that idmint does not know.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown counter kind {0:?}: idmint knows cyclic, autoinc, segment and snowflake")]
-pub struct UnknownKind(pub String);
-
-impl FromStr for CounterKind {
-    type Err = UnknownKind;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|kind| kind.as_str() == text)
-            .ok_or_else(|| UnknownKind(text.to_string()))
-    }
+/// How a counter's values repeat.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Repeats {
+    /// Never: the value alone makes the ID unique.
+    Never,
+    /// After a wrap (cyclic): only the timestamp issued with a value tells
+    /// two IDs apart, so a policy must write the time.
+    AfterWrap,
+    /// In each period (periodic): only the period tells two IDs apart, so a
+    /// policy must write the period.
+    EachPeriod,
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// One line of what a counter says about itself ([`Kind::facts`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fact {
+    /// The label, e.g. `maxval`.
+    pub label: &'static str,
+    /// The text after it.
+    pub text: String,
+    /// Where the fact goes in JSON, beside the counter's fields (`None`:
+    /// the fields already hold it).
+    pub json: Option<(&'static str, serde_json::Value)>,
+    /// Shown after the prefix line rather than before it.
+    pub after_prefix: bool,
+}
 
-    #[test]
-    fn parses_what_it_prints_and_names_an_unknown_kind() {
-        for kind in CounterKind::ALL {
-            assert_eq!(kind.as_str().parse::<CounterKind>(), Ok(kind));
+impl Fact {
+    /// A fact shown as text only (the counter's fields hold it for JSON).
+    pub(crate) fn text(label: &'static str, text: impl Into<String>) -> Self {
+        Fact {
+            label,
+            text: text.into(),
+            json: None,
+            after_prefix: false,
         }
-        let error = "hilo".parse::<CounterKind>().unwrap_err();
-        assert_eq!(
-            error.to_string(),
-            "unknown counter kind \"hilo\": idmint knows cyclic, autoinc, segment and snowflake"
-        );
     }
+
+    /// A fact that JSON shows too, under `key`.
+    pub(crate) fn derived(
+        label: &'static str,
+        text: impl Into<String>,
+        key: &'static str,
+        value: serde_json::Value,
+    ) -> Self {
+        Fact {
+            label,
+            text: text.into(),
+            json: Some((key, value)),
+            after_prefix: false,
+        }
+    }
+
+    /// This fact, shown after the prefix line.
+    pub(crate) fn after_prefix(mut self) -> Self {
+        self.after_prefix = true;
+        self
+    }
+}
+
+/// What a process holds of a counter it opened.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Held {
+    /// Values buffered in memory (segment counters).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub buffers: Option<BufferStats>,
+    /// A lease held on the counter's behalf (snowflake worker ids).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lease: Option<LeaseStats>,
+}
+
+/// What a counter that buffers values in memory has done so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct BufferStats {
+    /// Ranges taken from the database.
+    pub fetches: u64,
+    /// Of those, taken in the background while values were left.
+    pub background_fetches: u64,
+    /// Fetches that failed (a background failure is retried by the next
+    /// taker that needs values, which then reports the error).
+    pub failed_fetches: u64,
+    /// Requests that found the buffers empty and waited on the database.
+    pub waits: u64,
+    /// Values handed out.
+    pub values: u64,
+    /// The size of the next fetch.
+    pub step: u64,
+}
+
+/// How a lease held on a counter's behalf is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct LeaseStats {
+    /// The worker id held (or last held).
+    pub worker: u64,
+    /// Whether the lease is proved valid now, so that values can be issued.
+    pub holding: bool,
+    /// Renewals that landed.
+    pub renewals: u64,
+    /// Renewals that failed (the database did not answer); retried at the
+    /// next tick while the local deadline runs out.
+    pub failed_renewals: u64,
+    /// Leases found taken over at renewal (this process was paused past
+    /// its expiry) and claimed again.
+    pub losses: u64,
+}
+
+/// What closing a counter gave back.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct GiveBack {
+    /// How many values were given back (0: none left, or another process
+    /// took a segment since this one's last).
+    pub values: u64,
+    /// The counter's `max` after the give-back, when there was one.
+    pub max: Option<u64>,
+}
+
+/// Options of [`Kind::take_command`]: what the command cannot read from
+/// the counter document itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CommandOptions {
+    /// A segment counter: the segment size asked for (at least the
+    /// document's own step).
+    pub step: u64,
+    /// The clock a cyclic counter's timestamps are floored at.
+    pub client: ClientTime,
+    /// A periodic counter: its period.
+    pub period: crate::parts::PeriodUnit,
+    /// A periodic counter: its time zone.
+    pub zone: String,
+}
+
+impl Default for CommandOptions {
+    /// Step 0 (the document's own), the server's clock, a year in UTC.
+    fn default() -> Self {
+        CommandOptions {
+            step: 0,
+            client: ClientTime::ServerNow,
+            period: crate::parts::PeriodUnit::Year,
+            zone: super::DEFAULT_ZONE.to_string(),
+        }
+    }
+}
+
+impl CommandOptions {
+    /// Sets [`CommandOptions::step`].
+    pub fn step(mut self, step: u64) -> Self {
+        self.step = step;
+        self
+    }
+
+    /// Sets [`CommandOptions::client`].
+    pub fn client(mut self, client: ClientTime) -> Self {
+        self.client = client;
+        self
+    }
+
+    /// Sets a periodic counter's [`period`](CommandOptions::period) and
+    /// [`zone`](CommandOptions::zone).
+    pub fn period(mut self, period: crate::parts::PeriodUnit, zone: impl Into<String>) -> Self {
+        self.period = period;
+        self.zone = zone.into();
+        self
+    }
+}
+
+/// The clock a cyclic counter's timestamps are floored at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientTime {
+    /// The caller's clock reading, microseconds since the epoch (what
+    /// idmint sends).
+    Micros(u64),
+    /// The server's clock, `$$NOW` in microseconds (milliseconds times
+    /// 1,000): for an application that would rather not read its own.
+    ServerNow,
 }

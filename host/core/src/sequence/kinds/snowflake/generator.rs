@@ -23,7 +23,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use super::layout::{Layout, SnowflakeParts};
+use crate::parts::{Layout, SnowflakeParts};
 use crate::sequence::Clock;
 
 /// What to do when the clock is behind the last issued time by more than

@@ -22,12 +22,99 @@ use mongodb::bson::{doc, Document};
 use mongodb::options::WriteConcern;
 use mongodb::{Collection, Database};
 
-use super::advance::{advance, Unmatched};
-use super::counter_doc::well_formed_expr;
-use super::kind::{CounterKind, MAX_VALUE};
-use super::COUNTERS_COLLECTION;
-use super::{read_state, spec, CounterName, CounterSpec, CounterState, KindState, SequenceError};
+use std::ops::Range;
+
+use mongodb::bson::Bson;
+use serde::Serialize;
+
 use crate::mongo::{self, durable_write_concern};
+use crate::parts::Stamp;
+use crate::sequence::advance::{advance, Unmatched};
+use crate::sequence::document::{integer_in, read_integer, well_formed};
+use crate::sequence::kind::{
+    CommandOptions, Fact, Handle, Kind, Repeats, Setting, ValueShape, MAX_VALUE,
+};
+use crate::sequence::registry::{create_in, read_state};
+use crate::sequence::settings::Settings;
+use crate::sequence::{
+    CounterName, CounterSpec, CounterState, KindState, SequenceError, COUNTERS_COLLECTION,
+};
+
+/// The auto-increment kind (see the module docs).
+#[derive(Debug)]
+pub struct Autoinc;
+
+/// An auto-increment counter's fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct AutoincState {
+    /// The last value handed out (0: none yet).
+    pub seq: u64,
+}
+
+impl Kind for Autoinc {
+    const NAME: &'static str = "autoinc";
+    const SUMMARY: &'static str =
+        "$inc auto-increment (seed 002): 1, 2, 3, ... one round trip per request";
+    const SETTINGS: &'static [Setting] = &[Setting::Start];
+    const RUNS: bool = true;
+    const FIT_ADVICE: &'static str = "use a policy that holds 2^53 values, such as the built-in \
+         decimal policy (--policy builtin:decimal)";
+    type State = AutoincState;
+    type Options = ();
+    type Handle = AutoIncrement;
+
+    fn read(document: &Document) -> Result<AutoincState, String> {
+        Ok(AutoincState {
+            seq: read_integer(document, "seq", 0, MAX_VALUE)?,
+        })
+    }
+
+    fn guard() -> Vec<Bson> {
+        vec![integer_in("seq", 0, MAX_VALUE)]
+    }
+
+    fn fields(settings: &Settings, _now_ms: u64) -> Result<Document, SequenceError> {
+        let start = settings.start.unwrap_or(1);
+        if !(1..=MAX_VALUE).contains(&start) {
+            return Err(SequenceError::InvalidSpec(format!(
+                "start {start} is out of range 1..={MAX_VALUE}"
+            )));
+        }
+        Ok(doc! { "seq": (start - 1) as i64 })
+    }
+
+    fn shape(_state: &AutoincState) -> ValueShape {
+        ValueShape {
+            largest_value: MAX_VALUE,
+            repeats: Repeats::Never,
+            server_timestamp: false,
+        }
+    }
+
+    fn facts(state: &AutoincState, _now_ms: u64) -> Vec<Fact> {
+        vec![Fact::text(
+            "seq",
+            format!("{} (the next value is {})", state.seq, state.seq + 1),
+        )]
+    }
+
+    fn take_command(
+        name: &CounterName,
+        count: u64,
+        _options: &CommandOptions,
+    ) -> Result<(Document, Vec<Document>), SequenceError> {
+        Ok((take_filter(name, count), advance_pipeline(count)))
+    }
+
+    async fn open(
+        database: &Database,
+        name: CounterName,
+        _state: &AutoincState,
+        _options: &(),
+    ) -> Result<AutoIncrement, SequenceError> {
+        Ok(AutoIncrement::new(database, name))
+    }
+}
 
 /// Handle on one auto-increment counter in `<db>.counters`.
 #[derive(Debug, Clone)]
@@ -54,13 +141,13 @@ impl AutoIncrement {
 
     /// Creates the counter; `spec` must be of kind autoinc.
     pub async fn create(&self, spec: &CounterSpec) -> Result<CounterState, SequenceError> {
-        if spec.kind != CounterKind::Autoinc {
+        if spec.kind.as_str() != Autoinc::NAME {
             return Err(SequenceError::InvalidSpec(format!(
                 "a {} spec given to an autoinc counter handle",
                 spec.kind
             )));
         }
-        spec::create(&self.collection, &self.name, spec, &self.write_concern).await
+        create_in(&self.collection, &self.name, spec, &self.write_concern).await
     }
 
     /// Reads the counter as it is now.
@@ -71,9 +158,11 @@ impl AutoIncrement {
     /// Reserves the next `count` values in one round trip and returns them.
     pub async fn take(&self, count: u64) -> Result<RangeInclusive<u64>, SequenceError> {
         if count == 0 || count > MAX_VALUE {
-            return Err(SequenceError::InvalidSpec(format!(
-                "count {count} is out of range 1..={MAX_VALUE}"
-            )));
+            return Err(SequenceError::InvalidCount {
+                name: self.name.clone(),
+                requested: count,
+                max: MAX_VALUE,
+            });
         }
         let after = advance(
             &self.collection,
@@ -109,8 +198,8 @@ impl AutoIncrement {
     fn wrong_kind(&self, state: &CounterState) -> SequenceError {
         SequenceError::WrongKind {
             name: self.name.clone(),
-            expected: CounterKind::Autoinc,
-            found: state.kind(),
+            expected: Autoinc::NAME,
+            found: state.kind().as_str(),
         }
     }
 
@@ -126,8 +215,10 @@ impl AutoIncrement {
             Err(SequenceError::UnknownCounter(_)) => {}
             other => return other,
         }
-        let spec = CounterSpec::of(CounterKind::Autoinc).start(start);
-        let mut document = spec.document(&self.name)?;
+        let kind = Autoinc::NAME.parse().expect("autoinc is registered");
+        let spec = CounterSpec::of(kind).start(start);
+        let now_ms = crate::sequence::Clock::now_micros(&crate::sequence::SystemClock) / 1000;
+        let mut document = spec.document(&self.name, now_ms)?;
         let first = start;
         let last = first
             .checked_add(count - 1)
@@ -166,9 +257,32 @@ pub(crate) fn advance_pipeline(count: u64) -> Vec<Document> {
     let count = count as i64;
     vec![doc! { "$replaceWith": {
         "$cond": [
-            well_formed_expr(CounterKind::Autoinc),
+            well_formed::<Autoinc>(),
             { "$mergeObjects": ["$$ROOT", { "seq": { "$toLong": { "$add": ["$seq", count] } } }] },
             "$$ROOT",
         ],
     }}]
+}
+
+impl Handle for AutoIncrement {
+    fn name(&self) -> &CounterName {
+        &self.name
+    }
+
+    async fn state(&self) -> Result<CounterState, SequenceError> {
+        AutoIncrement::state(self).await
+    }
+
+    async fn take(&self, count: usize, client_micros: u64) -> Result<Vec<Stamp>, SequenceError> {
+        let taken = AutoIncrement::take(self, count as u64).await?;
+        Ok(taken
+            .map(|value| Stamp::new(client_micros, value))
+            .collect())
+    }
+
+    async fn take_ranges(&self, count: u64) -> Result<Vec<Range<u64>>, SequenceError> {
+        let taken = AutoIncrement::take(self, count).await?;
+        // One round trip takes one run.
+        Ok(std::iter::once(*taken.start()..*taken.end() + 1).collect())
+    }
 }

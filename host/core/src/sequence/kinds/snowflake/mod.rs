@@ -9,9 +9,8 @@
 //! worker_bits, seq_bits, unit, epoch_ms, prefix?}`; it is never written
 //! after creation. The leases live in the `workers` collection.
 
-pub mod generator;
-pub mod layout;
-pub mod lease;
+mod generator;
+mod lease;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -21,13 +20,168 @@ use mongodb::Database;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
-pub use generator::{OnRollback, RollbackOptions, Stall};
-pub use layout::{Layout, SnowflakeParts, TimeUnit};
+pub use generator::{OnRollback, RollbackOptions};
 pub use lease::{WorkerLease, WORKERS_COLLECTION};
 
-use self::generator::Generator;
+use mongodb::bson::{doc, Bson, Document};
+use serde::Serialize;
+
+use self::generator::{Generator, Stall};
 use self::lease::Leases;
-use super::{Clock, CounterName, SequenceError, SystemClock};
+use crate::mongo::describe_value;
+use crate::parts::snowflake::date;
+use crate::parts::{Layout, Stamp, TimeUnit};
+use crate::sequence::document::read_integer;
+use crate::sequence::kind::{
+    CommandOptions, Fact, Handle, Held, Kind, LeaseStats, Repeats, Setting, ValueShape,
+};
+use crate::sequence::settings::Settings;
+use crate::sequence::{Clock, CounterName, CounterState, SequenceError, SystemClock};
+
+/// The snowflake kind (see the module docs).
+#[derive(Debug)]
+pub struct SnowflakeKind;
+
+/// A snowflake counter's fields: its layout (see [`Layout`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct SnowflakeState {
+    /// The layout.
+    #[serde(flatten)]
+    pub layout: Layout,
+}
+
+/// The layout `settings` ask for, defaults filled in.
+pub fn layout_of(settings: &Settings) -> Layout {
+    let default = Layout::default();
+    let (time_bits, worker_bits, seq_bits) =
+        settings
+            .layout
+            .unwrap_or((default.time_bits, default.worker_bits, default.seq_bits));
+    Layout {
+        time_bits,
+        worker_bits,
+        seq_bits,
+        unit: settings.unit.unwrap_or(default.unit),
+        epoch_ms: settings.epoch_ms.unwrap_or(default.epoch_ms),
+    }
+}
+
+impl Kind for SnowflakeKind {
+    const NAME: &'static str = "snowflake";
+    const SUMMARY: &'static str = "snowflake IDs (seed 001, Baidu uid-generator): time, leased \
+         worker id and sequence in 63 bits, issued from memory";
+    const SETTINGS: &'static [Setting] = &[Setting::Layout, Setting::Unit, Setting::Epoch];
+    const RUNS: bool = false;
+    const FIT_ADVICE: &'static str = "use a policy that holds 64-bit IDs, such as the built-in \
+         base32 policy (--policy builtin:base32)";
+    type State = SnowflakeState;
+    type Options = SnowflakeOptions;
+    type Handle = Snowflake;
+
+    fn read(document: &Document) -> Result<SnowflakeState, String> {
+        let unit = match document.get("unit") {
+            Some(Bson::String(unit)) => unit
+                .parse::<TimeUnit>()
+                .map_err(|reason| format!("unit: {reason}"))?,
+            Some(other) => return Err(format!("unit is {}, not a string", describe_value(other))),
+            None => return Err("unit is missing".into()),
+        };
+        let layout = Layout {
+            time_bits: read_integer(document, "time_bits", 1, 62)? as u32,
+            worker_bits: read_integer(document, "worker_bits", 1, 62)? as u32,
+            seq_bits: read_integer(document, "seq_bits", 1, 62)? as u32,
+            unit,
+            epoch_ms: read_integer(document, "epoch_ms", 0, i64::MAX as u64)?,
+        };
+        layout.check_shape()?;
+        Ok(SnowflakeState { layout })
+    }
+
+    /// Never updated by a pipeline: its document is read, not advanced.
+    fn guard() -> Vec<Bson> {
+        Vec::new()
+    }
+
+    fn fields(settings: &Settings, now_ms: u64) -> Result<Document, SequenceError> {
+        let layout = layout_of(settings);
+        layout
+            .check_new(now_ms)
+            .map_err(SequenceError::InvalidSpec)?;
+        Ok(doc! {
+            "time_bits": i64::from(layout.time_bits),
+            "worker_bits": i64::from(layout.worker_bits),
+            "seq_bits": i64::from(layout.seq_bits),
+            "unit": layout.unit.as_str(),
+            "epoch_ms": layout.epoch_ms as i64,
+        })
+    }
+
+    fn shape(_state: &SnowflakeState) -> ValueShape {
+        ValueShape {
+            largest_value: i64::MAX as u64,
+            repeats: Repeats::Never,
+            server_timestamp: false,
+        }
+    }
+
+    fn facts(state: &SnowflakeState, now_ms: u64) -> Vec<Fact> {
+        let l = state.layout;
+        let runs_out_on = date(l.runs_out_at_ms());
+        let mut facts = vec![
+            Fact::text(
+                "layout",
+                format!(
+                    "{},{},{} in {} from {}: {} worker ids, {} IDs per {} per worker",
+                    l.time_bits,
+                    l.worker_bits,
+                    l.seq_bits,
+                    l.unit,
+                    date(l.epoch_ms),
+                    l.max_worker() + 1,
+                    l.max_seq() + 1,
+                    l.unit
+                ),
+            ),
+            Fact::derived(
+                "runs out on",
+                runs_out_on.clone(),
+                "runs_out_on",
+                serde_json::Value::String(runs_out_on),
+            ),
+        ];
+        let warning = l.lifetime_warning(now_ms);
+        if let Some(text) = &warning {
+            facts.push(Fact::derived(
+                "warning",
+                text.clone(),
+                "warning",
+                serde_json::Value::String(text.clone()),
+            ));
+        }
+        facts
+    }
+
+    fn take_command(
+        _name: &CounterName,
+        _count: u64,
+        _options: &CommandOptions,
+    ) -> Result<(Document, Vec<Document>), SequenceError> {
+        Err(SequenceError::NoCommand {
+            kind: Self::NAME,
+            reason: "snowflake IDs are made in the process that leases a worker id; \
+                     no single command takes them",
+        })
+    }
+
+    async fn open(
+        database: &Database,
+        name: CounterName,
+        state: &SnowflakeState,
+        options: &SnowflakeOptions,
+    ) -> Result<Snowflake, SequenceError> {
+        Snowflake::start(database, name, state.layout, options.clone()).await
+    }
+}
 
 /// How a [`Snowflake`] holds its worker id and treats the clock.
 #[derive(Debug, Clone)]
@@ -151,8 +305,8 @@ impl Snowflake {
     }
 
     /// Reads the counter document as it is now.
-    pub async fn state(&self) -> Result<super::CounterState, SequenceError> {
-        super::state(&self.inner.database, self.name()).await
+    pub async fn state(&self) -> Result<CounterState, SequenceError> {
+        crate::sequence::state(&self.inner.database, self.name()).await
     }
 
     /// The layout.
@@ -248,23 +402,6 @@ impl Snowflake {
     }
 }
 
-/// How a [`Snowflake`]'s worker lease is doing ([`Snowflake::lease_stats`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub struct LeaseStats {
-    /// The worker id held (or last held).
-    pub worker: u64,
-    /// Whether the lease is proved valid now, so that IDs can be issued.
-    pub holding: bool,
-    /// Renewals that landed.
-    pub renewals: u64,
-    /// Renewals that failed (the database did not answer); retried at the
-    /// next tick while the local deadline runs out.
-    pub failed_renewals: u64,
-    /// Leases found taken over at renewal (this process was paused past
-    /// its expiry) and claimed again.
-    pub losses: u64,
-}
-
 /// A snowflake counter's layout lifetime, for `idmint status`.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Lifetime {
@@ -281,7 +418,7 @@ pub struct Lifetime {
 pub async fn lifetimes(database: &Database, now_ms: u64) -> Result<Vec<Lifetime>, SequenceError> {
     use futures_util::TryStreamExt;
     let documents: Vec<mongodb::bson::Document> = database
-        .collection(super::COUNTERS_COLLECTION)
+        .collection(crate::sequence::COUNTERS_COLLECTION)
         .find(mongodb::bson::doc! { "kind": "snowflake" })
         .sort(mongodb::bson::doc! { "_id": 1 })
         .await
@@ -293,11 +430,11 @@ pub async fn lifetimes(database: &Database, now_ms: u64) -> Result<Vec<Lifetime>
         .iter()
         .filter_map(|document| {
             let name = CounterName::new(document.get_str("_id").ok()?).ok()?;
-            let state = super::CounterState::from_document(&name, document).ok()?;
+            let state = CounterState::from_document(&name, document).ok()?;
             let bits = state.snowflake_layout()?;
             Some(Lifetime {
                 counter: name.to_string(),
-                runs_out_on: layout::date(bits.runs_out_at_ms()),
+                runs_out_on: date(bits.runs_out_at_ms()),
                 warning: bits.lifetime_warning(now_ms),
             })
         })
@@ -391,6 +528,38 @@ async fn renew_forever(inner: std::sync::Weak<Inner>) {
         };
         if strong.renew().await.is_err() {
             strong.failed_renewals.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Handle for Snowflake {
+    fn name(&self) -> &CounterName {
+        Snowflake::name(self)
+    }
+
+    async fn state(&self) -> Result<CounterState, SequenceError> {
+        Snowflake::state(self).await
+    }
+
+    /// The IDs, each decomposed once into the stamp a policy formats.
+    async fn take(&self, count: usize, _client_micros: u64) -> Result<Vec<Stamp>, SequenceError> {
+        let layout = *self.layout();
+        let ids = Snowflake::take(self, count).await?;
+        Ok(ids
+            .into_iter()
+            .map(|id| Stamp::snowflake(id, &layout).expect("the generator issues 63-bit IDs"))
+            .collect())
+    }
+
+    async fn close(&self) -> Result<crate::sequence::GiveBack, SequenceError> {
+        Snowflake::close(self).await?;
+        Ok(crate::sequence::GiveBack::default())
+    }
+
+    fn held(&self) -> Held {
+        Held {
+            buffers: None,
+            lease: Some(self.lease_stats()),
         }
     }
 }

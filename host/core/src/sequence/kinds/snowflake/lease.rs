@@ -31,12 +31,12 @@ use mongodb::options::{ReturnDocument, WriteConcern};
 use mongodb::{Collection, Database};
 use serde::Serialize;
 
-use super::layout::Layout;
 use crate::mongo::{self, describe_value, durable_write_concern};
+use crate::parts::Layout;
 use crate::sequence::{CounterName, SequenceError};
 
 /// The collection of worker leases.
-pub const WORKERS_COLLECTION: &str = "workers";
+pub use crate::mongo::collections::WORKERS as WORKERS_COLLECTION;
 
 /// A lease as read from the server (`idmint workers`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -203,10 +203,11 @@ impl Leases {
         let (leases, server_now) = self.list().await?;
         if let Some(lease) = leases.iter().find(|l| l.worker > layout.max_worker()) {
             if lease.live {
-                return Err(SequenceError::InvalidSpec(format!(
-                    "worker id {} of counter '{}' is leased and live, but the layout has only {} worker bits",
-                    lease.worker, self.counter, layout.worker_bits
-                )));
+                return Err(SequenceError::WorkerOutsideLayout {
+                    counter: self.counter.clone(),
+                    worker: lease.worker,
+                    worker_bits: layout.worker_bits,
+                });
             }
         }
         let listed = Instant::now();

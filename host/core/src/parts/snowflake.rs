@@ -1,4 +1,6 @@
-//! The bit layout of a snowflake ID: sign, time, worker id, sequence.
+//! The bit layout of a snowflake ID: sign, time, worker id, sequence. It is
+//! here, with the other parts of an ID, because both the snowflake kind
+//! (which composes IDs) and policies (which read them back) need it.
 //!
 //! An ID is a positive 64-bit integer: one zero sign bit, then `time` bits
 //! of time units since the counter's epoch, `worker` bits of worker id and
@@ -88,7 +90,7 @@ pub struct Layout {
 }
 
 /// The parts of a snowflake ID.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct SnowflakeParts {
     /// Time units since the epoch.
     pub time: u64,

@@ -2,8 +2,12 @@
 //! error codes it reacts to, and the write concern of every write that hands
 //! something out (a value, a segment, a lease, a lock).
 //!
+//! The collections idmint uses are named in [`collections`].
+//!
 //! Every module that matches on a server error uses these helpers, so that a
 //! code is spelled in one place (as the Rust driver does in its `error.rs`).
+
+pub mod collections;
 
 use mongodb::bson::Bson;
 use mongodb::error::{Error, ErrorKind, WriteFailure};

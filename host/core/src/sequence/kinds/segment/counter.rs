@@ -7,10 +7,11 @@ use mongodb::bson::{doc, Document};
 use mongodb::options::WriteConcern;
 use mongodb::Collection;
 
+use super::{Segment, SegmentState, MAX_STEP};
 use crate::sequence::advance::{advance, Unmatched};
-use crate::sequence::counter_doc::{well_formed_expr, MAX_STEP};
-use crate::sequence::kind::{CounterKind, MAX_VALUE};
-use crate::sequence::{CounterName, CounterState, KindState, SegmentState, SequenceError};
+use crate::sequence::document::well_formed;
+use crate::sequence::kind::{Kind, MAX_VALUE};
+use crate::sequence::{CounterName, CounterState, KindState, SequenceError};
 
 /// One past the largest value a segment counter hands out.
 const LIMIT: u64 = MAX_VALUE + 1;
@@ -75,12 +76,14 @@ impl SegmentCounter {
         let result = self
             .collection
             .update_one(
-                doc! { "_id": self.name.as_str(), "kind": CounterKind::Segment.as_str(), "max": end as i64 },
+                doc! { "_id": self.name.as_str(), "kind": Segment::NAME, "max": end as i64 },
                 doc! { "$set": { "max": from as i64 } },
             )
             .write_concern(self.write_concern.clone())
             .await
-            .map_err(|source| SequenceError::from_database(&self.name, "give back", "update", source))?;
+            .map_err(|source| {
+                SequenceError::from_database(&self.name, "give back", "update", source)
+            })?;
         Ok(result.modified_count == 1)
     }
 
@@ -90,8 +93,8 @@ impl SegmentCounter {
             KindState::Segment(counter) => Ok(counter),
             _ => Err(SequenceError::WrongKind {
                 name: self.name.clone(),
-                expected: CounterKind::Segment,
-                found: state.kind(),
+                expected: Segment::NAME,
+                found: state.kind().as_str(),
             }),
         }
     }
@@ -117,7 +120,7 @@ pub(crate) fn take_pipeline(step: u64) -> Vec<Document> {
         doc! { "max": { "$toLong": { "$add": ["$max", { "$max": [step as i64, "$step"] }] } } };
     vec![doc! { "$replaceWith": {
         "$cond": [
-            well_formed_expr(CounterKind::Segment),
+            well_formed::<Segment>(),
             { "$mergeObjects": ["$$ROOT", advanced] },
             "$$ROOT",
         ],

@@ -1,5 +1,6 @@
-//! The cyclic counter: the seed's serial number, handed out in one atomic
-//! round trip, with a timestamp that never goes backwards.
+//! The cyclic counter: the seed's serial number `{_id, val, maxval, ts}`,
+//! handed out in one atomic round trip, with a timestamp that never goes
+//! backwards.
 //!
 //! The update is an aggregation pipeline sent through `findOneAndUpdate`
 //! (MongoDB >= 4.2; idmint supports 4.4+). Its one `$replaceWith` stage reads
@@ -12,7 +13,7 @@
 //! ts      = max(client_us, ts + (wrapped ? 1 : 0))
 //! ```
 //!
-//! It does so only when the document is well formed (see `counter_doc.rs`);
+//! It does so only when the document is well formed ([`Cyclic::guard`]);
 //! a malformed one is replaced by itself, that is left exactly as it was, and
 //! comes back for the Rust side to say what is wrong with it. The filter is
 //! the plain `{_id}`: a validity test in the filter (`$expr`) cost about a
@@ -33,12 +34,15 @@ use mongodb::options::{ReturnDocument, WriteConcern};
 use mongodb::{Collection, Database};
 use serde::Serialize;
 
-use super::counter_doc::well_formed_expr;
-use super::{
-    read_state, spec, CounterKind, CounterName, CounterSpec, CounterState, SequenceError,
-    COUNTERS_COLLECTION,
-};
 use crate::mongo::durable_write_concern;
+use crate::parts::Stamp;
+use crate::sequence::document::{integer_in, read_integer, well_formed};
+use crate::sequence::kind::{
+    check_block, ClientTime, CommandOptions, Fact, Handle, Kind, Repeats, Setting, ValueShape,
+};
+use crate::sequence::registry::{create_in, read_state};
+use crate::sequence::settings::Settings;
+use crate::sequence::{CounterName, CounterSpec, CounterState, SequenceError, COUNTERS_COLLECTION};
 
 /// The seed's default: two-digit sequences, 0 to 99.
 pub const DEFAULT_MAXVAL: u64 = 99;
@@ -46,19 +50,119 @@ pub const DEFAULT_MAXVAL: u64 = 99;
 /// The largest maxval accepted: values must stay exact in a JavaScript number.
 pub const MAX_MAXVAL: u64 = (1 << 53) - 2;
 
-/// The most values one [`CyclicCounter::take`] reserves: one round trip
-/// never hands out more. Larger requests are split by the caller.
-pub const MAX_BLOCK: usize = 1000;
+/// The cyclic kind (see the module docs).
+#[derive(Debug)]
+pub struct Cyclic;
 
-/// One value handed out by a counter, with the timestamp issued with it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-pub struct Issued {
-    /// Microseconds since the epoch: for a cyclic counter the server-decided
-    /// timestamp that makes (timestamp, value) unique; for the other kinds
-    /// the taking client's clock at the time of the request.
-    pub timestamp_micros: u64,
-    /// The sequence value.
-    pub value: u64,
+/// A cyclic counter's fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct CyclicState {
+    /// The last value handed out.
+    pub val: u64,
+    /// The largest value; the one after it is 0.
+    pub maxval: u64,
+    /// The timestamp issued with `val`, microseconds since the epoch (0: none yet).
+    pub ts: u64,
+}
+
+impl Kind for Cyclic {
+    const NAME: &'static str = "cyclic";
+    const SUMMARY: &'static str =
+        "the seed's serial number: 0..=maxval, wrapping, each value with a server-decided timestamp";
+    const SETTINGS: &'static [Setting] = &[Setting::Maxval];
+    const RUNS: bool = false;
+    const FIT_ADVICE: &'static str =
+        "use a counter with a smaller maxval or a policy with a larger sequence";
+    type State = CyclicState;
+    type Options = ();
+    type Handle = CyclicCounter;
+
+    fn read(document: &Document) -> Result<CyclicState, String> {
+        let val = read_integer(document, "val", 0, u64::MAX)?;
+        let maxval = read_integer(document, "maxval", 1, u64::MAX)?;
+        let ts = match document.get("ts") {
+            None => 0,
+            Some(_) => read_integer(document, "ts", 0, u64::MAX)?,
+        };
+        Ok(CyclicState { val, maxval, ts })
+    }
+
+    fn guard() -> Vec<Bson> {
+        vec![
+            integer_in("val", 0, u64::MAX),
+            integer_in("maxval", 1, u64::MAX),
+            Bson::Document(doc! { "$or": [
+                { "$eq": [{ "$type": "$ts" }, "missing"] },
+                integer_in("ts", 0, u64::MAX),
+            ]}),
+        ]
+    }
+
+    fn fields(settings: &Settings, _now_ms: u64) -> Result<Document, SequenceError> {
+        let maxval = settings.maxval.unwrap_or(DEFAULT_MAXVAL);
+        if !(1..=MAX_MAXVAL).contains(&maxval) {
+            return Err(SequenceError::InvalidSpec(format!(
+                "maxval {maxval} is out of range 1..={MAX_MAXVAL}"
+            )));
+        }
+        Ok(doc! { "val": 0_i64, "maxval": maxval as i64 })
+    }
+
+    fn shape(state: &CyclicState) -> ValueShape {
+        ValueShape {
+            largest_value: state.maxval,
+            repeats: Repeats::AfterWrap,
+            server_timestamp: true,
+        }
+    }
+
+    fn facts(state: &CyclicState, _now_ms: u64) -> Vec<Fact> {
+        let last_issued_at = (state.ts > 0).then(|| crate::parts::rfc3339_micros(state.ts));
+        vec![
+            Fact::text(
+                "val",
+                format!("{} (values cycle 0..={})", state.val, state.maxval),
+            ),
+            Fact::text("maxval", state.maxval.to_string()),
+            Fact::derived(
+                "last issued at",
+                last_issued_at
+                    .clone()
+                    .unwrap_or_else(|| "never".to_string()),
+                "last_issued_at",
+                last_issued_at.map_or(serde_json::Value::Null, serde_json::Value::String),
+            )
+            .after_prefix(),
+        ]
+    }
+
+    fn take_command(
+        name: &CounterName,
+        count: u64,
+        options: &CommandOptions,
+    ) -> Result<(Document, Vec<Document>), SequenceError> {
+        check_block(name, usize::try_from(count).unwrap_or(usize::MAX))?;
+        let client = match options.client {
+            // Clamp to what a BSON long holds; 2^63 microseconds is year 294,247.
+            ClientTime::Micros(micros) => Bson::Int64(i64::try_from(micros).unwrap_or(i64::MAX)),
+            ClientTime::ServerNow => {
+                Bson::Document(doc! { "$multiply": [{ "$toLong": "$$NOW" }, 1000_i64] })
+            }
+        };
+        Ok((
+            doc! { "_id": name.as_str() },
+            block_pipeline(count as i64, client),
+        ))
+    }
+
+    async fn open(
+        database: &Database,
+        name: CounterName,
+        _state: &CyclicState,
+        _options: &(),
+    ) -> Result<CyclicCounter, SequenceError> {
+        Ok(CyclicCounter::new(database, name))
+    }
 }
 
 /// Handle on one counter document in `<db>.counters`.
@@ -94,13 +198,13 @@ impl CyclicCounter {
     /// Creates the counter with `val: 0`; the first value handed out is 1.
     /// `spec` must be of kind cyclic.
     pub async fn create(&self, spec: &CounterSpec) -> Result<CounterState, SequenceError> {
-        if spec.kind != CounterKind::Cyclic {
+        if spec.kind.as_str() != Cyclic::NAME {
             return Err(SequenceError::InvalidSpec(format!(
                 "a {} spec given to a cyclic counter handle",
                 spec.kind
             )));
         }
-        spec::create(&self.collection, &self.name, spec, &self.write_concern).await
+        create_in(&self.collection, &self.name, spec, &self.write_concern).await
     }
 
     /// Reads the counter as it is now.
@@ -109,13 +213,13 @@ impl CyclicCounter {
     }
 
     /// Hands out the next value: [`CyclicCounter::take`] of one.
-    pub async fn next(&self, client_micros: u64) -> Result<Issued, SequenceError> {
+    pub async fn next(&self, client_micros: u64) -> Result<Stamp, SequenceError> {
         let mut block = self.take(1, client_micros).await?;
         Ok(block.remove(0))
     }
 
     /// Reserves `count` consecutive (timestamp, value) pairs, 1 to
-    /// [`MAX_BLOCK`], in one atomic `findOneAndUpdate`, and returns them in
+    /// [`MAX_BLOCK`](crate::sequence::MAX_BLOCK), in one atomic `findOneAndUpdate`, and returns them in
     /// order. Every pair is greater than every pair the counter issued
     /// before, wrap-arounds included: each wrap moves the timestamp on by one
     /// microsecond. The pairs carry the time of the reservation.
@@ -128,7 +232,7 @@ impl CyclicCounter {
         &self,
         count: usize,
         client_micros: u64,
-    ) -> Result<Vec<Issued>, SequenceError> {
+    ) -> Result<Vec<Stamp>, SequenceError> {
         check_block(&self.name, count)?;
         // Clamp to what a BSON long holds; 2^63 microseconds is year 294,247.
         let client_micros = i64::try_from(client_micros).unwrap_or(i64::MAX);
@@ -151,8 +255,8 @@ impl CyclicCounter {
         let Some(last) = state.cyclic() else {
             return Err(SequenceError::WrongKind {
                 name: self.name.clone(),
-                expected: CounterKind::Cyclic,
-                found: state.kind(),
+                expected: Cyclic::NAME,
+                found: state.kind().as_str(),
             });
         };
         Ok(unfold_block(last.ts, last.val, last.maxval, count))
@@ -168,16 +272,17 @@ impl CyclicCounter {
     }
 }
 
-/// Fails unless `count` is a block size one request takes: 1 to [`MAX_BLOCK`].
-pub(crate) fn check_block(name: &CounterName, count: usize) -> Result<(), SequenceError> {
-    if (1..=MAX_BLOCK).contains(&count) {
-        Ok(())
-    } else {
-        Err(SequenceError::TooMany {
-            name: name.clone(),
-            requested: count,
-            max: MAX_BLOCK,
-        })
+impl Handle for CyclicCounter {
+    fn name(&self) -> &CounterName {
+        &self.name
+    }
+
+    async fn state(&self) -> Result<CounterState, SequenceError> {
+        CyclicCounter::state(self).await
+    }
+
+    async fn take(&self, count: usize, client_micros: u64) -> Result<Vec<Stamp>, SequenceError> {
+        CyclicCounter::take(self, count, client_micros).await
     }
 }
 
@@ -224,7 +329,7 @@ pub(crate) fn block_pipeline(count: i64, client_micros: Bson) -> Vec<Document> {
     }};
     vec![doc! { "$replaceWith": {
         "$cond": [
-            well_formed_expr(CounterKind::Cyclic),
+            well_formed::<Cyclic>(),
             { "$mergeObjects": ["$$ROOT", advanced] },
             "$$ROOT",
         ],
@@ -234,14 +339,11 @@ pub(crate) fn block_pipeline(count: i64, client_micros: Bson) -> Vec<Document> {
 /// The `count` pairs of a block, from the counter's state after it: walks
 /// back from the last pair, undoing one step at a time (a value of 0 was a
 /// wrap, which moved the timestamp on by one).
-pub(crate) fn unfold_block(last_ts: u64, last_val: u64, maxval: u64, count: usize) -> Vec<Issued> {
+pub(crate) fn unfold_block(last_ts: u64, last_val: u64, maxval: u64, count: usize) -> Vec<Stamp> {
     let mut block = Vec::with_capacity(count);
     let (mut ts, mut value) = (last_ts, last_val);
     for _ in 0..count {
-        block.push(Issued {
-            timestamp_micros: ts,
-            value,
-        });
+        block.push(Stamp::new(ts, value));
         if value == 0 {
             ts = ts.saturating_sub(1);
             value = maxval;
@@ -264,16 +366,13 @@ mod tests {
         maxval: u64,
         client: u64,
         count: usize,
-    ) -> Vec<Issued> {
+    ) -> Vec<Stamp> {
         (0..count)
             .map(|_| {
                 let wrapped = val >= maxval;
                 val = if wrapped { 0 } else { val + 1 };
                 ts = client.max(ts + u64::from(wrapped));
-                Issued {
-                    timestamp_micros: ts,
-                    value: val,
-                }
+                Stamp::new(ts, val)
             })
             .collect()
     }
@@ -300,7 +399,7 @@ mod tests {
                             closed_form(ts, val, maxval, client, count as u64);
                         assert_eq!(
                             (last_ts, last_val),
-                            (last.timestamp_micros, last.value),
+                            (last.timestamp_micros, last.sequence),
                             "maxval {maxval} val {val} ts {ts} client {client} count {count}"
                         );
                         assert_eq!(unfold_block(last_ts, last_val, maxval, count), expected);

@@ -1,7 +1,6 @@
-//! Segment allocation (seed 003, as Meituan Leaf and Didi Tinyid run it):
-//! a process takes a whole range of values, a *segment*, with one atomic
-//! update of the counter document `{_id, kind: "segment", max, step}`, and
-//! hands the values out from memory.
+//! The allocator: a process takes a whole range of values, a *segment*, with
+//! one atomic update of the counter document, and hands the values out from
+//! memory.
 //!
 //! - **Double buffer.** Once a share of the current segment is used
 //!   ([`SegmentOptions::prefetch_at`], Leaf's 10%), the next one is fetched
@@ -22,21 +21,20 @@
 //!   conditional update on `max`. Restarts then waste nothing (Leaf wastes
 //!   the rest of both buffers, its issues #15 and #78).
 
-pub(crate) mod counter;
-pub mod step;
-
 use std::ops::Range;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use mongodb::Database;
-use serde::Serialize;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
-use self::counter::{SegmentCounter, Taken};
-use super::{CounterName, SequenceError, COUNTERS_COLLECTION};
+use super::counter::{SegmentCounter, Taken};
+use super::step;
 use crate::mongo::durable_write_concern;
+use crate::parts::Stamp;
+use crate::sequence::kind::{BufferStats, GiveBack, Handle, Held};
+use crate::sequence::{CounterName, CounterState, SequenceError, COUNTERS_COLLECTION};
 
 /// How a process uses its segments.
 #[derive(Debug, Clone, PartialEq)]
@@ -87,34 +85,6 @@ impl SegmentOptions {
     }
 }
 
-/// What a [`SegmentAllocator`] has done so far.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct SegmentStats {
-    /// Segments taken from the database.
-    pub fetches: u64,
-    /// Of those, taken in the background while values were left.
-    pub background_fetches: u64,
-    /// Fetches that failed (a background failure is retried by the next
-    /// taker that needs values, which then reports the error).
-    pub failed_fetches: u64,
-    /// Requests that found both buffers empty and waited on the database.
-    pub waits: u64,
-    /// Values handed out.
-    pub values: u64,
-    /// The step the next fetch asks for.
-    pub step: u64,
-}
-
-/// What [`SegmentAllocator::close`] gave back.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct GiveBack {
-    /// How many values were given back (0: none left, or another process
-    /// took a segment since this one's last).
-    pub values: u64,
-    /// The counter's `max` after the give-back, when there was one.
-    pub max: Option<u64>,
-}
-
 /// One buffered segment: values `next..end` are left.
 #[derive(Debug, Clone, Copy, Default)]
 struct Buffer {
@@ -151,7 +121,7 @@ struct State {
     /// The step of the next request (0: not known until the first fetch).
     step: u64,
     last_fetch: Option<Instant>,
-    stats: SegmentStats,
+    stats: BufferStats,
 }
 
 struct Inner {
@@ -202,13 +172,13 @@ impl SegmentAllocator {
     }
 
     /// Reads the counter document as it is now.
-    pub async fn state(&self) -> Result<super::CounterState, SequenceError> {
+    pub async fn state(&self) -> Result<CounterState, SequenceError> {
         let counter = &self.inner.counter;
-        super::read_state(&counter.collection, &counter.name).await
+        crate::sequence::read_state(&counter.collection, &counter.name).await
     }
 
     /// What the allocator has done so far.
-    pub fn stats(&self) -> SegmentStats {
+    pub fn stats(&self) -> BufferStats {
         self.inner.lock().stats
     }
 
@@ -374,6 +344,39 @@ impl SegmentAllocator {
         } else {
             GiveBack::default()
         })
+    }
+}
+
+impl Handle for SegmentAllocator {
+    fn name(&self) -> &CounterName {
+        SegmentAllocator::name(self)
+    }
+
+    async fn state(&self) -> Result<CounterState, SequenceError> {
+        SegmentAllocator::state(self).await
+    }
+
+    async fn take(&self, count: usize, client_micros: u64) -> Result<Vec<Stamp>, SequenceError> {
+        let values = SegmentAllocator::take(self, count).await?;
+        Ok(values
+            .into_iter()
+            .map(|value| Stamp::new(client_micros, value))
+            .collect())
+    }
+
+    async fn take_ranges(&self, count: u64) -> Result<Vec<Range<u64>>, SequenceError> {
+        SegmentAllocator::take_ranges(self, count).await
+    }
+
+    async fn close(&self) -> Result<GiveBack, SequenceError> {
+        SegmentAllocator::close(self).await
+    }
+
+    fn held(&self) -> Held {
+        Held {
+            buffers: Some(self.stats()),
+            lease: None,
+        }
     }
 }
 

@@ -1,0 +1,16 @@
+//! Every collection idmint uses, named once.
+
+/// Counter documents, one per counter (the seed's name).
+pub const COUNTERS: &str = "counters";
+/// Lock documents, one per lock name.
+pub const LOCKS: &str = "locks";
+/// Snowflake worker leases, one per counter and worker id.
+pub const WORKERS: &str = "workers";
+/// Stored policies and the active pointer.
+pub const POLICIES: &str = "policies";
+/// Application tokens for `idmint serve --tokens-from-db`.
+pub const TOKENS: &str = "tokens";
+/// What `idmint install` installed, item by item.
+pub const MANIFEST: &str = "idmint_manifest";
+/// The stored JavaScript functions.
+pub const SYSTEM_JS: &str = "system.js";

@@ -1,0 +1,141 @@
+//! The segment kind (seed 003, as Meituan Leaf and Didi Tinyid run it):
+//! `{_id, kind: "segment", max, step}`. A process takes a whole range of
+//! values, a *segment*, with one atomic update and hands it out from memory.
+//!
+//! - **Double buffer.** Once a share of the current segment is used
+//!   ([`SegmentOptions::prefetch_at`], Leaf's 10%), the next one is fetched
+//!   in the background, so that a taker almost never waits on the database.
+//!   When both are used up before the fetch lands, takers wait for it (or
+//!   make it): never an error like Leaf's "both segments not ready".
+//! - **Adaptive step** ([`step`]): each request asks for a segment sized so
+//!   that it lasts about [`SegmentOptions::target_lifetime`], between the
+//!   document's `step` and [`SegmentOptions::max_step`].
+//! - **Many takers** (tasks or threads) share one [`SegmentAllocator`]:
+//!   values are unique across processes and increasing within one.
+//! - **Consumed when fetched.** The update is durable (majority, journal)
+//!   before a value of the segment is handed out, so a process killed with
+//!   `-9` loses the rest of its segments but never causes a value to be
+//!   issued twice.
+//! - **Clean shutdown gives back** ([`SegmentAllocator::close`]) the unused
+//!   tail of the last segment, if no process took a segment since: one
+//!   conditional update on `max`. Restarts then waste nothing (Leaf wastes
+//!   the rest of both buffers, its issues #15 and #78).
+//!
+//! `allocator.rs` holds the buffers, `counter.rs` the two writes on the
+//! document, `step.rs` the adaptive step. This kind owns nothing outside its
+//! folder; it must not touch another kind's documents.
+
+mod allocator;
+mod counter;
+pub mod step;
+
+use mongodb::bson::{doc, Bson, Document};
+use mongodb::Database;
+use serde::Serialize;
+
+pub use allocator::{SegmentAllocator, SegmentOptions, SegmentTaker};
+
+use crate::sequence::document::{integer_in, read_integer};
+use crate::sequence::kind::{CommandOptions, Fact, Kind, Repeats, Setting, ValueShape, MAX_VALUE};
+use crate::sequence::settings::Settings;
+use crate::sequence::{CounterName, SequenceError};
+
+/// A segment counter's default step: the smallest segment a process takes.
+pub const DEFAULT_STEP: u64 = 1000;
+
+/// The largest segment step a counter document may ask for.
+pub const MAX_STEP: u64 = 100_000_000;
+
+/// The segment kind (see the module docs).
+#[derive(Debug)]
+pub struct Segment;
+
+/// A segment counter's fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct SegmentState {
+    /// The first value no process has taken yet.
+    pub max: u64,
+    /// The smallest segment a process takes.
+    pub step: u64,
+}
+
+impl Kind for Segment {
+    const NAME: &'static str = "segment";
+    const SUMMARY: &'static str =
+        "segment allocation (seed 003, Meituan Leaf): a process takes a whole range with one update";
+    const SETTINGS: &'static [Setting] = &[Setting::Start, Setting::Step];
+    const RUNS: bool = true;
+    const FIT_ADVICE: &'static str = "use a policy that holds 2^53 values, such as the built-in \
+         decimal policy (--policy builtin:decimal)";
+    type State = SegmentState;
+    type Options = SegmentOptions;
+    type Handle = SegmentAllocator;
+
+    fn read(document: &Document) -> Result<SegmentState, String> {
+        Ok(SegmentState {
+            max: read_integer(document, "max", 0, MAX_VALUE + 1)?,
+            step: read_integer(document, "step", 1, MAX_STEP)?,
+        })
+    }
+
+    fn guard() -> Vec<Bson> {
+        vec![
+            integer_in("max", 0, MAX_VALUE + 1),
+            integer_in("step", 1, MAX_STEP),
+        ]
+    }
+
+    fn fields(settings: &Settings, _now_ms: u64) -> Result<Document, SequenceError> {
+        let start = settings.start.unwrap_or(1);
+        if start > MAX_VALUE {
+            return Err(SequenceError::InvalidSpec(format!(
+                "start {start} is out of range 0..={MAX_VALUE}"
+            )));
+        }
+        let step = settings.step.unwrap_or(DEFAULT_STEP);
+        if !(1..=MAX_STEP).contains(&step) {
+            return Err(SequenceError::InvalidSpec(format!(
+                "step {step} is out of range 1..={MAX_STEP}"
+            )));
+        }
+        Ok(doc! { "max": start as i64, "step": step as i64 })
+    }
+
+    fn shape(_state: &SegmentState) -> ValueShape {
+        ValueShape {
+            largest_value: MAX_VALUE,
+            repeats: Repeats::Never,
+            server_timestamp: false,
+        }
+    }
+
+    fn facts(state: &SegmentState, _now_ms: u64) -> Vec<Fact> {
+        vec![
+            Fact::text(
+                "max",
+                format!("{} (the next segment starts there)", state.max),
+            ),
+            Fact::text("step", format!("{} (the smallest segment)", state.step)),
+        ]
+    }
+
+    fn take_command(
+        name: &CounterName,
+        _count: u64,
+        options: &CommandOptions,
+    ) -> Result<(Document, Vec<Document>), SequenceError> {
+        Ok((
+            counter::fits_filter(name, options.step),
+            counter::take_pipeline(options.step),
+        ))
+    }
+
+    async fn open(
+        database: &Database,
+        name: CounterName,
+        _state: &SegmentState,
+        options: &SegmentOptions,
+    ) -> Result<SegmentAllocator, SequenceError> {
+        Ok(SegmentAllocator::new(database, name, options.clone()))
+    }
+}

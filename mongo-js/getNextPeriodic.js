@@ -1,0 +1,101 @@
+function (keyName, count) {
+  // idmint's periodic counter: values that restart at 1 at each period
+  // boundary (a day, a month or a year in the counter's time zone), decided
+  // by the server's clock. The JavaScript twin of the host's
+  // host/core/src/sequence/kinds/periodic/mod.rs: it sends the same
+  // findAndModify the host sends; tests/conformance.rs holds the two equal.
+  //
+  // Counter documents live in `counters`: {_id, kind: "periodic", period,
+  // zone, current, seq, prefix?}. Takes `count` values (default 1) in one
+  // atomic update, written with majority + journal, and returns
+  // {period: LABEL, values: [first, ..., last]}: the period the server's
+  // clock is in (or, if that clock went back, the later period the counter
+  // is already in) and the values in it. The update only applies to a
+  // well-formed counter of the period and zone read just before; anything
+  // else is left as it is and readCounter (stored beside this function) says
+  // what is wrong, in the host's words.
+  var MAX_VALUE = 9007199254740991;
+  var MAX_ATTEMPTS = 10;
+  var n = (count === undefined || count === null) ? 1 : Number(count);
+  if (!(n >= 1 && n <= MAX_VALUE) || Math.floor(n) !== n) {
+    throw new Error("cannot take " + count + " values of counter '" + keyName + "': ask for 1 to " + MAX_VALUE);
+  }
+  var FORMATS = { year: "%Y", month: "%Y-%m", day: "%Y-%m-%d" };
+  var LABELS = {
+    day: "^$|^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$",
+    month: "^$|^[0-9]{4}-(0[1-9]|1[0-2])$",
+    year: "^$|^[0-9]{4}$"
+  };
+  var ZONE = "^[A-Za-z0-9_+/:-]{1,64}$";
+
+  function integerIn(path, min, max) {
+    return { $and: [{ $isNumber: path }, { $eq: [path, { $trunc: path }] },
+      { $gte: [path, NumberLong(String(min))] }, { $lte: [path, NumberLong(String(max))] }] };
+  }
+  // The host's document::well_formed::<Periodic>(): the common terms, then
+  // the kind's guard.
+  function wellFormed() {
+    return { $and: [
+      { $eq: [{ $ifNull: ["$kind", "cyclic"] }, "periodic"] },
+      { $in: [{ $type: "$prefix" }, ["missing", "null", "string"]] },
+      { $in: ["$period", ["day", "month", "year"]] },
+      { $and: [{ $eq: [{ $type: "$zone" }, "string"] }, { $regexMatch: { input: "$zone", regex: ZONE } }] },
+      { $and: [{ $eq: [{ $type: "$current" }, "string"] }, { $regexMatch: { input: "$current", regex: { $switch: {
+        branches: ["day", "month", "year"].map(function (unit) {
+          return { case: { $eq: ["$period", unit] }, then: LABELS[unit] };
+        }),
+        default: "^$"
+      } } } }] },
+      integerIn("$seq", 0, MAX_VALUE)
+    ] };
+  }
+  function nowLabel(period, zone) {
+    return { $dateToString: { format: FORMATS[period], date: "$$NOW", timezone: zone } };
+  }
+
+  for (var attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    var counter = readCounter(keyName, db.getCollection("counters").findOne({ _id: keyName }), "periodic");
+    var result = db.runCommand({
+      findAndModify: "counters",
+      query: { _id: keyName, $expr: { $or: [
+        { $gt: [nowLabel(counter.period, counter.zone), "$current"] },
+        { $lte: ["$seq", NumberLong(String(MAX_VALUE - n))] }
+      ] } },
+      update: [{ $replaceWith: { $cond: [
+        { $and: [wellFormed(), { $eq: ["$period", counter.period] }, { $eq: ["$zone", counter.zone] }] },
+        { $let: {
+          vars: { now: nowLabel(counter.period, counter.zone) },
+          in: { $cond: [
+            { $gt: ["$$now", "$current"] },
+            { $mergeObjects: ["$$ROOT", { current: "$$now", seq: { $toLong: NumberLong(String(n)) } }] },
+            { $mergeObjects: ["$$ROOT", { seq: { $toLong: { $add: ["$seq", NumberLong(String(n))] } } }] }
+          ] }
+        } },
+        "$$ROOT"
+      ] } }],
+      new: true,
+      writeConcern: { w: "majority", j: true }
+    });
+    if (!result.ok) throw new Error("advance of counter '" + keyName + "' failed: " + result.errmsg);
+    if (result.writeConcernError) {
+      throw new Error("advance of counter '" + keyName + "' not durable: " + result.writeConcernError.errmsg);
+    }
+    if (result.value === null) {
+      // Nothing matched: the current period has no values left (or the
+      // counter changed under us: read it again).
+      var now = readCounter(keyName, db.getCollection("counters").findOne({ _id: keyName }), "periodic");
+      if (now.seq + n > MAX_VALUE) {
+        throw new Error("counter '" + keyName + "' is exhausted: it cannot hand out " + n +
+          " more value(s) without passing " + MAX_VALUE + "; it was left unchanged");
+      }
+      continue;
+    }
+    var after = readCounter(keyName, result.value, "periodic");
+    if (after.period !== counter.period || after.zone !== counter.zone) continue;
+    var values = [];
+    for (var v = after.seq - n + 1; v <= after.seq; v++) values.push(v);
+    return { period: after.current, values: values };
+  }
+  throw new Error("counter '" + keyName + "' is too contended: " + MAX_ATTEMPTS +
+    " conditional updates in a row lost the race");
+}
