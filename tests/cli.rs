@@ -427,3 +427,46 @@ async fn many_short_commands_at_once_exit_with_an_empty_stderr() {
     }
     assert_eq!(values.len(), 48 * 3);
 }
+
+/// `validate --layout` reads a raw snowflake value (what `seq` prints) with
+/// the layout alone, and prints the fields the base32 path prints; a bare
+/// number of more than 63 bits is invalid, naming why.
+#[test]
+fn validate_decodes_a_raw_snowflake_value_with_a_layout() {
+    // 2026-01-02T03:04:05.678Z, worker 5, sequence 7, in layout 41,10,12.
+    let output = run(harness::idmint("cli_validate_raw").args([
+        "validate",
+        "132680287741038599",
+        "9223372036854775808",
+        "--layout",
+        "41,10,12",
+    ]));
+    assert_exit(&output, 1);
+    assert_eq!(
+        stdout(&output),
+        "132680287741038599: ok (prefix \"\", snowflake 132680287741038599: issued at \
+         2026-01-02T03:04:05.678000Z, worker 5, sequence 7)\n\
+         9223372036854775808: invalid: not a snowflake value of layout 41,10,12 in ms from \
+         2025-01-01: more than 63 bits\n"
+    );
+    let json = run(harness::idmint("cli_validate_raw").args([
+        "--json",
+        "validate",
+        "132680287741038599",
+        "--layout",
+        "41,10,12",
+        "--epoch",
+        "2025-06-01",
+    ]));
+    assert_exit(&json, 0);
+    let report: serde_json::Value = serde_json::from_str(&stdout(&json)).unwrap();
+    let result = &report["results"][0];
+    assert_eq!(result["snowflake"]["worker"], 5, "{report}");
+    assert_eq!(result["snowflake"]["seq"], 7, "{report}");
+    // Another epoch moves the time, not the fields.
+    assert_eq!(
+        result["snowflake"]["issued_at"], "2026-06-02T03:04:05.678000Z",
+        "{report}"
+    );
+    assert_eq!(result["parts"]["sequence"], 132680287741038599_u64);
+}
