@@ -470,3 +470,20 @@ fn validate_decodes_a_raw_snowflake_value_with_a_layout() {
     );
     assert_eq!(result["parts"]["sequence"], 132680287741038599_u64);
 }
+
+/// The help names every kind of counter, snowflake included.
+#[test]
+fn help_names_every_counter_kind() {
+    for args in [
+        &["--help"][..],
+        &["counter", "--help"],
+        &["counter", "create", "--help"],
+    ] {
+        let output = run(harness::idmint("cli_help").args(args));
+        assert_exit(&output, 0);
+        let text = stdout(&output);
+        for kind in ["cyclic", "autoinc", "segment", "snowflake"] {
+            assert!(text.contains(kind), "idmint {args:?} omits {kind}:\n{text}");
+        }
+    }
+}

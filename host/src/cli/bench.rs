@@ -31,7 +31,7 @@ pub enum Only {
     /// Sequence and format.
     All,
     /// Sequence modes only (needs the database): raw_inc, pipeline,
-    /// pipeline_block, autoinc, seed_cas, segment.
+    /// pipeline_block, autoinc, seed_cas, segment, segment_batched, snowflake.
     Sequence,
     /// Format modes only (no database is contacted).
     Format,

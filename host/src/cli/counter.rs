@@ -17,7 +17,7 @@ use super::{ConnectArgs, Outcome, Output};
 /// `idmint counter ...`
 #[derive(Debug, Subcommand)]
 pub enum CounterCmd {
-    /// Create a counter: cyclic (the default), autoinc or segment.
+    /// Create a counter: cyclic (the default), autoinc, segment or snowflake.
     Create(CreateArgs),
     /// Show a counter's kind and state.
     Show(ShowArgs),
@@ -30,7 +30,8 @@ pub struct CreateArgs {
     pub name: String,
     /// cyclic: values 0..=max wrapping, with a server timestamp (IDs carry the
     /// time); autoinc: 1, 2, 3, ... one round trip per request; segment: ranges
-    /// taken a step at a time and handed out from memory (fastest).
+    /// taken a step at a time and handed out from memory (fastest); snowflake:
+    /// 64-bit IDs made in the process under a worker id leased in MongoDB.
     #[arg(long, default_value = "cyclic", value_parser = clap::value_parser!(CounterKind))]
     pub kind: CounterKind,
     /// cyclic: the largest value; the one after it is 0 [default: 99].

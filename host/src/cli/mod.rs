@@ -60,7 +60,7 @@ pub enum Command {
     Status(status::StatusCmd),
     /// Remove what idmint installed (and, when asked, its data).
     Uninstall(uninstall::UninstallCmd),
-    /// Create or inspect counters (cyclic, autoinc, segment).
+    /// Create or inspect counters (cyclic, autoinc, segment, snowflake).
     #[command(subcommand)]
     Counter(counter::CounterCmd),
     /// Hand out raw sequence values, one per line, from a counter of any kind.
@@ -74,7 +74,8 @@ pub enum Command {
     /// Check IDs (arguments, or one per line on stdin) against the policy.
     Validate(validate::ValidateCmd),
     /// Measure throughput: sequence values by strategy (raw $inc, cyclic one at a time and in
-    /// blocks, autoinc, the seed's CAS loop, segments) and formatting (wasm policy vs native Rust).
+    /// blocks, autoinc, the seed's CAS loop, segments, snowflake) and formatting (wasm policy vs
+    /// native Rust).
     Bench(bench::BenchCmd),
     /// Distributed locks: run a command under a lease, show or force-release locks.
     #[command(subcommand)]
