@@ -487,3 +487,49 @@ fn help_names_every_counter_kind() {
         }
     }
 }
+
+/// `policy check --maxval N` refuses a policy too small for such a counter
+/// without naming a made-up counter ('--maxval').
+#[test]
+fn policy_check_maxval_names_no_made_up_counter() {
+    let output = run(harness::idmint("cli_policy_check_maxval").args([
+        "policy",
+        "check",
+        env!("IDMINT_CHECK_DIGIT_POLICY_WASM"),
+        "--maxval",
+        "1000",
+    ]));
+    assert_exit(&output, 4);
+    let text = stderr(&output);
+    assert!(
+        text.contains(
+            "policy 'check-digit' holds 1000 sequence values (0 to 999), but a cyclic counter \
+             hands out values up to 1000"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("'--maxval'"), "{text}");
+}
+
+/// `policy check` takes a built-in policy as `--policy` does.
+#[test]
+fn policy_check_takes_a_builtin_policy() {
+    let output = run(harness::idmint("cli_policy_check_builtin").args([
+        "policy",
+        "check",
+        "builtin:base32",
+    ]));
+    assert_exit(&output, 0);
+    assert!(
+        stdout(&output).starts_with("ok: builtin:base32 passes the activation check"),
+        "{}",
+        stdout(&output)
+    );
+    let unknown = run(harness::idmint("cli_policy_check_builtin").args([
+        "policy",
+        "check",
+        "builtin:nosuch",
+    ]));
+    assert_exit(&unknown, 2);
+    assert!(stderr(&unknown).contains("nosuch"), "{}", stderr(&unknown));
+}

@@ -21,16 +21,18 @@ const PROBE_MICROS: u64 = 1_795_317_297_123_456;
 pub enum FitError {
     /// The policy's sequence field cannot hold every value of the counter.
     #[error(
-        "policy '{policy}' holds {capacity} sequence values (0 to {}), but {kind} counter '{counter}' \
+        "policy '{policy}' holds {capacity} sequence values (0 to {}), but {} \
          hands out values up to {largest}: {advice}",
-        capacity - 1
+        capacity - 1,
+        counter_phrase(*kind, counter)
     )]
     Capacity {
         /// The policy's name.
         policy: String,
         /// The policy's sequence capacity.
         capacity: u64,
-        /// The counter's name.
+        /// The counter's name; empty for a counter described only by its
+        /// shape (`policy check --maxval N`).
         counter: String,
         /// The counter's kind.
         kind: CounterKind,
@@ -41,16 +43,32 @@ pub enum FitError {
     },
     /// The policy does not write the time, and the counter's values repeat.
     #[error(
-        "policy '{policy}' does not write the time into its IDs, and counter '{counter}' is cyclic: \
+        "policy '{policy}' does not write the time into its IDs, and {} is cyclic: \
          its values repeat, so its IDs would repeat too; use an autoinc or segment counter with \
-         this policy, or a policy that writes the time"
+         this policy, or a policy that writes the time",
+        if counter.is_empty() { "the counter".to_string() } else { format!("counter '{counter}'") }
     )]
     NeedsTime {
         /// The policy's name.
         policy: String,
-        /// The counter's name.
+        /// The counter's name; empty as in [`FitError::Capacity`].
         counter: String,
     },
+}
+
+/// "autoinc counter 'invoices'", or "a cyclic counter" for a counter with
+/// no name (one described only by its shape).
+fn counter_phrase(kind: CounterKind, counter: &str) -> String {
+    if counter.is_empty() {
+        let article = if kind == CounterKind::Autoinc {
+            "an"
+        } else {
+            "a"
+        };
+        format!("{article} {kind} counter")
+    } else {
+        format!("{kind} counter '{counter}'")
+    }
 }
 
 /// Fails unless `policy` can serve `counter` (see the module docs);
