@@ -533,3 +533,42 @@ fn policy_check_takes_a_builtin_policy() {
     assert_exit(&unknown, 2);
     assert!(stderr(&unknown).contains("nosuch"), "{}", stderr(&unknown));
 }
+
+/// `workers` lists the leases of a snowflake counter only: another kind, or
+/// no counter, is a usage error naming it.
+#[tokio::test]
+async fn workers_refuses_a_counter_that_is_not_snowflake() {
+    const TEST: &str = "cli_workers_kind";
+    harness::database(TEST).await;
+    assert_exit(
+        &run(harness::idmint(TEST).args(["counter", "create", "inv", "--kind", "autoinc"])),
+        0,
+    );
+    let output = run(harness::idmint(TEST).args(["workers", "inv"]));
+    assert_exit(&output, 2);
+    assert_eq!(stdout(&output), "");
+    assert!(
+        stderr(&output).contains("counter 'inv' is an autoinc counter, not a snowflake one"),
+        "{}",
+        stderr(&output)
+    );
+    let missing = run(harness::idmint(TEST).args(["workers", "nosuch"]));
+    assert_exit(&missing, 2);
+    assert!(
+        stderr(&missing).contains("counter 'nosuch' does not exist"),
+        "{}",
+        stderr(&missing)
+    );
+    // A snowflake counter with no lease yet is listed, empty.
+    assert_exit(
+        &run(harness::idmint(TEST).args(["counter", "create", "ids", "--kind", "snowflake"])),
+        0,
+    );
+    let empty = run(harness::idmint(TEST).args(["workers", "ids"]));
+    assert_exit(&empty, 0);
+    assert!(
+        stdout(&empty).contains("(no leases yet)"),
+        "{}",
+        stdout(&empty)
+    );
+}

@@ -305,11 +305,21 @@ pub async fn lifetimes(database: &Database, now_ms: u64) -> Result<Vec<Lifetime>
 }
 
 /// Every worker lease of counter `name`, by worker id, with the server's
-/// time now (ms since 1970): what `idmint workers` lists.
+/// time now (ms since 1970): what `idmint workers` lists. Only a snowflake
+/// counter has worker leases: another counter is
+/// [`SequenceError::WrongKind`], a missing one [`SequenceError::UnknownCounter`].
 pub async fn workers(
     database: &Database,
     name: &CounterName,
 ) -> Result<(Vec<WorkerLease>, i64), SequenceError> {
+    let state = super::state(database, name).await?;
+    if state.kind() != super::CounterKind::Snowflake {
+        return Err(SequenceError::WrongKind {
+            name: name.clone(),
+            expected: super::CounterKind::Snowflake,
+            found: state.kind(),
+        });
+    }
     Leases::new(database, name.clone()).list().await
 }
 
