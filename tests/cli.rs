@@ -534,6 +534,29 @@ fn policy_check_takes_a_builtin_policy() {
     assert!(stderr(&unknown).contains("nosuch"), "{}", stderr(&unknown));
 }
 
+/// A missing policy file is named with its reason once, in text and JSON.
+#[test]
+fn a_missing_policy_file_is_reported_once() {
+    let output =
+        run(harness::idmint("cli_missing_file").args(["policy", "check", "no-such-policy.wasm"]));
+    assert_exit(&output, 4);
+    assert_eq!(
+        stderr(&output),
+        "idmint: error: cannot read policy file no-such-policy.wasm: No such file or directory (os error 2)\n"
+    );
+    let json = run(harness::idmint("cli_missing_file").args([
+        "--json",
+        "policy",
+        "check",
+        "no-such-policy.wasm",
+    ]));
+    let error: serde_json::Value = serde_json::from_str(stderr(&json).trim()).unwrap();
+    for field in ["message", "detail"] {
+        let text = error["error"][field].as_str().unwrap();
+        assert_eq!(text.matches("No such file").count(), 1, "{field}: {text}");
+    }
+}
+
 /// `workers` lists the leases of a snowflake counter only: another kind, or
 /// no counter, is a usage error naming it.
 #[tokio::test]
@@ -572,3 +595,4 @@ async fn workers_refuses_a_counter_that_is_not_snowflake() {
         stdout(&empty)
     );
 }
+
