@@ -596,3 +596,74 @@ async fn workers_refuses_a_counter_that_is_not_snowflake() {
     );
 }
 
+/// A usage line shows the flags to type, not the ones the environment
+/// (`MONGODB_URI`, `IDMINT_DB`) or a default gave; without any connection
+/// string, a command that needs one says how to give it.
+#[test]
+fn usage_lines_show_no_flag_the_environment_gives() {
+    // harness::idmint sets MONGODB_URI and IDMINT_DB.
+    let output = run(harness::idmint("cli_usage").args(["next", "c", "--stream", "--count", "3"]));
+    assert_exit(&output, 2);
+    let text = stderr(&output);
+    assert!(
+        text.contains("Usage: idmint next [OPTIONS] <NAME>\n"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("--uri <URI>") && !text.contains("--db <DB>"),
+        "{text}"
+    );
+    let help = run(harness::idmint("cli_usage").args(["seq", "--help"]));
+    assert!(
+        stdout(&help).contains("Usage: idmint seq [OPTIONS] <NAME>\n"),
+        "{}",
+        stdout(&help)
+    );
+    let no_uri = run(harness::idmint("cli_usage")
+        .env_remove("MONGODB_URI")
+        .args(["seq", "c"]));
+    assert_exit(&no_uri, 2);
+    assert_eq!(
+        stderr(&no_uri),
+        "idmint: error: no MongoDB connection string: pass --uri or set MONGODB_URI\n"
+    );
+}
+
+/// An error of idmint's own that exits 3 (every worker id leased) names no
+/// server: the `server:` line, with how long a server was waited for, is for
+/// errors the server or the connection caused (an_unreachable_server_...).
+#[tokio::test]
+async fn an_error_not_from_the_server_names_no_server() {
+    const TEST: &str = "cli_no_server_line";
+    harness::database(TEST).await;
+    assert_exit(
+        &run(harness::idmint(TEST).args([
+            "counter",
+            "create",
+            "tiny",
+            "--kind",
+            "snowflake",
+            "--layout",
+            "52,1,10",
+        ])),
+        0,
+    );
+    // Two holders, each blocked writing to a pipe nobody reads once it has
+    // printed its first value: both worker ids are leased, for 60 s.
+    let mut holders: Vec<harness::Seq> = (0..2)
+        .map(|_| harness::Seq::start(TEST, &["tiny", "--count", "10000000", "--lease-ttl", "60"]))
+        .collect();
+    for holder in &mut holders {
+        holder.next_value().expect("a holder printed a value");
+    }
+    let refused = run(harness::idmint(TEST).args(["seq", "tiny"]));
+    assert_exit(&refused, 3);
+    let text = stderr(&refused);
+    assert!(text.contains("is leased and live"), "{text}");
+    assert!(!text.contains("idmint: server:"), "{text}");
+    assert_eq!(text.lines().count(), 1, "{text}");
+    for mut holder in holders {
+        holder.child.kill().unwrap();
+        holder.child.wait().unwrap();
+    }
+}

@@ -82,7 +82,7 @@ impl BenchCmd {
             let pool = self.concurrency.iter().copied().max().unwrap_or(1) as u32;
             let database = self
                 .connect
-                .options()
+                .options()?
                 .max_pool_size(pool)
                 .connect()
                 .await
