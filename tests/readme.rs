@@ -33,9 +33,10 @@
 //! - `<!-- readme-test: background until "TEXT" -->`: the block's first
 //!   command is started in the background, as a reader starts it in another
 //!   terminal. Its output is read until a line containing TEXT; those lines
-//!   are its output. The rest of the block runs while it does, and at the end
-//!   of the block its process group gets SIGTERM (what Ctrl-C does) and is
-//!   waited for; what it printed after TEXT is not compared.
+//!   are its output. The rest of the block runs while it does. At the end of
+//!   the block its process group gets SIGTERM (`idmint serve` shuts down on
+//!   it as on Ctrl-C), and the test waits until every process of the group
+//!   has exited; what the command printed after TEXT is not compared.
 //!
 //! # How a command runs
 //!
@@ -704,7 +705,7 @@ fn apply_fixes(readme: &str, fixes: &[Fix]) -> String {
     text
 }
 
-#[cfg(test)]
+/// The runner's own rules, without a server.
 mod rules {
     use super::*;
 
