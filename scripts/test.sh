@@ -13,6 +13,8 @@ fi
 ensure_mongosh
 ensure_faketime
 ensure_java
+# curl: the README's `idmint serve` examples, which tests/readme.rs runs.
+command -v curl >/dev/null 2>&1 || apt_install curl
 
 # test-hooks: the crash hook the installer tests use; never in a user's build.
 cargo test --workspace --locked --features idmint-cli/test-hooks "$@"

@@ -427,3 +427,243 @@ async fn many_short_commands_at_once_exit_with_an_empty_stderr() {
     }
     assert_eq!(values.len(), 48 * 3);
 }
+
+/// `validate --layout` reads a raw snowflake value (what `seq` prints) with
+/// the layout alone, and prints the fields the base32 path prints; a bare
+/// number of more than 63 bits is invalid, naming why.
+#[test]
+fn validate_decodes_a_raw_snowflake_value_with_a_layout() {
+    // 2026-01-02T03:04:05.678Z, worker 5, sequence 7, in layout 41,10,12.
+    let output = run(harness::idmint("cli_validate_raw").args([
+        "validate",
+        "132680287741038599",
+        "9223372036854775808",
+        "--layout",
+        "41,10,12",
+    ]));
+    assert_exit(&output, 1);
+    assert_eq!(
+        stdout(&output),
+        "132680287741038599: ok (prefix \"\", snowflake 132680287741038599: issued at \
+         2026-01-02T03:04:05.678000Z, worker 5, sequence 7)\n\
+         9223372036854775808: invalid: not a snowflake value of layout 41,10,12 in ms from \
+         2025-01-01: more than 63 bits\n"
+    );
+    let json = run(harness::idmint("cli_validate_raw").args([
+        "--json",
+        "validate",
+        "132680287741038599",
+        "--layout",
+        "41,10,12",
+        "--epoch",
+        "2025-06-01",
+    ]));
+    assert_exit(&json, 0);
+    let report: serde_json::Value = serde_json::from_str(&stdout(&json)).unwrap();
+    let result = &report["results"][0];
+    assert_eq!(result["snowflake"]["worker"], 5, "{report}");
+    assert_eq!(result["snowflake"]["seq"], 7, "{report}");
+    // Another epoch moves the time, not the fields.
+    assert_eq!(
+        result["snowflake"]["issued_at"], "2026-06-02T03:04:05.678000Z",
+        "{report}"
+    );
+    assert_eq!(result["parts"]["sequence"], 132680287741038599_u64);
+}
+
+/// The help names every kind of counter, snowflake included.
+#[test]
+fn help_names_every_counter_kind() {
+    for args in [
+        &["--help"][..],
+        &["counter", "--help"],
+        &["counter", "create", "--help"],
+    ] {
+        let output = run(harness::idmint("cli_help").args(args));
+        assert_exit(&output, 0);
+        let text = stdout(&output);
+        for kind in ["cyclic", "autoinc", "segment", "snowflake"] {
+            assert!(text.contains(kind), "idmint {args:?} omits {kind}:\n{text}");
+        }
+    }
+}
+
+/// `policy check --maxval N` refuses a policy too small for such a counter
+/// without naming a made-up counter ('--maxval').
+#[test]
+fn policy_check_maxval_names_no_made_up_counter() {
+    let output = run(harness::idmint("cli_policy_check_maxval").args([
+        "policy",
+        "check",
+        crate::harness::fixture_policy("check-digit"),
+        "--maxval",
+        "1000",
+    ]));
+    assert_exit(&output, 4);
+    let text = stderr(&output);
+    assert!(
+        text.contains(
+            "policy 'check-digit' holds 1000 sequence values (0 to 999), but a cyclic counter \
+             hands out values up to 1000"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("'--maxval'"), "{text}");
+}
+
+/// `policy check` takes a built-in policy as `--policy` does.
+#[test]
+fn policy_check_takes_a_builtin_policy() {
+    let output = run(harness::idmint("cli_policy_check_builtin").args([
+        "policy",
+        "check",
+        "builtin:base32",
+    ]));
+    assert_exit(&output, 0);
+    assert!(
+        stdout(&output).starts_with("ok: builtin:base32 passes the activation check"),
+        "{}",
+        stdout(&output)
+    );
+    let unknown = run(harness::idmint("cli_policy_check_builtin").args([
+        "policy",
+        "check",
+        "builtin:nosuch",
+    ]));
+    assert_exit(&unknown, 2);
+    assert!(stderr(&unknown).contains("nosuch"), "{}", stderr(&unknown));
+}
+
+/// A missing policy file is named with its reason once, in text and JSON.
+#[test]
+fn a_missing_policy_file_is_reported_once() {
+    let output =
+        run(harness::idmint("cli_missing_file").args(["policy", "check", "no-such-policy.wasm"]));
+    assert_exit(&output, 4);
+    assert_eq!(
+        stderr(&output),
+        "idmint: error: cannot read policy file no-such-policy.wasm: No such file or directory (os error 2)\n"
+    );
+    let json = run(harness::idmint("cli_missing_file").args([
+        "--json",
+        "policy",
+        "check",
+        "no-such-policy.wasm",
+    ]));
+    let error: serde_json::Value = serde_json::from_str(stderr(&json).trim()).unwrap();
+    for field in ["message", "detail"] {
+        let text = error["error"][field].as_str().unwrap();
+        assert_eq!(text.matches("No such file").count(), 1, "{field}: {text}");
+    }
+}
+
+/// `workers` lists the leases of a snowflake counter only: another kind, or
+/// no counter, is a usage error naming it.
+#[tokio::test]
+async fn workers_refuses_a_counter_that_is_not_snowflake() {
+    const TEST: &str = "cli_workers_kind";
+    harness::database(TEST).await;
+    assert_exit(
+        &run(harness::idmint(TEST).args(["counter", "create", "inv", "--kind", "autoinc"])),
+        0,
+    );
+    let output = run(harness::idmint(TEST).args(["workers", "inv"]));
+    assert_exit(&output, 2);
+    assert_eq!(stdout(&output), "");
+    assert!(
+        stderr(&output).contains("counter 'inv' is an autoinc counter, not a snowflake one"),
+        "{}",
+        stderr(&output)
+    );
+    let missing = run(harness::idmint(TEST).args(["workers", "nosuch"]));
+    assert_exit(&missing, 2);
+    assert!(
+        stderr(&missing).contains("counter 'nosuch' does not exist"),
+        "{}",
+        stderr(&missing)
+    );
+    // A snowflake counter with no lease yet is listed, empty.
+    assert_exit(
+        &run(harness::idmint(TEST).args(["counter", "create", "ids", "--kind", "snowflake"])),
+        0,
+    );
+    let empty = run(harness::idmint(TEST).args(["workers", "ids"]));
+    assert_exit(&empty, 0);
+    assert!(
+        stdout(&empty).contains("(no leases yet)"),
+        "{}",
+        stdout(&empty)
+    );
+}
+
+/// A usage line shows the flags to type, not the ones the environment
+/// (`MONGODB_URI`, `IDMINT_DB`) or a default gave; without any connection
+/// string, a command that needs one says how to give it.
+#[test]
+fn usage_lines_show_no_flag_the_environment_gives() {
+    // harness::idmint sets MONGODB_URI and IDMINT_DB.
+    let output = run(harness::idmint("cli_usage").args(["next", "c", "--stream", "--count", "3"]));
+    assert_exit(&output, 2);
+    let text = stderr(&output);
+    assert!(
+        text.contains("Usage: idmint next [OPTIONS] <NAME>\n"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("--uri <URI>") && !text.contains("--db <DB>"),
+        "{text}"
+    );
+    let help = run(harness::idmint("cli_usage").args(["seq", "--help"]));
+    assert!(
+        stdout(&help).contains("Usage: idmint seq [OPTIONS] <NAME>\n"),
+        "{}",
+        stdout(&help)
+    );
+    let no_uri = run(harness::idmint("cli_usage")
+        .env_remove("MONGODB_URI")
+        .args(["seq", "c"]));
+    assert_exit(&no_uri, 2);
+    assert_eq!(
+        stderr(&no_uri),
+        "idmint: error: no MongoDB connection string: pass --uri or set MONGODB_URI\n"
+    );
+}
+
+/// An error of idmint's own that exits 3 (every worker id leased) names no
+/// server: the `server:` line, with how long a server was waited for, is for
+/// errors the server or the connection caused (an_unreachable_server_...).
+#[tokio::test]
+async fn an_error_not_from_the_server_names_no_server() {
+    const TEST: &str = "cli_no_server_line";
+    harness::database(TEST).await;
+    assert_exit(
+        &run(harness::idmint(TEST).args([
+            "counter",
+            "create",
+            "tiny",
+            "--kind",
+            "snowflake",
+            "--layout",
+            "52,1,10",
+        ])),
+        0,
+    );
+    // Two holders, each blocked writing to a pipe nobody reads once it has
+    // printed its first value: both worker ids are leased, for 60 s.
+    let mut holders: Vec<harness::Seq> = (0..2)
+        .map(|_| harness::Seq::start(TEST, &["tiny", "--count", "10000000", "--lease-ttl", "60"]))
+        .collect();
+    for holder in &mut holders {
+        holder.next_value().expect("a holder printed a value");
+    }
+    let refused = run(harness::idmint(TEST).args(["seq", "tiny"]));
+    assert_exit(&refused, 3);
+    let text = stderr(&refused);
+    assert!(text.contains("is leased and live"), "{text}");
+    assert!(!text.contains("idmint: server:"), "{text}");
+    assert_eq!(text.lines().count(), 1, "{text}");
+    for mut holder in holders {
+        holder.child.kill().unwrap();
+        holder.child.wait().unwrap();
+    }
+}

@@ -3,12 +3,12 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::connect;
 use crate::{
     bench, counter, exit, install, lock, next, pipeline, policy, seq, serve, shell_loader, status,
-    token, uninstall, validate, workers, ConnectArgs, Outcome, Output, EXIT_DATABASE, EXIT_USAGE,
+    token, uninstall, validate, workers, ConnectArgs, Outcome, Output, EXIT_USAGE,
 };
 
 /// Unique, time-correlated, formatted IDs coordinated through MongoDB.
@@ -38,7 +38,7 @@ pub enum Command {
     Status(status::StatusCmd),
     /// Remove what idmint installed (and, when asked, its data).
     Uninstall(uninstall::UninstallCmd),
-    /// Create or inspect counters (cyclic, autoinc, segment).
+    /// Create or inspect counters (cyclic, autoinc, segment, snowflake, periodic).
     #[command(subcommand)]
     Counter(counter::CounterCmd),
     /// Hand out raw sequence values, one per line, from a counter of any kind.
@@ -52,7 +52,8 @@ pub enum Command {
     /// Check IDs (arguments, or one per line on stdin) against the policy.
     Validate(validate::ValidateCmd),
     /// Measure throughput: sequence values by strategy (raw $inc, cyclic one at a time and in
-    /// blocks, autoinc, the seed's CAS loop, segments) and formatting (wasm policy vs native Rust).
+    /// blocks, autoinc, the seed's CAS loop, segments, snowflake) and formatting (wasm policy vs
+    /// native Rust).
     Bench(bench::BenchCmd),
     /// Distributed locks: run a command under a lease, show or force-release locks.
     #[command(subcommand)]
@@ -95,7 +96,8 @@ impl Command {
 
 /// Parses the command line, runs the command and returns the exit code.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = plain_usage(Cli::command()).get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|error| error.exit());
     let output = Output::new(cli.json);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -124,18 +126,52 @@ pub fn main() -> ExitCode {
             let server = cli
                 .command
                 .connect_args()
-                .filter(|_| code == EXIT_DATABASE)
-                .map(|connect| {
-                    format!(
-                        "{} (a server is waited for up to {} s: --server-timeout)",
-                        connect.redacted_uri(),
-                        connect.server_timeout
-                    )
-                });
+                .and_then(|connect| server_line(&error, connect));
             output.error(&error, code, server.as_deref());
             ExitCode::from(code)
         }
     }
+}
+
+/// The server an error came from, password hidden, when the server failed
+/// the command or could not be reached (the error holds a driver error);
+/// with how long it was waited for when none could be selected. `None` for
+/// errors of idmint's own (a lease that every worker holds, a busy lock).
+fn server_line(error: &anyhow::Error, connect: &ConnectArgs) -> Option<String> {
+    let driver = error
+        .chain()
+        .find_map(|cause| cause.downcast_ref::<mongodb::error::Error>())?;
+    let uri = connect.redacted_uri();
+    Some(
+        if matches!(
+            *driver.kind,
+            mongodb::error::ErrorKind::ServerSelection { .. }
+        ) {
+            format!(
+                "{uri} (a server is waited for up to {} s: --server-timeout)",
+                connect.server_timeout
+            )
+        } else {
+            uri
+        },
+    )
+}
+
+/// `command` with each (sub)command's usage line fixed to the one its help
+/// shows. In an error, clap's usage line lists the arguments given, and counts
+/// those taken from the environment or a default as given, so that
+/// `MONGODB_URI` and `IDMINT_DB` made `--uri <URI> --db <DB>` read as
+/// required flags (`Usage: idmint next --uri <URI> --stream --db <DB> <NAME>`).
+fn plain_usage(mut command: clap::Command) -> clap::Command {
+    // Builds every subcommand's bin name ("idmint counter create").
+    command.build();
+    fix_usage(command)
+}
+
+fn fix_usage(mut command: clap::Command) -> clap::Command {
+    let usage = command.render_usage().to_string();
+    let usage = usage.strip_prefix("Usage: ").unwrap_or(&usage).to_string();
+    command.override_usage(usage).mut_subcommands(fix_usage)
 }
 
 async fn run(command: &Command, output: &Output) -> anyhow::Result<Outcome> {

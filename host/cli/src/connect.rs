@@ -7,6 +7,8 @@ use clap::Args;
 use idmint::config::{ConnectOptions, DEFAULT_DATABASE};
 use mongodb::{Client, Database};
 
+use super::exit::UsageError;
+
 /// Every client a command opened, shut down before the runtime ends.
 static CLIENTS: Mutex<Vec<Client>> = Mutex::new(Vec::new());
 
@@ -39,8 +41,10 @@ pub async fn shutdown_clients() {
 #[derive(Debug, Clone, Args)]
 pub struct ConnectArgs {
     /// MongoDB connection string.
+    // Optional to clap, checked when a command connects: a required flag
+    // reads as one to type in every usage line, even when MONGODB_URI gives it.
     #[arg(long, env = "MONGODB_URI", hide_env_values = true)]
-    pub uri: String,
+    pub uri: Option<String>,
     /// Database holding counters and system.js.
     #[arg(long, env = "IDMINT_DB", default_value = DEFAULT_DATABASE)]
     pub db: String,
@@ -52,23 +56,32 @@ pub struct ConnectArgs {
 }
 
 impl ConnectArgs {
-    /// The library's connection options.
-    pub fn options(&self) -> ConnectOptions {
-        ConnectOptions::new(&self.uri)
+    /// The library's connection options, or a usage error without a URI.
+    pub fn options(&self) -> anyhow::Result<ConnectOptions> {
+        let uri = self.uri.as_deref().ok_or_else(|| {
+            UsageError("no MongoDB connection string: pass --uri or set MONGODB_URI".into())
+        })?;
+        Ok(ConnectOptions::new(uri)
             .database(&self.db)
-            .server_selection_timeout(Duration::from_secs_f64(self.server_timeout))
+            .server_selection_timeout(Duration::from_secs_f64(self.server_timeout)))
     }
 
     /// Opens the database handle (its client is shut down when the command ends).
-    pub async fn connect(&self) -> Result<Database, idmint::Error> {
-        let database = self.options().connect().await?;
+    pub async fn connect(&self) -> anyhow::Result<Database> {
+        let database = self
+            .options()?
+            .connect()
+            .await
+            .map_err(idmint::Error::from)?;
         register(&database);
         Ok(database)
     }
 
     /// The URI with its password hidden.
     pub fn redacted_uri(&self) -> String {
-        idmint::redact::redact_uri(&self.uri)
+        self.uri
+            .as_deref()
+            .map_or_else(String::new, idmint::redact::redact_uri)
     }
 }
 

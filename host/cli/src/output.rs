@@ -80,17 +80,12 @@ impl Output {
         // The driver's own errors are summed up by the errors that wrap
         // them (`mongo::describe_error`); their full text, topology dump
         // and all, is for --json's `detail`.
-        let message = error
-            .chain()
-            .filter(|cause| !cause.is::<mongodb::error::Error>())
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(": ");
+        let message = chain_text(error, false);
         if self.json {
             let value = serde_json::json!({
                 "error": {
                     "message": message,
-                    "detail": format!("{error:#}"),
+                    "detail": chain_text(error, true),
                     "exit_code": exit_code,
                     "server": server,
                 }
@@ -103,4 +98,24 @@ impl Output {
             }
         }
     }
+}
+
+/// An error and its causes, joined with ": ", each cause once: a cause whose
+/// text its parent already ends with (an error that displays its source
+/// and also returns it from `source()`, such as "cannot read policy file F:
+/// No such file or directory (os error 2)") is not repeated. The driver's
+/// own errors are left out unless `with_driver`.
+fn chain_text(error: &anyhow::Error, with_driver: bool) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for cause in error.chain() {
+        if !with_driver && cause.is::<mongodb::error::Error>() {
+            continue;
+        }
+        let text = cause.to_string();
+        if parts.last().is_some_and(|last| last.ends_with(&text)) {
+            continue;
+        }
+        parts.push(text);
+    }
+    parts.join(": ")
 }

@@ -13,6 +13,7 @@ use idmint::sequence::CounterName;
 use idmint::Clock;
 use idmint::{PolicyRuntime, SystemClock};
 
+use super::policy_args::PolicyArgs;
 use super::{ConnectArgs, Outcome, Output};
 
 /// The `policy` subcommands.
@@ -56,7 +57,7 @@ impl PolicyCmd {
 /// Arguments of `idmint policy check`.
 #[derive(Debug, Args)]
 pub struct CheckCmd {
-    /// The policy component (.wasm) to check.
+    /// The policy component (.wasm) to check, or a built-in one (builtin:NAME).
     pub file: PathBuf,
     /// The prefix the samples use (the one the policy will serve).
     #[arg(long, default_value = "")]
@@ -69,13 +70,18 @@ pub struct CheckCmd {
 impl CheckCmd {
     fn execute(&self, output: &Output) -> anyhow::Result<Outcome> {
         let runtime = PolicyRuntime::new().map_err(idmint::Error::from)?;
-        let policy = runtime.load_file(&self.file).map_err(idmint::Error::from)?;
+        // A file, or builtin:NAME as `--policy` takes it.
+        let policy = PolicyArgs {
+            policy: Some(self.file.clone()),
+        }
+        .load_with(&runtime)?;
         let mut options = ActivationOptions::default()
             .prefix(self.prefix.clone())
             .now_micros(SystemClock.now_micros());
         if let Some(maxval) = self.maxval {
             options = options.counter(idmint::sequence::CounterState {
-                name: "--maxval".to_string(),
+                // No name: the refusal reads "a cyclic counter hands out values up to N".
+                name: String::new(),
                 kind: idmint::sequence::KindState::Cyclic(idmint::sequence::CyclicState {
                     val: 0,
                     maxval,

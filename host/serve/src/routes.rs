@@ -416,12 +416,17 @@ async fn leaf(
     kind: CounterKind,
 ) -> Result<Response, ApiError> {
     let served = state.counter(&headers, &key).await?;
-    if served.sequence.kind() != kind {
+    let found = served.sequence.kind();
+    if found != kind {
+        let article = if found == CounterKind::Autoinc {
+            "an"
+        } else {
+            "a"
+        };
         return Err(ApiError::unfit(
             &key,
             format!(
-                "counter '{key}' is a {} counter; this route serves {kind} counters",
-                served.sequence.kind()
+                "counter '{key}' is {article} {found} counter; this route serves {kind} counters"
             ),
         ));
     }

@@ -37,7 +37,7 @@ pub enum Only {
     /// Sequence and format.
     All,
     /// Sequence modes only (needs the database): raw_inc, pipeline,
-    /// pipeline_block, autoinc, seed_cas, segment.
+    /// pipeline_block, autoinc, seed_cas, segment, segment_batched, snowflake.
     Sequence,
     /// Format modes only (no database is contacted).
     Format,
@@ -88,7 +88,7 @@ impl BenchCmd {
             let pool = self.concurrency.iter().copied().max().unwrap_or(1) as u32;
             let database = self
                 .connect
-                .options()
+                .options()?
                 .max_pool_size(pool)
                 .connect()
                 .await

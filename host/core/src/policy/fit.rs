@@ -24,16 +24,18 @@ const PROBE_MICROS: u64 = 1_795_317_297_123_456;
 pub enum FitError {
     /// The policy's sequence field cannot hold every value of the counter.
     #[error(
-        "policy '{policy}' holds {capacity} sequence values (0 to {}), but {kind} counter '{counter}' \
+        "policy '{policy}' holds {capacity} sequence values (0 to {}), but {} \
          hands out values up to {largest}: {advice}",
-        capacity - 1
+        capacity - 1,
+        counter_phrase(*kind, counter)
     )]
     Capacity {
         /// The policy's name.
         policy: String,
         /// The policy's sequence capacity.
         capacity: u64,
-        /// The counter's name.
+        /// The counter's name; empty for a counter described only by its
+        /// shape (`policy check --maxval N`).
         counter: String,
         /// The counter's kind.
         kind: CounterKind,
@@ -45,9 +47,10 @@ pub enum FitError {
     /// The policy does not write the period, and the counter's values
     /// restart in each period.
     #[error(
-        "policy '{policy}' does not write the period into its IDs, and counter '{counter}' is \
+        "policy '{policy}' does not write the period into its IDs, and {} is \
          periodic: its values restart at 1 in each period, so its IDs would repeat; use a \
-         policy that writes the period, such as the built-in decimal policy (--policy builtin:decimal)"
+         policy that writes the period, such as the built-in decimal policy (--policy builtin:decimal)",
+        named(counter)
     )]
     NeedsPeriod {
         /// The policy's name.
@@ -57,9 +60,10 @@ pub enum FitError {
     },
     /// The policy does not write the time, and the counter's values repeat.
     #[error(
-        "policy '{policy}' does not write the time into its IDs, and counter '{counter}' is cyclic: \
+        "policy '{policy}' does not write the time into its IDs, and {} is cyclic: \
          its values repeat, so its IDs would repeat too; use an autoinc or segment counter with \
-         this policy, or a policy that writes the time"
+         this policy, or a policy that writes the time",
+        named(counter)
     )]
     NeedsTime {
         /// The policy's name.
@@ -67,6 +71,30 @@ pub enum FitError {
         /// The counter's name.
         counter: String,
     },
+}
+
+/// "autoinc counter 'invoices'", or "an autoinc counter" for a counter with
+/// no name (one described only by its shape).
+fn counter_phrase(kind: CounterKind, counter: &str) -> String {
+    if counter.is_empty() {
+        let article = if kind.as_str().starts_with(['a', 'e', 'i', 'o', 'u']) {
+            "an"
+        } else {
+            "a"
+        };
+        format!("{article} {kind} counter")
+    } else {
+        format!("{kind} counter '{counter}'")
+    }
+}
+
+/// "counter 'orders'", or "the counter" for a counter with no name.
+fn named(counter: &str) -> String {
+    if counter.is_empty() {
+        "the counter".to_string()
+    } else {
+        format!("counter '{counter}'")
+    }
 }
 
 impl FitError {

@@ -442,11 +442,21 @@ pub async fn lifetimes(database: &Database, now_ms: u64) -> Result<Vec<Lifetime>
 }
 
 /// Every worker lease of counter `name`, by worker id, with the server's
-/// time now (ms since 1970): what `idmint workers` lists.
+/// time now (ms since 1970): what `idmint workers` lists. Only a snowflake
+/// counter has worker leases: another counter is
+/// [`SequenceError::WrongKind`], a missing one [`SequenceError::UnknownCounter`].
 pub async fn workers(
     database: &Database,
     name: &CounterName,
 ) -> Result<(Vec<WorkerLease>, i64), SequenceError> {
+    let state = crate::sequence::state(database, name).await?;
+    if state.snowflake_layout().is_none() {
+        return Err(SequenceError::WrongKind {
+            name: name.clone(),
+            expected: SnowflakeKind::NAME,
+            found: state.kind().as_str(),
+        });
+    }
     Leases::new(database, name.clone()).list().await
 }
 
