@@ -186,13 +186,15 @@ final class Servers {
                     .append(what).append(" within ").append(show(settings.deadline())).append(": ");
             List<String> parts = new ArrayList<>();
             synchronized (Servers.this) {
+                long now = time.nanos();
                 for (Instance instance : instances) {
                     String reason = why.get(instance);
                     if (reason != null) {
                         parts.add(instance.shown + " " + reason + " (set aside for " + show(instance.setAsideFor) + ")");
+                    } else if (instance.failuresInARow > 0 && instance.setAsideUntil - now > 0) {
+                        parts.add(instance.shown + " not asked: set aside after " + instance.lastError);
                     } else {
-                        parts.add(instance.shown + " not asked: set aside"
-                                + (instance.lastError == null ? "" : " after " + instance.lastError));
+                        parts.add(instance.shown + " not asked before the deadline");
                     }
                 }
             }

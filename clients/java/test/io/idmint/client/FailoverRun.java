@@ -9,6 +9,7 @@ import java.time.Duration;
 import java.util.Arrays;
 import java.util.HashSet;
 import java.util.Set;
+import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 
 /**
@@ -81,10 +82,18 @@ public final class FailoverRun {
 
     /** Every thread takes at least {@code count} values, and goes on until {@code done}. */
     private static void phase(ValueClient client, Values[] taken, int count, BooleanSupplier done) throws Exception {
+        long start = System.nanoTime();
         ClientCheck.inThreads(taken.length, index -> {
             Values values = taken[(int) index];
             for (int i = 0; i < count || !done.getAsBoolean(); i++) {
                 values.add(client.next()); // an exception here fails the run
+                // What ends the phase is an event (a failure seen, an instance back):
+                // fail, rather than hang, if it never comes.
+                if (i >= count && (i & 1023) == 0) {
+                    require(System.nanoTime() - start < TimeUnit.SECONDS.toNanos(Peer.EVENT_SECONDS),
+                            "the phase's event did not happen within " + Peer.EVENT_SECONDS + " s: health "
+                                    + Arrays.deepToString(client.servers().health()));
+                }
             }
             return null;
         });
