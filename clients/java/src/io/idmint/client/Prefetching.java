@@ -69,6 +69,8 @@ abstract class Prefetching<B> implements AutoCloseable {
     private long queuedValues;
     private long lastFetched;
     private CompletableFuture<List<B>> inFlight;
+    /** Which fetch {@link #inFlight} is, set before it exists (it may land at once). */
+    private Object inFlightId;
 
     Prefetching(ClientBuilder.Settings settings, B empty) {
         this.prefetchShare = settings.prefetchShare();
@@ -131,7 +133,11 @@ abstract class Prefetching<B> implements AutoCloseable {
         }
     }
 
-    /** Starts the one fetch; the lock is held. */
+    /**
+     * Starts the one fetch; the lock is held. Takers wait on the future that
+     * completes once {@link #landed} has queued the values, so that a woken
+     * taker finds them there.
+     */
     private CompletableFuture<List<B>> start() {
         CompletableFuture<List<B>> fetched;
         try {
@@ -139,17 +145,21 @@ abstract class Prefetching<B> implements AutoCloseable {
         } catch (RuntimeException error) {
             fetched = CompletableFuture.failedFuture(error);
         }
-        CompletableFuture<List<B>> started = fetched;
-        inFlight = started;
+        Object fetch = new Object();
+        inFlightId = fetch;
         // Runs at once, in this thread, if the fetch has ended already: the lock is reentrant.
-        started.whenComplete((batches, error) -> landed(started, batches, error));
+        CompletableFuture<List<B>> started = fetched.whenComplete((batches, error) -> landed(fetch, batches, error));
+        if (inFlightId == fetch) {
+            inFlight = started;
+        }
         return started;
     }
 
-    private void landed(CompletableFuture<List<B>> fetch, List<B> batches, Throwable error) {
+    private void landed(Object fetch, List<B> batches, Throwable error) {
         synchronized (lock) {
-            if (inFlight == fetch) {
+            if (inFlightId == fetch) {
                 inFlight = null;
+                inFlightId = null;
             }
             // A failure is not kept: it reaches the takers waiting on this fetch only.
             if (error == null && !closed) {
@@ -223,6 +233,7 @@ abstract class Prefetching<B> implements AutoCloseable {
             closed = true;
             abandoned = inFlight;
             inFlight = null;
+            inFlightId = null;
             queued.clear();
             queuedValues = 0;
             current = empty;

@@ -3,6 +3,7 @@ package io.idmint.client;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.net.http.HttpTimeoutException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -24,7 +25,8 @@ import java.util.concurrent.TimeoutException;
  * {@code setAsideFirst}, doubled at each failure in a row up to
  * {@code setAsideMax}, and the fetch goes on with another. Once every
  * instance failed in a round (or all are set aside), the fetch waits a
- * jittered backoff and goes round again, until its deadline; then it fails
+ * jittered backoff and goes round again, until its deadline (no request
+ * starts after it; one in progress has its full timeout); then it fails
  * with an {@link IdmintException} naming each instance and why. When every
  * instance is set aside at the start of a round, the one whose set-aside
  * ends first is asked anyway: waiting for it would only make the caller
@@ -124,12 +126,14 @@ final class Servers {
                 return;
             }
             tried.add(instance);
-            send(instance, Math.min(settings.requestTimeout(), remaining));
+            // A full request timeout even near the deadline: a request cut to the
+            // last few milliseconds would only fail, and hide why the instance failed.
+            send(instance, settings.requestTimeout());
         }
 
         private void send(Instance instance, long timeout) {
             HttpRequest.Builder request = HttpRequest.newBuilder(instance.base.resolve(path))
-                    .timeout(Duration.ofNanos(Math.max(timeout, TimeUnit.MILLISECONDS.toNanos(1))))
+                    .timeout(Duration.ofNanos(timeout))
                     .header("Accept", "text/plain")
                     .GET();
             if (settings.token() != null) {
@@ -149,7 +153,7 @@ final class Servers {
                 if (error != null) {
                     Throwable cause = error instanceof CompletionException && error.getCause() != null
                             ? error.getCause() : error;
-                    if (cause instanceof TimeoutException) {
+                    if (cause instanceof TimeoutException || cause instanceof HttpTimeoutException) {
                         exchange.cancel(true);
                         failed(instance, "no answer within " + show(timeout), cause);
                     } else {
