@@ -9,6 +9,7 @@ mod conformance;
 mod counter_kinds;
 mod durability;
 mod installer;
+mod java_client;
 mod lock;
 mod mongosh;
 mod policy;

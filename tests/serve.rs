@@ -733,61 +733,6 @@ async fn ranges_cover_exactly_count_values() {
     assert_eq!(service.get("/v1/counters/inv/values").values(), [1007]);
 }
 
-/// The Java client (`clients/java/`, built here with `javac`): four threads
-/// taking values from ranges and two taking formatted IDs, started at once,
-/// never see a value twice; an unknown counter is the server's 404.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_java_client_hands_out_unique_values() {
-    const TEST: &str = "serve_java";
-    harness::database(TEST).await;
-    create(TEST, "seg", &["--kind", "segment", "--step", "1000"]);
-    create(TEST, "orders", &["--max", "99"]);
-    let service = Service::start(TEST, &[]);
-    let client = crate::harness::workspace_root().join("clients/java");
-    let classes = tempfile::tempdir().unwrap();
-    let sources: Vec<_> = ["src", "test"]
-        .iter()
-        .flat_map(|dir| java_sources(&client.join(dir)))
-        .collect();
-    let compiled = Command::new("javac")
-        .arg("-Xlint:all")
-        .arg("-Werror")
-        .arg("-d")
-        .arg(classes.path())
-        .args(&sources)
-        .output()
-        .expect("javac (Java 17) must be installed: scripts/test.sh installs it");
-    assert_exit(&compiled, 0);
-    let checked = Command::new("java")
-        .arg("-cp")
-        .arg(classes.path())
-        .arg("io.idmint.client.ClientCheck")
-        .arg(format!("http://{}/", service.address))
-        .args(["seg", "orders"])
-        .output()
-        .expect("run java");
-    assert_exit(&checked, 0);
-    assert_eq!(
-        stdout(&checked),
-        "values ok 200000\nids ok 5000\nerror ok 404\n"
-    );
-    // Every value the client took came from segments the counter handed out.
-    assert!(counter_field(TEST, "seg", "max") > 200_000);
-}
-
-fn java_sources(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            found.extend(java_sources(&path));
-        } else if path.extension().is_some_and(|ext| ext == "java") {
-            found.push(path);
-        }
-    }
-    found
-}
-
 /// Limits: with room for one request at a time, a second request while the
 /// first is in flight is answered 503 at once (not queued), and the first,
 /// stuck on a database that is gone, is answered 503 at its time limit;

@@ -1,7 +1,7 @@
 package io.idmint.client;
 
 import java.net.URI;
-import java.time.Duration;
+import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 
@@ -10,33 +10,78 @@ import java.util.concurrent.CompletableFuture;
  * a time (at most the server's {@code --max-count}) with
  * {@code GET /v1/counters/NAME/ids} through the server's policy, and handed
  * out in-process, the next batch fetched in the background once 80% of
- * the current one is used. Thread-safe; share one per counter.
+ * the current one is used. Thread-safe; share one per counter. With several
+ * instances, each fetch fails over as {@link ClientBuilder} describes.
  */
 public final class IdClient extends Prefetching<String[]> {
-    private final Transport transport;
+    /** The settings of an {@link IdClient}; see {@link ClientBuilder}. */
+    public static final class Builder extends ClientBuilder<Builder, IdClient> {
+        private String prefix;
+
+        Builder() {
+            super(100);
+        }
+
+        /**
+         * The prefix instead of the counter's own; default: the counter's.
+         *
+         * @param prefix the prefix, or {@code null} for the counter's own
+         * @return this builder
+         */
+        public Builder prefix(String prefix) {
+            this.prefix = prefix;
+            return this;
+        }
+
+        @Override
+        public IdClient build() {
+            ClientBuilder.Settings settings = settings();
+            if (settings.batch() > Integer.MAX_VALUE) {
+                throw new IllegalArgumentException("batch must be at most " + Integer.MAX_VALUE + " IDs, not " + settings.batch());
+            }
+            return new IdClient(settings, prefix);
+        }
+    }
+
     private final String path;
 
-    private IdClient(Transport transport, String counter, String prefix, int batch, double prefetchShare) {
-        super(prefetchShare, new String[0]);
-        if (batch < 1) {
-            throw new IllegalArgumentException("batch must be at least 1, not " + batch);
-        }
-        this.transport = transport;
-        this.path = "v1/counters/" + Transport.encode(counter) + "/ids?count=" + batch
-                + (prefix == null ? "" : "&prefix=" + Transport.encode(prefix));
+    private IdClient(ClientBuilder.Settings settings, String prefix) {
+        super(settings, new String[0]);
+        this.path = "v1/counters/" + ValueClient.encode(settings.counter()) + "/ids?count=" + settings.batch()
+                + (prefix == null ? "" : "&prefix=" + ValueClient.encode(prefix));
     }
 
     /**
-     * A client of {@code counter} on the server at {@code base}.
+     * A builder: {@code servers(...)} and {@code counter(...)} are required.
      *
-     * @param prefix the prefix instead of the counter's own, or {@code null}
-     * @param token the bearer token, or {@code null} when the server needs none
+     * @return a builder with the defaults {@link ClientBuilder} states
      */
-    public static IdClient create(URI base, String counter, String prefix, String token, int batch) {
-        return new IdClient(new Transport(base, token, Duration.ofSeconds(10)), counter, prefix, batch, 0.2);
+    public static Builder builder() {
+        return new Builder();
     }
 
-    /** The next ID; waits for the network only when the buffer ran dry. */
+    /**
+     * A client of {@code counter} on the one server at {@code base}; the
+     * other settings are {@link ClientBuilder}'s defaults.
+     *
+     * @param base the server's base URL
+     * @param counter the counter's name
+     * @param prefix the prefix instead of the counter's own, or {@code null}
+     * @param token the bearer token, or {@code null} when the server needs none
+     * @param batch IDs per request, at least 1
+     * @return the client
+     */
+    public static IdClient create(URI base, String counter, String prefix, String token, int batch) {
+        return builder().servers(base).counter(counter).prefix(prefix).token(token).batch(batch).build();
+    }
+
+    /**
+     * The next ID; waits for the network only when the buffer ran dry.
+     *
+     * @return an ID no other caller of any client of this counter gets
+     * @throws IdmintException when the fetch this call waited for failed
+     * @throws IllegalStateException once the client is closed
+     */
     public String next() {
         for (;;) {
             Slot<String[]> slot = current();
@@ -53,7 +98,13 @@ public final class IdClient extends Prefetching<String[]> {
 
     @Override
     CompletableFuture<List<String[]>> fetch() {
-        return transport.getText(path).thenApply(body -> java.util.Collections.singletonList(body.split("\n")));
+        return servers().get(path).thenApply(body -> {
+            String[] ids = body.lines().filter(line -> !line.isEmpty()).toArray(String[]::new);
+            if (ids.length == 0) {
+                throw new IdmintException(200, "an answer with no IDs of " + what, null);
+            }
+            return Collections.singletonList(ids);
+        });
     }
 
     @Override

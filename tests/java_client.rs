@@ -1,0 +1,342 @@
+//! The Java client (`clients/java/`), built once per test process with
+//! `scripts/build-java-client.sh` (javac, jar, javadoc) and run as small
+//! Java programs: against real `idmint serve` instances on the test server
+//! for what the service is the point of (unique values from many threads,
+//! failover when an instance is killed and comes back), and against an HTTP
+//! peer inside the Java program for the client's own behaviour when a fetch
+//! fails or stalls on command (`FetchCheck`, `FailoverCheck`).
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde_json::Value;
+
+use crate::harness::{self, assert_exit, idmint, run, stdout};
+
+/// The compiled client and its check programs (`test-classes`), built once.
+fn classes() -> &'static Path {
+    static CLASSES: OnceLock<PathBuf> = OnceLock::new();
+    CLASSES.get_or_init(|| {
+        let root = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        remove_stale_builds(root);
+        let out = root.join(format!("java-client-{}", std::process::id()));
+        let script = crate::harness::workspace_root().join("scripts/build-java-client.sh");
+        let built = Command::new(script)
+            .arg("--tests")
+            .arg(&out)
+            .stdin(Stdio::null())
+            .output()
+            .expect(
+                "run scripts/build-java-client.sh (bash and a JDK 17: scripts/test.sh installs it)",
+            );
+        assert_exit(&built, 0);
+        assert!(
+            out.join("idmint-client.jar").is_file() && out.join("javadoc/index.html").is_file(),
+            "the script made no jar or javadoc in {}",
+            out.display()
+        );
+        out.join("test-classes")
+    })
+}
+
+/// Builds of test processes that are gone.
+fn remove_stale_builds(root: &Path) {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let pid = name
+            .strip_prefix("java-client-")
+            .and_then(|pid| pid.parse::<u32>().ok());
+        if pid.is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists()) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+/// `java -cp CLASSES io.idmint.client.PROGRAM`.
+fn java(program: &str) -> Command {
+    let mut command = Command::new("java");
+    command
+        .arg("-cp")
+        .arg(classes())
+        .arg(format!("io.idmint.client.{program}"));
+    command
+}
+
+/// A running `idmint serve` on a port that stays its own across a restart.
+struct Serve {
+    test: &'static str,
+    port: u16,
+    child: Option<Child>,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl Serve {
+    /// Starts one on a port of its choosing.
+    fn start(test: &'static str) -> Self {
+        let mut serve = Self {
+            test,
+            port: 0,
+            child: None,
+            log: Arc::default(),
+        };
+        serve.spawn();
+        serve
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/", self.port)
+    }
+
+    /// Kills it with SIGKILL (a crash: no shutdown, no segment given back).
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            child.kill().expect("SIGKILL idmint serve");
+            child.wait().expect("wait for idmint serve");
+        }
+    }
+
+    /// Starts it again on the same port, so clients find it where it was.
+    fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+
+    fn spawn(&mut self) {
+        let listen = format!("127.0.0.1:{}", self.port);
+        let mut child = idmint(self.test)
+            .args(["serve", "--listen", &listen])
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start idmint serve");
+        let errors = child.stderr.take().expect("piped stderr");
+        let log = self.log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(errors).lines().map_while(Result::ok) {
+                log.lock().unwrap().push(line);
+            }
+        });
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().expect("piped stdout"))
+            .read_line(&mut first)
+            .expect("read the address");
+        let port = first
+            .trim()
+            .strip_prefix("listening on http://")
+            .and_then(|address| address.rsplit(':').next())
+            .and_then(|port| port.parse().ok())
+            .unwrap_or_else(|| {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "idmint serve did not start on {listen}: {first:?}\n{}",
+                    self.log.lock().unwrap().join("\n")
+                )
+            });
+        self.port = port;
+        self.child = Some(child);
+    }
+
+    /// `GET /metrics`, on a connection of its own.
+    fn metrics(&self) -> String {
+        use std::io::Read;
+        let mut stream =
+            std::net::TcpStream::connect(("127.0.0.1", self.port)).expect("connect for /metrics");
+        write!(
+            stream,
+            "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        answer
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        self.kill();
+        if std::thread::panicking() {
+            eprintln!(
+                "idmint serve on port {} logged:\n{}",
+                self.port,
+                self.log.lock().unwrap().join("\n")
+            );
+        }
+    }
+}
+
+fn create(test: &str, name: &str, args: &[&str]) {
+    assert_exit(
+        &run(idmint(test).args(["counter", "create", name]).args(args)),
+        0,
+    );
+}
+
+fn counter_field(test: &str, name: &str, field: &str) -> u64 {
+    let output = run(idmint(test).args(["counter", "show", name, "--json"]));
+    assert_exit(&output, 0);
+    let shown: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    shown[field]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no {field} in {shown}"))
+}
+
+/// Runs a check program to its end and asserts its report, line for line.
+fn assert_check(command: &mut Command, report: &str) {
+    let output = command.stdin(Stdio::null()).output().expect("run java");
+    assert_exit(&output, 0);
+    assert_eq!(stdout(&output), report);
+}
+
+/// Four threads taking values from ranges and two taking formatted IDs,
+/// started at once, never see a value twice; an unknown counter is the
+/// server's 404.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_java_client_hands_out_unique_values() {
+    const TEST: &str = "serve_java";
+    harness::database(TEST).await;
+    create(TEST, "seg", &["--kind", "segment", "--step", "1000"]);
+    create(TEST, "orders", &["--max", "99"]);
+    let serve = Serve::start(TEST);
+    assert_check(
+        java("ClientCheck").arg(serve.url()).args(["seg", "orders"]),
+        "values ok 200000\nids ok 5000\nerror ok 404\n",
+    );
+    // Every value the client took came from segments the counter handed out.
+    assert!(counter_field(TEST, "seg", "max") > 200_000);
+}
+
+/// Issue 18: one fetch in flight for every taker that needs it, waited on
+/// outside the lock and for a bounded time; a failed fetch's error reaches
+/// the takers waiting on it only (a failed background fetch is fetched
+/// again by the next taker, not thrown at it); `close()` wakes a waiting
+/// taker; bad settings are refused by name. Against an HTTP peer that holds
+/// or fails answers on command (see `FetchCheck.java`).
+#[test]
+fn one_fetch_in_flight_and_its_error_reaches_its_takers_only() {
+    assert_check(
+        &mut java("FetchCheck"),
+        "one fetch ok\nclose ok\nbackground failure ok\nfailure to its takers ok\n\
+         stalled server ok\nsettings ok 8\n",
+    );
+}
+
+/// Failover rules, on a clock the check moves (see `FailoverCheck.java`): a
+/// failed instance is set aside 1, 2, 4, 4 s (the cap) and asked again once
+/// that is over; every instance failing is one error at the deadline,
+/// naming each instance and why, without credentials; the buffer serves
+/// while a fetch fails over.
+#[test]
+fn failover_sets_failed_instances_aside_and_errs_only_at_the_deadline() {
+    assert_check(
+        &mut java("FailoverCheck"),
+        "set aside ok\ndeadline ok\nserves while failing over ok\n",
+    );
+}
+
+/// Three instances on one segment counter; four Java threads take values
+/// through one client while an instance is killed with SIGKILL mid-run and
+/// later restarted on its port. The kill and the restart happen while the
+/// program waits at a pause it announced, so "mid-run" is certain; the
+/// program goes on until the client has seen the dead instance fail, and
+/// after the restart until every instance (the restarted one too) has
+/// answered. No call fails and no value is handed out twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_instance_is_failed_over_and_rejoins_when_restarted() {
+    const TEST: &str = "java_failover";
+    const THREADS: u64 = 4;
+    const PER_PHASE: u64 = 5_000;
+    harness::database(TEST).await;
+    create(TEST, "seg", &["--kind", "segment", "--step", "1000"]);
+    let mut instances: Vec<Serve> = (0..3).map(|_| Serve::start(TEST)).collect();
+    let urls: Vec<String> = instances.iter().map(Serve::url).collect();
+    let mut program = java("FailoverRun")
+        .args(["seg", &THREADS.to_string(), &PER_PHASE.to_string(), "100"])
+        .args(&urls)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run java");
+    let mut commands = program.stdin.take().expect("piped stdin");
+    let mut lines = BufReader::new(program.stdout.take().expect("piped stdout")).lines();
+    let errors: Arc<Mutex<String>> = Arc::default();
+    let stderr = program.stderr.take().expect("piped stderr");
+    let errors_sink = errors.clone();
+    let drained = std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let mut errors = errors_sink.lock().unwrap();
+            errors.push_str(&line);
+            errors.push('\n');
+        }
+    });
+
+    expect_line(&mut lines, "paused 1", &mut program, &errors);
+    instances[0].kill();
+    writeln!(commands, "go").unwrap();
+    expect_line(&mut lines, "paused 2", &mut program, &errors);
+    instances[0].restart();
+    assert_eq!(instances[0].url(), urls[0], "restarted on another port");
+    writeln!(commands, "go").unwrap();
+
+    let report: Vec<String> = lines.map_while(Result::ok).collect();
+    let status = program.wait().expect("wait for java");
+    drained.join().unwrap();
+    assert!(
+        status.success(),
+        "FailoverRun failed ({status}):\n{}\n{}",
+        report.join("\n"),
+        errors.lock().unwrap()
+    );
+    let field = |name: &str| -> u64 {
+        report
+            .iter()
+            .find_map(|line| line.strip_prefix(&format!("{name} ")))
+            .and_then(|value| value.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in {report:?}"))
+    };
+    assert!(field("values ok") >= 3 * THREADS * PER_PHASE, "{report:?}");
+    assert!(
+        field("failures") >= 1,
+        "the client never met the killed instance: {report:?}"
+    );
+    // The restarted process served values of its own (its metrics start at 0).
+    let metrics = instances[0].metrics();
+    let served: u64 = metrics
+        .lines()
+        .find_map(|line| line.strip_prefix(r#"idmint_values_total{counter="seg"} "#))
+        .unwrap_or_else(|| panic!("no values served after the restart:\n{metrics}"))
+        .parse()
+        .unwrap();
+    assert!(served > 0, "{metrics}");
+    assert!(counter_field(TEST, "seg", "max") > field("max"));
+}
+
+/// Reads the program's next line, which must be `expected`.
+fn expect_line(
+    lines: &mut std::io::Lines<BufReader<ChildStdout>>,
+    expected: &str,
+    program: &mut Child,
+    errors: &Mutex<String>,
+) {
+    match lines.next() {
+        Some(Ok(line)) if line == expected => {}
+        other => {
+            // Its stderr ends with it: wait for that, then show it.
+            let _ = program.kill();
+            let _ = program.wait();
+            panic!(
+                "expected {expected:?} from FailoverRun, got {other:?}; its stderr:\n{}",
+                errors.lock().unwrap()
+            );
+        }
+    }
+}
