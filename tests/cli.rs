@@ -387,6 +387,7 @@ fn errors_are_json_with_json() {
     assert_exit(&output, 2);
     let error: serde_json::Value = serde_json::from_str(stderr(&output).trim()).unwrap();
     assert_eq!(error["error"]["exit_code"], 2);
+    assert_eq!(error["error"]["class"], "bad-input");
     assert!(error["error"]["message"]
         .as_str()
         .unwrap()

@@ -1,8 +1,6 @@
 //! Exit codes, decided in one place from the error's typed cause.
 
-use idmint::policy::PolicyError;
-use idmint::sequence::SequenceError;
-use idmint::Error;
+use idmint::{Error, ErrorClass};
 
 /// The command ran, but found invalid IDs or drift.
 pub const EXIT_FAILURE: u8 = 1;
@@ -45,93 +43,69 @@ impl Outcome {
 #[error("{0}")]
 pub struct UsageError(pub String);
 
-/// The exit code for an error: the first typed cause in its chain decides.
+/// Something the command was asked to check or do turned out not to be so
+/// (`lock release --force` of a lock nobody holds): exit 1, like `status`
+/// finding drift.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Finding(pub String);
+
+/// The exit code for an error: the class of the first cause in its chain
+/// that has one ([`class_of`]), through [`code`].
 pub fn exit_code(error: &anyhow::Error) -> u8 {
-    for cause in error.chain() {
-        if let Some(error) = cause.downcast_ref::<Error>() {
-            return match error {
-                Error::Connect(_) => EXIT_USAGE,
-                Error::Sequence(error) => sequence_code(error),
-                Error::Policy(error) => policy_code(error),
-                Error::Fit(_) => EXIT_POLICY,
-                Error::PolicyStore(error) => policy_store_code(error),
-                Error::Install(error) => install_code(error),
-                Error::Access(idmint::tokens::AccessError::Database(_)) => EXIT_DATABASE,
-                Error::Access(_) => EXIT_USAGE,
-                _ => EXIT_DATABASE,
-            };
-        }
-        if let Some(error) = cause.downcast_ref::<SequenceError>() {
-            return sequence_code(error);
-        }
-        if let Some(error) = cause.downcast_ref::<PolicyError>() {
-            return policy_code(error);
-        }
-        if let Some(error) = cause.downcast_ref::<idmint::lock::LockError>() {
-            return lock_code(error);
-        }
-        if cause.is::<idmint::config::ConnectError>() || cause.is::<UsageError>() {
-            return EXIT_USAGE;
-        }
-        if let Some(error) = cause.downcast_ref::<idmint::policy::PolicyStoreError>() {
-            return policy_store_code(error);
-        }
-        if let Some(error) = cause.downcast_ref::<idmint::installer::InstallError>() {
-            return install_code(error);
-        }
-        if cause.is::<mongodb::error::Error>() {
-            return EXIT_DATABASE;
-        }
+    if error.chain().any(|cause| cause.is::<Finding>()) {
+        return EXIT_FAILURE;
     }
-    EXIT_USAGE
+    class_of(error).map_or(EXIT_USAGE, code)
 }
 
-fn sequence_code(error: &SequenceError) -> u8 {
-    if error.is_bad_input() {
-        EXIT_USAGE
-    } else {
-        EXIT_DATABASE
-    }
-}
-
-fn lock_code(error: &idmint::lock::LockError) -> u8 {
-    use idmint::lock::LockError as E;
-    match error {
-        E::Busy { .. } => EXIT_LOCK_BUSY,
-        E::Lost { .. } => EXIT_LOCK_LOST,
-        E::NotHeld(_) => EXIT_FAILURE,
-        _ if error.is_bad_input() => EXIT_USAGE,
+/// The exit code of each class of failure: the one table (README, "Exit codes").
+pub fn code(class: ErrorClass) -> u8 {
+    match class {
+        ErrorClass::BadInput
+        | ErrorClass::NotFound
+        | ErrorClass::Conflict
+        | ErrorClass::Exhausted => EXIT_USAGE,
+        ErrorClass::Drift => EXIT_FAILURE,
+        ErrorClass::Unavailable | ErrorClass::Unauthorized => EXIT_DATABASE,
+        ErrorClass::Unfit | ErrorClass::Policy => EXIT_POLICY,
+        ErrorClass::Busy => EXIT_LOCK_BUSY,
+        ErrorClass::Lost => EXIT_LOCK_LOST,
+        // A class added later: a failure of idmint's own, like the database's.
         _ => EXIT_DATABASE,
     }
 }
 
-fn policy_store_code(error: &idmint::policy::PolicyStoreError) -> u8 {
-    use idmint::policy::PolicyStoreError as E;
-    match error {
-        E::Database { .. } => EXIT_DATABASE,
-        // The stored bytes no longer match their recorded sha256: drift, like `status`.
-        E::ChecksumMismatch { .. } | E::Corrupt { .. } => EXIT_FAILURE,
-        // The module failed the offline checks.
-        E::Rejected { .. } => EXIT_POLICY,
-        _ => EXIT_USAGE,
-    }
-}
-
-fn install_code(error: &idmint::installer::InstallError) -> u8 {
-    // Drift (hand edits, foreign items, a concurrent change) is exit 1, like `status`.
-    if error.is_drift() {
-        EXIT_FAILURE
-    } else {
-        EXIT_DATABASE
-    }
-}
-
-fn policy_code(error: &PolicyError) -> u8 {
-    match error {
-        // The policy works; it refused the caller's input (a bad prefix).
-        PolicyError::Format(_) | PolicyError::UnknownBuiltin { .. } => EXIT_USAGE,
-        _ => EXIT_POLICY,
-    }
+/// The class of the first cause in `error`'s chain that idmint classifies:
+/// the library's errors classify themselves (`class()`); the CLI's own
+/// usage errors are bad input; a bare driver error is the database's.
+pub fn class_of(error: &anyhow::Error) -> Option<ErrorClass> {
+    error.chain().find_map(|cause| {
+        // The library's umbrella error, and each concept's error when it
+        // reached anyhow without the umbrella.
+        macro_rules! classified {
+            ($($error:ty),+) => {
+                $(if let Some(error) = cause.downcast_ref::<$error>() {
+                    return Some(error.class());
+                })+
+            };
+        }
+        classified!(
+            Error,
+            idmint::sequence::SequenceError,
+            idmint::policy::PolicyError,
+            idmint::policy::PolicyStoreError,
+            idmint::lock::LockError,
+            idmint::installer::InstallError,
+            idmint::tokens::AccessError
+        );
+        if cause.is::<idmint::config::ConnectError>() || cause.is::<UsageError>() {
+            return Some(ErrorClass::BadInput);
+        }
+        cause
+            .downcast_ref::<mongodb::error::Error>()
+            .map(|_| ErrorClass::Unavailable)
+    })
 }
 
 /// True when stdout was closed by the reader (`idmint next c --count 1000 | head`):

@@ -98,7 +98,14 @@ impl LockCmd {
             LockCmd::Release(args) => {
                 let name = LockName::new(&args.name)?;
                 let database = args.connect.connect().await?;
-                let removed = Lock::new(&database, name).force_release().await?;
+                let removed = match Lock::new(&database, name).force_release().await {
+                    Ok(removed) => removed,
+                    // Nothing to release: the command ran and found so.
+                    Err(error @ LockError::NotHeld(_)) => {
+                        return Err(super::exit::Finding(error.to_string()).into())
+                    }
+                    Err(error) => return Err(idmint::Error::from(error).into()),
+                };
                 #[derive(Serialize)]
                 struct Released<'a> {
                     released: &'a LockState,

@@ -86,6 +86,7 @@ impl Output {
                 "error": {
                     "message": message,
                     "detail": chain_text(error, true),
+                    "class": super::exit::class_of(error),
                     "exit_code": exit_code,
                     "server": server,
                 }

@@ -168,6 +168,21 @@ impl Access {
     }
 }
 
+impl AccessError {
+    /// What kind of failure this is.
+    pub fn class(&self) -> crate::ErrorClass {
+        use crate::ErrorClass;
+        match self {
+            AccessError::Read { .. }
+            | AccessError::Invalid { .. }
+            | AccessError::InvalidName(_) => ErrorClass::BadInput,
+            AccessError::UnknownApp(_) => ErrorClass::NotFound,
+            AccessError::AppExists(_) => ErrorClass::Conflict,
+            AccessError::Database(source) => crate::error::database_class(source),
+        }
+    }
+}
+
 fn check_app_name(name: &str) -> Result<(), AccessError> {
     let valid = (1..=64).contains(&name.len())
         && name

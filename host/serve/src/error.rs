@@ -10,6 +10,7 @@ use utoipa::ToSchema;
 
 use idmint::policy::{FitError, PolicyError};
 use idmint::sequence::SequenceError;
+use idmint::ErrorClass;
 
 /// Why a request was refused or failed.
 #[derive(Debug, thiserror::Error)]
@@ -135,7 +136,14 @@ impl From<SequenceError> for ApiError {
         match error {
             SequenceError::UnknownCounter(name) => Self::UnknownCounter(name.to_string()),
             SequenceError::InvalidCounterName { .. } => Self::BadRequest(error.to_string()),
-            error if error.is_database() => Self::Unavailable(error),
+            error
+                if matches!(
+                    error.class(),
+                    ErrorClass::Unavailable | ErrorClass::Unauthorized
+                ) =>
+            {
+                Self::Unavailable(error)
+            }
             error => Self::Counter(error),
         }
     }

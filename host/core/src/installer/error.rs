@@ -78,13 +78,13 @@ impl InstallError {
         }
     }
 
-    /// True when the database refused or failed (as opposed to drift found).
-    pub fn is_database(&self) -> bool {
-        matches!(self, Self::Database { .. } | Self::Unauthorized { .. })
-    }
-
-    /// True when the step was refused because of drift (hand edits, foreign items).
-    pub fn is_drift(&self) -> bool {
-        matches!(self, Self::Refused { .. } | Self::Conflict { .. })
+    /// What kind of failure this is: drift (hand edits, foreign items, a
+    /// concurrent change), or the database's refusal or failure.
+    pub fn class(&self) -> crate::ErrorClass {
+        match self {
+            Self::Refused { .. } | Self::Conflict { .. } => crate::ErrorClass::Drift,
+            Self::Unauthorized { .. } => crate::ErrorClass::Unauthorized,
+            Self::Database { source, .. } => crate::error::database_class(source),
+        }
     }
 }

@@ -84,12 +84,18 @@ pub enum LockError {
 }
 
 impl LockError {
-    /// True when the input was wrong (name, range, corrupt document): retrying won't help.
-    pub fn is_bad_input(&self) -> bool {
-        matches!(
-            self,
-            Self::InvalidName { .. } | Self::OutOfRange { .. } | Self::Corrupt { .. }
-        )
+    /// What kind of failure this is.
+    pub fn class(&self) -> crate::ErrorClass {
+        use crate::ErrorClass;
+        match self {
+            Self::InvalidName { .. } | Self::OutOfRange { .. } => ErrorClass::BadInput,
+            Self::Corrupt { .. } => ErrorClass::Conflict,
+            Self::Busy { .. } => ErrorClass::Busy,
+            Self::Lost { .. } => ErrorClass::Lost,
+            Self::NotHeld(_) => ErrorClass::NotFound,
+            Self::Unauthorized { .. } => ErrorClass::Unauthorized,
+            Self::Database { source, .. } => crate::error::database_class(source),
+        }
     }
 
     pub(crate) fn database(name: &LockName, source: mongodb::error::Error) -> Self {

@@ -157,6 +157,19 @@ impl From<FitError> for PolicyError {
 }
 
 impl PolicyError {
+    /// What kind of failure this is: the caller's input (a prefix the policy
+    /// refuses, an unknown built-in name), a policy that cannot serve the
+    /// counter, or the policy itself.
+    pub fn class(&self) -> crate::ErrorClass {
+        match self {
+            PolicyError::Format(_) | PolicyError::UnknownBuiltin { .. } => {
+                crate::ErrorClass::BadInput
+            }
+            PolicyError::Fit(_) => crate::ErrorClass::Unfit,
+            _ => crate::ErrorClass::Policy,
+        }
+    }
+
     /// Whether the policy could not be loaded (read, compiled or matched to
     /// the contract); a hot swap that fails this way keeps the old policy.
     pub fn is_load(&self) -> bool {

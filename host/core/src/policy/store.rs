@@ -108,6 +108,28 @@ impl PolicyStoreError {
     pub fn is_database(&self) -> bool {
         matches!(self, PolicyStoreError::Database { .. })
     }
+
+    /// What kind of failure this is: stored bytes that no longer match
+    /// their checksum are drift, a module that fails its checks a policy
+    /// failure.
+    pub fn class(&self) -> crate::ErrorClass {
+        use crate::ErrorClass;
+        match self {
+            PolicyStoreError::Database { source } => crate::error::database_class(source),
+            PolicyStoreError::NoSuchVersion(_) => ErrorClass::NotFound,
+            PolicyStoreError::NothingToRollBack => ErrorClass::Conflict,
+            PolicyStoreError::Contended { .. } => ErrorClass::Unavailable,
+            PolicyStoreError::BadName { .. } => ErrorClass::BadInput,
+            PolicyStoreError::Corrupt { .. } | PolicyStoreError::ChecksumMismatch { .. } => {
+                ErrorClass::Drift
+            }
+            PolicyStoreError::Rejected { source, .. } => match source.class() {
+                ErrorClass::BadInput => ErrorClass::BadInput,
+                ErrorClass::Unfit => ErrorClass::Unfit,
+                _ => ErrorClass::Policy,
+            },
+        }
+    }
 }
 
 /// A stored policy, as `policy list` shows it.

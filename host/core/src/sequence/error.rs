@@ -1,6 +1,7 @@
 //! Errors of the sequence strategies.
 
 use super::CounterName;
+use crate::ErrorClass;
 
 /// Why a sequence value could not be handed out (or a counter not created).
 #[derive(Debug, thiserror::Error)]
@@ -268,39 +269,33 @@ impl SequenceError {
         }
     }
 
-    /// True when the caller asked for something that cannot be done as asked
-    /// (bad name, unknown or corrupt counter, bad setting): retrying won't help.
-    pub fn is_bad_input(&self) -> bool {
-        matches!(
-            self,
+    /// What kind of failure this is (`crate::ErrorClass`).
+    pub fn class(&self) -> ErrorClass {
+        match self {
             Self::InvalidCounterName { .. }
-                | Self::UnknownCounter(_)
-                | Self::CounterExists(_)
-                | Self::CorruptCounter { .. }
-                | Self::InvalidSpec(_)
-                | Self::UnknownKind { .. }
-                | Self::WrongKind { .. }
-                | Self::NoRuns { .. }
-                | Self::NoCommand { .. }
-                | Self::Exhausted { .. }
-                | Self::TooMany { .. }
-                | Self::InvalidCount { .. }
-                | Self::CorruptLease { .. }
-                | Self::WorkerOutsideLayout { .. }
-        )
-    }
-
-    /// True when the server could not be reached or failed the operation.
-    pub fn is_database(&self) -> bool {
-        matches!(
-            self,
-            Self::Database { .. }
-                | Self::ListCounters { .. }
-                | Self::Contended { .. }
-                | Self::Unauthorized { .. }
-                | Self::NoWorkerFree { .. }
-                | Self::LeaseLost { .. }
-        )
+            | Self::InvalidSpec(_)
+            | Self::NoCommand { .. }
+            | Self::TooMany { .. }
+            | Self::InvalidCount { .. } => ErrorClass::BadInput,
+            Self::UnknownCounter(_) => ErrorClass::NotFound,
+            Self::CounterExists(_)
+            | Self::CorruptCounter { .. }
+            | Self::UnknownKind { .. }
+            | Self::WrongKind { .. }
+            | Self::NoRuns { .. }
+            | Self::CorruptLease { .. }
+            | Self::WorkerOutsideLayout { .. } => ErrorClass::Conflict,
+            Self::Exhausted { .. } => ErrorClass::Exhausted,
+            Self::NoWorkerFree { .. }
+            | Self::ClockBehind { .. }
+            | Self::LeaseLost { .. }
+            | Self::Closed(_)
+            | Self::Contended { .. } => ErrorClass::Unavailable,
+            Self::Unauthorized { .. } => ErrorClass::Unauthorized,
+            Self::ListCounters { source } | Self::Database { source, .. } => {
+                crate::error::database_class(source)
+            }
+        }
     }
 }
 
