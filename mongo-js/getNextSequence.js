@@ -40,7 +40,17 @@ function (keyName, options) {
         kind: "autoinc",
         seq: { $gte: 0, $lte: MAX_VALUE - 1 },
         $expr: { $and: [{ $isNumber: "$seq" }, { $eq: ["$seq", { $trunc: "$seq" }] },
-          { $in: [{ $type: "$prefix" }, ["missing", "null", "string"]] }] }
+          { $in: [{ $type: "$prefix" }, ["missing", "null", "string"]] },
+          // The prefixes it owns: distinct strings holding the default.
+          { $or: [
+            { $eq: [{ $type: "$prefixes" }, "missing"] },
+            { $and: [
+              { $isArray: "$prefixes" },
+              { $allElementsTrue: [{ $map: { input: "$prefixes", in: { $eq: [{ $type: "$$this" }, "string"] } } }] },
+              { $eq: [{ $size: "$prefixes" }, { $size: { $setUnion: ["$prefixes"] } }] },
+              { $or: [{ $in: [{ $type: "$prefix" }, ["missing", "null"]] }, { $in: ["$prefix", "$prefixes"] }] }
+            ] }
+          ] } ] }
       },
       // As the host writes it: always a 64-bit integer, whatever type seq had.
       update: [{ $set: { seq: { $toLong: { $add: ["$seq", 1] } } } }],

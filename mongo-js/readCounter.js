@@ -106,6 +106,26 @@ function (keyName, doc, expectedKind) {
   if (doc.prefix !== undefined && doc.prefix !== null && typeof doc.prefix !== "string") {
     throw corrupt("prefix is " + describe(doc.prefix) + ", not a string");
   }
+  // The prefixes it owns (see the host's document.rs): an array of distinct
+  // strings that holds the default prefix.
+  if (doc.prefixes !== undefined) {
+    if (!Array.isArray(doc.prefixes)) {
+      throw corrupt("prefixes is " + describe(doc.prefixes) + ", not an array");
+    }
+    var seen = [];
+    for (var i = 0; i < doc.prefixes.length; i++) {
+      var owned = doc.prefixes[i];
+      if (typeof owned !== "string") {
+        throw corrupt("prefixes holds " + describe(owned) + ", not only strings");
+      }
+      if (seen.indexOf(owned) >= 0) throw corrupt("prefixes holds " + JSON.stringify(owned) + " twice");
+      seen.push(owned);
+    }
+    if (typeof doc.prefix === "string" && seen.indexOf(doc.prefix) < 0) {
+      throw corrupt("prefix " + JSON.stringify(doc.prefix) + " is not one of its prefixes [" +
+        seen.map(function (p) { return JSON.stringify(p); }).join(", ") + "]");
+    }
+  }
   if (kind !== expectedKind) {
     throw new Error("counter '" + keyName + "' is " + withArticle(kind) + " counter, not " +
       withArticle(expectedKind) + " one; it was left unchanged");

@@ -246,9 +246,14 @@ async fn a_bad_prefix_or_a_too_small_policy_consumes_no_value() {
         &run(harness::idmint(TEST).args(["counter", "create", "c"])),
         0,
     );
+    // A prefix the counter does not own is refused before the policy is asked.
     let output = run(harness::idmint(TEST).args(["next", "c", "--prefix", "no spaces"]));
     assert_exit(&output, 2);
-    assert!(stderr(&output).contains("prefix"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("counter 'c' does not own prefix \"no spaces\""),
+        "{}",
+        stderr(&output)
+    );
     let output =
         run(harness::idmint(TEST).args(["counter", "create", "d", "--prefix", "bad/prefix"]));
     assert_exit(&output, 2);
@@ -258,7 +263,9 @@ async fn a_bad_prefix_or_a_too_small_policy_consumes_no_value() {
     );
 
     assert_exit(
-        &run(harness::idmint(TEST).args(["counter", "create", "big", "--max", "999"])),
+        &run(harness::idmint(TEST).args([
+            "counter", "create", "big", "--max", "999", "--prefix", "BIG-",
+        ])),
         0,
     );
     let output = run(harness::idmint(TEST).args(["next", "big"]));
@@ -344,8 +351,9 @@ fn a_malformed_uri_is_a_usage_error_with_the_password_hidden() {
 async fn seq_and_next_print_json_when_asked() {
     const TEST: &str = "cli_json";
     harness::database(TEST).await;
-    let created =
-        run(harness::idmint(TEST).args(["counter", "create", "j", "--max", "5", "--json"]));
+    let created = run(harness::idmint(TEST).args([
+        "counter", "create", "j", "--max", "5", "--prefix", "J", "--json",
+    ]));
     assert_exit(&created, 0);
     let state: serde_json::Value = serde_json::from_str(&stdout(&created)).unwrap();
     assert_eq!(
@@ -585,7 +593,14 @@ async fn workers_refuses_a_counter_that_is_not_snowflake() {
     );
     // A snowflake counter with no lease yet is listed, empty.
     assert_exit(
-        &run(harness::idmint(TEST).args(["counter", "create", "ids", "--kind", "snowflake"])),
+        &run(harness::idmint(TEST).args([
+            "counter",
+            "create",
+            "ids",
+            "--kind",
+            "snowflake",
+            "--raw",
+        ])),
         0,
     );
     let empty = run(harness::idmint(TEST).args(["workers", "ids"]));

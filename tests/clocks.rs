@@ -37,7 +37,11 @@ async fn counter(test: &str, maxval: u64) -> CyclicCounter {
     let database = harness::database(test).await;
     let counter = CyclicCounter::new(&database, CounterName::new("clock").unwrap());
     counter
-        .create(&CounterSpec::default().maxval(maxval))
+        .create(
+            &CounterSpec::default()
+                .maxval(maxval)
+                .prefix(Some("ORD-".into())),
+        )
         .await
         .unwrap();
     counter

@@ -137,6 +137,57 @@ fn cases() -> Vec<Case> {
             1,
         ),
         periodic("p_seq_negative", Some(per("year", "UTC", "", -1)), 1),
+        periodic(
+            "p_prefixes_owned",
+            Some({
+                let mut d = per("year", "UTC", "9999", 0);
+                d.insert("prefix", "INV-");
+                d.insert("prefixes", vec!["X-", "INV-"]);
+                d
+            }),
+            1,
+        ),
+        // The prefixes a counter owns: an array of distinct strings holding
+        // the default (document.rs and readCounter.js).
+        case(
+            "prefixes_ok",
+            Some(doc! { "val": 0, "maxval": 9, "prefixes": ["", "A1-"] }),
+            vec![T],
+        ),
+        case(
+            "prefixes_string",
+            Some(doc! { "val": 0, "maxval": 9, "prefixes": "A-" }),
+            vec![T],
+        ),
+        case(
+            "prefixes_number_element",
+            Some(doc! { "val": 0, "maxval": 9, "prefixes": ["A2-", 3] }),
+            vec![T],
+        ),
+        autoinc(
+            "ai_prefixes_twice",
+            Some(doc! { "kind": "autoinc", "seq": 0, "prefixes": ["A3-", "A3-"] }),
+            1,
+        ),
+        autoinc(
+            "ai_prefix_not_owned",
+            Some(doc! { "kind": "autoinc", "seq": 0, "prefix": "B4-", "prefixes": ["A4-"] }),
+            1,
+        ),
+        autoinc(
+            "ai_raw",
+            Some(doc! { "kind": "autoinc", "seq": 0, "prefixes": [] }),
+            1,
+        ),
+        periodic(
+            "p_prefixes_twice",
+            Some({
+                let mut d = per("year", "UTC", "", 0);
+                d.insert("prefixes", vec!["A5-", "A5-"]);
+                d
+            }),
+            1,
+        ),
         case(
             "kind_cyclic",
             Some(doc! { "kind": "cyclic", "val": 0_i64, "maxval": 9_i64 }),

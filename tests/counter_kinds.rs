@@ -40,7 +40,7 @@ async fn an_auto_increment_counter_formats_through_the_decimal_policy() {
     let shown: Value = serde_json::from_str(&stdout(&shown)).unwrap();
     assert_eq!(
         shown,
-        serde_json::json!({"name": "inv", "kind": "autoinc", "seq": 41, "prefix": "INV-"})
+        serde_json::json!({"name": "inv", "kind": "autoinc", "seq": 41, "prefix": "INV-", "prefixes": ["INV-"]})
     );
     let next =
         run(idmint(TEST).args(["next", "inv", "--count", "3", "--policy", "builtin:decimal"]));
@@ -73,7 +73,17 @@ async fn a_segment_counter_serves_and_gives_back_what_it_did_not_hand_out() {
     harness::database(TEST).await;
     assert_exit(
         &run(idmint(TEST).args([
-            "counter", "create", "ord", "--kind", "segment", "--step", "500",
+            "counter",
+            "create",
+            "ord",
+            "--kind",
+            "segment",
+            "--step",
+            "500",
+            "--prefix",
+            "ORD-",
+            "--policy",
+            "builtin:decimal",
         ])),
         0,
     );

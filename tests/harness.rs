@@ -59,6 +59,14 @@ pub async fn database(test: &str) -> Database {
     database
 }
 
+/// The database of `test`, as it is (unlike [`database`], nothing is dropped).
+pub async fn database_handle(test: &str) -> Database {
+    let client = Client::with_uri_str(uri())
+        .await
+        .expect("connect to the test server");
+    client.database(&database_name(test))
+}
+
 /// Every command a monitored client sent, as the server received it.
 #[derive(Clone, Default)]
 pub struct CommandLog {

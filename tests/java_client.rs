@@ -203,8 +203,12 @@ fn assert_check(command: &mut Command, report: &str) {
 async fn the_java_client_hands_out_unique_values() {
     const TEST: &str = "serve_java";
     harness::database(TEST).await;
-    create(TEST, "seg", &["--kind", "segment", "--step", "1000"]);
-    create(TEST, "orders", &["--max", "99"]);
+    create(
+        TEST,
+        "seg",
+        &["--kind", "segment", "--step", "1000", "--raw"],
+    );
+    create(TEST, "orders", &["--max", "99", "--prefix", "J-"]);
     let serve = Serve::start(TEST);
     assert_check(
         java("ClientCheck").arg(serve.url()).args(["seg", "orders"]),

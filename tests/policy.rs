@@ -354,9 +354,9 @@ async fn a_cluster_wide_swap_reaches_two_running_hosts_and_rolls_back() {
     const TEST: &str = "policy_cluster_swap";
     harness::database(TEST).await;
     let formats = Formats::new();
-    for counter in ["orders", "invoices"] {
+    for (counter, prefix) in [("orders", "P-"), ("invoices", "Q-")] {
         assert_exit(
-            &run(harness::idmint(TEST).args(["counter", "create", counter, "--prefix", "P-"])),
+            &run(harness::idmint(TEST).args(["counter", "create", counter, "--prefix", prefix])),
             0,
         );
     }
@@ -401,22 +401,24 @@ async fn a_cluster_wide_swap_reaches_two_running_hosts_and_rolls_back() {
         0,
     );
 
-    let mut hosts: Vec<Stream> = ["orders", "invoices"]
+    // Each host formats with its counter's own prefix.
+    let mut hosts: Vec<(Stream, &str)> = [("orders", "P-"), ("invoices", "Q-")]
         .into_iter()
-        .map(|counter| {
-            Stream::spawn(harness::idmint(TEST).args([
+        .map(|(counter, prefix)| {
+            let stream = Stream::spawn(harness::idmint(TEST).args([
                 "next",
                 counter,
                 "--stream",
                 "--policy-from-db",
                 "--rate",
                 "50",
-            ]))
+            ]));
+            (stream, prefix)
         })
         .collect();
-    for host in &mut hosts {
+    for (host, prefix) in &mut hosts {
         host.wait_line(EVENT_DEADLINE, |line| {
-            formats.read(line, "P-").0 == Format::Default
+            formats.read(line, prefix).0 == Format::Default
         });
     }
 
@@ -426,11 +428,11 @@ async fn a_cluster_wide_swap_reaches_two_running_hosts_and_rolls_back() {
         &run(harness::idmint(TEST).args(["policy", "activate", "2"])),
         0,
     );
-    for host in &mut hosts {
+    for (host, prefix) in &mut hosts {
         // Both hosts within the bound of the activation, not of each other.
         let left = SWAP_DEADLINE.saturating_sub(activated.elapsed());
         host.wait_line(left.max(Duration::from_millis(1)), |line| {
-            formats.read(line, "P-").0 == Format::CheckDigit
+            formats.read(line, prefix).0 == Format::CheckDigit
         });
         eprintln!("cluster swap visible after {:?}", activated.elapsed());
     }
@@ -440,9 +442,9 @@ async fn a_cluster_wide_swap_reaches_two_running_hosts_and_rolls_back() {
     let report: serde_json::Value = serde_json::from_slice(&rolled_back.stdout).unwrap();
     assert_eq!(report["version"], 1);
     assert_eq!(report["previous"], 2);
-    for host in &mut hosts {
+    for (host, prefix) in &mut hosts {
         host.wait_line(SWAP_DEADLINE, |line| {
-            formats.read(line, "P-").0 == Format::Default
+            formats.read(line, prefix).0 == Format::Default
         });
         host.wait_line(EVENT_DEADLINE, |_| true);
     }
@@ -460,12 +462,12 @@ async fn a_cluster_wide_swap_reaches_two_running_hosts_and_rolls_back() {
         .collect();
     assert_eq!(names, ["default", "check-digit"]);
 
-    for mut host in hosts {
+    for (mut host, prefix) in hosts {
         let _ = host.child.kill();
         assert_stream(
             &formats,
             &std::mem::take(&mut host.seen),
-            "P-",
+            prefix,
             100,
             &[Format::Default, Format::CheckDigit, Format::Default],
         );

@@ -184,6 +184,22 @@ async fn a_corrupt_counter_is_reported_and_left_unchanged() {
             doc! { "val": 0, "maxval": 9, "prefix": 12 },
             "prefix is the number 12, not a string",
         ),
+        (
+            doc! { "val": 0, "maxval": 9, "prefixes": "A-" },
+            "prefixes is the string \"A-\", not an array",
+        ),
+        (
+            doc! { "val": 0, "maxval": 9, "prefixes": ["A-", 3] },
+            "prefixes holds the number 3, not only strings",
+        ),
+        (
+            doc! { "val": 0, "maxval": 9, "prefixes": ["A-", "A-"] },
+            "prefixes holds \"A-\" twice",
+        ),
+        (
+            doc! { "val": 0, "maxval": 9, "prefix": "B-", "prefixes": ["A-"] },
+            "prefix \"B-\" is not one of its prefixes [\"A-\"]",
+        ),
     ];
     for (index, (fields, reason)) in cases.into_iter().enumerate() {
         let id = format!("bad{index}");
@@ -221,6 +237,17 @@ async fn well_formed_variants_are_accepted_by_server_and_rust_alike() {
         (doc! { "val": 5.0, "maxval": 9.0, "ts": 30.0 }, 6, 30),
         (doc! { "val": 12, "maxval": 9, "prefix": null }, 0, 20),
         (doc! { "val": 5, "maxval": 9, "prefix": "X-" }, 6, 20),
+        (doc! { "val": 5, "maxval": 9, "prefixes": [] }, 6, 20),
+        (
+            doc! { "val": 5, "maxval": 9, "prefixes": ["", "Y-"] },
+            6,
+            20,
+        ),
+        (
+            doc! { "val": 5, "maxval": 9, "prefix": "Y-", "prefixes": ["", "Y-"] },
+            6,
+            20,
+        ),
     ]
     .into_iter()
     .enumerate()
@@ -256,7 +283,9 @@ async fn values_differ_across_many_counters_and_do_not_interfere() {
     let a = CyclicCounter::new(&database, name("a"));
     let b = CyclicCounter::new(&database, name("b"));
     a.create(&CounterSpec::default()).await.unwrap();
-    b.create(&CounterSpec::default()).await.unwrap();
+    b.create(&CounterSpec::default().prefix(Some("B-".into())))
+        .await
+        .unwrap();
     // Interleaved, each counter still hands out exactly its own 1..=5: a
     // take landing on the other counter would skip or repeat a value.
     let (mut from_a, mut from_b) = (Vec::new(), Vec::new());

@@ -190,10 +190,12 @@ fn assert_error(answer: &Answer, status: u16, kind: &str, needle: &str) {
 async fn every_kind_is_served_and_bad_requests_consume_nothing() {
     const TEST: &str = "serve_kinds";
     harness::database(TEST).await;
-    create(TEST, "orders", &["--prefix", "ORD-"]);
+    // `orders` owns two prefixes; `inv` the empty one; the others none (raw
+    // values only): a prefix is owned by one counter at most.
+    create(TEST, "orders", &["--prefix", "ORD-", "--prefix", "X-"]);
     create(TEST, "inv", &["--kind", "autoinc", "--start", "100"]);
-    create(TEST, "seg", &["--kind", "segment", "--step", "10"]);
-    create(TEST, "ev", &["--kind", "snowflake"]);
+    create(TEST, "seg", &["--kind", "segment", "--step", "10", "--raw"]);
+    create(TEST, "ev", &["--kind", "snowflake", "--raw"]);
     let service = Service::start(TEST, &[]);
 
     let ids = service.get("/v1/counters/orders/ids?count=3");
@@ -272,11 +274,18 @@ async fn every_kind_is_served_and_bad_requests_consume_nothing() {
             "bad-request",
             "invalid counter name",
         ),
+        // A prefix the counter does not own, even one no policy would take.
         (
             "/v1/counters/inv/ids?prefix=%0A",
-            400,
-            "bad-request",
-            "prefix",
+            409,
+            "counter",
+            "counter 'inv' does not own prefix \"\\n\"",
+        ),
+        (
+            "/v1/counters/inv/ids?prefix=ORD-",
+            409,
+            "counter",
+            "counter 'inv' does not own prefix \"ORD-\"",
         ),
         // The default policy holds two digits; autoinc values go far beyond.
         (
@@ -318,7 +327,7 @@ async fn leaf_routes_answer_bare_decimals() {
     const TEST: &str = "serve_leaf";
     harness::database(TEST).await;
     create(TEST, "seg", &["--kind", "segment", "--start", "7"]);
-    create(TEST, "ev", &["--kind", "snowflake"]);
+    create(TEST, "ev", &["--kind", "snowflake", "--raw"]);
     let service = Service::start(TEST, &[]);
     let segment: Vec<u64> = (0..3)
         .map(|_| {
@@ -411,7 +420,7 @@ async fn sigterm_gives_back_segments_and_releases_leases() {
     const TEST: &str = "serve_sigterm";
     harness::database(TEST).await;
     create(TEST, "seg", &["--kind", "segment", "--step", "1000"]);
-    create(TEST, "ev", &["--kind", "snowflake"]);
+    create(TEST, "ev", &["--kind", "snowflake", "--raw"]);
     let service = Service::start(TEST, &[]);
     assert_eq!(
         service.get("/v1/counters/seg/values?count=5").values(),
@@ -449,15 +458,16 @@ async fn sigterm_gives_back_segments_and_releases_leases() {
 async fn tokens_guard_counters() {
     const TEST: &str = "serve_tokens";
     harness::database(TEST).await;
-    create(TEST, "orders", &[]);
-    create(TEST, "secret", &[]);
+    create(TEST, "orders", &["--prefix", "ORD-", "--prefix", "WEB-"]);
+    create(TEST, "secret", &["--prefix", "S-"]);
     let dir = tempfile::tempdir().unwrap();
     let tokens = dir.path().join("tokens.json");
     let token = "tok-3f9a1c";
+    // billing may format IDs with ORD- only, though orders owns WEB- too.
     std::fs::write(
         &tokens,
         format!(
-            r#"{{"apps": [{{"name": "billing", "token_sha256": "{}", "counters": ["orders"]}}]}}"#,
+            r#"{{"apps": [{{"name": "billing", "token_sha256": "{}", "counters": ["orders"], "prefixes": ["ORD-"]}}]}}"#,
             idmint::checksum::sha256_hex(token.as_bytes())
         ),
     )
@@ -492,10 +502,20 @@ async fn tokens_guard_counters() {
             "application 'billing' may not use",
         );
     }
+    assert_error(
+        &get("/v1/counters/orders/ids?prefix=WEB-", Some(&bearer)),
+        403,
+        "forbidden",
+        "application 'billing' may not use prefix \"WEB-\"",
+    );
     assert_eq!(
         get("/v1/counters/orders/values", Some(&bearer)).values(),
-        [1]
+        [1],
+        "the refused request took a value"
     );
+    let ids = get("/v1/counters/orders/ids", Some(&bearer));
+    assert_eq!(ids.status, 200, "{ids:?}");
+    assert!(ids.json()["ids"][0].as_str().unwrap().starts_with("ORD-"));
     assert_eq!(get("/healthz", None).status, 200);
     let (_, log) = service.terminate();
     assert!(!log.contains(token), "{log}");
@@ -680,8 +700,8 @@ async fn an_unreachable_database_is_503_and_service_recovers() {
 async fn ranges_cover_exactly_count_values() {
     const TEST: &str = "serve_ranges";
     harness::database(TEST).await;
-    create(TEST, "seg", &["--kind", "segment", "--step", "10"]);
-    create(TEST, "inv", &["--kind", "autoinc", "--start", "5"]);
+    create(TEST, "seg", &["--kind", "segment", "--step", "10", "--raw"]);
+    create(TEST, "inv", &["--kind", "autoinc", "--start", "5", "--raw"]);
     create(TEST, "orders", &[]);
     let service = Service::start(TEST, &[]);
     let expand = |answer: Answer| -> Vec<u64> {

@@ -67,9 +67,14 @@ async fn eight_processes_get_every_value_exactly_once_from_each_kind() {
     const PER_PROCESS: u64 = 12_000;
     let database = harness::database(TEST).await;
     for spec in [
-        CounterSpec::default().maxval(1_000_000),
-        CounterSpec::of(CounterKind::Autoinc),
-        CounterSpec::of(CounterKind::Segment).step(100),
+        // Raw values only: three counters, and none of them formats IDs.
+        CounterSpec::default()
+            .maxval(1_000_000)
+            .prefixes(Vec::new()),
+        CounterSpec::of(CounterKind::Autoinc).prefixes(Vec::new()),
+        CounterSpec::of(CounterKind::Segment)
+            .step(100)
+            .prefixes(Vec::new()),
     ] {
         let kind = spec.kind;
         let counter = format!("every_{kind}");
@@ -346,7 +351,9 @@ async fn many_takers_in_one_process_share_the_buffers() {
         sequence::create(
             &database,
             &name(counter),
-            &CounterSpec::of(CounterKind::Segment).step(50),
+            &CounterSpec::of(CounterKind::Segment)
+                .step(50)
+                .prefixes(Vec::new()),
         )
         .await
         .unwrap();
@@ -515,8 +522,16 @@ async fn the_printed_command_is_what_idmint_sends_and_runs_from_another_driver()
     let (database, log) = harness::monitored_database(TEST).await;
     for (counter, spec) in [
         ("c", CounterSpec::default()),
-        ("a", CounterSpec::of(CounterKind::Autoinc)),
-        ("s", CounterSpec::of(CounterKind::Segment).step(100)),
+        (
+            "a",
+            CounterSpec::of(CounterKind::Autoinc).prefixes(Vec::new()),
+        ),
+        (
+            "s",
+            CounterSpec::of(CounterKind::Segment)
+                .step(100)
+                .prefixes(Vec::new()),
+        ),
     ] {
         sequence::create(&database, &name(counter), &spec)
             .await

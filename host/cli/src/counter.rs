@@ -22,6 +22,36 @@ pub enum CounterCmd {
     Create(CreateArgs),
     /// Show a counter's kind and state.
     Show(ShowArgs),
+    /// Add a prefix to the ones a counter owns, or remove one (a prefix is
+    /// owned by one counter at most, so that formatted IDs never collide).
+    #[command(subcommand)]
+    Prefix(PrefixCmd),
+}
+
+/// `idmint counter prefix add|remove NAME PREFIX`.
+#[derive(Debug, Subcommand)]
+pub enum PrefixCmd {
+    /// Make the counter own PREFIX too (refused if another counter owns it);
+    /// on a counter made before idmint declared owners, this declares them.
+    Add(PrefixArgs),
+    /// Make the counter give up PREFIX (its default becomes the next one it
+    /// owns). A running `idmint serve` or `next --stream` keeps using a prefix
+    /// it had prepared until it restarts: stop them before giving the prefix to
+    /// another counter.
+    Remove(PrefixArgs),
+}
+
+/// Arguments of `idmint counter prefix add|remove`.
+#[derive(Debug, Args)]
+pub struct PrefixArgs {
+    /// The counter's name.
+    pub name: String,
+    /// The prefix (the empty prefix is `''`).
+    pub prefix: String,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
 }
 
 /// Arguments of `idmint counter create`.
@@ -54,9 +84,16 @@ pub struct CreateArgs {
     /// Europe/Paris, or UTC [default: UTC].
     #[arg(long, value_name = "ZONE")]
     pub zone: Option<String>,
-    /// Default prefix of this counter's IDs (checked against the policy).
+    /// A prefix this counter's IDs use, owned by this counter alone (checked
+    /// against the policy); repeat it for more, the first is the default
+    /// [default: the empty prefix, which then no other counter may own].
+    #[arg(long = "prefix", value_name = "PREFIX", conflicts_with = "raw")]
+    pub prefixes: Vec<String>,
+    /// Own no prefix: the counter hands out raw values only (seq, values,
+    /// ranges) and its values can never be formatted into IDs until it is
+    /// given a prefix (`idmint counter prefix add`).
     #[arg(long)]
-    pub prefix: Option<String>,
+    pub raw: bool,
     /// Succeed without changing anything if the counter already exists.
     #[arg(long)]
     pub exist_ok: bool,
@@ -104,6 +141,7 @@ impl CounterCmd {
         match self {
             CounterCmd::Create(args) => &args.connect,
             CounterCmd::Show(args) => &args.connect,
+            CounterCmd::Prefix(PrefixCmd::Add(args) | PrefixCmd::Remove(args)) => &args.connect,
         }
     }
 
@@ -118,17 +156,29 @@ impl CounterCmd {
                 settings.period = args.period;
                 settings.zone = args.zone.clone();
                 args.snowflake.apply(&mut settings)?;
+                let prefixes = match (args.raw, args.prefixes.is_empty()) {
+                    (true, _) => Vec::new(),
+                    (false, true) => vec![String::new()],
+                    (false, false) => args.prefixes.clone(),
+                };
                 let spec = CounterSpec::of(args.kind)
                     .settings(settings)
-                    .prefix(args.prefix.clone());
+                    .prefixes(prefixes.clone());
                 // Refuse a bad setting before connecting, and so before writing.
                 spec.document(&name, idmint::SystemClock.now_micros() / 1000)
                     .map_err(idmint::Error::from)?;
-                if let Some(prefix) = &args.prefix {
-                    // Refuse a prefix the policy would refuse, before writing anything.
+                // Refuse a prefix the policy would refuse, before writing anything.
+                let non_empty: Vec<&String> = prefixes.iter().filter(|p| !p.is_empty()).collect();
+                if !non_empty.is_empty() {
                     let policy = args.policy.load()?;
-                    idmint::policy::check_prefix(&policy, prefix, idmint::SystemClock.now_micros())
+                    for prefix in non_empty {
+                        idmint::policy::check_prefix(
+                            &policy,
+                            prefix,
+                            idmint::SystemClock.now_micros(),
+                        )
                         .map_err(idmint::Error::from)?;
+                    }
                 }
                 let database = args.connect.connect().await?;
                 match sequence::create(&database, &name, &spec).await {
@@ -146,6 +196,31 @@ impl CounterCmd {
                 let name = CounterName::new(&args.name).map_err(idmint::Error::from)?;
                 let database = args.connect.connect().await?;
                 let state = sequence::state(&database, &name)
+                    .await
+                    .map_err(idmint::Error::from)?;
+                print_state(output, &state, "")
+            }
+            CounterCmd::Prefix(PrefixCmd::Add(args)) => {
+                let name = CounterName::new(&args.name).map_err(idmint::Error::from)?;
+                if !args.prefix.is_empty() {
+                    let policy = args.policy.load()?;
+                    idmint::policy::check_prefix(
+                        &policy,
+                        &args.prefix,
+                        idmint::SystemClock.now_micros(),
+                    )
+                    .map_err(idmint::Error::from)?;
+                }
+                let database = args.connect.connect().await?;
+                let state = sequence::prefixes::add(&database, &name, &args.prefix)
+                    .await
+                    .map_err(idmint::Error::from)?;
+                print_state(output, &state, "")
+            }
+            CounterCmd::Prefix(PrefixCmd::Remove(args)) => {
+                let name = CounterName::new(&args.name).map_err(idmint::Error::from)?;
+                let database = args.connect.connect().await?;
+                let state = sequence::prefixes::remove(&database, &name, &args.prefix)
                     .await
                     .map_err(idmint::Error::from)?;
                 print_state(output, &state, "")
@@ -170,11 +245,7 @@ fn print_state(output: &Output, state: &CounterState, verb: &str) -> anyhow::Res
         for fact in facts.iter().filter(|fact| !fact.after_prefix) {
             line(&mut text, fact.label, &fact.text);
         }
-        line(
-            &mut text,
-            "prefix",
-            state.prefix.as_deref().unwrap_or("(none)"),
-        );
+        line(&mut text, "prefix", &prefix_text(state));
         for fact in facts.iter().filter(|fact| fact.after_prefix) {
             line(&mut text, fact.label, &fact.text);
         }
@@ -184,3 +255,28 @@ fn print_state(output: &Output, state: &CounterState, verb: &str) -> anyhow::Res
 }
 
 pub use idmint::parts::rfc3339_micros;
+
+/// The prefixes a counter owns, as `counter show` says them: the default,
+/// then any others; `(none)` for the empty prefix; raw values only for a
+/// counter that owns none.
+fn prefix_text(state: &CounterState) -> String {
+    let show = |prefix: &str| {
+        if prefix.is_empty() {
+            "(none)".to_string()
+        } else {
+            prefix.to_string()
+        }
+    };
+    let Some((default, others)) = state.prefixes.split_first() else {
+        return "(none: it owns no prefix and hands out raw values only)".to_string();
+    };
+    let mut text = show(default);
+    if !others.is_empty() {
+        let others: Vec<String> = others.iter().map(|p| show(p)).collect();
+        text.push_str(&format!(" (it also owns {})", others.join(", ")));
+    }
+    if !state.prefixes_declared {
+        text.push_str(" (undeclared: `idmint status` reports a prefix two counters own)");
+    }
+    text
+}

@@ -51,6 +51,15 @@ impl InstallCmd {
         let report = installer::install(&database, &options)
             .await
             .map_err(idmint::Error::from)?;
+        // Counters that share a prefix (documents made before idmint declared
+        // owners) are reported, never changed: resolving them is the DBA's
+        // choice.
+        let collisions = idmint::sequence::prefixes::collisions(&database)
+            .await
+            .map_err(idmint::Error::from)?;
+        for collision in &collisions {
+            output.warning(&collision.advice());
+        }
         output.report(&report, || {
             let mut text = String::new();
             for item in &report.plan.items {

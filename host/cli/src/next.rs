@@ -80,7 +80,8 @@ impl NextCmd {
             policy,
             self.prefix.clone(),
             Arc::new(SystemClock),
-        );
+        )
+        .await;
         let minter = sequence.close_on_error(prepared).await?;
         let result = self.mint_all(&minter, output).await;
         // A segment counter gives back what it did not hand out, even after an error.

@@ -73,6 +73,17 @@ impl Output {
         Ok(())
     }
 
+    /// Prints a warning to stderr: something the command did not change but
+    /// someone should (text, or one JSON object with `--json`).
+    pub fn warning(&self, message: &str) {
+        let mut stderr = io::stderr().lock();
+        if self.json {
+            let _ = writeln!(stderr, "{}", serde_json::json!({ "warning": message }));
+        } else {
+            let _ = writeln!(stderr, "idmint: warning: {message}");
+        }
+    }
+
     /// Prints an error to stderr with its cause chain, and the server it was
     /// talking to (password redacted) when that matters.
     pub fn error(&self, error: &anyhow::Error, exit_code: u8, server: Option<&str>) {

@@ -88,6 +88,8 @@ impl CheckCmd {
                     ts: 0,
                 }),
                 prefix: None,
+                prefixes: vec![String::new()],
+                prefixes_declared: true,
             });
         }
         let report = activation::check(&policy, &options).map_err(idmint::Error::from)?;

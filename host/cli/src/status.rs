@@ -4,6 +4,7 @@ use std::fmt::Write;
 
 use clap::Args;
 use idmint::installer::{self, JsSupport, StatusReport, Topology};
+use idmint::sequence::prefixes::Collision;
 use idmint::sequence::{self, Lifetime};
 use idmint::Clock;
 use serde::Serialize;
@@ -11,12 +12,14 @@ use serde::Serialize;
 use super::install::state_text;
 use super::{ConnectArgs, Outcome, Output};
 
-/// The status report, with the layout lifetime of each snowflake counter.
+/// The status report, with the layout lifetime of each snowflake counter
+/// and every prefix more than one counter owns.
 #[derive(Serialize)]
 struct StatusView<'a> {
     #[serde(flatten)]
     report: &'a StatusReport,
     snowflake_counters: &'a [Lifetime],
+    prefix_collisions: &'a [Collision],
 }
 
 /// Arguments of `idmint status`.
@@ -36,9 +39,14 @@ impl StatusCmd {
         let lifetimes = sequence::lifetimes(&database, now_ms)
             .await
             .map_err(idmint::Error::from)?;
+        let collisions = sequence::prefixes::collisions(&database)
+            .await
+            .map_err(idmint::Error::from)?;
+        let current = report.is_current() && collisions.is_empty();
         let view = StatusView {
             report: &report,
             snowflake_counters: &lifetimes,
+            prefix_collisions: &collisions,
         };
         output.report(&view, || {
             let server = &report.server;
@@ -81,15 +89,20 @@ impl StatusCmd {
                     let _ = writeln!(text, "warning: counter '{}': {warning}", lifetime.counter);
                 }
             }
-            let verdict = if report.is_current() {
+            for collision in &collisions {
+                let _ = writeln!(text, "conflict:   {}", collision.advice());
+            }
+            let verdict = if current {
                 "everything is current"
+            } else if report.is_current() {
+                "NOT current: counters share a prefix (see above)"
             } else {
                 "NOT current: run `idmint install`"
             };
             let _ = writeln!(text, "{verdict}");
             text
         })?;
-        Ok(if report.is_current() {
+        Ok(if current {
             Outcome::Success
         } else {
             Outcome::Failure

@@ -28,6 +28,10 @@ pub struct AddArgs {
     /// The counters it may use, comma-separated; * for all.
     #[arg(long, value_delimiter = ',', required = true)]
     pub counters: Vec<String>,
+    /// The only prefixes it may format IDs with, comma-separated (each still
+    /// owned by the counter it asks); default: any its counters own.
+    #[arg(long, value_delimiter = ',')]
+    pub prefixes: Option<Vec<String>>,
     #[command(flatten)]
     pub connect: ConnectArgs,
 }
@@ -74,9 +78,14 @@ impl TokenCmd {
         let database = self.connect().connect().await?;
         match self {
             TokenCmd::Add(args) => {
-                let token = add_app(&database, &args.app, &args.counters)
-                    .await
-                    .map_err(idmint::Error::from)?;
+                let token = add_app(
+                    &database,
+                    &args.app,
+                    &args.counters,
+                    args.prefixes.as_deref(),
+                )
+                .await
+                .map_err(idmint::Error::from)?;
                 let added = Added {
                     app: &args.app,
                     counters: &args.counters,

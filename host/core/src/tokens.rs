@@ -82,6 +82,10 @@ pub struct AppEntry {
     pub token_sha256: String,
     /// The counters it may use; `*` for all.
     pub counters: Vec<String>,
+    /// The prefixes it may format IDs with (each one still owned by the
+    /// counter asked); absent: any prefix of the counters it may use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefixes: Option<Vec<String>>,
 }
 
 /// The applications allowed in, by the SHA-256 of their token.
@@ -97,12 +101,22 @@ pub struct App {
     pub name: String,
     /// The counters it may use; `*` allows every counter.
     counters: Vec<String>,
+    /// The prefixes it may format IDs with; `None`: any its counters own.
+    prefixes: Option<Vec<String>>,
 }
 
 impl App {
     /// Whether the app may use `counter`.
     pub fn may_use(&self, counter: &str) -> bool {
         self.counters.iter().any(|c| c == "*" || c == counter)
+    }
+
+    /// Whether the app may format IDs with `prefix` (which its counter must
+    /// own too: that is the counter's rule, checked apart).
+    pub fn may_use_prefix(&self, prefix: &str) -> bool {
+        self.prefixes
+            .as_ref()
+            .is_none_or(|prefixes| prefixes.iter().any(|p| p == prefix))
     }
 }
 
@@ -151,6 +165,7 @@ impl Access {
             let app = App {
                 name: entry.name,
                 counters: entry.counters,
+                prefixes: entry.prefixes,
             };
             if let Some(previous) = apps.insert(hash, app) {
                 return Err(invalid(format!(
@@ -195,13 +210,15 @@ fn check_app_name(name: &str) -> Result<(), AccessError> {
     }
 }
 
-/// Makes a token for app `name`, allowed `counters`, and stores its SHA-256
+/// Makes a token for app `name`, allowed `counters` (and, if given, only
+/// `prefixes` in the IDs it asks for), and stores its SHA-256
 /// in the tokens collection (write concern majority with journal). Returns
 /// the token: it is stored nowhere, so this is the only time it is seen.
 pub async fn add_app(
     database: &Database,
     name: &str,
     counters: &[String],
+    prefixes: Option<&[String]>,
 ) -> Result<String, AccessError> {
     check_app_name(name)?;
     if counters.is_empty() {
@@ -211,13 +228,17 @@ pub async fn add_app(
         });
     }
     let token = crate::random::random_token();
+    let mut entry = doc! {
+        "_id": name,
+        "token_sha256": sha256_hex(token.as_bytes()),
+        "counters": counters,
+    };
+    if let Some(prefixes) = prefixes {
+        entry.insert("prefixes", prefixes);
+    }
     let inserted = database
         .collection::<Document>(TOKENS_COLLECTION)
-        .insert_one(doc! {
-            "_id": name,
-            "token_sha256": sha256_hex(token.as_bytes()),
-            "counters": counters,
-        })
+        .insert_one(entry)
         .with_options(
             mongodb::options::InsertOneOptions::builder()
                 .write_concern(crate::mongo::durable_write_concern())

@@ -33,6 +33,14 @@ pub enum ApiError {
         /// The counter asked for.
         counter: String,
     },
+    /// The token's application may not format IDs with this prefix.
+    #[error("application '{app}' may not use prefix {prefix:?}")]
+    ForbiddenPrefix {
+        /// The token's application.
+        app: String,
+        /// The prefix asked for.
+        prefix: String,
+    },
     /// The counter does not exist.
     #[error("counter '{0}' does not exist")]
     UnknownCounter(String),
@@ -86,7 +94,7 @@ impl ApiError {
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::Unauthenticated => StatusCode::UNAUTHORIZED,
-            Self::Forbidden { .. } => StatusCode::FORBIDDEN,
+            Self::Forbidden { .. } | Self::ForbiddenPrefix { .. } => StatusCode::FORBIDDEN,
             Self::UnknownCounter(_) => StatusCode::NOT_FOUND,
             Self::Unservable { .. } | Self::Counter(_) => StatusCode::CONFLICT,
             Self::Unavailable(_) | Self::Overloaded(_) => StatusCode::SERVICE_UNAVAILABLE,
@@ -101,7 +109,7 @@ impl ApiError {
             Self::BadRequest(_) => "bad-request",
             Self::TooLarge(_) => "too-large",
             Self::Unauthenticated => "unauthenticated",
-            Self::Forbidden { .. } => "forbidden",
+            Self::Forbidden { .. } | Self::ForbiddenPrefix { .. } => "forbidden",
             Self::UnknownCounter(_) => "unknown-counter",
             Self::Unservable { .. } => "unservable",
             Self::Counter(_) => "counter",

@@ -34,7 +34,7 @@ impl Minters {
     /// counter's own). A bad prefix is a bad request; a policy that cannot
     /// serve the counter makes the counter unservable; nothing is consumed
     /// either way.
-    pub fn get(
+    pub async fn get(
         &self,
         served: &Served,
         policy: Policy,
@@ -55,6 +55,7 @@ impl Minters {
             prefix.map(str::to_string),
             Arc::new(SystemClock),
         )
+        .await
         .map_err(|error| match error {
             idmint::Error::Policy(PolicyError::Format(refusal)) => {
                 ApiError::BadRequest(format!("the policy refuses the prefix: {refusal}"))

@@ -87,6 +87,31 @@ impl AppState {
         }
     }
 
+    /// Checks that the request's app (if the server requires tokens) may
+    /// format IDs with `prefix` (its token may be limited to some).
+    fn authorize_prefix(&self, headers: &HeaderMap, prefix: &str) -> Result<(), ApiError> {
+        let Some(access) = &self.access else {
+            return Ok(());
+        };
+        let token = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.strip_prefix("Bearer "))
+            .map(str::trim)
+            .unwrap_or_default();
+        let access = access
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match access.app_for_token(token) {
+            Some(app) if !app.may_use_prefix(prefix) => Err(ApiError::ForbiddenPrefix {
+                app: app.name.clone(),
+                prefix: prefix.to_string(),
+            }),
+            Some(_) => Ok(()),
+            None => Err(ApiError::Unauthenticated),
+        }
+    }
+
     /// The counter of a request: the token first (so that no one learns
     /// which counters exist without one), then the name, then the counter,
     /// opened on its first request.
@@ -158,11 +183,19 @@ pub(super) async fn ids(
     let params = query(params)?;
     let count = state.count(params.count)?;
     let served = state.counter(&headers, &name).await?;
-    let minter = state.minters.get(
-        &served,
-        state.policy_for(served.sequence.kind()),
-        params.prefix.as_deref(),
-    )?;
+    let prefix = params
+        .prefix
+        .clone()
+        .unwrap_or_else(|| served.state.default_prefix().to_string());
+    state.authorize_prefix(&headers, &prefix)?;
+    let minter = state
+        .minters
+        .get(
+            &served,
+            state.policy_for(served.sequence.kind()),
+            params.prefix.as_deref(),
+        )
+        .await?;
     let stamps = minter.next_stamps(count).await?;
     state.metrics.values(&name, count);
     // A policy call may take up to its deadline: never on an executor thread.

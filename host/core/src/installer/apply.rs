@@ -107,6 +107,49 @@ async fn write_item(database: &Database, planned: &PlannedItem) -> Result<(), In
                 .await
                 .map(|result| result.matched_count == 1)
         }
+        (ItemSpec::Index { collection, model }, action) => {
+            let model = model.model();
+            let collection = database.collection::<Document>(collection);
+            if action != Action::Create {
+                // Replacing one changed by hand (--force): the new one under
+                // the same name.
+                let name = model.options.as_ref().and_then(|o| o.name.clone());
+                if let Some(name) = name {
+                    if let Err(error) = collection.drop_index(name).await {
+                        if mongo::error_code(&error) != Some(mongo::INDEX_NOT_FOUND) {
+                            return Err(InstallError::database(
+                                "replace an index",
+                                &item.name,
+                                error,
+                            ));
+                        }
+                    }
+                }
+            }
+            match collection.create_index(model.clone()).await {
+                // Counters that already share a prefix: the index cannot be
+                // built until they are told apart, and nothing is changed.
+                Err(error) if mongo::is_duplicate_key(&error) => {
+                    let collisions = crate::sequence::prefixes::collisions(database)
+                        .await
+                        .unwrap_or_default();
+                    let mut reasons: Vec<String> = collisions
+                        .iter()
+                        .filter(|collision| collision.declared_by.len() > 1)
+                        .map(|collision| collision.advice())
+                        .collect();
+                    if reasons.is_empty() {
+                        reasons.push(format!(
+                            "{}: two counters declare one prefix: {}",
+                            item.key(),
+                            mongo::describe_error(&error)
+                        ));
+                    }
+                    return Err(InstallError::Refused { reasons });
+                }
+                other => other.map(|_| true),
+            }
+        }
         (ItemSpec::Role(role), action) => {
             let verb = if action == Action::Create {
                 "createRole"
@@ -155,6 +198,7 @@ fn write_action(item: &super::Item) -> &'static str {
         ItemSpec::Collection => "create a collection",
         ItemSpec::Function { .. } => "write system.js",
         ItemSpec::Role(_) => "create or update a role",
+        ItemSpec::Index { .. } => "create an index",
     }
 }
 

@@ -2,8 +2,9 @@
 //!
 //! The sha256 of a function is that of its embedded source (`mongo-js/`); of a
 //! role, that of its privileges in canonical form; of a collection, that of its
-//! name (a collection has no content idmint manages). Nothing is hand-kept:
-//! change a file in `mongo-js/` and its checksum changes with it.
+//! name (a collection has no content idmint manages); of an index, that of its
+//! keys and options in canonical form. Nothing is hand-kept: change a file in
+//! `mongo-js/` and its checksum changes with it.
 
 use mongodb::bson::{doc, Bson, Document};
 use serde::Serialize;
@@ -31,6 +32,9 @@ pub enum ItemKind {
     Function,
     /// A user-defined role (only with `--create-roles`).
     Role,
+    /// An index on a collection: the unique index that keeps two counters
+    /// from owning one prefix.
+    Index,
 }
 
 impl ItemKind {
@@ -40,6 +44,7 @@ impl ItemKind {
             ItemKind::Collection => "collection",
             ItemKind::Function => "function",
             ItemKind::Role => "role",
+            ItemKind::Index => "index",
         }
     }
 }
@@ -48,8 +53,31 @@ impl ItemKind {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum ItemSpec {
     Collection,
-    Function { source: &'static str },
+    Function {
+        source: &'static str,
+    },
     Role(RoleSpec),
+    /// An index, named `<collection>.<index>` as an item.
+    Index {
+        collection: &'static str,
+        model: InstalledIndex,
+    },
+}
+
+/// The indexes idmint installs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum InstalledIndex {
+    /// The unique index on the counters' `prefixes`.
+    Prefixes,
+}
+
+impl InstalledIndex {
+    /// The index as created.
+    pub(crate) fn model(self) -> mongodb::IndexModel {
+        match self {
+            InstalledIndex::Prefixes => crate::sequence::prefixes::index_model(),
+        }
+    }
 }
 
 /// One thing idmint installs.
@@ -86,6 +114,17 @@ pub fn desired_items(database: &str, roles: bool) -> Vec<Item> {
             spec: ItemSpec::Collection,
         })
         .collect();
+    let prefixes = InstalledIndex::Prefixes;
+    items.push(Item {
+        kind: ItemKind::Index,
+        name: format!("{COUNTERS_COLLECTION}.prefixes"),
+        version: INSTALLER_VERSION,
+        sha256: index_sha256(&prefixes.model()),
+        spec: ItemSpec::Index {
+            collection: COUNTERS_COLLECTION,
+            model: prefixes,
+        },
+    });
     items.extend(server_functions().into_iter().map(|function| Item {
         kind: ItemKind::Function,
         name: function.name.to_string(),
@@ -146,6 +185,38 @@ pub(crate) fn privileges_sha256(privileges: &[Document]) -> String {
         .collect();
     canonical.sort();
     sha256_hex(canonical.join("\n").as_bytes())
+}
+
+/// sha256 of an index in canonical form: its keys (numbers as 64-bit
+/// integers, so the server's int32 or double reads the same), whether it is
+/// unique, and its partial filter, as relaxed extended JSON.
+pub(crate) fn index_sha256(model: &mongodb::IndexModel) -> String {
+    let keys: Document = model
+        .keys
+        .iter()
+        .map(|(key, value)| {
+            let value = match value {
+                Bson::Int32(n) => Bson::Int64(i64::from(*n)),
+                Bson::Double(x) => Bson::Int64(*x as i64),
+                other => other.clone(),
+            };
+            (key.clone(), value)
+        })
+        .collect();
+    let options = model.options.as_ref();
+    let canonical = doc! {
+        "key": keys,
+        "unique": options.and_then(|o| o.unique).unwrap_or(false),
+        "partialFilterExpression": options
+            .and_then(|o| o.partial_filter_expression.clone())
+            .map_or(Bson::Null, Bson::Document),
+    };
+    sha256_hex(
+        Bson::Document(canonical)
+            .into_relaxed_extjson()
+            .to_string()
+            .as_bytes(),
+    )
 }
 
 /// The manifest record of an item as installed now.

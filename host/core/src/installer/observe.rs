@@ -89,6 +89,45 @@ pub(crate) async fn observe(database: &Database, item: &Item) -> Result<Observed
                 }
             })
         }
+        ItemSpec::Index { collection, model } => {
+            let model = model.model();
+            let name = model
+                .options
+                .as_ref()
+                .and_then(|options| options.name.clone())
+                .unwrap_or_default();
+            let indexes: Vec<mongodb::IndexModel> = match database
+                .collection::<Document>(collection)
+                .list_indexes()
+                .await
+            {
+                Ok(cursor) => cursor
+                    .try_collect()
+                    .await
+                    .map_err(|source| InstallError::database("list indexes", collection, source))?,
+                // No collection yet: no index either.
+                Err(error)
+                    if crate::mongo::error_code(&error)
+                        == Some(crate::mongo::NAMESPACE_NOT_FOUND) =>
+                {
+                    Vec::new()
+                }
+                Err(source) => {
+                    return Err(InstallError::database("list indexes", collection, source))
+                }
+            };
+            Ok(
+                match indexes.iter().find(|index| {
+                    index.options.as_ref().and_then(|o| o.name.as_deref()) == Some(name.as_str())
+                }) {
+                    None => Observed::Absent,
+                    Some(index) => Observed::Present {
+                        sha256: super::items::index_sha256(index),
+                        value: None,
+                    },
+                },
+            )
+        }
         ItemSpec::Role(_) => {
             let reply = database
                 .run_command(doc! { "rolesInfo": &item.name, "showPrivileges": true })

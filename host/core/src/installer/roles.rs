@@ -69,7 +69,12 @@ pub fn role_specs(database: &str) -> Vec<RoleSpec> {
                         "remove",
                         "createCollection",
                         "dropCollection",
+                        // The unique index on the prefixes counters own:
+                        // made by install and counter create, listed by
+                        // status, dropped by uninstall.
                         "createIndex",
+                        "listIndexes",
+                        "dropIndex",
                     ],
                 ),
                 privilege(

@@ -190,6 +190,30 @@ async fn remove(database: &Database, item: &Item, observed: &Observed) -> Result
             }
         }
         ItemSpec::Collection => database.collection::<Document>(&item.name).drop().await,
+        ItemSpec::Index { collection, model } => {
+            let model = model.model();
+            let name = model
+                .options
+                .as_ref()
+                .and_then(|o| o.name.clone())
+                .unwrap_or_default();
+            match database
+                .collection::<Document>(collection)
+                .drop_index(name)
+                .await
+            {
+                // Gone already, with its collection or by hand.
+                Err(error)
+                    if matches!(
+                        mongo::error_code(&error),
+                        Some(mongo::INDEX_NOT_FOUND | mongo::NAMESPACE_NOT_FOUND)
+                    ) =>
+                {
+                    Ok(())
+                }
+                other => other,
+            }
+        }
     };
     result.map_err(|source| InstallError::database("remove an installed item", &item.name, source))
 }

@@ -110,7 +110,8 @@ impl LiveMinter {
                 first.clone(),
                 options.prefix.clone(),
                 clock,
-            )?;
+            )
+            .await?;
             activation::check(&first, &checks)?;
             Ok::<_, Error>((minter, first))
         }

@@ -1,10 +1,11 @@
 //! The runner: turns sequence values into formatted IDs with a policy.
 //!
 //! [`Minter::prepare`] checks everything that can be checked before a value is
-//! consumed: the counter exists and is well formed, the policy can serve it
-//! ([`check_fit`]: capacity, and time for counters whose values repeat), and
-//! the prefix is one the policy accepts. Only then does [`Minter::next_ids`]
-//! take values, so bad input never burns any.
+//! consumed: the counter exists and is well formed, it owns the prefix and
+//! no other counter does ([`prefixes::check_use`]), the policy can serve it
+//! ([`check_fit`]: capacity, and the time or the period for counters whose
+//! values repeat), and the prefix is one the policy accepts. Only then does
+//! [`Minter::next_ids`] take values, so bad input never burns any.
 //!
 //! A long-running process serves through a [`LiveMinter`] (`live.rs`): the
 //! same checks, a policy swapped live from a file or the policies
@@ -15,7 +16,7 @@ mod live;
 use std::sync::Arc;
 
 use crate::policy::{check_fit, check_prefix, writes, Policy, Stamp};
-use crate::sequence::{Clock, CounterState, GiveBack, Sequence, MAX_BLOCK};
+use crate::sequence::{prefixes, Clock, CounterState, GiveBack, Sequence, MAX_BLOCK};
 use crate::Error;
 
 pub use live::{LiveMinter, LiveOptions};
@@ -30,8 +31,9 @@ pub struct Minter {
 }
 
 impl Minter {
-    /// Checks the counter, the policy and the prefix (see the module docs).
-    /// `prefix` overrides the counter's own; with neither, the prefix is empty.
+    /// Checks the counter, the prefix and the policy (see the module docs).
+    /// `prefix` overrides the counter's default; it must be one the counter
+    /// owns.
     pub async fn prepare(
         sequence: impl Into<Sequence>,
         policy: Policy,
@@ -40,19 +42,32 @@ impl Minter {
     ) -> Result<Self, Error> {
         let sequence = sequence.into();
         let state = sequence.state().await?;
-        Self::prepare_opened(sequence, state, policy, prefix, clock)
+        Self::prepare_opened(sequence, state, policy, prefix, clock).await
     }
 
     /// [`Minter::prepare`] for a sequence whose state was just read (by
     /// [`Sequence::open`]), without reading it again.
-    pub fn prepare_opened(
+    pub async fn prepare_opened(
         sequence: Sequence,
         state: CounterState,
         policy: Policy,
         prefix: Option<String>,
         clock: Arc<dyn Clock>,
     ) -> Result<Self, Error> {
-        let prefix = prefix.or_else(|| state.prefix.clone()).unwrap_or_default();
+        let prefix = prefix.unwrap_or_else(|| state.default_prefix().to_string());
+        prefixes::check_use(&sequence.database(), &state, &prefix).await?;
+        Self::checked(sequence, state, policy, prefix, clock)
+    }
+
+    /// The policy's checks of [`Minter::prepare`] alone, for a caller that
+    /// has just run [`prefixes::check_use`] for `prefix` itself.
+    pub fn checked(
+        sequence: Sequence,
+        state: CounterState,
+        policy: Policy,
+        prefix: String,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self, Error> {
         check_prefix(&policy, &prefix, clock.now_micros())?;
         check_fit(&policy, &state, writes(&policy, &prefix)?)?;
         Ok(Self {

@@ -19,6 +19,8 @@ pub const UNAUTHORIZED: i32 = 13;
 pub const NAMESPACE_NOT_FOUND: i32 = 26;
 /// `RoleNotFound`: dropping a role that does not exist.
 pub const ROLE_NOT_FOUND: i32 = 31;
+/// `IndexNotFound`: dropping an index that does not exist.
+pub const INDEX_NOT_FOUND: i32 = 27;
 /// `NamespaceExists`: creating a collection that already exists.
 pub const NAMESPACE_EXISTS: i32 = 48;
 /// `DuplicateKey`: an insert or upsert hit a unique index (`_id` included).

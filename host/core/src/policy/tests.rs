@@ -550,6 +550,8 @@ fn counter(maxval: u64) -> crate::sequence::CounterState {
             ts: 0,
         }),
         prefix: None,
+        prefixes: vec![String::new()],
+        prefixes_declared: true,
     }
 }
 
@@ -688,6 +690,8 @@ fn the_decimal_policy_passes_without_time_and_is_refused_for_a_cyclic_counter() 
         name: "inv".to_string(),
         kind: crate::sequence::KindState::Autoinc(crate::sequence::AutoincState { seq: 0 }),
         prefix: None,
+        prefixes: vec![String::new()],
+        prefixes_declared: true,
     };
     let report = activation::check(
         &decimal,
@@ -769,6 +773,8 @@ fn snowflake_counter(layout: crate::parts::Layout) -> crate::sequence::CounterSt
         name: "events".to_string(),
         kind: crate::sequence::KindState::Snowflake(crate::sequence::SnowflakeState { layout }),
         prefix: None,
+        prefixes: vec![String::new()],
+        prefixes_declared: true,
     }
 }
 

@@ -5,11 +5,20 @@
 //! wrong with one. `tests/sequence.rs` holds the two to the same verdict on
 //! every corrupt case.
 //!
-//! Every counter is `{_id: name, kind?, prefix?, ...}`:
+//! Every counter is `{_id: name, kind?, prefix?, prefixes?, ...}`:
 //! - `kind`: a kind's name (`registry.rs` lists them); absent (or null)
 //!   means [`DEFAULT_KIND`], the seed's document;
-//! - `prefix`, a string, optional: the prefix formatted IDs of this counter
-//!   use unless the caller names another;
+//! - `prefixes`, an array of distinct strings: the prefixes the counter
+//!   *owns*, the only ones its formatted IDs may use. A unique index on it
+//!   (`PREFIXES_INDEX`) keeps two counters from owning one prefix, the empty
+//!   one included, so that the formatted IDs of two counters never collide.
+//!   An empty array: the counter hands out raw values only. Absent (a
+//!   document made before idmint knew owners, or by hand): the counter owns
+//!   its `prefix`, or the empty prefix, *undeclared*: no index protects it,
+//!   so that a collision is reported (`status`, `install`, and before any
+//!   ID is formatted) and never silently resolved;
+//! - `prefix`, a string, optional: the default prefix; with `prefixes`, one
+//!   of them (absent: the first);
 //!
 //! and then the kind's own fields (`kinds/<kind>/`).
 
@@ -29,6 +38,24 @@ pub(crate) fn well_formed<K: Kind>() -> Document {
     let mut terms = vec![
         Bson::Document(doc! { "$eq": [{ "$ifNull": ["$kind", DEFAULT_KIND] }, K::NAME] }),
         Bson::Document(doc! { "$in": [{ "$type": "$prefix" }, ["missing", "null", "string"]] }),
+        // The twin of `read_prefixes`: strings, none twice, the default
+        // among them. `$and` stops at the first false term, so `$size` only
+        // ever sees an array.
+        Bson::Document(doc! { "$or": [
+            { "$eq": [{ "$type": "$prefixes" }, "missing"] },
+            { "$and": [
+                { "$isArray": "$prefixes" },
+                { "$allElementsTrue": [{ "$map": {
+                    "input": "$prefixes",
+                    "in": { "$eq": [{ "$type": "$$this" }, "string"] },
+                }}] },
+                { "$eq": [{ "$size": "$prefixes" }, { "$size": { "$setUnion": ["$prefixes"] } }] },
+                { "$or": [
+                    { "$in": [{ "$type": "$prefix" }, ["missing", "null"]] },
+                    { "$in": ["$prefix", "$prefixes"] },
+                ]},
+            ]},
+        ]}),
     ];
     terms.extend(K::guard());
     doc! { "$and": terms }
@@ -97,6 +124,73 @@ pub(crate) fn read_prefix(doc: &Document) -> Result<Option<String>, String> {
         Some(Bson::String(prefix)) => Ok(Some(prefix.clone())),
         Some(other) => Err(format!("prefix is {}, not a string", describe_value(other))),
     }
+}
+
+/// The prefixes a counter owns, as read ([`read_prefixes`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Owned {
+    /// The prefixes, the default first.
+    pub prefixes: Vec<String>,
+    /// Whether the document declares them (`prefixes`), so that the unique
+    /// index protects them; otherwise they are derived from `prefix`.
+    pub declared: bool,
+}
+
+/// Reads the prefixes a counter owns and its default prefix, or says what is
+/// wrong with them (see the module docs): a `prefixes` that is not an array
+/// of distinct strings holding the default is corrupt, as `well_formed`'s
+/// twin terms say on the server.
+pub(crate) fn read_prefixes(doc: &Document) -> Result<Owned, String> {
+    let default = read_prefix(doc)?;
+    match doc.get("prefixes") {
+        None => Ok(Owned {
+            prefixes: vec![default.unwrap_or_default()],
+            declared: false,
+        }),
+        Some(Bson::Array(values)) => {
+            let mut prefixes = Vec::with_capacity(values.len());
+            for value in values {
+                match value {
+                    Bson::String(prefix) if prefixes.contains(prefix) => {
+                        return Err(format!("prefixes holds {prefix:?} twice"));
+                    }
+                    Bson::String(prefix) => prefixes.push(prefix.clone()),
+                    other => {
+                        return Err(format!(
+                            "prefixes holds {}, not only strings",
+                            describe_value(other)
+                        ))
+                    }
+                }
+            }
+            if let Some(default) = default {
+                match prefixes.iter().position(|prefix| *prefix == default) {
+                    Some(at) => {
+                        let default = prefixes.remove(at);
+                        prefixes.insert(0, default);
+                    }
+                    None => {
+                        return Err(format!(
+                            "prefix {default:?} is not one of its prefixes {prefixes:?}"
+                        ))
+                    }
+                }
+            }
+            Ok(Owned {
+                prefixes,
+                declared: true,
+            })
+        }
+        Some(other) => Err(format!(
+            "prefixes is {}, not an array",
+            describe_value(other)
+        )),
+    }
+}
+
+/// The database a collection is in.
+pub(crate) fn database_of(collection: &mongodb::Collection<Document>) -> mongodb::Database {
+    collection.client().database(&collection.namespace().db)
 }
 
 /// Reads the `kind` field's text: `None` for the default kind.

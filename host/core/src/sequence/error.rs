@@ -113,6 +113,42 @@ pub enum SequenceError {
         /// The most one call takes.
         max: u64,
     },
+    /// A formatted ID was asked for with a prefix its counter does not own.
+    #[error("{}", prefix_not_owned(name, prefix, owned))]
+    PrefixNotOwned {
+        /// The counter.
+        name: CounterName,
+        /// The prefix asked for.
+        prefix: String,
+        /// The prefixes the counter owns.
+        owned: Vec<String>,
+    },
+    /// Another counter owns the prefix; nothing was written.
+    #[error(
+        "prefix {prefix:?} is owned by counter '{owner}': the formatted IDs of two counters must \
+         not share a prefix, or they can collide; choose another prefix, or create the counter \
+         with --raw if it only hands out raw values (seq, values, ranges)"
+    )]
+    PrefixTaken {
+        /// The prefix.
+        prefix: String,
+        /// The counter that owns it.
+        owner: String,
+    },
+    /// More than one counter owns the prefix (documents made before idmint
+    /// declared owners): no ID is formatted with it until that is resolved.
+    #[error(
+        "prefix {prefix:?} is owned by counters {}: their formatted IDs can collide, so none is \
+         formatted with it; give all but one a prefix of its own (idmint counter prefix add NAME \
+         NEW, then idmint counter prefix remove NAME {prefix:?}); nothing was taken",
+        counters.join(", ")
+    )]
+    PrefixShared {
+        /// The prefix.
+        prefix: String,
+        /// The counters that own it.
+        counters: Vec<String>,
+    },
     /// A worker lease document is malformed; it was left unchanged.
     #[error("worker lease {id} of counter '{counter}' is corrupt: {reason}; it was left unchanged, fix or delete it")]
     CorruptLease {
@@ -284,7 +320,10 @@ impl SequenceError {
             | Self::WrongKind { .. }
             | Self::NoRuns { .. }
             | Self::CorruptLease { .. }
-            | Self::WorkerOutsideLayout { .. } => ErrorClass::Conflict,
+            | Self::WorkerOutsideLayout { .. }
+            | Self::PrefixNotOwned { .. }
+            | Self::PrefixTaken { .. }
+            | Self::PrefixShared { .. } => ErrorClass::Conflict,
             Self::Exhausted { .. } => ErrorClass::Exhausted,
             Self::NoWorkerFree { .. }
             | Self::ClockBehind { .. }
@@ -297,6 +336,22 @@ impl SequenceError {
             }
         }
     }
+}
+
+/// The message of [`SequenceError::PrefixNotOwned`].
+fn prefix_not_owned(name: &CounterName, prefix: &str, owned: &[String]) -> String {
+    if owned.is_empty() {
+        return format!(
+            "counter '{name}' owns no prefix: it hands out raw values only (seq, values, \
+             ranges); give it one with `idmint counter prefix add {name} PREFIX`"
+        );
+    }
+    let owned: Vec<String> = owned.iter().map(|p| format!("{p:?}")).collect();
+    format!(
+        "counter '{name}' does not own prefix {prefix:?} (it owns {}): IDs with another \
+         counter's prefix could collide with that counter's; nothing was taken",
+        owned.join(", ")
+    )
 }
 
 /// A kind's name with its article: "a cyclic", "an autoinc".

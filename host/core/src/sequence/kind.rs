@@ -106,6 +106,9 @@ pub trait Handle {
     /// The counter's name.
     fn name(&self) -> &CounterName;
 
+    /// The database the counter is in.
+    fn database(&self) -> Database;
+
     /// Reads the counter as it is now.
     async fn state(&self) -> Result<super::CounterState, SequenceError>;
 

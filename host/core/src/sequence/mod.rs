@@ -35,6 +35,7 @@ mod error;
 mod kind;
 mod kinds;
 mod name;
+pub mod prefixes;
 mod registry;
 mod settings;
 
@@ -61,7 +62,7 @@ pub use kinds::snowflake::{
 pub use name::{CounterName, MAX_COUNTER_NAME_LEN};
 pub use registry::{
     take_command, CounterKind, CounterSpec, CounterState, KindState, OpenOptions, Sequence,
-    UnknownKind,
+    UnknownKind, MAX_PREFIXES, MAX_PREFIX_BYTES,
 };
 pub use settings::Settings;
 

@@ -19,7 +19,7 @@ use mongodb::bson::{doc, Bson, Document};
 use mongodb::{Collection, Database};
 use serde::Serialize;
 
-use super::document::{read_kind, read_prefix, DEFAULT_KIND};
+use super::document::{read_kind, read_prefixes, DEFAULT_KIND};
 use super::kind::{
     check_block, CommandOptions, Fact, GiveBack, Handle, Held, Kind, Setting, ValueShape,
 };
@@ -225,6 +225,13 @@ macro_rules! kinds {
                 }
             }
 
+            /// The database the counter is in.
+            pub fn database(&self) -> Database {
+                match self {
+                    $(Self::$variant(handle) => Handle::database(handle),)+
+                }
+            }
+
             /// Reserves `count` values, 1 to [`MAX_BLOCK`](super::MAX_BLOCK), in one
             /// round trip (segment and snowflake counters: from memory), and
             /// returns them in the order issued, each a [`Stamp`] ready for
@@ -356,8 +363,21 @@ pub struct CounterState {
     /// The kind and its fields.
     #[serde(flatten)]
     pub kind: KindState,
-    /// The counter's default ID prefix, if it has one.
+    /// The counter's default ID prefix, if it has one (`None`: the empty
+    /// prefix, or none at all for a counter that owns none).
     pub prefix: Option<String>,
+    /// The prefixes the counter owns, the default first: the only ones its
+    /// formatted IDs may use. Empty: it hands out raw values only.
+    pub prefixes: Vec<String>,
+    /// Whether the document declares its prefixes (so that the unique index
+    /// keeps other counters from them), or they are derived from an older
+    /// document's `prefix` (see `document.rs`).
+    #[serde(skip_serializing_if = "is_true")]
+    pub prefixes_declared: bool,
+}
+
+fn is_true(value: &bool) -> bool {
+    *value
 }
 
 impl CounterState {
@@ -378,12 +398,25 @@ impl CounterState {
             })?,
         };
         let kind = CounterKind::read(kind, document).map_err(corrupt)?;
-        let prefix = read_prefix(document).map_err(corrupt)?;
+        let owned = read_prefixes(document).map_err(corrupt)?;
         Ok(Self {
             name: name.to_string(),
             kind,
-            prefix,
+            prefix: owned.prefixes.first().filter(|p| !p.is_empty()).cloned(),
+            prefixes: owned.prefixes,
+            prefixes_declared: owned.declared,
         })
+    }
+
+    /// Whether the counter owns `prefix`: whether its formatted IDs may use it.
+    pub fn owns(&self, prefix: &str) -> bool {
+        self.prefixes.iter().any(|owned| owned == prefix)
+    }
+
+    /// The prefix its formatted IDs use when the caller names none: the
+    /// default, or the empty prefix.
+    pub fn default_prefix(&self) -> &str {
+        self.prefix.as_deref().unwrap_or_default()
     }
 
     /// The counter's kind.
@@ -418,7 +451,8 @@ impl CounterState {
     }
 }
 
-/// Settings of a new counter: its kind, the kind's settings and a prefix.
+/// Settings of a new counter: its kind, the kind's settings and the
+/// prefixes it owns.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CounterSpec {
@@ -426,9 +460,17 @@ pub struct CounterSpec {
     pub kind: CounterKind,
     /// The kind's settings; a setting of another kind is refused.
     pub settings: Settings,
-    /// The counter's default ID prefix. Default: none.
-    pub prefix: Option<String>,
+    /// The prefixes the counter owns, the default first. Default: the empty
+    /// prefix (and so no other counter may own it); empty: raw values only.
+    pub prefixes: Vec<String>,
 }
+
+/// The most prefixes one counter owns.
+pub const MAX_PREFIXES: usize = 32;
+
+/// The longest prefix a counter owns, in bytes (each policy has its own,
+/// usually shorter, limit).
+pub const MAX_PREFIX_BYTES: usize = 128;
 
 impl Default for CounterSpec {
     fn default() -> Self {
@@ -446,7 +488,7 @@ impl CounterSpec {
         Self {
             kind,
             settings: Settings::default(),
-            prefix: None,
+            prefixes: vec![String::new()],
         }
     }
 
@@ -468,9 +510,16 @@ impl CounterSpec {
         self
     }
 
-    /// Sets the default prefix.
+    /// Sets the one prefix the counter owns (`None`: the empty prefix).
     pub fn prefix(mut self, prefix: Option<String>) -> Self {
-        self.prefix = prefix;
+        self.prefixes = vec![prefix.unwrap_or_default()];
+        self
+    }
+
+    /// Sets the prefixes the counter owns, the default first; none: it hands
+    /// out raw values only.
+    pub fn prefixes(mut self, prefixes: Vec<String>) -> Self {
+        self.prefixes = prefixes;
         self
     }
 
@@ -496,13 +545,43 @@ impl CounterSpec {
                 CounterKind::taking(setting)
             )));
         }
+        check_prefixes(&self.prefixes)?;
         let mut document = doc! { "_id": name.as_str(), "kind": kind.as_str() };
         document.extend(kind.fields(&self.settings, now_ms)?);
-        if let Some(prefix) = &self.prefix {
+        if let Some(prefix) = self.prefixes.first().filter(|p| !p.is_empty()) {
             document.insert("prefix", prefix.as_str());
         }
+        document.insert("prefixes", &self.prefixes);
         Ok(document)
     }
+}
+
+/// Fails unless `prefixes` can be owned by one counter: distinct, at most
+/// [`MAX_PREFIXES`], each at most [`MAX_PREFIX_BYTES`] and without control
+/// characters (which characters a prefix may hold is each policy's to say).
+pub(crate) fn check_prefixes(prefixes: &[String]) -> Result<(), SequenceError> {
+    let bad = |reason: String| Err(SequenceError::InvalidSpec(reason));
+    if prefixes.len() > MAX_PREFIXES {
+        return bad(format!(
+            "{} prefixes: a counter owns at most {MAX_PREFIXES}",
+            prefixes.len()
+        ));
+    }
+    for (at, prefix) in prefixes.iter().enumerate() {
+        if prefixes[..at].contains(prefix) {
+            return bad(format!("prefix {prefix:?} is given twice"));
+        }
+        if prefix.len() > MAX_PREFIX_BYTES {
+            return bad(format!(
+                "prefix {prefix:?} is {} bytes long, the limit is {MAX_PREFIX_BYTES}",
+                prefix.len()
+            ));
+        }
+        if prefix.chars().any(char::is_control) {
+            return bad(format!("prefix {prefix:?} holds a control character"));
+        }
+    }
+    Ok(())
 }
 
 /// Creates counter `name` in `collection` as `spec` says; fails with
@@ -516,6 +595,9 @@ pub(crate) async fn create_in(
 ) -> Result<CounterState, SequenceError> {
     let now_ms = super::SystemClock.now_micros() / 1000;
     let document = spec.document(name, now_ms)?;
+    if !spec.prefixes.is_empty() {
+        super::prefixes::ensure_index(collection, name).await?;
+    }
     let Some((check, refusal)) = spec.kind.creation_check(&document) else {
         return match collection
             .insert_one(&document)
@@ -524,7 +606,7 @@ pub(crate) async fn create_in(
         {
             Ok(_) => CounterState::from_document(name, &document),
             Err(error) if crate::mongo::is_duplicate_key(&error) => {
-                Err(SequenceError::CounterExists(name.clone()))
+                Err(super::prefixes::explain_duplicate(collection, name, &spec.prefixes).await)
             }
             Err(source) => Err(SequenceError::from_database(
                 name, "create", "insert", source,
@@ -553,7 +635,7 @@ pub(crate) async fn create_in(
         Ok(None) => CounterState::from_document(name, &document),
         Ok(Some(_)) => Err(SequenceError::CounterExists(name.clone())),
         Err(error) if crate::mongo::is_duplicate_key(&error) => {
-            Err(SequenceError::CounterExists(name.clone()))
+            Err(super::prefixes::explain_duplicate(collection, name, &spec.prefixes).await)
         }
         Err(error) => match crate::mongo::server_message(&error) {
             Some(message) if !crate::mongo::is_unauthorized(&error) => {
@@ -663,7 +745,8 @@ mod tests {
         let json = serde_json::to_value(&segment).unwrap();
         assert_eq!(
             json,
-            serde_json::json!({"name": "c", "kind": "segment", "max": 1, "step": 1000, "prefix": null})
+            // An older document: it owns the empty prefix, undeclared.
+            serde_json::json!({"name": "c", "kind": "segment", "max": 1, "step": 1000, "prefix": null, "prefixes": [""], "prefixes_declared": false})
         );
     }
 
@@ -735,7 +818,7 @@ mod tests {
     fn each_kind_writes_its_document() {
         assert_eq!(
             CounterSpec::default().document(&name(), NOW_MS).unwrap(),
-            doc! { "_id": "c", "kind": "cyclic", "val": 0_i64, "maxval": 99_i64 }
+            doc! { "_id": "c", "kind": "cyclic", "val": 0_i64, "maxval": 99_i64, "prefixes": [""] }
         );
         assert_eq!(
             CounterSpec::of(CounterKind::Autoinc)
@@ -743,13 +826,14 @@ mod tests {
                 .prefix(Some("INV-".into()))
                 .document(&name(), NOW_MS)
                 .unwrap(),
-            doc! { "_id": "c", "kind": "autoinc", "seq": 99_i64, "prefix": "INV-" }
+            doc! { "_id": "c", "kind": "autoinc", "seq": 99_i64, "prefix": "INV-", "prefixes": ["INV-"] }
         );
         assert_eq!(
             CounterSpec::of(CounterKind::Segment)
+                .prefixes(Vec::new())
                 .document(&name(), NOW_MS)
                 .unwrap(),
-            doc! { "_id": "c", "kind": "segment", "max": 1_i64, "step": 1000_i64 }
+            doc! { "_id": "c", "kind": "segment", "max": 1_i64, "step": 1000_i64, "prefixes": [] }
         );
     }
 

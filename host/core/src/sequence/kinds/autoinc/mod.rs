@@ -30,6 +30,7 @@ use serde::Serialize;
 use crate::mongo::{self, durable_write_concern};
 use crate::parts::Stamp;
 use crate::sequence::advance::{advance, Unmatched};
+use crate::sequence::document::database_of;
 use crate::sequence::document::{integer_in, read_integer, well_formed};
 use crate::sequence::kind::{
     CommandOptions, Fact, Handle, Kind, Repeats, Setting, ValueShape, MAX_VALUE,
@@ -216,7 +217,9 @@ impl AutoIncrement {
             other => return other,
         }
         let kind = Autoinc::NAME.parse().expect("autoinc is registered");
-        let spec = CounterSpec::of(kind).start(start);
+        // A counter made on first use owns no prefix: many processes make
+        // counters this way, and none of them chose one.
+        let spec = CounterSpec::of(kind).start(start).prefixes(Vec::new());
         let now_ms = crate::sequence::Clock::now_micros(&crate::sequence::SystemClock) / 1000;
         let mut document = spec.document(&self.name, now_ms)?;
         let first = start;
@@ -267,6 +270,10 @@ pub(crate) fn advance_pipeline(count: u64) -> Vec<Document> {
 impl Handle for AutoIncrement {
     fn name(&self) -> &CounterName {
         &self.name
+    }
+
+    fn database(&self) -> Database {
+        database_of(&self.collection)
     }
 
     async fn state(&self) -> Result<CounterState, SequenceError> {

@@ -36,6 +36,7 @@ use serde::Serialize;
 
 use crate::mongo::durable_write_concern;
 use crate::parts::Stamp;
+use crate::sequence::document::database_of;
 use crate::sequence::document::{integer_in, read_integer, well_formed};
 use crate::sequence::kind::{
     check_block, ClientTime, CommandOptions, Fact, Handle, Kind, Repeats, Setting, ValueShape,
@@ -275,6 +276,10 @@ impl CyclicCounter {
 impl Handle for CyclicCounter {
     fn name(&self) -> &CounterName {
         &self.name
+    }
+
+    fn database(&self) -> Database {
+        database_of(&self.collection)
     }
 
     async fn state(&self) -> Result<CounterState, SequenceError> {

@@ -39,6 +39,7 @@ use serde::Serialize;
 use crate::mongo::durable_write_concern;
 use crate::parts::{Period, PeriodUnit, Stamp};
 use crate::sequence::advance::{advance, Unmatched};
+use crate::sequence::document::database_of;
 use crate::sequence::document::{integer_in, read_integer, read_string, well_formed};
 use crate::sequence::kind::{
     CommandOptions, Fact, Handle, Kind, Repeats, Setting, ValueShape, MAX_VALUE,
@@ -412,6 +413,10 @@ impl PeriodicCounter {
 impl Handle for PeriodicCounter {
     fn name(&self) -> &CounterName {
         &self.name
+    }
+
+    fn database(&self) -> Database {
+        database_of(&self.collection)
     }
 
     async fn state(&self) -> Result<CounterState, SequenceError> {

@@ -33,6 +33,7 @@ use super::counter::{SegmentCounter, Taken};
 use super::step;
 use crate::mongo::durable_write_concern;
 use crate::parts::Stamp;
+use crate::sequence::document::database_of;
 use crate::sequence::kind::{BufferStats, GiveBack, Handle, Held};
 use crate::sequence::{CounterName, CounterState, SequenceError, COUNTERS_COLLECTION};
 
@@ -350,6 +351,10 @@ impl SegmentAllocator {
 impl Handle for SegmentAllocator {
     fn name(&self) -> &CounterName {
         SegmentAllocator::name(self)
+    }
+
+    fn database(&self) -> Database {
+        database_of(&self.inner.counter.collection)
     }
 
     async fn state(&self) -> Result<CounterState, SequenceError> {

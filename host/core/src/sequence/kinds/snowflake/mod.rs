@@ -547,6 +547,10 @@ impl Handle for Snowflake {
         Snowflake::name(self)
     }
 
+    fn database(&self) -> Database {
+        self.inner.database.clone()
+    }
+
     async fn state(&self) -> Result<CounterState, SequenceError> {
         Snowflake::state(self).await
     }

@@ -1,0 +1,330 @@
+//! Who owns a prefix: the formatted ID space belongs to one counter.
+//!
+//! Two counters that format IDs with the same prefix can issue the same ID
+//! (two fresh counters both hand out 1, and a frozen clock gives them the same
+//! time), so each prefix, the empty one included, is owned by at most one
+//! counter (`prefixes` in its document, see `document.rs`), and an ID may only
+//! be formatted with a prefix its counter owns ([`check_use`]).
+//!
+//! - A unique index on `prefixes` ([`PREFIXES_INDEX`], partial: counters that
+//!   own no prefix are not in it) makes the rule atomic: creating a counter,
+//!   or adding a prefix to one, fails with a duplicate key when another counter
+//!   owns it, and nothing is written. `idmint install` creates the index;
+//!   creating a counter makes sure of it too.
+//! - Documents without `prefixes` (made by an idmint before owners, or by hand
+//!   as the seed's) own their `prefix`, or the empty prefix, undeclared: the
+//!   index cannot see them, so [`check_use`] also asks whether another counter
+//!   owns the prefix, and [`collisions`] lists every prefix owned twice, for
+//!   `idmint status` and `install` to report with what to do. Nothing is ever
+//!   changed without being asked: `idmint counter prefix add` declares.
+
+use futures_util::TryStreamExt;
+use mongodb::bson::{doc, Bson, Document};
+use mongodb::options::IndexOptions;
+use mongodb::{Collection, Database, IndexModel};
+use serde::Serialize;
+
+use super::document::read_prefixes;
+use super::registry::{check_prefixes, read_state, MAX_PREFIXES};
+use super::{CounterName, CounterState, SequenceError, COUNTERS_COLLECTION};
+use crate::mongo::{self, durable_write_concern};
+
+/// The name of the unique index on the counters' `prefixes`.
+pub const PREFIXES_INDEX: &str = "idmint_prefixes";
+
+/// The unique index that keeps two counters from owning one prefix.
+pub fn index_model() -> IndexModel {
+    IndexModel::builder()
+        .keys(doc! { "prefixes": 1 })
+        .options(
+            IndexOptions::builder()
+                .name(PREFIXES_INDEX.to_string())
+                .unique(true)
+                // A counter that owns no prefix (raw values only) has an
+                // empty array, which a unique index would see as one value
+                // shared by all of them.
+                .partial_filter_expression(doc! { "prefixes.0": { "$exists": true } })
+                .build(),
+        )
+        .build()
+}
+
+/// Creates the index if it is missing (idempotent).
+pub(crate) async fn ensure_index(
+    collection: &Collection<Document>,
+    name: &CounterName,
+) -> Result<(), SequenceError> {
+    collection
+        .create_index(index_model())
+        .await
+        .map(drop)
+        .map_err(|source| {
+            SequenceError::from_database(name, "index the prefixes of", "createIndex", source)
+        })
+}
+
+/// The filter of the counters that own `prefix`, declared or not.
+fn owning(prefix: &str) -> Document {
+    let mut undeclared = vec![Bson::Document(doc! { "prefix": prefix })];
+    if prefix.is_empty() {
+        undeclared.push(Bson::Document(doc! { "prefix": null }));
+    }
+    doc! { "$or": [
+        { "prefixes": prefix },
+        { "prefixes": { "$exists": false }, "$or": undeclared },
+    ]}
+}
+
+/// The names of the counters that own `prefix`, by name.
+pub async fn owners(database: &Database, prefix: &str) -> Result<Vec<String>, SequenceError> {
+    let documents: Vec<Document> = database
+        .collection::<Document>(COUNTERS_COLLECTION)
+        .find(owning(prefix))
+        .projection(doc! { "_id": 1 })
+        .sort(doc! { "_id": 1 })
+        .await
+        .map_err(|source| SequenceError::ListCounters { source })?
+        .try_collect()
+        .await
+        .map_err(|source| SequenceError::ListCounters { source })?;
+    Ok(documents
+        .iter()
+        .filter_map(|document| document.get_str("_id").ok().map(str::to_string))
+        .collect())
+}
+
+/// Fails unless counter `state` may format IDs with `prefix`: it owns it, and
+/// no other counter does (which only a document without declared prefixes
+/// can bring about). Nothing is written either way.
+pub async fn check_use(
+    database: &Database,
+    state: &CounterState,
+    prefix: &str,
+) -> Result<(), SequenceError> {
+    let name = CounterName::new(&state.name)?;
+    if !state.owns(prefix) {
+        return Err(SequenceError::PrefixNotOwned {
+            name,
+            prefix: prefix.to_string(),
+            owned: state.prefixes.clone(),
+        });
+    }
+    let owners = owners(database, prefix).await?;
+    if owners.iter().any(|owner| *owner != state.name) {
+        return Err(SequenceError::PrefixShared {
+            prefix: prefix.to_string(),
+            counters: owners,
+        });
+    }
+    Ok(())
+}
+
+/// A prefix owned by more than one counter.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Collision {
+    /// The prefix.
+    pub prefix: String,
+    /// The counters that own it, by name.
+    pub counters: Vec<String>,
+    /// Of those, the ones whose documents declare it (`prefixes`): two of
+    /// them keep the unique index from being built.
+    pub declared_by: Vec<String>,
+}
+
+impl Collision {
+    /// What to do about it, in words.
+    pub fn advice(&self) -> String {
+        format!(
+            "prefix {:?} is owned by counters {}: their formatted IDs can collide; give all but \
+             one a prefix of its own (idmint counter prefix add NAME NEW, then \
+             idmint counter prefix remove NAME {:?})",
+            self.prefix,
+            self.counters.join(", "),
+            self.prefix
+        )
+    }
+}
+
+/// Every prefix owned by more than one counter of `database` (only
+/// documents without declared prefixes can make one: see the module docs).
+pub async fn collisions(database: &Database) -> Result<Vec<Collision>, SequenceError> {
+    let documents: Vec<Document> = database
+        .collection::<Document>(COUNTERS_COLLECTION)
+        .find(doc! {})
+        .projection(doc! { "_id": 1, "prefix": 1, "prefixes": 1 })
+        .sort(doc! { "_id": 1 })
+        .await
+        .map_err(|source| SequenceError::ListCounters { source })?
+        .try_collect()
+        .await
+        .map_err(|source| SequenceError::ListCounters { source })?;
+    let mut owners: std::collections::BTreeMap<String, Collision> = Default::default();
+    for document in &documents {
+        let (Ok(name), Ok(owned)) = (document.get_str("_id"), read_prefixes(document)) else {
+            // A corrupt document is reported by whatever reads it.
+            continue;
+        };
+        for prefix in owned.prefixes {
+            let collision = owners.entry(prefix.clone()).or_insert_with(|| Collision {
+                prefix,
+                counters: Vec::new(),
+                declared_by: Vec::new(),
+            });
+            if !collision.counters.iter().any(|counter| counter == name) {
+                collision.counters.push(name.to_string());
+                if owned.declared {
+                    collision.declared_by.push(name.to_string());
+                }
+            }
+        }
+    }
+    Ok(owners
+        .into_values()
+        .filter(|collision| collision.counters.len() > 1)
+        .collect())
+}
+
+/// The error a duplicate key on creating counter `name` owning `prefixes`
+/// means: the counter exists, or another one owns one of the prefixes.
+pub(crate) async fn explain_duplicate(
+    collection: &Collection<Document>,
+    name: &CounterName,
+    prefixes: &[String],
+) -> SequenceError {
+    match read_state(collection, name).await {
+        Err(SequenceError::UnknownCounter(_)) => {}
+        _ => return SequenceError::CounterExists(name.clone()),
+    }
+    prefix_taken(super::document::database_of(collection), name, prefixes).await
+}
+
+/// The [`SequenceError::PrefixTaken`] for the first of `prefixes` another
+/// counter than `name` owns.
+async fn prefix_taken(
+    database: Database,
+    name: &CounterName,
+    prefixes: &[String],
+) -> SequenceError {
+    for prefix in prefixes {
+        match owners(&database, prefix).await {
+            Ok(owners) => {
+                if let Some(owner) = owners.into_iter().find(|owner| owner != name.as_str()) {
+                    return SequenceError::PrefixTaken {
+                        prefix: prefix.clone(),
+                        owner,
+                    };
+                }
+            }
+            Err(error) => return error,
+        }
+    }
+    // Another writer removed it in between: say what was seen.
+    SequenceError::Contended {
+        name: name.clone(),
+        attempts: 1,
+    }
+}
+
+/// Makes counter `name` own `prefix` too (declaring its prefixes if the
+/// document did not), with one conditional update under the unique index:
+/// a prefix another counter owns is refused and nothing changes. Returns
+/// the counter after.
+pub async fn add(
+    database: &Database,
+    name: &CounterName,
+    prefix: &str,
+) -> Result<CounterState, SequenceError> {
+    let collection = database.collection::<Document>(COUNTERS_COLLECTION);
+    ensure_index(&collection, name).await?;
+    let state = read_state(&collection, name).await?;
+    if state.prefixes_declared && state.owns(prefix) {
+        return Ok(state);
+    }
+    let mut prefixes = state.prefixes.clone();
+    if !prefixes.iter().any(|owned| owned == prefix) {
+        prefixes.push(prefix.to_string());
+    }
+    if prefixes.len() > MAX_PREFIXES {
+        return Err(SequenceError::InvalidSpec(format!(
+            "counter '{name}' owns {MAX_PREFIXES} prefixes already, the most one counter owns"
+        )));
+    }
+    check_prefixes(&prefixes)?;
+    rewrite(&collection, name, &state, prefixes).await
+}
+
+/// Makes counter `name` give up `prefix` (declaring its prefixes if the
+/// document did not). Its default becomes the next one it owns; without
+/// any, it hands out raw values only. Returns the counter after.
+pub async fn remove(
+    database: &Database,
+    name: &CounterName,
+    prefix: &str,
+) -> Result<CounterState, SequenceError> {
+    let collection = database.collection::<Document>(COUNTERS_COLLECTION);
+    let state = read_state(&collection, name).await?;
+    if !state.owns(prefix) {
+        return Err(SequenceError::PrefixNotOwned {
+            name: name.clone(),
+            prefix: prefix.to_string(),
+            owned: state.prefixes.clone(),
+        });
+    }
+    let prefixes = state
+        .prefixes
+        .iter()
+        .filter(|owned| *owned != prefix)
+        .cloned()
+        .collect();
+    rewrite(&collection, name, &state, prefixes).await
+}
+
+/// Replaces the prefixes of counter `name`, read as `before`, with `prefixes`
+/// (the default first), if the document still has the ones read.
+async fn rewrite(
+    collection: &Collection<Document>,
+    name: &CounterName,
+    before: &CounterState,
+    prefixes: Vec<String>,
+) -> Result<CounterState, SequenceError> {
+    let mut filter = doc! { "_id": name.as_str() };
+    if before.prefixes_declared {
+        filter.insert("prefixes", &before.prefixes);
+    } else {
+        filter.insert("prefixes", doc! { "$exists": false });
+    }
+    let mut set = doc! { "prefixes": &prefixes };
+    let update = match prefixes.first().filter(|p| !p.is_empty()) {
+        Some(default) => {
+            set.insert("prefix", default.as_str());
+            doc! { "$set": set }
+        }
+        None => doc! { "$set": set, "$unset": { "prefix": "" } },
+    };
+    let result = collection
+        .find_one_and_update(filter, update)
+        .return_document(mongodb::options::ReturnDocument::After)
+        .write_concern(durable_write_concern())
+        .await;
+    match result {
+        Ok(Some(document)) => CounterState::from_document(name, &document),
+        Ok(None) => Err(SequenceError::Contended {
+            name: name.clone(),
+            attempts: 1,
+        }),
+        Err(error) if mongo::is_duplicate_key(&error) => {
+            let database = super::document::database_of(collection);
+            let new: Vec<String> = prefixes
+                .into_iter()
+                .filter(|prefix| !before.owns(prefix) || !before.prefixes_declared)
+                .collect();
+            Err(prefix_taken(database, name, &new).await)
+        }
+        Err(source) => Err(SequenceError::from_database(
+            name,
+            "change the prefixes of",
+            "update",
+            source,
+        )),
+    }
+}

@@ -1,0 +1,226 @@
+//! The formatted ID space belongs to one counter (issue 18, section 1): two
+//! counters cannot own one prefix, the empty one included; an ID may only
+//! be formatted with a prefix its counter owns; a token may be limited to
+//! some prefixes; counters made before owners were declared are reported,
+//! never silently changed. Every refusal changes nothing.
+
+use std::collections::HashSet;
+use std::process::Command;
+
+use mongodb::bson::{doc, Document};
+
+use crate::harness::{self, assert_exit, run, stderr, stdout};
+
+fn idmint(test: &str) -> Command {
+    harness::idmint(test)
+}
+
+async fn counters(test: &str) -> Vec<Document> {
+    let database = harness::database_handle(test).await;
+    harness::documents(&database, "counters").await
+}
+
+/// Two counters under a frozen clock: without owners they issued the same
+/// IDs (the issue's reproduction); now the second cannot take the first's
+/// (empty) prefix, and with a prefix of its own all their IDs differ.
+#[tokio::test]
+async fn two_counters_never_issue_one_id_even_under_a_frozen_clock() {
+    const TEST: &str = "prefixes_frozen";
+    harness::database(TEST).await;
+    assert_exit(&run(idmint(TEST).args(["counter", "create", "c1"])), 0);
+    let before = counters(TEST).await;
+    let refused = run(idmint(TEST).args(["counter", "create", "c2"]));
+    assert_exit(&refused, 2);
+    assert!(
+        stderr(&refused).contains("prefix \"\" is owned by counter 'c1'"),
+        "{}",
+        stderr(&refused)
+    );
+    assert_eq!(
+        counters(TEST).await,
+        before,
+        "a refused counter was written"
+    );
+
+    assert_exit(
+        &run(idmint(TEST).args(["counter", "create", "c2", "--prefix", "C2-"])),
+        0,
+    );
+    // Borrowing the other counter's prefix is refused before a value is taken.
+    let before = counters(TEST).await;
+    for (counter, prefix) in [("c2", ""), ("c1", "C2-")] {
+        let borrowed = run(idmint(TEST).args(["next", counter, "--prefix", prefix]));
+        assert_exit(&borrowed, 2);
+        assert!(
+            stderr(&borrowed).contains(&format!("counter '{counter}' does not own prefix")),
+            "{}",
+            stderr(&borrowed)
+        );
+    }
+    assert_eq!(
+        counters(TEST).await,
+        before,
+        "a refused request took a value"
+    );
+
+    // The same frozen instant for both processes: 100 IDs each, none shared.
+    let mut seen = HashSet::new();
+    for counter in ["c1", "c2"] {
+        let output = run(Command::new("faketime")
+            .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
+            .args(["2026-01-01 00:00:00", env!("CARGO_BIN_EXE_idmint")])
+            .args(["next", counter, "--count", "100"])
+            .env("MONGODB_URI", harness::uri())
+            .env("IDMINT_DB", harness::database_name(TEST)));
+        assert_exit(&output, 0);
+        for id in stdout(&output).lines() {
+            assert!(seen.insert(id.to_string()), "{id} was issued twice");
+        }
+    }
+    assert_eq!(seen.len(), 200);
+}
+
+/// `counter prefix add` under the unique index: a prefix another counter
+/// owns is refused and nothing changes; a free one is owned; `remove` gives
+/// it up, and another counter may then take it.
+#[tokio::test]
+async fn prefixes_are_added_and_removed_under_the_unique_index() {
+    const TEST: &str = "prefixes_add_remove";
+    harness::database(TEST).await;
+    assert_exit(
+        &run(idmint(TEST).args(["counter", "create", "a", "--prefix", "A-"])),
+        0,
+    );
+    assert_exit(
+        &run(idmint(TEST).args(["counter", "create", "b", "--prefix", "B-", "--prefix", "X-"])),
+        0,
+    );
+    let before = counters(TEST).await;
+    let taken = run(idmint(TEST).args(["counter", "prefix", "add", "a", "X-"]));
+    assert_exit(&taken, 2);
+    assert!(
+        stderr(&taken).contains("prefix \"X-\" is owned by counter 'b'"),
+        "{}",
+        stderr(&taken)
+    );
+    assert_eq!(
+        counters(TEST).await,
+        before,
+        "a refused add changed a counter"
+    );
+
+    assert_exit(
+        &run(idmint(TEST).args(["counter", "prefix", "remove", "b", "X-"])),
+        0,
+    );
+    let added = run(idmint(TEST).args(["counter", "prefix", "add", "a", "X-"]));
+    assert_exit(&added, 0);
+    assert!(
+        stdout(&added).contains("prefix: A- (it also owns X-)"),
+        "{}",
+        stdout(&added)
+    );
+    let ids = run(idmint(TEST).args(["next", "a", "--prefix", "X-", "--count", "2"]));
+    assert_exit(&ids, 0);
+    assert!(stdout(&ids).lines().all(|id| id.starts_with("X-")));
+    // A counter that owns none hands out raw values, and no IDs.
+    assert_exit(
+        &run(idmint(TEST).args(["counter", "create", "r", "--kind", "autoinc", "--raw"])),
+        0,
+    );
+    assert_exit(&run(idmint(TEST).args(["seq", "r"])), 0);
+    let none = run(idmint(TEST).args(["next", "r", "--policy", "builtin:decimal"]));
+    assert_exit(&none, 2);
+    assert!(
+        stderr(&none).contains("counter 'r' owns no prefix"),
+        "{}",
+        stderr(&none)
+    );
+}
+
+/// Counters made before owners were declared (the seed's documents): one
+/// prefix owned twice is reported by `status` (exit 1) and `install` with
+/// what to do, no ID is formatted with it, and neither document changes.
+#[tokio::test]
+async fn counters_sharing_an_undeclared_prefix_are_reported_not_changed() {
+    const TEST: &str = "prefixes_legacy";
+    let database = harness::database(TEST).await;
+    let collection = database.collection::<Document>("counters");
+    for name in ["SerialNo1", "SerialNo2"] {
+        collection
+            .insert_one(doc! { "_id": name, "val": 0, "maxval": 99 })
+            .await
+            .unwrap();
+    }
+    let before = counters(TEST).await;
+    let installed = run(idmint(TEST).args(["install"]));
+    assert_exit(&installed, 0);
+    assert!(
+        stderr(&installed).contains("prefix \"\" is owned by counters SerialNo1, SerialNo2"),
+        "{}",
+        stderr(&installed)
+    );
+    let status = run(idmint(TEST).args(["status"]));
+    assert_exit(&status, 1);
+    assert!(
+        stdout(&status)
+            .contains("conflict:   prefix \"\" is owned by counters SerialNo1, SerialNo2"),
+        "{}",
+        stdout(&status)
+    );
+    let next = run(idmint(TEST).args(["next", "SerialNo1"]));
+    assert_exit(&next, 2);
+    assert!(
+        stderr(&next).contains("is owned by counters SerialNo1, SerialNo2"),
+        "{}",
+        stderr(&next)
+    );
+    assert_eq!(
+        counters(TEST).await,
+        before,
+        "an undeclared counter was changed"
+    );
+    // Raw values are not affected.
+    assert_exit(&run(idmint(TEST).args(["seq", "SerialNo1"])), 0);
+
+    // Resolved the way the report says: declared, and one given its own.
+    assert_exit(
+        &run(idmint(TEST).args(["counter", "prefix", "add", "SerialNo2", "S2-"])),
+        0,
+    );
+    assert_exit(
+        &run(idmint(TEST).args(["counter", "prefix", "remove", "SerialNo2", ""])),
+        0,
+    );
+    assert_exit(&run(idmint(TEST).args(["status"])), 0);
+    assert_exit(&run(idmint(TEST).args(["next", "SerialNo1"])), 0);
+    assert_exit(&run(idmint(TEST).args(["next", "SerialNo2"])), 0);
+}
+
+/// Two documents that declare one prefix (written by hand): `install`
+/// cannot build the unique index, refuses with what to do (exit 1), and
+/// writes nothing of it.
+#[tokio::test]
+async fn install_refuses_to_index_declared_collisions() {
+    const TEST: &str = "prefixes_declared_collision";
+    let database = harness::database(TEST).await;
+    let collection = database.collection::<Document>("counters");
+    for name in ["a", "b"] {
+        collection
+            .insert_one(doc! { "_id": name, "val": 0, "maxval": 99, "prefixes": ["P-"] })
+            .await
+            .unwrap();
+    }
+    let refused = run(idmint(TEST).args(["install"]));
+    assert_exit(&refused, 1);
+    assert!(
+        stderr(&refused).contains("prefix \"P-\" is owned by counters a, b"),
+        "{}",
+        stderr(&refused)
+    );
+    let indexes: Vec<String> = collection.list_index_names().await.unwrap();
+    assert!(
+        !indexes.iter().any(|name| name == "idmint_prefixes"),
+        "{indexes:?}"
+    );
+}
