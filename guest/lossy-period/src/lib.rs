@@ -4,12 +4,20 @@
 //! periods exactly, so it passes the fit check's one-period probe (a year);
 //! only the activation check's samples of every period unit catch it, and
 //! the tests require them to (`host/core/src/policy/tests/activation.rs`).
+//!
+//! With the prefix [`ODD`], it reads a period back instead as a year period
+//! that keeps its month and day: for a month or a day period, one that does
+//! not exist (a year starting in November), which the host must refuse as
+//! bad output rather than pass on.
 //! Built for the tests by `idmint_guest_build::fixture("lossy-period")`.
 
 use idmint_policy_decimal::DecimalPolicy;
 use idmint_policy_kit::{
     FormatFailure, Invalid, Parsed, Period, PeriodUnit, Policy, SnowflakeLayout, Stamp,
 };
+
+/// The prefix under which periods are read back as periods that do not exist.
+pub const ODD: &str = "ODD-";
 
 /// The decimal policy, losing a period's month and day on the way back.
 pub struct LossyPeriod;
@@ -31,12 +39,22 @@ impl Policy for LossyPeriod {
         layout: Option<&SnowflakeLayout>,
     ) -> Result<Parsed, Invalid> {
         let parsed = DecimalPolicy::validate(id, expected_prefix, layout)?;
+        let odd = id.starts_with(ODD);
         Ok(Parsed {
-            period: parsed.period.map(|period| Period {
-                unit: PeriodUnit::Year,
-                month: 1,
-                day: 1,
-                ..period
+            period: parsed.period.map(|period| {
+                if odd {
+                    Period {
+                        unit: PeriodUnit::Year,
+                        ..period
+                    }
+                } else {
+                    Period {
+                        unit: PeriodUnit::Year,
+                        month: 1,
+                        day: 1,
+                        ..period
+                    }
+                }
             }),
             ..parsed
         })

@@ -56,3 +56,58 @@ fn the_activation_check_catches_output_its_own_validator_rejects() {
         other => panic!("expected an activation failure, got {other:?}"),
     }
 }
+
+#[test]
+fn the_activation_check_samples_periods_of_every_unit_for_a_periodic_counter() {
+    let decimal = PolicyRuntime::new()
+        .unwrap()
+        .load_builtin("decimal")
+        .unwrap();
+    let plain =
+        crate::policy::activation::check(&decimal, &ActivationOptions::default().prefix("INV-"))
+            .unwrap();
+    let periodic = crate::policy::activation::check(
+        &decimal,
+        &ActivationOptions::default()
+            .prefix("INV-")
+            .counter(periodic_counter()),
+    )
+    .unwrap();
+    // 17 periods (years, months and days, at the calendar's edges), with
+    // values 1 and the last the policy holds.
+    assert_eq!(periodic.samples, plain.samples + 17 * 2);
+    assert_eq!(periodic.counters, ["inv"]);
+}
+
+#[test]
+fn the_activation_check_refuses_a_policy_whose_periods_do_not_round_trip() {
+    let runtime = PolicyRuntime::new().unwrap();
+    let lossy = runtime
+        .load_bytes(&fixture_wasm("lossy-period"), "lossy-period")
+        .unwrap();
+    // It writes and reads year periods exactly, so the fit check's probe
+    // (a year) takes it for a policy that writes periods ...
+    assert!(writes_period(&lossy, "INV-").unwrap());
+    // ... and without a periodic counter it passes.
+    crate::policy::activation::check(&lossy, &ActivationOptions::default().prefix("INV-")).unwrap();
+    // With one, the month and day samples catch it.
+    let error = crate::policy::activation::check(
+        &lossy,
+        &ActivationOptions::default()
+            .prefix("INV-")
+            .counter(periodic_counter()),
+    )
+    .unwrap_err();
+    match &error {
+        PolicyError::Activation { origin, reason } => {
+            assert_eq!(origin, "lossy-period");
+            assert!(
+                reason.contains("\"INV-2026-01-000000001\", formatted from")
+                    && reason.contains("month period 2026-01, reads back as")
+                    && reason.ends_with("year period 2026"),
+                "{reason}"
+            );
+        }
+        other => panic!("expected an activation failure, got {other:?}"),
+    }
+}

@@ -132,3 +132,97 @@ fn the_base32_policy_reads_snowflake_ids_back_into_their_fields() {
     .unwrap();
     assert_eq!(report.reads_snowflake, Some(true));
 }
+
+#[test]
+fn policies_of_three_contracts_run_side_by_side_and_the_older_ones_drop_the_period() {
+    use crate::parts::PeriodUnit;
+    let runtime = PolicyRuntime::new().unwrap();
+    let current = runtime.load_builtin("decimal").unwrap();
+    let previous = runtime
+        .load_bytes(&fixture_wasm("decimal-0.3"), "decimal-0.3")
+        .unwrap();
+    let oldest = runtime
+        .load_bytes(&check_digit_wasm(), "check-digit")
+        .unwrap();
+    assert_eq!(
+        [current.contract(), previous.contract(), oldest.contract()],
+        ["0.4.0", "0.3.0", "0.2.0"]
+    );
+    let year = period(PeriodUnit::Year, 2026, 1, 1);
+    let in_2026 = IdParts {
+        period: Some(year),
+        ..parts("INV-", KNOWN_MICROS, 42)
+    };
+
+    // 0.4.0: the period is written and read back.
+    assert_eq!(current.format(&in_2026).unwrap(), "INV-2026-000000042");
+    let read = current
+        .validate("INV-2026-000000042", Some("INV-"), None)
+        .unwrap()
+        .unwrap();
+    assert_eq!(read.period, Some(year));
+
+    // 0.3.0, the same policy: the period never reaches it, alone or in a
+    // batch, and is never read back, even from an ID that has one.
+    assert_eq!(previous.format(&in_2026).unwrap(), "INV-000000042");
+    let stamps = [Stamp::new(KNOWN_MICROS, 1).in_period(year)];
+    assert_eq!(
+        previous.format_batch("INV-", &stamps).unwrap(),
+        ["INV-000000001"]
+    );
+    for id in ["INV-000000042", "INV-2026-000000042"] {
+        let read = previous.validate(id, Some("INV-"), None).unwrap().unwrap();
+        assert_eq!((read.sequence, read.period), (42, None), "{id}");
+    }
+
+    // 0.2.0: neither the period nor snowflake fields reach it.
+    let plain = parts("ORD-", KNOWN_MICROS, 7);
+    let id = oldest.format(&plain).unwrap();
+    let everything = IdParts {
+        period: Some(year),
+        snowflake: Some(crate::parts::SnowflakeParts {
+            time: 1,
+            worker: 2,
+            seq: 3,
+        }),
+        ..plain.clone()
+    };
+    assert_eq!(oldest.format(&everything).unwrap(), id);
+    assert_eq!(oldest.validate(&id, Some("ORD-"), None).unwrap(), Ok(plain));
+
+    // So only the current one writes periods, which is what the fit check asks.
+    assert!(writes_period(&current, "INV-").unwrap());
+    assert!(!writes_period(&previous, "INV-").unwrap());
+    assert!(!writes_period(&oldest, "ORD-").unwrap());
+}
+
+#[test]
+fn a_period_read_back_that_does_not_exist_is_bad_output() {
+    let policy = PolicyRuntime::new()
+        .unwrap()
+        .load_bytes(&fixture_wasm("lossy-period"), "lossy-period")
+        .unwrap();
+    // Under the prefix ODD-, the fixture reads a month period back as a
+    // year period starting in that month.
+    let id = "ODD-2026-11-000000001";
+    match policy.validate(id, Some("ODD-"), None) {
+        Err(PolicyError::BadOutput { origin, reason }) => {
+            assert_eq!(origin, "lossy-period");
+            assert_eq!(
+                reason,
+                "validate read \"ODD-2026-11-000000001\" back with an impossible period: \
+                 a year period starts on its first day"
+            );
+        }
+        other => panic!("expected bad output, got {other:?}"),
+    }
+    // A year period it reads back exactly.
+    let read = policy
+        .validate("ODD-2026-000000001", Some("ODD-"), None)
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        read.period,
+        Some(period(crate::parts::PeriodUnit::Year, 2026, 1, 1))
+    );
+}

@@ -138,3 +138,27 @@ fn snowflake_counter(layout: crate::parts::Layout) -> crate::sequence::CounterSt
         prefix: None,
     }
 }
+
+/// A periodic counter `inv`, of years in UTC.
+fn periodic_counter() -> crate::sequence::CounterState {
+    crate::sequence::CounterState {
+        name: "inv".to_string(),
+        kind: crate::sequence::KindState::Periodic(crate::sequence::PeriodicState {
+            period: crate::parts::PeriodUnit::Year,
+            zone: "UTC".to_string(),
+            current: None,
+            seq: 0,
+        }),
+        prefix: None,
+    }
+}
+
+/// A period of `unit` starting on `year-month-day`.
+fn period(unit: crate::parts::PeriodUnit, year: u16, month: u8, day: u8) -> crate::parts::Period {
+    crate::parts::Period {
+        unit,
+        year,
+        month,
+        day,
+    }
+}
