@@ -15,7 +15,7 @@
 //! the building blocks of `idmint-policy-kit` (`guest/kit/`); this file
 //! states it as a kit [`Policy`], which the kit's macro exports. Without
 //! the `export` feature the crate is a library of that policy, which the
-//! test fixtures `guest/runaway/` and `guest/default-0.3/` build on.
+//! test fixture `guest/runaway/` builds on.
 
 pub mod format;
 
