@@ -41,8 +41,8 @@ pub fn workspace_root() -> &'static Path {
 }
 
 /// The path of a fixture policy component (`guest/<name>`: `check-digit`,
-/// `sandbox-probe`, `runaway`), built on first use: fixtures are never part
-/// of a production build.
+/// `sandbox-probe`, `runaway`, `decimal-0.3`, `lossy-period`), built on first
+/// use: fixtures are never part of a production build.
 pub fn fixture_policy(name: &str) -> &'static str {
     idmint_guest_build::fixture(name)
         .to_str()

@@ -13,6 +13,7 @@ mod java_client;
 mod lock;
 mod mongosh;
 mod policy;
+mod policy_contracts;
 mod prefixes;
 mod readme;
 mod sequence;

@@ -111,6 +111,9 @@ fn readme_examples_run_in_order() {
         "README.md has no example to run"
     );
 
+    // The README's policy examples use the check-digit fixture's component,
+    // which the tests build on first use (into target/policy-fixtures/).
+    harness::fixture_policy("check-digit");
     let server = OwnedServer::start(ServerConfig::default());
     let dir = tempfile::tempdir().expect("a working directory");
     std::os::unix::fs::symlink(workspace.join("target"), dir.path().join("target"))

@@ -539,7 +539,7 @@ async fn metrics_and_openapi() {
         r#"idmint_http_requests_total{route="/v1/counters/{name}/values",status="404"} 1"#,
         r#"idmint_values_total{counter="seg"} 12"#,
         r#"idmint_segment_fetches_total{counter="seg"} 1"#,
-        r#"idmint_policy_info{serves="any",name="default",version="0.1.0",contract="0.3.0""#,
+        r#"idmint_policy_info{serves="any",name="default",version="0.1.0",contract="0.4.0""#,
     ] {
         assert!(metrics.contains(line), "{line} not in\n{metrics}");
     }

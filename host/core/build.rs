@@ -30,7 +30,8 @@ const EMBEDDED: [Embedded; 3] = [
     Embedded {
         guest: Guest {
             package: "idmint-policy-default",
-            dir: "guest",
+            dir: "guest/default",
+            features: &["export"],
         },
         out_name: "idmint_policy_default.wasm",
         prebuilt_env: "IDMINT_DEFAULT_POLICY_WASM",
@@ -39,6 +40,7 @@ const EMBEDDED: [Embedded; 3] = [
         guest: Guest {
             package: "idmint-policy-decimal",
             dir: "guest/decimal",
+            features: &["export"],
         },
         out_name: "idmint_policy_decimal.wasm",
         prebuilt_env: "IDMINT_DECIMAL_POLICY_WASM",
@@ -47,6 +49,7 @@ const EMBEDDED: [Embedded; 3] = [
         guest: Guest {
             package: "idmint-policy-base32",
             dir: "guest/base32",
+            features: &["export"],
         },
         out_name: "idmint_policy_base32.wasm",
         prebuilt_env: "IDMINT_BASE32_POLICY_WASM",
@@ -54,9 +57,9 @@ const EMBEDDED: [Embedded; 3] = [
 ];
 
 /// What every guest depends on besides its own directory: the contract, the
-/// code the shipped policies share, and the workspace manifest (it pins
-/// wit-bindgen and the release profile).
-const SHARED_INPUTS: [&str; 3] = ["guest/wit", "guest/src", "Cargo.toml"];
+/// policy kit the shipped policies are built on, and the workspace manifest
+/// (it pins wit-bindgen and the release profile).
+const SHARED_INPUTS: [&str; 3] = ["guest/wit", "guest/kit", "Cargo.toml"];
 
 fn main() {
     if let Err(message) = run() {

@@ -1,6 +1,6 @@
 //! The base32 format in plain Rust, free of WIT types (see the crate docs).
 
-use crate::kit::{self, FormatFailure, Invalid, MAX_PREFIX_LEN};
+use idmint_policy_kit::{self as kit, FormatFailure, Invalid, MAX_PREFIX_LEN};
 
 /// Every value but `u64::MAX` (the capacity is a count of values).
 pub const SEQUENCE_CAPACITY: u64 = u64::MAX;
@@ -78,13 +78,7 @@ pub fn validate(id: &str, expected_prefix: Option<&str>) -> Result<(usize, u64),
     }
     let (prefix, body) = id.split_at(prefix_len);
     kit::check_prefix(prefix).map_err(Invalid::BadPrefix)?;
-    if let Some(expected) = expected_prefix {
-        if expected != prefix {
-            return Err(Invalid::BadPrefix(format!(
-                "expected prefix '{expected}', found '{prefix}'"
-            )));
-        }
-    }
+    kit::expect_prefix(prefix, expected_prefix)?;
     let mut value: u64 = 0;
     for (offset, byte) in body.bytes().enumerate() {
         let Some(digit) = digit(byte) else {

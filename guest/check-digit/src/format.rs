@@ -2,9 +2,10 @@
 //! `cargo test -p idmint-policy-check-digit`: prefix +
 //! `yyyyMMddTHHmmss.uuuuuuZ` + `-` + 3-digit sequence + `-` + Luhn digit.
 
-use crate::civil;
-use crate::kit::{self, number, put_digits};
-pub use crate::kit::{check_prefix, FormatFailure, Invalid, MAX_PREFIX_LEN, MAX_TIMESTAMP_MICROS};
+use idmint_policy_kit::{self as kit, civil, expect_prefix, number, put_digits};
+pub use idmint_policy_kit::{
+    check_prefix, FormatFailure, Invalid, MAX_PREFIX_LEN, MAX_TIMESTAMP_MICROS,
+};
 
 /// How many distinct sequence values an ID holds: three digits.
 pub const SEQUENCE_CAPACITY: u64 = 1000;
@@ -110,11 +111,7 @@ pub fn validate(id: &str, expected_prefix: Option<&str>) -> Result<Parsed, Inval
         };
         if !ok {
             let position = split + offset;
-            let found_char = id
-                .char_indices()
-                .take_while(|&(start, _)| start <= position)
-                .last()
-                .map_or(char::REPLACEMENT_CHARACTER, |(_, c)| c);
+            let found_char = kit::char_at(id, position).1;
             return Err(if want == b'd' {
                 Invalid::NonDigit {
                     position: position as u32,
@@ -130,13 +127,7 @@ pub fn validate(id: &str, expected_prefix: Option<&str>) -> Result<Parsed, Inval
     }
     let prefix = id.get(..split).unwrap_or_default();
     check_prefix(prefix).map_err(Invalid::BadPrefix)?;
-    if let Some(expected) = expected_prefix {
-        if expected != prefix {
-            return Err(Invalid::BadPrefix(format!(
-                "expected prefix '{expected}', found '{prefix}'"
-            )));
-        }
-    }
+    expect_prefix(prefix, expected_prefix)?;
     let check = luhn(digit_bytes(&body[..27]));
     if body[28] - b'0' != check {
         return Err(Invalid::Malformed(format!(

@@ -3,7 +3,7 @@
 //! implements the `id-policy` world of contract 0.2.0,
 //! `guest/wit/0.2.0/policy.wit`, and stays on it on purpose: it is the
 //! policy built against an earlier contract that the host must keep
-//! running (the host binds 0.2.0 and 0.3.0). A new policy targets
+//! running (the host binds 0.2.0, 0.3.0 and 0.4.0). A new policy targets
 //! `guest/wit/policy.wit`, the current contract.
 //!
 //! An ID is the prefix, the UTC time as `yyyyMMddTHHmmss.uuuuuuZ`, a dash,
@@ -13,56 +13,55 @@
 //! `validate` reports one as `malformed`. Sequence capacity 1000; the prefix
 //! is 0 to 32 bytes of `[A-Za-z0-9._-]`.
 //!
-//! The calendar code, the prefix rules and the WIT adapter are the default
-//! policy's (`guest/src/civil.rs`, `kit.rs`, `adapter.rs`), included by path
-//! rather than depended on, since that crate exports a policy of its own.
+//! The calendar, the prefix rules and the WIT glue come from the policy
+//! kit (`guest/kit/`); `export!(.., "0.2.0")` writes the glue of the
+//! contract this crate binds.
 
-#[path = "../../src/adapter.rs"]
-mod adapter;
-#[path = "../../src/civil.rs"]
-pub mod civil;
 pub mod format;
-#[path = "../../src/kit.rs"]
-pub mod kit;
 
-wit_bindgen::generate!({ path: "../wit/0.2.0", world: "id-policy" });
+use idmint_policy_kit::{FormatFailure, Invalid, Parsed, Policy, SnowflakeLayout, Stamp};
 
-/// The check-digit policy, exported to the host.
-struct CheckDigitPolicy;
+/// The check-digit policy.
+pub struct CheckDigitPolicy;
 
-impl Guest for CheckDigitPolicy {
-    fn describe() -> PolicyInfo {
-        PolicyInfo {
-            name: "check-digit".to_string(),
-            version: env!("CARGO_PKG_VERSION").to_string(),
-            sequence_capacity: format::SEQUENCE_CAPACITY,
-            max_prefix_len: format::MAX_PREFIX_LEN as u32,
-        }
+impl Policy for CheckDigitPolicy {
+    const NAME: &'static str = "check-digit";
+    const SEQUENCE_CAPACITY: u64 = format::SEQUENCE_CAPACITY;
+
+    fn format(prefix: &str, stamp: Stamp) -> Result<String, FormatFailure> {
+        format::format_id(prefix, stamp.timestamp_micros, stamp.sequence)
     }
 
-    fn format(parts: IdParts) -> Result<String, FormatError> {
-        Ok(format::format_id(
-            &parts.prefix,
-            parts.timestamp_micros,
-            parts.sequence,
-        )?)
+    fn format_batch(
+        prefix: &str,
+        stamps: impl ExactSizeIterator<Item = Stamp>,
+    ) -> Result<String, FormatFailure> {
+        format::format_batch(prefix, stamps.map(|s| (s.timestamp_micros, s.sequence)))
     }
 
-    fn format_batch(prefix: String, stamps: Vec<Stamp>) -> Result<String, FormatError> {
-        let stamps = stamps.iter().map(|s| (s.timestamp_micros, s.sequence));
-        Ok(format::format_batch(&prefix, stamps)?)
-    }
-
-    fn validate(id: String, expected_prefix: Option<String>) -> Result<IdParts, InvalidId> {
-        let parsed = format::validate(&id, expected_prefix.as_deref())?;
-        let mut prefix = id;
-        prefix.truncate(parsed.prefix_len);
-        Ok(IdParts {
-            prefix,
-            timestamp_micros: parsed.timestamp_micros,
-            sequence: parsed.sequence,
-        })
+    /// Contract 0.2.0 has no layout: `layout` is always `None`.
+    fn validate(
+        id: &str,
+        expected_prefix: Option<&str>,
+        _layout: Option<&SnowflakeLayout>,
+    ) -> Result<Parsed, Invalid> {
+        let parsed = format::validate(id, expected_prefix)?;
+        Ok(Parsed::new(
+            parsed.prefix_len,
+            parsed.timestamp_micros,
+            parsed.sequence,
+        ))
     }
 }
 
-export!(CheckDigitPolicy);
+/// The component: the bindings of contract 0.2.0 and the exports, in a module
+/// of their own so that the generated names (`Stamp`, `Period`, ...) stay
+/// apart from the kit's. Its ABI functions take one parameter per field of
+/// a flattened record, hence the allow.
+#[allow(clippy::too_many_arguments)]
+mod component {
+    use super::CheckDigitPolicy;
+
+    wit_bindgen::generate!({ path: "../wit/0.2.0", world: "id-policy" });
+    idmint_policy_kit::export!(CheckDigitPolicy, "0.2.0");
+}

@@ -4,18 +4,14 @@
 //! service; `tests/policy.rs` then streams IDs through it and requires the
 //! call for value 42 to be stopped at the default time limit, with a clear
 //! error, and `tests/serve.rs` requires a server to stay responsive.
-//! Built by `host/build.rs` (path in `IDMINT_RUNAWAY_POLICY_WASM`).
+//! Built for the tests by `idmint_guest_build::fixture("runaway")`.
+//!
+//! It is the default policy's crate, used as a library, wrapped: every
+//! call goes to [`DefaultPolicy`] after the spin check, and the kit's macro
+//! exports the wrapper.
 
-#[path = "../../src/adapter.rs"]
-mod adapter;
-#[path = "../../src/civil.rs"]
-pub mod civil;
-#[path = "../../src/format.rs"]
-pub mod format;
-#[path = "../../src/kit.rs"]
-pub mod kit;
-
-wit_bindgen::generate!({ path: "../wit", world: "id-policy" });
+use idmint_policy_default::DefaultPolicy;
+use idmint_policy_kit::{FormatFailure, Invalid, Parsed, Policy, SnowflakeLayout, Stamp};
 
 /// The value whose formatting never ends.
 const RUNAWAY: u64 = 42;
@@ -30,50 +26,42 @@ fn spin_if_runaway(sequence: u64) {
     }
 }
 
-struct Runaway;
+/// The default policy, with a runaway value.
+pub struct Runaway;
 
-impl Guest for Runaway {
-    fn describe() -> PolicyInfo {
-        PolicyInfo {
-            name: "runaway".to_string(),
-            version: env!("CARGO_PKG_VERSION").to_string(),
-            sequence_capacity: format::SEQUENCE_CAPACITY,
-            max_prefix_len: format::MAX_PREFIX_LEN as u32,
-        }
+impl Policy for Runaway {
+    const NAME: &'static str = "runaway";
+    const SEQUENCE_CAPACITY: u64 = DefaultPolicy::SEQUENCE_CAPACITY;
+
+    fn format(prefix: &str, stamp: Stamp) -> Result<String, FormatFailure> {
+        spin_if_runaway(stamp.sequence);
+        DefaultPolicy::format(prefix, stamp)
     }
 
-    fn format(parts: IdParts) -> Result<String, FormatError> {
-        spin_if_runaway(parts.sequence);
-        Ok(format::format_id(
-            &parts.prefix,
-            parts.timestamp_micros,
-            parts.sequence,
-        )?)
-    }
-
-    fn format_batch(prefix: String, stamps: Vec<Stamp>) -> Result<String, FormatError> {
-        stamps
-            .iter()
-            .for_each(|stamp| spin_if_runaway(stamp.sequence));
-        let stamps = stamps.iter().map(|s| (s.timestamp_micros, s.sequence));
-        Ok(format::format_batch(&prefix, stamps)?)
+    fn format_batch(
+        prefix: &str,
+        stamps: impl ExactSizeIterator<Item = Stamp>,
+    ) -> Result<String, FormatFailure> {
+        DefaultPolicy::format_batch(prefix, stamps.inspect(|s| spin_if_runaway(s.sequence)))
     }
 
     fn validate(
-        id: String,
-        expected_prefix: Option<String>,
-        _layout: Option<SnowflakeLayout>,
-    ) -> Result<IdParts, InvalidId> {
-        let parsed = format::validate(&id, expected_prefix.as_deref())?;
-        let mut prefix = id;
-        prefix.truncate(parsed.prefix_len);
-        Ok(IdParts {
-            prefix,
-            timestamp_micros: parsed.timestamp_micros,
-            sequence: parsed.sequence,
-            snowflake: None,
-        })
+        id: &str,
+        expected_prefix: Option<&str>,
+        layout: Option<&SnowflakeLayout>,
+    ) -> Result<Parsed, Invalid> {
+        DefaultPolicy::validate(id, expected_prefix, layout)
     }
 }
 
-export!(Runaway);
+/// The component: the bindings of contract 0.4.0 and the exports, in a module
+/// of their own so that the generated names (`Stamp`, `Period`, ...) stay
+/// apart from the kit's. Its ABI functions take one parameter per field of
+/// a flattened record, hence the allow.
+#[allow(clippy::too_many_arguments)]
+mod component {
+    use super::Runaway;
+
+    wit_bindgen::generate!({ path: "../wit", world: "id-policy" });
+    idmint_policy_kit::export!(Runaway);
+}

@@ -2,12 +2,20 @@
 //! inside the policy sandbox, to read an environment variable, a file and
 //! the network, and reports what happened in its `describe` name, e.g.
 //! `probe env=absent file=denied net=denied`. `tests/policy.rs` loads it
-//! (built by `host/build.rs`, path in `IDMINT_SANDBOX_PROBE_WASM`) and
-//! requires every attempt to fail. Its other functions refuse everything.
+//! (built for the tests by `idmint_guest_build::fixture("sandbox-probe")`)
+//! and requires every attempt to fail. Its other functions refuse
+//! everything. It is written against the bindings directly, without the
+//! policy kit: its `describe` is the probe, which no kit policy has.
 
-wit_bindgen::generate!({ path: "../wit", world: "id-policy" });
+mod bindings {
+    // The generated ABI functions take one parameter per field of a
+    // flattened record.
+    #![allow(clippy::too_many_arguments)]
+    wit_bindgen::generate!({ path: "../wit", world: "id-policy", pub_export_macro: true });
+}
 
-use crate::idmint::policy::types::WrongLength;
+use bindings::idmint::policy::types::WrongLength;
+use bindings::{FormatError, Guest, IdParts, InvalidId, PolicyInfo, SnowflakeLayout, Stamp};
 
 struct Probe;
 
@@ -63,4 +71,4 @@ impl Guest for Probe {
     }
 }
 
-export!(Probe);
+bindings::export!(Probe with_types_in bindings);

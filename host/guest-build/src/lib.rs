@@ -3,15 +3,23 @@
 //!
 //! - the core crate's build script, for the policies idmint embeds
 //!   (`host/core/build.rs`);
-//! - the integration tests, for the policies that are only test fixtures
-//!   (`guest/check-digit`, `guest/sandbox-probe`, `guest/runaway`), built
-//!   on first use so that no production build ever compiles them.
+//! - the tests, for the policies that are only test fixtures ([`FIXTURES`]:
+//!   `guest/check-digit`, `guest/sandbox-probe`, `guest/runaway`,
+//!   `guest/decimal-0.3`, `guest/lossy-period`), built on first use so that
+//!   no production build ever compiles them.
 //!
-//! Both build into `<workspace>/target/policy-build`, a target directory of
-//! their own, so that the nested build never waits on the lock of the outer
-//! build's directory and stays incremental. It must not touch anything the
-//! outer build owns: it never rewrites `Cargo.lock` (`--locked`), and it does
-//! not inherit the outer build's flags ([`SCRUBBED`]).
+//! Each builds into a target directory of its own under `<workspace>/target`
+//! ([`target_dir`] for the embedded policies, [`fixtures_target_dir`] for
+//! the fixtures), so that the nested build never waits on the lock of the
+//! outer build's directory and stays incremental. The two are apart because
+//! some fixtures build on a shipped policy's crate as a library (without its
+//! `export` feature), and cargo then writes that library's component, with
+//! no exports, under the very file name the embedded build writes the
+//! real one to (a `cdylib` file name has no hash): in one directory, each
+//! build would overwrite the other's. A nested build must not touch
+//! anything the outer build owns: it never rewrites `Cargo.lock`
+//! (`--locked`), and it does not inherit the outer build's flags
+//! ([`SCRUBBED`]).
 
 use std::env;
 use std::ffi::OsString;
@@ -29,6 +37,10 @@ pub struct Guest {
     pub package: &'static str,
     /// Its directory, relative to the workspace root, e.g. `guest/default`.
     pub dir: &'static str,
+    /// Its features to turn on. The shipped policies are libraries of their
+    /// policy unless built with `export` (`guest/default/Cargo.toml` says
+    /// why), so their build names it; a fixture exports unconditionally.
+    pub features: &'static [&'static str],
 }
 
 impl Guest {
@@ -72,16 +84,31 @@ pub const SCRUBBED: &[&str] = &[
     "PROFILE",
 ];
 
-/// The nested build's own target directory under `workspace`.
+/// The target directory of the embedded policies' build under `workspace`.
 pub fn target_dir(workspace: &Path) -> PathBuf {
     workspace.join("target").join("policy-build")
 }
 
-/// Builds `guests` in release mode for [`TARGET`] and returns the path of
-/// each one's component, in order.
+/// The target directory of the fixtures' build under `workspace`: the
+/// component of fixture `NAME` is
+/// `target/policy-fixtures/wasm32-wasip2/release/idmint_policy_NAME.wasm`.
+pub fn fixtures_target_dir(workspace: &Path) -> PathBuf {
+    workspace.join("target").join("policy-fixtures")
+}
+
+/// Builds `guests` in release mode for [`TARGET`] into [`target_dir`] and
+/// returns the path of each one's component, in order.
 pub fn build(workspace: &Path, guests: &[Guest]) -> Result<Vec<PathBuf>, String> {
+    build_into(workspace, &target_dir(workspace), guests)
+}
+
+/// [`build`] into `target_dir`.
+fn build_into(
+    workspace: &Path,
+    target_dir: &Path,
+    guests: &[Guest],
+) -> Result<Vec<PathBuf>, String> {
     check_target_installed()?;
-    let target_dir = target_dir(workspace);
     let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(&cargo);
     cmd.current_dir(workspace)
@@ -90,10 +117,14 @@ pub fn build(workspace: &Path, guests: &[Guest]) -> Result<Vec<PathBuf>, String>
         .arg(workspace.join("Cargo.toml"));
     for guest in guests {
         cmd.args(["-p", guest.package]);
+        for feature in guest.features {
+            cmd.arg("--features")
+                .arg(format!("{}/{feature}", guest.package));
+        }
     }
     cmd.args(["--release", "--target", TARGET])
         .arg("--target-dir")
-        .arg(&target_dir)
+        .arg(target_dir)
         // The outer cargo has already brought Cargo.lock up to date for the
         // whole workspace; the nested one must never rewrite it underneath.
         .arg("--locked")
@@ -189,27 +220,43 @@ fn check_target_installed() -> Result<(), String> {
 
 /// The policies that are only test fixtures: never embedded, never built by
 /// a production build.
-pub const FIXTURES: [Guest; 3] = [
-    // An example policy on the earlier contract (0.2.0): the tests hold the
-    // host to running older policies, and swap to it to see a new format.
+pub const FIXTURES: [Guest; 5] = [
+    // An example policy on contract 0.2.0: the tests hold the host to
+    // running older policies, and swap to it to see a new format.
     Guest {
         package: "idmint-policy-check-digit",
         dir: "guest/check-digit",
+        features: &[],
     },
     // Tries to reach the environment, a file and the network from inside.
     Guest {
         package: "idmint-policy-sandbox-probe",
         dir: "guest/sandbox-probe",
+        features: &[],
     },
     // The default policy, except that it never returns for sequence 42.
     Guest {
         package: "idmint-policy-runaway",
         dir: "guest/runaway",
+        features: &[],
+    },
+    // The decimal policy on contract 0.3.0, the one before periods.
+    Guest {
+        package: "idmint-policy-decimal-0-3",
+        dir: "guest/decimal-0.3",
+        features: &[],
+    },
+    // The decimal policy, except that it reads every period back as its year.
+    Guest {
+        package: "idmint-policy-lossy-period",
+        dir: "guest/lossy-period",
+        features: &[],
     },
 ];
 
 /// The component of the fixture policy in `guest/<name>` (`check-digit`,
-/// `sandbox-probe`, `runaway`), built on the first call in this process
+/// `sandbox-probe`, `runaway`, `decimal-0.3`, `lossy-period`), built on the
+/// first call in this process
 /// (every fixture at once, one nested build) and kept. Panics with the
 /// build's reason if it fails: for tests only.
 pub fn fixture(name: &str) -> &'static Path {
@@ -221,7 +268,7 @@ pub fn fixture(name: &str) -> &'static Path {
             .ancestors()
             .nth(2)
             .expect("host/guest-build is two levels below the workspace root");
-        build(workspace, &FIXTURES)
+        build_into(workspace, &fixtures_target_dir(workspace), &FIXTURES)
     });
     let paths = built
         .as_ref()

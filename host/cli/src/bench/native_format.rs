@@ -5,7 +5,7 @@
 //! format. A unit test holds its output equal to the embedded default
 //! policy's over sample parts.
 //!
-//! It is the same algorithm as `guest/src/format.rs` (Hinnant's
+//! It is the same algorithm as `guest/default/src/format.rs` (Hinnant's
 //! `civil_from_days`, digits written into a byte buffer), with no checks of
 //! the prefix or ranges beyond what is needed to stay correct: a yardstick
 //! should be the fastest honest version.

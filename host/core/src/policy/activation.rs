@@ -17,9 +17,16 @@
 //! timestamp 0, see [`fit`](super::fit)) must read back timestamp 0 for
 //! every sample and write the same ID whatever the time. It then checks
 //! that the policy can serve every counter it will serve with
-//! [`check_fit`]: capacity, and time for counters whose values repeat.
-//! Any failure is a [`PolicyError`] that names the sample, and the caller
-//! keeps the policy it had.
+//! [`check_fit`]: capacity, and time (or the period) for counters whose
+//! values repeat. For a snowflake counter it reads IDs at the edges of the
+//! counter's layout back into their fields; for a periodic counter, it
+//! formats and reads back values in periods of every unit (a counter's unit
+//! may change, and a policy is not told it) at the calendar's edges: the
+//! first and last year, month and day a label holds, months' last days,
+//! leap days (2024-02-29, the century's 2000-02-29) and the day before one
+//! that is not (2023-02-28), so that a policy must read back the exact
+//! period it was given. Any failure is a [`PolicyError`] that names the
+//! sample, and the caller keeps the policy it had.
 
 use serde::Serialize;
 
@@ -28,8 +35,8 @@ use super::fit::{check_fit, writes_period, Writes};
 use super::runtime::Policy;
 use super::types::PolicyInfo;
 use crate::parts::{IdParts, Stamp};
-use crate::parts::{Layout, SnowflakeParts};
-use crate::sequence::CounterState;
+use crate::parts::{Layout, Period, PeriodUnit, SnowflakeParts};
+use crate::sequence::{CounterState, Repeats};
 
 /// What the activation check runs against.
 #[derive(Debug, Clone, Default)]
@@ -71,11 +78,12 @@ impl ActivationOptions {
 pub struct ActivationReport {
     /// What the policy says about itself.
     pub policy: PolicyInfo,
-    /// The version of the contract the policy implements (`"0.3.0"`).
+    /// The version of the contract the policy implements (`"0.4.0"`).
     pub contract: &'static str,
     /// The SHA-256 of the policy's bytes.
     pub sha256: String,
-    /// How many sample parts were formatted and read back.
+    /// How many sample parts were formatted and read back (the periods'
+    /// included, for periodic counters; not the snowflake edges).
     pub samples: usize,
     /// Whether the policy writes the time into its IDs.
     pub writes_time: bool,
@@ -104,6 +112,33 @@ const SAMPLE_MICROS: [u64; 13] = [
     253_402_300_799_999_999, // 9999-12-31T23:59:59.999999Z
 ];
 
+/// The periods sampled for periodic counters: every unit at the calendar's
+/// edges, as (unit, year, month, day). A period is named by its first day.
+const SAMPLE_PERIODS: [(PeriodUnit, u16, u8, u8); 17] = [
+    (PeriodUnit::Year, 1, 1, 1),      // the first year a label holds
+    (PeriodUnit::Year, 1970, 1, 1),   // the epoch's
+    (PeriodUnit::Year, 2026, 1, 1),   // a year of this century
+    (PeriodUnit::Year, 9999, 1, 1),   // the last a label holds
+    (PeriodUnit::Month, 2026, 1, 1),  // a year's first month
+    (PeriodUnit::Month, 2024, 2, 1),  // a leap February
+    (PeriodUnit::Month, 2026, 12, 1), // a year's last month
+    (PeriodUnit::Month, 9999, 12, 1), // the last a label holds
+    (PeriodUnit::Day, 1, 1, 1),       // the first day a label holds
+    (PeriodUnit::Day, 2026, 1, 1),    // a year's first day
+    (PeriodUnit::Day, 2026, 1, 31),   // a 31-day month's last
+    (PeriodUnit::Day, 2026, 4, 30),   // a 30-day month's last
+    (PeriodUnit::Day, 2023, 2, 28),   // February's last in a common year
+    (PeriodUnit::Day, 2024, 2, 29),   // a leap day
+    (PeriodUnit::Day, 2000, 2, 29),   // a century's leap day
+    (PeriodUnit::Day, 2026, 12, 31),  // a year's last day
+    (PeriodUnit::Day, 9999, 12, 31),  // the last a label holds
+];
+
+/// The time of every period sample: 2026-11-22T03:14:57.123456Z. A
+/// periodic counter's time is the taking client's clock, unrelated to the
+/// period (which is in the counter's zone), so one time does for all.
+const PERIOD_SAMPLE_MICROS: u64 = 1_795_317_297_123_456;
+
 /// Runs the activation check (see the module docs) on `policy`.
 pub fn check(
     policy: &Policy,
@@ -117,43 +152,7 @@ pub fn check(
     };
     let prefix = options.prefix.as_str();
 
-    let mut ids = Vec::with_capacity(samples.len());
-    for stamp in &samples {
-        let parts = stamp.with_prefix(prefix);
-        let id = policy.format(&parts).map_err(|error| match error {
-            PolicyError::Format(refusal) => {
-                fail(format!("it refused to format {}: {refusal}", show(&parts)))
-            }
-            other => other,
-        })?;
-        if id.contains('\n') {
-            return Err(fail(format!(
-                "the ID for {} contains a line feed",
-                show(&parts)
-            )));
-        }
-        ids.push(id);
-    }
-
-    let batch = policy
-        .format_batch(prefix, &samples)
-        .map_err(|error| match error {
-            PolicyError::Format(refusal) => {
-                fail(format!("format-batch refused the samples: {refusal}"))
-            }
-            other => other,
-        })?;
-    if let Some((index, (single, batched))) = ids
-        .iter()
-        .zip(&batch)
-        .enumerate()
-        .find(|(_, (single, batched))| single != batched)
-    {
-        return Err(fail(format!(
-            "format-batch wrote {batched:?} for sample {index} but format wrote {single:?}"
-        )));
-    }
-
+    let ids = format_alone_and_in_a_batch(policy, prefix, &samples, &fail)?;
     let answers = policy.validate_many(&ids, Some(prefix), None)?;
     // Whether the policy writes the time: what it reads back from an ID
     // made at a time other than the epoch (the samples' first such one).
@@ -179,7 +178,98 @@ pub fn check(
             }
         }
     }
-    for ((stamp, id), answer) in samples.iter().zip(&ids).zip(answers) {
+    check_read_back(&samples, &ids, answers, prefix, writes_time, &fail)?;
+
+    let mut reads_snowflake = None;
+    let mut period_samples = 0;
+    for counter in &options.counters {
+        check_fit(
+            policy,
+            counter,
+            Writes {
+                time: writes_time,
+                period: writes_period(policy, &options.prefix)?,
+            },
+        )?;
+        if let Some(layout) = counter.snowflake_layout() {
+            let reads = check_snowflake(policy, prefix, layout, &fail)?;
+            reads_snowflake = Some(reads_snowflake.unwrap_or(true) && reads);
+        }
+        // The samples do not depend on the counter: once is enough.
+        if counter.shape().repeats == Repeats::EachPeriod && period_samples == 0 {
+            period_samples = check_periods(policy, prefix, writes_time, &fail)?;
+        }
+    }
+
+    Ok(ActivationReport {
+        policy: policy.info().clone(),
+        contract: policy.contract(),
+        sha256: policy.sha256().to_string(),
+        samples: samples.len() + period_samples,
+        writes_time,
+        reads_snowflake,
+        counters: options.counters.iter().map(|c| c.name.clone()).collect(),
+    })
+}
+
+/// Formats each of `samples` alone and all of them in one batch, and
+/// requires the two to agree and every ID to be one line: the IDs.
+fn format_alone_and_in_a_batch(
+    policy: &Policy,
+    prefix: &str,
+    samples: &[Stamp],
+    fail: &impl Fn(String) -> PolicyError,
+) -> Result<Vec<String>, PolicyError> {
+    let mut ids = Vec::with_capacity(samples.len());
+    for stamp in samples {
+        let parts = stamp.with_prefix(prefix);
+        let id = policy.format(&parts).map_err(|error| match error {
+            PolicyError::Format(refusal) => {
+                fail(format!("it refused to format {}: {refusal}", show(&parts)))
+            }
+            other => other,
+        })?;
+        if id.contains('\n') {
+            return Err(fail(format!(
+                "the ID for {} contains a line feed",
+                show(&parts)
+            )));
+        }
+        ids.push(id);
+    }
+
+    let batch = policy
+        .format_batch(prefix, samples)
+        .map_err(|error| match error {
+            PolicyError::Format(refusal) => {
+                fail(format!("format-batch refused the samples: {refusal}"))
+            }
+            other => other,
+        })?;
+    if let Some((index, (single, batched))) = ids
+        .iter()
+        .zip(&batch)
+        .enumerate()
+        .find(|(_, (single, batched))| single != batched)
+    {
+        return Err(fail(format!(
+            "format-batch wrote {batched:?} for sample {index} but format wrote {single:?}"
+        )));
+    }
+    Ok(ids)
+}
+
+/// Requires each answer of the policy's own validator to be the very parts
+/// its sample was made from (with timestamp 0 from a policy without time).
+fn check_read_back(
+    samples: &[Stamp],
+    ids: &[String],
+    answers: Vec<Result<IdParts, super::InvalidId>>,
+    prefix: &str,
+    writes_time: bool,
+    fail: &impl Fn(String) -> PolicyError,
+) -> Result<(), PolicyError> {
+    for ((stamp, id), answer) in samples.iter().zip(ids).zip(answers) {
         let parts = IdParts {
             timestamp_micros: if writes_time {
                 stamp.timestamp_micros
@@ -205,32 +295,40 @@ pub fn check(
             }
         }
     }
+    Ok(())
+}
 
-    let mut reads_snowflake = None;
-    for counter in &options.counters {
-        check_fit(
-            policy,
-            counter,
-            Writes {
-                time: writes_time,
-                period: writes_period(policy, &options.prefix)?,
-            },
-        )?;
-        if let Some(layout) = counter.snowflake_layout() {
-            let reads = check_snowflake(policy, prefix, layout, &fail)?;
-            reads_snowflake = Some(reads_snowflake.unwrap_or(true) && reads);
-        }
-    }
-
-    Ok(ActivationReport {
-        policy: policy.info().clone(),
-        contract: policy.contract(),
-        sha256: policy.sha256().to_string(),
-        samples: samples.len(),
-        writes_time,
-        reads_snowflake,
-        counters: options.counters.iter().map(|c| c.name.clone()).collect(),
-    })
+/// The period round trip, for periodic counters: values 1 and the last the
+/// policy holds, in each of [`SAMPLE_PERIODS`], formatted alone and in a
+/// batch and read back to the very period. Returns how many samples it ran.
+fn check_periods(
+    policy: &Policy,
+    prefix: &str,
+    writes_time: bool,
+    fail: &impl Fn(String) -> PolicyError,
+) -> Result<usize, PolicyError> {
+    let last = policy.info().sequence_capacity.saturating_sub(1);
+    let mut sequences = vec![1, last];
+    sequences.dedup();
+    sequences.retain(|&s| s < policy.info().sequence_capacity);
+    let samples: Vec<Stamp> = SAMPLE_PERIODS
+        .iter()
+        .map(|&(unit, year, month, day)| Period {
+            unit,
+            year,
+            month,
+            day,
+        })
+        .flat_map(|period| {
+            sequences
+                .iter()
+                .map(move |&sequence| Stamp::new(PERIOD_SAMPLE_MICROS, sequence).in_period(period))
+        })
+        .collect();
+    let ids = format_alone_and_in_a_batch(policy, prefix, &samples, fail)?;
+    let answers = policy.validate_many(&ids, Some(prefix), None)?;
+    check_read_back(&samples, &ids, answers, prefix, writes_time, fail)?;
+    Ok(samples.len())
 }
 
 /// The snowflake round trip, for a counter of `layout`: IDs at the edges
@@ -316,8 +414,11 @@ fn show(parts: &IdParts) -> String {
             fields.time, fields.worker, fields.seq
         )
     });
+    let period = parts.period.map_or(String::new(), |period| {
+        format!(", {} period {period}", period.unit)
+    });
     format!(
-        "prefix {:?}, timestamp {} us, sequence {}{snowflake}",
+        "prefix {:?}, timestamp {} us, sequence {}{snowflake}{period}",
         parts.prefix, parts.timestamp_micros, parts.sequence
     )
 }

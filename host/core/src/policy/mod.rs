@@ -4,12 +4,13 @@
 //! The [`sequence`](crate::sequence) strategies decide the parts of an ID (a
 //! timestamp from the server and a counter value); a policy only decides how
 //! they are written. A policy implements the `id-policy` world of
-//! `guest/wit/policy.wit` (contract 0.3.0; a policy built against 0.2.0,
-//! `guest/wit/0.2.0/`, still loads and runs), the only contract between
-//! host and policy. idmint
-//! embeds a default one ([`DEFAULT_POLICY_WASM`], built from `guest/` by
-//! `build.rs`): the prefix, then the UTC time as `yyyyMMddHHmmss`, six digits
-//! of microseconds and a two-digit sequence value.
+//! `guest/wit/policy.wit` (contract 0.4.0; a policy built against 0.3.0 or
+//! 0.2.0, `guest/wit/0.3.0/` and `guest/wit/0.2.0/`, still loads and runs,
+//! through the adapter of its version: `contract.rs`), the only contract
+//! between host and policy. idmint embeds a default one
+//! ([`DEFAULT_POLICY_WASM`], built from `guest/default/` by `build.rs`): the
+//! prefix, then the UTC time as `yyyyMMddHHmmss`, six digits of microseconds
+//! and a two-digit sequence value.
 //!
 //! A [`PolicyRuntime`] (one per process) loads policies into [`Policy`]
 //! handles, checking at load that they fulfil the contract; each call then
@@ -18,8 +19,8 @@
 //!
 //! Before a policy serves, it passes the activation check
 //! ([`activation::check`]): sample parts, edge values included, formatted and
-//! read back by its own validator, and its capacity held against the
-//! counters it will serve. A long-running process serves through a
+//! read back by its own validator (and, for the counters it will serve,
+//! snowflake IDs and periods), and its capacity held against those counters. A long-running process serves through a
 //! [`LivePolicy`], swapped atomically when a followed file or the policies
 //! collection ([`PolicyStore`], `watch` module) offers a policy that passes.
 //!
@@ -43,6 +44,10 @@
 
 pub mod activation;
 mod bindings;
+mod contract;
+mod contract_v0_2;
+mod contract_v0_3;
+mod contract_v0_4;
 mod error;
 pub mod fit;
 mod live;
@@ -65,7 +70,7 @@ pub use sandbox::{PolicyLimits, DEFAULT_MAX_MEMORY_BYTES, DEFAULT_TIMEOUT, EPOCH
 pub use store::{PolicyStore, PolicyStoreError, POLICIES_COLLECTION};
 pub use types::{FormatError, InvalidId, PolicyInfo};
 
-/// The default policy component (`guest/`, crate `idmint-policy-default`),
+/// The default policy component (`guest/default/`, crate `idmint-policy-default`),
 /// built for `wasm32-wasip2` by `build.rs`, or taken from the file named by
 /// `IDMINT_DEFAULT_POLICY_WASM` at build time.
 pub const DEFAULT_POLICY_WASM: &[u8] =
@@ -75,9 +80,10 @@ pub const DEFAULT_POLICY_WASM: &[u8] =
 pub const DEFAULT_POLICY_ORIGIN: &str = "built-in default";
 
 /// The decimal policy component (`guest/decimal/`, crate
-/// `idmint-policy-decimal`): the prefix and the value as at least nine
-/// decimal digits, `INV-000000042`, without the time, for auto-increment
-/// and segment counters. Built by `build.rs` like the default one.
+/// `idmint-policy-decimal`): the prefix, a periodic counter's period, and
+/// the value as at least nine decimal digits, `INV-000000042` or
+/// `INV-2026-000000042`, without the time, for auto-increment, segment and
+/// periodic counters. Built by `build.rs` like the default one.
 pub const DECIMAL_POLICY_WASM: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/idmint_policy_decimal.wasm"));
 

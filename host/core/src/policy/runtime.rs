@@ -3,13 +3,13 @@
 //! Each wasmtime object lives as long as what it stands for (wasmtime's
 //! "Example Architecture"): one [`Engine`] and [`Linker`] per process, in the
 //! `PolicyRuntime`; one compiled [`Component`] per policy hash, cached by the
-//! runtime; one pre-linked `IdPolicyPre` per loaded `Policy`, made with
+//! runtime; one pre-linked instance per loaded `Policy`, made with
 //! `instantiate_pre` so that imports and exports are type-checked at load,
-//! not at the first ID, against the current contract (0.3.0) or, failing
-//! that, the earlier one the host still runs (0.2.0); and a fresh `Store`
-//! (`sandbox.rs`) per call, so that
-//! calls share nothing and a trap cannot poison the next one. Both handles
-//! are `Arc`s, so hot-swapping a policy only replaces an `Arc`.
+//! not at the first ID, and bound to the newest contract version the
+//! component implements (`contract.rs`: 0.4.0, else 0.3.0, else 0.2.0),
+//! whose adapter makes every call; and a fresh `Store` (`sandbox.rs`) per
+//! call, so that calls share nothing and a trap cannot poison the next one.
+//! Both handles are `Arc`s, so hot-swapping a policy only replaces an `Arc`.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -18,12 +18,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::checksum::sha256_hex;
 use wasmtime::component::{Component, Linker};
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
-use super::bindings::{v0_2, v0_3};
+use super::contract::{self, Call, Contract};
 use super::error::PolicyError;
-use super::sandbox::{new_store, CallState, PolicyLimits, EPOCH_TICK};
-use super::types::{FormatError, InvalidId, PolicyInfo};
+use super::sandbox::{CallState, PolicyLimits, EPOCH_TICK};
+use super::types::{InvalidId, PolicyInfo};
 use super::{DEFAULT_POLICY_ORIGIN, DEFAULT_POLICY_WASM};
 use crate::parts::Layout;
 use crate::parts::{IdParts, Stamp};
@@ -139,29 +139,14 @@ impl PolicyRuntime {
             .linker
             .instantiate_pre(&component)
             .map_err(wrong_interface)?;
-        // ... and every export against the world: the current contract
-        // first, then the earlier one.
-        let contract = match v0_3::IdPolicyPre::new(instance_pre.clone()) {
-            Ok(pre) => Contract::V0_3(pre),
-            Err(current) => match v0_2::IdPolicyPre::new(instance_pre) {
-                Ok(pre) => Contract::V0_2(pre),
-                Err(earlier) => {
-                    return Err(PolicyError::WrongInterface {
-                        origin: origin.to_string(),
-                        reason: format!(
-                            "it implements neither contract 0.3.0 ({current:#}) nor 0.2.0 ({earlier:#})"
-                        ),
-                    })
-                }
-            },
-        };
+        // ... and every export against the world of each contract version,
+        // the newest first.
+        let contract = contract::bind(&instance_pre, origin)?;
         let limits = self.inner.limits.clone();
-        let info = contract.call(
-            &limits,
+        let info = contract.describe(&Call {
+            limits: &limits,
             origin,
-            |policy, store| policy.call_describe(store).map(PolicyInfo::from),
-            |policy, store| policy.call_describe(store).map(PolicyInfo::from),
-        )?;
+        })?;
         Ok(Policy {
             inner: Arc::new(PolicyInner {
                 contract,
@@ -246,29 +231,20 @@ pub struct Policy {
 }
 
 struct PolicyInner {
-    contract: Contract,
+    /// The adapter of the contract version the policy implements.
+    contract: Box<dyn Contract>,
     limits: PolicyLimits,
     info: PolicyInfo,
     sha256: String,
     origin: String,
 }
 
-/// A loaded policy, pre-linked, by the contract it implements.
-enum Contract {
-    /// `idmint:policy@0.3.0`, the current contract.
-    V0_3(v0_3::IdPolicyPre<CallState>),
-    /// `idmint:policy@0.2.0`: no snowflake fields.
-    V0_2(v0_2::IdPolicyPre<CallState>),
-}
-
 impl Policy {
     /// The version of the contract (`guest/wit/`) the policy implements:
-    /// `"0.3.0"`, or `"0.2.0"` for a policy built before snowflake fields.
+    /// `"0.4.0"`, or an earlier one the host still runs (`"0.3.0"`, before
+    /// periods; `"0.2.0"`, before snowflake fields).
     pub fn contract(&self) -> &'static str {
-        match self.inner.contract {
-            Contract::V0_3(_) => "0.3.0",
-            Contract::V0_2(_) => "0.2.0",
-        }
+        self.inner.contract.version()
     }
 
     /// What the policy said about itself when it was loaded.
@@ -291,17 +267,7 @@ impl Policy {
     /// A refusal by the policy (bad prefix, value out of range) is
     /// [`PolicyError::Format`].
     pub fn format(&self, parts: &IdParts) -> Result<String, PolicyError> {
-        let answer = self.call(
-            |policy, store| {
-                let answer = policy.call_format(store, &parts.into())?;
-                Ok(answer.map_err(FormatError::from))
-            },
-            |policy, store| {
-                let answer = policy.call_format(store, &parts.into())?;
-                Ok(answer.map_err(FormatError::from))
-            },
-        )?;
-        Ok(answer?)
+        Ok(self.inner.contract.format(&self.call(), parts)??)
     }
 
     /// Formats one ID per stamp, all with `prefix`, in one call into the policy.
@@ -323,18 +289,10 @@ impl Policy {
         prefix: &str,
         stamps: &[Stamp],
     ) -> Result<String, PolicyError> {
-        let packed = self.call(
-            |policy, store| {
-                let stamps: Vec<v0_3::wit::Stamp> = stamps.iter().map(Into::into).collect();
-                let answer = policy.call_format_batch(store, prefix, &stamps)?;
-                Ok(answer.map_err(FormatError::from))
-            },
-            |policy, store| {
-                let stamps: Vec<v0_2::wit::Stamp> = stamps.iter().map(Into::into).collect();
-                let answer = policy.call_format_batch(store, prefix, &stamps)?;
-                Ok(answer.map_err(FormatError::from))
-            },
-        )??;
+        let packed = self
+            .inner
+            .contract
+            .format_batch(&self.call(), prefix, stamps)??;
         let lines = bytecount_newlines(packed.as_bytes());
         if lines != stamps.len() || !(packed.is_empty() || packed.ends_with('\n')) {
             return Err(PolicyError::BadOutput {
@@ -356,7 +314,9 @@ impl Policy {
     /// With `layout`, the ID is read as a snowflake ID of that layout: a
     /// policy that can read one returns its fields in
     /// [`IdParts::snowflake`]; one that cannot (contract 0.2.0, or a policy
-    /// that ignores the layout) returns `None` there.
+    /// that ignores the layout) returns `None` there. A policy that writes
+    /// periods (contract 0.4.0) returns the ID's in [`IdParts::period`]; a
+    /// period that does not exist is [`PolicyError::BadOutput`].
     pub fn validate(
         &self,
         id: &str,
@@ -384,90 +344,37 @@ impl Policy {
         expected_prefix: Option<&str>,
         layout: Option<&Layout>,
     ) -> Result<Vec<Result<IdParts, InvalidId>>, PolicyError> {
-        let layout = layout.map(v0_3::wit::SnowflakeLayout::from);
-        self.call(
-            |policy, store| {
-                ids.iter()
-                    .map(|id| {
-                        let answer = policy.call_validate(
-                            &mut *store,
-                            id.as_ref(),
-                            expected_prefix,
-                            layout,
-                        )?;
-                        Ok(answer.map(IdParts::from).map_err(InvalidId::from))
-                    })
-                    .collect()
-            },
-            |policy, store| {
-                ids.iter()
-                    .map(|id| {
-                        let answer =
-                            policy.call_validate(&mut *store, id.as_ref(), expected_prefix)?;
-                        Ok(answer.map(IdParts::from).map_err(InvalidId::from))
-                    })
-                    .collect()
-            },
-        )
-    }
-
-    /// Runs one request against a fresh instance of this policy; see
-    /// [`Contract::call`].
-    fn call<R>(
-        &self,
-        current: impl FnOnce(&v0_3::IdPolicy, &mut Store<CallState>) -> wasmtime::Result<R>,
-        earlier: impl FnOnce(&v0_2::IdPolicy, &mut Store<CallState>) -> wasmtime::Result<R>,
-    ) -> Result<R, PolicyError> {
-        let inner = &*self.inner;
-        inner
+        let ids: Vec<&str> = ids.iter().map(AsRef::as_ref).collect();
+        let answers = self
+            .inner
             .contract
-            .call(&inner.limits, &inner.origin, current, earlier)
+            .validate(&self.call(), &ids, expected_prefix, layout)?;
+        // A period read back must be one the host could have handed out:
+        // anything else is a broken policy, not an answer about the ID.
+        for (id, answer) in ids.iter().zip(&answers) {
+            if let Ok(IdParts {
+                period: Some(period),
+                ..
+            }) = answer
+            {
+                period.check().map_err(|reason| PolicyError::BadOutput {
+                    origin: self.inner.origin.clone(),
+                    reason: format!(
+                        "validate read {id:?} back with an impossible period: {reason}"
+                    ),
+                })?;
+            }
+        }
+        Ok(answers)
     }
-}
 
-impl Contract {
-    /// Runs `current` (a 0.3.0 policy) or `earlier` (0.2.0) against a fresh
-    /// instance; see [`run`]. The two are the same request in each
-    /// contract's types.
-    fn call<R>(
-        &self,
-        limits: &PolicyLimits,
-        origin: &str,
-        current: impl FnOnce(&v0_3::IdPolicy, &mut Store<CallState>) -> wasmtime::Result<R>,
-        earlier: impl FnOnce(&v0_2::IdPolicy, &mut Store<CallState>) -> wasmtime::Result<R>,
-    ) -> Result<R, PolicyError> {
-        match self {
-            Contract::V0_3(pre) => run(
-                pre.engine(),
-                limits,
-                origin,
-                |store| pre.instantiate(store),
-                current,
-            ),
-            Contract::V0_2(pre) => run(
-                pre.engine(),
-                limits,
-                origin,
-                |store| pre.instantiate(store),
-                earlier,
-            ),
+    /// What each call of this policy runs with.
+    fn call(&self) -> Call<'_> {
+        Call {
+            limits: &self.inner.limits,
+            origin: &self.inner.origin,
         }
     }
-}
-
-/// Runs `f` against an instance made by `instantiate` in a fresh store
-/// bounded by `limits`, mapping wasmtime's failures (instantiation, traps)
-/// to [`PolicyError`].
-fn run<P, R>(
-    engine: &Engine,
-    limits: &PolicyLimits,
-    origin: &str,
-    instantiate: impl FnOnce(&mut Store<CallState>) -> wasmtime::Result<P>,
-    f: impl FnOnce(&P, &mut Store<CallState>) -> wasmtime::Result<R>,
-) -> Result<R, PolicyError> {
-    let mut store = new_store(engine, limits);
-    let result = instantiate(&mut store).and_then(|policy| f(&policy, &mut store));
-    result.map_err(|e| PolicyError::from_call(origin, e, limits, store.data().memory.refused))
 }
 
 /// How many calls of one runtime's policies may run at once; one more fails

@@ -4,16 +4,14 @@
 //!
 //! They mirror the records and variants of `guest/wit/policy.wit` but are
 //! plain Rust with `serde` support, so that the rest of idmint (the minter,
-//! the CLI's JSON output) never touches generated bindings. The conversions to
-//! and from `bindings::wit` live here, next to the types they convert.
+//! the CLI's JSON output) never touches generated bindings. Each contract
+//! version's adapter (`contract_v0_4.rs`, ...) converts its bindings to and
+//! from them; the conversions every version shares are the macros below.
 
 use std::fmt;
 
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
-
-use super::bindings::{v0_2::wit as v0_2, v0_3::wit as v0_3};
-use crate::parts::{IdParts, Layout, SnowflakeParts, Stamp};
 
 /// What a policy says about itself, read once when it is loaded.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
@@ -32,8 +30,8 @@ pub struct PolicyInfo {
 /// Why a policy refused to format an ID.
 ///
 /// Serialized as an object with a stable `kind` (`"bad-prefix"`,
-/// `"sequence-out-of-range"`, `"timestamp-out-of-range"`), the human `message`,
-/// and the variant's value.
+/// `"sequence-out-of-range"`, `"timestamp-out-of-range"`, `"bad-period"`),
+/// the human `message`, and the variant's value.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, thiserror::Error)]
 pub enum FormatError {
     /// The prefix is not allowed; the text, from the policy, says why.
@@ -45,6 +43,10 @@ pub enum FormatError {
     /// The policy cannot write this timestamp (for example one past year 9999).
     #[error("timestamp {0} (microseconds since the Unix epoch) is out of range for this policy")]
     TimestampOutOfRange(u64),
+    /// The policy cannot write this period (contract 0.4.0); the text, from
+    /// the policy, says why.
+    #[error("bad period: {0}")]
+    BadPeriod(String),
 }
 
 impl FormatError {
@@ -54,6 +56,7 @@ impl FormatError {
             FormatError::BadPrefix(_) => "bad-prefix",
             FormatError::SequenceOutOfRange(_) => "sequence-out-of-range",
             FormatError::TimestampOutOfRange(_) => "timestamp-out-of-range",
+            FormatError::BadPeriod(_) => "bad-period",
         }
     }
 }
@@ -64,7 +67,9 @@ impl Serialize for FormatError {
         s.serialize_field("kind", self.kind())?;
         s.serialize_field("message", &self.to_string())?;
         match self {
-            FormatError::BadPrefix(reason) => s.serialize_field("reason", reason)?,
+            FormatError::BadPrefix(reason) | FormatError::BadPeriod(reason) => {
+                s.serialize_field("reason", reason)?
+            }
             FormatError::SequenceOutOfRange(sequence) => s.serialize_field("sequence", sequence)?,
             FormatError::TimestampOutOfRange(micros) => {
                 s.serialize_field("timestamp_micros", micros)?
@@ -169,13 +174,14 @@ impl fmt::Display for DisplayChar {
     }
 }
 
-/// Conversions shared by both contracts: `$wit` is one contract's
-/// generated `types` module. The records and variants they convert are the
-/// same in 0.2.0 and 0.3.0; what differs (the snowflake fields, 0.3.0 only)
-/// is converted below, per contract.
+/// Conversions the same in every contract version: `$wit` is one version's
+/// generated `types` module. `policy-info` and `invalid-id` have not changed
+/// since 0.2.0; what differs between versions is converted in each
+/// version's adapter (`contract_v0_4.rs`, ...), which calls this.
 macro_rules! shared_conversions {
     ($wit:path) => {
         const _: () = {
+            use $crate::policy::types::{InvalidId, PolicyInfo};
             use $wit as wit;
 
             impl From<wit::PolicyInfo> for PolicyInfo {
@@ -185,20 +191,6 @@ macro_rules! shared_conversions {
                         version: info.version,
                         sequence_capacity: info.sequence_capacity,
                         max_prefix_len: info.max_prefix_len,
-                    }
-                }
-            }
-
-            impl From<wit::FormatError> for FormatError {
-                fn from(error: wit::FormatError) -> Self {
-                    match error {
-                        wit::FormatError::BadPrefix(reason) => FormatError::BadPrefix(reason),
-                        wit::FormatError::SequenceOutOfRange(n) => {
-                            FormatError::SequenceOutOfRange(n)
-                        }
-                        wit::FormatError::TimestampOutOfRange(n) => {
-                            FormatError::TimestampOutOfRange(n)
-                        }
                     }
                 }
             }
@@ -224,99 +216,50 @@ macro_rules! shared_conversions {
         };
     };
 }
+pub(super) use shared_conversions;
 
-shared_conversions!(super::bindings::v0_3::wit);
-shared_conversions!(super::bindings::v0_2::wit);
+/// The snowflake conversions of every version since 0.3.0 (the layout and
+/// an ID's fields), for `$wit`, one version's generated `types` module.
+macro_rules! snowflake_conversions {
+    ($wit:path) => {
+        const _: () = {
+            use $crate::parts::{Layout, SnowflakeParts};
+            use $wit as wit;
 
-impl From<&IdParts> for v0_3::IdParts {
-    fn from(parts: &IdParts) -> Self {
-        v0_3::IdParts {
-            prefix: parts.prefix.clone(),
-            timestamp_micros: parts.timestamp_micros,
-            sequence: parts.sequence,
-            snowflake: parts.snowflake.map(Into::into),
-        }
-    }
+            impl From<SnowflakeParts> for wit::SnowflakeFields {
+                fn from(parts: SnowflakeParts) -> Self {
+                    wit::SnowflakeFields {
+                        time: parts.time,
+                        worker: parts.worker,
+                        sequence: parts.seq,
+                    }
+                }
+            }
+
+            impl From<wit::SnowflakeFields> for SnowflakeParts {
+                fn from(fields: wit::SnowflakeFields) -> Self {
+                    SnowflakeParts {
+                        time: fields.time,
+                        worker: fields.worker,
+                        seq: fields.sequence,
+                    }
+                }
+            }
+
+            impl From<&Layout> for wit::SnowflakeLayout {
+                fn from(layout: &Layout) -> Self {
+                    // A stored layout passed `check_shape`: each field is below 64 bits.
+                    let bits = |n: u32| u8::try_from(n).unwrap_or(u8::MAX);
+                    wit::SnowflakeLayout {
+                        time_bits: bits(layout.time_bits),
+                        worker_bits: bits(layout.worker_bits),
+                        sequence_bits: bits(layout.seq_bits),
+                        unit_millis: if layout.unit.millis() == 1 { 1 } else { 1000 },
+                        epoch_millis: layout.epoch_ms,
+                    }
+                }
+            }
+        };
+    };
 }
-
-impl From<v0_3::IdParts> for IdParts {
-    fn from(parts: v0_3::IdParts) -> Self {
-        IdParts {
-            prefix: parts.prefix,
-            timestamp_micros: parts.timestamp_micros,
-            sequence: parts.sequence,
-            snowflake: parts.snowflake.map(|fields| SnowflakeParts {
-                time: fields.time,
-                worker: fields.worker,
-                seq: fields.sequence,
-            }),
-            period: None,
-        }
-    }
-}
-
-impl From<SnowflakeParts> for v0_3::SnowflakeFields {
-    fn from(parts: SnowflakeParts) -> Self {
-        v0_3::SnowflakeFields {
-            time: parts.time,
-            worker: parts.worker,
-            sequence: parts.seq,
-        }
-    }
-}
-
-impl From<&Stamp> for v0_3::Stamp {
-    fn from(stamp: &Stamp) -> Self {
-        v0_3::Stamp {
-            timestamp_micros: stamp.timestamp_micros,
-            sequence: stamp.sequence,
-            snowflake: stamp.snowflake.map(Into::into),
-        }
-    }
-}
-
-impl From<&Layout> for v0_3::SnowflakeLayout {
-    fn from(layout: &Layout) -> Self {
-        // A stored layout passed `check_shape`: each field is below 64 bits.
-        let bits = |n: u32| u8::try_from(n).unwrap_or(u8::MAX);
-        v0_3::SnowflakeLayout {
-            time_bits: bits(layout.time_bits),
-            worker_bits: bits(layout.worker_bits),
-            sequence_bits: bits(layout.seq_bits),
-            unit_millis: if layout.unit.millis() == 1 { 1 } else { 1000 },
-            epoch_millis: layout.epoch_ms,
-        }
-    }
-}
-
-/// A 0.2.0 policy knows no snowflake fields: they are dropped.
-impl From<&IdParts> for v0_2::IdParts {
-    fn from(parts: &IdParts) -> Self {
-        v0_2::IdParts {
-            prefix: parts.prefix.clone(),
-            timestamp_micros: parts.timestamp_micros,
-            sequence: parts.sequence,
-        }
-    }
-}
-
-impl From<v0_2::IdParts> for IdParts {
-    fn from(parts: v0_2::IdParts) -> Self {
-        IdParts {
-            prefix: parts.prefix,
-            timestamp_micros: parts.timestamp_micros,
-            sequence: parts.sequence,
-            snowflake: None,
-            period: None,
-        }
-    }
-}
-
-impl From<&Stamp> for v0_2::Stamp {
-    fn from(stamp: &Stamp) -> Self {
-        v0_2::Stamp {
-            timestamp_micros: stamp.timestamp_micros,
-            sequence: stamp.sequence,
-        }
-    }
-}
+pub(super) use snowflake_conversions;

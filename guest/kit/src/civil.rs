@@ -3,10 +3,11 @@
 //!
 //! These are Howard Hinnant's `days_from_civil` and `civil_from_days`
 //! (<https://howardhinnant.github.io/date_algorithms.html>), which work on
-//! 400-year eras so that they need no tables and no loops. The policy uses
-//! them instead of a date crate to keep the guest small and fast: [`crate::format`]
-//! turns a timestamp into digits with [`civil_from_days`] and reads digits back
-//! with [`days_from_civil`], after checking the date with [`days_in_month`].
+//! 400-year eras so that they need no tables and no loops. Policies use them
+//! instead of a date crate to keep the guest small and fast: the default
+//! policy turns a timestamp into digits with [`civil_from_days_u32`] and
+//! reads digits back with [`days_from_civil`], after checking the date with
+//! [`days_in_month`], which [`crate::period`] checks periods with too.
 
 /// English month names, for error messages; index 0 is January.
 pub const MONTH_NAMES: [&str; 12] = [

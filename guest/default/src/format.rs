@@ -3,14 +3,15 @@
 //!
 //! This module is the whole policy as plain Rust, free of any WIT type, so that
 //! its unit tests run natively with `cargo test -p idmint-policy-default`;
-//! `lib.rs` only converts between these types and the generated bindings.
-//! Dates go through [`crate::civil`]. Formatting is on the host's hot path (one
-//! call per ID minted), so it writes digits straight into a byte buffer and
-//! allocates exactly one `String` per ID; `format!` is used only to word errors.
+//! `lib.rs` only hands it to the kit's export macro. Dates go through the
+//! kit's [`civil`]. Formatting is on the host's hot path (one call per ID
+//! minted), so it writes digits straight into a byte buffer and allocates
+//! exactly one `String` per ID; `format!` is used only to word errors.
 
-use crate::civil;
-use crate::kit::{self, char_at, number, put_digits};
-pub use crate::kit::{check_prefix, FormatFailure, Invalid, MAX_PREFIX_LEN, MAX_TIMESTAMP_MICROS};
+use idmint_policy_kit::{self as kit, char_at, civil, expect_prefix, number, put_digits};
+pub use idmint_policy_kit::{
+    check_prefix, FormatFailure, Invalid, MAX_PREFIX_LEN, MAX_TIMESTAMP_MICROS,
+};
 
 /// How many distinct sequence values an ID holds: two digits.
 pub const SEQUENCE_CAPACITY: u64 = 100;
@@ -110,13 +111,7 @@ pub fn validate(id: &str, expected_prefix: Option<&str>) -> Result<Parsed, Inval
     // always succeeds; `get` rather than indexing keeps this panic-free anyway.
     let prefix = id.get(..split).unwrap_or_default();
     check_prefix(prefix).map_err(Invalid::BadPrefix)?;
-    if let Some(expected) = expected_prefix {
-        if expected != prefix {
-            return Err(Invalid::BadPrefix(format!(
-                "expected prefix '{expected}', found '{prefix}'"
-            )));
-        }
-    }
+    expect_prefix(prefix, expected_prefix)?;
 
     let year = number(&tail[0..4]);
     let month = number(&tail[4..6]);

@@ -1,8 +1,9 @@
 //! Reading a snowflake ID's fields out of its 64-bit value, for the policies
-//! that write the value whole (`guest/decimal/`, `guest/base32/`): plain
-//! Rust, free of WIT types, included by path like `kit.rs`. The layout is
-//! the WIT `snowflake-layout`: one zero sign bit, then time, worker and
-//! sequence bits adding up to 63.
+//! that write the value whole (`guest/decimal/`, `guest/base32/`). The
+//! layout is the WIT `snowflake-layout`: one zero sign bit, then time,
+//! worker and sequence bits adding up to 63.
+
+use crate::Invalid;
 
 /// How a snowflake counter packs an ID (WIT `snowflake-layout`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,8 +20,18 @@ pub struct Layout {
     pub epoch_millis: u64,
 }
 
-/// A snowflake ID's fields (WIT `snowflake-fields`) and the microsecond
-/// its time unit starts at.
+/// A snowflake ID's fields (WIT `snowflake-fields`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Fields {
+    /// Time units since the layout's epoch.
+    pub time: u64,
+    /// The worker id.
+    pub worker: u64,
+    /// The sequence within the time unit.
+    pub sequence: u64,
+}
+
+/// A snowflake ID's fields and the microsecond its time unit starts at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Decoded {
     /// Time units since the epoch.
@@ -68,6 +79,33 @@ pub fn decode(value: u64, layout: &Layout) -> Result<Decoded, String> {
         sequence,
         timestamp_micros,
     })
+}
+
+impl Decoded {
+    /// The ID's fields.
+    pub fn fields(&self) -> Fields {
+        Fields {
+            time: self.time,
+            worker: self.worker,
+            sequence: self.sequence,
+        }
+    }
+}
+
+/// What a policy that writes the value alone, with no time of its own,
+/// reads back from an ID holding `value`: without a layout, timestamp 0
+/// (how such a policy tells the host it writes no time) and no fields; with
+/// one, the value decoded into its fields and the start of its time unit,
+/// the very parts the host formatted it from, or `malformed` if the value
+/// does not fit the layout.
+pub fn read_value(value: u64, layout: Option<&Layout>) -> Result<(u64, Option<Fields>), Invalid> {
+    match layout {
+        None => Ok((0, None)),
+        Some(layout) => {
+            let decoded = decode(value, layout).map_err(Invalid::Malformed)?;
+            Ok((decoded.timestamp_micros, Some(decoded.fields())))
+        }
+    }
 }
 
 #[cfg(test)]

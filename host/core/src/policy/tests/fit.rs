@@ -1,0 +1,104 @@
+//! Whether a policy can serve a counter: capacity, time, period.
+
+use super::*;
+
+#[test]
+fn the_decimal_policy_passes_without_time_and_is_refused_for_a_cyclic_counter() {
+    let runtime = PolicyRuntime::new().unwrap();
+    let decimal = runtime.load_builtin("decimal").unwrap();
+    assert_eq!(decimal.info().name, "decimal");
+    assert_eq!(
+        decimal.format(&parts("INV-", KNOWN_MICROS, 42)).unwrap(),
+        "INV-000000042"
+    );
+    let autoinc = crate::sequence::CounterState {
+        name: "inv".to_string(),
+        kind: crate::sequence::KindState::Autoinc(crate::sequence::AutoincState { seq: 0 }),
+        prefix: None,
+        prefixes: vec![String::new()],
+        prefixes_declared: true,
+    };
+    let report = crate::policy::activation::check(
+        &decimal,
+        &ActivationOptions::default()
+            .prefix("INV-")
+            .counter(autoinc.clone()),
+    )
+    .unwrap();
+    assert!(!report.writes_time);
+    assert!(!writes_time(&decimal, "INV-").unwrap());
+    assert!(writes_time(&default_policy(), "INV-").unwrap());
+
+    let error = crate::policy::activation::check(
+        &decimal,
+        &ActivationOptions::default()
+            .prefix("INV-")
+            .counter(counter(99)),
+    )
+    .unwrap_err();
+    assert!(
+        error.to_string().contains("does not write the time")
+            && error.to_string().contains("'orders' is cyclic"),
+        "{error}"
+    );
+    // And the default policy is too small for an auto-increment counter.
+    let error = check_fit(
+        &default_policy(),
+        &autoinc,
+        Writes {
+            time: true,
+            period: false,
+        },
+    )
+    .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("hands out values up to 9007199254740991"),
+        "{error}"
+    );
+    assert!(matches!(
+        runtime.load_builtin("nope"),
+        Err(PolicyError::UnknownBuiltin { .. })
+    ));
+}
+
+#[test]
+fn a_policy_that_does_not_write_the_period_is_refused_for_a_periodic_counter() {
+    let runtime = PolicyRuntime::new().unwrap();
+    let counter = periodic_counter();
+    let fit = |policy: &Policy| {
+        let writes = writes(policy, "INV-").unwrap();
+        check_fit(policy, &counter, writes)
+    };
+    fit(&runtime.load_builtin("decimal").unwrap()).unwrap();
+    // Policies that hold every value but write no period: the built-in
+    // base32 (contract 0.4.0, it ignores periods) and the decimal policy on
+    // contract 0.3.0, which never sees them.
+    for policy in [
+        runtime.load_builtin("base32").unwrap(),
+        runtime
+            .load_bytes(&fixture_wasm("decimal-0.3"), "decimal-0.3")
+            .unwrap(),
+    ] {
+        let error = fit(&policy).unwrap_err();
+        assert!(matches!(error, FitError::NeedsPeriod { .. }), "{error:?}");
+        assert!(
+            error.to_string().contains("does not write the period")
+                && error.to_string().contains("counter 'inv' is periodic"),
+            "{error}"
+        );
+    }
+    // The activation check says the same.
+    let error = crate::policy::activation::check(
+        &runtime.load_builtin("base32").unwrap(),
+        &ActivationOptions::default()
+            .prefix("INV-")
+            .counter(counter.clone()),
+    )
+    .unwrap_err();
+    assert!(
+        error.to_string().contains("does not write the period"),
+        "{error}"
+    );
+}

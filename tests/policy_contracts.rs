@@ -1,0 +1,97 @@
+//! Contract 0.4.0 end to end: a periodic counter's IDs carry their period
+//! through the built-in decimal policy (`idmint next`), read back by
+//! `idmint validate`; a policy that cannot write periods, on the current
+//! contract or on 0.3.0, is refused for the counter before a value is taken.
+
+use mongodb::bson::{doc, Document};
+
+use crate::harness::{self, assert_exit, idmint, run, stderr, stdout};
+
+/// The counter document `name` of `test`'s database.
+async fn counter_doc(test: &str, name: &str) -> Document {
+    let client = mongodb::Client::with_uri_str(harness::uri()).await.unwrap();
+    client
+        .database(&harness::database_name(test))
+        .collection::<Document>("counters")
+        .find_one(doc! { "_id": name })
+        .await
+        .unwrap()
+        .expect("the counter exists")
+}
+
+#[tokio::test]
+async fn a_periodic_counter_prints_its_period_through_the_decimal_policy() {
+    const TEST: &str = "contracts_periodic_decimal";
+    harness::database(TEST).await;
+    let created = run(idmint(TEST).args([
+        "counter", "create", "inv", "--kind", "periodic", "--prefix", "INV-",
+    ]));
+    assert_exit(&created, 0);
+
+    let next =
+        run(idmint(TEST).args(["next", "inv", "--count", "3", "--policy", "builtin:decimal"]));
+    assert_exit(&next, 0);
+    // The period is the server's year when it handed the values out: the
+    // label the counter now holds (not this machine's clock).
+    let current = counter_doc(TEST, "inv").await;
+    let year = current.get_str("current").expect("a current period");
+    assert!(
+        year.len() == 4 && year.bytes().all(|b| b.is_ascii_digit()),
+        "{current}"
+    );
+    assert_eq!(
+        stdout(&next),
+        format!("INV-{year}-000000001\nINV-{year}-000000002\nINV-{year}-000000003\n")
+    );
+
+    // The policy reads the period back.
+    let id = format!("INV-{year}-000000002");
+    let checked = run(idmint(TEST).args([
+        "validate",
+        "--json",
+        "--prefix",
+        "INV-",
+        "--policy",
+        "builtin:decimal",
+        &id,
+    ]));
+    assert_exit(&checked, 0);
+    let report: serde_json::Value = serde_json::from_str(&stdout(&checked)).unwrap();
+    assert_eq!(
+        report["results"][0]["parts"],
+        serde_json::json!({
+            "prefix": "INV-",
+            "timestamp_micros": 0,
+            "sequence": 2,
+            "period": year,
+        }),
+        "{report}"
+    );
+}
+
+#[tokio::test]
+async fn a_policy_that_cannot_write_the_period_is_refused_before_a_value_is_taken() {
+    const TEST: &str = "contracts_periodic_refused";
+    harness::database(TEST).await;
+    let created = run(idmint(TEST).args([
+        "counter", "create", "inv", "--kind", "periodic", "--prefix", "INV-",
+    ]));
+    assert_exit(&created, 0);
+    let before = counter_doc(TEST, "inv").await;
+
+    // The base32 policy (contract 0.4.0) writes no period; the decimal
+    // policy built against contract 0.3.0 never sees one.
+    let decimal_0_3 = harness::fixture_policy("decimal-0.3");
+    for policy in ["builtin:base32", decimal_0_3] {
+        let refused = run(idmint(TEST).args(["next", "inv", "--policy", policy]));
+        assert_exit(&refused, 4);
+        assert!(
+            stderr(&refused).contains("does not write the period into its IDs")
+                && stderr(&refused).contains("counter 'inv' is periodic")
+                && stderr(&refused).contains("--policy builtin:decimal"),
+            "{policy}: {}",
+            stderr(&refused)
+        );
+        assert_eq!(counter_doc(TEST, "inv").await, before, "{policy}");
+    }
+}
