@@ -36,6 +36,7 @@ mod api;
 mod error;
 mod metrics;
 mod minters;
+pub mod monitor;
 mod pool;
 mod routes;
 
