@@ -634,3 +634,72 @@ async fn mongosh_holders_and_rust_holders_exclude_each_other() {
         "{again:?}"
     );
 }
+
+// ---- library leases: re-entry never shortens, the local deadline ----
+
+/// The lock's `expiresAt` as stored (server clock).
+async fn expires_at(database: &Database, lock: &str) -> mongodb::bson::DateTime {
+    let document = database
+        .collection::<Document>("locks")
+        .find_one(doc! { "_id": lock })
+        .await
+        .unwrap()
+        .unwrap();
+    *document.get_datetime("expiresAt").unwrap()
+}
+
+#[tokio::test]
+async fn a_reentrant_acquire_or_renewal_with_a_shorter_ttl_never_shortens_the_lease() {
+    let database = harness::database("lock_reentry_ttl").await;
+    let lock = Lock::new(&database, name("job"));
+    let outer = held(&lock, Duration::from_secs(3600)).await;
+    let outer_end = expires_at(&database, "job").await;
+    let inner = held(&lock, Duration::from_secs(1)).await;
+    assert_eq!(inner.count(), 2);
+    assert!(
+        expires_at(&database, "job").await >= outer_end,
+        "a re-entry for 1 s shortened the outer holder's hour"
+    );
+    inner.renew().await.unwrap();
+    assert!(
+        expires_at(&database, "job").await >= outer_end,
+        "a renewal for 1 s shortened the outer holder's hour"
+    );
+    // Another owner still finds it held (an hour, not a second).
+    let other = Lock::new(&database, name("job"));
+    assert!(matches!(
+        other.try_acquire(Duration::from_secs(1)).await.unwrap(),
+        Acquired::Busy(_)
+    ));
+    assert_eq!(inner.release().await.unwrap(), 1);
+    assert_eq!(outer.release().await.unwrap(), 0);
+}
+
+#[tokio::test]
+async fn a_lease_fails_closed_at_its_local_deadline_and_when_found_lost() {
+    let database = harness::database("lock_local_deadline").await;
+    let lock = Lock::new(&database, name("job"));
+    let before = std::time::Instant::now();
+    let lease = held(&lock, Duration::from_secs(60)).await;
+    let after = std::time::Instant::now();
+    let deadline = lease.deadline().unwrap();
+    // The TTL less a tenth from when the acquire was sent (between `before`
+    // and `after`), not from when its answer came: never later than the
+    // server's expiry can be.
+    let ttl_less_margin = Duration::from_secs(54);
+    assert!(
+        before + ttl_less_margin <= deadline && deadline <= after + ttl_less_margin,
+        "deadline {:?} after the start of the acquire",
+        deadline - before
+    );
+    assert!(lease.is_live());
+    // A DBA removes the holder: the next renewal finds the lease lost and
+    // the lease stops being proved held at once.
+    Lock::new(&database, name("job"))
+        .force_release()
+        .await
+        .unwrap();
+    assert!(matches!(lease.renew().await, Err(LockError::Lost { .. })));
+    assert!(!lease.is_live() && lease.deadline().is_none());
+    assert!(matches!(lease.release().await, Err(LockError::Lost { .. })));
+}

@@ -18,7 +18,22 @@
 //! lock. [`fence`] gives the filter that makes a write elsewhere conditional on
 //! the token, so the protected resource itself rejects a stale holder.
 //!
-//! Every write uses majority write concern with journal
+//! A re-entry, or a renewal, never shortens a lease: the lease ends at the
+//! later of its current end and the new TTL from now. Release and renew also
+//! need the lease live by the server's clock, so a release after the lease
+//! ended changes nothing and reports the lease lost.
+//!
+//! A holder fails closed: a [`Lease`] is proved held only until its local
+//! deadline (the send time of the last acknowledged acquire or renewal, plus
+//! the TTL, less a tenth, on the monotonic clock), which comes before the
+//! server can end it. [`Watchdog`] renews every third of the TTL and says when
+//! the holder must stop; `idmint lock run` stops its command by then.
+//!
+//! Expiry, takeover, renewal, release and the local deadline are the one lease
+//! primitive's (`crate::lease`), shared with snowflake worker leases; the
+//! fencing token and the hold count are the lock's own.
+//!
+//! Every write uses majority write concern with journal and a `wtimeout`
 //! ([`crate::mongo::durable_write_concern`]).
 
 mod document;
