@@ -1,6 +1,7 @@
 //! `idmint seq NAME`: raw sequence values, from a counter of any kind.
 
 use clap::Args;
+use idmint::parts::Period;
 use idmint::sequence::{AutoIncrement, CounterName, Sequence, SequenceError, MAX_BLOCK};
 use idmint::{Clock, SystemClock};
 use serde::Serialize;
@@ -29,11 +30,14 @@ pub struct SeqCmd {
     pub connect: ConnectArgs,
 }
 
-/// One value, a JSON line with --json.
+/// One value, a JSON line with --json; a periodic counter's values carry
+/// their period (they restart at 1 in each).
 #[derive(Serialize)]
 struct SeqLine<'a> {
     counter: &'a str,
     value: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    period: Option<Period>,
 }
 
 impl SeqCmd {
@@ -51,7 +55,7 @@ impl SeqCmd {
                     .take_or_create(first, self.start.unwrap_or(1))
                     .await
                     .map_err(idmint::Error::from)?;
-                self.emit(output, taken)?;
+                self.emit(output, taken.map(|value| (value, None)))?;
                 left -= first;
                 Sequence::Autoinc(autoinc)
             }
@@ -77,7 +81,12 @@ impl SeqCmd {
                 .take(block as usize, SystemClock.now_micros())
                 .await
                 .map_err(idmint::Error::from)?;
-            self.emit(output, issued.into_iter().map(|stamp| stamp.sequence))?;
+            self.emit(
+                output,
+                issued
+                    .into_iter()
+                    .map(|stamp| (stamp.sequence, stamp.period)),
+            )?;
             left -= block;
         }
         Ok(())
@@ -85,14 +94,19 @@ impl SeqCmd {
 
     /// Prints values as soon as they are issued, one per line (a JSON line
     /// each with --json): a value handed out is never lost to a later error.
-    fn emit(&self, output: &Output, taken: impl IntoIterator<Item = u64>) -> anyhow::Result<()> {
+    fn emit(
+        &self,
+        output: &Output,
+        taken: impl IntoIterator<Item = (u64, Option<Period>)>,
+    ) -> anyhow::Result<()> {
         if output.is_json() {
-            output.json_lines(taken.into_iter().map(|value| SeqLine {
+            output.json_lines(taken.into_iter().map(|(value, period)| SeqLine {
                 counter: &self.name,
                 value,
+                period,
             }))
         } else {
-            output.lines(taken.into_iter().map(|value| value.to_string()))
+            output.lines(taken.into_iter().map(|(value, _)| value.to_string()))
         }
     }
 }

@@ -59,3 +59,16 @@ pub use crate::mongo::collections::LOCKS as LOCKS_COLLECTION;
 pub const MIN_TTL: std::time::Duration = std::time::Duration::from_millis(100);
 /// The longest lease accepted: one day.
 pub const MAX_TTL: std::time::Duration = std::time::Duration::from_secs(86_400);
+
+/// The most a holder that cannot renew is given to stop on its own.
+pub const MAX_STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// How long before its lease's local deadline a holder that could not renew
+/// is asked to stop (`lock run`: SIGTERM), so that it can be forced to
+/// (SIGKILL) by the deadline itself: a quarter of the TTL, at most
+/// [`MAX_STOP_GRACE`]. The grace is taken from within the TTL, never added
+/// to it: whatever the holder does, it is stopped before the server could
+/// end its lease and give the lock to someone else.
+pub fn stop_grace(ttl: std::time::Duration) -> std::time::Duration {
+    (ttl / 4).min(MAX_STOP_GRACE)
+}
