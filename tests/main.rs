@@ -14,6 +14,7 @@ mod java_client;
 mod lock;
 mod mongosh;
 mod network_faults;
+mod periodic;
 mod policy;
 mod policy_contracts;
 mod prefixes;

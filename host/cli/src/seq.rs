@@ -1,7 +1,6 @@
 //! `idmint seq NAME`: raw sequence values, from a counter of any kind.
 
 use clap::Args;
-use idmint::parts::Period;
 use idmint::sequence::{AutoIncrement, CounterName, Sequence, SequenceError, MAX_BLOCK};
 use idmint::{Clock, SystemClock};
 use serde::Serialize;
@@ -30,14 +29,14 @@ pub struct SeqCmd {
     pub connect: ConnectArgs,
 }
 
-/// One value, a JSON line with --json; a periodic counter's values carry
-/// their period (they restart at 1 in each).
+/// One value, a JSON line with --json.
 #[derive(Serialize)]
 struct SeqLine<'a> {
     counter: &'a str,
     value: u64,
+    /// A periodic counter's values restart each period: the value's.
     #[serde(skip_serializing_if = "Option::is_none")]
-    period: Option<Period>,
+    period: Option<String>,
 }
 
 impl SeqCmd {
@@ -85,7 +84,7 @@ impl SeqCmd {
                 output,
                 issued
                     .into_iter()
-                    .map(|stamp| (stamp.sequence, stamp.period)),
+                    .map(|stamp| (stamp.sequence, stamp.period.map(|p| p.to_string()))),
             )?;
             left -= block;
         }
@@ -94,10 +93,12 @@ impl SeqCmd {
 
     /// Prints values as soon as they are issued, one per line (a JSON line
     /// each with --json): a value handed out is never lost to a later error.
+    /// A periodic counter's value is printed after its period (`2026 41`):
+    /// its values restart each period, so the value alone is not unique.
     fn emit(
         &self,
         output: &Output,
-        taken: impl IntoIterator<Item = (u64, Option<Period>)>,
+        taken: impl IntoIterator<Item = (u64, Option<String>)>,
     ) -> anyhow::Result<()> {
         if output.is_json() {
             output.json_lines(taken.into_iter().map(|(value, period)| SeqLine {
@@ -106,7 +107,10 @@ impl SeqCmd {
                 period,
             }))
         } else {
-            output.lines(taken.into_iter().map(|(value, _)| value.to_string()))
+            output.lines(taken.into_iter().map(|(value, period)| match period {
+                Some(period) => format!("{period} {value}"),
+                None => value.to_string(),
+            }))
         }
     }
 }
