@@ -237,9 +237,7 @@ fn pump(mut from: TcpStream, mut to: TcpStream, state: &State, connection: &Conn
             // connections stay open.
             continue;
         }
-        let before = connection
-            .budget
-            .fetch_sub(read as i64, Ordering::SeqCst);
+        let before = connection.budget.fetch_sub(read as i64, Ordering::SeqCst);
         let allowed = before.clamp(0, read as i64) as usize;
         if allowed > 0 && to.write_all(&buffer[..allowed]).is_err() {
             connection.close();

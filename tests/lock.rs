@@ -467,7 +467,10 @@ fn signals_reach_the_command_and_nothing_outlives_the_release() {
             .block_on(Lock::new(&database, name("job")).status())
             .unwrap()
             .unwrap();
-        assert!(!state.is_held(), "SIG{signal_name}: not released: {state:?}");
+        assert!(
+            !state.is_held(),
+            "SIG{signal_name}: not released: {state:?}"
+        );
     }
 }
 

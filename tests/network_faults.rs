@@ -131,7 +131,9 @@ fn random_cuts_never_issue_a_value_twice_nor_let_two_lock_holders_run_at_once() 
         );
         let code = run.output.status.code().expect("exited, not killed");
         if code != 0 {
-            *failures.entry(format!("{} exit {code}", run.what)).or_default() += 1;
+            *failures
+                .entry(format!("{} exit {code}", run.what))
+                .or_default() += 1;
         }
         assert!(
             one_line_failure(&stderr, code),
@@ -181,12 +183,18 @@ fn random_cuts_never_issue_a_value_twice_nor_let_two_lock_holders_run_at_once() 
             _ => assert!(ends.insert(token, at).is_none(), "token {token} twice"),
         }
     }
-    assert!(!starts.is_empty(), "no lock holder ran at all (seed {seed})");
+    assert!(
+        !starts.is_empty(),
+        "no lock holder ran at all (seed {seed})"
+    );
     let mut by_start: Vec<(u128, i64)> = starts.iter().map(|(&t, &s)| (s, t)).collect();
     by_start.sort();
     for pair in by_start.windows(2) {
         let ((_, token0), (start1, token1)) = (pair[0], pair[1]);
-        assert!(token1 > token0, "tokens not in start order: {pair:?} (seed {seed})");
+        assert!(
+            token1 > token0,
+            "tokens not in start order: {pair:?} (seed {seed})"
+        );
         match ends.get(&token0) {
             Some(&end0) => assert!(
                 start1 > end0,
