@@ -426,6 +426,75 @@ fn a_killed_wrapper_takes_its_command_and_what_it_started_along() {
     assert!(new_token > old_token);
 }
 
+/// Waits for process `pid` (not necessarily a child of this test) to exit,
+/// on the kernel's word (a pidfd becomes readable), for at most `timeout`
+/// (a hang guard): whether it did.
+fn exits_within(pid: u32, timeout: Duration) -> bool {
+    // SAFETY: pidfd_open(2) on a pid; the fd it returns is closed below.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) } as libc::c_int;
+    if fd == -1 {
+        // ESRCH: gone already.
+        return std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+    }
+    let mut poll = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ready = loop {
+        // SAFETY: poll(2) on one pollfd this function owns.
+        let ready = unsafe { libc::poll(&mut poll, 1, timeout.as_millis() as libc::c_int) };
+        if ready != -1 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted
+        {
+            break ready;
+        }
+    };
+    // SAFETY: the fd pidfd_open returned, closed once.
+    unsafe { libc::close(fd) };
+    ready == 1
+}
+
+/// The guard COMMAND runs under can be killed with the wrapper at once
+/// (`kill -9` of both, the OOM killer): nothing is left to kill COMMAND's
+/// group then, and COMMAND dies with the guard (Linux `PR_SET_PDEATHSIG`).
+/// The wrapper is stopped first so that only the kernel can act.
+#[test]
+fn a_command_dies_with_its_guard_when_the_wrapper_cannot_act() {
+    const TEST: &str = "lock_cli_pdeathsig";
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let database = runtime.block_on(harness::database(TEST));
+    let mut holder = lock_run(
+        TEST,
+        "job",
+        &["--ttl", "30"],
+        "echo $IDMINT_LOCK_TOKEN $$ $PPID; exec sleep 600",
+    )
+    .spawn()
+    .unwrap();
+    let line = first_line(&mut holder);
+    let fields: Vec<&str> = line.split(' ').collect();
+    let token: i64 = fields[0].parse().unwrap();
+    let (command, guard): (u32, u32) = (fields[1].parse().unwrap(), fields[2].parse().unwrap());
+    signal(holder.id(), libc::SIGSTOP);
+    signal(guard, libc::SIGKILL);
+    let gone = exits_within(command, GONE_LONG_AGO);
+    let state = runtime
+        .block_on(Lock::new(&database, name("job")).status())
+        .unwrap()
+        .unwrap();
+    if !gone {
+        signal(command, libc::SIGKILL);
+    }
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    assert!(gone, "the command outlived its guard");
+    assert_eq!(state.token, token);
+    assert!(
+        state.is_held(),
+        "the command was gone only after the lease ended: {state:?}"
+    );
+}
+
 /// SIGINT, SIGTERM and SIGHUP sent to the wrapper reach COMMAND, whose code
 /// the wrapper exits with; what COMMAND left running in its group is killed
 /// before the lock is released.
