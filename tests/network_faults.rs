@@ -66,12 +66,21 @@ fn random_cuts_never_issue_a_value_twice_nor_let_two_lock_holders_run_at_once() 
     }
     let dir = tempfile::tempdir().unwrap();
     let sections = dir.path().join("sections");
+    let last = dir.path().join("last-holder");
     // A critical section long enough for renewals to happen (every second)
-    // and fail under the cuts.
+    // and fail under the cuts. On entering, it looks whether the previous
+    // holder's shell still runs (not gone, not a zombie): a holder stopped
+    // by `lock run` leaves no end, and only this tells that it was stopped
+    // before the next one started.
     let section = format!(
-        "echo $IDMINT_LOCK_TOKEN; echo \"start $IDMINT_LOCK_TOKEN $(date +%s%N)\" >> {file}; \
+        "echo $IDMINT_LOCK_TOKEN; \
+         if p=$(cat {last} 2>/dev/null) && s=$(cat /proc/$p/stat 2>/dev/null); then \
+           case \"${{s##*) }}\" in Z*|X*) ;; *) echo \"overlap $IDMINT_LOCK_TOKEN $p\" >> {file};; esac; \
+         fi; echo $$ > {last}; \
+         echo \"start $IDMINT_LOCK_TOKEN $(date +%s%N)\" >> {file}; \
          sleep 1.5; echo \"end $IDMINT_LOCK_TOKEN $(date +%s%N)\" >> {file}",
-        file = sections.display()
+        file = sections.display(),
+        last = last.display(),
     );
 
     let proxy = FaultProxy::start();
@@ -179,6 +188,10 @@ fn random_cuts_never_issue_a_value_twice_nor_let_two_lock_holders_run_at_once() 
         let fields: Vec<&str> = line.split(' ').collect();
         let (token, at): (i64, u128) = (fields[1].parse().unwrap(), fields[2].parse().unwrap());
         match fields[0] {
+            "overlap" => panic!(
+                "holder {} started while the shell {} of the one before still ran (seed {seed})",
+                fields[1], fields[2]
+            ),
             "start" => assert!(starts.insert(token, at).is_none(), "token {token} twice"),
             _ => assert!(ends.insert(token, at).is_none(), "token {token} twice"),
         }

@@ -8,6 +8,18 @@
 //! The counter document is `{_id, kind: "snowflake", time_bits,
 //! worker_bits, seq_bits, unit, epoch_ms, prefix?}`; it is never written
 //! after creation. The leases live in the `workers` collection.
+//!
+//! `mod.rs` holds the kind (settings, creation, reading the document) and
+//! [`Snowflake`] (claiming a worker id, the renewer, `close`), `lease.rs`
+//! the worker-lease documents and their time reservation, `generator.rs`
+//! the word IDs are taken from and its fail-closed checks. This folder owns
+//! its counters' documents (read only) and their `workers` documents
+//! (`_id: "<counter>#<worker>"`), nothing else: it must not touch another
+//! kind's documents nor the `locks` collection, and it does not write its
+//! own lease rules (server-clock expiry, takeover, conditional renewal and
+//! release, the local deadline): those are the one lease primitive's
+//! (`crate::lease`), shared with locks; what this folder adds is the time
+//! reservation (`floor`, `last_time`).
 
 mod generator;
 mod lease;
