@@ -373,10 +373,12 @@ fn a_killed_wrapper_takes_its_command_and_what_it_started_along() {
     const TEST: &str = "lock_cli_kill9";
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let database = runtime.block_on(harness::database(TEST));
+    // 10 s: long enough that the lease is still live, on a loaded machine,
+    // when the test has seen every process gone.
     let mut holder = lock_run(
         TEST,
         "job",
-        &["--ttl", "3"],
+        &["--ttl", "10"],
         "sleep 600 & echo $IDMINT_LOCK_TOKEN $$ $!; wait",
     )
     .spawn()
@@ -556,10 +558,12 @@ fn a_partitioned_holder_stops_its_command_before_its_lease_can_expire() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(harness::database(TEST));
     let proxy = crate::fault_proxy::FaultProxy::start();
+    // 10 s: the safety margin, a tenth, leaves a loaded machine a second
+    // between the SIGKILL and the server's end of the lease.
     let mut holder = lock_run(
         TEST,
         "job",
-        &["--ttl", "3"],
+        &["--ttl", "10"],
         "trap '' TERM; echo $IDMINT_LOCK_TOKEN $$; exec sleep 600",
     );
     let mut holder = holder.env("MONGODB_URI", proxy.uri()).spawn().unwrap();

@@ -67,8 +67,8 @@ fn random_cuts_never_issue_a_value_twice_nor_let_two_lock_holders_run_at_once() 
     let dir = tempfile::tempdir().unwrap();
     let sections = dir.path().join("sections");
     let last = dir.path().join("last-holder");
-    // A critical section long enough for renewals to happen (every second)
-    // and fail under the cuts. On entering, it looks whether the previous
+    // A critical section long enough for renewals to happen
+    // (every 1.3 s) and fail under the cuts. On entering, it looks whether the previous
     // holder's shell still runs (not gone, not a zombie): a holder stopped
     // by `lock run` leaves no end, and only this tells that it was stopped
     // before the next one started.
@@ -78,7 +78,7 @@ fn random_cuts_never_issue_a_value_twice_nor_let_two_lock_holders_run_at_once() 
            case \"${{s##*) }}\" in Z*|X*) ;; *) echo \"overlap $IDMINT_LOCK_TOKEN $p\" >> {file};; esac; \
          fi; echo $$ > {last}; \
          echo \"start $IDMINT_LOCK_TOKEN $(date +%s%N)\" >> {file}; \
-         sleep 1.5; echo \"end $IDMINT_LOCK_TOKEN $(date +%s%N)\" >> {file}",
+         sleep 2; echo \"end $IDMINT_LOCK_TOKEN $(date +%s%N)\" >> {file}",
         file = sections.display(),
         last = last.display(),
     );
@@ -114,7 +114,7 @@ fn random_cuts_never_issue_a_value_twice_nor_let_two_lock_holders_run_at_once() 
                 .map(|_| Run {
                     what: "lock run".to_string(),
                     output: through(TEST, &uri)
-                        .args(["lock", "run", "job", "--ttl", "3", "--wait", "120"])
+                        .args(["lock", "run", "job", "--ttl", "4", "--wait", "120"])
                         .args(["--", "sh", "-c", &section])
                         .output()
                         .unwrap(),
