@@ -521,7 +521,12 @@ fn signals_reach_the_command_and_nothing_outlives_the_release() {
         assert_eq!(first_line(&mut holder), "ready");
         let rest = read_to_end(&mut holder);
         signal(holder.id(), number);
+        let exited = exits_within(holder.id(), GONE_LONG_AGO);
+        if !exited {
+            holder.kill().unwrap();
+        }
         let status = holder.wait().unwrap();
+        assert!(exited, "SIG{signal_name}: the wrapper did not exit");
         let stderr = {
             let mut text = String::new();
             let _ = std::io::Read::read_to_string(holder.stderr.as_mut().unwrap(), &mut text);

@@ -129,7 +129,7 @@ impl LockCmd {
 
     pub async fn execute(&self, output: &Output) -> anyhow::Result<Outcome> {
         match self {
-            LockCmd::Run(args) => run(args).await,
+            LockCmd::Run(args) => run(args, output).await,
             LockCmd::Guard(args) => guard(args),
             LockCmd::Status(args) => {
                 let name = args.name.as_deref().map(LockName::new).transpose()?;
@@ -205,7 +205,7 @@ fn seconds(flag: &str, value: f64) -> Result<Duration, UsageError> {
         .map_err(|_| UsageError(format!("--{flag} {value} is not a number of seconds")))
 }
 
-async fn run(args: &RunArgs) -> anyhow::Result<Outcome> {
+async fn run(args: &RunArgs, output: &Output) -> anyhow::Result<Outcome> {
     let name = LockName::new(&args.name)?;
     let ttl = seconds("ttl", args.ttl)?;
     let wait = seconds("wait", args.wait)?;
@@ -224,7 +224,7 @@ async fn run(args: &RunArgs) -> anyhow::Result<Outcome> {
     let mut signals = Forwarded::install()?;
 
     let (program, _) = args.command.split_first().expect("clap requires COMMAND");
-    let (mut child, _watched) = match spawn_guard(&args.command, &name, token) {
+    let (mut child, _watched) = match spawn_guard(&args.command, &name, token, output.is_json()) {
         Ok(spawned) => spawned,
         Err(error) => {
             watchdog.stop();
@@ -388,6 +388,7 @@ fn spawn_guard(
     command: &[String],
     name: &LockName,
     token: i64,
+    json: bool,
 ) -> std::io::Result<(tokio::process::Child, OwnedFd)> {
     let (watched, watch) = pipe()?;
     let fd = watched.as_raw_fd();
@@ -397,6 +398,11 @@ fn spawn_guard(
     #[cfg(not(target_os = "linux"))]
     let program = std::env::current_exe()?;
     let mut guard = tokio::process::Command::new(program);
+    // The guard's one failure (COMMAND cannot be started) is reported in
+    // the form the caller asked for.
+    if json {
+        guard.arg("--json");
+    }
     guard
         .args(["lock", "guard", "--watch-fd", &fd.to_string(), "--"])
         .args(command)
