@@ -931,3 +931,27 @@ async fn a_lease_fails_closed_at_its_local_deadline_and_when_found_lost() {
     assert!(!lease.is_live() && lease.deadline().is_none());
     assert!(matches!(lease.release().await, Err(LockError::Lost { .. })));
 }
+
+/// A COMMAND that cannot be started is a one-line error (exit 2), and the
+/// lock is released, not left to run out.
+#[test]
+fn a_command_that_cannot_start_is_one_line_and_releases_the_lock() {
+    const TEST: &str = "lock_cli_no_command";
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let database = runtime.block_on(harness::database(TEST));
+    let output = harness::run(
+        harness::idmint(TEST)
+            .args(["lock", "run", "job", "--", "no-such-command-idmint-test"])
+            .stdin(Stdio::null()),
+    );
+    harness::assert_exit(&output, 2);
+    assert_eq!(
+        harness::stderr(&output).trim(),
+        "idmint: error: cannot run \"no-such-command-idmint-test\": No such file or directory (os error 2)"
+    );
+    let state = runtime
+        .block_on(Lock::new(&database, name("job")).status())
+        .unwrap()
+        .unwrap();
+    assert!(!state.is_held(), "{state:?}");
+}
