@@ -1,6 +1,7 @@
 //! idmint's integration tests: one binary, a module per concept, all against a
 //! real MongoDB wire-protocol server (see `harness`).
 
+mod fault_proxy;
 mod harness;
 
 mod cli;
@@ -12,6 +13,7 @@ mod installer;
 mod java_client;
 mod lock;
 mod mongosh;
+mod network_faults;
 mod periodic;
 mod policy;
 mod policy_contracts;
