@@ -46,7 +46,7 @@ use crate::parts::snowflake::date;
 use crate::parts::{Layout, Stamp, TimeUnit};
 use crate::sequence::document::read_integer;
 use crate::sequence::kind::{
-    CommandOptions, Fact, Handle, Held, Kind, LeaseStats, Repeats, Setting, ValueShape,
+    CommandOptions, Fact, Handle, Headroom, Held, Kind, LeaseStats, Repeats, Setting, ValueShape,
 };
 use crate::sequence::settings::Settings;
 use crate::sequence::{Clock, CounterName, CounterState, SequenceError, SystemClock};
@@ -135,6 +135,17 @@ impl Kind for SnowflakeKind {
             repeats: Repeats::Never,
             server_timestamp: false,
         }
+    }
+
+    /// Time: the share of the time bits' span gone by at `now_ms`.
+    fn headroom(state: &SnowflakeState, now_ms: u64) -> Option<Headroom> {
+        let l = state.layout;
+        let (start, end) = (l.epoch_ms, l.runs_out_at_ms());
+        let span = end.saturating_sub(start).max(1);
+        Some(Headroom {
+            used: (now_ms.saturating_sub(start) as f64 / span as f64).min(1.0),
+            left: format!("until {}", date(end)),
+        })
     }
 
     fn facts(state: &SnowflakeState, now_ms: u64) -> Vec<Fact> {
