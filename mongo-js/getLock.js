@@ -33,8 +33,26 @@ function (key, expireMs) {
     { $in: [{ $type: "$expiresAt" }, ["missing", "null", "date"]] },
     integerOrMissing("token"),
     integerOrMissing("count"),
-    { $or: [{ $in: [{ $type: "$owner" }, ["missing", "null"]] }, { $eq: [{ $type: "$expiresAt" }, "date"] }] }
+    { $or: [{ $in: [{ $type: "$owner" }, ["missing", "null"]] }, { $eq: [{ $type: "$expiresAt" }, "date"] }] },
+    { $in: [{ $type: "$ticket" }, ["missing", "null", "string"]] },
+    { $or: [
+      { $eq: [{ $type: "$queue" }, "missing"] },
+      { $and: [
+        { $isArray: "$queue" },
+        { $allElementsTrue: [{ $map: { input: "$queue", in: { $and: [
+          { $eq: [{ $type: "$$this.owner" }, "string"] },
+          { $eq: [{ $type: "$$this.ticket" }, "string"] },
+          { $eq: [{ $type: "$$this.since" }, "date"] },
+          { $eq: [{ $type: "$$this.until" }, "date"] },
+          { $in: [{ $type: "$$this.ttl" }, ["int", "long"]] }
+        ] } } }] }
+      ] }
+    ] }
   ] };
+  // The lock's waiting line (host/src/lock/queue.rs): its live entries. A
+  // free lock with live waiters is theirs first; these calls never wait in
+  // line, so they take a free lock only when nobody waits.
+  var waiting = { $filter: { input: { $cond: [{ $isArray: "$queue" }, "$queue", []] }, cond: { $gt: ["$$this.until", "$$NOW"] } } };
   var live = { $and: [
     { $eq: [{ $type: "$owner" }, "string"] },
     { $eq: [{ $type: "$expiresAt" }, "date"] },
@@ -45,14 +63,17 @@ function (key, expireMs) {
   var again = { $mergeObjects: ["$$ROOT", { count: { $add: [{ $ifNull: ["$count", zero] }, one] }, expiresAt: expires }] };
   var fresh = { $mergeObjects: ["$$ROOT", {
     owner: owner,
+    ticket: owner,
     token: { $add: [{ $ifNull: ["$token", zero] }, one] },
     count: one,
-    expiresAt: expires,
-    acquiredAt: "$$NOW"
+    acquiredAt: "$$NOW",
+    queue: "$$q",
+    expiresAt: expires
   }] };
+  var notTaken = { $or: [live, { $gt: [{ $size: "$$q" }, 0] }] };
   var pipeline = [{ $replaceWith: { $cond: [
     wellFormed,
-    { $cond: [mine, again, { $cond: [live, "$$ROOT", fresh] }] },
+    { $let: { vars: { q: waiting }, in: { $cond: [mine, again, { $cond: [notTaken, "$$ROOT", fresh] }] } } },
     "$$ROOT"
   ] } }];
 
@@ -74,6 +95,14 @@ function (key, expireMs) {
       throw new Error("lock '" + key + "' is corrupt: owner is not a string; it was left unchanged, fix or delete it");
     }
     if (doc.owner === owner) return String(doc.token) + ":" + owner;
+    if (doc.queue !== undefined && !(Array.isArray(doc.queue) && doc.queue.every(function (e) {
+      return e !== null && typeof e === "object" && typeof e.owner === "string" && typeof e.ticket === "string" &&
+        e.since instanceof Date && e.until instanceof Date && (typeof e.ttl === "number" || e.ttl instanceof Long);
+    }))) {
+      throw new Error("lock '" + key + "' is corrupt: queue is not a list of waiters; it was left unchanged, fix or delete it");
+    }
+    // Free, but someone waits in line: theirs first.
+    if ((doc.owner === undefined || doc.owner === null) && Array.isArray(doc.queue) && doc.queue.length > 0) return null;
     if (doc.owner === undefined || doc.owner === null) {
       throw new Error("lock '" + key + "' is corrupt; it was left unchanged, fix or delete it");
     }

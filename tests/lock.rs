@@ -193,7 +193,7 @@ async fn a_corrupt_lock_is_reported_and_left_unchanged() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_waiter_wakes_on_release_not_on_a_poll() {
+async fn a_waiter_is_handed_the_lock_on_release_not_on_a_poll() {
     let database = harness::database("lock_wakeup").await;
     let holder = Lock::new(&database, name("job"));
     let lease = held(&holder, Duration::from_secs(120)).await;
@@ -204,9 +204,11 @@ async fn a_waiter_wakes_on_release_not_on_a_poll() {
     let attempted = Arc::new(tokio::sync::Notify::new());
     let waiter_db = counting_database(&database, attempts.clone(), attempted.clone()).await;
     let waiter = Lock::new(&waiter_db, name("job"));
-    // It would poll again only after a minute, past its 60 s wait.
-    let options = WaitOptions::new(Duration::from_secs(60))
+    // It would poll (refresh its place in line) again only after ten
+    // minutes, past its 60 s wait.
+    let mut options = WaitOptions::new(Duration::from_secs(60))
         .poll(Duration::from_secs(600), Duration::from_secs(600));
+    options.refresh = Duration::from_secs(600);
     let waiting = tokio::spawn(async move {
         let started = std::time::Instant::now();
         let lease = waiter.acquire(Duration::from_secs(30), &options).await;
@@ -224,10 +226,12 @@ async fn a_waiter_wakes_on_release_not_on_a_poll() {
         waited < Duration::from_secs(50),
         "woken only at the deadline: {waited:?}"
     );
+    // The release handed it the lock; the change stream told it: no write
+    // of its own after the one that put it in line.
     assert_eq!(
         attempts.load(Ordering::SeqCst),
-        2,
-        "one failed attempt, then one on wake-up"
+        1,
+        "one attempt (in line), then handed the lock on release"
     );
     assert!(new.token() > old_token);
     new.release().await.unwrap();
@@ -734,6 +738,13 @@ fn lock_cases() -> Vec<Document> {
         doc! { "_id": "live", "owner": "x", "token": 3_i64, "count": 1_i64, "expiresAt": future },
         doc! { "_id": "corrupt", "owner": 42, "token": 1_i64 },
         doc! { "_id": "badtoken", "owner": null, "token": "seven" },
+        // A free lock with someone in line is theirs first; one whose only
+        // entry lapsed is free for anyone, and the entry is dropped.
+        doc! { "_id": "waited", "owner": null, "token": 4_i64, "count": 0_i64, "expiresAt": null,
+        "queue": [{ "owner": "w", "ticket": "t", "since": past, "until": future, "ttl": 1000_i64 }] },
+        doc! { "_id": "lapsed", "owner": null, "token": 4_i64, "count": 0_i64, "expiresAt": null,
+        "queue": [{ "owner": "w", "ticket": "t", "since": past, "until": past, "ttl": 1000_i64 }] },
+        doc! { "_id": "badqueue", "owner": null, "token": 4_i64, "queue": [{ "owner": "w" }] },
     ]
 }
 
@@ -743,7 +754,7 @@ fn masked(document: &Document) -> Document {
     for (key, value) in document.iter_mut() {
         match value {
             mongodb::bson::Bson::DateTime(_) => *value = "date".into(),
-            mongodb::bson::Bson::String(s) if key == "owner" && s != "x" => {
+            mongodb::bson::Bson::String(s) if (key == "owner" || key == "ticket") && s != "x" => {
                 *value = "new owner".into()
             }
             _ => {}

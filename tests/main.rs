@@ -12,6 +12,7 @@ mod durability;
 mod installer;
 mod java_client;
 mod lock;
+mod lock_fair;
 mod mongosh;
 mod network_faults;
 mod periodic;

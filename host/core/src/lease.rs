@@ -111,6 +111,18 @@ pub(crate) struct Acquire {
     /// The fields a re-entry by the same owner sets (a hold count); `None`:
     /// no re-entry, an owner's live lease is left as it is.
     pub again: Option<Document>,
+    /// Variables (`$let`) every expression below may use as `$$name`.
+    pub vars: Option<Document>,
+    /// True when this very call already holds the lease (it was handed to
+    /// it while it waited): the document is left as it is, not re-entered.
+    pub claimed: Option<Document>,
+    /// True when a free or ended lease may be taken by this call now (a
+    /// lock's waiting line: when nobody waits ahead of it); absent: always.
+    pub turn: Option<Document>,
+    /// The document when the lease is not taken (held by another, or not
+    /// this call's turn), e.g. with this call added to a waiting line;
+    /// absent: unchanged.
+    pub busy: Option<Document>,
 }
 
 /// The acquire pipeline: free or ended → taken by `owner` for `ttl`; held
@@ -127,16 +139,30 @@ pub(crate) fn acquire_pipeline(
     fresh.extend(acquire.fresh.clone());
     fresh.insert(fields.expires, fields.expires_after(ttl));
     let fresh = doc! { "$mergeObjects": ["$$ROOT", fresh] };
-    let taken_or_kept = match &acquire.again {
-        Some(again) => {
-            let mine = doc! { "$and": [live.clone(), { "$eq": [LeaseFields::path(fields.owner), owner] }] };
-            let mut again = again.clone();
-            again.insert(fields.expires, fields.extended(ttl));
-            let again = doc! { "$mergeObjects": ["$$ROOT", again] };
-            doc! { "$cond": [mine, again, { "$cond": [live, "$$ROOT", fresh] }] }
-        }
-        None => doc! { "$cond": [live, "$$ROOT", fresh] },
+    let busy = match &acquire.busy {
+        Some(busy) => Bson::Document(busy.clone()),
+        None => Bson::String("$$ROOT".into()),
     };
+    let not_taken = match &acquire.turn {
+        Some(turn) => doc! { "$or": [live.clone(), { "$not": [turn.clone()] }] },
+        None => live.clone(),
+    };
+    let mut taken_or_kept = doc! { "$cond": [not_taken, busy, fresh] };
+    if let Some(again) = &acquire.again {
+        let mine =
+            doc! { "$and": [live.clone(), { "$eq": [LeaseFields::path(fields.owner), owner] }] };
+        let mut again = again.clone();
+        again.insert(fields.expires, fields.extended(ttl));
+        let again = doc! { "$mergeObjects": ["$$ROOT", again] };
+        taken_or_kept = doc! { "$cond": [mine, again, taken_or_kept] };
+    }
+    if let Some(claimed) = &acquire.claimed {
+        let claimed = doc! { "$and": [live.clone(), claimed.clone()] };
+        taken_or_kept = doc! { "$cond": [claimed, "$$ROOT", taken_or_kept] };
+    }
+    if let Some(vars) = &acquire.vars {
+        taken_or_kept = doc! { "$let": { "vars": vars.clone(), "in": taken_or_kept } };
+    }
     vec![doc! { "$replaceWith": { "$cond": [
         acquire.well_formed.clone(),
         taken_or_kept,

@@ -1,9 +1,12 @@
 //! Lock benchmarks, run by `idmint bench --only lock`:
 //!
 //! - `lock_uncontended`: acquire + release pairs per second, one client.
-//! - `lock_handoff`: 8 contenders each looping acquire (blocking, woken by the
-//!   change stream) then release; handoffs per second, and the time from a
-//!   release to the next acquisition by anyone (median, p99).
+//! - `lock_handoff`: 8 contenders each looping acquire (blocking, in line,
+//!   handed the lock by the release before theirs) then release; handoffs
+//!   per second, the time from a release to the next acquisition by anyone
+//!   (median, p99), and the share of acquisitions that went to a different
+//!   contender than the one before (a fair lock: nearly all; a lock that
+//!   lets the releasing client take it straight back: few).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -23,6 +26,9 @@ pub struct HandoffLatency {
     pub p99_ms: f64,
     /// Handoffs measured.
     pub samples: usize,
+    /// The share of acquisitions that went to a different contender than
+    /// the one before, 0.0 to 1.0.
+    pub to_another_holder: f64,
 }
 
 /// The lock benchmarks' figures.
@@ -62,21 +68,24 @@ pub async fn run(database: &Database, duration: Duration) -> Result<LockBenchRep
         fetches_per_million: None,
     }];
 
-    // Handoff: events (is_release, when), in order of occurrence per lock.
-    let events: Arc<Mutex<Vec<(bool, Instant)>>> = Arc::default();
+    // Handoff: events (is_release, when, contender), in order of occurrence.
+    let events: Arc<Mutex<Vec<(bool, Instant, usize)>>> = Arc::default();
     let start = Instant::now();
     let contenders: Vec<_> = (0..8)
-        .map(|_| {
+        .map(|contender| {
             let (lock, events) = (Lock::new(database, name("bench-handoff")), events.clone());
             tokio::spawn(async move {
                 let options = WaitOptions::new(duration + Duration::from_secs(30));
                 while start.elapsed() < duration {
                     let lease = lock.acquire(TTL, &options).await?;
-                    events.lock().unwrap().push((false, Instant::now()));
+                    events
+                        .lock()
+                        .unwrap()
+                        .push((false, Instant::now(), contender));
                     let released = Instant::now();
                     // Recorded before the release is sent: the next holder's
                     // acquisition cannot precede it.
-                    events.lock().unwrap().push((true, released));
+                    events.lock().unwrap().push((true, released, contender));
                     lease.release().await?;
                 }
                 Ok::<_, LockError>(())
@@ -100,6 +109,9 @@ pub async fn run(database: &Database, duration: Duration) -> Result<LockBenchRep
             .copied()
             .unwrap_or(0.0)
     };
+    let holders: Vec<usize> = events.iter().filter(|e| !e.0).map(|e| e.2).collect();
+    let changes = holders.windows(2).filter(|pair| pair[0] != pair[1]).count();
+    let to_another_holder = changes as f64 / holders.len().saturating_sub(1).max(1) as f64;
     let handoffs = latencies.len() as u64;
     results.push(BenchResult {
         mode: "lock_handoff",
@@ -115,6 +127,7 @@ pub async fn run(database: &Database, duration: Duration) -> Result<LockBenchRep
             median_ms: at(0.5),
             p99_ms: at(0.99),
             samples: latencies.len(),
+            to_another_holder,
         },
     })
 }
@@ -133,8 +146,8 @@ pub fn text(report: &LockBenchReport) -> String {
     }
     let l = &report.handoff_latency;
     text += &format!(
-        "release -> next acquisition: median {:.2} ms, p99 {:.2} ms ({} handoffs)\n",
-        l.median_ms, l.p99_ms, l.samples
+        "release -> next acquisition: median {:.2} ms, p99 {:.2} ms ({} handoffs, {:.1}% to another holder)\n",
+        l.median_ms, l.p99_ms, l.samples, l.to_another_holder * 100.0
     );
     text
 }

@@ -25,6 +25,13 @@ pub struct LockState {
     /// document was read with the server's time (`status`); negative once
     /// expired.
     pub expires_in_ms: Option<i64>,
+    /// Waiters in line (entries that lapsed included, until the next write
+    /// drops them).
+    pub waiters: usize,
+    /// The acquire call that holds it (internal: a handed-over lease is
+    /// recognised by it).
+    #[serde(skip)]
+    pub(crate) ticket: Option<String>,
 }
 
 impl LockState {
@@ -57,6 +64,8 @@ impl LockState {
         if owner.is_some() && expires_at.is_none() {
             return Err(corrupt("it has an owner but no expiresAt".into()));
         }
+        let ticket = fields.optional_string("ticket").map_err(corrupt)?;
+        let waiters = super::queue::read_waiters(document).map_err(corrupt)?;
         let expires_in_ms = match (document.get("serverNow"), expires_at) {
             (Some(Bson::DateTime(now)), Some(at)) => {
                 Some(at.timestamp_millis() - now.timestamp_millis())
@@ -70,6 +79,8 @@ impl LockState {
             count: count.unwrap_or(0),
             expires_at,
             expires_in_ms,
+            waiters,
+            ticket,
         })
     }
 }
@@ -97,6 +108,8 @@ pub(crate) fn well_formed_expr() -> Document {
     doc! { "$and": [
         { "$in": [{ "$type": "$owner" }, ["missing", "null", "string"]] },
         { "$in": [{ "$type": "$expiresAt" }, ["missing", "null", "date"]] },
+        { "$in": [{ "$type": "$ticket" }, ["missing", "null", "string"]] },
+        super::queue::well_formed_term(),
         integer_or_missing("token"),
         integer_or_missing("count"),
         { "$or": [

@@ -11,6 +11,7 @@ use mongodb::{Collection, Database};
 
 use super::document::{well_formed_expr, LOCK_FIELDS};
 use super::error::check_range;
+use super::queue;
 use super::{LockError, LockName, LockState, LOCKS_COLLECTION, MAX_TTL, MIN_TTL};
 use crate::lease::{self, Acquire, Deadline, LeaseStore};
 use crate::mongo::durable_write_concern;
@@ -93,27 +94,68 @@ impl Lock {
     /// One attempt: takes the lock if it is free or expired (a new fencing
     /// token), or again if this owner holds it (the hold count grows, and
     /// the lease ends at the later of its current end and `ttl` from now).
+    ///
+    /// A free lock with waiters in line (see [`queue`](super::queue)) is
+    /// theirs first: this attempt then finds it busy.
     pub async fn try_acquire(&self, ttl: Duration) -> Result<Acquired, LockError> {
         let ttl = check_range("lease ttl", ttl, MIN_TTL, MAX_TTL)?;
+        let ticket = random::random_token();
+        Ok(self.attempt(&ticket, ttl, None).await?.0)
+    }
+
+    /// One acquire by call `ticket`; with `wait` (its refresh interval), a
+    /// busy answer leaves the call in line (its entry added or refreshed). Also returns when the
+    /// write was sent (the start of a handed-over lease's local deadline).
+    pub(crate) async fn attempt(
+        &self,
+        ticket: &str,
+        ttl: Duration,
+        wait: Option<Duration>,
+    ) -> Result<(Acquired, Instant), LockError> {
         let acquisition = self
             .store
-            .acquire(self.name.as_str(), &self.owner, ttl, &acquire_fields())
+            .acquire(
+                self.name.as_str(),
+                &self.owner,
+                ttl,
+                &acquire_fields(&self.owner, ticket, ttl, wait),
+            )
             .await
             .map_err(|error| LockError::database(&self.name, error))?
             .ok_or_else(|| LockError::NotHeld(self.name.clone()))?;
         let state = LockState::from_document(&self.name, &acquisition.document)?;
-        if acquisition.held {
-            Ok(Acquired::Held(Lease {
-                lock: self.clone(),
-                token: state.token,
-                count: state.count,
-                ttl,
-                deadline: Deadline::starting(lease::deadline_after(acquisition.sent, ttl)),
-                released: false,
-            }))
+        let acquired = if acquisition.held {
+            Acquired::Held(self.lease(&state, ttl, acquisition.sent))
         } else {
-            Ok(Acquired::Busy(state))
+            Acquired::Busy(state)
+        };
+        Ok((acquired, acquisition.sent))
+    }
+
+    /// The lease of holding `state` for `ttl`, proved by a write sent at
+    /// `sent`.
+    pub(crate) fn lease(&self, state: &LockState, ttl: Duration, sent: Instant) -> Lease {
+        Lease {
+            lock: self.clone(),
+            token: state.token,
+            count: state.count,
+            ttl,
+            deadline: Deadline::starting(lease::deadline_after(sent, ttl)),
+            released: false,
         }
+    }
+
+    /// Takes call `ticket` out of line (a waiter giving up); best effort.
+    pub(crate) async fn leave(&self, ticket: &str) -> Result<(), LockError> {
+        self.collection()
+            .update_one(
+                doc! { "_id": self.name.as_str() },
+                queue::leave_pipeline(ticket),
+            )
+            .write_concern(self.write_concern.clone())
+            .await
+            .map_err(|error| LockError::database(&self.name, error))?;
+        Ok(())
     }
 
     /// The lock's state, with the time left by the server's clock; `None`
@@ -139,7 +181,7 @@ impl Lock {
             .collection()
             .update_one(
                 filter,
-                doc! { "$set": { "owner": Bson::Null, "expiresAt": Bson::Null, "count": 0_i64 } },
+                doc! { "$set": { "owner": Bson::Null, "ticket": Bson::Null, "expiresAt": Bson::Null, "count": 0_i64 } },
             )
             .write_concern(self.write_concern.clone())
             .await
@@ -241,14 +283,7 @@ impl Lease {
     pub async fn release(mut self) -> Result<i64, LockError> {
         self.released = true;
         let lock = &self.lock;
-        let after_count = doc! { "$gt": ["$count", 0] };
-        let pipeline = vec![
-            doc! { "$set": { "count": { "$subtract": ["$count", 1_i64] } } },
-            doc! { "$set": {
-                "owner": { "$cond": [after_count.clone(), "$owner", Bson::Null] },
-                "expiresAt": { "$cond": [after_count, "$expiresAt", Bson::Null] },
-            }},
-        ];
+        let pipeline = queue::release_pipeline();
         let document = lock
             .store
             .release(
@@ -260,7 +295,13 @@ impl Lease {
             .map_err(|error| LockError::database(&lock.name, error))?;
         self.deadline.revoke();
         match document {
-            Some(document) => Ok(LockState::from_document(&lock.name, &document)?.count),
+            Some(document) => {
+                let state = LockState::from_document(&lock.name, &document)?;
+                // Handed over to the next in line: none of this owner's holds left.
+                let mine = state.owner.as_deref() == Some(lock.owner.as_str())
+                    && state.token == self.token;
+                Ok(if mine { state.count } else { 0 })
+            }
             None => Err(LockError::Lost {
                 name: lock.name.clone(),
                 token: self.token,
@@ -312,31 +353,44 @@ pub(crate) async fn renew(
     }
 }
 
-/// What a lock's acquisition sets besides the owner and the end: a fresh one
-/// the next fencing token, a hold count of 1 and when; a re-entry one more
-/// hold.
-fn acquire_fields() -> Acquire {
+/// What a lock's acquisition by call `ticket` sets besides the owner and
+/// the end: a fresh one the next fencing token, a hold count of 1, when,
+/// and the call's ticket, and takes the call out of line; a re-entry one
+/// more hold. A free lock is taken only in turn (the waiting line, see
+/// `queue`); a busy answer with `wait` puts the call in line.
+fn acquire_fields(owner: &str, ticket: &str, ttl: Duration, wait: Option<Duration>) -> Acquire {
     Acquire {
         well_formed: well_formed_expr(),
         fresh: doc! {
+            "ticket": ticket,
             "token": { "$add": [{ "$ifNull": ["$token", 0_i64] }, 1_i64] },
             "count": 1_i64,
             "acquiredAt": "$$NOW",
+            "queue": queue::without(ticket),
         },
         again: Some(doc! {
             "count": { "$add": [{ "$ifNull": ["$count", 0_i64] }, 1_i64] },
         }),
+        vars: Some(queue::vars()),
+        claimed: Some(queue::claimed(owner, ticket)),
+        turn: Some(queue::turn(ticket)),
+        busy: wait.map(|refresh| queue::enqueued(owner, ticket, ttl, refresh)),
     }
 }
 
-/// The acquire update (see the module docs); the JavaScript twin
-/// `mongo-js/getLock.js` sends the same pipeline (its calls never re-enter:
-/// each is a new owner).
+/// The acquire update of a call that does not wait (see the module docs);
+/// the JavaScript twin `mongo-js/getLock.js` sends the same pipeline (its
+/// calls never re-enter: each is a new owner, and never wait in line).
 pub fn acquire_pipeline(owner: &str, ttl_ms: i64) -> Vec<Document> {
     lease::acquire_pipeline(
         &LOCK_FIELDS,
         owner,
         Duration::from_millis(ttl_ms.max(0) as u64),
-        &acquire_fields(),
+        &acquire_fields(
+            owner,
+            owner,
+            Duration::from_millis(ttl_ms.max(0) as u64),
+            None,
+        ),
     )
 }

@@ -1,7 +1,7 @@
 //! Distributed locks on MongoDB: leases with fencing tokens.
 //!
 //! A lock is one document `{_id: name, owner, token, count, expiresAt,
-//! acquiredAt}` in the `locks` collection. It is taken by one
+//! acquiredAt, ticket, queue}` in the `locks` collection. It is taken by one
 //! `findOneAndUpdate` with `upsert` whose update is an aggregation pipeline:
 //! the server decides, against its own clock (`$$NOW`), whether the lock is
 //! free (no owner, or `expiresAt <= $$NOW`), held by the caller (re-entrant:
@@ -23,6 +23,12 @@
 //! need the lease live by the server's clock, so a release after the lease
 //! ended changes nothing and reports the lease lost.
 //!
+//! The lock is fair ([`queue`]): a blocking acquire that finds it held joins
+//! the lock's waiting line and is served in the order it joined; a release
+//! hands the lock to the first in line in the same write (the waiter learns
+//! it from a change stream), and nobody takes a free lock while someone
+//! waits ahead of them.
+//!
 //! A holder fails closed: a [`Lease`] is proved held only until its local
 //! deadline (the send time of the last acknowledged acquire or renewal, plus
 //! the TTL, less a tenth, on the monotonic clock), which comes before the
@@ -41,6 +47,7 @@ mod error;
 pub mod fence;
 mod lease;
 mod name;
+pub mod queue;
 mod wait;
 mod watchdog;
 

@@ -1,16 +1,22 @@
-//! Blocking acquire with a deadline: a waiter sleeps until the lock's
-//! document changes (a change stream on the locks collection, where the server
-//! has one) or until a jittered backoff elapses (the fallback, and the only
-//! way to notice a lease that simply ran out: expiry writes nothing).
+//! Blocking acquire with a deadline, in line: a waiter that finds the lock
+//! held joins its waiting line (`queue`), refreshes its place every
+//! [`WaitOptions::refresh`], and is served in turn: a release hands the lock to the first
+//! in line in the same write, and the waiter learns it from a change stream
+//! on the lock's document (the full document looked up with each event).
+//! Without a change stream it learns it at its next refresh, which also
+//! notices a lease that simply ran out (expiry writes nothing).
 
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use mongodb::bson::doc;
+use mongodb::bson::{doc, Document};
+use mongodb::change_stream::event::ChangeStreamEvent;
+use mongodb::options::FullDocumentType;
 use tokio::time::Instant;
 
 use super::error::check_range;
-use super::{Acquired, Lease, Lock, LockError};
+use super::queue::REFRESH;
+use super::{Acquired, Lease, Lock, LockError, LockState};
 use crate::random;
 
 /// The longest wait accepted: one day.
@@ -21,12 +27,16 @@ pub const MAX_WAIT: Duration = Duration::from_secs(86_400);
 pub struct WaitOptions {
     /// How long to wait for the lock in all; zero tries once.
     pub wait: Duration,
-    /// The first polling interval (doubled after every miss, jittered).
+    /// The first polling interval, without a change stream (doubled after
+    /// every miss, jittered, at most `poll_max` and at most [`REFRESH`]).
     pub poll_min: Duration,
     /// The largest polling interval.
     pub poll_max: Duration,
     /// Wake on a change stream event for the lock (default: true).
     pub change_stream: bool,
+    /// How often a waiter refreshes its place in line (default: [`REFRESH`],
+    /// at least 100 ms); its place lapses after three refreshes missed.
+    pub refresh: Duration,
 }
 
 impl WaitOptions {
@@ -37,6 +47,7 @@ impl WaitOptions {
             poll_min: Duration::from_millis(50),
             poll_max: Duration::from_secs(1),
             change_stream: true,
+            refresh: REFRESH,
         }
     }
 
@@ -48,52 +59,218 @@ impl WaitOptions {
     }
 }
 
+/// Takes a waiter out of line if its acquire is dropped before it ends
+/// (cancelled): a spawned task removes its entry, and releases the lock if
+/// it was handed over meanwhile.
+struct InLine {
+    lock: Lock,
+    ticket: String,
+    ttl: Duration,
+    done: bool,
+}
+
+impl Drop for InLine {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (lock, ticket, ttl) = (self.lock.clone(), self.ticket.clone(), self.ttl);
+        runtime.spawn(async move { give_up(&lock, &ticket, ttl).await });
+    }
+}
+
+/// Leaves the line; if the lock was handed to `ticket` meanwhile, releases
+/// it (to the next in line).
+async fn give_up(lock: &Lock, ticket: &str, ttl: Duration) {
+    if lock.leave(ticket).await.is_err() {
+        return;
+    }
+    if let Ok(Some(state)) = lock.status().await {
+        if is_handed(lock, &state, ticket) {
+            let lease = lock.lease(&state, ttl, std::time::Instant::now());
+            let _ = lease.release().await;
+        }
+    }
+}
+
+fn is_handed(lock: &Lock, state: &LockState, ticket: &str) -> bool {
+    state.owner.as_deref() == Some(lock.owner()) && state.ticket.as_deref() == Some(ticket)
+}
+
 impl Lock {
-    /// Takes the lock, waiting up to `options.wait` for it. Fails with
-    /// [`LockError::Busy`] when the deadline passes first.
+    /// Takes the lock, waiting in line up to `options.wait` for it (see the
+    /// module docs). Fails with [`LockError::Busy`] when the deadline passes
+    /// first; the call then leaves the line.
     pub async fn acquire(&self, ttl: Duration, options: &WaitOptions) -> Result<Lease, LockError> {
         check_range("wait", options.wait, Duration::ZERO, MAX_WAIT)?;
+        let ttl = check_range("lease ttl", ttl, super::MIN_TTL, super::MAX_TTL)?;
+        if options.wait.is_zero() {
+            return match self.try_acquire(ttl).await? {
+                Acquired::Held(lease) => Ok(lease),
+                Acquired::Busy(state) => Err(LockError::Busy {
+                    name: self.name().clone(),
+                    token: state.token,
+                }),
+            };
+        }
         let deadline = Instant::now() + options.wait;
-        // Opened before the first attempt, so a release between the attempt
-        // and the wait is still seen.
-        let mut events = if options.change_stream && !options.wait.is_zero() {
+        let ticket = random::random_token();
+        let mut in_line = InLine {
+            lock: self.clone(),
+            ticket: ticket.clone(),
+            ttl,
+            done: false,
+        };
+        // Opened before the first attempt, so a handover between the
+        // attempt and the wait is still seen.
+        let mut events = if options.change_stream {
             self.collection()
                 .watch()
                 .pipeline([doc! { "$match": { "documentKey._id": self.name().as_str() } }])
+                .full_document(FullDocumentType::UpdateLookup)
                 .await
                 .ok()
         } else {
             None
         };
-        let mut interval = options.poll_min;
+        let refresh = options.refresh.max(Duration::from_millis(100));
+        let mut interval = options.poll_min.min(refresh);
         loop {
-            let busy = match self.try_acquire(ttl).await? {
-                Acquired::Held(lease) => return Ok(lease),
+            // One attempt: taken, handed over already, or in line.
+            let (acquired, sent) = self.attempt(&ticket, ttl, Some(refresh)).await?;
+            let busy = match acquired {
+                Acquired::Held(lease) => {
+                    in_line.done = true;
+                    return Ok(lease);
+                }
                 Acquired::Busy(state) => state,
             };
-            let now = Instant::now();
-            if now >= deadline {
-                return Err(LockError::Busy {
-                    name: self.name().clone(),
-                    token: busy.token,
-                });
-            }
-            // Full jitter in [interval/2, interval).
-            let sleep = interval.mul_f64(0.5 + random::fraction() / 2.0);
-            let until = (now + sleep).min(deadline);
-            interval = (interval * 2).min(options.poll_max);
-            match events.as_mut() {
-                Some(stream) => {
-                    tokio::select! {
-                        event = stream.next() => if !matches!(event, Some(Ok(_))) {
-                            // The stream ended or failed: fall back to polling.
-                            events = None;
-                        },
-                        _ = tokio::time::sleep_until(until) => {}
-                    }
+            // The send of this acknowledged refresh: a lease handed over
+            // from here on ends no earlier than this plus the TTL.
+            let refreshed = sent;
+            let mut next_attempt = if events.is_some() {
+                Instant::now() + refresh
+            } else {
+                // Full jitter in [interval/2, interval).
+                let sleep = interval.mul_f64(0.5 + random::fraction() / 2.0);
+                interval = (interval * 2).min(options.poll_max).min(refresh);
+                Instant::now() + sleep
+            };
+            loop {
+                let now = Instant::now();
+                if now >= deadline {
+                    return self
+                        .give_up_at_deadline(&mut in_line, ttl, busy.token)
+                        .await;
                 }
-                None => tokio::time::sleep_until(until).await,
+                next_attempt = next_attempt.min(deadline);
+                let Some(stream) = events.as_mut() else {
+                    tokio::time::sleep_until(next_attempt).await;
+                    break;
+                };
+                tokio::select! {
+                    event = stream.next() => match event {
+                        Some(Ok(event)) => match self.seen(&event, &ticket) {
+                            Seen::HandedOver(state) => {
+                                in_line.done = true;
+                                return self.handed_over(&state, ttl, refreshed).await;
+                            }
+                            Seen::MyTurn => break,
+                            Seen::Wait => {}
+                        },
+                        // The stream ended or failed: poll from now on.
+                        _ => {
+                            events = None;
+                            break;
+                        }
+                    },
+                    _ = tokio::time::sleep_until(next_attempt) => break,
+                }
             }
         }
     }
+
+    /// What an event on the lock's document means for call `ticket`.
+    fn seen(&self, event: &ChangeStreamEvent<Document>, ticket: &str) -> Seen {
+        let Some(document) = &event.full_document else {
+            // Deleted, or no document looked up: find out with an attempt.
+            return Seen::MyTurn;
+        };
+        let Ok(state) = LockState::from_document(self.name(), document) else {
+            return Seen::MyTurn;
+        };
+        if is_handed(self, &state, ticket) {
+            return Seen::HandedOver(state);
+        }
+        let first = document
+            .get_array("queue")
+            .ok()
+            .and_then(|queue| queue.first())
+            .and_then(|entry| entry.as_document())
+            .and_then(|entry| entry.get_str("ticket").ok());
+        let in_line = document
+            .get_array("queue")
+            .map(|queue| {
+                queue.iter().any(|entry| {
+                    entry.as_document().and_then(|e| e.get_str("ticket").ok()) == Some(ticket)
+                })
+            })
+            .unwrap_or(false);
+        // Free and first (or dropped from the line): try now. Otherwise the
+        // first in line is served, and this call waits for its turn.
+        if (state.owner.is_none() && first == Some(ticket)) || !in_line {
+            Seen::MyTurn
+        } else {
+            Seen::Wait
+        }
+    }
+
+    /// The lease of a lock handed to this call, whose last acknowledged
+    /// refresh was sent at `refreshed`. Renewed at once when the handover
+    /// was seen so late that less than half its TTL is proved left.
+    async fn handed_over(
+        &self,
+        state: &LockState,
+        ttl: Duration,
+        refreshed: std::time::Instant,
+    ) -> Result<Lease, LockError> {
+        let lease = self.lease(state, ttl, refreshed);
+        let proved = lease
+            .deadline()
+            .map(|at| at.saturating_duration_since(std::time::Instant::now()))
+            .unwrap_or_default();
+        if proved < ttl / 2 {
+            lease.renew().await?;
+        }
+        Ok(lease)
+    }
+
+    /// At the deadline: one last attempt (it may have been handed over just
+    /// now), else out of line and busy.
+    async fn give_up_at_deadline(
+        &self,
+        in_line: &mut InLine,
+        ttl: Duration,
+        token: i64,
+    ) -> Result<Lease, LockError> {
+        in_line.done = true;
+        give_up(self, &in_line.ticket, ttl).await;
+        Err(LockError::Busy {
+            name: self.name().clone(),
+            token,
+        })
+    }
+}
+
+/// What an event says to a waiter.
+enum Seen {
+    /// The lock was handed to this call.
+    HandedOver(LockState),
+    /// It may be this call's turn (or it fell out of line): attempt now.
+    MyTurn,
+    /// Someone else is served first.
+    Wait,
 }

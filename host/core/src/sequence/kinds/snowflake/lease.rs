@@ -256,7 +256,7 @@ impl Leases {
                 "floor": floor.clone(),
                 "last_time": { "$toLong": { "$add": [{ "$max": [floor, now_units as i64] }, reserve_units as i64] } },
             },
-            again: None,
+            ..Acquire::default()
         };
         let Some(acquisition) = self
             .store

@@ -1,0 +1,197 @@
+//! The lock is fair: waiters are served in the order they joined its line,
+//! a release hands the lock to the first of them (a new fencing token each
+//! time), nobody jumps the line (not the releasing holder, not a
+//! `try_acquire`), and a waiter that gives up or is cancelled leaves it.
+//! Each test puts the waiters in line for certain (it watches the line grow)
+//! before the lock is released.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mongodb::bson::{doc, Document};
+use mongodb::Database;
+
+use crate::harness;
+use idmint::lock::{Acquired, Lease, Lock, LockName, WaitOptions};
+
+const TTL: Duration = Duration::from_secs(30);
+
+fn name(text: &str) -> LockName {
+    LockName::new(text).unwrap()
+}
+
+/// The lock's waiting line as stored: each entry's owner.
+async fn line(database: &Database, lock: &str) -> Vec<String> {
+    let document = database
+        .collection::<Document>("locks")
+        .find_one(doc! { "_id": lock })
+        .await
+        .unwrap()
+        .unwrap_or_default();
+    document
+        .get_array("queue")
+        .map(|queue| {
+            queue
+                .iter()
+                .filter_map(|entry| entry.as_document()?.get_str("owner").ok().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Waits (by polling the document, not by sleeping a guess) until the line
+/// holds `owners`, in that order.
+async fn until_line_is(database: &Database, lock: &str, owners: &[&str]) {
+    for _ in 0..2000 {
+        if line(database, lock).await == owners {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!(
+        "the line of {lock} never became {owners:?}: {:?}",
+        line(database, lock).await
+    );
+}
+
+async fn held(lock: &Lock) -> Lease {
+    match lock.try_acquire(TTL).await.unwrap() {
+        Acquired::Held(lease) => lease,
+        Acquired::Busy(state) => panic!("{} is busy: {state:?}", lock.name()),
+    }
+}
+
+/// Four waiters join the line one after another; then the holder releases
+/// and at once asks again. Each is served in turn, the holder last.
+async fn served_in_order(test: &str, change_stream: bool) {
+    let database = harness::database(test).await;
+    let holder = Lock::with_owner(&database, name("fair"), "holder".into());
+    let first = held(&holder).await;
+    let served: Arc<Mutex<Vec<(String, i64)>>> = Arc::default();
+    let mut options = WaitOptions::new(Duration::from_secs(60));
+    options.change_stream = change_stream;
+    let mut waiters = Vec::new();
+    let mut expected = Vec::new();
+    for index in 0..4 {
+        let owner = format!("waiter{index}");
+        let lock = Lock::with_owner(&database, name("fair"), owner.clone());
+        let (served, options) = (served.clone(), options.clone());
+        waiters.push(tokio::spawn(async move {
+            let lease = lock.acquire(TTL, &options).await.unwrap();
+            served.lock().unwrap().push((owner, lease.token()));
+            lease.release().await.unwrap();
+        }));
+        expected.push(format!("waiter{index}"));
+        let in_line: Vec<&str> = expected.iter().map(String::as_str).collect();
+        until_line_is(&database, "fair", &in_line).await;
+    }
+    // The holder releases and asks again at once: it goes to the back.
+    assert_eq!(first.release().await.unwrap(), 0);
+    let again = holder.acquire(TTL, &options).await.unwrap();
+    served
+        .lock()
+        .unwrap()
+        .push(("holder".into(), again.token()));
+    again.release().await.unwrap();
+    for waiter in waiters {
+        waiter.await.unwrap();
+    }
+    let served = served.lock().unwrap().clone();
+    let order: Vec<&str> = served.iter().map(|(owner, _)| owner.as_str()).collect();
+    assert_eq!(
+        order,
+        ["waiter0", "waiter1", "waiter2", "waiter3", "holder"]
+    );
+    let tokens: Vec<i64> = served.iter().map(|(_, token)| *token).collect();
+    assert_eq!(
+        tokens,
+        [2, 3, 4, 5, 6],
+        "each handover is a new fencing token"
+    );
+    assert!(line(&database, "fair").await.is_empty());
+}
+
+#[tokio::test]
+async fn waiters_are_served_in_the_order_they_joined_the_line() {
+    served_in_order("lock_fair_order", true).await;
+}
+
+#[tokio::test]
+async fn without_a_change_stream_the_order_holds_too() {
+    served_in_order("lock_fair_polling", false).await;
+}
+
+#[tokio::test]
+async fn a_try_acquire_does_not_jump_the_line() {
+    let database = harness::database("lock_fair_try").await;
+    let holder = Lock::new(&database, name("line"));
+    // A short lease that runs out while a waiter is in line: the lock is
+    // then free by the server's clock, but the waiter is first.
+    let short = match holder
+        .try_acquire(Duration::from_millis(300))
+        .await
+        .unwrap()
+    {
+        Acquired::Held(lease) => lease,
+        Acquired::Busy(_) => unreachable!(),
+    };
+    let waiter = Lock::with_owner(&database, name("line"), "waiter".into());
+    let waiting = tokio::spawn(async move {
+        waiter
+            .acquire(TTL, &WaitOptions::new(Duration::from_secs(60)))
+            .await
+            .unwrap()
+    });
+    until_line_is(&database, "line", &["waiter"]).await;
+    // Until the short lease has ended by the server's clock (or the waiter
+    // already took the lock on its own).
+    loop {
+        let state = holder.status().await.unwrap().unwrap();
+        let ended = state.owner.as_deref() != Some(holder.owner())
+            || state.expires_in_ms.is_some_and(|ms| ms <= 0);
+        if !short.is_live() && ended {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let barger = Lock::new(&database, name("line"));
+    assert!(
+        matches!(barger.try_acquire(TTL).await.unwrap(), Acquired::Busy(_)),
+        "a try_acquire took a lock someone waits for"
+    );
+    std::mem::forget(short);
+    let lease = waiting.await.unwrap();
+    assert_eq!(lease.token(), 2);
+    lease.release().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_waiter_that_gives_up_or_is_cancelled_leaves_the_line() {
+    let database = harness::database("lock_fair_leave").await;
+    let holder = Lock::new(&database, name("leave"));
+    let lease = held(&holder).await;
+    // Gives up at its deadline.
+    let quitter = Lock::with_owner(&database, name("leave"), "quitter".into());
+    let gave_up = quitter
+        .acquire(TTL, &WaitOptions::new(Duration::from_millis(400)))
+        .await;
+    assert!(gave_up.is_err());
+    assert!(
+        line(&database, "leave").await.is_empty(),
+        "the quitter is still in line"
+    );
+    // Cancelled while in line.
+    let cancelled = Lock::with_owner(&database, name("leave"), "cancelled".into());
+    let task = tokio::spawn(async move {
+        cancelled
+            .acquire(TTL, &WaitOptions::new(Duration::from_secs(60)))
+            .await
+    });
+    until_line_is(&database, "leave", &["cancelled"]).await;
+    task.abort();
+    until_line_is(&database, "leave", &[]).await;
+    // The lock is then free for whoever comes next once released.
+    assert_eq!(lease.release().await.unwrap(), 0);
+    let next = held(&Lock::new(&database, name("leave"))).await;
+    next.release().await.unwrap();
+}
