@@ -123,6 +123,16 @@ pub trait Handle {
         unreachable!("the registry refuses ranges of a kind without runs")
     }
 
+    /// Gives back `runs` this process took ([`Handle::take_ranges`]) and
+    /// could not hand out (a request that timed out or failed after taking
+    /// them), where that is still possible: each run only if no value after
+    /// it has been taken since, so that values stay unique and increasing.
+    /// Returns how many values were given back; the others are gaps.
+    async fn give_back(&self, runs: &[Range<u64>]) -> Result<u64, SequenceError> {
+        let _ = runs;
+        Ok(0)
+    }
+
     /// Ends the use of the counter: what the process holds is given back or
     /// released.
     async fn close(&self) -> Result<GiveBack, SequenceError> {
@@ -296,6 +306,11 @@ pub struct BufferStats {
     pub values: u64,
     /// The size of the next fetch.
     pub step: u64,
+    /// How long the fetch in flight has been waiting for the database, in
+    /// milliseconds (`None`: no fetch in flight). A fetch that waits long
+    /// (a majority that does not answer) is what a readiness check reports.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fetch_waiting_ms: Option<u64>,
 }
 
 /// How a lease held on a counter's behalf is doing.

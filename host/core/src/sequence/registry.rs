@@ -265,6 +265,16 @@ macro_rules! kinds {
                 }
             }
 
+            /// Gives back runs taken with [`Sequence::take_ranges`] that
+            /// could not be handed out, where no later value has been taken
+            /// since (see [`Handle::give_back`]); returns how many values
+            /// were given back.
+            pub async fn give_back(&self, runs: &[Range<u64>]) -> Result<u64, SequenceError> {
+                match self {
+                    $(Self::$variant(handle) => Handle::give_back(handle, runs).await,)+
+                }
+            }
+
             /// Ends the use of the counter: what this process holds is given
             /// back (a segment's unused tail) or released (a worker lease).
             pub async fn close(&self) -> Result<GiveBack, SequenceError> {
