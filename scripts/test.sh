@@ -16,5 +16,8 @@ ensure_java
 # curl: the README's `idmint serve` examples, which tests/readme.rs runs.
 command -v curl >/dev/null 2>&1 || apt_install curl
 
+# No two files of a crate import each other in a loop.
+python3 scripts/import-cycles.py host/core/src host/serve/src host/cli/src
+
 # test-hooks: the crash hook the installer tests use; never in a user's build.
 cargo test --workspace --locked --features idmint-cli/test-hooks "$@"

@@ -204,6 +204,16 @@ async fn a_corrupt_counter_of_each_kind_exits_2_and_is_left_as_it_was() {
             doc! { "_id": "k", "kind": "hilo", "next": 1 },
             "kind \"hilo\"",
         ),
+        (
+            "p",
+            doc! { "_id": "p", "kind": "periodic", "period": "month", "zone": "UTC", "current": "2026-13", "seq": 1 },
+            "current \"2026-13\" is not a month label",
+        ),
+        (
+            "p2",
+            doc! { "_id": "p2", "kind": "periodic", "period": "year", "zone": "UTC", "current": "", "seq": 0, "prefixes": ["A-", "A-"] },
+            "prefixes holds \"A-\" twice",
+        ),
     ] {
         collection.insert_one(&document).await.unwrap();
         let output = run(idmint(TEST).args(["seq", id]));

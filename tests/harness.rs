@@ -245,11 +245,28 @@ fn start_shared_server() -> String {
         .expect("the test server did not start (see the panic above)")
 }
 
+/// The libfaketime library Debian's `faketime` package installs
+/// (`scripts/test.sh` installs it).
+pub fn libfaketime() -> PathBuf {
+    let found = std::fs::read_dir("/usr/lib")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path().join("faketime/libfaketime.so.1"))
+        .chain([PathBuf::from("/usr/lib/faketime/libfaketime.so.1")])
+        .find(|path| path.exists());
+    found.expect("libfaketime.so.1 (Debian's faketime package; scripts/test.sh installs it)")
+}
+
 /// How to start a server of one's own.
 #[derive(Debug, Clone, Default)]
 pub struct ServerConfig {
     /// Fsync every commit (`--sync-on-commit`): needed where durability is tested.
     pub sync_on_commit: bool,
+    /// Run the server under libfaketime, its clock read from this file at
+    /// every call (`FAKETIME_TIMESTAMP_FILE`): the test sets, freezes or
+    /// steps back the server's `$$NOW` by writing the file.
+    pub fake_time: Option<PathBuf>,
     /// Require SCRAM authentication (`--auth`); the first user can be created
     /// from localhost without credentials.
     pub auth: bool,
@@ -361,6 +378,15 @@ impl OwnedServer {
         }
         if self.config.auth {
             command.arg("--auth");
+        }
+        if let Some(file) = &self.config.fake_time {
+            command
+                .env("LD_PRELOAD", libfaketime())
+                .env("FAKETIME_TIMESTAMP_FILE", file)
+                // Read the file at every call, so that a test steps the clock.
+                .env("FAKETIME_NO_CACHE", "1")
+                // Timers, sleeps and the server's own timeouts keep real time.
+                .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
         }
         // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
         unsafe {
@@ -489,10 +515,16 @@ pub struct Seq {
 impl Seq {
     /// Starts `idmint seq ARGS` for `test`'s database.
     pub fn start(test: &str, args: &[&str]) -> Self {
+        let mut command = idmint(test);
+        command.arg("seq").args(args);
+        Self::spawn(command)
+    }
+
+    /// Starts `command` (an `idmint seq` set up by the caller), reading its
+    /// stdout line by line.
+    pub fn spawn(mut command: Command) -> Self {
         use std::io::BufRead;
-        let mut child = idmint(test)
-            .arg("seq")
-            .args(args)
+        let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -504,9 +536,18 @@ impl Seq {
 
     /// The next value printed, or `None` at the end.
     pub fn next_value(&mut self) -> Option<u64> {
-        self.lines
-            .next()
-            .map(|line| line.expect("read a line").parse().expect("a number"))
+        self.next_line().map(|line| {
+            // A periodic counter prints `PERIOD VALUE`: the value is last.
+            line.rsplit(' ')
+                .next()
+                .and_then(|value| value.parse().ok())
+                .expect("a number")
+        })
+    }
+
+    /// The next line as printed (a periodic counter's: `PERIOD VALUE`).
+    pub fn next_line(&mut self) -> Option<String> {
+        self.lines.next().map(|line| line.expect("read a line"))
     }
 
     /// Every value left.

@@ -12,6 +12,7 @@ mod installer;
 mod java_client;
 mod lock;
 mod mongosh;
+mod periodic;
 mod policy;
 mod policy_contracts;
 mod prefixes;

@@ -76,6 +76,7 @@
 //! | a lease's remaining time | `expires in: 29.960` | `expires in: <secs>` | `lock status` |
 //! | a random token | 32 lowercase hex digits | `<token N>`, N counting distinct tokens per block | lock owners |
 //! | a SHA-256 | 64 lowercase hex digits | `<sha256>` | a policy build's hash |
+//! | the year of a period | 4 digits: between dashes before digits (an ID), first on a line before a value (`seq`), or after `current:` | `<year>` | a periodic counter's `CN-2026-000000001`, `2026 3` |
 //!
 //! A shape is a whole word: a run of letters and digits with no letter or
 //! digit next to it.
@@ -625,7 +626,14 @@ fn normalise(line: &str, tokens: &mut HashMap<String, usize>) -> String {
         let digits = word.bytes().all(|b| b.is_ascii_digit());
         let hex = word.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
         let after_dash = out.ends_with('-');
-        if after_dash && digits && word.len() == 22 {
+        let year = digits
+            && word.len() == 4
+            && ((after_dash && rest.starts_with('-') && next_is_digit(&rest[1..]))
+                || (out.is_empty() && rest.starts_with(' ') && next_is_digit(&rest[1..]))
+                || out.trim_end().ends_with("current:"));
+        if year {
+            out.push_str("<year>");
+        } else if after_dash && digits && word.len() == 22 {
             out.push_str("<time>");
             out.push_str(&word[20..]);
         } else if after_dash
@@ -657,6 +665,11 @@ fn normalise(line: &str, tokens: &mut HashMap<String, usize>) -> String {
         }
     }
     out
+}
+
+/// Whether `text` starts with a digit.
+fn next_is_digit(text: &str) -> bool {
+    text.starts_with(|c: char| c.is_ascii_digit())
 }
 
 /// The length of the RFC 3339 time (`YYYY-MM-DDTHH:MM:SS[.f+]Z`) that

@@ -34,6 +34,9 @@ pub struct SeqCmd {
 struct SeqLine<'a> {
     counter: &'a str,
     value: u64,
+    /// A periodic counter's values restart each period: the value's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    period: Option<String>,
 }
 
 impl SeqCmd {
@@ -53,7 +56,7 @@ impl SeqCmd {
                     .take_or_create(first, self.start.unwrap_or(1))
                     .await
                     .map_err(idmint::Error::from)?;
-                self.emit(output, taken)?;
+                self.emit(output, taken.map(|value| (value, None)))?;
                 left -= first;
                 Sequence::Autoinc(autoinc)
             }
@@ -79,7 +82,12 @@ impl SeqCmd {
                 .take(block as usize, SystemClock.now_micros())
                 .await
                 .map_err(idmint::Error::from)?;
-            self.emit(output, issued.into_iter().map(|stamp| stamp.sequence))?;
+            self.emit(
+                output,
+                issued
+                    .into_iter()
+                    .map(|stamp| (stamp.sequence, stamp.period.map(|p| p.to_string()))),
+            )?;
             left -= block;
         }
         Ok(())
@@ -87,14 +95,24 @@ impl SeqCmd {
 
     /// Prints values as soon as they are issued, one per line (a JSON line
     /// each with --json): a value handed out is never lost to a later error.
-    fn emit(&self, output: &Output, taken: impl IntoIterator<Item = u64>) -> anyhow::Result<()> {
+    /// A periodic counter's value is printed after its period (`2026 41`):
+    /// its values restart each period, so the value alone is not unique.
+    fn emit(
+        &self,
+        output: &Output,
+        taken: impl IntoIterator<Item = (u64, Option<String>)>,
+    ) -> anyhow::Result<()> {
         if output.is_json() {
-            output.json_lines(taken.into_iter().map(|value| SeqLine {
+            output.json_lines(taken.into_iter().map(|(value, period)| SeqLine {
                 counter: &self.name,
                 value,
+                period,
             }))
         } else {
-            output.lines(taken.into_iter().map(|value| value.to_string()))
+            output.lines(taken.into_iter().map(|(value, period)| match period {
+                Some(period) => format!("{period} {value}"),
+                None => value.to_string(),
+            }))
         }
     }
 }

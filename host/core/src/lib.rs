@@ -1,14 +1,20 @@
 //! idmint: unique, time-correlated, formatted IDs coordinated through MongoDB.
 //!
-//! An ID is made in two steps. A [`sequence`] strategy hands out the next
-//! values of a counter: a cyclic counter in one atomic round trip per block,
-//! with a server-decided timestamp so that its (timestamp, sequence) pairs
-//! only ever increase whatever the client clocks do; an auto-increment
-//! counter with `$inc`; a segment counter from this process's memory,
-//! refilled a whole range at a time. Then a [`policy`], a
-//! WebAssembly component loaded at run time, writes those parts as text. The
-//! [`installer`] deploys the server-side JavaScript twin of the sequence algorithm
-//! for DBAs and reports what the server offers.
+//! An ID is made in two steps. A [`sequence`] counter hands out the next
+//! values, whatever its kind (cyclic, autoinc, segment, snowflake,
+//! periodic: one folder each under `sequence/kinds/`, listed once in the
+//! registry), as [`parts::Stamp`]s; then a [`policy`], a WebAssembly
+//! component loaded at run time and swappable live, writes them as text.
+//! [`minter`] puts the two together. Beside them: distributed [`lock`]s,
+//! the [`installer`] for DBAs (stored JavaScript twins, collections, the
+//! prefixes index, roles), application [`tokens`], and one classification
+//! of every failure ([`ErrorClass`]).
+//!
+//! This crate is the library applications embed. It owns every write to
+//! MongoDB that hands something out, and decides everything a command or a
+//! request needs decided; it must not depend on HTTP or the command line
+//! (axum, tower, clap: those are `idmint-serve` and `idmint-cli`), never
+//! prints, never exits, and holds no test-only hook.
 #![warn(missing_docs)]
 
 pub mod checksum;

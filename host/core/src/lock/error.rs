@@ -85,8 +85,8 @@ pub enum LockError {
 
 impl LockError {
     /// What kind of failure this is.
-    pub fn class(&self) -> crate::ErrorClass {
-        use crate::ErrorClass;
+    pub fn class(&self) -> crate::error::class::ErrorClass {
+        use crate::error::class::ErrorClass;
         match self {
             Self::InvalidName { .. } | Self::OutOfRange { .. } => ErrorClass::BadInput,
             Self::Corrupt { .. } => ErrorClass::Conflict,
@@ -94,7 +94,7 @@ impl LockError {
             Self::Lost { .. } => ErrorClass::Lost,
             Self::NotHeld(_) => ErrorClass::NotFound,
             Self::Unauthorized { .. } => ErrorClass::Unauthorized,
-            Self::Database { source, .. } => crate::error::database_class(source),
+            Self::Database { source, .. } => crate::error::class::database_class(source),
         }
     }
 

@@ -1,7 +1,7 @@
 //! Errors of the sequence strategies.
 
 use super::CounterName;
-use crate::ErrorClass;
+use crate::error::class::ErrorClass;
 
 /// Why a sequence value could not be handed out (or a counter not created).
 #[derive(Debug, thiserror::Error)]
@@ -320,7 +320,7 @@ impl SequenceError {
         }
     }
 
-    /// What kind of failure this is (`crate::ErrorClass`).
+    /// What kind of failure this is (`crate::error::class::ErrorClass`).
     pub fn class(&self) -> ErrorClass {
         match self {
             Self::InvalidCounterName { .. }
@@ -348,7 +348,7 @@ impl SequenceError {
             | Self::Contended { .. } => ErrorClass::Unavailable,
             Self::Unauthorized { .. } => ErrorClass::Unauthorized,
             Self::ListCounters { source } | Self::Database { source, .. } => {
-                crate::error::database_class(source)
+                crate::error::class::database_class(source)
             }
         }
     }

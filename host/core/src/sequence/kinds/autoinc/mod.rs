@@ -1,6 +1,8 @@
 //! The auto-increment counter (seed 002): `{_id, kind: "autoinc", seq}`,
 //! advanced by one atomic `findOneAndUpdate` per request, which reserves
-//! `n` consecutive values at once.
+//! `n` consecutive values at once. This folder owns the kind's document
+//! rules, settings, wire command and handle; it must not touch another
+//! kind's documents.
 //!
 //! The filter only matches a counter with `n` values left below
 //! [`MAX_VALUE`]; the update is a pipeline like the cyclic one, which

@@ -1,6 +1,7 @@
 //! The cyclic counter: the seed's serial number `{_id, val, maxval, ts}`,
 //! handed out in one atomic round trip, with a timestamp that never goes
-//! backwards.
+//! backwards. This folder owns the kind's document rules, settings, wire
+//! command and handle; it must not touch another kind's documents.
 //!
 //! The update is an aggregation pipeline sent through `findOneAndUpdate`
 //! (MongoDB >= 4.2; idmint supports 4.4+). Its one `$replaceWith` stage reads

@@ -1,0 +1,246 @@
+//! The periodic kind against a server whose clock the test holds: libfaketime
+//! under the server reads its time from a file at every call, so the test
+//! freezes `$$NOW`, moves it across a year boundary and steps it back. The
+//! server's clock decides the period; no value is handed out twice within a
+//! period, whatever that clock does, from one process, eight at once, or the
+//! stored JavaScript twin beside the host.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::harness::{self, assert_exit, run, stderr, stdout, OwnedServer, Seq, ServerConfig};
+
+/// A server of the test's own whose clock is `clock`'s.
+struct FakeClockServer {
+    server: OwnedServer,
+    file: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl FakeClockServer {
+    /// Starts the server with its clock frozen at `frozen` (`YYYY-MM-DD
+    /// hh:mm:ss`, UTC).
+    fn start(frozen: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("server-clock");
+        set(&file, frozen);
+        let server = OwnedServer::start(ServerConfig {
+            fake_time: Some(file.clone()),
+            ..ServerConfig::default()
+        });
+        Self {
+            server,
+            file,
+            _dir: dir,
+        }
+    }
+
+    /// Freezes the server's clock at `frozen` (UTC), from its next call on.
+    fn freeze(&self, frozen: &str) {
+        set(&self.file, frozen);
+    }
+
+    /// `idmint` against this server's database `periodic`.
+    fn idmint(&self) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_idmint"));
+        command
+            .env("MONGODB_URI", &self.server.uri)
+            .env("IDMINT_DB", "periodic")
+            .env_remove("IDMINT_POLICY");
+        command
+    }
+}
+
+/// Writes libfaketime's absolute, frozen form of a UTC time.
+fn set(file: &Path, frozen: &str) {
+    // Written whole, then renamed: the server never reads half a line.
+    let next = file.with_extension("next");
+    std::fs::write(&next, format!("{frozen}\n")).unwrap();
+    std::fs::rename(&next, file).unwrap();
+}
+
+/// `PERIOD VALUE` lines of `idmint seq`, as pairs.
+fn pairs(output: &std::process::Output) -> Vec<(String, u64)> {
+    stdout(output)
+        .lines()
+        .map(|line| {
+            let (period, value) = line.split_once(' ').expect("PERIOD VALUE");
+            (period.to_string(), value.parse().expect("a value"))
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_clock_decides_the_period_frozen_stepped_back_and_in_a_zone() {
+    // TZ of the test process itself does not matter: the server decides.
+    let clock = FakeClockServer::start("2026-12-31 23:00:00");
+    for (name, zone) in [
+        ("inv", "UTC"),
+        ("paris", "Europe/Paris"),
+        ("lagos", "Africa/Lagos"),
+    ] {
+        let prefix = format!("{}-", name.to_uppercase());
+        assert_exit(
+            &run(clock.idmint().args([
+                "counter",
+                "create",
+                name,
+                "--kind",
+                "periodic",
+                "--zone",
+                zone,
+                "--prefix",
+                &prefix,
+                "--policy",
+                "builtin:decimal",
+            ])),
+            0,
+        );
+    }
+    // A frozen clock: the same period, values still unique and increasing.
+    let frozen = run(clock.idmint().args(["seq", "inv", "--count", "3"]));
+    assert_exit(&frozen, 0);
+    assert_eq!(
+        pairs(&frozen),
+        [("2026".into(), 1), ("2026".into(), 2), ("2026".into(), 3)]
+    );
+    // 23:00 UTC on 31 December is already next year in Paris (UTC+1).
+    let paris = run(clock.idmint().args(["seq", "paris"]));
+    assert_eq!(pairs(&paris), [("2027".into(), 1)], "{}", stderr(&paris));
+
+    // Across the boundary: the values restart at 1, and the decimal policy
+    // prints the period.
+    clock.freeze("2027-01-01 00:00:01");
+    let next_year =
+        run(clock
+            .idmint()
+            .args(["next", "inv", "--count", "2", "--policy", "builtin:decimal"]));
+    assert_exit(&next_year, 0);
+    assert_eq!(
+        stdout(&next_year),
+        "INV-2027-000000001\nINV-2027-000000002\n"
+    );
+
+    // Stepped back an hour: the counter stays in 2027 and goes on; nothing
+    // of 2026 or 2027 is handed out twice.
+    clock.freeze("2026-12-31 23:59:59");
+    let back = run(clock.idmint().args(["seq", "inv", "--count", "2"]));
+    assert_eq!(pairs(&back), [("2027".into(), 3), ("2027".into(), 4)]);
+    // And a UTC+1 counter that has not moved since stays in its 2027.
+    let lagos = run(clock.idmint().args(["seq", "lagos"]));
+    assert_eq!(pairs(&lagos), [("2027".into(), 1)]);
+
+    // The stored JavaScript twin shares the counter: it goes on where the
+    // host left off, and the host after it.
+    assert_exit(&run(clock.idmint().args(["install"])), 0);
+    let loader = harness::workspace_root().join("mongo-js/shell/idmint-loader.js");
+    let shell = run(Command::new(harness::mongosh())
+        .arg("--quiet")
+        .arg(harness::with_database(&clock.server.uri, "periodic"))
+        .arg("--eval")
+        .arg(format!(
+            "load({:?}); print(JSON.stringify(getNextPeriodic('inv', 2)))",
+            loader.to_str().unwrap()
+        )));
+    assert_exit(&shell, 0);
+    assert!(
+        stdout(&shell).contains(r#"{"period":"2027","values":[5,6]}"#),
+        "{}",
+        stdout(&shell)
+    );
+    let after = run(clock.idmint().args(["seq", "inv"]));
+    assert_eq!(pairs(&after), [("2027".into(), 7)]);
+}
+
+/// Eight processes take from one periodic counter while the server's clock
+/// crosses into the next year under them (the crossing made certain: every
+/// process has handed out a value of the old year before the clock moves):
+/// no (period, value) twice, each process's pairs increasing, each period's
+/// values 1..=n with no gap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eight_processes_across_a_period_boundary_never_repeat_a_value() {
+    // More than a pipe buffer holds (64 KiB) at about 8 bytes a line, so
+    // that every process is still running when the clock moves.
+    const PER_PROCESS: u64 = 12_000;
+    let clock = FakeClockServer::start("2030-12-31 23:59:00");
+    assert_exit(
+        &run(clock
+            .idmint()
+            .args(["counter", "create", "p", "--kind", "periodic", "--raw"])),
+        0,
+    );
+    let count = PER_PROCESS.to_string();
+    let uri = clock.server.uri.clone();
+    let (before, after) = tokio::task::spawn_blocking(move || {
+        let mut processes: Vec<Seq> = (0..8)
+            .map(|_| {
+                let mut command = Command::new(env!("CARGO_BIN_EXE_idmint"));
+                command
+                    .env("MONGODB_URI", &uri)
+                    .env("IDMINT_DB", "periodic")
+                    .args(["seq", "p", "--count", &count]);
+                Seq::spawn(command)
+            })
+            .collect();
+        // One line from each: all eight have taken values in 2030.
+        let before: Vec<String> = processes
+            .iter_mut()
+            .map(|process| process.next_line().expect("a first value"))
+            .collect();
+        (processes, before)
+    })
+    .await
+    .map(|(mut processes, before)| {
+        set_clock(&clock, "2031-01-01 00:00:05");
+        let after: Vec<Vec<String>> = processes
+            .iter_mut()
+            .map(|process| {
+                let lines: Vec<String> = std::iter::from_fn(|| process.next_line()).collect();
+                assert!(process.child.wait().unwrap().success());
+                lines
+            })
+            .collect();
+        (before, after)
+    })
+    .unwrap();
+    let mut all = BTreeSet::new();
+    let mut years = BTreeSet::new();
+    for (first, rest) in before.iter().zip(&after) {
+        assert!(first.starts_with("2030 "), "{first}");
+        let mut process: Vec<(String, u64)> = Vec::new();
+        for line in std::iter::once(first).chain(rest) {
+            let (period, value) = line.split_once(' ').unwrap();
+            years.insert(period.to_string());
+            process.push((period.to_string(), value.parse().unwrap()));
+        }
+        assert_eq!(process.len() as u64, PER_PROCESS);
+        assert!(
+            process.windows(2).all(|pair| pair[0] < pair[1]),
+            "a process's pairs must increase"
+        );
+        for pair in process {
+            assert!(all.insert(pair.clone()), "{pair:?} was handed out twice");
+        }
+    }
+    assert_eq!(
+        years,
+        BTreeSet::from(["2030".to_string(), "2031".to_string()])
+    );
+    for year in years {
+        let values: Vec<u64> = all
+            .iter()
+            .filter(|(p, _)| *p == year)
+            .map(|(_, v)| *v)
+            .collect();
+        assert_eq!(
+            values,
+            (1..=values.len() as u64).collect::<Vec<_>>(),
+            "{year}: a gap or a repeat"
+        );
+    }
+}
+
+fn set_clock(clock: &FakeClockServer, frozen: &str) {
+    clock.freeze(frozen);
+}
