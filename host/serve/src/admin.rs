@@ -91,8 +91,7 @@ pub(super) async fn readyz(State(state): State<Shared>) -> (StatusCode, Json<Rea
         })
         .collect();
     let policy = state.follower.current();
-    let ready =
-        database == "ok" && leases.iter().all(|lease| lease.holding) && fetches.is_empty();
+    let ready = database == "ok" && leases.iter().all(|lease| lease.holding) && fetches.is_empty();
     let status = if ready {
         StatusCode::OK
     } else {
@@ -145,7 +144,10 @@ pub(super) async fn metrics(State(state): State<Shared>) -> Response {
 )]
 pub(super) async fn openapi(State(state): State<Shared>) -> Response {
     (
-        [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
         state.openapi.clone(),
     )
         .into_response()

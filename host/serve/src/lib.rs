@@ -280,7 +280,8 @@ impl Server {
         let follow = FollowOptions::default()
             .file(options.follow_file)
             .store(options.follow_store);
-        let first = PolicyFollower::choose(database, runtime, local, checks.clone(), follow).await?;
+        let first =
+            PolicyFollower::choose(database, runtime, local, checks.clone(), follow).await?;
         let mut kind_policies = HashMap::new();
         for (kind, policy) in options.kind_policies {
             idmint::policy::activation::check(&policy, &checks).map_err(idmint::Error::from)?;

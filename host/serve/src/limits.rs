@@ -151,11 +151,7 @@ impl Limits {
                 return Err(LimitsError {
                     field,
                     value: format!("{} s", value.as_secs_f64()),
-                    range: format!(
-                        "{} to {} seconds",
-                        low.as_secs_f64(),
-                        MAX_TIMEOUT.as_secs()
-                    ),
+                    range: format!("{} to {} seconds", low.as_secs_f64(), MAX_TIMEOUT.as_secs()),
                 });
             }
             Ok(())
@@ -182,7 +178,11 @@ impl Limits {
         time("policy_wait", self.policy_wait, Duration::ZERO)?;
         time("minter_max_age", self.minter_max_age, Duration::ZERO)?;
         time("readiness_timeout", self.readiness_timeout, ms)?;
-        time("readiness_interval", self.readiness_interval, Duration::ZERO)?;
+        time(
+            "readiness_interval",
+            self.readiness_interval,
+            Duration::ZERO,
+        )?;
         time("stuck_fetch", self.stuck_fetch, Duration::ZERO)?;
         Ok(())
     }

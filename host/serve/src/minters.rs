@@ -93,9 +93,10 @@ impl Minters {
         let sequence = served.sequence.clone();
         let minter = run_blocking(slot, move || {
             Minter::checked(sequence, current, policy, chosen, Arc::new(SystemClock))
+                .map_err(Box::new)
         })
         .await?
-        .map_err(|error| match error {
+        .map_err(|error| match *error {
             idmint::Error::Policy(PolicyError::Format(refusal)) => {
                 ApiError::BadRequest(format!("the policy refuses the prefix: {refusal}"))
             }

@@ -90,7 +90,9 @@ pub(crate) async fn accept_loop(
                 let stop = stop.clone();
                 let header_timeout = options.header_timeout;
                 connections.spawn(async move {
-                    let _open = state.as_ref().map(|state| state.metrics.connection_opened());
+                    let _open = state
+                        .as_ref()
+                        .map(|state| state.metrics.connection_opened());
                     let blocked = state.as_ref().map(|state| state.metrics.write_blocked());
                     serve_connection(stream, router, header_timeout, blocked, stop).await;
                     drop(permit);

@@ -19,8 +19,8 @@ use axum::Json;
 use utoipa::OpenApi;
 
 use super::api::{
-    Checked, CounterResponse, IdsQuery, IdsResponse, RangesQuery, RangesResponse,
-    ValidateRequest, ValidateResponse, ValuesQuery, ValuesResponse,
+    Checked, CounterResponse, IdsQuery, IdsResponse, RangesQuery, RangesResponse, ValidateRequest,
+    ValidateResponse, ValuesQuery, ValuesResponse,
 };
 use super::error::{ApiError, ErrorBody, FailureCause};
 use super::extract::{ApiJson, ApiQuery, AppName, Caller, CounterPath};
@@ -407,7 +407,11 @@ fn article(kind: CounterKind) -> &'static str {
 
 /// One value of a counter of `kind`, as bare decimal text (Leaf's answer).
 /// The kind is checked before the counter is opened.
-async fn leaf(state: Shared, counter: CounterPath, kind: CounterKind) -> Result<Response, ApiError> {
+async fn leaf(
+    state: Shared,
+    counter: CounterPath,
+    kind: CounterKind,
+) -> Result<Response, ApiError> {
     let name = &counter.name;
     let served = state
         .counter_of_kind(

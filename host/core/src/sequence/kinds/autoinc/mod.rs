@@ -299,7 +299,10 @@ impl Handle for AutoIncrement {
     /// process took a value since): one conditional update, durable like a
     /// take.
     async fn give_back(&self, runs: &[Range<u64>]) -> Result<u64, SequenceError> {
-        let Some(run) = runs.last().filter(|run| run.start >= 1 && run.start < run.end) else {
+        let Some(run) = runs
+            .last()
+            .filter(|run| run.start >= 1 && run.start < run.end)
+        else {
             return Ok(0);
         };
         let result = self

@@ -428,16 +428,14 @@ impl SegmentAllocator {
             return Ok(GiveBack::default());
         };
         let deadline = self.inner.options.fetch_timeout;
-        let given = tokio::time::timeout(
-            deadline,
-            self.inner.counter.give_back(tail.start, tail.end),
-        )
-        .await
-        .map_err(|_| SequenceError::Stalled {
-            name: self.name().clone(),
-            action: "give-back",
-            waited_ms: deadline.as_millis() as u64,
-        })??;
+        let given =
+            tokio::time::timeout(deadline, self.inner.counter.give_back(tail.start, tail.end))
+                .await
+                .map_err(|_| SequenceError::Stalled {
+                    name: self.name().clone(),
+                    action: "give-back",
+                    waited_ms: deadline.as_millis() as u64,
+                })??;
         Ok(if given {
             GiveBack {
                 values: tail.end - tail.start,
