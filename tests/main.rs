@@ -19,5 +19,6 @@ mod prefixes;
 mod readme;
 mod sequence;
 mod serve;
+mod serve_hostile;
 mod snowflake;
 mod strategies;

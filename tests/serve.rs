@@ -16,25 +16,25 @@ use serde_json::Value;
 use crate::harness::{self, assert_exit, idmint, run, stdout, OwnedServer, ServerConfig};
 
 /// How long to wait for an event (the service starting, a swap landing).
-const DEADLINE: Duration = Duration::from_secs(30);
+pub(crate) const DEADLINE: Duration = Duration::from_secs(30);
 
 /// A running `idmint serve`.
-struct Service {
-    child: Child,
-    address: String,
+pub(crate) struct Service {
+    pub(crate) child: Child,
+    pub(crate) address: String,
     /// The admin listener's address (`/metrics`, `/readyz`, `/openapi.json`).
-    admin: String,
-    stderr: Receiver<String>,
+    pub(crate) admin: String,
+    pub(crate) stderr: Receiver<String>,
 }
 
 impl Service {
     /// Starts `idmint serve --listen 127.0.0.1:0 ARGS` for `test` and waits
     /// for the address it prints.
-    fn start(test: &str, args: &[&str]) -> Self {
+    pub(crate) fn start(test: &str, args: &[&str]) -> Self {
         Self::spawn(idmint(test), args)
     }
 
-    fn spawn(mut command: Command, args: &[&str]) -> Self {
+    pub(crate) fn spawn(mut command: Command, args: &[&str]) -> Self {
         let mut child = command
             .args([
                 "serve",
@@ -80,17 +80,17 @@ impl Service {
         }
     }
 
-    fn get(&self, path: &str) -> Answer {
+    pub(crate) fn get(&self, path: &str) -> Answer {
         request(&self.address, "GET", path, &[], None)
     }
 
     /// A GET on the admin listener.
-    fn admin(&self, path: &str) -> Answer {
+    pub(crate) fn admin(&self, path: &str) -> Answer {
         request(&self.admin, "GET", path, &[], None)
     }
 
     /// Sends SIGTERM and waits for the exit code.
-    fn terminate(mut self) -> (i32, String) {
+    pub(crate) fn terminate(mut self) -> (i32, String) {
         // SAFETY: kill(2) on our own child's pid.
         assert_eq!(
             unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) },
@@ -111,19 +111,19 @@ impl Drop for Service {
 
 /// An HTTP answer.
 #[derive(Debug)]
-struct Answer {
-    status: u16,
-    headers: HashMap<String, String>,
-    body: String,
+pub(crate) struct Answer {
+    pub(crate) status: u16,
+    pub(crate) headers: HashMap<String, String>,
+    pub(crate) body: String,
 }
 
 impl Answer {
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.body)
             .unwrap_or_else(|error| panic!("not JSON ({error}): {self:?}"))
     }
 
-    fn values(&self) -> Vec<u64> {
+    pub(crate) fn values(&self) -> Vec<u64> {
         assert_eq!(self.status, 200, "{self:?}");
         self.json()["values"]
             .as_array()
@@ -135,7 +135,7 @@ impl Answer {
 }
 
 /// One request on a fresh connection.
-fn request(
+pub(crate) fn request(
     address: &str,
     method: &str,
     path: &str,
@@ -177,12 +177,12 @@ fn request(
     }
 }
 
-fn create(test: &str, name: &str, args: &[&str]) {
+pub(crate) fn create(test: &str, name: &str, args: &[&str]) {
     let output = run(idmint(test).args(["counter", "create", name]).args(args));
     assert_exit(&output, 0);
 }
 
-fn counter_field(test: &str, name: &str, field: &str) -> u64 {
+pub(crate) fn counter_field(test: &str, name: &str, field: &str) -> u64 {
     let output = run(idmint(test).args(["counter", "show", name, "--json"]));
     assert_exit(&output, 0);
     let shown: Value = serde_json::from_str(&stdout(&output)).unwrap();
@@ -191,7 +191,7 @@ fn counter_field(test: &str, name: &str, field: &str) -> u64 {
         .unwrap_or_else(|| panic!("no {field} in {shown}"))
 }
 
-fn assert_error(answer: &Answer, status: u16, kind: &str, needle: &str) {
+pub(crate) fn assert_error(answer: &Answer, status: u16, kind: &str, needle: &str) {
     assert_eq!(answer.status, status, "{answer:?}");
     let body = answer.json();
     assert_eq!(body["error"], kind, "{answer:?}");
