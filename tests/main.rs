@@ -20,5 +20,6 @@ mod readme;
 mod sequence;
 mod serve;
 mod serve_hostile;
+mod serve_inprocess;
 mod snowflake;
 mod strategies;

@@ -1,0 +1,175 @@
+//! `idmint serve`'s router driven in-process (`tower::ServiceExt::oneshot`,
+//! STYLE (i)) over a real database: what is decided inside a request, with
+//! no socket in the way. Counters are created through the library.
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use axum::Router;
+use http_body_util::BodyExt;
+use serde_json::Value;
+use tower::ServiceExt;
+
+use idmint::policy::PolicyRuntime;
+use idmint::sequence::{self, CounterKind, CounterName, CounterSpec};
+use idmint_serve::{Limits, ServeOptions, Server};
+
+use crate::harness;
+
+/// A server over `test`'s fresh database with `limits`, and its database.
+async fn server(test: &str, counters: &[(&str, CounterSpec)], limits: Limits) -> Server {
+    let database = harness::database(test).await;
+    for (name, spec) in counters {
+        sequence::create(&database, &CounterName::new(*name).unwrap(), spec)
+            .await
+            .unwrap();
+    }
+    let runtime = PolicyRuntime::new().unwrap();
+    let local = runtime.load_default().unwrap();
+    let mut options = ServeOptions::default();
+    options.limits = limits;
+    Server::start(&database, &runtime, local, options)
+        .await
+        .unwrap()
+}
+
+/// One GET through `router`: its status and JSON body.
+async fn get(router: &Router, path: &str) -> (StatusCode, Value) {
+    let request = Request::get(path).body(Body::empty()).unwrap();
+    let response = router.clone().oneshot(request).await.unwrap();
+    let status = response.status();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    let body = serde_json::from_slice(&bytes)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+    (status, body)
+}
+
+/// With every policy slot taken, a request for IDs waits its bounded time,
+/// is answered 503 `overloaded`, and has taken nothing: the next value
+/// handed out is the one it would have had.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_without_a_policy_slot_takes_no_value() {
+    let mut limits = Limits::default();
+    limits.policy_wait = Duration::ZERO;
+    let server = server(
+        "serve_slots",
+        &[("orders", CounterSpec::default().maxval(99))],
+        limits,
+    )
+    .await;
+    let router = server.router();
+    let (status, first) = get(&router, "/v1/counters/orders/ids").await;
+    assert_eq!(status, StatusCode::OK, "{first}");
+    let semaphore = server.policy_slots().semaphore().clone();
+    let all = semaphore
+        .clone()
+        .acquire_many_owned(server.policy_slots().size() as u32)
+        .await
+        .unwrap();
+    let (status, refused) = get(&router, "/v1/counters/orders/ids?count=5").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{refused}");
+    assert_eq!(refused["error"], "overloaded");
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .contains("nothing was taken"),
+        "{refused}"
+    );
+    drop(all);
+    let (status, next) = get(&router, "/v1/counters/orders/values").await;
+    assert_eq!(status, StatusCode::OK, "{next}");
+    assert_eq!(next["values"], serde_json::json!([2]), "a value was lost");
+}
+
+/// A route that does not serve a counter's kind refuses it before opening
+/// it: asking `ranges` or Leaf's segment route of a snowflake counter
+/// leases no worker id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_counter_of_another_kind_is_refused_before_it_is_opened() {
+    const TEST: &str = "serve_kind_first";
+    let server = server(
+        TEST,
+        &[("ev", CounterSpec::of(CounterKind::Snowflake))],
+        Limits::default(),
+    )
+    .await;
+    let router = server.router();
+    for path in ["/v1/counters/ev/ranges?count=5", "/api/segment/get/ev"] {
+        let (status, body) = get(&router, path).await;
+        assert_eq!(status, StatusCode::CONFLICT, "{path}: {body}");
+        assert_eq!(body["error"], "unservable", "{path}: {body}");
+        assert_eq!(body["counter"], "ev", "{path}: {body}");
+    }
+    let database = harness::database_handle(TEST).await;
+    let leases = harness::documents(&database, "workers").await;
+    assert!(leases.is_empty(), "a worker id was leased: {leases:?}");
+    // The route that serves the kind does lease one.
+    let (status, body) = get(&router, "/api/snowflake/get/ev").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(!harness::documents(&database, "workers").await.is_empty());
+}
+
+/// The operator's routes are on the admin router only: the API answers
+/// them `no-route`; `/healthz` is on both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operator_routes_are_on_the_admin_listener_only() {
+    let server = server("serve_admin_routes", &[], Limits::default()).await;
+    let (api, admin) = (server.router(), server.admin_router());
+    for path in ["/metrics", "/readyz", "/openapi.json"] {
+        let (status, body) = get(&api, path).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{path}: {body}");
+        assert_eq!(body["error"], "no-route", "{path}: {body}");
+        let (status, body) = get(&admin, path).await;
+        assert_eq!(status, StatusCode::OK, "{path}: {body}");
+    }
+    for router in [&api, &admin] {
+        assert_eq!(get(router, "/healthz").await.0, StatusCode::OK);
+    }
+    // Every route of either router is in the document, ranges included.
+    let (_, document) = get(&admin, "/openapi.json").await;
+    let paths = document["paths"].as_object().unwrap();
+    for path in [
+        "/v1/counters/{name}/ids",
+        "/v1/counters/{name}/values",
+        "/v1/counters/{name}/ranges",
+        "/v1/counters/{name}",
+        "/v1/validate",
+        "/api/segment/get/{key}",
+        "/api/snowflake/get/{key}",
+        "/healthz",
+        "/readyz",
+        "/metrics",
+        "/openapi.json",
+    ] {
+        assert!(paths.contains_key(path), "{path} is not documented");
+    }
+    assert!(document["components"]["schemas"]["RangesResponse"].is_object());
+    // And nothing is documented that is not served.
+    for path in paths.keys() {
+        let concrete = path.replace("{name}", "nope").replace("{key}", "nope");
+        let method = if path == "/v1/validate" {
+            "POST"
+        } else {
+            "GET"
+        };
+        for router in [&api, &admin] {
+            let request = Request::builder()
+                .method(method)
+                .uri(&concrete)
+                .body(Body::empty())
+                .unwrap();
+            let response = router.clone().oneshot(request).await.unwrap();
+            let bytes = response.into_body().collect().await.unwrap().to_bytes();
+            let answer: Value = serde_json::from_slice(&bytes).unwrap_or_default();
+            if answer["error"] != "no-route" {
+                break;
+            }
+            assert!(
+                !std::ptr::eq(router, &admin),
+                "{method} {path} is documented but served by neither router"
+            );
+        }
+    }
+}
