@@ -11,6 +11,7 @@ mod durability;
 mod installer;
 mod java_client;
 mod lock;
+mod lost_values;
 mod mongosh;
 mod periodic;
 mod policy;

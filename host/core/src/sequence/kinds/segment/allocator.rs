@@ -339,10 +339,14 @@ impl SegmentAllocator {
                     return Err(SequenceError::Closed(self.name().clone()));
                 }
                 fill(&mut state, count, values);
-                self.inner.prefetch_if_due(&mut state);
                 if values.len() == count {
+                    self.inner.prefetch_if_due(&mut state);
                     return Ok(());
                 }
+                // Short of values: no background prefetch now. One would
+                // make this taker wait on it, and when it failed, start the
+                // next, for ever (a database down held every taker). The
+                // taker's own fetch below returns its failure.
                 state.stats.waits += 1;
                 if state.fetching {
                     // Registered before the lock is released, so the end of
@@ -381,11 +385,18 @@ impl SegmentAllocator {
         let mut given = 0;
         for run in runs.iter().rev() {
             let current = &mut state.current;
-            if run.start >= run.end || run.end != current.next || run.start < current.start {
+            if run.start >= run.end || run.end != current.next {
                 break;
             }
-            current.next = run.start;
-            given += run.end - run.start;
+            // A run that began in an earlier segment (runs are merged across
+            // segments) gives back its part in the current one; the rest
+            // is a gap, as is every run before it.
+            let start = run.start.max(current.start);
+            current.next = start;
+            given += run.end - start;
+            if start != run.start {
+                break;
+            }
         }
         state.stats.values = state.stats.values.saturating_sub(given);
         given
