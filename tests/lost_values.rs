@@ -111,3 +111,40 @@ fn a_failed_ranges_request_gives_back_what_it_took() {
     // gap).
     assert_eq!(next, [11], "the values the failed request took were lost");
 }
+
+/// A process that says how many values it will take (a bounded run:
+/// `SegmentOptions::wants`) fetches one segment for five values and starts
+/// no prefetch: the segment it would prefetch would be lost to everyone
+/// once another process fetches after it (its give-back then fails). One
+/// that runs until stopped prefetches as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bounded_run_prefetches_nothing_it_cannot_use() {
+    use idmint::sequence::{
+        self, CounterKind, CounterName, CounterSpec, OpenOptions, SegmentOptions, Sequence,
+    };
+    let database = harness::database("lost_bounded_prefetch").await;
+    let name = CounterName::new("seg").unwrap();
+    sequence::create(
+        &database,
+        &name,
+        &CounterSpec::of(CounterKind::Segment)
+            .step(10)
+            .prefixes(Vec::new()),
+    )
+    .await
+    .unwrap();
+    for (wants, prefetches) in [(Some(5), false), (None, true)] {
+        let mut options = OpenOptions::default();
+        options.segment = SegmentOptions::default().wants(wants);
+        let (opened, _) = Sequence::open(&database, name.clone(), &options)
+            .await
+            .unwrap();
+        opened.take(5, 0).await.unwrap();
+        // A prefetch is started as the values are taken, before `take`
+        // returns: in flight or done by now, if there is one.
+        let buffers = opened.held().buffers.unwrap();
+        let prefetched = buffers.fetch_waiting_ms.is_some() || buffers.fetches > 1;
+        assert_eq!(prefetched, prefetches, "wants {wants:?}: {buffers:?}");
+        opened.close().await.unwrap();
+    }
+}
