@@ -173,3 +173,116 @@ async fn operator_routes_are_on_the_admin_listener_only() {
         }
     }
 }
+
+/// A prefix removed from a counter stops being served once the cached
+/// minter is older than `Limits::minter_max_age` (here zero: at once): its
+/// ownership is checked again, and the request is a 409.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prefix_removed_from_a_counter_stops_being_served() {
+    const TEST: &str = "serve_minter_age";
+    let mut limits = Limits::default();
+    limits.minter_max_age = Duration::ZERO;
+    let server = server(
+        TEST,
+        &[(
+            "orders",
+            CounterSpec::default().prefixes(vec!["ORD-".into(), "WEB-".into()]),
+        )],
+        limits,
+    )
+    .await;
+    let router = server.router();
+    let (status, body) = get(&router, "/v1/counters/orders/ids?prefix=WEB-").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let database = harness::database_handle(TEST).await;
+    sequence::prefixes::remove(&database, &CounterName::new("orders").unwrap(), "WEB-")
+        .await
+        .unwrap();
+    let (status, body) = get(&router, "/v1/counters/orders/ids?prefix=WEB-").await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(body["error"], "counter", "{body}");
+    let (status, body) = get(&router, "/v1/counters/orders/ids").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+}
+
+/// Tokens from the database: a document that is not a valid entry is
+/// skipped, not fatal (the other apps are let in); when the collection
+/// cannot be read again for longer than `tokens_max_age`, the server fails
+/// closed: 503 `unavailable`, naming the tokens, for a token that was good.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_skip_a_bad_document_and_fail_closed_when_too_old() {
+    let mut owned = tokio::task::spawn_blocking(|| {
+        harness::OwnedServer::start(harness::ServerConfig::default())
+    })
+    .await
+    .unwrap();
+    let mut client = mongodb::options::ClientOptions::parse(&owned.uri)
+        .await
+        .unwrap();
+    client.server_selection_timeout = Some(Duration::from_millis(300));
+    let database = mongodb::Client::with_options(client)
+        .unwrap()
+        .database("serve_tokens_age");
+    let token = idmint::tokens::add_app(&database, "billing", &["*".to_string()], None)
+        .await
+        .unwrap();
+    database
+        .collection::<mongodb::bson::Document>("tokens")
+        .insert_one(mongodb::bson::doc! { "_id": "broken", "token_sha256": 5 })
+        .await
+        .unwrap();
+    let runtime = PolicyRuntime::new().unwrap();
+    let local = runtime.load_default().unwrap();
+    let mut options = ServeOptions::default();
+    options.access_from_db = true;
+    options.tokens_reload = Duration::from_millis(50);
+    options.tokens_max_age = Duration::from_millis(500);
+    let server = Server::start(&database, &runtime, local, options)
+        .await
+        .unwrap();
+    let router = server.router();
+    let validate = |router: Router| {
+        let token = token.clone();
+        async move {
+            let request = Request::post("/v1/validate")
+                .header("authorization", format!("bearer {token}"))
+                .header("content-type", "application/json")
+                .body(Body::from(r#"{"ids": ["1"]}"#))
+                .unwrap();
+            let response = router.oneshot(request).await.unwrap();
+            let status = response.status();
+            let bytes = response.into_body().collect().await.unwrap().to_bytes();
+            (status, serde_json::from_slice::<Value>(&bytes).unwrap())
+        }
+    };
+    let (status, body) = validate(router.clone()).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    owned = tokio::task::spawn_blocking(move || {
+        owned.kill();
+        owned
+    })
+    .await
+    .unwrap();
+    let killed = std::time::Instant::now();
+    loop {
+        let (status, body) = validate(router.clone()).await;
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            assert_eq!(body["error"], "unavailable", "{body}");
+            assert!(
+                body["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("tokens could not be read"),
+                "{body}"
+            );
+            break;
+        }
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert!(
+            killed.elapsed() < crate::serve::DEADLINE,
+            "stale tokens still let requests in"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    drop(owned);
+}
