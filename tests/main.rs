@@ -22,5 +22,6 @@ mod sequence;
 mod serve;
 mod serve_hostile;
 mod serve_inprocess;
+mod serve_support;
 mod snowflake;
 mod strategies;

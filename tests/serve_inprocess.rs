@@ -286,3 +286,98 @@ async fn tokens_skip_a_bad_document_and_fail_closed_when_too_old() {
     }
     drop(owned);
 }
+
+/// A database that stops answering (a proxy that stops forwarding, as a
+/// primary without a majority looks to the driver): a request that needs a
+/// segment fetch is answered 503 at the fetch's deadline, `/readyz` names
+/// the fetch while it waits, the server serves again once the database
+/// answers, and shutdown closes the counters within their deadline rather
+/// than waiting for ever to give a tail back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_that_stops_answering_fails_requests_and_shutdown_at_deadlines() {
+    use crate::serve_support::{test_server_address, Proxy};
+    use idmint::sequence::SegmentOptions;
+
+    const TEST: &str = "serve_stalled";
+    let direct = harness::database(TEST).await;
+    sequence::create(
+        &direct,
+        &CounterName::new("seg").unwrap(),
+        &CounterSpec::of(CounterKind::Segment)
+            .step(10)
+            .prefixes(Vec::new()),
+    )
+    .await
+    .unwrap();
+    let proxy = Proxy::start(test_server_address()).await;
+    let mut client = mongodb::options::ClientOptions::parse(proxy.uri())
+        .await
+        .unwrap();
+    client.server_selection_timeout = Some(Duration::from_secs(1));
+    let database = mongodb::Client::with_options(client)
+        .unwrap()
+        .database(&harness::database_name(TEST));
+    let runtime = PolicyRuntime::new().unwrap();
+    let local = runtime.load_default().unwrap();
+    let mut options = ServeOptions::default();
+    options.open.segment = SegmentOptions::default().fetch_timeout(Duration::from_secs(2));
+    options.limits.stuck_fetch = Duration::ZERO;
+    options.limits.readiness_timeout = Duration::from_millis(10);
+    options.limits.close_timeout = Duration::from_millis(500);
+    let server = Server::start(&database, &runtime, local, options)
+        .await
+        .unwrap();
+    let (api, admin) = (server.router(), server.admin_router());
+    let (status, body) = get(&api, "/v1/counters/seg/values").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+
+    proxy.freeze();
+    // More than both buffers hold: a fetch is needed, and nothing answers.
+    let stalled = tokio::spawn({
+        let api = api.clone();
+        async move { get(&api, "/v1/counters/seg/values?count=1000").await }
+    });
+    let waited = std::time::Instant::now();
+    loop {
+        let (status, ready) = get(&admin, "/readyz").await;
+        if ready["stuck_fetches"][0]["counter"] == "seg" {
+            assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{ready}");
+            break;
+        }
+        assert!(
+            !stalled.is_finished() && waited.elapsed() < crate::serve::DEADLINE,
+            "/readyz never named the stuck fetch: {ready}"
+        );
+    }
+    let (status, body) = stalled.await.unwrap();
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(body["error"], "unavailable", "{body}");
+
+    proxy.thaw();
+    let thawed = std::time::Instant::now();
+    loop {
+        let (status, body) = get(&api, "/v1/counters/seg/values?count=5").await;
+        if status == StatusCode::OK {
+            break;
+        }
+        assert!(
+            thawed.elapsed() < crate::serve::DEADLINE,
+            "no recovery: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // Shutdown with the database gone silent again: the tail cannot be
+    // given back, and the counter is reported, not waited for.
+    proxy.freeze();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let failures = tokio::time::timeout(
+        crate::serve::DEADLINE,
+        server.run(listener, std::future::ready(())),
+    )
+    .await
+    .expect("shutdown waited for a database that does not answer")
+    .unwrap();
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert_eq!(failures[0].0.as_str(), "seg");
+}
