@@ -6,15 +6,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use crate::harness::{self, assert_exit, idmint, run, stdout, OwnedServer, ServerConfig};
-use crate::serve::{assert_error, Service, DEADLINE};
-
-fn block_on<T>(future: impl std::future::Future<Output = T>) -> T {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(future)
-}
+use crate::serve::{assert_error, block_on, Service, DEADLINE};
 
 /// `idmint seq --count 5` on a segment counter of step 10, four times: a
 /// bounded run prefetches no segment it cannot use and gives back the tail

@@ -1,6 +1,9 @@
 //! `idmint serve`: the HTTP service, driven over real sockets against a real
 //! server. The client is a few lines of HTTP/1.1 over `TcpStream` (one
 //! request per connection), so the tests see exactly what any app sees.
+//! They are plain `#[test]`s (blocking clients, no runtime to stall); what
+//! needs no socket is in `serve_inprocess.rs`, hostile clients in
+//! `serve_hostile.rs`.
 
 use std::collections::{BTreeSet, HashMap};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -17,6 +20,17 @@ use crate::harness::{self, assert_exit, idmint, run, stdout, OwnedServer, Server
 
 /// How long to wait for an event (the service starting, a swap landing).
 pub(crate) const DEADLINE: Duration = Duration::from_secs(30);
+
+/// Runs `future` on a runtime of its own: these tests are plain `#[test]`s,
+/// whose clients are blocking sockets and processes; only the database
+/// setup is async.
+pub(crate) fn block_on<T>(future: impl std::future::Future<Output = T>) -> T {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(future)
+}
 
 /// A running `idmint serve`.
 pub(crate) struct Service {
@@ -203,10 +217,10 @@ pub(crate) fn assert_error(answer: &Answer, status: u16, kind: &str, needle: &st
 
 /// Every kind served: formatted IDs and raw values, JSON and text; every
 /// bad request refused with its reason before any value is taken.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_kind_is_served_and_bad_requests_consume_nothing() {
+#[test]
+fn every_kind_is_served_and_bad_requests_consume_nothing() {
     const TEST: &str = "serve_kinds";
-    harness::database(TEST).await;
+    block_on(harness::database(TEST));
     // `orders` owns two prefixes; `inv` the empty one; the others none (raw
     // values only): a prefix is owned by one counter at most.
     create(TEST, "orders", &["--prefix", "ORD-", "--prefix", "X-"]);
@@ -339,10 +353,10 @@ async fn every_kind_is_served_and_bad_requests_consume_nothing() {
 }
 
 /// Leaf's routes answer bare decimals, as Leaf's clients parse them.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn leaf_routes_answer_bare_decimals() {
+#[test]
+fn leaf_routes_answer_bare_decimals() {
     const TEST: &str = "serve_leaf";
-    harness::database(TEST).await;
+    block_on(harness::database(TEST));
     create(TEST, "seg", &["--kind", "segment", "--start", "7"]);
     create(TEST, "ev", &["--kind", "snowflake", "--raw"]);
     let service = Service::start(TEST, &[]);
@@ -366,10 +380,10 @@ async fn leaf_routes_answer_bare_decimals() {
 /// Three instances on one segment counter, hit at once: every value handed
 /// out once, each instance's values increasing, and the database written
 /// once per segment, not per value.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn three_instances_share_one_segment_counter() {
+#[test]
+fn three_instances_share_one_segment_counter() {
     const TEST: &str = "serve_three";
-    harness::database(TEST).await;
+    block_on(harness::database(TEST));
     create(TEST, "seg", &["--kind", "segment", "--step", "100"]);
     let services: Vec<Service> = (0..3).map(|_| Service::start(TEST, &[])).collect();
     const CLIENTS_PER_SERVICE: usize = 4;
@@ -432,10 +446,10 @@ async fn three_instances_share_one_segment_counter() {
 
 /// SIGTERM: requests stop, the segment's unused tail is given back and the
 /// worker lease released, and the process exits 0.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sigterm_gives_back_segments_and_releases_leases() {
+#[test]
+fn sigterm_gives_back_segments_and_releases_leases() {
     const TEST: &str = "serve_sigterm";
-    harness::database(TEST).await;
+    block_on(harness::database(TEST));
     create(TEST, "seg", &["--kind", "segment", "--step", "1000"]);
     create(TEST, "ev", &["--kind", "snowflake", "--raw"]);
     let service = Service::start(TEST, &[]);
@@ -471,10 +485,10 @@ async fn sigterm_gives_back_segments_and_releases_leases() {
 /// Tokens: none or a wrong one is 401, a counter the app may not use is
 /// 403 (whether or not it exists), an allowed one is served; the token
 /// never appears in the log.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn tokens_guard_counters() {
+#[test]
+fn tokens_guard_counters() {
     const TEST: &str = "serve_tokens";
-    harness::database(TEST).await;
+    block_on(harness::database(TEST));
     create(TEST, "orders", &["--prefix", "ORD-", "--prefix", "WEB-"]);
     create(TEST, "secret", &["--prefix", "S-"]);
     let dir = tempfile::tempdir().unwrap();
@@ -540,10 +554,10 @@ async fn tokens_guard_counters() {
 
 /// `/metrics` counts requests by route and status and values by counter;
 /// `/openapi.json` documents every route.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn metrics_and_openapi() {
+#[test]
+fn metrics_and_openapi() {
     const TEST: &str = "serve_metrics";
-    harness::database(TEST).await;
+    block_on(harness::database(TEST));
     create(TEST, "seg", &["--kind", "segment"]);
     let service = Service::start(TEST, &[]);
     for _ in 0..3 {
@@ -577,10 +591,10 @@ async fn metrics_and_openapi() {
 
 /// `POST /v1/validate`: parts for valid IDs, reasons for the others, and a
 /// snowflake counter's fields read by the policy with its layout.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn validate_reads_ids_back() {
+#[test]
+fn validate_reads_ids_back() {
     const TEST: &str = "serve_validate";
-    harness::database(TEST).await;
+    block_on(harness::database(TEST));
     create(TEST, "ev", &["--kind", "snowflake", "--prefix", "EVT-"]);
     let service = Service::start(TEST, &["--policy", "builtin:base32", "--max-body", "200"]);
     let ids = service.get("/v1/counters/ev/ids?count=2").json();
@@ -611,10 +625,10 @@ async fn validate_reads_ids_back() {
 /// A policy file replaced under a running server is served by the next
 /// requests; a broken one is refused and the current one keeps serving;
 /// both show in `/metrics`.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_policy_swap_reaches_the_next_request() {
+#[test]
+fn a_policy_swap_reaches_the_next_request() {
     const TEST: &str = "serve_swap";
-    harness::database(TEST).await;
+    block_on(harness::database(TEST));
     create(TEST, "orders", &["--max", "99"]);
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("policy.wasm");
@@ -668,8 +682,8 @@ fn replace(path: &Path, bytes: &[u8]) {
 
 /// The database going away: requests answer 503 quickly and `/readyz`
 /// fails; when it is back, the same process serves again.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_unreachable_database_is_503_and_service_recovers() {
+#[test]
+fn an_unreachable_database_is_503_and_service_recovers() {
     // Fsync on commit: the test server otherwise acknowledges the journal
     // without writing it, and a killed one would forget the first value.
     let mut server = OwnedServer::start(ServerConfig {
@@ -718,10 +732,10 @@ async fn an_unreachable_database_is_503_and_service_recovers() {
 /// Ranges: runs of consecutive values of a segment or auto-increment
 /// counter, covering exactly `count` values none of which any other route
 /// hands out; cyclic and snowflake counters are refused.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ranges_cover_exactly_count_values() {
+#[test]
+fn ranges_cover_exactly_count_values() {
     const TEST: &str = "serve_ranges";
-    harness::database(TEST).await;
+    block_on(harness::database(TEST));
     create(TEST, "seg", &["--kind", "segment", "--step", "10", "--raw"]);
     create(TEST, "inv", &["--kind", "autoinc", "--start", "5", "--raw"]);
     create(TEST, "orders", &[]);
@@ -779,8 +793,8 @@ async fn ranges_cover_exactly_count_values() {
 /// first is in flight is answered 503 at once (not queued), and the first,
 /// stuck on a database that is gone, is answered 503 at its time limit;
 /// `/metrics` stays outside the limit.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn requests_over_the_limits_are_503_not_queued() {
+#[test]
+fn requests_over_the_limits_are_503_not_queued() {
     let mut server = OwnedServer::start(ServerConfig::default());
     let with_server = |command: &mut Command| {
         command
@@ -837,10 +851,10 @@ async fn requests_over_the_limits_are_503_not_queued() {
 /// A policy call that never returns (the runaway fixture, for sequence 42)
 /// is stopped at its time limit: that request is a 500 naming the limit,
 /// and the server goes on serving the next values.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_runaway_policy_fails_one_request_not_the_server() {
+#[test]
+fn a_runaway_policy_fails_one_request_not_the_server() {
     const TEST: &str = "serve_runaway";
-    harness::database(TEST).await;
+    block_on(harness::database(TEST));
     create(TEST, "orders", &["--max", "99"]);
     let service = Service::start(
         TEST,
@@ -872,10 +886,10 @@ async fn a_runaway_policy_fails_one_request_not_the_server() {
 /// `--policy-for KIND=POLICY`: one server formats a cyclic counter with the
 /// default policy and a snowflake counter with the base32 one, and reads
 /// the snowflake IDs back with the policy that wrote them.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_policy_per_kind_lets_one_server_format_every_kind() {
+#[test]
+fn a_policy_per_kind_lets_one_server_format_every_kind() {
     const TEST: &str = "serve_policy_for";
-    harness::database(TEST).await;
+    block_on(harness::database(TEST));
     create(TEST, "orders", &["--prefix", "ORD-"]);
     create(TEST, "ev", &["--kind", "snowflake", "--prefix", "EVT-"]);
     let service = Service::start(TEST, &["--policy-for", "snowflake=builtin:base32"]);
@@ -905,17 +919,19 @@ async fn a_policy_per_kind_lets_one_server_format_every_kind() {
 /// stores its hash; a server with `--tokens-from-db` accepts it for its
 /// counters only; after `idmint token remove` the server refuses it once it
 /// has read the collection again.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn tokens_from_the_database_are_added_and_removed_live() {
+#[test]
+fn tokens_from_the_database_are_added_and_removed_live() {
     const TEST: &str = "serve_tokens_db";
-    let database = harness::database(TEST).await;
+    block_on(harness::database(TEST));
     create(TEST, "orders", &[]);
     let added =
         run(idmint(TEST).args(["token", "add", "billing", "--counters", "orders", "--json"]));
     assert_exit(&added, 0);
     let added: Value = serde_json::from_str(&stdout(&added)).unwrap();
     let token = added["token"].as_str().unwrap().to_string();
-    let stored = harness::documents(&database, "tokens").await;
+    let stored = block_on(async {
+        harness::documents(&harness::database_handle(TEST).await, "tokens").await
+    });
     assert_eq!(stored.len(), 1);
     assert_eq!(
         stored[0].get_str("token_sha256").unwrap(),

@@ -16,15 +16,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::harness::{self, idmint, run, stdout};
-use crate::serve::{assert_error, create, Answer, Service, DEADLINE};
-
-fn block_on<T>(future: impl std::future::Future<Output = T>) -> T {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(future)
-}
+use crate::serve::{assert_error, block_on, create, Answer, Service, DEADLINE};
 
 /// A connection kept open across requests (HTTP/1.1 keep-alive).
 struct Connection(TcpStream);
