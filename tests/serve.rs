@@ -352,31 +352,6 @@ fn every_kind_is_served_and_bad_requests_consume_nothing() {
     assert_eq!(service.get("/v1/counters/inv/values").values(), [100]);
 }
 
-/// Leaf's routes answer bare decimals, as Leaf's clients parse them.
-#[test]
-fn leaf_routes_answer_bare_decimals() {
-    const TEST: &str = "serve_leaf";
-    block_on(harness::database(TEST));
-    create(TEST, "seg", &["--kind", "segment", "--start", "7"]);
-    create(TEST, "ev", &["--kind", "snowflake", "--raw"]);
-    let service = Service::start(TEST, &[]);
-    let segment: Vec<u64> = (0..3)
-        .map(|_| {
-            let answer = service.get("/api/segment/get/seg");
-            assert_eq!(answer.status, 200, "{answer:?}");
-            answer.body.parse().expect("a bare decimal")
-        })
-        .collect();
-    assert_eq!(segment, [7, 8, 9]);
-    let snowflake: Vec<u64> = (0..3)
-        .map(|_| service.get("/api/snowflake/get/ev").body.parse().unwrap())
-        .collect();
-    assert!(
-        snowflake.windows(2).all(|pair| pair[0] < pair[1]),
-        "{snowflake:?}"
-    );
-}
-
 /// Three instances on one segment counter, hit at once: every value handed
 /// out once, each instance's values increasing, and the database written
 /// once per segment, not per value.
@@ -727,66 +702,6 @@ fn an_unreachable_database_is_503_and_service_recovers() {
         assert!(restarted.elapsed() < DEADLINE, "never ready again");
         std::thread::sleep(Duration::from_millis(100));
     }
-}
-
-/// Ranges: runs of consecutive values of a segment or auto-increment
-/// counter, covering exactly `count` values none of which any other route
-/// hands out; cyclic and snowflake counters are refused.
-#[test]
-fn ranges_cover_exactly_count_values() {
-    const TEST: &str = "serve_ranges";
-    block_on(harness::database(TEST));
-    create(TEST, "seg", &["--kind", "segment", "--step", "10", "--raw"]);
-    create(TEST, "inv", &["--kind", "autoinc", "--start", "5", "--raw"]);
-    create(TEST, "orders", &[]);
-    let service = Service::start(TEST, &[]);
-    let expand = |answer: Answer| -> Vec<u64> {
-        assert_eq!(answer.status, 200, "{answer:?}");
-        answer.json()["ranges"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .flat_map(|run| run[0].as_u64().unwrap()..=run[1].as_u64().unwrap())
-            .collect()
-    };
-    let first = service.get("/v1/counters/seg/values?count=3").values();
-    // 25 values across segments of at least 10: more than one run.
-    let ranged = expand(service.get("/v1/counters/seg/ranges?count=25"));
-    let after = service.get("/v1/counters/seg/values?count=3").values();
-    assert_eq!(ranged.len(), 25);
-    let all: BTreeSet<u64> = first.iter().chain(&ranged).chain(&after).copied().collect();
-    assert_eq!(all.len(), 31, "overlap: {first:?} {ranged:?} {after:?}");
-    assert_eq!(
-        expand(service.get("/v1/counters/inv/ranges?count=1000")),
-        (5..1005).collect::<Vec<u64>>()
-    );
-    let text = request(
-        &service.address,
-        "GET",
-        "/v1/counters/inv/ranges?count=2",
-        &[("Accept", "text/plain")],
-        None,
-    );
-    assert_eq!(text.body, "1005 1006\n");
-    assert_error(
-        &service.get("/v1/counters/orders/ranges?count=5"),
-        409,
-        "unservable",
-        "ranges are served for autoinc and segment counters only",
-    );
-    assert_error(
-        &service.get("/v1/counters/inv/ranges?count=0"),
-        400,
-        "bad-request",
-        "count must be 1 to 1000000, not 0",
-    );
-    assert_error(
-        &service.get("/v1/counters/inv/ranges"),
-        400,
-        "bad-request",
-        "count",
-    );
-    assert_eq!(service.get("/v1/counters/inv/values").values(), [1007]);
 }
 
 /// Limits: with room for one request at a time, a second request while the

@@ -381,3 +381,135 @@ async fn a_database_that_stops_answering_fails_requests_and_shutdown_at_deadline
     assert_eq!(failures.len(), 1, "{failures:?}");
     assert_eq!(failures[0].0.as_str(), "seg");
 }
+
+/// One GET through `router` with `Accept: text/plain`: status and text.
+async fn get_text(router: &Router, path: &str) -> (StatusCode, String) {
+    let request = Request::get(path)
+        .header("accept", "text/plain")
+        .body(Body::empty())
+        .unwrap();
+    let response = router.clone().oneshot(request).await.unwrap();
+    let status = response.status();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    (status, String::from_utf8(bytes.to_vec()).unwrap())
+}
+
+/// Leaf's routes answer bare decimals, as Leaf's clients parse them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leaf_routes_answer_bare_decimals() {
+    let server = server(
+        "serve_leaf",
+        &[
+            ("seg", CounterSpec::of(CounterKind::Segment).start(7)),
+            (
+                "ev",
+                CounterSpec::of(CounterKind::Snowflake).prefixes(Vec::new()),
+            ),
+        ],
+        Limits::default(),
+    )
+    .await;
+    let router = server.router();
+    let mut segment = Vec::new();
+    let mut snowflake = Vec::new();
+    for _ in 0..3 {
+        let (status, body) = get_text(&router, "/api/segment/get/seg").await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        segment.push(body.parse::<u64>().expect("a bare decimal"));
+        let (status, body) = get_text(&router, "/api/snowflake/get/ev").await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        snowflake.push(body.parse::<u64>().expect("a bare decimal"));
+    }
+    assert_eq!(segment, [7, 8, 9]);
+    assert!(
+        snowflake.windows(2).all(|pair| pair[0] < pair[1]),
+        "{snowflake:?}"
+    );
+}
+
+/// Ranges: runs of consecutive values of a segment or auto-increment
+/// counter, covering exactly `count` values none of which any other route
+/// hands out; cyclic and snowflake counters are refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ranges_cover_exactly_count_values() {
+    let server = server(
+        "serve_ranges",
+        &[
+            (
+                "seg",
+                CounterSpec::of(CounterKind::Segment)
+                    .step(10)
+                    .prefixes(Vec::new()),
+            ),
+            (
+                "inv",
+                CounterSpec::of(CounterKind::Autoinc)
+                    .start(5)
+                    .prefixes(Vec::new()),
+            ),
+            ("orders", CounterSpec::default()),
+        ],
+        Limits::default(),
+    )
+    .await;
+    let router = server.router();
+    let values = |answer: (StatusCode, Value)| -> Vec<u64> {
+        assert_eq!(answer.0, StatusCode::OK, "{}", answer.1);
+        serde_json::from_value(answer.1["values"].clone()).unwrap()
+    };
+    let expand = |answer: (StatusCode, Value)| -> Vec<u64> {
+        assert_eq!(answer.0, StatusCode::OK, "{}", answer.1);
+        answer.1["ranges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|run| run[0].as_u64().unwrap()..=run[1].as_u64().unwrap())
+            .collect()
+    };
+    let first = values(get(&router, "/v1/counters/seg/values?count=3").await);
+    // 25 values across segments of at least 10: more than one run.
+    let ranged = expand(get(&router, "/v1/counters/seg/ranges?count=25").await);
+    let after = values(get(&router, "/v1/counters/seg/values?count=3").await);
+    assert_eq!(ranged.len(), 25);
+    let all: std::collections::BTreeSet<u64> =
+        first.iter().chain(&ranged).chain(&after).copied().collect();
+    assert_eq!(all.len(), 31, "overlap: {first:?} {ranged:?} {after:?}");
+    assert_eq!(
+        expand(get(&router, "/v1/counters/inv/ranges?count=1000").await),
+        (5..1005).collect::<Vec<u64>>()
+    );
+    let (_, text) = get_text(&router, "/v1/counters/inv/ranges?count=2").await;
+    assert_eq!(text, "1005 1006\n");
+    for (path, status, kind, needle) in [
+        (
+            "/v1/counters/orders/ranges?count=5",
+            StatusCode::CONFLICT,
+            "unservable",
+            "ranges are served for autoinc and segment counters only",
+        ),
+        (
+            "/v1/counters/inv/ranges?count=0",
+            StatusCode::BAD_REQUEST,
+            "bad-request",
+            "count must be 1 to 1000000, not 0",
+        ),
+        (
+            "/v1/counters/inv/ranges",
+            StatusCode::BAD_REQUEST,
+            "bad-request",
+            "count",
+        ),
+    ] {
+        let (found, body) = get(&router, path).await;
+        assert_eq!(found, status, "{path}: {body}");
+        assert_eq!(body["error"], kind, "{path}: {body}");
+        assert!(
+            body["message"].as_str().unwrap().contains(needle),
+            "{path}: {body}"
+        );
+    }
+    assert_eq!(
+        values(get(&router, "/v1/counters/inv/values").await),
+        [1007]
+    );
+}
