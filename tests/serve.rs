@@ -564,39 +564,6 @@ fn metrics_and_openapi() {
     }
 }
 
-/// `POST /v1/validate`: parts for valid IDs, reasons for the others, and a
-/// snowflake counter's fields read by the policy with its layout.
-#[test]
-fn validate_reads_ids_back() {
-    const TEST: &str = "serve_validate";
-    block_on(harness::database(TEST));
-    create(TEST, "ev", &["--kind", "snowflake", "--prefix", "EVT-"]);
-    let service = Service::start(TEST, &["--policy", "builtin:base32", "--max-body", "200"]);
-    let ids = service.get("/v1/counters/ev/ids?count=2").json();
-    let id = ids["ids"][0].as_str().unwrap().to_string();
-    let body = format!(r#"{{"ids": ["{id}", "EVT-!"], "counter": "ev"}}"#);
-    let answer = request(&service.address, "POST", "/v1/validate", &[], Some(&body));
-    assert_eq!(answer.status, 200, "{answer:?}");
-    let answer = answer.json();
-    assert_eq!(answer["valid"], false);
-    let parts = &answer["results"][0]["parts"];
-    assert_eq!(parts["prefix"], "EVT-");
-    assert!(parts["snowflake"]["time"].as_u64().unwrap() > 0, "{answer}");
-    assert_eq!(answer["results"][1]["valid"], false);
-    assert!(answer["results"][1]["error"].is_string());
-    let malformed = request(
-        &service.address,
-        "POST",
-        "/v1/validate",
-        &[],
-        Some("{\"ids\": 3}"),
-    );
-    assert_error(&malformed, 400, "bad-request", "ids");
-    let large = format!(r#"{{"ids": ["{}"]}}"#, "A".repeat(300));
-    let large = request(&service.address, "POST", "/v1/validate", &[], Some(&large));
-    assert_error(&large, 413, "too-large", "limit of 200 bytes");
-}
-
 /// A policy file replaced under a running server is served by the next
 /// requests; a broken one is refused and the current one keeps serving;
 /// both show in `/metrics`.

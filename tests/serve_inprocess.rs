@@ -513,3 +513,62 @@ async fn ranges_cover_exactly_count_values() {
         [1007]
     );
 }
+
+/// `POST /v1/validate`: parts for valid IDs, reasons for the others, and a
+/// snowflake counter's fields read by the policy with its layout; a
+/// malformed body is a 400 naming the field, one over `--max-body` a 413.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn validate_reads_ids_back() {
+    let database = harness::database("serve_validate").await;
+    sequence::create(
+        &database,
+        &CounterName::new("ev").unwrap(),
+        &CounterSpec::of(CounterKind::Snowflake).prefixes(vec!["EVT-".into()]),
+    )
+    .await
+    .unwrap();
+    let runtime = PolicyRuntime::new().unwrap();
+    let local = runtime.load_builtin("base32").unwrap();
+    let mut options = ServeOptions::default();
+    options.limits.max_body_bytes = 200;
+    let server = Server::start(&database, &runtime, local, options)
+        .await
+        .unwrap();
+    let router = server.router();
+    let post = |body: String| {
+        let router = router.clone();
+        async move {
+            let request = Request::post("/v1/validate")
+                .header("content-type", "application/json")
+                .header("content-length", body.len())
+                .body(Body::from(body))
+                .unwrap();
+            let response = router.oneshot(request).await.unwrap();
+            let status = response.status();
+            let bytes = response.into_body().collect().await.unwrap().to_bytes();
+            (status, serde_json::from_slice::<Value>(&bytes).unwrap())
+        }
+    };
+    let (status, ids) = get(&router, "/v1/counters/ev/ids?count=2").await;
+    assert_eq!(status, StatusCode::OK, "{ids}");
+    let id = ids["ids"][0].as_str().unwrap();
+    let (status, answer) = post(format!(r#"{{"ids": ["{id}", "EVT-!"], "counter": "ev"}}"#)).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["valid"], false);
+    let parts = &answer["results"][0]["parts"];
+    assert_eq!(parts["prefix"], "EVT-");
+    assert!(parts["snowflake"]["time"].as_u64().unwrap() > 0, "{answer}");
+    assert_eq!(answer["results"][1]["valid"], false);
+    assert!(answer["results"][1]["error"].is_string());
+    let (status, malformed) = post("{\"ids\": 3}".to_string()).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{malformed}");
+    assert_eq!(malformed["error"], "bad-request");
+    assert!(malformed["message"].as_str().unwrap().contains("ids"));
+    let (status, large) = post(format!(r#"{{"ids": ["{}"]}}"#, "A".repeat(300))).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{large}");
+    assert_eq!(large["error"], "too-large");
+    assert!(large["message"]
+        .as_str()
+        .unwrap()
+        .contains("limit of 200 bytes"));
+}
