@@ -8,6 +8,7 @@
 #   faketime        runs a client with its clock an hour ahead, for the lock tests (apt)
 #   javac, java     Java 17, to build and test the Java client of `idmint serve` (apt)
 #   wrk             HTTP load for the `idmint serve` benchmark (apt; scripts/bench-serve.sh)
+#   chromium        a real browser, headless, for the monitor page's test (apt)
 #
 # Cache: $IDMINT_TOOLS_DIR (default ~/.cache/idmint). Override the binaries with
 # IDMINT_TEST_SERVER_BIN and IDMINT_MONGOSH.
@@ -85,6 +86,14 @@ ensure_java() {
   fi
   say "installing Java 17 (the Java client's tests)"
   apt_install openjdk-17-jdk-headless
+}
+
+ensure_chromium() {
+  if command -v chromium >/dev/null 2>&1; then
+    return
+  fi
+  say "installing chromium (the monitor page is tested in a real browser)"
+  apt_install chromium
 }
 
 ensure_wrk() {

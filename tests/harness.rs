@@ -116,7 +116,8 @@ pub async fn monitored_database(test: &str) -> (Database, CommandLog) {
     (database, log)
 }
 
-/// Asserts that a write command was sent with `w: "majority"` and `j: true`.
+/// Asserts that a write command was sent with `w: "majority"`, `j: true`
+/// and a `wtimeout` (so that a primary cut off from the majority answers).
 #[track_caller]
 pub fn assert_durable(command: &mongodb::bson::Document) {
     let concern = command
@@ -131,6 +132,15 @@ pub fn assert_durable(command: &mongodb::bson::Document) {
         concern.get_bool("j").ok(),
         Some(true),
         "j is not true in {command}"
+    );
+    let wtimeout = match concern.get("wtimeout") {
+        Some(mongodb::bson::Bson::Int32(ms)) => Some(i64::from(*ms)),
+        Some(mongodb::bson::Bson::Int64(ms)) => Some(*ms),
+        _ => None,
+    };
+    assert!(
+        wtimeout.is_some_and(|ms| ms > 0),
+        "no wtimeout in {command}"
     );
 }
 

@@ -1,6 +1,7 @@
 //! idmint's integration tests: one binary, a module per concept, all against a
 //! real MongoDB wire-protocol server (see `harness`).
 
+mod fault_proxy;
 mod harness;
 
 mod cli;
@@ -13,6 +14,7 @@ mod java_client;
 mod lock;
 mod lost_values;
 mod mongosh;
+mod network_faults;
 mod periodic;
 mod policy;
 mod policy_contracts;

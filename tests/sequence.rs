@@ -200,6 +200,30 @@ async fn a_corrupt_counter_is_reported_and_left_unchanged() {
             doc! { "val": 0, "maxval": 9, "prefix": "B-", "prefixes": ["A-"] },
             "prefix \"B-\" is not one of its prefixes [\"A-\"]",
         ),
+        (
+            doc! { "val": 0, "maxval": 9, "prefix": "B-", "prefixes": [] },
+            "prefix \"B-\" is not one of its prefixes []",
+        ),
+        (
+            doc! { "val": 0, "maxval": 9, "prefixes": null },
+            "prefixes is null, not an array",
+        ),
+        (
+            doc! { "val": 0, "maxval": 9, "prefixes": ["A-", null] },
+            "prefixes holds null, not only strings",
+        ),
+        (
+            doc! { "val": 0, "maxval": 9, "prefixes": [null, "A-"] },
+            "prefixes holds null, not only strings",
+        ),
+        (
+            doc! { "val": 0, "maxval": 9, "prefix": "A-", "prefixes": ["A-", "B-", "A-"] },
+            "prefixes holds \"A-\" twice",
+        ),
+        (
+            doc! { "val": 0, "maxval": 9, "ts": null },
+            "ts is null, not a number",
+        ),
     ];
     for (index, (fields, reason)) in cases.into_iter().enumerate() {
         let id = format!("bad{index}");
@@ -245,6 +269,11 @@ async fn well_formed_variants_are_accepted_by_server_and_rust_alike() {
         ),
         (
             doc! { "val": 5, "maxval": 9, "prefix": "Y-", "prefixes": ["", "Y-"] },
+            6,
+            20,
+        ),
+        (
+            doc! { "val": 5, "maxval": 9, "prefix": null, "prefixes": ["Z-"] },
             6,
             20,
         ),

@@ -446,3 +446,46 @@ async fn every_lease_write_is_durable() {
     );
     writes.iter().for_each(harness::assert_durable);
 }
+
+/// A second `close()` changes nothing: it must not release the worker id
+/// again (the old code released worker 0 with `last_time: -1`, so that a
+/// restart with a slower clock could repeat the IDs issued before).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_close_changes_nothing() {
+    use idmint::sequence::{self, CounterKind, CounterName, CounterSpec};
+    use idmint::sequence::{Snowflake, SnowflakeOptions};
+    let database = harness::database("snowflake_second_close").await;
+    let name = CounterName::new("ids").unwrap();
+    sequence::create(&database, &name, &CounterSpec::of(CounterKind::Snowflake))
+        .await
+        .unwrap();
+    let layout = Layout::default();
+    let snowflake = Snowflake::start(&database, name.clone(), layout, SnowflakeOptions::default())
+        .await
+        .unwrap();
+    let ids = snowflake.take(10).await.unwrap();
+    snowflake.close().await.unwrap();
+    let released = harness::documents(&database, "workers").await;
+    assert_eq!(released.len(), 1);
+    assert_eq!(
+        released[0].get_i64("last_time").unwrap(),
+        layout.decompose(ids[9]).unwrap().time as i64,
+        "the release records the last time unit issued"
+    );
+    snowflake.close().await.unwrap();
+    assert_eq!(
+        harness::documents(&database, "workers").await,
+        released,
+        "a second close changed the released lease"
+    );
+    // Closed, it issues nothing.
+    assert!(snowflake.take(1).await.is_err());
+    // The next holder of worker 0 starts after the IDs issued.
+    let next = Snowflake::start(&database, name, layout, SnowflakeOptions::default())
+        .await
+        .unwrap();
+    let after = next.take(1).await.unwrap();
+    assert_eq!(next.worker(), 0);
+    assert!(after[0] > ids[9]);
+    next.close().await.unwrap();
+}

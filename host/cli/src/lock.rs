@@ -1,33 +1,68 @@
 //! `idmint lock run|status|release`: the library's leases for shell scripts
-//! and cron jobs, shaped like `flock`.
+//! and cron jobs, shaped like `flock`, with flock's promise kept across
+//! machines: COMMAND does not outlive the lock.
+//!
+//! How `lock run` keeps it:
+//!
+//! - **COMMAND runs under a guard**, a second `idmint` process (the hidden
+//!   `lock guard`) that leads a process group of its own, with COMMAND and
+//!   everything it starts in it. The guard watches a pipe whose only write
+//!   end `lock run` holds: when `lock run` dies, however (`kill -9`
+//!   included), the pipe reads end-of-file and the guard kills the whole
+//!   group at once. On Linux COMMAND also dies with the guard
+//!   (`PR_SET_PDEATHSIG`, checked against the guard's pid after it is set, in
+//!   case the guard died first). When COMMAND exits, what it left running in
+//!   its group is killed before the lock is released.
+//! - **Signals**: SIGINT, SIGTERM and SIGHUP sent to `lock run` are passed on
+//!   to the group (unless `lock run` was started with them ignored, as by
+//!   `nohup`: then they stay ignored), and `lock run` exits with COMMAND's
+//!   code.
+//! - **The lease's local deadline** (the library's `Lease::deadline`: the
+//!   send time of the last acknowledged renewal plus the TTL, less a tenth)
+//!   stops COMMAND whatever the driver is doing: SIGTERM `stop_grace` before
+//!   it, SIGKILL at it, both before the server could end the lease.
+//!
+//! What remains possible: a process that leaves the group (`setsid`,
+//! `setpgid`) escapes the group kill; `lock run` paused (SIGSTOP, a frozen
+//! VM) cannot stop COMMAND, which runs on past the lease (fencing tokens
+//! protect the resource then); COMMAND runs in a background process group,
+//! so it cannot read from a terminal. On platforms without
+//! `PR_SET_PDEATHSIG` (macOS, the BSDs), COMMAND survives a `kill -9` of
+//! the guard itself (not of `lock run`, which the pipe covers).
 
 use std::fmt::Write;
-use std::os::unix::process::ExitStatusExt;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
 use idmint::lock::{
-    status_all, Lock, LockError, LockName, LockState, WaitOptions, Watchdog, LOCKS_COLLECTION,
+    status_all, stop_grace, Lock, LockError, LockName, LockState, WaitOptions, Watchdog,
+    LOCKS_COLLECTION,
 };
 use serde::Serialize;
 
 use super::exit::{UsageError, EXIT_LOCK_LOST};
 use super::{ConnectArgs, Outcome, Output};
 
-/// How long a COMMAND gets between SIGTERM and SIGKILL once the lease is lost.
-const KILL_GRACE: Duration = Duration::from_secs(5);
+/// The signals `lock run` passes on to COMMAND's process group.
+const FORWARDED: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
 /// `idmint lock ...`
 #[derive(Debug, Subcommand)]
 pub enum LockCmd {
     /// Run COMMAND while holding the lock, renewing it, releasing it at the end; exits with
-    /// COMMAND's code, 75 if the lock was not had within --wait, 76 if the lease was lost while
-    /// COMMAND ran (COMMAND is then stopped: SIGTERM, SIGKILL after 5 s).
+    /// COMMAND's code, 75 if the lock was not had within --wait, 76 if the lease was lost or could
+    /// not be renewed while COMMAND ran (COMMAND is then stopped: SIGTERM, then SIGKILL before the
+    /// lease can expire). COMMAND and what it starts die with `lock run` (kill -9 included);
+    /// SIGINT, SIGTERM and SIGHUP are passed on to them.
     Run(RunArgs),
     /// Show a lock (or all locks): holder, fencing token, time left by the server's clock, hold count.
     Status(StatusArgs),
     /// Clear a lock's holder (a DBA removing a dead holder); prints the token removed.
     Release(ReleaseArgs),
+    /// Internal: the process `lock run` starts COMMAND under (see the module docs).
+    #[command(hide = true)]
+    Guard(GuardArgs),
 }
 
 /// Arguments of `idmint lock run`.
@@ -41,6 +76,19 @@ pub struct RunArgs {
     /// How long to wait for the lock, in seconds (0: try once; at most 86400).
     #[arg(long, default_value_t = 0.0, value_name = "SECS")]
     pub wait: f64,
+    /// The command to run, with its arguments (after `--`).
+    #[arg(required = true, last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+/// Arguments of the internal `idmint lock guard`.
+#[derive(Debug, Args)]
+pub struct GuardArgs {
+    /// The read end of the pipe whose only write end `lock run` holds.
+    #[arg(long, value_name = "FD")]
+    pub watch_fd: RawFd,
     /// The command to run, with its arguments (after `--`).
     #[arg(required = true, last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -75,12 +123,14 @@ impl LockCmd {
             LockCmd::Run(args) => &args.connect,
             LockCmd::Status(args) => &args.connect,
             LockCmd::Release(args) => &args.connect,
+            LockCmd::Guard(args) => &args.connect,
         }
     }
 
     pub async fn execute(&self, output: &Output) -> anyhow::Result<Outcome> {
         match self {
-            LockCmd::Run(args) => run(args).await,
+            LockCmd::Run(args) => run(args, output).await,
+            LockCmd::Guard(args) => guard(args),
             LockCmd::Status(args) => {
                 let name = args.name.as_deref().map(LockName::new).transpose()?;
                 let database = args.connect.connect().await?;
@@ -155,7 +205,7 @@ fn seconds(flag: &str, value: f64) -> Result<Duration, UsageError> {
         .map_err(|_| UsageError(format!("--{flag} {value} is not a number of seconds")))
 }
 
-async fn run(args: &RunArgs) -> anyhow::Result<Outcome> {
+async fn run(args: &RunArgs, output: &Output) -> anyhow::Result<Outcome> {
     let name = LockName::new(&args.name)?;
     let ttl = seconds("ttl", args.ttl)?;
     let wait = seconds("wait", args.wait)?;
@@ -170,68 +220,319 @@ async fn run(args: &RunArgs) -> anyhow::Result<Outcome> {
         .await?;
     let token = lease.token();
     let mut watchdog = Watchdog::start(&lease);
+    // From here on the signals are COMMAND's: they are passed on, not obeyed.
+    let mut signals = Forwarded::install()?;
 
-    let (program, program_args) = args.command.split_first().expect("clap requires COMMAND");
-    let mut child = match tokio::process::Command::new(program)
-        .args(program_args)
-        .env("IDMINT_LOCK_TOKEN", token.to_string())
-        .env("IDMINT_LOCK_NAME", name.as_str())
-        .spawn()
-    {
-        Ok(child) => child,
+    let (program, _) = args.command.split_first().expect("clap requires COMMAND");
+    let (mut child, _watched) = match spawn_guard(&args.command, &name, token, output.is_json()) {
+        Ok(spawned) => spawned,
         Err(error) => {
             watchdog.stop();
             lease.release().await?;
             return Err(UsageError(format!("cannot run {program:?}: {error}")).into());
         }
     };
+    let group = child.id().expect("a child not yet waited for has a pid") as libc::pid_t;
 
-    tokio::select! {
-        status = child.wait() => {
-            let status = status?;
-            watchdog.stop();
-            let code = status
-                .code()
-                .map(|code| code as u8)
-                .unwrap_or_else(|| 128u8.wrapping_add(status.signal().unwrap_or(0) as u8));
-            match lease.release().await {
-                Ok(_) => Ok(Outcome::Exit(code)),
-                Err(error @ LockError::Lost { .. }) => {
-                    eprintln!(
-                        "idmint: lock '{name}': lease with fencing token {token} was lost while {program:?} ran \
-                         ({error}); it exited with {code}"
-                    );
-                    Ok(Outcome::Exit(EXIT_LOCK_LOST))
-                }
-                Err(error) => Err(error.into()),
+    let grace = stop_grace(ttl);
+    // Why COMMAND was stopped, once it was.
+    let mut stopped: Option<std::sync::Arc<LockError>> = None;
+    let mut killed = false;
+    let exited = exited(group);
+    tokio::pin!(exited);
+    loop {
+        let before = if stopped.is_some() {
+            Duration::ZERO
+        } else {
+            grace
+        };
+        tokio::select! {
+            result = &mut exited => {
+                result?;
+                break;
             }
+            reason = watchdog.expiring(before), if !killed => {
+                if stopped.is_none() {
+                    let kill = match watchdog.deadline() {
+                        Some(at) => format!(
+                            "SIGKILL in {} ms at the lease's local deadline, before the server can end it",
+                            at.saturating_duration_since(std::time::Instant::now()).as_millis()
+                        ),
+                        None => "SIGKILL at once".to_string(),
+                    };
+                    eprintln!("idmint: {reason}; stopping {program:?}: SIGTERM now, {kill}");
+                    signal_group(group, libc::SIGTERM);
+                    stopped = Some(reason);
+                } else {
+                    signal_group(group, libc::SIGKILL);
+                    killed = true;
+                }
+            }
+            signal = signals.recv() => signal_group(group, signal),
         }
-        reason = watchdog.lost() => {
-            eprintln!(
-                "idmint: lock '{name}': lease with fencing token {token} lost ({reason}); \
-                 stopping {program:?} (SIGTERM, SIGKILL after {} s)",
-                KILL_GRACE.as_secs()
-            );
-            stop(&mut child).await;
+    }
+    // The guard has exited (not yet reaped, so the group's id is still its
+    // own): whatever COMMAND left running in the group goes with it.
+    signal_group(group, libc::SIGKILL);
+    let status = child.wait().await?;
+    watchdog.stop();
+    let code = exit_code(status);
+
+    if let Some(reason) = stopped {
+        if matches!(*reason, LockError::Lost { .. }) {
             // The lock is someone else's now (or nobody's): nothing to release.
             std::mem::forget(lease);
+        } else {
+            // Not renewed in time, perhaps still ours: give it back if the
+            // database answers soon, else it ends by itself.
+            let _ = tokio::time::timeout(grace, lease.release()).await;
+        }
+        return Ok(Outcome::Exit(EXIT_LOCK_LOST));
+    }
+    match lease.release().await {
+        Ok(_) => Ok(Outcome::Exit(code)),
+        Err(error @ (LockError::Lost { .. } | LockError::Unrenewed { .. })) => {
+            eprintln!(
+                "idmint: lock '{name}': lease with fencing token {token} was lost while {program:?} ran \
+                 ({error}); it exited with {code}"
+            );
             Ok(Outcome::Exit(EXIT_LOCK_LOST))
+        }
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// Sends `signal` to every process of the group led by the guard.
+fn signal_group(group: libc::pid_t, signal: libc::c_int) {
+    // SAFETY: kill(2) on the process group `lock run` created for COMMAND;
+    // its id stays reserved while the guard, its leader, is not reaped.
+    unsafe {
+        libc::kill(-group, signal);
+    }
+}
+
+/// Resolves once process `pid` (the guard) has exited, without reaping it
+/// (`WNOWAIT`), so that its group can still be signalled by its id.
+async fn exited(pid: libc::pid_t) -> std::io::Result<()> {
+    tokio::task::spawn_blocking(move || loop {
+        // SAFETY: waitid(2) with a zeroed siginfo_t it fills in.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let done = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if done == 0 {
+            return Ok(());
+        }
+        let error = std::io::Error::last_os_error();
+        if error.kind() != std::io::ErrorKind::Interrupted {
+            return Err(error);
+        }
+    })
+    .await?
+}
+
+/// The signals passed on to COMMAND: each one not ignored when `lock run`
+/// started (a signal ignored by `nohup` stays ignored, in COMMAND too).
+struct Forwarded {
+    received: tokio::sync::mpsc::UnboundedReceiver<libc::c_int>,
+}
+
+impl Forwarded {
+    fn install() -> anyhow::Result<Self> {
+        use tokio::signal::unix::{signal, SignalKind};
+        let (sender, received) = tokio::sync::mpsc::unbounded_channel();
+        for number in FORWARDED {
+            if is_ignored(number) {
+                continue;
+            }
+            let mut stream = signal(SignalKind::from_raw(number))?;
+            let sender = sender.clone();
+            tokio::spawn(async move {
+                while stream.recv().await.is_some() {
+                    if sender.send(number).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        Ok(Self { received })
+    }
+
+    async fn recv(&mut self) -> libc::c_int {
+        match self.received.recv().await {
+            Some(signal) => signal,
+            None => std::future::pending().await,
         }
     }
 }
 
-async fn stop(child: &mut tokio::process::Child) {
-    if let Some(pid) = child.id() {
-        // SAFETY: kill(2) on our own child's pid, which it still is (not yet reaped).
-        unsafe {
-            libc::kill(pid as libc::pid_t, libc::SIGTERM);
+/// Whether `signal` is ignored (SIG_IGN) in this process.
+fn is_ignored(signal: libc::c_int) -> bool {
+    // SAFETY: sigaction(2) with a null new action only reads the current one.
+    unsafe {
+        let mut current: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(signal, std::ptr::null(), &mut current) == 0
+            && current.sa_sigaction == libc::SIG_IGN
+    }
+}
+
+/// Starts `idmint lock guard -- COMMAND` as the leader of a new process
+/// group, holding the write end of the pipe it watches (returned: dropping
+/// it, or dying, ends the guard's group).
+fn spawn_guard(
+    command: &[String],
+    name: &LockName,
+    token: i64,
+    json: bool,
+) -> std::io::Result<(tokio::process::Child, OwnedFd)> {
+    let (watched, watch) = pipe()?;
+    let fd = watched.as_raw_fd();
+    // /proc/self/exe is this very binary even if its file was replaced since.
+    #[cfg(target_os = "linux")]
+    let program = std::path::PathBuf::from("/proc/self/exe");
+    #[cfg(not(target_os = "linux"))]
+    let program = std::env::current_exe()?;
+    let mut guard = tokio::process::Command::new(program);
+    // The guard's one failure (COMMAND cannot be started) is reported in
+    // the form the caller asked for.
+    if json {
+        guard.arg("--json");
+    }
+    guard
+        .args(["lock", "guard", "--watch-fd", &fd.to_string(), "--"])
+        .args(command)
+        .env("IDMINT_LOCK_TOKEN", token.to_string())
+        .env("IDMINT_LOCK_NAME", name.as_str())
+        .process_group(0);
+    // SAFETY: fcntl(2) only, in the child between fork and exec: the read
+    // end (close-on-exec, like every fd idmint opens) is kept for the guard.
+    unsafe {
+        guard.pre_exec(move || {
+            if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = guard.spawn()?;
+    drop(watched);
+    Ok((child, watch))
+}
+
+/// A pipe, both ends close-on-exec: (read, write).
+fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: pipe(2) fills both fds on success; each is then owned once.
+    #[cfg(target_os = "linux")]
+    let made = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
+    #[cfg(not(target_os = "linux"))]
+    let made = unsafe {
+        let made = libc::pipe(fds.as_mut_ptr());
+        if made == 0 {
+            libc::fcntl(fds[0], libc::F_SETFD, libc::FD_CLOEXEC);
+            libc::fcntl(fds[1], libc::F_SETFD, libc::FD_CLOEXEC);
         }
+        made
+    };
+    if made == -1 {
+        return Err(std::io::Error::last_os_error());
     }
-    if tokio::time::timeout(KILL_GRACE, child.wait())
-        .await
-        .is_err()
-    {
-        let _ = child.start_kill();
-        let _ = child.wait().await;
+    // SAFETY: fresh fds from pipe(2), owned by nothing else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// `idmint lock guard`: runs COMMAND in this process's group (which
+/// `lock run` made for it), kills the whole group when `lock run` is gone
+/// (the watched pipe reads end-of-file), and exits with COMMAND's code.
+/// Blocking code on purpose: this process does nothing else, and COMMAND is
+/// started from the main thread, which lives as long as the process (Linux
+/// sends the parent-death signal when the *thread* that forked exits).
+fn guard(args: &GuardArgs) -> anyhow::Result<Outcome> {
+    // Named for ps and top (it was started as /proc/self/exe).
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl(2) PR_SET_NAME with a NUL-terminated name.
+    unsafe {
+        libc::prctl(libc::PR_SET_NAME, c"idmint-guard".as_ptr());
     }
+    let fd = args.watch_fd;
+    // SAFETY: fcntl(2) on the fd `lock run` passed: COMMAND must not inherit it.
+    if unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) } == -1 {
+        return Err(UsageError(format!(
+            "lock guard: --watch-fd {fd}: {}",
+            std::io::Error::last_os_error()
+        ))
+        .into());
+    }
+    // Signals passed on by `lock run` reach the whole group: the guard stays
+    // to the end to report COMMAND's code. COMMAND gets the dispositions the
+    // guard was started with.
+    // SAFETY: signal(2) with SIG_IGN; the previous dispositions are restored
+    // in COMMAND.
+    let previous: Vec<(libc::c_int, libc::sighandler_t)> = FORWARDED
+        .iter()
+        .map(|&number| (number, unsafe { libc::signal(number, libc::SIG_IGN) }))
+        .collect();
+    let guard_pid = std::process::id() as libc::pid_t;
+    let (program, program_args) = args.command.split_first().expect("clap requires COMMAND");
+    let mut command = std::process::Command::new(program);
+    command.args(program_args);
+    // SAFETY: only async-signal-safe calls (signal, prctl, getppid) between
+    // fork and exec.
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        command.pre_exec(move || {
+            for &(number, disposition) in &previous {
+                libc::signal(number, disposition);
+            }
+            #[cfg(target_os = "linux")]
+            {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // The guard died before the prctl: no signal will come.
+                if libc::getppid() != guard_pid {
+                    return Err(std::io::Error::other("the lock guard is gone"));
+                }
+            }
+            #[cfg(not(target_os = "linux"))]
+            let _ = guard_pid;
+            Ok(())
+        });
+    }
+    // `lock run` gone (killed, crashed): end the group, this guard included.
+    std::thread::spawn(move || loop {
+        let mut byte = 0u8;
+        // SAFETY: read(2) into a one-byte buffer on the watched fd.
+        let read = unsafe { libc::read(fd, (&mut byte as *mut u8).cast(), 1) };
+        if read == -1 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+            continue;
+        }
+        if read <= 0 {
+            // SAFETY: kill(2) on this process's own group.
+            unsafe {
+                libc::kill(0, libc::SIGKILL);
+            }
+            return;
+        }
+    });
+    let mut child = command
+        .spawn()
+        .map_err(|error| UsageError(format!("cannot run {program:?}: {error}")))?;
+    let status = child.wait()?;
+    Ok(Outcome::Exit(exit_code(status)))
+}
+
+/// A process's exit code as a shell reports it: its own, or 128 plus the
+/// signal that killed it.
+fn exit_code(status: std::process::ExitStatus) -> u8 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .map(|code| code as u8)
+        .unwrap_or_else(|| 128u8.wrapping_add(status.signal().unwrap_or(0) as u8))
 }

@@ -21,6 +21,7 @@ pub mod checksum;
 pub mod config;
 mod error;
 pub mod installer;
+pub(crate) mod lease;
 pub mod lock;
 pub mod minter;
 pub mod mongo;

@@ -55,6 +55,7 @@ mod extract;
 mod limits;
 mod metrics;
 mod minters;
+pub mod monitor;
 mod net;
 mod pool;
 mod routes;

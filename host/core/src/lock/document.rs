@@ -5,7 +5,7 @@ use mongodb::bson::{doc, Bson, DateTime, Document};
 use serde::Serialize;
 
 use super::{LockError, LockName};
-use crate::mongo::describe_value;
+use crate::lease::{Fields, LeaseFields};
 
 /// A lock document as read back.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -42,45 +42,18 @@ fn serialize_date<S: serde::Serializer>(date: &Option<DateTime>, s: S) -> Result
 }
 
 impl LockState {
-    /// Reads a lock document, saying what is wrong with a malformed one.
+    /// Reads a lock document (through the lease reader, `crate::lease::Fields`),
+    /// saying what is wrong with a malformed one.
     pub fn from_document(name: &LockName, document: &Document) -> Result<Self, LockError> {
         let corrupt = |reason: String| LockError::Corrupt {
             name: name.clone(),
             reason,
         };
-        let owner = match document.get("owner") {
-            None | Some(Bson::Null) => None,
-            Some(Bson::String(owner)) => Some(owner.clone()),
-            Some(other) => {
-                return Err(corrupt(format!(
-                    "owner is {}, not a string",
-                    describe_value(other)
-                )))
-            }
-        };
-        let integer = |field: &str| -> Result<i64, LockError> {
-            match document.get(field) {
-                None => Ok(0),
-                Some(Bson::Int64(v)) if *v >= 0 => Ok(*v),
-                Some(Bson::Int32(v)) if *v >= 0 => Ok(i64::from(*v)),
-                Some(other) => Err(corrupt(format!(
-                    "{field} is {}, not a non-negative integer",
-                    describe_value(other)
-                ))),
-            }
-        };
-        let token = integer("token")?;
-        let count = integer("count")?;
-        let expires_at = match document.get("expiresAt") {
-            None | Some(Bson::Null) => None,
-            Some(Bson::DateTime(date)) => Some(*date),
-            Some(other) => {
-                return Err(corrupt(format!(
-                    "expiresAt is {}, not a date",
-                    describe_value(other)
-                )))
-            }
-        };
+        let fields = Fields(document);
+        let owner = fields.optional_string(LOCK_FIELDS.owner).map_err(corrupt)?;
+        let token = fields.optional_integer("token", 0).map_err(corrupt)?;
+        let count = fields.optional_integer("count", 0).map_err(corrupt)?;
+        let expires_at = fields.optional_date(LOCK_FIELDS.expires).map_err(corrupt)?;
         if owner.is_some() && expires_at.is_none() {
             return Err(corrupt("it has an owner but no expiresAt".into()));
         }
@@ -93,13 +66,19 @@ impl LockState {
         Ok(Self {
             name: name.to_string(),
             owner,
-            token,
-            count,
+            token: token.unwrap_or(0),
+            count: count.unwrap_or(0),
             expires_at,
             expires_in_ms,
         })
     }
 }
+
+/// How a lock document names its lease fields.
+pub(crate) const LOCK_FIELDS: LeaseFields = LeaseFields {
+    owner: "owner",
+    expires: "expiresAt",
+};
 
 /// True (on the server) when the document is one idmint can take: the same
 /// checks as [`LockState::from_document`], so a malformed document is never

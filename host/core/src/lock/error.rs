@@ -47,6 +47,24 @@ pub enum LockError {
         /// The token of the lost lease.
         token: i64,
     },
+    /// No renewal was acknowledged in time: the lease's local deadline (the
+    /// last acknowledged renewal's send time plus the TTL, less a tenth) is
+    /// near or passed, so the holder can no longer prove it holds the lock
+    /// and must stop before the server could give it to someone else.
+    #[error(
+        "lock '{name}' with fencing token {token} is treated as lost: no renewal was \
+         acknowledged within its TTL less the safety margin ({})",
+        last_failure.as_deref().unwrap_or("the database did not answer")
+    )]
+    Unrenewed {
+        /// The lock.
+        name: LockName,
+        /// The token of the lease.
+        token: i64,
+        /// Why the last renewal attempt failed, if it failed rather than
+        /// went unanswered.
+        last_failure: Option<String>,
+    },
     /// `release --force` found no holder.
     #[error("lock '{0}' is not held")]
     NotHeld(LockName),
@@ -91,7 +109,7 @@ impl LockError {
             Self::InvalidName { .. } | Self::OutOfRange { .. } => ErrorClass::BadInput,
             Self::Corrupt { .. } => ErrorClass::Conflict,
             Self::Busy { .. } => ErrorClass::Busy,
-            Self::Lost { .. } => ErrorClass::Lost,
+            Self::Lost { .. } | Self::Unrenewed { .. } => ErrorClass::Lost,
             Self::NotHeld(_) => ErrorClass::NotFound,
             Self::Unauthorized { .. } => ErrorClass::Unauthorized,
             Self::Database { source, .. } => crate::error::class::database_class(source),

@@ -1,24 +1,26 @@
 //! Acquire, renew and release: one conditional update each, decided by the
-//! server's clock.
+//! server's clock, through the one lease primitive (`crate::lease`); what a
+//! lock adds is its fencing token and its hold count (re-entrancy).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures_util::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
-use mongodb::options::{ReturnDocument, WriteConcern};
+use mongodb::options::WriteConcern;
 use mongodb::{Collection, Database};
 
-use super::document::well_formed_expr;
+use super::document::{well_formed_expr, LOCK_FIELDS};
 use super::error::check_range;
 use super::{LockError, LockName, LockState, LOCKS_COLLECTION, MAX_TTL, MIN_TTL};
-use crate::mongo::{self, durable_write_concern};
+use crate::lease::{self, Acquire, Deadline, LeaseStore};
+use crate::mongo::durable_write_concern;
 use crate::random;
 
 /// A handle on one lock for one owner. Acquisitions through the same handle
 /// (or handles made with the same owner token) are re-entrant.
 #[derive(Debug, Clone)]
 pub struct Lock {
-    collection: Collection<Document>,
+    store: LeaseStore,
     name: LockName,
     owner: String,
     write_concern: WriteConcern,
@@ -35,12 +37,19 @@ pub enum Acquired {
 
 /// A held lease. Release it with [`Lease::release`]; dropping it unreleased
 /// leaves the lock held until its TTL runs out (and says so on stderr).
+///
+/// It fails closed: [`Lease::is_live`] is true only until its local
+/// deadline ([`Lease::deadline`]), the moment the last acquire or renewal
+/// that was acknowledged was *sent*, plus the TTL, less a tenth of it. The
+/// server cannot end the lease before that, so work stopped by then never
+/// overlaps the next holder's, whatever the network does.
 #[derive(Debug)]
 pub struct Lease {
     lock: Lock,
     token: i64,
     count: i64,
     ttl: Duration,
+    deadline: Deadline,
     released: bool,
 }
 
@@ -53,7 +62,7 @@ impl Lock {
     /// A handle with a given owner token (to share re-entrancy across handles).
     pub fn with_owner(database: &Database, name: LockName, owner: String) -> Self {
         Self {
-            collection: database.collection(LOCKS_COLLECTION),
+            store: LeaseStore::new(database.collection(LOCKS_COLLECTION), LOCK_FIELDS),
             name,
             owner,
             write_concern: durable_write_concern(),
@@ -71,47 +80,35 @@ impl Lock {
     }
 
     pub(crate) fn collection(&self) -> &Collection<Document> {
-        &self.collection
+        self.store.collection()
     }
 
-    /// The filter every write on a held lock starts from: this lock, held by
-    /// `owner` with fencing token `token`. A holder that lost its lease no
-    /// longer matches it, so it can neither release nor extend the lock.
-    fn held_by(&self, owner: &str, token: i64) -> Document {
-        doc! { "_id": self.name.as_str(), "owner": owner, "token": token }
+    /// Who holds a lease: `owner` with fencing token `token`. A holder that
+    /// lost its lease no longer matches it, so it can neither release nor
+    /// extend the lock.
+    fn holder(owner: &str, token: i64) -> Document {
+        doc! { "owner": owner, "token": token }
     }
 
     /// One attempt: takes the lock if it is free or expired (a new fencing
-    /// token), or again if this owner holds it (the hold count grows).
+    /// token), or again if this owner holds it (the hold count grows, and
+    /// the lease ends at the later of its current end and `ttl` from now).
     pub async fn try_acquire(&self, ttl: Duration) -> Result<Acquired, LockError> {
         let ttl = check_range("lease ttl", ttl, MIN_TTL, MAX_TTL)?;
-        let pipeline = acquire_pipeline(&self.owner, ttl.as_millis() as i64);
-        let mut attempt = 0;
-        let document = loop {
-            let result = self
-                .collection
-                .find_one_and_update(doc! { "_id": self.name.as_str() }, pipeline.clone())
-                .upsert(true)
-                .return_document(ReturnDocument::After)
-                .write_concern(self.write_concern.clone())
-                .await;
-            match result {
-                Ok(Some(document)) => break document,
-                // An upsert that lost a race with another one may come back
-                // empty (or as a duplicate key): the document exists now, try again.
-                Ok(None) if attempt < 10 => attempt += 1,
-                Ok(None) => return Err(LockError::NotHeld(self.name.clone())),
-                Err(error) if mongo::is_duplicate_key(&error) && attempt < 10 => attempt += 1,
-                Err(error) => return Err(LockError::database(&self.name, error)),
-            }
-        };
-        let state = LockState::from_document(&self.name, &document)?;
-        if state.owner.as_deref() == Some(self.owner.as_str()) {
+        let acquisition = self
+            .store
+            .acquire(self.name.as_str(), &self.owner, ttl, &acquire_fields())
+            .await
+            .map_err(|error| LockError::database(&self.name, error))?
+            .ok_or_else(|| LockError::NotHeld(self.name.clone()))?;
+        let state = LockState::from_document(&self.name, &acquisition.document)?;
+        if acquisition.held {
             Ok(Acquired::Held(Lease {
                 lock: self.clone(),
                 token: state.token,
                 count: state.count,
                 ttl,
+                deadline: Deadline::starting(lease::deadline_after(acquisition.sent, ttl)),
                 released: false,
             }))
         } else {
@@ -122,7 +119,7 @@ impl Lock {
     /// The lock's state, with the time left by the server's clock; `None`
     /// when it was never taken.
     pub async fn status(&self) -> Result<Option<LockState>, LockError> {
-        let states = status_all(&self.collection, Some(&self.name)).await?;
+        let states = status_all(self.collection(), Some(&self.name)).await?;
         Ok(states.into_iter().next())
     }
 
@@ -136,10 +133,12 @@ impl Lock {
         let Some(owner) = state.owner.clone() else {
             return Err(LockError::NotHeld(self.name.clone()));
         };
+        let mut filter = doc! { "_id": self.name.as_str() };
+        filter.extend(Self::holder(&owner, state.token));
         let result = self
-            .collection
+            .collection()
             .update_one(
-                self.held_by(&owner, state.token),
+                filter,
                 doc! { "$set": { "owner": Bson::Null, "expiresAt": Bson::Null, "count": 0_i64 } },
             )
             .write_concern(self.write_concern.clone())
@@ -209,15 +208,36 @@ impl Lease {
         &self.lock
     }
 
-    /// Extends the lease to TTL from now (server clock). Fails with
-    /// [`LockError::Lost`] once the lease has ended or changed hands.
+    /// The local deadline: until then the lease is proved held (see
+    /// [`Lease`]); `None` once it was found lost.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.deadline.at()
+    }
+
+    /// Whether the lease is proved held now (its local deadline not passed).
+    pub fn is_live(&self) -> bool {
+        self.deadline.is_live()
+    }
+
+    pub(crate) fn deadline_handle(&self) -> &Deadline {
+        &self.deadline
+    }
+
+    /// Extends the lease to TTL from now (server clock; never shortening
+    /// it), and its local deadline with it. Fails with [`LockError::Lost`]
+    /// once the lease has ended or changed hands.
     pub async fn renew(&self) -> Result<(), LockError> {
-        renew(&self.lock, self.token, self.ttl).await
+        let result = renew(&self.lock, self.token, self.ttl, &self.deadline).await;
+        if matches!(result, Err(LockError::Lost { .. })) {
+            self.deadline.revoke();
+        }
+        result
     }
 
     /// Releases one hold; the lock is free once the count reaches 0. Returns
     /// the hold count left. Fails with [`LockError::Lost`] when the lock is
-    /// no longer this owner's with this token (nothing is changed then).
+    /// no longer this owner's with this token, or its lease has ended by the
+    /// server's clock (nothing is changed then).
     pub async fn release(mut self) -> Result<i64, LockError> {
         self.released = true;
         let lock = &self.lock;
@@ -230,12 +250,15 @@ impl Lease {
             }},
         ];
         let document = lock
-            .collection
-            .find_one_and_update(lock.held_by(&lock.owner, self.token), pipeline)
-            .return_document(ReturnDocument::After)
-            .write_concern(lock.write_concern.clone())
+            .store
+            .release(
+                lock.name.as_str(),
+                &Lock::holder(&lock.owner, self.token),
+                pipeline,
+            )
             .await
             .map_err(|error| LockError::database(&lock.name, error))?;
+        self.deadline.revoke();
         match document {
             Some(document) => Ok(LockState::from_document(&lock.name, &document)?.count),
             None => Err(LockError::Lost {
@@ -258,57 +281,62 @@ impl Drop for Lease {
     }
 }
 
-pub(crate) async fn renew(lock: &Lock, token: i64, ttl: Duration) -> Result<(), LockError> {
-    let result = lock
-        .collection
-        .update_one(
-            {
-                let mut filter = lock.held_by(&lock.owner, token);
-                filter.insert("$expr", doc! { "$gt": ["$expiresAt", "$$NOW"] });
-                filter
-            },
-            vec![doc! { "$set": { "expiresAt": expires_expr(ttl.as_millis() as i64) } }],
+/// One renewal of `lock`'s lease with fencing token `token`; on success the
+/// local `deadline` moves to this attempt's send time plus the TTL, less
+/// the margin.
+pub(crate) async fn renew(
+    lock: &Lock,
+    token: i64,
+    ttl: Duration,
+    deadline: &Deadline,
+) -> Result<(), LockError> {
+    let renewed = lock
+        .store
+        .renew(
+            lock.name.as_str(),
+            &Lock::holder(&lock.owner, token),
+            ttl,
+            Document::new(),
         )
-        .write_concern(lock.write_concern.clone())
         .await
         .map_err(|error| LockError::database(&lock.name, error))?;
-    if result.matched_count == 0 {
-        return Err(LockError::Lost {
+    match renewed {
+        Some((_, sent)) => {
+            deadline.extend(lease::deadline_after(sent, ttl));
+            Ok(())
+        }
+        None => Err(LockError::Lost {
             name: lock.name.clone(),
             token,
-        });
+        }),
     }
-    Ok(())
+}
+
+/// What a lock's acquisition sets besides the owner and the end: a fresh one
+/// the next fencing token, a hold count of 1 and when; a re-entry one more
+/// hold.
+fn acquire_fields() -> Acquire {
+    Acquire {
+        well_formed: well_formed_expr(),
+        fresh: doc! {
+            "token": { "$add": [{ "$ifNull": ["$token", 0_i64] }, 1_i64] },
+            "count": 1_i64,
+            "acquiredAt": "$$NOW",
+        },
+        again: Some(doc! {
+            "count": { "$add": [{ "$ifNull": ["$count", 0_i64] }, 1_i64] },
+        }),
+    }
 }
 
 /// The acquire update (see the module docs); the JavaScript twin
-/// `mongo-js/getLock.js` sends the same pipeline.
+/// `mongo-js/getLock.js` sends the same pipeline (its calls never re-enter:
+/// each is a new owner).
 pub fn acquire_pipeline(owner: &str, ttl_ms: i64) -> Vec<Document> {
-    let live = doc! { "$and": [
-        { "$eq": [{ "$type": "$owner" }, "string"] },
-        { "$eq": [{ "$type": "$expiresAt" }, "date"] },
-        { "$gt": ["$expiresAt", "$$NOW"] },
-    ]};
-    let mine = doc! { "$and": [live.clone(), { "$eq": ["$owner", owner] }] };
-    let expires = expires_expr(ttl_ms);
-    let again = doc! { "$mergeObjects": ["$$ROOT", {
-        "count": { "$add": [{ "$ifNull": ["$count", 0_i64] }, 1_i64] },
-        "expiresAt": expires.clone(),
-    }]};
-    let fresh = doc! { "$mergeObjects": ["$$ROOT", {
-        "owner": owner,
-        "token": { "$add": [{ "$ifNull": ["$token", 0_i64] }, 1_i64] },
-        "count": 1_i64,
-        "expiresAt": expires,
-        "acquiredAt": "$$NOW",
-    }]};
-    vec![doc! { "$replaceWith": { "$cond": [
-        well_formed_expr(),
-        { "$cond": [mine, again, { "$cond": [live, "$$ROOT", fresh] }] },
-        "$$ROOT",
-    ]}}]
-}
-
-fn expires_expr(ttl_ms: i64) -> Document {
-    crate::mongo::server_now_plus(ttl_ms)
+    lease::acquire_pipeline(
+        &LOCK_FIELDS,
+        owner,
+        Duration::from_millis(ttl_ms.max(0) as u64),
+        &acquire_fields(),
+    )
 }

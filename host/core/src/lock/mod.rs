@@ -18,7 +18,22 @@
 //! lock. [`fence`] gives the filter that makes a write elsewhere conditional on
 //! the token, so the protected resource itself rejects a stale holder.
 //!
-//! Every write uses majority write concern with journal
+//! A re-entry, or a renewal, never shortens a lease: the lease ends at the
+//! later of its current end and the new TTL from now. Release and renew also
+//! need the lease live by the server's clock, so a release after the lease
+//! ended changes nothing and reports the lease lost.
+//!
+//! A holder fails closed: a [`Lease`] is proved held only until its local
+//! deadline (the send time of the last acknowledged acquire or renewal, plus
+//! the TTL, less a tenth, on the monotonic clock), which comes before the
+//! server can end it. [`Watchdog`] renews every third of the TTL and says when
+//! the holder must stop; `idmint lock run` stops its command by then.
+//!
+//! Expiry, takeover, renewal, release and the local deadline are the one lease
+//! primitive's (`crate::lease`), shared with snowflake worker leases; the
+//! fencing token and the hold count are the lock's own.
+//!
+//! Every write uses majority write concern with journal and a `wtimeout`
 //! ([`crate::mongo::durable_write_concern`]).
 
 mod document;
@@ -44,3 +59,16 @@ pub use crate::mongo::collections::LOCKS as LOCKS_COLLECTION;
 pub const MIN_TTL: std::time::Duration = std::time::Duration::from_millis(100);
 /// The longest lease accepted: one day.
 pub const MAX_TTL: std::time::Duration = std::time::Duration::from_secs(86_400);
+
+/// The most a holder that cannot renew is given to stop on its own.
+pub const MAX_STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// How long before its lease's local deadline a holder that could not renew
+/// is asked to stop (`lock run`: SIGTERM), so that it can be forced to
+/// (SIGKILL) by the deadline itself: a quarter of the TTL, at most
+/// [`MAX_STOP_GRACE`]. The grace is taken from within the TTL, never added
+/// to it: whatever the holder does, it is stopped before the server could
+/// end its lease and give the lock to someone else.
+pub fn stop_grace(ttl: std::time::Duration) -> std::time::Duration {
+    (ttl / 4).min(MAX_STOP_GRACE)
+}

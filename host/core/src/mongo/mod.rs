@@ -57,14 +57,27 @@ pub fn server_message(error: &Error) -> Option<&str> {
     }
 }
 
+/// How long a primary waits for a majority to acknowledge a durable write
+/// before it answers with a write concern error (`wtimeout`).
+pub const DURABLE_WRITE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// The write concern for every write that hands out a value, a lease or a
 /// lock: acknowledged by a majority of the replica set and written to their
 /// journals, so that what was returned once survives a crash or failover and
 /// is never returned again.
+///
+/// With a `wtimeout` ([`DURABLE_WRITE_TIMEOUT`]): a primary cut off from
+/// the majority (a partition that leaves it primary until it notices)
+/// would otherwise hold the write, and the caller, until the partition
+/// heals. It answers with a write concern error instead, which idmint treats
+/// as a failure: the values are not handed out, the lease is not counted as
+/// renewed. The write may still be applied (and so values skipped), never
+/// handed out twice.
 pub fn durable_write_concern() -> WriteConcern {
     WriteConcern::builder()
         .w(Acknowledgment::Majority)
         .journal(true)
+        .w_timeout(DURABLE_WRITE_TIMEOUT)
         .build()
 }
 

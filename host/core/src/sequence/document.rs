@@ -35,26 +35,33 @@ pub(crate) const DEFAULT_KIND: &str = "cyclic";
 /// of that kind. `$and` stops at the first false term, so `$trunc` never
 /// sees a non-number.
 pub(crate) fn well_formed<K: Kind>() -> Document {
+    // Each term is written with as few operators as its verdict allows: the
+    // server parses the whole expression on every take, and on the test
+    // server that parse is most of what the guard costs (docs/BENCHMARKS.md,
+    // "the per-value guard").
     let mut terms = vec![
         Bson::Document(doc! { "$eq": [{ "$ifNull": ["$kind", DEFAULT_KIND] }, K::NAME] }),
-        Bson::Document(doc! { "$in": [{ "$type": "$prefix" }, ["missing", "null", "string"]] }),
-        // The twin of `read_prefixes`: strings, none twice, the default
-        // among them. `$and` stops at the first false term, so `$size` only
-        // ever sees an array.
-        Bson::Document(doc! { "$or": [
-            { "$eq": [{ "$type": "$prefixes" }, "missing"] },
-            { "$and": [
-                { "$isArray": "$prefixes" },
-                { "$allElementsTrue": [{ "$map": {
-                    "input": "$prefixes",
-                    "in": { "$eq": [{ "$type": "$$this" }, "string"] },
-                }}] },
-                { "$eq": [{ "$size": "$prefixes" }, { "$size": { "$setUnion": ["$prefixes"] } }] },
-                { "$or": [
-                    { "$in": [{ "$type": "$prefix" }, ["missing", "null"]] },
-                    { "$in": ["$prefix", "$prefixes"] },
-                ]},
+        // `prefix`: missing, null or a string.
+        Bson::Document(doc! { "$eq": [{ "$type": { "$ifNull": ["$prefix", ""] } }, "string"] }),
+        // The twin of `read_prefixes`: `prefixes` is missing, or an array of
+        // strings, none twice, the default among them. Keeping only the
+        // strings of `prefixes` plus the default (or, with none, the first
+        // element again) and removing duplicates leaves exactly as many
+        // elements as `prefixes` has only when all three hold: a non-string,
+        // a duplicate or a default not among them each changes the count.
+        Bson::Document(doc! { "$cond": [
+            { "$isArray": "$prefixes" },
+            { "$eq": [
+                { "$size": { "$setUnion": [{ "$filter": {
+                    "input": { "$concatArrays": [
+                        "$prefixes",
+                        [{ "$ifNull": ["$prefix", { "$first": "$prefixes" }] }],
+                    ]},
+                    "cond": { "$eq": [{ "$type": "$$this" }, "string"] },
+                }}] }},
+                { "$size": "$prefixes" },
             ]},
+            { "$eq": [{ "$type": "$prefixes" }, "missing"] },
         ]}),
     ];
     terms.extend(K::guard());

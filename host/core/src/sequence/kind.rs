@@ -82,6 +82,12 @@ pub trait Kind: 'static {
     /// What `counter show` says of the counter, in order, at `now_ms`.
     fn facts(state: &Self::State, now_ms: u64) -> Vec<Fact>;
 
+    /// How much of what the counter can hand out is used at `now_ms`, for
+    /// a kind that can run out (`None`: it never does, e.g. it wraps).
+    fn headroom(_state: &Self::State, _now_ms: u64) -> Option<Headroom> {
+        None
+    }
+
     /// The filter and update that take `count` values in one
     /// `findAndModify` (what `idmint pipeline` prints), or why this kind has
     /// no such command.
@@ -313,6 +319,49 @@ pub struct BufferStats {
     pub fetch_waiting_ms: Option<u64>,
 }
 
+/// How much of what a counter can hand out is used: what an operator
+/// watches to act before it runs out (the monitor page colours it).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Headroom {
+    /// The share used, 0.0 to 1.0.
+    pub used: f64,
+    /// What is left, in words: `9,007,199,254,740,981 values` or
+    /// `until 2094-06-01` (time-based kinds).
+    pub left: String,
+}
+
+impl Headroom {
+    /// The share at which an operator is warned.
+    pub const WARN_AT: f64 = 0.9;
+
+    /// Headroom of `used` values out of `capacity`.
+    pub(crate) fn of_values(used: u64, capacity: u64) -> Self {
+        let left = capacity.saturating_sub(used);
+        Headroom {
+            used: if capacity == 0 { 1.0 } else { used as f64 / capacity as f64 },
+            left: format!("{} values", group_thousands(left)),
+        }
+    }
+
+    /// Whether an operator should be warned: [`Headroom::WARN_AT`] or more is used.
+    pub fn near_end(&self) -> bool {
+        self.used >= Self::WARN_AT
+    }
+}
+
+/// `1234567` as `1,234,567`.
+fn group_thousands(value: u64) -> String {
+    let digits = value.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
 /// How a lease held on a counter's behalf is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct LeaseStats {
@@ -399,4 +448,23 @@ pub enum ClientTime {
     /// The server's clock, `$$NOW` in microseconds (milliseconds times
     /// 1,000): for an application that would rather not read its own.
     ServerNow,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headroom_says_what_is_left_and_warns_near_the_end() {
+        let early = Headroom::of_values(1_000, MAX_VALUE);
+        assert_eq!(early.left, "9,007,199,254,739,991 values");
+        assert!(!early.near_end());
+        let late = Headroom::of_values(95, 100);
+        assert_eq!(late.left, "5 values");
+        assert!(late.near_end());
+        assert_eq!(Headroom::of_values(0, 0).used, 1.0);
+        assert_eq!(group_thousands(0), "0");
+        assert_eq!(group_thousands(999), "999");
+        assert_eq!(group_thousands(1_000), "1,000");
+    }
 }

@@ -45,8 +45,8 @@ use mongodb::Database;
 pub use clock::{Clock, SystemClock};
 pub use error::SequenceError;
 pub use kind::{
-    BufferStats, ClientTime, CommandOptions, Fact, GiveBack, Handle, Held, Kind, LeaseStats,
-    Repeats, Setting, ValueShape, MAX_BLOCK, MAX_VALUE,
+    BufferStats, ClientTime, CommandOptions, Fact, GiveBack, Handle, Headroom, Held, Kind,
+    LeaseStats, Repeats, Setting, ValueShape, MAX_BLOCK, MAX_VALUE,
 };
 pub use kinds::autoinc::{AutoIncrement, Autoinc, AutoincState};
 pub use kinds::cyclic::{Cyclic, CyclicCounter, CyclicState, DEFAULT_MAXVAL, MAX_MAXVAL};
@@ -87,6 +87,46 @@ pub async fn create(
 ) -> Result<CounterState, SequenceError> {
     let write_concern = crate::mongo::durable_write_concern();
     registry::create_in(&counters(database), name, spec, &write_concern).await
+}
+
+/// One counter as [`list`] found it.
+#[derive(Debug, Clone)]
+pub struct Listed {
+    /// The document's `_id`, as text (an `_id` that is not a string is
+    /// shown as the server prints it).
+    pub name: String,
+    /// The counter, or what is wrong with its document.
+    pub state: Result<CounterState, String>,
+}
+
+/// Every counter in `database`, by name: a malformed document is listed
+/// with what is wrong with it rather than failing the list. Reads only.
+pub async fn list(database: &Database) -> Result<Vec<Listed>, SequenceError> {
+    use futures_util::TryStreamExt;
+    let documents: Vec<Document> = counters(database)
+        .find(mongodb::bson::doc! {})
+        .sort(mongodb::bson::doc! { "_id": 1 })
+        .await
+        .map_err(|source| SequenceError::ListCounters { source })?
+        .try_collect()
+        .await
+        .map_err(|source| SequenceError::ListCounters { source })?;
+    Ok(documents
+        .iter()
+        .map(|document| {
+            let id = match document.get("_id") {
+                Some(mongodb::bson::Bson::String(id)) => id.clone(),
+                Some(other) => other.to_string(),
+                None => String::new(),
+            };
+            let state = CounterName::new(&id)
+                .map_err(|error| error.to_string())
+                .and_then(|name| {
+                    CounterState::from_document(&name, document).map_err(|error| error.to_string())
+                });
+            Listed { name: id, state }
+        })
+        .collect())
 }
 
 /// Reads counter `name` in `database`.

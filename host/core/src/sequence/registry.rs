@@ -21,7 +21,8 @@ use serde::Serialize;
 
 use super::document::{read_kind, read_prefixes, DEFAULT_KIND};
 use super::kind::{
-    check_block, CommandOptions, Fact, GiveBack, Handle, Held, Kind, Setting, ValueShape,
+    check_block, CommandOptions, Fact, GiveBack, Handle, Headroom, Held, Kind, Setting,
+    ValueShape,
 };
 use super::settings::Settings;
 use super::{kinds, Clock, CounterName, SequenceError};
@@ -151,6 +152,14 @@ macro_rules! kinds {
             pub fn facts(&self, now_ms: u64) -> Vec<Fact> {
                 match self {
                     $(Self::$variant(state) => <$kind as Kind>::facts(state, now_ms),)+
+                }
+            }
+
+            /// How much of what the counter can hand out is used at `now_ms`
+            /// (`None`: it never runs out).
+            pub fn headroom(&self, now_ms: u64) -> Option<Headroom> {
+                match self {
+                    $(Self::$variant(state) => <$kind as Kind>::headroom(state, now_ms),)+
                 }
             }
         }
@@ -442,6 +451,12 @@ impl CounterState {
     /// What the counter says about itself at `now_ms`, in order.
     pub fn facts(&self, now_ms: u64) -> Vec<Fact> {
         self.kind.facts(now_ms)
+    }
+
+    /// How much of what the counter can hand out is used at `now_ms`
+    /// (`None`: it never runs out).
+    pub fn headroom(&self, now_ms: u64) -> Option<Headroom> {
+        self.kind.headroom(now_ms)
     }
 
     /// The cyclic fields, if this is a cyclic counter.

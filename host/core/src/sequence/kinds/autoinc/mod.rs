@@ -35,7 +35,7 @@ use crate::sequence::advance::{advance, Unmatched};
 use crate::sequence::document::database_of;
 use crate::sequence::document::{integer_in, read_integer, well_formed};
 use crate::sequence::kind::{
-    CommandOptions, Fact, Handle, Kind, Repeats, Setting, ValueShape, MAX_VALUE,
+    CommandOptions, Fact, Handle, Headroom, Kind, Repeats, Setting, ValueShape, MAX_VALUE,
 };
 use crate::sequence::registry::{create_in, read_state};
 use crate::sequence::settings::Settings;
@@ -99,6 +99,10 @@ impl Kind for Autoinc {
             "seq",
             format!("{} (the next value is {})", state.seq, state.seq + 1),
         )]
+    }
+
+    fn headroom(state: &AutoincState, _now_ms: u64) -> Option<Headroom> {
+        Some(Headroom::of_values(state.seq, MAX_VALUE))
     }
 
     fn take_command(

@@ -304,8 +304,42 @@ impl Handle for CyclicCounter {
 /// val = (a + count) mod m
 /// ts  = max(client_us, ts + w1) + (W - w1)
 /// ```
+///
+/// A block of one, the common case, is the one-value rule as written, with
+/// half the operators of the closed form (the server parses the update on
+/// every call); `tests/sequence.rs` holds both to the rule on the server.
 pub(crate) fn block_pipeline(count: i64, client_micros: Bson) -> Vec<Document> {
-    let advanced = doc! { "$let": {
+    let advanced = if count == 1 {
+        one_value(client_micros)
+    } else {
+        closed_form(count, client_micros)
+    };
+    vec![doc! { "$replaceWith": {
+        "$cond": [
+            well_formed::<Cyclic>(),
+            { "$mergeObjects": ["$$ROOT", advanced] },
+            "$$ROOT",
+        ],
+    }}]
+}
+
+/// The one-value rule of the module docs: `val` and `ts` after one value.
+fn one_value(client_micros: Bson) -> Document {
+    doc! { "$let": {
+        "vars": { "wrapped": { "$gte": ["$val", "$maxval"] } },
+        "in": {
+            "val": { "$cond": ["$$wrapped", 0_i64, { "$toLong": { "$add": ["$val", 1_i64] } }] },
+            "ts": { "$toLong": { "$max": [
+                client_micros,
+                { "$add": [{ "$ifNull": ["$ts", 0_i64] }, { "$cond": ["$$wrapped", 1_i64, 0_i64] }] },
+            ]}},
+        },
+    }}
+}
+
+/// `val` and `ts` after a block of `count` values, in closed form.
+fn closed_form(count: i64, client_micros: Bson) -> Document {
+    doc! { "$let": {
         "vars": {
             "a": { "$min": ["$val", "$maxval"] },
             "m": { "$add": ["$maxval", 1_i64] },
@@ -332,14 +366,7 @@ pub(crate) fn block_pipeline(count: i64, client_micros: Bson) -> Vec<Document> {
                 },
             }},
         }},
-    }};
-    vec![doc! { "$replaceWith": {
-        "$cond": [
-            well_formed::<Cyclic>(),
-            { "$mergeObjects": ["$$ROOT", advanced] },
-            "$$ROOT",
-        ],
-    }}]
+    }}
 }
 
 /// The `count` pairs of a block, from the counter's state after it: walks

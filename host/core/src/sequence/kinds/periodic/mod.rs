@@ -42,7 +42,7 @@ use crate::sequence::advance::{advance, Unmatched};
 use crate::sequence::document::database_of;
 use crate::sequence::document::{integer_in, read_integer, read_string, well_formed};
 use crate::sequence::kind::{
-    CommandOptions, Fact, Handle, Kind, Repeats, Setting, ValueShape, MAX_VALUE,
+    CommandOptions, Fact, Handle, Headroom, Kind, Repeats, Setting, ValueShape, MAX_VALUE,
 };
 use crate::sequence::registry::read_state;
 use crate::sequence::settings::Settings;
@@ -182,6 +182,11 @@ impl Kind for Periodic {
             Fact::text("period", format!("{}, in {}", state.period, state.zone)),
             Fact::text("current", current),
         ]
+    }
+
+    /// The values of the current period (a new period starts again at 1).
+    fn headroom(state: &PeriodicState, _now_ms: u64) -> Option<Headroom> {
+        Some(Headroom::of_values(state.seq, MAX_VALUE))
     }
 
     fn take_command(

@@ -36,7 +36,9 @@ use serde::Serialize;
 pub use allocator::{SegmentAllocator, SegmentOptions, SegmentTaker};
 
 use crate::sequence::document::{integer_in, read_integer};
-use crate::sequence::kind::{CommandOptions, Fact, Kind, Repeats, Setting, ValueShape, MAX_VALUE};
+use crate::sequence::kind::{
+    CommandOptions, Fact, Headroom, Kind, Repeats, Setting, ValueShape, MAX_VALUE,
+};
 use crate::sequence::settings::Settings;
 use crate::sequence::{CounterName, SequenceError};
 
@@ -117,6 +119,10 @@ impl Kind for Segment {
             ),
             Fact::text("step", format!("{} (the smallest segment)", state.step)),
         ]
+    }
+
+    fn headroom(state: &SegmentState, _now_ms: u64) -> Option<Headroom> {
+        Some(Headroom::of_values(state.max, MAX_VALUE + 1))
     }
 
     fn take_command(

@@ -7,9 +7,11 @@
 //! and a taker that read the old one fails its swap and reads again. Before
 //! each ID the taker checks, in this order:
 //!
-//! 1. the lease: a monotonic deadline (set from the moment a claim or
-//!    renewal was *sent*, plus the lease's time to live, less a margin) not
-//!    passed; a process paused past it (SIGSTOP, a stall) issues nothing;
+//! 1. the lease: its local deadline (the lease primitive's
+//!    `crate::lease::Deadline`: from the moment the last acknowledged claim
+//!    or renewal was *sent*, plus the lease's time to live, less a margin)
+//!    not passed; a process paused past it (SIGSTOP, a stall) issues
+//!    nothing;
 //! 2. the clock: the next ID's time unit against the wall clock. Ahead of
 //!    the clock by at most [`RollbackOptions::tolerance`] (a sequence used
 //!    up within one unit, or a small step back), the taker waits; further
@@ -19,12 +21,22 @@
 //! 3. the reservation: the next ID's time unit is within the time the lease
 //!    reserved in the database, so that whoever takes the worker id over
 //!    starts after it.
+//!
+//! A new lease is installed by first swapping the word for [`POISON`], which
+//! no ID comes from: a taker that read the old word fails its swap, and one
+//! that reads the poison waits, so no taker can pair the old word (its
+//! worker id) with the new lease's reservation.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::lease::Deadline;
 use crate::parts::{Layout, SnowflakeParts};
 use crate::sequence::Clock;
+
+/// The word while no lease is installed (before the first, during a
+/// re-lease, after the close): not a 63-bit ID, so no ID comes from it.
+pub(crate) const POISON: u64 = u64::MAX;
 
 /// What to do when the clock is behind the last issued time by more than
 /// the tolerance.
@@ -80,18 +92,32 @@ pub enum Stall {
 struct Padded<T>(T);
 
 /// The shared generator of one process (see the module docs).
-#[derive(Debug)]
 pub(crate) struct Generator {
     layout: Layout,
     rollback: RollbackOptions,
-    /// The next ID to issue.
+    /// The next ID to issue, or [`POISON`].
     next: Padded<AtomicU64>,
     /// The last time unit the lease reserved.
     reserved: Padded<AtomicU64>,
-    /// Nanoseconds after `base` when the lease can no longer be proved valid.
-    deadline: AtomicU64,
-    valid: AtomicBool,
-    base: Instant,
+    /// The lease's local deadline.
+    deadline: Deadline,
+    /// The worker id of the lease installed last.
+    worker: AtomicU64,
+    /// Test hook: called at named points, so that a test can interleave a
+    /// taker with an install for certain.
+    #[cfg(test)]
+    pause: Option<std::sync::Arc<dyn Fn(&'static str) + Send + Sync>>,
+}
+
+impl std::fmt::Debug for Generator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Generator")
+            .field("layout", &self.layout)
+            .field("next", &self.next.0)
+            .field("reserved", &self.reserved.0)
+            .field("deadline", &self.deadline.at())
+            .finish()
+    }
 }
 
 impl Generator {
@@ -99,77 +125,86 @@ impl Generator {
         Self {
             layout,
             rollback,
-            next: Padded(AtomicU64::new(0)),
+            next: Padded(AtomicU64::new(POISON)),
             reserved: Padded(AtomicU64::new(0)),
-            deadline: AtomicU64::new(0),
-            valid: AtomicBool::new(false),
-            base: Instant::now(),
+            deadline: Deadline::default(),
+            worker: AtomicU64::new(0),
+            #[cfg(test)]
+            pause: None,
         }
     }
+
+    #[cfg(test)]
+    fn at(&self, point: &'static str) {
+        if let Some(pause) = &self.pause {
+            pause(point);
+        }
+    }
+
+    #[cfg(not(test))]
+    #[inline(always)]
+    fn at(&self, _point: &'static str) {}
 
     pub fn layout(&self) -> &Layout {
         &self.layout
     }
 
-    /// Nanoseconds since the generator's base: the deadline's scale.
-    pub fn nanos_since_base(&self, at: Instant) -> u64 {
-        u64::try_from(at.saturating_duration_since(self.base).as_nanos()).unwrap_or(u64::MAX)
-    }
-
     /// Starts issuing with a (new) lease on `worker`, from time unit `floor`.
     pub fn install(&self, worker: u64, floor: u64, reserved: u64, deadline: Instant) {
-        self.valid.store(false, Ordering::SeqCst);
+        // Poison first: from here on no taker can swap the old word, so none
+        // pairs it with the reservation stored next.
+        self.next.0.swap(POISON, Ordering::SeqCst);
         self.reserved.0.store(reserved, Ordering::SeqCst);
-        self.deadline
-            .store(self.nanos_since_base(deadline), Ordering::SeqCst);
+        self.deadline.set(deadline);
+        self.worker.store(worker, Ordering::SeqCst);
+        self.at("install: reservation stored");
         let first = self.layout.compose(SnowflakeParts {
             time: floor.min(self.layout.max_time()),
             worker,
             seq: 0,
         });
         self.next.0.store(first, Ordering::SeqCst);
-        self.valid.store(true, Ordering::SeqCst);
     }
 
     /// A renewal landed: the lease is good until `deadline`, with time
     /// reserved up to `reserved`.
     pub fn renewed(&self, reserved: u64, deadline: Instant) {
         self.reserved.0.fetch_max(reserved, Ordering::SeqCst);
-        self.deadline
-            .store(self.nanos_since_base(deadline), Ordering::SeqCst);
+        self.deadline.extend(deadline);
     }
 
     /// Stops issuing (lease lost).
     pub fn invalidate(&self) {
-        self.valid.store(false, Ordering::SeqCst);
+        self.deadline.revoke();
     }
 
-    /// Stops issuing for good and returns the last time unit issued: the word is swapped for one that no
-    /// ID can come from, so that a taker racing with the close fails its
-    /// swap instead of issuing past what the release records.
-    pub fn seal(&self) -> i64 {
-        self.valid.store(false, Ordering::SeqCst);
+    /// Stops issuing for good and returns the last time unit issued: the
+    /// word is swapped for [`POISON`], so that a taker racing with the close
+    /// fails its swap instead of issuing past what the release records.
+    /// `None` when no lease was installed.
+    pub fn seal(&self) -> Option<i64> {
+        self.deadline.revoke();
         // The next ID tells the last time issued: one with sequence 0
         // follows a whole unit, any other one an ID of its own unit (before
         // the first ID, that is the unit before the floor).
-        let last = self.next.0.swap(u64::MAX, Ordering::SeqCst);
+        let last = self.next.0.swap(POISON, Ordering::SeqCst);
+        if last == POISON {
+            return None;
+        }
         self.layout
             .decompose(last)
-            .map_or(-1, |next| next.time as i64 - i64::from(next.seq == 0))
+            .map(|next| next.time as i64 - i64::from(next.seq == 0))
     }
 
-    /// The worker id in use.
+    /// The worker id in use (or last used).
     pub fn worker(&self) -> u64 {
-        self.layout
-            .decompose(self.next.0.load(Ordering::Acquire))
-            .map_or(0, |parts| parts.worker)
+        self.worker.load(Ordering::Acquire)
     }
 
     /// Whether the lease is proved valid now: installed, not invalidated
     /// and before its local deadline. `try_next` issues nothing otherwise.
     pub fn holds_lease(&self) -> bool {
-        self.valid.load(Ordering::Acquire)
-            && self.nanos_since_base(Instant::now()) < self.deadline.load(Ordering::Acquire)
+        self.deadline.is_live()
     }
 
     /// One ID, or why none can be issued now.
@@ -181,6 +216,11 @@ impl Generator {
             }
             let now = layout.time_at(clock.now_micros() / 1000);
             let next = self.next.0.load(Ordering::Acquire);
+            if next == POISON {
+                // A lease being installed, or none: wait for it.
+                return Err(Stall::Lease);
+            }
+            self.at("taker: word read");
             let Some(parts) = layout.decompose(next) else {
                 return Err(Stall::TimeExhausted);
             };
@@ -328,7 +368,8 @@ mod tests {
     #[test]
     fn fails_closed_past_the_deadline_the_reservation_or_when_invalidated() {
         let (generator, clock) = generator(T_MS, RollbackOptions::default());
-        generator.renewed(0, Instant::now());
+        let now = generator.layout().time_at(T_MS);
+        generator.install(7, now, now + 10_000, Instant::now());
         assert_eq!(generator.try_next(&clock), Err(Stall::Lease));
         let (generator, clock) = generator_with_reservation(T_MS);
         clock.0.fetch_add(5_000, Ordering::SeqCst); // 5 ms past the reservation
@@ -364,5 +405,76 @@ mod tests {
             .unwrap();
         assert_eq!(new.worker, 9);
         assert!(new.time >= floor);
+    }
+
+    /// A taker that read the old lease's word races a re-lease that has
+    /// stored its new reservation but not yet its word: it must not issue
+    /// the old worker id's ID within the new reservation (past the old one,
+    /// where whoever takes the old worker id over would issue too). The
+    /// hooks make the interleaving certain.
+    #[test]
+    fn a_taker_racing_a_re_lease_never_pairs_the_old_word_with_the_new_reservation() {
+        use std::sync::atomic::AtomicBool;
+        use std::sync::{mpsc, Arc, Mutex};
+
+        let layout = layout();
+        let old_time = layout.time_at(T_MS);
+        let mut generator = Generator::new(layout, RollbackOptions::default());
+        let far = Instant::now() + Duration::from_secs(3600);
+        // The old lease of worker 7 reserved up to `old_time`.
+        generator.install(7, old_time, old_time, far);
+        // The clock is 5 units past it: the old word may issue nothing more.
+        let clock = FixedClock(Micros::new((T_MS + 5) * 1000));
+
+        let (arrived, arrivals) = mpsc::channel::<&'static str>();
+        let (go_taker, taker_waits) = mpsc::channel::<()>();
+        let (go_install, install_waits) = mpsc::channel::<()>();
+        let (taker_waits, install_waits) = (Mutex::new(taker_waits), Mutex::new(install_waits));
+        let taker_paused = AtomicBool::new(false);
+        generator.pause = Some(Arc::new(move |point| {
+            match point {
+                // The taker pauses once, with the old word in hand.
+                "taker: word read" if !taker_paused.swap(true, Ordering::SeqCst) => {
+                    arrived.send(point).unwrap();
+                    taker_waits.lock().unwrap().recv().unwrap();
+                }
+                "install: reservation stored" => {
+                    arrived.send(point).unwrap();
+                    install_waits.lock().unwrap().recv().unwrap();
+                }
+                _ => {}
+            }
+        }));
+        let generator = Arc::new(generator);
+
+        let taker = {
+            let generator = generator.clone();
+            std::thread::spawn(move || generator.try_next(&clock))
+        };
+        assert_eq!(arrivals.recv().unwrap(), "taker: word read");
+        let installer = {
+            let generator = generator.clone();
+            std::thread::spawn(move || {
+                generator.install(9, old_time + 1, old_time + 1000, far);
+            })
+        };
+        assert_eq!(arrivals.recv().unwrap(), "install: reservation stored");
+        // The new reservation is in, the new word not yet: the taker goes on.
+        go_taker.send(()).unwrap();
+        let taken = taker.join().unwrap();
+        go_install.send(()).unwrap();
+        installer.join().unwrap();
+
+        if let Ok(id) = taken {
+            let parts = layout.decompose(id).unwrap();
+            assert!(
+                parts.worker != 7 || parts.time <= old_time,
+                "issued {parts:?} with the old worker id past its reservation ({old_time})"
+            );
+        }
+        // Once installed, IDs come with the new worker id.
+        let clock = FixedClock(Micros::new((T_MS + 5) * 1000));
+        let id = generator.try_next(&clock).unwrap();
+        assert_eq!(layout.decompose(id).unwrap().worker, 9);
     }
 }

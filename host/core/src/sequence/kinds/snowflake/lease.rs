@@ -4,13 +4,14 @@
 //! `{_id: "<counter>#<worker>", counter, worker, owner, host, pid, acquired,
 //! expires, floor, last_time}`:
 //!
-//! - it is claimed with one conditional write: a worker id never leased is
-//!   inserted (a concurrent starter's insert fails with a duplicate key),
-//!   an expired one is taken with a `findOneAndUpdate` that matches only
-//!   while it is expired by the **server's** clock (`$$NOW` in the filter,
-//!   not a TTL index, whose monitor runs once a minute), so two starters
-//!   never share a worker id; expired leases are reused, so restarts never
-//!   exhaust worker ids (uid-generator's PR #88);
+//! - it is claimed with one conditional write: an upsert whose pipeline
+//!   takes the worker id only while no lease of it is live by the
+//!   **server's** clock (`$$NOW`, not a TTL index, whose monitor runs once a
+//!   minute), creating the document for an id never leased; two starters
+//!   never share a worker id, and expired leases are reused, so restarts
+//!   never exhaust worker ids (uid-generator's PR #88). Each claim has an
+//!   owner token of its own, so renewals and releases meant for one holding
+//!   can never match another;
 //! - `last_time` is the last time unit the holder may have issued: each
 //!   claim or renewal *reserves* time up to the holder's clock plus the
 //!   reservation, and the holder never issues past it. A process that takes
@@ -19,24 +20,33 @@
 //!   past its lease, can never make two processes issue the same time unit
 //!   with one worker id (Leaf's issues #97 and #216);
 //! - a clean exit releases the lease at once, writing the exact last time
-//!   unit it issued, so that the next holder wastes nothing.
+//!   unit it issued, so that the next holder wastes nothing; only while it
+//!   is still this holding's live lease, so a second release, or one after
+//!   the lease ended, changes nothing.
 //!
-//! Every write uses write concern majority with journal.
+//! Every write uses write concern majority with journal. Expiry, takeover,
+//! renewal, release and the local deadline are the one lease primitive's
+//! (`crate::lease`); what a worker lease adds is the time reservation.
 
 use std::time::{Duration, Instant};
 
 use futures_util::TryStreamExt;
-use mongodb::bson::{doc, Bson, DateTime, Document};
-use mongodb::options::{ReturnDocument, WriteConcern};
-use mongodb::{Collection, Database};
+use mongodb::bson::{doc, DateTime, Document};
+use mongodb::Database;
 use serde::Serialize;
 
-use crate::mongo::{self, describe_value, durable_write_concern};
+use crate::lease::{Acquire, Fields, LeaseFields, LeaseStore};
 use crate::parts::Layout;
 use crate::sequence::{CounterName, SequenceError};
 
 /// The collection of worker leases.
 pub use crate::mongo::collections::WORKERS as WORKERS_COLLECTION;
+
+/// How a worker lease names its lease fields.
+const WORKER_FIELDS: LeaseFields = LeaseFields {
+    owner: "owner",
+    expires: "expires",
+};
 
 /// A lease as read from the server (`idmint workers`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -62,20 +72,24 @@ pub struct WorkerLease {
 pub(crate) struct Held {
     /// The worker id.
     pub worker: u64,
+    /// This holding's owner token: fresh for every claim, so that a write
+    /// meant for one holding (a renewal, a release) can never match another
+    /// one of the same process.
+    pub owner: String,
     /// The first time unit this holder may issue.
     pub floor: u64,
     /// The last time unit this holder may issue (its reservation).
     pub reserved: u64,
+    /// When the claim that got it was sent (the start of its local deadline).
+    pub sent: Instant,
 }
 
 /// The lease store of one snowflake counter.
 #[derive(Debug, Clone)]
 pub(crate) struct Leases {
-    collection: Collection<Document>,
+    store: LeaseStore,
     counter: CounterName,
-    write_concern: WriteConcern,
-    /// This process's owner token, host and pid.
-    owner: String,
+    /// This process's host and pid.
     host: String,
     pid: u64,
 }
@@ -83,10 +97,8 @@ pub(crate) struct Leases {
 impl Leases {
     pub fn new(database: &Database, counter: CounterName) -> Self {
         Self {
-            collection: database.collection(WORKERS_COLLECTION),
+            store: LeaseStore::new(database.collection(WORKERS_COLLECTION), WORKER_FIELDS),
             counter,
-            write_concern: durable_write_concern(),
-            owner: crate::random::random_token(),
             host: hostname(),
             pid: u64::from(std::process::id()),
         }
@@ -111,6 +123,17 @@ impl Leases {
         )
     }
 
+    fn corrupt(&self, document: &Document, reason: String) -> SequenceError {
+        SequenceError::CorruptLease {
+            counter: self.counter.clone(),
+            id: document
+                .get("_id")
+                .map(|id| id.to_string())
+                .unwrap_or_else(|| "?".into()),
+            reason,
+        }
+    }
+
     /// Every lease of the counter, by worker id, with the server's time now.
     pub async fn list(&self) -> Result<(Vec<WorkerLease>, i64), SequenceError> {
         let pipeline = vec![
@@ -119,7 +142,8 @@ impl Leases {
             doc! { "$sort": { "worker": 1 } },
         ];
         let documents: Vec<Document> = self
-            .collection
+            .store
+            .collection()
             .aggregate(pipeline)
             .await
             .map_err(|source| self.database_error("list leases of", source))?
@@ -139,55 +163,29 @@ impl Leases {
 
     /// Reads one lease document, or says what is wrong with it.
     fn read(&self, document: &Document, now_ms: i64) -> Result<WorkerLease, SequenceError> {
-        let id = document
-            .get("_id")
-            .map(|id| id.to_string())
-            .unwrap_or_else(|| "?".into());
-        let corrupt = |reason: String| SequenceError::CorruptLease {
-            counter: self.counter.clone(),
-            id: id.clone(),
-            reason,
+        let fields = Fields(document);
+        let read = || -> Result<WorkerLease, String> {
+            let expires_ms = fields.date(WORKER_FIELDS.expires)?.timestamp_millis();
+            Ok(WorkerLease {
+                worker: fields.integer("worker", 0)? as u64,
+                owner: fields.string(WORKER_FIELDS.owner)?,
+                host: fields.string("host").unwrap_or_default(),
+                pid: fields.integer("pid", 0).unwrap_or(0) as u64,
+                expires_ms,
+                last_time: fields.integer("last_time", -1)?,
+                live: expires_ms > now_ms,
+            })
         };
-        let integer = |field: &str, min: i64| -> Result<i64, SequenceError> {
-            match document.get(field) {
-                Some(Bson::Int32(n)) if i64::from(*n) >= min => Ok(i64::from(*n)),
-                Some(Bson::Int64(n)) if *n >= min => Ok(*n),
-                Some(other) => Err(corrupt(format!(
-                    "{field} is {}, not an integer >= {min}",
-                    describe_value(other)
-                ))),
-                None => Err(corrupt(format!("{field} is missing"))),
-            }
-        };
-        let text = |field: &str| -> Result<String, SequenceError> {
-            match document.get(field) {
-                Some(Bson::String(text)) => Ok(text.clone()),
-                Some(other) => Err(corrupt(format!(
-                    "{field} is {}, not a string",
-                    describe_value(other)
-                ))),
-                None => Err(corrupt(format!("{field} is missing"))),
-            }
-        };
-        let expires_ms = match document.get("expires") {
-            Some(Bson::DateTime(expires)) => expires.timestamp_millis(),
-            Some(other) => {
-                return Err(corrupt(format!(
-                    "expires is {}, not a date",
-                    describe_value(other)
-                )))
-            }
-            None => return Err(corrupt("expires is missing".into())),
-        };
-        Ok(WorkerLease {
-            worker: integer("worker", 0)? as u64,
-            owner: text("owner")?,
-            host: text("host").unwrap_or_default(),
-            pid: integer("pid", 0).unwrap_or(0) as u64,
-            expires_ms,
-            last_time: integer("last_time", -1)?,
-            live: expires_ms > now_ms,
-        })
+        read().map_err(|reason| self.corrupt(document, reason))
+    }
+
+    /// The time a holding reserves, as its document records it after a
+    /// claim or renewal (`last_time`), read through the same reader.
+    fn reservation(&self, document: &Document, field: &str) -> Result<u64, SequenceError> {
+        Fields(document)
+            .integer(field, 0)
+            .map(|n| n as u64)
+            .map_err(|reason| self.corrupt(document, reason))
     }
 
     /// Claims the lowest worker id that is free or expired, reserving time
@@ -200,7 +198,7 @@ impl Leases {
         reserve_units: u64,
         ttl: Duration,
     ) -> Result<Held, SequenceError> {
-        let (leases, server_now) = self.list().await?;
+        let (leases, _) = self.list().await?;
         if let Some(lease) = leases.iter().find(|l| l.worker > layout.max_worker()) {
             if lease.live {
                 return Err(SequenceError::WorkerOutsideLayout {
@@ -210,22 +208,14 @@ impl Leases {
                 });
             }
         }
-        let listed = Instant::now();
         let live: std::collections::BTreeSet<u64> =
             leases.iter().filter(|l| l.live).map(|l| l.worker).collect();
-        let known: std::collections::BTreeSet<u64> = leases.iter().map(|l| l.worker).collect();
+        let owner = crate::random::random_token();
         for worker in (0..=layout.max_worker()).filter(|w| !live.contains(w)) {
-            let held = if known.contains(&worker) {
-                self.try_take_over(worker, now_units, reserve_units, ttl)
-                    .await?
-            } else {
-                // The server's time, as read by `list`, moved on locally.
-                let expires =
-                    server_now + listed.elapsed().as_millis() as i64 + ttl.as_millis() as i64;
-                self.try_insert(worker, now_units, reserve_units, expires)
-                    .await?
-            };
-            if let Some(held) = held {
+            if let Some(held) = self
+                .try_claim(worker, &owner, now_units, reserve_units, ttl)
+                .await?
+            {
                 return Ok(held);
             }
         }
@@ -240,136 +230,123 @@ impl Leases {
         })
     }
 
-    /// Leases `worker`, never leased before, by inserting its lease; `None`
-    /// if another process inserted it first.
-    async fn try_insert(
+    /// Leases `worker` if it is free, released or expired by the server's
+    /// clock (one upsert: an id never leased is created, an ended one taken
+    /// over); `None` if it is live (another process claimed or renewed it
+    /// first). The holding starts at `floor = last_time + 1` of the lease
+    /// it takes over (0 for a new one) and reserves up to the later of that
+    /// and `now_units`, plus `reserve_units`.
+    async fn try_claim(
         &self,
         worker: u64,
-        now_units: u64,
-        reserve_units: u64,
-        expires_ms: i64,
-    ) -> Result<Option<Held>, SequenceError> {
-        let reserved = now_units + reserve_units;
-        let lease = doc! {
-            "_id": self.id(worker),
-            "counter": self.counter.as_str(),
-            "worker": worker as i64,
-            "owner": &self.owner,
-            "host": &self.host,
-            "pid": self.pid as i64,
-            "acquired": DateTime::now(),
-            "expires": DateTime::from_millis(expires_ms),
-            "floor": 0_i64,
-            "last_time": reserved as i64,
-        };
-        match self
-            .collection
-            .insert_one(lease)
-            .write_concern(self.write_concern.clone())
-            .await
-        {
-            Ok(_) => Ok(Some(Held {
-                worker,
-                floor: 0,
-                reserved,
-            })),
-            Err(error) if mongo::is_duplicate_key(&error) => Ok(None),
-            Err(source) => Err(self.database_error("lease a worker id of", source)),
-        }
-    }
-
-    /// Takes `worker` over if its lease has expired by the server's clock;
-    /// `None` if it is live (another process renewed or took it first).
-    async fn try_take_over(
-        &self,
-        worker: u64,
+        owner: &str,
         now_units: u64,
         reserve_units: u64,
         ttl: Duration,
     ) -> Result<Option<Held>, SequenceError> {
-        let filter = doc! {
-            "_id": self.id(worker),
-            "expires": { "$type": "date" },
-            "$expr": { "$lte": ["$expires", "$$NOW"] },
-        };
-        let update = vec![
-            doc! { "$set": {
+        let floor = doc! { "$toLong": { "$add": [{ "$ifNull": ["$last_time", -1_i64] }, 1_i64] } };
+        let acquire = Acquire {
+            well_formed: well_formed_expr(),
+            fresh: doc! {
                 "counter": self.counter.as_str(),
                 "worker": worker as i64,
-                "owner": &self.owner,
                 "host": &self.host,
                 "pid": self.pid as i64,
                 "acquired": "$$NOW",
-                "expires": mongo::server_now_plus(ttl.as_millis() as i64),
-                "floor": { "$toLong": { "$add": [{ "$ifNull": ["$last_time", -1_i64] }, 1_i64] } },
-            }},
-            doc! { "$set": {
-                "last_time": { "$toLong": { "$add": [{ "$max": ["$floor", now_units as i64] }, reserve_units as i64] } },
-            }},
-        ];
-        let claimed = self
-            .collection
-            .find_one_and_update(filter, update)
-            .return_document(ReturnDocument::After)
-            .write_concern(self.write_concern.clone())
+                "floor": floor.clone(),
+                "last_time": { "$toLong": { "$add": [{ "$max": [floor, now_units as i64] }, reserve_units as i64] } },
+            },
+            again: None,
+        };
+        let Some(acquisition) = self
+            .store
+            .acquire(&self.id(worker), owner, ttl, &acquire)
             .await
-            .map_err(|source| self.database_error("lease a worker id of", source))?;
-        let Some(document) = claimed else {
+            .map_err(|source| self.database_error("lease a worker id of", source))?
+        else {
             return Ok(None);
         };
-        let floor = document.get_i64("floor").unwrap_or(0).max(0) as u64;
-        let reserved = document.get_i64("last_time").unwrap_or(0).max(0) as u64;
+        if !acquisition.held {
+            // Live, or malformed (left unchanged): say which.
+            self.read(&acquisition.document, 0)?;
+            return Ok(None);
+        }
         Ok(Some(Held {
             worker,
-            floor,
-            reserved,
+            owner: owner.to_string(),
+            floor: self.reservation(&acquisition.document, "floor")?,
+            reserved: self.reservation(&acquisition.document, "last_time")?,
+            sent: acquisition.sent,
         }))
     }
 
-    /// Renews the lease on `worker` and extends the reservation to
-    /// `now_units + reserve_units`. Returns the reservation, or `None` if the
-    /// lease is no longer this process's.
+    /// Renews `held` and extends its reservation to `now_units +
+    /// reserve_units`. Returns the reservation and when the renewal was
+    /// sent, or `None` if the lease is no longer this holding's live one.
     pub async fn renew(
         &self,
-        worker: u64,
+        held: &Held,
         now_units: u64,
         reserve_units: u64,
         ttl: Duration,
-    ) -> Result<Option<u64>, SequenceError> {
+    ) -> Result<Option<(u64, Instant)>, SequenceError> {
         let renewed = self
-            .collection
-            .find_one_and_update(
+            .store
+            .renew(
+                &self.id(held.worker),
+                &doc! { WORKER_FIELDS.owner: &held.owner },
+                ttl,
                 doc! {
-                    "_id": self.id(worker),
-                    "owner": &self.owner,
-                    "$expr": { "$gt": ["$expires", "$$NOW"] },
-                },
-                vec![doc! { "$set": {
-                    "expires": mongo::server_now_plus(ttl.as_millis() as i64),
                     "last_time": { "$toLong": { "$max": ["$last_time", (now_units + reserve_units) as i64] } },
-                }}],
+                },
             )
-            .return_document(ReturnDocument::After)
-            .write_concern(self.write_concern.clone())
             .await
             .map_err(|source| self.database_error("renew a worker lease of", source))?;
-        Ok(renewed.map(|document| document.get_i64("last_time").unwrap_or(0).max(0) as u64))
+        match renewed {
+            Some((document, sent)) => Ok(Some((self.reservation(&document, "last_time")?, sent))),
+            None => Ok(None),
+        }
     }
 
-    /// Releases the lease on `worker`, recording `last_time` (the last time
-    /// unit issued, -1 for none) so that the next holder starts right after.
-    pub async fn release(&self, worker: u64, last_time: i64) -> Result<bool, SequenceError> {
-        let result = self
-            .collection
-            .update_one(
-                doc! { "_id": self.id(worker), "owner": &self.owner },
-                vec![doc! { "$set": { "expires": "$$NOW", "last_time": last_time } }],
+    /// Releases `held`, recording `last_time` (the last time unit issued,
+    /// -1 for none) so that the next holder starts right after, if it is
+    /// still this holding's live lease; `false` (and nothing changed) if
+    /// not: it ended, was taken over, or was released already.
+    pub async fn release(&self, held: &Held, last_time: i64) -> Result<bool, SequenceError> {
+        let released = self
+            .store
+            .release(
+                &self.id(held.worker),
+                &doc! { WORKER_FIELDS.owner: &held.owner },
+                vec![doc! { "$set": { WORKER_FIELDS.expires: "$$NOW", "last_time": last_time } }],
             )
-            .write_concern(self.write_concern.clone())
             .await
             .map_err(|source| self.database_error("release a worker lease of", source))?;
-        Ok(result.modified_count == 1)
+        Ok(released.is_some())
     }
+}
+
+/// True (on the server) for a lease document idmint can take over: a new
+/// one (nothing but its `_id`, as an upsert starts), or one whose fields
+/// [`Leases::read`] accepts. A malformed one is left unchanged.
+fn well_formed_expr() -> Document {
+    let type_of = |field: &str| doc! { "$type": format!("${field}") };
+    let missing = |field: &str| doc! { "$eq": [type_of(field), "missing"] };
+    let integer_from = |field: &str, min: i64| {
+        doc! { "$and": [
+            { "$in": [type_of(field), ["int", "long"]] },
+            { "$gte": [format!("${field}"), min] },
+        ]}
+    };
+    doc! { "$or": [
+        { "$and": [missing("owner"), missing("expires"), missing("last_time")] },
+        { "$and": [
+            { "$eq": [type_of("owner"), "string"] },
+            { "$eq": [type_of("expires"), "date"] },
+            integer_from("last_time", -1),
+            { "$or": [missing("worker"), integer_from("worker", 0)] },
+        ]},
+    ]}
 }
 
 /// This machine's host name, for `idmint workers` (empty if unknown).

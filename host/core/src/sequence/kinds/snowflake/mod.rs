@@ -8,6 +8,18 @@
 //! The counter document is `{_id, kind: "snowflake", time_bits,
 //! worker_bits, seq_bits, unit, epoch_ms, prefix?}`; it is never written
 //! after creation. The leases live in the `workers` collection.
+//!
+//! `mod.rs` holds the kind (settings, creation, reading the document) and
+//! [`Snowflake`] (claiming a worker id, the renewer, `close`), `lease.rs`
+//! the worker-lease documents and their time reservation, `generator.rs`
+//! the word IDs are taken from and its fail-closed checks. This folder owns
+//! its counters' documents (read only) and their `workers` documents
+//! (`_id: "<counter>#<worker>"`), nothing else: it must not touch another
+//! kind's documents nor the `locks` collection, and it does not write its
+//! own lease rules (server-clock expiry, takeover, conditional renewal and
+//! release, the local deadline): those are the one lease primitive's
+//! (`crate::lease`), shared with locks; what this folder adds is the time
+//! reservation (`floor`, `last_time`).
 
 mod generator;
 mod lease;
@@ -27,7 +39,8 @@ use mongodb::bson::{doc, Bson, Document};
 use serde::Serialize;
 
 use self::generator::{Generator, Stall};
-use self::lease::Leases;
+use self::lease::{Held as HeldLease, Leases};
+use crate::lease::{keep_renewed, Renewal};
 use crate::mongo::describe_value;
 use crate::parts::snowflake::date;
 use crate::parts::{Layout, Stamp, TimeUnit};
@@ -224,10 +237,11 @@ impl SnowflakeOptions {
         self
     }
 
-    /// The safety margin taken off each lease locally: the local deadline
-    /// ends this long before the server's expiry could.
-    fn margin(&self) -> Duration {
-        self.lease_ttl / 10
+    /// The local deadline of a lease whose claim or renewal, sent at
+    /// `sent`, was acknowledged (the lease primitive's rule: the TTL less a
+    /// tenth, from the send).
+    fn deadline_after(&self, sent: Instant) -> Instant {
+        crate::lease::deadline_after(sent, self.lease_ttl)
     }
 }
 
@@ -242,7 +256,16 @@ struct Inner {
     clock: Arc<dyn Clock>,
     /// Woken when a lease is (re)gained.
     leased: Notify,
+    /// The holding now; installs, seals and the close are decided under it.
+    holding: std::sync::Mutex<Holding>,
     renewer: std::sync::Mutex<Option<JoinHandle<()>>>,
+}
+
+/// The worker lease a [`Snowflake`] holds, and whether it was closed.
+#[derive(Debug, Default)]
+struct Holding {
+    held: Option<HeldLease>,
+    closed: bool,
 }
 
 /// Issues snowflake IDs of one counter from this process (see the module
@@ -291,6 +314,7 @@ impl Snowflake {
             options,
             clock,
             leased: Notify::new(),
+            holding: std::sync::Mutex::new(Holding::default()),
             renewer: std::sync::Mutex::new(None),
         });
         inner.claim().await?;
@@ -359,6 +383,12 @@ impl Snowflake {
                     })
                 }
                 Err(Stall::Lease | Stall::Reservation) => {
+                    if self.inner.holding().closed {
+                        return Err(SequenceError::LeaseLost {
+                            name: self.name().clone(),
+                            waited_ms: 0,
+                        });
+                    }
                     let deadline = *lease_deadline
                         .get_or_insert_with(|| Instant::now() + self.inner.options.lease_wait);
                     if Instant::now() >= deadline {
@@ -385,7 +415,8 @@ impl Snowflake {
 
     /// Stops issuing, stops renewing, and releases the lease with the last
     /// time unit issued, so that the next holder of the worker id starts
-    /// right after it.
+    /// right after it. The release applies only while the lease is still
+    /// this holding's live one; a second close does nothing.
     pub async fn close(&self) -> Result<(), SequenceError> {
         if let Some(renewer) = self
             .inner
@@ -396,9 +427,18 @@ impl Snowflake {
         {
             renewer.abort();
         }
-        let worker = self.inner.generator.worker();
-        let last = self.inner.generator.seal();
-        self.inner.leases.release(worker, last).await.map(drop)
+        let (held, last) = {
+            let mut holding = self.inner.holding();
+            holding.closed = true;
+            let Some(held) = holding.held.take() else {
+                return Ok(());
+            };
+            (held, self.inner.generator.seal())
+        };
+        // Nothing issued since the install (a seal racing a re-lease):
+        // leave the reservation as it is rather than guess.
+        let Some(last) = last else { return Ok(()) };
+        self.inner.leases.release(&held, last).await.map(drop)
     }
 }
 
@@ -461,6 +501,10 @@ pub async fn workers(
 }
 
 impl Inner {
+    fn holding(&self) -> std::sync::MutexGuard<'_, Holding> {
+        self.holding.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     fn now_units(&self) -> u64 {
         self.generator
             .layout()
@@ -473,9 +517,9 @@ impl Inner {
         (self.options.lease_ttl.as_millis() as u64).div_ceil(unit) + 1
     }
 
-    /// Claims a worker id and installs it in the generator.
+    /// Claims a worker id and installs it in the generator (unless the
+    /// sequence was closed meanwhile: then the new lease is released).
     async fn claim(&self) -> Result<(), SequenceError> {
-        let sent = Instant::now();
         let held = self
             .leases
             .claim(
@@ -485,37 +529,50 @@ impl Inner {
                 self.options.lease_ttl,
             )
             .await?;
-        let deadline = sent + self.options.lease_ttl - self.options.margin();
-        self.generator
-            .install(held.worker, held.floor, held.reserved, deadline);
-        self.leased.notify_waiters();
-        Ok(())
+        {
+            let mut holding = self.holding();
+            if !holding.closed {
+                let deadline = self.options.deadline_after(held.sent);
+                self.generator
+                    .install(held.worker, held.floor, held.reserved, deadline);
+                holding.held = Some(held);
+                drop(holding);
+                self.leased.notify_waiters();
+                return Ok(());
+            }
+        }
+        // Closed while claiming: nothing was issued under this lease.
+        self.leases
+            .release(&held, held.floor as i64 - 1)
+            .await
+            .map(drop)
     }
 
     /// Renews the lease once; claims another if it was lost.
     async fn renew(&self) -> Result<(), SequenceError> {
-        let worker = self.generator.worker();
-        let sent = Instant::now();
+        let Some(held) = self.holding().held.clone() else {
+            return Ok(());
+        };
         match self
             .leases
             .renew(
-                worker,
+                &held,
                 self.now_units(),
                 self.reserve_units(),
                 self.options.lease_ttl,
             )
             .await?
         {
-            Some(reserved) => {
-                let deadline = sent + self.options.lease_ttl - self.options.margin();
-                self.generator.renewed(reserved, deadline);
+            Some((reserved, sent)) => {
+                self.generator
+                    .renewed(reserved, self.options.deadline_after(sent));
                 self.renewals.fetch_add(1, Ordering::Relaxed);
                 self.leased.notify_waiters();
                 Ok(())
             }
             None => {
-                // Taken over (we were paused past the lease): stop, then
-                // lease again, possibly another worker id.
+                // Ended or taken over (we were paused, or cut off, past it):
+                // stop, then lease again, possibly another worker id.
                 self.generator.invalidate();
                 self.losses.fetch_add(1, Ordering::Relaxed);
                 self.claim().await
@@ -524,22 +581,30 @@ impl Inner {
     }
 }
 
-/// Renews the lease until the [`Snowflake`] is dropped or closed. A failed
-/// renewal is retried at the next tick; meanwhile the deadline runs out and
-/// the generator issues nothing.
+/// Renews the lease every third of its TTL (the lease primitive's
+/// `keep_renewed`) until the [`Snowflake`] is dropped or closed. A failed
+/// renewal is retried soon; meanwhile the deadline runs out and the
+/// generator issues nothing.
 async fn renew_forever(inner: std::sync::Weak<Inner>) {
-    loop {
-        let Some(every) = inner.upgrade().map(|inner| inner.options.renew_every) else {
-            return;
-        };
-        tokio::time::sleep(every).await;
-        let Some(strong) = inner.upgrade() else {
-            return;
-        };
-        if strong.renew().await.is_err() {
-            strong.failed_renewals.fetch_add(1, Ordering::Relaxed);
+    let Some(every) = inner.upgrade().map(|inner| inner.options.renew_every) else {
+        return;
+    };
+    keep_renewed(every, || {
+        let inner = inner.clone();
+        async move {
+            let Some(strong) = inner.upgrade() else {
+                return Renewal::Lost(());
+            };
+            match strong.renew().await {
+                Ok(()) => Renewal::Renewed,
+                Err(_) => {
+                    strong.failed_renewals.fetch_add(1, Ordering::Relaxed);
+                    Renewal::Failed(())
+                }
+            }
         }
-    }
+    })
+    .await;
 }
 
 impl Handle for Snowflake {

@@ -1,0 +1,537 @@
+//! One lease primitive for everything idmint leases: a lock ([`crate::lock`])
+//! and a snowflake worker id (`sequence`'s snowflake kind). What each adds
+//! stays its own: the fencing token and re-entrancy of a lock, the time a
+//! worker lease reserves (`floor`, `last_time`).
+//!
+//! A lease is a document that names its holder (an owner token, random per
+//! holder) and when it ends (a date). The rules, the same for both:
+//!
+//! - **The server's clock decides.** Every condition compares the end with
+//!   `$$NOW`: no TTL index (its monitor runs once a minute), no client clock,
+//!   so a client whose clock runs ahead cannot take a live lease.
+//! - **Acquire and take over in one write.** One `findOneAndUpdate` with
+//!   `upsert` whose pipeline takes the document when it is free or ended
+//!   ([`LeaseFields::live`] false), re-enters when this owner holds it (if
+//!   the user allows re-entry; never shortening it), and leaves a live lease
+//!   of another owner, or a malformed document, exactly as it was.
+//! - **Renew and release only while holding it.** Both match the owner (and
+//!   whatever else identifies the holding, such as a fencing token) *and* a
+//!   live lease by the server's clock, so a holder whose lease ended (paused,
+//!   partitioned) can neither extend nor release the next holder's, and a
+//!   second release changes nothing. A renewal never shortens the lease.
+//! - **Renew every third of the TTL** ([`keep_renewed`]), and after a failed
+//!   attempt again at once (with a short backoff), each attempt bounded.
+//! - **Fail closed on a local deadline** ([`Deadline`]). A holder trusts its
+//!   lease until the moment the last acquire or renewal that was
+//!   *acknowledged* was *sent*, plus the TTL, less a safety margin
+//!   ([`margin`]), on the monotonic clock. The server set the end at least a
+//!   TTL after it received that write, which was after it was sent, so the
+//!   local deadline comes first whatever the network or the driver does
+//!   (a lost answer, a partition, a stall): measuring from the answer instead
+//!   would count the time the request took twice. The margin covers the two
+//!   clocks running at slightly different rates.
+//!
+//! Every write uses [`crate::mongo::durable_write_concern`].
+
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mongodb::bson::{doc, Bson, DateTime, Document};
+use mongodb::options::{ReturnDocument, WriteConcern};
+use mongodb::Collection;
+use tokio::sync::Notify;
+
+use crate::mongo::{self, describe_value, durable_write_concern, server_now_plus};
+
+/// The safety margin taken off a lease locally: a tenth of its TTL.
+pub(crate) fn margin(ttl: Duration) -> Duration {
+    ttl / 10
+}
+
+/// The local deadline of a lease whose acquire or renewal, sent at `sent`,
+/// was acknowledged: `sent + ttl - margin(ttl)`.
+pub(crate) fn deadline_after(sent: Instant, ttl: Duration) -> Instant {
+    sent + ttl - margin(ttl)
+}
+
+/// How a kind of lease document names its two fields.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LeaseFields {
+    /// The holder's owner token (a string while held).
+    pub owner: &'static str,
+    /// When the lease ends, by the server's clock (a date while held).
+    pub expires: &'static str,
+}
+
+impl LeaseFields {
+    fn path(field: &str) -> String {
+        format!("${field}")
+    }
+
+    /// True (on the server) while the lease is held by someone: an owner and
+    /// an end that `$$NOW` has not reached.
+    pub fn live(&self) -> Document {
+        let (owner, expires) = (Self::path(self.owner), Self::path(self.expires));
+        doc! { "$and": [
+            { "$eq": [{ "$type": &owner }, "string"] },
+            { "$eq": [{ "$type": &expires }, "date"] },
+            { "$gt": [&expires, "$$NOW"] },
+        ]}
+    }
+
+    /// The end of a lease acquired now for `ttl`, by the server's clock.
+    pub fn expires_after(&self, ttl: Duration) -> Document {
+        server_now_plus(ttl_ms(ttl))
+    }
+
+    /// The end after a renewal or re-entry for `ttl`: `$$NOW + ttl`, or the
+    /// current end if that is later, so that a shorter TTL never shortens a
+    /// lease someone holds for longer.
+    pub fn extended(&self, ttl: Duration) -> Document {
+        doc! { "$max": [Self::path(self.expires), self.expires_after(ttl)] }
+    }
+}
+
+fn ttl_ms(ttl: Duration) -> i64 {
+    i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// What an acquisition sets besides the owner and the end.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Acquire {
+    /// True (on the server) while the document is one the lease's user can
+    /// read; a malformed document is left as it was. An upsert starts from
+    /// `{_id}`, so a missing document must pass it.
+    pub well_formed: Document,
+    /// The fields a fresh acquisition (free, ended or new) sets, computed
+    /// from the old document (a fencing token, a time reservation).
+    pub fresh: Document,
+    /// The fields a re-entry by the same owner sets (a hold count); `None`:
+    /// no re-entry, an owner's live lease is left as it is.
+    pub again: Option<Document>,
+}
+
+/// The acquire pipeline: free or ended → taken by `owner` for `ttl`; held
+/// live by `owner` → `again` (with the end extended, never shortened);
+/// held live by another, or malformed → unchanged.
+pub(crate) fn acquire_pipeline(
+    fields: &LeaseFields,
+    owner: &str,
+    ttl: Duration,
+    acquire: &Acquire,
+) -> Vec<Document> {
+    let live = fields.live();
+    let mut fresh = doc! { fields.owner: owner };
+    fresh.extend(acquire.fresh.clone());
+    fresh.insert(fields.expires, fields.expires_after(ttl));
+    let fresh = doc! { "$mergeObjects": ["$$ROOT", fresh] };
+    let taken_or_kept = match &acquire.again {
+        Some(again) => {
+            let mine = doc! { "$and": [live.clone(), { "$eq": [LeaseFields::path(fields.owner), owner] }] };
+            let mut again = again.clone();
+            again.insert(fields.expires, fields.extended(ttl));
+            let again = doc! { "$mergeObjects": ["$$ROOT", again] };
+            doc! { "$cond": [mine, again, { "$cond": [live, "$$ROOT", fresh] }] }
+        }
+        None => doc! { "$cond": [live, "$$ROOT", fresh] },
+    };
+    vec![doc! { "$replaceWith": { "$cond": [
+        acquire.well_formed.clone(),
+        taken_or_kept,
+        "$$ROOT",
+    ]}}]
+}
+
+/// What one acquire found.
+#[derive(Debug)]
+pub(crate) struct Acquisition {
+    /// The document after the write.
+    pub document: Document,
+    /// Whether the owner asked for holds it now.
+    pub held: bool,
+    /// When the write that got it was sent: the start of its local deadline.
+    pub sent: Instant,
+}
+
+/// The leases of one collection, whose documents name their fields as
+/// [`LeaseFields`] says.
+#[derive(Debug, Clone)]
+pub(crate) struct LeaseStore {
+    collection: Collection<Document>,
+    fields: LeaseFields,
+    write_concern: WriteConcern,
+}
+
+impl LeaseStore {
+    pub fn new(collection: Collection<Document>, fields: LeaseFields) -> Self {
+        Self {
+            collection,
+            fields,
+            write_concern: durable_write_concern(),
+        }
+    }
+
+    pub fn collection(&self) -> &Collection<Document> {
+        &self.collection
+    }
+
+    /// The filter of every write on a held lease: document `id`, held by
+    /// `holder` (the owner and whatever else identifies the holding), live
+    /// by the server's clock.
+    fn held_by(&self, id: &str, holder: &Document) -> Document {
+        let mut filter = doc! { "_id": id };
+        filter.extend(holder.clone());
+        filter.insert("$expr", self.fields.live());
+        filter
+    }
+
+    /// One acquire (see [`acquire_pipeline`]). An upsert that loses a race
+    /// with another (a duplicate key, or no document back) is tried again;
+    /// `None` if that kept happening.
+    pub async fn acquire(
+        &self,
+        id: &str,
+        owner: &str,
+        ttl: Duration,
+        acquire: &Acquire,
+    ) -> mongodb::error::Result<Option<Acquisition>> {
+        let pipeline = acquire_pipeline(&self.fields, owner, ttl, acquire);
+        for _ in 0..10 {
+            let sent = Instant::now();
+            let result = self
+                .collection
+                .find_one_and_update(doc! { "_id": id }, pipeline.clone())
+                .upsert(true)
+                .return_document(ReturnDocument::After)
+                .write_concern(self.write_concern.clone())
+                .await;
+            match result {
+                Ok(Some(document)) => {
+                    let held = document.get(self.fields.owner) == Some(&Bson::from(owner));
+                    return Ok(Some(Acquisition {
+                        document,
+                        held,
+                        sent,
+                    }));
+                }
+                Ok(None) => continue,
+                Err(error) if mongo::is_duplicate_key(&error) => continue,
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(None)
+    }
+
+    /// Extends lease `id` to `ttl` from now (never shortening it), with
+    /// `also` set in the same write, while `holder` holds it live. The
+    /// document after, and when the write was sent; `None`: no longer held.
+    pub async fn renew(
+        &self,
+        id: &str,
+        holder: &Document,
+        ttl: Duration,
+        also: Document,
+    ) -> mongodb::error::Result<Option<(Document, Instant)>> {
+        let mut set = doc! { self.fields.expires: self.fields.extended(ttl) };
+        set.extend(also);
+        let sent = Instant::now();
+        let document = self
+            .collection
+            .find_one_and_update(self.held_by(id, holder), vec![doc! { "$set": set }])
+            .return_document(ReturnDocument::After)
+            .write_concern(self.write_concern.clone())
+            .await?;
+        Ok(document.map(|document| (document, sent)))
+    }
+
+    /// Applies `update` (which ends or lessens the holding) to lease `id`
+    /// while `holder` holds it live. The document after; `None`: it was not
+    /// held (any more), and nothing changed, so a second release is a no-op.
+    pub async fn release(
+        &self,
+        id: &str,
+        holder: &Document,
+        update: Vec<Document>,
+    ) -> mongodb::error::Result<Option<Document>> {
+        self.collection
+            .find_one_and_update(self.held_by(id, holder), update)
+            .return_document(ReturnDocument::After)
+            .write_concern(self.write_concern.clone())
+            .await
+    }
+}
+
+/// The one reader of lease documents' fields: each method says what is
+/// wrong with a field in the words `describe_value` uses (the stored
+/// JavaScript twins use the same), which serde's messages cannot.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Fields<'a>(pub &'a Document);
+
+impl Fields<'_> {
+    /// A string, or `None` when missing or null.
+    pub fn optional_string(&self, field: &str) -> Result<Option<String>, String> {
+        match self.0.get(field) {
+            None | Some(Bson::Null) => Ok(None),
+            Some(Bson::String(text)) => Ok(Some(text.clone())),
+            Some(other) => Err(format!(
+                "{field} is {}, not a string",
+                describe_value(other)
+            )),
+        }
+    }
+
+    /// A string that must be there.
+    pub fn string(&self, field: &str) -> Result<String, String> {
+        self.optional_string(field)?
+            .ok_or_else(|| format!("{field} is missing"))
+    }
+
+    /// A date, or `None` when missing or null.
+    pub fn optional_date(&self, field: &str) -> Result<Option<DateTime>, String> {
+        match self.0.get(field) {
+            None | Some(Bson::Null) => Ok(None),
+            Some(Bson::DateTime(date)) => Ok(Some(*date)),
+            Some(other) => Err(format!("{field} is {}, not a date", describe_value(other))),
+        }
+    }
+
+    /// A date that must be there.
+    pub fn date(&self, field: &str) -> Result<DateTime, String> {
+        self.optional_date(field)?
+            .ok_or_else(|| format!("{field} is missing"))
+    }
+
+    /// An integer of at least `min`, or `None` when missing.
+    pub fn optional_integer(&self, field: &str, min: i64) -> Result<Option<i64>, String> {
+        match self.0.get(field) {
+            None => Ok(None),
+            Some(Bson::Int64(n)) if *n >= min => Ok(Some(*n)),
+            Some(Bson::Int32(n)) if i64::from(*n) >= min => Ok(Some(i64::from(*n))),
+            Some(other) => Err(format!(
+                "{field} is {}, not {}",
+                describe_value(other),
+                if min == 0 {
+                    "a non-negative integer".to_string()
+                } else {
+                    format!("an integer >= {min}")
+                }
+            )),
+        }
+    }
+
+    /// An integer of at least `min` that must be there.
+    pub fn integer(&self, field: &str, min: i64) -> Result<i64, String> {
+        self.optional_integer(field, min)?
+            .ok_or_else(|| format!("{field} is missing"))
+    }
+}
+
+/// A lease's local deadline on the monotonic clock (see the module docs):
+/// shared by the holder's renewer and whoever must stop before it passes.
+/// Cheap to clone; clones share it.
+#[derive(Debug, Clone)]
+pub(crate) struct Deadline(Arc<DeadlineInner>);
+
+#[derive(Debug)]
+struct DeadlineInner {
+    base: Instant,
+    /// Nanoseconds after `base`; 0: none (not held, or lost).
+    at: AtomicU64,
+    changed: Notify,
+}
+
+impl Default for Deadline {
+    fn default() -> Self {
+        Self(Arc::new(DeadlineInner {
+            base: Instant::now(),
+            at: AtomicU64::new(0),
+            changed: Notify::new(),
+        }))
+    }
+}
+
+impl Deadline {
+    /// A deadline starting at `at`.
+    pub fn starting(at: Instant) -> Self {
+        let deadline = Self::default();
+        deadline.set(at);
+        deadline
+    }
+
+    fn nanos(&self, at: Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(self.0.base).as_nanos())
+            .unwrap_or(u64::MAX)
+            .max(1)
+    }
+
+    /// A new lease: its deadline is `at`, whatever it was.
+    pub fn set(&self, at: Instant) {
+        self.0.at.store(self.nanos(at), Ordering::SeqCst);
+        self.0.changed.notify_waiters();
+    }
+
+    /// A renewal of the same lease was acknowledged: the deadline moves to
+    /// `at` unless it is already later (answers may come back out of order).
+    /// A lost lease stays lost.
+    pub fn extend(&self, at: Instant) {
+        let nanos = self.nanos(at);
+        let _ = self
+            .0
+            .at
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |current| {
+                (current != 0 && current < nanos).then_some(nanos)
+            });
+        self.0.changed.notify_waiters();
+    }
+
+    /// The lease is lost: no deadline until [`Deadline::set`] again.
+    pub fn revoke(&self) {
+        self.0.at.store(0, Ordering::SeqCst);
+        self.0.changed.notify_waiters();
+    }
+
+    /// The deadline; `None` once lost (or before the first lease).
+    pub fn at(&self) -> Option<Instant> {
+        match self.0.at.load(Ordering::Acquire) {
+            0 => None,
+            nanos => Some(self.0.base + Duration::from_nanos(nanos)),
+        }
+    }
+
+    /// Whether the lease is proved held now: a deadline not yet passed.
+    pub fn is_live(&self) -> bool {
+        let at = self.0.at.load(Ordering::Acquire);
+        at != 0 && self.nanos(Instant::now()) < at
+    }
+
+    /// Resolves once the deadline is within `before` of now (or lost).
+    /// Follows renewals: a deadline moved later is waited for anew.
+    pub async fn within(&self, before: Duration) {
+        loop {
+            let changed = self.0.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            let Some(at) = self.at() else { return };
+            let alarm = at.checked_sub(before).unwrap_or(self.0.base);
+            if Instant::now() >= alarm {
+                return;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep_until(alarm.into()) => {}
+                _ = changed => {}
+            }
+        }
+    }
+}
+
+/// What one renewal attempt found.
+#[derive(Debug)]
+pub(crate) enum Renewal<E> {
+    /// Acknowledged: the attempt moved the deadline on itself.
+    Renewed,
+    /// The lease is no longer this holder's (or the holder is gone): stop.
+    Lost(E),
+    /// The attempt failed (the database did not answer, or not durably):
+    /// try again soon.
+    Failed(E),
+}
+
+/// The first pause after a failed renewal; doubled after each failure up
+/// to the renewal period.
+const RETRY_MIN: Duration = Duration::from_millis(50);
+
+/// Renews a lease every `every` (a third of its TTL), each attempt bounded
+/// by `every` (an attempt that takes longer is as good as failed: its
+/// answer would come too late to matter, and a write it still makes only
+/// lengthens the lease on the server); after a failure, again after a short
+/// backoff. Returns when an attempt reports [`Renewal::Lost`]. The attempt
+/// itself moves the [`Deadline`] when acknowledged, from its *send* time.
+pub(crate) async fn keep_renewed<E, F, Fut>(every: Duration, mut attempt: F) -> E
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Renewal<E>>,
+{
+    let mut next = tokio::time::Instant::now() + every;
+    let mut backoff = RETRY_MIN;
+    loop {
+        tokio::time::sleep_until(next).await;
+        let started = tokio::time::Instant::now();
+        match tokio::time::timeout(every.max(RETRY_MIN), attempt()).await {
+            Ok(Renewal::Renewed) => {
+                next = started + every;
+                backoff = RETRY_MIN;
+            }
+            Ok(Renewal::Lost(reason)) => return reason,
+            Ok(Renewal::Failed(_)) | Err(_) => {
+                next = tokio::time::Instant::now() + backoff;
+                backoff = (backoff * 2).min(every.max(RETRY_MIN));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_deadline_is_the_send_plus_the_ttl_less_a_tenth() {
+        let sent = Instant::now();
+        let ttl = Duration::from_secs(10);
+        assert_eq!(deadline_after(sent, ttl), sent + Duration::from_secs(9));
+    }
+
+    #[test]
+    fn a_deadline_extends_never_backwards_and_stays_lost() {
+        let now = Instant::now();
+        let deadline = Deadline::starting(now + Duration::from_secs(60));
+        assert!(deadline.is_live());
+        deadline.extend(now + Duration::from_secs(30));
+        assert_eq!(deadline.at(), Some(now + Duration::from_secs(60)));
+        deadline.extend(now + Duration::from_secs(90));
+        assert_eq!(deadline.at(), Some(now + Duration::from_secs(90)));
+        deadline.revoke();
+        deadline.extend(now + Duration::from_secs(120));
+        assert_eq!(deadline.at(), None, "a late answer revived a lost lease");
+        assert!(!deadline.is_live());
+        deadline.set(now);
+        assert!(!deadline.is_live(), "a deadline already passed");
+    }
+
+    #[tokio::test]
+    async fn within_wakes_on_a_loss_and_at_once_when_already_near() {
+        let deadline = Deadline::starting(Instant::now() + Duration::from_secs(3600));
+        let waiter = {
+            let deadline = deadline.clone();
+            tokio::spawn(async move { deadline.within(Duration::from_secs(1)).await })
+        };
+        // A waiter an hour early wakes when the lease is lost.
+        tokio::task::yield_now().await;
+        deadline.revoke();
+        waiter.await.unwrap();
+        deadline.set(Instant::now() + Duration::from_secs(1));
+        deadline.within(Duration::from_secs(2)).await;
+    }
+
+    #[test]
+    fn the_reader_names_what_is_wrong() {
+        let document = doc! { "owner": 42, "expires": "tomorrow", "n": -2_i64, "ok": 3 };
+        let fields = Fields(&document);
+        assert_eq!(
+            fields.string("owner").unwrap_err(),
+            "owner is the number 42, not a string"
+        );
+        assert_eq!(
+            fields.date("expires").unwrap_err(),
+            "expires is the string \"tomorrow\", not a date"
+        );
+        assert_eq!(
+            fields.integer("n", -1).unwrap_err(),
+            "n is the number -2, not an integer >= -1"
+        );
+        assert_eq!(fields.integer("ok", 0), Ok(3));
+        assert_eq!(fields.date("gone").unwrap_err(), "gone is missing");
+    }
+}

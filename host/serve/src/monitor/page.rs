@@ -1,0 +1,314 @@
+//! Renders a [`Snapshot`] as one HTML page. maud escapes every value it
+//! interpolates, so a counter or lock name cannot inject markup. The page
+//! reloads itself every few seconds with a `<meta>` refresh; the chart is an
+//! inline SVG: nothing needs JavaScript.
+
+use maud::{html, Markup, PreEscaped, DOCTYPE};
+
+use super::rates::RatePoint;
+use super::snapshot::{BufferRow, CounterRow, PolicyRow, Snapshot};
+
+/// Seconds between reloads.
+pub const REFRESH_SECONDS: u32 = 5;
+
+const STYLE: &str = "
+body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #1d232a; background: #fafbfc; }
+h1 { font-size: 1.4em; margin: 0 0 .2em; } h2 { font-size: 1.1em; margin: 1.6em 0 .4em; }
+.meta { color: #57606a; }
+table { border-collapse: collapse; background: #fff; min-width: 40em; }
+th, td { border: 1px solid #d0d7de; padding: .3em .6em; text-align: left; vertical-align: top; }
+th { background: #f0f3f6; font-weight: 600; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+.bar { width: 10em; height: .7em; background: #e6eaef; border-radius: .35em; overflow: hidden; }
+.bar > div { height: 100%; background: #2da44e; }
+tr.warn td { background: #fff1e5; } tr.warn .bar > div { background: #d1242f; }
+.warn-text { color: #d1242f; font-weight: 600; }
+.problem { color: #d1242f; }
+.empty { color: #57606a; font-style: italic; }
+code { font-size: .92em; }
+svg text { font: 11px system-ui, sans-serif; fill: #57606a; }
+";
+
+/// The page for `snapshot`.
+pub fn render(snapshot: &Snapshot) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta http-equiv="refresh" content=(REFRESH_SECONDS);
+                title { "idmint monitor" }
+                style { (PreEscaped(STYLE)) }
+            }
+            body {
+                h1 { "idmint monitor" }
+                p.meta {
+                    "Instance " code { (snapshot.instance.name) }
+                    " · read at " (snapshot.taken_at)
+                    " · reloads every " (REFRESH_SECONDS) " s"
+                }
+                @for problem in &snapshot.problems {
+                    p.problem { "Could not read " (problem) }
+                }
+                (counters(&snapshot.counters))
+                h2 { "This instance" }
+                (buffers(&snapshot.instance.buffers))
+                (chart(&snapshot.instance.rates))
+                (workers(snapshot))
+                (locks(snapshot))
+                (policies(snapshot))
+            }
+        }
+    }
+}
+
+fn counters(rows: &[CounterRow]) -> Markup {
+    html! {
+        h2 { "Counters" }
+        @if rows.is_empty() {
+            p.empty { "No counters yet." }
+        } @else {
+            table #counters {
+                tr { th { "Counter" } th { "Kind" } th { "State" } th { "Prefixes" } th { "Left" } }
+                @for row in rows {
+                    @let warn = row.headroom.as_ref().is_some_and(|h| h.near_end());
+                    tr class=[warn.then_some("warn")] {
+                        td { code { (row.name) } }
+                        @if let Some(problem) = &row.problem {
+                            td colspan="4" class="problem" { "corrupt: " (problem) }
+                        } @else {
+                            td { (row.kind) }
+                            td {
+                                @for (label, text) in &row.facts {
+                                    div { (label) ": " (text) }
+                                }
+                            }
+                            td { (row.prefixes.join(", ")) }
+                            td {
+                                @match &row.headroom {
+                                    Some(headroom) => {
+                                        div.bar title=(format!("{:.1}% used", headroom.used * 100.0)) {
+                                            div style=(format!("width: {:.1}%", (headroom.used * 100.0).clamp(0.0, 100.0))) {}
+                                        }
+                                        span class=[warn.then_some("warn-text")] { (headroom.left) }
+                                    }
+                                    None => span.empty { "never runs out" },
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn range(range: Option<(u64, u64)>) -> String {
+    match range {
+        Some((start, end)) => format!("[{start}, {end})"),
+        None => "—".to_string(),
+    }
+}
+
+fn buffers(rows: &[BufferRow]) -> Markup {
+    html! {
+        @if rows.is_empty() {
+            p.empty { "No segment counter served yet." }
+        } @else {
+            table #buffers {
+                tr {
+                    th { "Segment counter" } th { "Current" } th { "Position" } th { "Next" }
+                    th { "Step" } th { "Fetch in flight" } th { "Fetches" } th { "Values" }
+                }
+                @for row in rows {
+                    tr {
+                        td { code { (row.counter) } }
+                        td.num { (range(row.current)) }
+                        td.num { @if let Some(position) = row.position { (position) } @else { "—" } }
+                        td.num { (range(row.next)) }
+                        td.num { (row.step) }
+                        td { @if row.loading { "yes" } @else { "no" } }
+                        td.num { (row.fetches) }
+                        td.num { (row.values) }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Values and requests per second as two polylines over the window.
+fn chart(points: &[RatePoint]) -> Markup {
+    const WIDTH: f64 = 600.0;
+    const HEIGHT: f64 = 120.0;
+    let peak = points
+        .iter()
+        .map(|p| p.values.max(p.requests))
+        .max()
+        .unwrap_or(0)
+        .max(1) as f64;
+    let line = |value: fn(&RatePoint) -> u64| -> String {
+        let step = if points.len() > 1 { WIDTH / (points.len() - 1) as f64 } else { 0.0 };
+        points
+            .iter()
+            .enumerate()
+            .map(|(i, p)| format!("{:.1},{:.1}", i as f64 * step, HEIGHT - value(p) as f64 / peak * HEIGHT))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let last = points.last().copied().unwrap_or(RatePoint { values: 0, requests: 0 });
+    html! {
+        p {
+            "Per second over the last " (points.len()) " s: "
+            strong style="color:#0969da" { "values" } " (now " (last.values) "), "
+            strong style="color:#8250df" { "requests" } " (now " (last.requests) "); peak " (peak as u64) "."
+        }
+        svg #rates width=(WIDTH) height=(HEIGHT + 14.0) viewBox=(format!("0 0 {WIDTH} {}", HEIGHT + 14.0))
+            role="img" aria-label="values and requests per second" {
+            rect x="0" y="0" width=(WIDTH) height=(HEIGHT) fill="#fff" stroke="#d0d7de" {}
+            polyline points=(line(|p| p.values)) fill="none" stroke="#0969da" stroke-width="1.5" {}
+            polyline points=(line(|p| p.requests)) fill="none" stroke="#8250df" stroke-width="1.5" {}
+            text x="2" y=(HEIGHT + 12.0) { "oldest" }
+            text x=(WIDTH - 24.0) y=(HEIGHT + 12.0) { "now" }
+        }
+    }
+}
+
+fn workers(snapshot: &Snapshot) -> Markup {
+    html! {
+        h2 { "Worker leases (every instance)" }
+        @if snapshot.workers.is_empty() {
+            p.empty { "No worker leases." }
+        } @else {
+            table #workers {
+                tr { th { "Snowflake counter" } th { "Worker" } th { "Host" } th { "Pid" } th { "Expires in" } }
+                @for row in &snapshot.workers {
+                    tr class=[(!row.live).then_some("warn")] {
+                        td { code { (row.counter) } }
+                        td.num { (row.worker) }
+                        td { (row.host) }
+                        td.num { (row.pid) }
+                        td.num { @if row.live { (seconds(row.expires_in_ms)) } @else { "expired" } }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn locks(snapshot: &Snapshot) -> Markup {
+    html! {
+        h2 { "Locks held" }
+        @if snapshot.locks.is_empty() {
+            p.empty { "No lock is held." }
+        } @else {
+            table #locks {
+                tr { th { "Lock" } th { "Holder" } th { "Fencing token" } th { "Holds" } th { "Time left" } }
+                @for row in &snapshot.locks {
+                    tr {
+                        td { code { (row.name) } }
+                        td { code { (row.holder) } }
+                        td.num { (row.token) }
+                        td.num { (row.count) }
+                        td.num { @if let Some(ms) = row.expires_in_ms { (seconds(ms)) } @else { "—" } }
+                    }
+                }
+            }
+        }
+        @if snapshot.free_locks > 0 {
+            p.meta { (snapshot.free_locks) " other lock(s) free." }
+        }
+    }
+}
+
+fn policy_cells(row: &PolicyRow) -> Markup {
+    html! {
+        td { (row.name) } td { (row.policy_version) } td { code { (short(&row.sha256)) } }
+    }
+}
+
+fn policies(snapshot: &Snapshot) -> Markup {
+    let view = &snapshot.policy;
+    html! {
+        h2 { "Policy" }
+        @if let Some(serving) = &view.serving {
+            p #serving {
+                "In service here: " strong { (serving.name) " " (serving.policy_version) }
+                @if let Some(version) = serving.version { ", stored version " (version) } @else { ", this instance's own (not from the store)" }
+                @if let Some(contract) = &serving.contract { ", contract " (contract) }
+                ", sha256 " code { (short(&serving.sha256)) }
+            }
+        }
+        @if view.stored.is_empty() {
+            p.empty { "No policy stored: every instance formats with its own." }
+        } @else {
+            table #policies {
+                tr { th { "Version" } th { "Name" } th { "Policy version" } th { "SHA-256" } th { "Pushed" } th { "Active" } }
+                @for row in &view.stored {
+                    tr {
+                        td.num { (row.version.unwrap_or_default()) }
+                        (policy_cells(row))
+                        td { (row.pushed_at.clone().unwrap_or_default()) }
+                        td { @if row.active { strong { "active" } } }
+                    }
+                }
+            }
+            @if !view.history.is_empty() {
+                p #history {
+                    "Activation history (oldest first): "
+                    (view.history.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(" → "))
+                    " → now " (view.stored.iter().find(|r| r.active).and_then(|r| r.version).map(|v| v.to_string()).unwrap_or_else(|| "none".into()))
+                }
+            }
+        }
+    }
+}
+
+fn short(sha256: &str) -> &str {
+    sha256.get(..12).unwrap_or(sha256)
+}
+
+fn seconds(ms: i64) -> String {
+    format!("{:.1} s", ms as f64 / 1000.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::monitor::snapshot::{Instance, LockRow, PolicyView};
+    use idmint::sequence::Headroom;
+
+    fn snapshot() -> Snapshot {
+        Snapshot {
+            taken_at: "2026-11-23T16:00:00.000000Z".into(),
+            instance: Instance {
+                name: "host:1".into(),
+                buffers: Vec::new(),
+                rates: vec![RatePoint { values: 10, requests: 2 }, RatePoint { values: 30, requests: 3 }],
+            },
+            counters: vec![CounterRow {
+                name: "<script>alert(1)</script>".into(),
+                kind: "autoinc".into(),
+                facts: vec![("seq".into(), "95".into())],
+                prefixes: vec!["(none)".into()],
+                headroom: Some(Headroom { used: 0.95, left: "5 values".into() }),
+                problem: None,
+            }],
+            workers: Vec::new(),
+            locks: vec![LockRow { name: "nightly".into(), holder: "abc".into(), token: 7, count: 1, expires_in_ms: Some(2500) }],
+            free_locks: 0,
+            policy: PolicyView::default(),
+            problems: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn names_are_escaped_and_a_counter_near_its_end_is_marked() {
+        let page = render(&snapshot()).into_string();
+        assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{page}");
+        assert!(!page.contains("<script>"));
+        assert!(page.contains(r#"<tr class="warn">"#));
+        assert!(page.contains("2.5 s"));
+        assert!(page.contains("<polyline"));
+    }
+}
