@@ -338,7 +338,11 @@ impl Headroom {
     pub(crate) fn of_values(used: u64, capacity: u64) -> Self {
         let left = capacity.saturating_sub(used);
         Headroom {
-            used: if capacity == 0 { 1.0 } else { used as f64 / capacity as f64 },
+            used: if capacity == 0 {
+                1.0
+            } else {
+                used as f64 / capacity as f64
+            },
             left: format!("{} values", group_thousands(left)),
         }
     }
@@ -354,7 +358,7 @@ fn group_thousands(value: u64) -> String {
     let digits = value.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (index, digit) in digits.chars().enumerate() {
-        if index > 0 && (digits.len() - index) % 3 == 0 {
+        if index > 0 && (digits.len() - index).is_multiple_of(3) {
             out.push(',');
         }
         out.push(digit);

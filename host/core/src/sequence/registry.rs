@@ -21,8 +21,7 @@ use serde::Serialize;
 
 use super::document::{read_kind, read_prefixes, DEFAULT_KIND};
 use super::kind::{
-    check_block, CommandOptions, Fact, GiveBack, Handle, Headroom, Held, Kind, Setting,
-    ValueShape,
+    check_block, CommandOptions, Fact, GiveBack, Handle, Headroom, Held, Kind, Setting, ValueShape,
 };
 use super::settings::Settings;
 use super::{kinds, Clock, CounterName, SequenceError};
