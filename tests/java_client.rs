@@ -71,6 +71,8 @@ fn java(program: &str) -> Command {
 struct Serve {
     test: &'static str,
     port: u16,
+    /// The admin listener's port (`/metrics`), chosen anew at each start.
+    admin_port: u16,
     child: Option<Child>,
     log: Arc<Mutex<Vec<String>>>,
 }
@@ -81,6 +83,7 @@ impl Serve {
         let mut serve = Self {
             test,
             port: 0,
+            admin_port: 0,
             child: None,
             log: Arc::default(),
         };
@@ -109,7 +112,13 @@ impl Serve {
     fn spawn(&mut self) {
         let listen = format!("127.0.0.1:{}", self.port);
         let mut child = idmint(self.test)
-            .args(["serve", "--listen", &listen])
+            .args([
+                "serve",
+                "--listen",
+                &listen,
+                "--admin-listen",
+                "127.0.0.1:0",
+            ])
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -127,28 +136,32 @@ impl Serve {
         BufReader::new(child.stdout.take().expect("piped stdout"))
             .read_line(&mut first)
             .expect("read the address");
-        let port = first
+        // "listening on http://API (admin on http://ADMIN)"
+        let port_of = |address: &str| address.rsplit(':').next()?.parse::<u16>().ok();
+        let ports = first
             .trim()
             .strip_prefix("listening on http://")
-            .and_then(|address| address.rsplit(':').next())
-            .and_then(|port| port.parse().ok())
-            .unwrap_or_else(|| {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!(
-                    "idmint serve did not start on {listen}: {first:?}\n{}",
-                    self.log.lock().unwrap().join("\n")
-                )
-            });
+            .and_then(|rest| rest.strip_suffix(')'))
+            .and_then(|rest| rest.split_once(" (admin on http://"))
+            .and_then(|(api, admin)| Some((port_of(api)?, port_of(admin)?)));
+        let (port, admin_port) = ports.unwrap_or_else(|| {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "idmint serve did not start on {listen}: {first:?}\n{}",
+                self.log.lock().unwrap().join("\n")
+            )
+        });
         self.port = port;
+        self.admin_port = admin_port;
         self.child = Some(child);
     }
 
-    /// `GET /metrics`, on a connection of its own.
+    /// `GET /metrics` on the admin listener, on a connection of its own.
     fn metrics(&self) -> String {
         use std::io::Read;
-        let mut stream =
-            std::net::TcpStream::connect(("127.0.0.1", self.port)).expect("connect for /metrics");
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.admin_port))
+            .expect("connect for /metrics");
         write!(
             stream,
             "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"

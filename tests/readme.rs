@@ -57,7 +57,9 @@
 //!   listens on (`listening on http://127.0.0.1:PORT`), or `:0` while none
 //!   runs, so the serve command itself takes a free port from the system
 //!   (no race with other processes); in output, `127.0.0.1:PORT` and
-//!   `localhost:PORT` read `:8080` again.
+//!   `localhost:PORT` read `:8080` again. Its admin listener, the README's
+//!   `127.0.0.1:8081`, is substituted the same way (`(admin on
+//!   http://127.0.0.1:PORT)`).
 //!
 //! # Normalisation
 //!
@@ -96,6 +98,8 @@ use crate::harness::{self, OwnedServer, ServerConfig};
 
 /// The README's HTTP port, replaced by the one `idmint serve` listens on.
 const README_HTTP_PORT: &str = "8080";
+/// The README's admin port (`idmint serve --admin-listen`), replaced likewise.
+const README_ADMIN_PORT: &str = "8081";
 /// What a marker comment starts with.
 const MARKER: &str = "<!-- readme-test:";
 /// The variable that makes the test write real outputs into the README.
@@ -333,6 +337,7 @@ struct Session {
     mongodb_uri: String,
     status: i32,
     http_port: Option<String>,
+    admin_port: Option<String>,
     failures: Vec<String>,
     fixes: Vec<Fix>,
 }
@@ -369,6 +374,7 @@ impl Session {
             mongodb_uri: mongodb_uri.to_string(),
             status: 0,
             http_port: None,
+            admin_port: None,
             failures: Vec::new(),
             fixes: Vec::new(),
         }
@@ -425,13 +431,17 @@ impl Session {
             // The pipe ends once every process of the group has exited.
             let _ = drain.join();
             self.http_port = None;
+            self.admin_port = None;
         }
     }
 
     /// The command as the shell runs it: ports substituted, `$?` set.
     fn script(&self, command: &str) -> String {
         let port = self.http_port.as_deref().unwrap_or("0");
-        let command = command.replace(&format!(":{README_HTTP_PORT}"), &format!(":{port}"));
+        let admin = self.admin_port.as_deref().unwrap_or("0");
+        let command = command
+            .replace(&format!(":{README_HTTP_PORT}"), &format!(":{port}"))
+            .replace(&format!(":{README_ADMIN_PORT}"), &format!(":{admin}"));
         format!("(exit {}); {command}", self.status)
     }
 
@@ -489,8 +499,11 @@ impl Session {
             match lines.next() {
                 Some(Ok(line)) => {
                     let done = line.contains(until);
-                    if let Some(port) = listening_port(&line) {
+                    if let Some(port) = listening_port(&line, "listening on http://") {
                         self.http_port = Some(port);
+                    }
+                    if let Some(port) = listening_port(&line, "(admin on http://") {
+                        self.admin_port = Some(port);
                     }
                     shown.push(line);
                     if done {
@@ -513,21 +526,29 @@ impl Session {
     /// as the README's.
     fn real_lines(&self, output: &[u8]) -> Vec<String> {
         let mut text = String::from_utf8_lossy(output).into_owned();
-        if let Some(port) = &self.http_port {
+        let mut ports: Vec<(&String, &str)> = [
+            (&self.http_port, README_HTTP_PORT),
+            (&self.admin_port, README_ADMIN_PORT),
+        ]
+        .into_iter()
+        .filter_map(|(port, readme)| Some((port.as_ref()?, readme)))
+        .collect();
+        // The longer first, so that one port is never read inside another.
+        ports.sort_by_key(|(port, _)| std::cmp::Reverse(port.len()));
+        for (port, readme) in ports {
             for host in ["127.0.0.1", "localhost"] {
-                text = text.replace(
-                    &format!("{host}:{port}"),
-                    &format!("{host}:{README_HTTP_PORT}"),
-                );
+                text = text.replace(&format!("{host}:{port}"), &format!("{host}:{readme}"));
             }
         }
         text.lines().map(str::to_string).collect()
     }
 }
 
-/// The port in `listening on http://HOST:PORT`, if the line says so.
-fn listening_port(line: &str) -> Option<String> {
-    let address = line.split("listening on http://").nth(1)?;
+/// The port in `{before}HOST:PORT` (`listening on http://`, `(admin on
+/// http://`), if the line says so.
+fn listening_port(line: &str, before: &str) -> Option<String> {
+    let address = line.split(before).nth(1)?;
+    let address = address.split([' ', ')']).next()?;
     let port: String = address
         .rsplit(':')
         .next()?

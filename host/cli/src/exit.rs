@@ -97,7 +97,9 @@ pub fn class_of(error: &anyhow::Error) -> Option<ErrorClass> {
             idmint::policy::PolicyStoreError,
             idmint::lock::LockError,
             idmint::installer::InstallError,
-            idmint::tokens::AccessError
+            idmint::tokens::AccessError,
+            idmint_serve::StartError,
+            idmint_serve::LimitsError
         );
         if cause.is::<idmint::config::ConnectError>() || cause.is::<UsageError>() {
             return Some(ErrorClass::BadInput);

@@ -69,7 +69,9 @@ impl NextCmd {
         }
         let name = CounterName::new(&self.name).map_err(idmint::Error::from)?;
         let policy = self.policy.load()?;
-        let open = self.open.options()?;
+        let mut open = self.open.options()?;
+        // A bounded run: a segment counter fetches no more than it will use.
+        open.segment = open.segment.wants(Some(self.count));
         let database = self.connect.connect().await?;
         let (sequence, state) = Sequence::open(&database, name, &open)
             .await
@@ -195,30 +197,10 @@ async fn next_lines(
     Ok(minter.next_lines(count).await?)
 }
 
-/// Reports a follower's event on stderr (a JSON line with --json).
+/// Reports a follower's event on stderr (a JSON line with --json), in the
+/// words the library gives it.
 fn report_event(output: &Output, event: &SwapEvent) {
-    let (kind, text) = match event {
-        SwapEvent::Swapped { source, report } => (
-            "swapped",
-            format!(
-                "policy swapped: now serving {} {} (sha256 {}) from {source}",
-                report.policy.name, report.policy.version, report.sha256
-            ),
-        ),
-        SwapEvent::Refused { source, error } => (
-            "refused",
-            format!("policy from {source} refused, keeping the current one: {error}"),
-        ),
-        SwapEvent::SourceError { source, message } => {
-            ("source-error", format!("cannot read {source}: {message}"))
-        }
-        SwapEvent::Polling { reason } => (
-            "polling",
-            format!("no change stream ({reason}); polling the policies collection"),
-        ),
-        _ => ("other", format!("{event:?}")),
-    };
-    say(output, kind, &text);
+    say(output, event.kind(), &event.to_string());
 }
 
 /// Writes one line to stderr (a JSON object with --json).

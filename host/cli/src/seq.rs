@@ -42,7 +42,9 @@ struct SeqLine<'a> {
 impl SeqCmd {
     pub async fn execute(&self, output: &Output) -> anyhow::Result<Outcome> {
         let name = CounterName::new(&self.name).map_err(idmint::Error::from)?;
-        let options = self.open.options()?;
+        let mut options = self.open.options()?;
+        // A bounded run: a segment counter fetches no more than it will use.
+        options.segment = options.segment.wants(Some(self.count));
         let database = self.connect.connect().await?;
         let mut left = self.count;
         let sequence = match Sequence::open(&database, name.clone(), &options).await {

@@ -1,6 +1,7 @@
 //! `idmint serve`: the ID service (the `idmint-serve` crate). Parses the flags into
-//! the library's options, sets up logging, binds, prints the address it
-//! listens on, and runs until SIGTERM or Ctrl-C.
+//! the library's options (which the library checks: `Limits::check`), sets
+//! up logging, binds, prints the addresses it listens on, and runs until
+//! SIGTERM or Ctrl-C.
 
 use std::io::{IsTerminal, Write};
 use std::net::SocketAddr;
@@ -27,6 +28,11 @@ pub struct ServeCmd {
     /// Address to listen on (port 0: any free port, printed at start).
     #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDR")]
     pub listen: SocketAddr,
+    /// Address of the admin listener: /readyz, /metrics and /openapi.json
+    /// are served there only (port 0: any free port, printed at start).
+    /// Without it they are not served.
+    #[arg(long, value_name = "ADDR")]
+    pub admin_listen: Option<SocketAddr>,
     #[command(flatten)]
     pub connect: ConnectArgs,
     #[command(flatten)]
@@ -62,9 +68,23 @@ pub struct ServeCmd {
     /// Requests in progress at once; more are answered 503 at once.
     #[arg(long, default_value_t = 1024, value_name = "N")]
     pub max_concurrent: usize,
+    /// Connections open at once; one more is answered 503 and closed.
+    #[arg(long, default_value_t = 4096, value_name = "N")]
+    pub max_connections: usize,
     /// Seconds a request may take before it is answered 503.
     #[arg(long, default_value_t = 5.0, value_name = "SECS")]
     pub request_timeout: f64,
+    /// Seconds a connection may take to send a request's header, from
+    /// connecting or its previous answer (the idle timeout too).
+    #[arg(long, default_value_t = 10.0, value_name = "SECS")]
+    pub header_timeout: f64,
+    /// Seconds a request body may take to arrive (answered 408 past it).
+    #[arg(long, default_value_t = 5.0, value_name = "SECS")]
+    pub body_timeout: f64,
+    /// Seconds shutdown waits for requests in flight before it abandons
+    /// them (and still closes every counter).
+    #[arg(long, default_value_t = 10.0, value_name = "SECS")]
+    pub shutdown_timeout: f64,
     /// The largest request body, in bytes.
     #[arg(long, default_value_t = 256 * 1024, value_name = "BYTES")]
     pub max_body: usize,
@@ -85,42 +105,42 @@ pub enum LogFormat {
 #[derive(Serialize)]
 struct Listening {
     listening: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    admin: Option<String>,
 }
 
 impl ServeCmd {
     /// The library's limits, or what is wrong with the flags.
+    /// The library's limits (checked by the library; a refusal names the
+    /// flag).
     fn limits(&self) -> anyhow::Result<Limits> {
+        let seconds = |flag: &str, value: f64| {
+            if value.is_finite() && value >= 0.0 {
+                Ok(Duration::from_secs_f64(value.min(1e9)))
+            } else {
+                Err(UsageError(format!(
+                    "--{flag} {value} is not a number of seconds"
+                )))
+            }
+        };
         let mut limits = Limits::default();
-        if !(1..=limits.max_count).contains(&self.max_count) {
-            return Err(UsageError(format!(
-                "--max-count {} is out of range 1 to {}",
-                self.max_count, limits.max_count
-            ))
-            .into());
-        }
-        if !(1..=idmint::sequence::MAX_STEP).contains(&self.max_range) {
-            return Err(UsageError(format!(
-                "--max-range {} is out of range 1 to {}",
-                self.max_range,
-                idmint::sequence::MAX_STEP
-            ))
-            .into());
-        }
-        if self.max_concurrent == 0 {
-            return Err(UsageError("--max-concurrent must be at least 1".into()).into());
-        }
-        if !(0.001..=3600.0).contains(&self.request_timeout) {
-            return Err(UsageError(format!(
-                "--request-timeout {} is out of range 0.001 to 3600 seconds",
-                self.request_timeout
-            ))
-            .into());
-        }
         limits.max_count = self.max_count;
         limits.max_range = self.max_range;
         limits.max_concurrent = self.max_concurrent;
-        limits.request_timeout = Duration::from_secs_f64(self.request_timeout);
+        limits.max_connections = self.max_connections;
+        limits.request_timeout = seconds("request-timeout", self.request_timeout)?;
+        limits.header_timeout = seconds("header-timeout", self.header_timeout)?;
+        limits.body_timeout = seconds("body-timeout", self.body_timeout)?;
+        limits.shutdown_timeout = seconds("shutdown-timeout", self.shutdown_timeout)?;
         limits.max_body_bytes = self.max_body;
+        limits.check().map_err(|error| {
+            let flag = match error.field {
+                "max_body_bytes" => "max-body".to_string(),
+                field => field.replace('_', "-"),
+            };
+            let value = error.value.trim_end_matches(" s");
+            UsageError(format!("--{flag} {value} is out of range {}", error.range))
+        })?;
         Ok(limits)
     }
 
@@ -169,23 +189,41 @@ impl ServeCmd {
         options.kind_policies = self.kind_policies(&runtime)?;
         let database = self.connect.connect().await?;
         let server = Server::start(&database, &runtime, local, options).await?;
-        let listener = tokio::net::TcpListener::bind(self.listen)
-            .await
-            .map_err(|error| UsageError(format!("cannot listen on {}: {error}", self.listen)))?;
+        let bind = |address: SocketAddr| async move {
+            tokio::net::TcpListener::bind(address)
+                .await
+                .map_err(|error| UsageError(format!("cannot listen on {address}: {error}")))
+        };
+        let listener = bind(self.listen).await?;
+        let admin = match self.admin_listen {
+            Some(address) => Some(bind(address).await?),
+            None => None,
+        };
         let address = listener.local_addr()?;
+        let admin_address = admin.as_ref().map(|admin| admin.local_addr()).transpose()?;
         // The one line on stdout: where the service is, for scripts.
         if output.is_json() {
             output.json_lines(std::iter::once(Listening {
                 listening: address.to_string(),
+                admin: admin_address.map(|admin| admin.to_string()),
             }))?;
         } else {
             let mut stdout = std::io::stdout().lock();
-            writeln!(stdout, "listening on http://{address}")?;
+            match admin_address {
+                Some(admin) => writeln!(
+                    stdout,
+                    "listening on http://{address} (admin on http://{admin})"
+                )?,
+                None => writeln!(stdout, "listening on http://{address}")?,
+            }
             stdout.flush()?;
         }
-        tracing::info!(%address, "listening");
-        let failures = server.run(listener, shutdown_signal()).await?;
-        tracing::info!("stopped: requests finished, counters closed");
+        tracing::info!(%address, admin = admin_address.map(|a| a.to_string()), "listening");
+        let failures = server.run_with(listener, admin, shutdown_signal()).await?;
+        for (counter, error) in &failures {
+            tracing::warn!(%counter, %error, "a counter could not be closed");
+        }
+        tracing::info!("stopped: connections closed, counters closed");
         match failures.into_iter().next() {
             None => Ok(Outcome::Success),
             Some((_, error)) => Err(idmint::Error::from(error).into()),
@@ -226,5 +264,4 @@ async fn shutdown_signal() {
     }
     #[cfg(not(unix))]
     let _ = ctrl_c.await;
-    tracing::info!("shutting down: no new connections, finishing requests in flight");
 }

@@ -136,43 +136,50 @@ impl Access {
         Self::from_entries(file.apps, &source_name)
     }
 
-    /// Reads the tokens collection of `database`.
-    pub async fn from_database(database: &Database) -> Result<Self, AccessError> {
-        let source_name = format!("collection {}.{TOKENS_COLLECTION}", database.name());
-        Self::from_entries(list_apps(database).await?, &source_name)
+    /// Reads the tokens collection of `database`. A document that is not a
+    /// valid entry (a field missing or of the wrong type, a bad hash, no
+    /// counters, a token another entry has) is skipped, not fatal: one bad
+    /// document written by hand must not lock every app out. What was
+    /// skipped, and why, is in [`LoadedAccess::skipped`], for the caller to
+    /// warn about. Only a database failure is an error.
+    pub async fn from_database(database: &Database) -> Result<LoadedAccess, AccessError> {
+        let documents: Vec<Document> = database
+            .collection::<Document>(TOKENS_COLLECTION)
+            .find(doc! {})
+            .sort(doc! { "_id": 1 })
+            .await?
+            .try_collect()
+            .await?;
+        let mut apps = HashMap::new();
+        let mut skipped = Vec::new();
+        for document in documents {
+            let id = document
+                .get("_id")
+                .map_or_else(|| "(no _id)".to_string(), |id| id.to_string());
+            let entry: AppEntry = match mongodb::bson::from_document(document) {
+                Ok(entry) => entry,
+                Err(error) => {
+                    skipped.push(format!("document {id}: {error}"));
+                    continue;
+                }
+            };
+            if let Err(reason) = add_entry(&mut apps, entry) {
+                skipped.push(format!("document {id}: {reason}"));
+            }
+        }
+        Ok(LoadedAccess {
+            access: Self { apps },
+            skipped,
+        })
     }
 
     fn from_entries(entries: Vec<AppEntry>, source_name: &str) -> Result<Self, AccessError> {
-        let invalid = |reason: String| AccessError::Invalid {
-            source_name: source_name.to_string(),
-            reason,
-        };
         let mut apps = HashMap::new();
         for entry in entries {
-            let hash = entry.token_sha256.to_ascii_lowercase();
-            if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
-                return Err(invalid(format!(
-                    "app '{}': token_sha256 must be 64 hexadecimal digits (printf %s \"$TOKEN\" | sha256sum)",
-                    entry.name
-                )));
-            }
-            if entry.counters.is_empty() {
-                return Err(invalid(format!(
-                    "app '{}' lists no counters (use [\"*\"] for all)",
-                    entry.name
-                )));
-            }
-            let app = App {
-                name: entry.name,
-                counters: entry.counters,
-                prefixes: entry.prefixes,
-            };
-            if let Some(previous) = apps.insert(hash, app) {
-                return Err(invalid(format!(
-                    "app '{}' has the same token as another app",
-                    previous.name
-                )));
-            }
+            add_entry(&mut apps, entry).map_err(|reason| AccessError::Invalid {
+                source_name: source_name.to_string(),
+                reason,
+            })?;
         }
         Ok(Self { apps })
     }
@@ -181,6 +188,48 @@ impl Access {
     pub fn app_for_token(&self, token: &str) -> Option<&App> {
         self.apps.get(&sha256_hex(token.as_bytes()))
     }
+}
+
+/// The tokens collection as read ([`Access::from_database`]): the apps
+/// allowed in, and the documents skipped with why.
+#[derive(Debug, Clone)]
+pub struct LoadedAccess {
+    /// The apps of the valid documents.
+    pub access: Access,
+    /// One line per document skipped: its `_id` and what is wrong with it.
+    pub skipped: Vec<String>,
+}
+
+/// Checks `entry` and adds it to `apps`, or says what is wrong with it.
+fn add_entry(apps: &mut HashMap<String, App>, entry: AppEntry) -> Result<(), String> {
+    let hash = entry.token_sha256.to_ascii_lowercase();
+    if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(format!(
+            "app '{}': token_sha256 must be 64 hexadecimal digits (printf %s \"$TOKEN\" | sha256sum)",
+            entry.name
+        ));
+    }
+    if entry.counters.is_empty() {
+        return Err(format!(
+            "app '{}' lists no counters (use [\"*\"] for all)",
+            entry.name
+        ));
+    }
+    if let Some(previous) = apps.get(&hash) {
+        return Err(format!(
+            "app '{}' has the same token as app '{}'",
+            entry.name, previous.name
+        ));
+    }
+    apps.insert(
+        hash,
+        App {
+            name: entry.name,
+            counters: entry.counters,
+            prefixes: entry.prefixes,
+        },
+    );
+    Ok(())
 }
 
 impl AccessError {

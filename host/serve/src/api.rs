@@ -130,7 +130,7 @@ pub struct CounterResponse {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Readiness {
     /// Whether the server can serve: database reachable, policy loaded,
-    /// every worker lease held.
+    /// every worker lease held, no segment fetch stuck.
     pub ready: bool,
     /// `ok`, or why the database is not usable.
     pub database: String,
@@ -138,6 +138,18 @@ pub struct Readiness {
     pub policy: String,
     /// Snowflake counters opened, and whether each lease is held.
     pub leases: Vec<LeaseReadiness>,
+    /// Segment fetches waiting on the database for longer than the server
+    /// allows before it says so (a majority that does not answer).
+    pub stuck_fetches: Vec<FetchReadiness>,
+}
+
+/// A segment fetch that has waited too long, for `/readyz`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FetchReadiness {
+    /// The segment counter.
+    pub counter: String,
+    /// How long its fetch has been waiting, in milliseconds.
+    pub waiting_ms: u64,
 }
 
 /// A worker lease, for `/readyz`.

@@ -1,6 +1,17 @@
 //! [`ApiError`]: every way a request can fail, with its HTTP status and the
 //! JSON body the client gets: `{"error": KIND, "message": TEXT}`, plus the
 //! counter's name when one is concerned.
+//!
+//! A failure of the library is classified once, by the library
+//! ([`ErrorClass`]); its status and kind are one table over the class,
+//! [`class_status`] (the CLI's exit codes are the other table). Failures of
+//! the request itself (a malformed parameter, no token, over a limit) are
+//! the service's own variants.
+//!
+//! A 5xx answer carries no internal detail (policy file paths, wasm
+//! backtraces, database hosts, role names): the cause is logged on the
+//! server with the app that asked, and the client gets a message that says
+//! what kind of failure it was and whether to retry.
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -22,6 +33,9 @@ pub enum ApiError {
     /// The request body is larger than the server's `--max-body`.
     #[error("{0}")]
     TooLarge(String),
+    /// The request body did not arrive within `--body-timeout`.
+    #[error("{0}")]
+    SlowBody(String),
     /// No (valid) bearer token, when the server requires one.
     #[error("a valid bearer token is required (Authorization: Bearer TOKEN)")]
     Unauthenticated,
@@ -41,125 +55,179 @@ pub enum ApiError {
         /// The prefix asked for.
         prefix: String,
     },
-    /// The counter does not exist.
-    #[error("counter '{0}' does not exist")]
-    UnknownCounter(String),
-    /// The counter exists but cannot serve this route (a Leaf alias of
-    /// another kind), or the policy cannot format its values.
+    /// The counter exists but this route does not serve its kind (a Leaf
+    /// route, `ranges`); nothing was opened or taken.
     #[error("{message}")]
-    Unservable {
+    WrongRoute {
         /// The counter.
         counter: String,
         /// Why.
         message: String,
     },
-    /// Taking values failed for a reason of the counter's (exhausted,
-    /// corrupt, clock behind): retrying as is will not help.
-    #[error(transparent)]
-    Counter(SequenceError),
-    /// The database could not be reached or failed, or the worker lease
-    /// is not held: retry later.
-    #[error(transparent)]
-    Unavailable(SequenceError),
-    /// The policy failed (trapped, ran past its limits, wrote bad output).
-    #[error("the policy failed: {0}")]
-    Policy(PolicyError),
-    /// The server is at its concurrency limit, or the request ran past
-    /// its time limit.
+    /// The library failed or refused; its class decides the status
+    /// ([`class_status`]).
+    #[error("{error}")]
+    Library {
+        /// What kind of failure it is.
+        class: ErrorClass,
+        /// The counter concerned, if any.
+        counter: Option<String>,
+        /// The library's error, logged (and shown to the client below 500).
+        error: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The server is at one of its limits (requests, policy slots), or the
+    /// request ran past its time limit: retry with backoff.
     #[error("{0}")]
     Overloaded(String),
+    /// The tokens could not be read for longer than the server trusts the
+    /// ones it has: no request is let in until they are.
+    #[error("{0}")]
+    TokensStale(String),
     /// No route has this method and path.
-    #[error("no route {0}; see /openapi.json")]
+    #[error("no route {0}; see /openapi.json on the admin listener")]
     NoRoute(String),
 }
 
 /// The JSON body of an error response.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ErrorBody {
-    /// A stable machine-readable kind: `bad-request`, `too-large`, `unauthenticated`,
-    /// `forbidden`, `unknown-counter`, `unservable`, `counter`,
-    /// `unavailable`, `policy`, `overloaded`, `no-route`.
+    /// A stable machine-readable kind: `bad-request`, `too-large`,
+    /// `timeout`, `unauthenticated`, `forbidden`, `unknown-counter`,
+    /// `unservable`, `counter`, `unavailable`, `policy`, `internal`,
+    /// `overloaded`, `no-route`.
     pub error: &'static str,
-    /// What went wrong, in words.
+    /// What went wrong, in words (for a 5xx, without internal detail).
     pub message: String,
     /// The counter concerned, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub counter: Option<String>,
 }
 
+/// The one table: the HTTP status and error kind of each class of library
+/// failure.
+pub fn class_status(class: ErrorClass) -> (StatusCode, &'static str) {
+    match class {
+        ErrorClass::BadInput => (StatusCode::BAD_REQUEST, "bad-request"),
+        ErrorClass::NotFound => (StatusCode::NOT_FOUND, "unknown-counter"),
+        ErrorClass::Conflict | ErrorClass::Exhausted => (StatusCode::CONFLICT, "counter"),
+        ErrorClass::Unfit => (StatusCode::CONFLICT, "unservable"),
+        ErrorClass::Busy
+        | ErrorClass::Lost
+        | ErrorClass::Unavailable
+        | ErrorClass::Unauthorized => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+        ErrorClass::Policy => (StatusCode::INTERNAL_SERVER_ERROR, "policy"),
+        // Drift, and a class added later: idmint's own failure.
+        _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+    }
+}
+
+/// What a client is told of a library failure answered 5xx: the kind of
+/// failure and what to do, never its detail (which is logged).
+fn generic_message(class: ErrorClass) -> &'static str {
+    match class {
+        ErrorClass::Unauthorized => {
+            "the server's database user lacks a privilege this needs; the operator must grant it \
+             (the server log names it)"
+        }
+        ErrorClass::Busy | ErrorClass::Lost | ErrorClass::Unavailable => {
+            "the database cannot serve this now (unreachable, failing, or a lease not held); \
+             retry with backoff"
+        }
+        ErrorClass::Policy => {
+            "the policy failed to format or read these IDs (the server log has the cause); \
+             the values taken for them are not issued twice"
+        }
+        _ => "the server failed (the server log has the cause)",
+    }
+}
+
 impl ApiError {
-    /// The HTTP status answered.
-    pub fn status(&self) -> StatusCode {
-        match self {
-            Self::BadRequest(_) => StatusCode::BAD_REQUEST,
-            Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::Unauthenticated => StatusCode::UNAUTHORIZED,
-            Self::Forbidden { .. } | Self::ForbiddenPrefix { .. } => StatusCode::FORBIDDEN,
-            Self::UnknownCounter(_) => StatusCode::NOT_FOUND,
-            Self::Unservable { .. } | Self::Counter(_) => StatusCode::CONFLICT,
-            Self::Unavailable(_) | Self::Overloaded(_) => StatusCode::SERVICE_UNAVAILABLE,
-            Self::Policy(_) => StatusCode::INTERNAL_SERVER_ERROR,
-            Self::NoRoute(_) => StatusCode::NOT_FOUND,
+    /// The error of a library failure, classified by the library.
+    pub fn library(
+        class: ErrorClass,
+        counter: Option<String>,
+        error: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self::Library {
+            class,
+            counter,
+            error: Box::new(error),
         }
     }
 
-    /// The stable kind of [`ErrorBody::error`].
-    pub fn kind(&self) -> &'static str {
+    /// The HTTP status answered, and the stable kind of
+    /// [`ErrorBody::error`].
+    pub fn status(&self) -> (StatusCode, &'static str) {
         match self {
-            Self::BadRequest(_) => "bad-request",
-            Self::TooLarge(_) => "too-large",
-            Self::Unauthenticated => "unauthenticated",
-            Self::Forbidden { .. } | Self::ForbiddenPrefix { .. } => "forbidden",
-            Self::UnknownCounter(_) => "unknown-counter",
-            Self::Unservable { .. } => "unservable",
-            Self::Counter(_) => "counter",
-            Self::Unavailable(_) => "unavailable",
-            Self::Policy(_) => "policy",
-            Self::Overloaded(_) => "overloaded",
-            Self::NoRoute(_) => "no-route",
-        }
-    }
-
-    fn counter(&self) -> Option<String> {
-        match self {
-            Self::Forbidden { counter, .. } | Self::Unservable { counter, .. } => {
-                Some(counter.clone())
+            Self::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad-request"),
+            Self::TooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "too-large"),
+            Self::SlowBody(_) => (StatusCode::REQUEST_TIMEOUT, "timeout"),
+            Self::Unauthenticated => (StatusCode::UNAUTHORIZED, "unauthenticated"),
+            Self::Forbidden { .. } | Self::ForbiddenPrefix { .. } => {
+                (StatusCode::FORBIDDEN, "forbidden")
             }
-            Self::UnknownCounter(counter) => Some(counter.clone()),
+            Self::WrongRoute { .. } => (StatusCode::CONFLICT, "unservable"),
+            Self::Library { class, .. } => class_status(*class),
+            Self::Overloaded(_) => (StatusCode::SERVICE_UNAVAILABLE, "overloaded"),
+            Self::TokensStale(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+            Self::NoRoute(_) => (StatusCode::NOT_FOUND, "no-route"),
+        }
+    }
+
+    /// The counter concerned, if any.
+    pub fn counter(&self) -> Option<&str> {
+        match self {
+            Self::Forbidden { counter, .. } | Self::WrongRoute { counter, .. } => Some(counter),
+            Self::Library { counter, .. } => counter.as_deref(),
             _ => None,
         }
     }
 
-    /// The error a policy that cannot serve `counter` makes.
-    pub fn unfit(counter: &str, error: impl std::fmt::Display) -> Self {
-        Self::Unservable {
+    /// Whether the answer is the server's failure (5xx), whose detail is
+    /// logged rather than answered.
+    pub fn is_server_failure(&self) -> bool {
+        self.status().0.is_server_error()
+    }
+
+    /// The message the client gets.
+    pub fn public_message(&self) -> String {
+        match self {
+            Self::Library { class, .. } if self.is_server_failure() => {
+                generic_message(*class).to_string()
+            }
+            other => other.to_string(),
+        }
+    }
+
+    /// The error of a route that does not serve `counter`'s kind.
+    pub fn wrong_route(counter: &str, message: impl Into<String>) -> Self {
+        Self::WrongRoute {
             counter: counter.to_string(),
-            message: error.to_string(),
+            message: message.into(),
         }
     }
 }
 
 impl From<SequenceError> for ApiError {
     fn from(error: SequenceError) -> Self {
-        match error {
-            SequenceError::UnknownCounter(name) => Self::UnknownCounter(name.to_string()),
-            SequenceError::InvalidCounterName { .. } => Self::BadRequest(error.to_string()),
-            error
-                if matches!(
-                    error.class(),
-                    ErrorClass::Unavailable | ErrorClass::Unauthorized
-                ) =>
-            {
-                Self::Unavailable(error)
-            }
-            error => Self::Counter(error),
-        }
+        let counter = match &error {
+            SequenceError::UnknownCounter(name) => Some(name.to_string()),
+            _ => None,
+        };
+        Self::library(error.class(), counter, error)
     }
 }
 
 impl From<PolicyError> for ApiError {
     fn from(error: PolicyError) -> Self {
-        Self::Policy(error)
+        Self::library(error.class(), None, error)
+    }
+}
+
+impl From<FitError> for ApiError {
+    fn from(error: FitError) -> Self {
+        let counter = error.counter().to_string();
+        Self::library(ErrorClass::Unfit, Some(counter), error)
     }
 }
 
@@ -168,26 +236,91 @@ impl From<idmint::Error> for ApiError {
         match error {
             idmint::Error::Sequence(error) => error.into(),
             idmint::Error::Policy(error) => error.into(),
-            idmint::Error::Fit(error) => Self::from(error),
-            other => Self::BadRequest(other.to_string()),
+            idmint::Error::Fit(error) => error.into(),
+            other => Self::library(other.class(), None, other),
         }
     }
 }
 
-impl From<FitError> for ApiError {
-    fn from(error: FitError) -> Self {
-        let counter = error.counter().to_string();
-        Self::unfit(&counter, error)
-    }
+/// The app a failed request came from, put in the response's extensions
+/// for the request log (`routes::track`), which logs 5xx causes with it.
+#[derive(Debug, Clone)]
+pub(crate) struct FailureCause {
+    /// What failed, in full.
+    pub cause: String,
+    /// The counter concerned, if any.
+    pub counter: Option<String>,
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        let (status, kind) = self.status();
         let body = ErrorBody {
-            error: self.kind(),
-            message: self.to_string(),
-            counter: self.counter(),
+            error: kind,
+            message: self.public_message(),
+            counter: self.counter().map(str::to_string),
         };
-        (self.status(), Json(body)).into_response()
+        let mut response = (status, Json(body)).into_response();
+        if status.is_server_error() {
+            // The full cause (with its chain) for the log, never the client.
+            let mut cause = self.to_string();
+            let mut source = std::error::Error::source(&self);
+            while let Some(next) = source {
+                let text = next.to_string();
+                if !cause.contains(&text) {
+                    cause.push_str(": ");
+                    cause.push_str(&text);
+                }
+                source = next.source();
+            }
+            response.extensions_mut().insert(FailureCause {
+                cause,
+                counter: self.counter().map(str::to_string),
+            });
+        }
+        response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_class_has_a_status_and_server_failures_say_no_detail() {
+        let classes = [
+            ErrorClass::BadInput,
+            ErrorClass::NotFound,
+            ErrorClass::Conflict,
+            ErrorClass::Exhausted,
+            ErrorClass::Unfit,
+            ErrorClass::Busy,
+            ErrorClass::Lost,
+            ErrorClass::Drift,
+            ErrorClass::Unavailable,
+            ErrorClass::Unauthorized,
+            ErrorClass::Policy,
+        ];
+        for class in classes {
+            let secret = std::io::Error::other("/etc/idmint/policy.wasm role idmintApp");
+            let error = ApiError::library(class, None, secret);
+            let (status, kind) = error.status();
+            assert!(!kind.is_empty());
+            if status.is_server_error() {
+                assert!(
+                    !error.public_message().contains("idmintApp"),
+                    "{class:?}: {}",
+                    error.public_message()
+                );
+            } else {
+                assert!(error.public_message().contains("idmintApp"));
+            }
+        }
+        assert_eq!(
+            class_status(ErrorClass::NotFound),
+            (StatusCode::NOT_FOUND, "unknown-counter")
+        );
+        assert_eq!(class_status(ErrorClass::Policy).0, 500);
+        assert_eq!(class_status(ErrorClass::Unavailable).0, 503);
     }
 }

@@ -1,7 +1,8 @@
 //! idmint-serve: the idmint library as an HTTP service that apps in any
 //! language take IDs from (`idmint serve`).
 //!
-//! A [`Server`] serves every counter kind through the sequence seam:
+//! A [`Server`] serves every counter kind through the sequence seam, on an
+//! API listener:
 //!
 //! - `GET /v1/counters/{name}/ids?count=N[&prefix=P]`: formatted IDs through
 //!   the policy in service (JSON, or one per line with `Accept: text/plain`);
@@ -14,118 +15,110 @@
 //! - `GET /api/segment/get/{key}`, `GET /api/snowflake/get/{key}`: Meituan
 //!   Leaf's routes, answering a bare decimal, so that Leaf's clients switch
 //!   without a change;
-//! - `/healthz`, `/readyz`, `/metrics` (Prometheus), `/openapi.json`.
+//! - `/healthz`;
+//!
+//! and the operator's routes (`admin.rs`) on an admin listener of their own:
+//! `/readyz`, `/metrics` (Prometheus), `/openapi.json`, `/healthz`. Each
+//! route is registered with its OpenAPI documentation in one call
+//! (utoipa-axum), so the two cannot drift.
 //!
 //! Counters are opened on their first request and kept ([`CounterPool`]):
 //! a segment counter is served from the process's double buffer and a
 //! snowflake counter from its generator under a leased worker id, with no
 //! database round trip per request; a cyclic or auto-increment request
 //! reserves its whole `count` in one round trip. Policies are followed
-//! live (a file, or the policies collection), or given per counter kind
-//! ([`ServeOptions::kind_policies`]), and checked per counter before the
-//! first value is taken ([`Minters`]). Policy calls run on the
-//! blocking pool, so a slow policy never holds an executor thread.
+//! live through one [`PolicyFollower`] (a file, or the policies collection),
+//! or given per counter kind ([`ServeOptions::kind_policies`]), and checked
+//! per counter before the first value is taken ([`Minters`]). Policy calls
+//! take a slot ([`PolicySlots`]) before any value is taken and run on the
+//! blocking pool.
 //!
-//! Limits ([`Limits`]): `count` per request, body size, a time limit per
-//! request and a concurrency limit answering 503 at once rather than
-//! queueing without bound. On shutdown ([`Server::run`]) the server stops
-//! accepting, finishes the requests in flight, then gives back segment
-//! tails and releases worker leases.
+//! Hostile clients ([`Limits`]): a connection cap, a header-read (and idle)
+//! timeout, bodies read outside the request slots within a time limit, a
+//! token checked from the headers before a body is read, a time limit and a
+//! concurrency limit per request answering 503 rather than queueing without
+//! bound. On shutdown ([`Server::run`]) the server stops accepting, lets the
+//! requests in flight finish until the shutdown deadline, abandons the rest,
+//! then gives back segment tails and releases worker leases, all counters
+//! at once, each within a deadline.
+//!
+//! The modules: `limits` (what is allowed), `error` (failures and their
+//! statuses), `extract` (authentication, bodies and rejections), `routes`
+//! (the API), `admin` (the operator's routes), `net` (the listeners and
+//! connections), `pool`, `minters`, `slots`, `access` (tokens), `metrics`.
 
+mod access;
+mod admin;
 mod api;
 mod error;
+mod extract;
+mod limits;
 mod metrics;
 mod minters;
 pub mod monitor;
+mod net;
 mod pool;
 mod routes;
+mod slots;
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::path::PathBuf;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::error_handling::HandleErrorLayer;
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{get, post};
+use axum::middleware::{from_fn_with_state, FromFnLayer};
 use axum::Router;
 use mongodb::Database;
-use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tower::limit::GlobalConcurrencyLimitLayer;
 use tower::load_shed::LoadShedLayer;
 use tower::timeout::TimeoutLayer;
 use tower::ServiceBuilder;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 pub use api::{
-    Checked, CounterResponse, IdsQuery, IdsResponse, LeaseReadiness, RangesQuery, RangesResponse,
-    Readiness, ValidateRequest, ValidateResponse, ValuesQuery, ValuesResponse,
+    Checked, CounterResponse, FetchReadiness, IdsQuery, IdsResponse, LeaseReadiness, RangesQuery,
+    RangesResponse, Readiness, ValidateRequest, ValidateResponse, ValuesQuery, ValuesResponse,
 };
-pub use error::{ApiError, ErrorBody};
-use idmint::tokens::Access;
+pub use error::{class_status, ApiError, ErrorBody};
+pub use extract::{ApiJson, ApiQuery, Caller, CounterPath};
+pub use limits::{Limits, LimitsError, MAX_BODY_BYTES, MAX_TIMEOUT};
 pub use metrics::Metrics;
 pub use minters::Minters;
 pub use pool::{CounterPool, Served};
 pub use routes::ApiDoc;
+pub use slots::{PolicySlot, PolicySlots};
 
-use idmint::policy::watch::{self, SwapEvent};
-use idmint::policy::{
-    activation, ActivationOptions, LivePolicy, Policy, PolicyRuntime, PolicyStore,
-};
-use idmint::sequence::{
-    Clock, CounterKind, CounterName, OpenOptions, SequenceError, SystemClock, MAX_BLOCK,
-};
-
-/// What a server allows one request.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct Limits {
-    /// The largest `count` (and the most IDs one validate request may
-    /// check); at most [`MAX_BLOCK`], so that a cyclic or auto-increment
-    /// request is one round trip. Default 1000.
-    pub max_count: usize,
-    /// The largest `count` of a ranges request, at most
-    /// [`MAX_STEP`](idmint::sequence::MAX_STEP).
-    /// Default 1,000,000 (the largest step a segment adapts to).
-    pub max_range: u64,
-    /// The largest request body, in bytes. Default 256 KiB.
-    pub max_body_bytes: usize,
-    /// How long a request may take before it is answered 503. Default 5 s.
-    pub request_timeout: Duration,
-    /// How many requests may be in progress at once; more are answered 503
-    /// at once. Default 1024.
-    pub max_concurrent: usize,
-    /// How long `/readyz` waits for the database. Default 1 s.
-    pub readiness_timeout: Duration,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Self {
-            max_count: MAX_BLOCK,
-            max_range: 1_000_000,
-            max_body_bytes: 256 << 10,
-            request_timeout: Duration::from_secs(5),
-            max_concurrent: 1024,
-            readiness_timeout: Duration::from_secs(1),
-        }
-    }
-}
+use idmint::policy::watch::SwapEvent;
+use idmint::policy::{ActivationOptions, FollowOptions, Policy, PolicyFollower, PolicyRuntime};
+use idmint::sequence::{Clock, CounterKind, CounterName, OpenOptions, SequenceError, SystemClock};
+use idmint::tokens::Access;
 
 /// How a [`Server`] starts.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ServeOptions {
-    /// Per-request limits.
+    /// What the server allows (checked at start).
     pub limits: Limits,
     /// The applications allowed in; `None`: no token required (unless
     /// `access_from_db`).
     pub access: Option<Access>,
     /// Take the applications allowed in from the tokens collection, read
-    /// again every [`TOKENS_RELOAD`] (a token added or removed with `idmint
-    /// token` is seen within that).
+    /// again every `tokens_reload`.
     pub access_from_db: bool,
+    /// How often the tokens collection is read again. Default
+    /// [`TOKENS_RELOAD`] (a token added or removed with `idmint token` is
+    /// seen within that).
+    pub tokens_reload: Duration,
+    /// How long tokens read from the database are trusted when they cannot
+    /// be read again: past this age every request is answered 503 until a
+    /// read succeeds. Default [`TOKENS_MAX_AGE`].
+    pub tokens_max_age: Duration,
     /// How counters are opened (segment buffers, worker leases).
     pub open: OpenOptions,
     /// A policy file to follow (swapped live when it changes).
@@ -138,16 +131,65 @@ pub struct ServeOptions {
     pub kind_policies: Vec<(CounterKind, Policy)>,
 }
 
+impl Default for ServeOptions {
+    fn default() -> Self {
+        Self {
+            limits: Limits::default(),
+            access: None,
+            access_from_db: false,
+            tokens_reload: TOKENS_RELOAD,
+            tokens_max_age: TOKENS_MAX_AGE,
+            open: OpenOptions::default(),
+            follow_file: None,
+            follow_store: false,
+            kind_policies: Vec::new(),
+        }
+    }
+}
+
+/// How often a server with `--tokens-from-db` reads the tokens collection.
+pub const TOKENS_RELOAD: Duration = Duration::from_secs(10);
+
+/// How long a server trusts tokens it read from the database and cannot
+/// read again (six missed reloads).
+pub const TOKENS_MAX_AGE: Duration = Duration::from_secs(60);
+
+/// Why a server could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartError {
+    /// A limit the server cannot work with.
+    #[error(transparent)]
+    Limits(#[from] LimitsError),
+    /// The library failed (the database, the policy, the tokens).
+    #[error(transparent)]
+    Library(#[from] idmint::Error),
+}
+
+impl StartError {
+    /// What kind of failure this is.
+    pub fn class(&self) -> idmint::ErrorClass {
+        match self {
+            StartError::Limits(error) => error.class(),
+            StartError::Library(error) => error.class(),
+        }
+    }
+}
+
 /// What the handlers share.
 pub struct AppState {
     database: Database,
     pool: CounterPool,
     minters: Minters,
-    live: Arc<LivePolicy>,
+    follower: PolicyFollower,
     kind_policies: HashMap<CounterKind, Policy>,
-    access: Option<RwLock<Access>>,
+    tokens: Option<access::Tokens>,
     metrics: Metrics,
     limits: Limits,
+    slots: PolicySlots,
+    readiness: admin::ReadinessCache,
+    /// The OpenAPI document of both listeners, as JSON.
+    openapi: String,
 }
 
 impl AppState {
@@ -157,13 +199,13 @@ impl AppState {
         self.kind_policies
             .get(&kind)
             .cloned()
-            .unwrap_or_else(|| self.live.current())
+            .unwrap_or_else(|| self.follower.current())
     }
 
     /// Every policy in service, with the counters it formats: `any` for
     /// the followed one, a kind for the others.
     fn policies(&self) -> Vec<(String, Policy)> {
-        let mut policies = vec![("any".to_string(), self.live.current())];
+        let mut policies = vec![("any".to_string(), self.follower.current())];
         policies.extend(
             self.kind_policies
                 .iter()
@@ -173,91 +215,140 @@ impl AppState {
     }
 }
 
+/// The routes of each listener, registered with their documentation.
+#[derive(Clone)]
+struct Routes {
+    /// The API's routes, behind authentication and the request limits.
+    api: Router<Arc<AppState>>,
+    /// `/healthz`, on both listeners, outside every limit.
+    health: Router<Arc<AppState>>,
+    /// The operator's routes.
+    admin: Router<Arc<AppState>>,
+}
+
+impl Routes {
+    /// Every route, and the document of all of them: one list.
+    fn new() -> (Self, utoipa::openapi::OpenApi) {
+        let (api, api_doc) = OpenApiRouter::new()
+            .routes(routes!(routes::ids))
+            .routes(routes!(routes::values))
+            .routes(routes!(routes::ranges))
+            .routes(routes!(routes::counter))
+            .routes(routes!(routes::validate))
+            .routes(routes!(routes::leaf_segment))
+            .routes(routes!(routes::leaf_snowflake))
+            .split_for_parts();
+        let (health, health_doc) = OpenApiRouter::new()
+            .routes(routes!(routes::healthz))
+            .split_for_parts();
+        let (admin, admin_doc) = OpenApiRouter::new()
+            .routes(routes!(admin::readyz))
+            .routes(routes!(admin::metrics))
+            .routes(routes!(admin::openapi))
+            .split_for_parts();
+        let mut document = ApiDoc::openapi();
+        document.merge(api_doc);
+        document.merge(health_doc);
+        document.merge(admin_doc);
+        (Self { api, health, admin }, document)
+    }
+}
+
 /// An ID service over one database (see the module docs).
 pub struct Server {
     state: Arc<AppState>,
-    followers: Vec<JoinHandle<()>>,
+    routes: Routes,
+    tasks: Vec<JoinHandle<()>>,
 }
 
 impl Server {
-    /// Chooses the first policy (the active stored one when following the
-    /// database and it passes its activation check, else `local`), starts
-    /// the policy followers and returns the server, ready to
-    /// [`run`](Server::run). Policy events are logged with `tracing` and
-    /// counted in the metrics.
+    /// Checks the limits, chooses the first policy (the active stored one
+    /// when following the database and it passes its activation check, else
+    /// `local`), starts following the policy sources and returns the
+    /// server, ready to [`run`](Server::run). Policy events are logged with
+    /// `tracing`, in the words the library gives them, and counted in the
+    /// metrics.
     pub async fn start(
         database: &Database,
         runtime: &PolicyRuntime,
         local: Policy,
         options: ServeOptions,
-    ) -> Result<Self, idmint::Error> {
-        let (sender, mut events) = mpsc::unbounded_channel::<SwapEvent>();
+    ) -> Result<Self, StartError> {
+        options.limits.check()?;
         // The fit of a policy to each counter is checked per counter, at its
         // first request; the activation check runs the samples.
         let checks = ActivationOptions::default().now_micros(SystemClock.now_micros());
-        let store = PolicyStore::new(database);
-        let first = if options.follow_store {
-            watch::first_policy(&store, runtime, &local, &checks, &sender).await?
-        } else {
-            local.clone()
-        };
-        activation::check(&first, &checks)?;
+        let follow = FollowOptions::default()
+            .file(options.follow_file)
+            .store(options.follow_store);
+        let first =
+            PolicyFollower::choose(database, runtime, local, checks.clone(), follow).await?;
         let mut kind_policies = HashMap::new();
         for (kind, policy) in options.kind_policies {
-            activation::check(&policy, &checks)?;
+            idmint::policy::activation::check(&policy, &checks).map_err(idmint::Error::from)?;
             kind_policies.insert(kind, policy);
         }
-        let live = Arc::new(LivePolicy::new(first, checks).with_local(local));
-        let access = if options.access_from_db {
-            Some(Access::from_database(database).await?)
+        let (follower, mut events) = first.follow()?;
+        let tokens = if options.access_from_db {
+            Some(
+                access::Tokens::from_database(database, options.tokens_max_age)
+                    .await
+                    .map_err(idmint::Error::from)?,
+            )
         } else {
-            options.access
+            options.access.map(access::Tokens::Fixed)
         };
+        let limits = options.limits;
+        let (routes, document) = Routes::new();
         let state = Arc::new(AppState {
             database: database.clone(),
             pool: CounterPool::new(database, options.open),
-            minters: Minters::default(),
-            live: live.clone(),
+            minters: Minters::new(limits.max_minters, limits.minter_max_age),
+            follower,
             kind_policies,
-            access: access.map(RwLock::new),
+            tokens,
             metrics: Metrics::new(),
-            limits: options.limits,
+            slots: PolicySlots::new(limits.policy_slots, limits.policy_wait),
+            readiness: admin::ReadinessCache::default(),
+            openapi: serde_json::to_string(&document).unwrap_or_default(),
+            limits,
         });
-
-        let mut followers = watch::follow(
-            options.follow_file,
-            options.follow_store.then_some(store),
-            runtime,
-            &live,
-            &sender,
-        );
         let reporter = {
-            let state = state.clone();
+            let state = Arc::downgrade(&state);
             tokio::spawn(async move {
                 while let Some(event) = events.recv().await {
+                    let Some(state) = state.upgrade() else {
+                        return;
+                    };
                     report(&state.metrics, &event);
                 }
             })
         };
-        followers.push(reporter);
+        let mut tasks = vec![reporter];
         if options.access_from_db {
-            followers.push(tokio::spawn(reload_tokens(Arc::downgrade(&state))));
+            tasks.push(tokio::spawn(access::reload(
+                Arc::downgrade(&state),
+                options.tokens_reload,
+            )));
         }
-        Ok(Self { state, followers })
+        Ok(Self {
+            state,
+            routes,
+            tasks,
+        })
     }
 
-    /// The routes, with their limits, metrics and logs.
+    /// The API's routes, with their limits, authentication, metrics and
+    /// logs: what the API listener serves.
     pub fn router(&self) -> Router {
         let state = self.state.clone();
         let limits = &state.limits;
-        let api = Router::new()
-            .route("/v1/counters/{name}/ids", get(routes::ids))
-            .route("/v1/counters/{name}/values", get(routes::values))
-            .route("/v1/counters/{name}/ranges", get(routes::ranges))
-            .route("/v1/counters/{name}", get(routes::counter))
-            .route("/v1/validate", post(routes::validate))
-            .route("/api/segment/get/{key}", get(routes::leaf_segment))
-            .route("/api/snowflake/get/{key}", get(routes::leaf_snowflake))
+        // Outermost last: authentication (from the headers), then the body
+        // (read in time, before a slot is taken), then the request limits.
+        let api = self
+            .routes
+            .api
+            .clone()
             .layer(DefaultBodyLimit::max(limits.max_body_bytes))
             .layer(
                 ServiceBuilder::new()
@@ -265,100 +356,140 @@ impl Server {
                     .layer(LoadShedLayer::new())
                     .layer(GlobalConcurrencyLimitLayer::new(limits.max_concurrent))
                     .layer(TimeoutLayer::new(limits.request_timeout)),
-            );
-        // Operations stay answerable when the API is at its limits.
-        let operations = Router::new()
-            .route("/healthz", get(routes::healthz))
-            .route("/readyz", get(routes::readyz))
-            .route("/metrics", get(routes::metrics))
-            .route("/openapi.json", get(routes::openapi));
-        api.merge(operations)
+            )
+            .layer(with_state(&state, extract::read_body))
+            .layer(with_state(&state, extract::authenticate));
+        api.merge(self.routes.health.clone())
             .fallback(routes::no_route)
-            .layer(axum::middleware::from_fn_with_state(
-                state.clone(),
-                routes::track,
-            ))
+            .layer(with_state(&state, routes::track))
             .with_state(state)
     }
 
-    /// Serves on `listener` until `shutdown` completes, then stops
-    /// accepting, lets the requests in flight finish, stops following
-    /// policies and closes every counter (segment tails given back, worker
-    /// leases released). Returns the counters that could not be closed.
+    /// The operator's routes (`/readyz`, `/metrics`, `/openapi.json`,
+    /// `/healthz`), with limits of their own: what the admin listener
+    /// serves.
+    pub fn admin_router(&self) -> Router {
+        let state = self.state.clone();
+        let limits = &state.limits;
+        self.routes
+            .admin
+            .clone()
+            .layer(
+                ServiceBuilder::new()
+                    .layer(HandleErrorLayer::new(routes::overloaded))
+                    .layer(LoadShedLayer::new())
+                    .layer(GlobalConcurrencyLimitLayer::new(
+                        limits.admin_max_concurrent,
+                    ))
+                    .layer(TimeoutLayer::new(limits.request_timeout)),
+            )
+            .merge(self.routes.health.clone())
+            .fallback(routes::no_route)
+            .with_state(state)
+    }
+
+    /// The policy slots (see [`PolicySlots::semaphore`]).
+    pub fn policy_slots(&self) -> &PolicySlots {
+        &self.state.slots
+    }
+
+    /// Serves the API on `listener` (and no admin listener) until
+    /// `shutdown` completes; see [`Server::run_with`].
     pub async fn run(
         self,
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<Vec<(CounterName, SequenceError)>> {
-        let router = self.router();
-        let served = axum::serve(listener, router)
-            .with_graceful_shutdown(shutdown)
-            .await;
-        for follower in &self.followers {
-            follower.abort();
+        self.run_with(listener, None, shutdown).await
+    }
+
+    /// Serves the API on `listener` and the operator's routes on `admin`
+    /// until `shutdown` completes, then stops accepting, lets the requests
+    /// in flight finish for at most `Limits::shutdown_timeout` (then cuts
+    /// the connections left, abandoning their requests), stops following
+    /// policies and closes every counter, all at once, each within
+    /// `Limits::close_timeout` (segment tails given back, worker leases
+    /// released). Returns the counters that could not be closed.
+    pub async fn run_with(
+        self,
+        listener: tokio::net::TcpListener,
+        admin: Option<tokio::net::TcpListener>,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<Vec<(CounterName, SequenceError)>> {
+        let limits = self.state.limits.clone();
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let api = tokio::spawn(net::accept_loop(
+            listener,
+            self.router(),
+            net::ConnectionOptions {
+                name: "api",
+                max_connections: limits.max_connections,
+                header_timeout: limits.header_timeout,
+                shutdown_timeout: limits.shutdown_timeout,
+                state: Some(self.state.clone()),
+            },
+            stopped.clone(),
+        ));
+        let admin = admin.map(|listener| {
+            tokio::spawn(net::accept_loop(
+                listener,
+                self.admin_router(),
+                net::ConnectionOptions {
+                    name: "admin",
+                    max_connections: ADMIN_MAX_CONNECTIONS,
+                    header_timeout: limits.header_timeout,
+                    shutdown_timeout: limits.shutdown_timeout,
+                    state: None,
+                },
+                stopped,
+            ))
+        });
+        shutdown.await;
+        tracing::info!(
+            deadline_secs = limits.shutdown_timeout.as_secs_f64(),
+            "shutting down: no new connections, finishing requests in flight"
+        );
+        let _ = stop.send(true);
+        let _ = api.await;
+        if let Some(admin) = admin {
+            let _ = admin.await;
         }
-        let failures = self.state.pool.close_all().await;
-        served.map(|()| failures)
+        self.state.follower.stop();
+        for task in &self.tasks {
+            task.abort();
+        }
+        Ok(self.state.pool.close_all(limits.close_timeout).await)
     }
 }
+
+/// The admin listener's connection cap: a handful of operators and
+/// scrapers, never the API's clients.
+const ADMIN_MAX_CONNECTIONS: usize = 64;
 
 impl Drop for Server {
     fn drop(&mut self) {
-        for follower in &self.followers {
-            follower.abort();
+        self.state.follower.stop();
+        for task in &self.tasks {
+            task.abort();
         }
     }
 }
 
-/// How often a server with `--tokens-from-db` reads the tokens collection.
-pub const TOKENS_RELOAD: Duration = Duration::from_secs(10);
-
-/// Reads the tokens collection every [`TOKENS_RELOAD`] while the server
-/// lives; a read that fails (or finds the collection invalid) keeps the
-/// tokens in force and is logged.
-async fn reload_tokens(state: std::sync::Weak<AppState>) {
-    loop {
-        tokio::time::sleep(TOKENS_RELOAD).await;
-        let Some(state) = state.upgrade() else {
-            return;
-        };
-        let Some(current) = &state.access else {
-            return;
-        };
-        match Access::from_database(&state.database).await {
-            Ok(access) => {
-                *current.write().unwrap_or_else(PoisonError::into_inner) = access;
-            }
-            Err(error) => {
-                tracing::warn!(%error, "cannot reload the tokens; keeping those in force")
-            }
-        }
-    }
+/// A middleware function with the server's state.
+fn with_state<F, T>(state: &Arc<AppState>, f: F) -> FromFnLayer<F, Arc<AppState>, T> {
+    from_fn_with_state(state.clone(), f)
 }
 
-/// Logs a policy event and counts it.
+/// Logs a policy event, in the words the library gives it, and counts it.
 fn report(metrics: &Metrics, event: &SwapEvent) {
     match event {
-        SwapEvent::Swapped { source, report } => {
-            metrics.policy_swapped();
-            tracing::info!(
-                source,
-                policy = %report.policy.name,
-                version = %report.policy.version,
-                sha256 = %report.sha256,
-                "policy swapped in"
-            );
-        }
-        SwapEvent::Refused { source, error } => {
-            metrics.policy_refused();
-            tracing::warn!(source, %error, "policy refused; the current one keeps serving");
-        }
-        SwapEvent::SourceError { source, message } => {
-            tracing::warn!(source, message, "cannot read a policy source");
-        }
-        SwapEvent::Polling { reason } => {
-            tracing::info!(reason, "no change stream; polling the policies collection");
-        }
-        other => tracing::info!(event = ?other, "policy event"),
+        SwapEvent::Swapped { .. } => metrics.policy_swapped(),
+        SwapEvent::Refused { .. } => metrics.policy_refused(),
+        _ => {}
+    }
+    if event.is_warning() {
+        tracing::warn!(event = event.kind(), "{event}");
+    } else {
+        tracing::info!(event = event.kind(), "{event}");
     }
 }

@@ -1,9 +1,10 @@
 //! Prometheus metrics of a server, at `/metrics` (OpenMetrics text).
 //!
 //! Requests and their latency per route and status are counted as they
-//! happen; values handed out per counter too. What the counters' own
-//! machinery knows (segment fetches, worker lease renewals and losses) and
-//! the policy in service are read when the metrics are scraped.
+//! happen; values handed out per counter, and connections, too. What the
+//! counters' own machinery knows (segment fetches, worker lease renewals
+//! and losses), the policy slots and the policy in service are read when the
+//! metrics are scraped.
 
 use std::sync::atomic::Ordering;
 
@@ -15,6 +16,7 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
 use super::pool::Served;
+use super::slots::PolicySlots;
 use idmint::policy::Policy;
 
 /// A request's route (its pattern, not its path) and status.
@@ -70,6 +72,12 @@ pub struct Metrics {
     policy: Family<PolicyLabels, Gauge>,
     policy_swaps: Counter,
     policy_refusals: Counter,
+    policy_slots_in_use: Gauge,
+    connections: Gauge,
+    connections_refused: Counter,
+    connections_abandoned: Counter,
+    write_blocked: Gauge,
+    bodies_reading: Gauge,
 }
 
 fn latency_histogram() -> Histogram {
@@ -153,6 +161,42 @@ impl Metrics {
             "Policies refused (the current one kept serving)",
             policy_refusals.clone(),
         );
+        let policy_slots_in_use = Gauge::default();
+        registry.register(
+            "policy_slots_in_use",
+            "Policy slots held by requests now (of --policy-slots)",
+            policy_slots_in_use.clone(),
+        );
+        let connections = Gauge::default();
+        registry.register(
+            "connections",
+            "Connections open on the API listener",
+            connections.clone(),
+        );
+        let connections_refused = Counter::default();
+        registry.register(
+            "connections_refused",
+            "Connections answered 503 and closed at the connection limit",
+            connections_refused.clone(),
+        );
+        let connections_abandoned = Counter::default();
+        registry.register(
+            "connections_abandoned",
+            "Connections cut at the shutdown deadline, with their requests",
+            connections_abandoned.clone(),
+        );
+        let write_blocked = Gauge::default();
+        registry.register(
+            "connections_write_blocked",
+            "Connections whose last write found the client's window full (a client not reading)",
+            write_blocked.clone(),
+        );
+        let bodies_reading = Gauge::default();
+        registry.register(
+            "http_bodies_reading",
+            "Request bodies being read (before their request takes a slot)",
+            bodies_reading.clone(),
+        );
         Self {
             registry,
             requests,
@@ -167,7 +211,40 @@ impl Metrics {
             policy,
             policy_swaps,
             policy_refusals,
+            policy_slots_in_use,
+            connections,
+            connections_refused,
+            connections_abandoned,
+            write_blocked,
+            bodies_reading,
         }
+    }
+
+    /// A request body started being read: counted until the guard drops.
+    pub fn body_started(&self) -> InFlight {
+        self.bodies_reading.inc();
+        InFlight(self.bodies_reading.clone())
+    }
+
+    /// A connection was accepted: counted as open until the guard drops.
+    pub fn connection_opened(&self) -> InFlight {
+        self.connections.inc();
+        InFlight(self.connections.clone())
+    }
+
+    /// Counts a connection refused at the connection limit.
+    pub fn connection_refused(&self) {
+        self.connections_refused.inc();
+    }
+
+    /// Counts connections cut at the shutdown deadline.
+    pub fn connections_abandoned(&self, count: u64) {
+        self.connections_abandoned.inc_by(count);
+    }
+
+    /// The gauge of connections blocked on a write.
+    pub fn write_blocked(&self) -> Gauge {
+        self.write_blocked.clone()
     }
 
     /// A request started: it counts as in flight until the guard is
@@ -220,7 +297,9 @@ impl Metrics {
         &self,
         opened: &[std::sync::Arc<Served>],
         policies: &[(String, Policy)],
+        slots: &PolicySlots,
     ) -> String {
+        self.policy_slots_in_use.set(slots.in_use() as i64);
         for served in opened {
             let label = CounterLabel {
                 counter: served.state.name.clone(),
@@ -257,7 +336,8 @@ impl Metrics {
     }
 }
 
-/// A request in flight ([`Metrics::request_started`]).
+/// Something counted while it lasts: a request in flight
+/// ([`Metrics::request_started`]), a body being read, a connection open.
 pub struct InFlight(Gauge);
 
 impl Drop for InFlight {

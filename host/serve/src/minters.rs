@@ -1,77 +1,219 @@
 //! [`Minters`]: the [`Minter`] of each (policy, counter, prefix) a server
 //! has formatted IDs for. Preparing a minter runs the checks that must pass
-//! before a value is consumed (the prefix, the policy's fit to the counter:
-//! a few policy calls); keeping it makes those checks once per policy
-//! rather than once per request. A swapped-in policy has another SHA-256,
-//! so its minters are prepared afresh on their first request.
+//! before a value is consumed (the counter owns the prefix and no other
+//! counter does; the policy accepts the prefix and can serve the counter: a
+//! few policy calls, run on the blocking pool with a policy slot); keeping
+//! it makes those checks once per policy rather than once per request. A
+//! swapped-in policy has another SHA-256, so its minters are prepared afresh
+//! on their first request.
+//!
+//! Prefixes come from requests, so their number is the clients' to choose:
+//! the cache holds at most `Limits::max_minters` and evicts the least
+//! recently used. A prepared minter is trusted for `Limits::minter_max_age`;
+//! after that its prefix's ownership is checked again against the counter
+//! as it is now, so a prefix removed from a counter stops being served
+//! within that age.
 
 use std::collections::HashMap;
+use std::hash::Hash;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use idmint::minter::Minter;
 use idmint::policy::{Policy, PolicyError};
-use idmint::sequence::SystemClock;
+use idmint::sequence::{prefixes, SystemClock};
 
 use super::error::ApiError;
 use super::pool::Served;
-
-/// Above this many minters the cache starts over: prefixes come from
-/// requests, so their number is the clients' to choose.
-const MAX_MINTERS: usize = 4096;
+use super::slots::{run_blocking, PolicySlots};
 
 /// What a minter is prepared for: the policy's SHA-256, the counter, and
 /// the prefix the request asked for.
 type Key = (String, String, Option<String>);
 
-/// Prepared minters by [`Key`].
-#[derive(Default)]
+/// Prepared minters by [`Key`] (see the module docs).
 pub struct Minters {
-    prepared: Mutex<HashMap<Key, Arc<Minter>>>,
+    cache: Mutex<Lru<Key, Arc<Minter>>>,
+    max_age: Duration,
 }
 
 impl Minters {
+    /// An empty cache of at most `capacity` minters, each trusted for
+    /// `max_age`.
+    pub fn new(capacity: usize, max_age: Duration) -> Self {
+        Self {
+            cache: Mutex::new(Lru::new(capacity)),
+            max_age,
+        }
+    }
+
     /// The minter of `served` through `policy`, with `prefix` (default: the
-    /// counter's own). A bad prefix is a bad request; a policy that cannot
-    /// serve the counter makes the counter unservable; nothing is consumed
-    /// either way.
+    /// counter's own). A prefix the counter does not own, or another counter
+    /// owns too, is a conflict; one the policy refuses is a bad request; a
+    /// policy that cannot serve the counter makes the counter unservable;
+    /// nothing is consumed either way.
     pub async fn get(
         &self,
         served: &Served,
         policy: Policy,
         prefix: Option<&str>,
+        slots: &PolicySlots,
     ) -> Result<Arc<Minter>, ApiError> {
         let key = (
             policy.sha256().to_string(),
             served.state.name.clone(),
             prefix.map(str::to_string),
         );
-        if let Some(minter) = self.lock().get(&key) {
-            return Ok(minter.clone());
+        let cached = self.lock().get(&key);
+        if let Some((minter, prepared)) = cached {
+            if prepared.elapsed() <= self.max_age {
+                return Ok(minter);
+            }
+            // Too old to trust: is the prefix still the counter's alone?
+            let current = served.sequence.state().await?;
+            if let Err(error) =
+                prefixes::check_use(&served.sequence.database(), &current, minter.prefix()).await
+            {
+                self.lock().remove(&key);
+                return Err(error.into());
+            }
+            self.lock().touch(&key);
+            return Ok(minter);
         }
-        let minter = Minter::prepare_opened(
-            served.sequence.clone(),
-            served.state.clone(),
-            policy,
-            prefix.map(str::to_string),
-            Arc::new(SystemClock),
-        )
-        .await
-        .map_err(|error| match error {
+        // The counter as it is now: its prefixes may have changed since it
+        // was opened. Ownership is the counter's rule, checked first and in
+        // one place (the core's `prefixes::check_use`), then the policy's
+        // checks off the executor.
+        let current = served.sequence.state().await?;
+        let chosen = prefix
+            .map(str::to_string)
+            .unwrap_or_else(|| current.default_prefix().to_string());
+        prefixes::check_use(&served.sequence.database(), &current, &chosen).await?;
+        let slot = slots.acquire().await?;
+        let sequence = served.sequence.clone();
+        let minter = run_blocking(slot, move || {
+            Minter::checked(sequence, current, policy, chosen, Arc::new(SystemClock))
+                .map_err(Box::new)
+        })
+        .await?
+        .map_err(|error| match *error {
             idmint::Error::Policy(PolicyError::Format(refusal)) => {
                 ApiError::BadRequest(format!("the policy refuses the prefix: {refusal}"))
             }
             other => other.into(),
         })?;
         let minter = Arc::new(minter);
-        let mut prepared = self.lock();
-        if prepared.len() >= MAX_MINTERS {
-            prepared.clear();
-        }
-        prepared.insert(key, minter.clone());
+        self.lock().insert(key, minter.clone());
         Ok(minter)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Arc<Minter>>> {
-        self.prepared.lock().unwrap_or_else(PoisonError::into_inner)
+    fn lock(&self) -> std::sync::MutexGuard<'_, Lru<Key, Arc<Minter>>> {
+        // A poisoned cache is still a valid cache: no update panics halfway.
+        self.cache.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// A map of at most `capacity` entries that evicts the least recently used
+/// one, each entry with the time it was inserted or last refreshed.
+struct Lru<K, V> {
+    entries: HashMap<K, Entry<V>>,
+    capacity: usize,
+    clock: u64,
+}
+
+struct Entry<V> {
+    value: V,
+    used: u64,
+    refreshed: Instant,
+}
+
+impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
+    fn new(capacity: usize) -> Self {
+        Self {
+            entries: HashMap::new(),
+            capacity: capacity.max(1),
+            clock: 0,
+        }
+    }
+
+    /// The value of `key` and when it was inserted or refreshed, marking it
+    /// used.
+    fn get(&mut self, key: &K) -> Option<(V, Instant)> {
+        self.clock += 1;
+        let entry = self.entries.get_mut(key)?;
+        entry.used = self.clock;
+        Some((entry.value.clone(), entry.refreshed))
+    }
+
+    /// Marks `key` refreshed now.
+    fn touch(&mut self, key: &K) {
+        if let Some(entry) = self.entries.get_mut(key) {
+            entry.refreshed = Instant::now();
+        }
+    }
+
+    fn remove(&mut self, key: &K) {
+        self.entries.remove(key);
+    }
+
+    /// Inserts `value` under `key`; at capacity, the least recently used
+    /// entry goes first (a scan: eviction only happens when a new key comes).
+    fn insert(&mut self, key: K, value: V) {
+        self.clock += 1;
+        if !self.entries.contains_key(&key) && self.entries.len() >= self.capacity {
+            if let Some(oldest) = self
+                .entries
+                .iter()
+                .min_by_key(|(_, entry)| entry.used)
+                .map(|(key, _)| key.clone())
+            {
+                self.entries.remove(&oldest);
+            }
+        }
+        self.entries.insert(
+            key,
+            Entry {
+                value,
+                used: self.clock,
+                refreshed: Instant::now(),
+            },
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_least_recently_used_entry_is_evicted() {
+        let mut lru = Lru::new(3);
+        for key in ["a", "b", "c"] {
+            lru.insert(key, key.to_uppercase());
+        }
+        // "a" is used, so "b" is now the least recently used.
+        assert_eq!(lru.get(&"a").unwrap().0, "A");
+        lru.insert("d", "D".to_string());
+        assert!(lru.get(&"b").is_none(), "b should have been evicted");
+        for key in ["a", "c", "d"] {
+            assert!(lru.get(&key).is_some(), "{key} was evicted");
+        }
+        // Replacing a key evicts nothing.
+        lru.insert("a", "A2".to_string());
+        assert_eq!(lru.entries.len(), 3);
+        assert_eq!(lru.get(&"a").unwrap().0, "A2");
+    }
+
+    #[test]
+    fn touching_refreshes_the_time_not_the_value() {
+        let mut lru = Lru::new(2);
+        lru.insert("a", 1);
+        let (_, first) = lru.get(&"a").unwrap();
+        lru.touch(&"a");
+        let (value, second) = lru.get(&"a").unwrap();
+        assert_eq!(value, 1);
+        assert!(second >= first);
+        lru.remove(&"a");
+        assert!(lru.get(&"a").is_none());
     }
 }

@@ -1,126 +1,51 @@
-//! The handlers. Each one checks everything that can be checked before a
-//! value is consumed (token, counter name, parameters, the policy's fit),
-//! then takes values through the sequence seam and answers.
+//! The API's handlers. The extractors (`extract.rs`) have checked the token,
+//! the counter's name and the parameters by the time a handler runs; each
+//! handler then checks what only it can before a value is consumed (the
+//! counter's kind, the prefix, the policy's fit, a policy slot), takes
+//! values through the sequence seam and answers.
+//!
+//! Each handler is registered with its OpenAPI documentation in one call
+//! (`utoipa_axum::routes!`, in `lib.rs`), so the document cannot drift from
+//! the routes.
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use axum::extract::rejection::{JsonRejection, QueryRejection};
-use axum::extract::{MatchedPath, Path, Query, Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use mongodb::bson::doc;
 use utoipa::OpenApi;
 
 use super::api::{
-    Checked, CounterResponse, IdsQuery, IdsResponse, LeaseReadiness, RangesQuery, RangesResponse,
-    Readiness, ValidateRequest, ValidateResponse, ValuesQuery, ValuesResponse,
+    Checked, CounterResponse, IdsQuery, IdsResponse, RangesQuery, RangesResponse, ValidateRequest,
+    ValidateResponse, ValuesQuery, ValuesResponse,
 };
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiError, ErrorBody, FailureCause};
+use super::extract::{ApiJson, ApiQuery, AppName, Caller, CounterPath};
 use super::pool::Served;
+use super::slots::run_blocking;
 use super::AppState;
 use idmint::sequence::{self, Clock, CounterKind, CounterName, SystemClock};
 
 /// The state every handler shares.
 pub(super) type Shared = Arc<AppState>;
 
-/// The OpenAPI document, generated from the handlers and their types.
+/// The document's title and description; its paths and schemas come from
+/// the routes registered (`lib.rs`).
 #[derive(OpenApi)]
 #[openapi(
     info(
         title = "idmint",
-        description = "Unique, time-correlated, formatted IDs coordinated through MongoDB."
+        description = "Unique, time-correlated, formatted IDs coordinated through MongoDB. \
+                       Routes tagged `admin` are served on the admin listener (`--admin-listen`) only."
     ),
-    paths(
-        ids,
-        values,
-        counter,
-        validate,
-        leaf_segment,
-        leaf_snowflake,
-        healthz,
-        readyz,
-        metrics
-    ),
-    components(schemas(
-        IdsResponse,
-        ValuesResponse,
-        ValidateRequest,
-        ValidateResponse,
-        Checked,
-        CounterResponse,
-        Readiness,
-        LeaseReadiness,
-        ErrorBody
-    ))
+    components(schemas(ErrorBody))
 )]
 pub struct ApiDoc;
 
 impl AppState {
-    /// Checks the token (when the server requires tokens) and that its app
-    /// may use `counter` (any counter when `None`).
-    fn authorize(&self, headers: &HeaderMap, counter: Option<&str>) -> Result<(), ApiError> {
-        let Some(access) = &self.access else {
-            return Ok(());
-        };
-        let token = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|value| value.to_str().ok())
-            .and_then(|value| value.strip_prefix("Bearer "))
-            .map(str::trim)
-            .filter(|token| !token.is_empty())
-            .ok_or(ApiError::Unauthenticated)?;
-        let access = access
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let app = access
-            .app_for_token(token)
-            .ok_or(ApiError::Unauthenticated)?;
-        match counter {
-            Some(counter) if !app.may_use(counter) => Err(ApiError::Forbidden {
-                app: app.name.clone(),
-                counter: counter.to_string(),
-            }),
-            _ => Ok(()),
-        }
-    }
-
-    /// Checks that the request's app (if the server requires tokens) may
-    /// format IDs with `prefix` (its token may be limited to some).
-    fn authorize_prefix(&self, headers: &HeaderMap, prefix: &str) -> Result<(), ApiError> {
-        let Some(access) = &self.access else {
-            return Ok(());
-        };
-        let token = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|value| value.to_str().ok())
-            .and_then(|value| value.strip_prefix("Bearer "))
-            .map(str::trim)
-            .unwrap_or_default();
-        let access = access
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        match access.app_for_token(token) {
-            Some(app) if !app.may_use_prefix(prefix) => Err(ApiError::ForbiddenPrefix {
-                app: app.name.clone(),
-                prefix: prefix.to_string(),
-            }),
-            Some(_) => Ok(()),
-            None => Err(ApiError::Unauthenticated),
-        }
-    }
-
-    /// The counter of a request: the token first (so that no one learns
-    /// which counters exist without one), then the name, then the counter,
-    /// opened on its first request.
-    async fn counter(&self, headers: &HeaderMap, name: &str) -> Result<Arc<Served>, ApiError> {
-        self.authorize(headers, Some(name))?;
-        let name = CounterName::new(name)?;
-        Ok(self.pool.get(&name).await?)
-    }
-
     /// `count`, or 1, checked against the limit.
     fn count(&self, count: Option<usize>) -> Result<usize, ApiError> {
         let count = count.unwrap_or(1);
@@ -132,12 +57,20 @@ impl AppState {
         }
         Ok(count)
     }
-}
 
-fn query<T>(query: Result<Query<T>, QueryRejection>) -> Result<T, ApiError> {
-    query
-        .map(|Query(query)| query)
-        .map_err(|rejection| ApiError::BadRequest(rejection.body_text()))
+    /// The counter `name` if its kind is one this route serves (checked
+    /// before it is opened), else the route's refusal.
+    async fn counter_of_kind(
+        &self,
+        name: &CounterName,
+        serves: impl Fn(CounterKind) -> bool,
+        refusal: impl FnOnce(CounterKind) -> String,
+    ) -> Result<Arc<Served>, ApiError> {
+        self.pool
+            .get_kind(name, serves)
+            .await?
+            .map_err(|kind| ApiError::wrong_route(name.as_str(), refusal(kind)))
+    }
 }
 
 /// Whether the client asked for `text/plain` rather than JSON.
@@ -168,51 +101,53 @@ fn text(body: String) -> Response {
         (status = 200, description = "The IDs, as JSON, or one per line with `Accept: text/plain`", body = IdsResponse),
         (status = 400, description = "Bad name, count, prefix or parameter", body = ErrorBody),
         (status = 401, description = "No valid token", body = ErrorBody),
-        (status = 403, description = "The token's app may not use the counter", body = ErrorBody),
+        (status = 403, description = "The token's app may not use the counter, or the prefix", body = ErrorBody),
         (status = 404, description = "No such counter", body = ErrorBody),
-        (status = 409, description = "The policy cannot serve the counter, or the counter is exhausted", body = ErrorBody),
-        (status = 503, description = "Database unreachable, lease not held, or overloaded", body = ErrorBody),
+        (status = 409, description = "A prefix the counter does not own; the policy cannot serve the counter; the counter is exhausted", body = ErrorBody),
+        (status = 500, description = "The policy failed (the cause is logged)", body = ErrorBody),
+        (status = 503, description = "Database unreachable, lease not held, no policy slot, or overloaded", body = ErrorBody),
     )
 )]
 pub(super) async fn ids(
     State(state): State<Shared>,
-    Path(name): Path<String>,
-    params: Result<Query<IdsQuery>, QueryRejection>,
+    counter: CounterPath,
+    ApiQuery(params): ApiQuery<IdsQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let params = query(params)?;
     let count = state.count(params.count)?;
-    let served = state.counter(&headers, &name).await?;
+    let served = state.pool.get(&counter.name).await?;
     let prefix = params
         .prefix
         .clone()
         .unwrap_or_else(|| served.state.default_prefix().to_string());
-    state.authorize_prefix(&headers, &prefix)?;
+    counter.caller.may_use_prefix(&prefix)?;
     let minter = state
         .minters
         .get(
             &served,
             state.policy_for(served.sequence.kind()),
             params.prefix.as_deref(),
+            &state.slots,
         )
         .await?;
+    // The policy slot before any value: a request that gets none is
+    // answered 503 having taken nothing.
+    let slot = state.slots.acquire().await?;
     let stamps = minter.next_stamps(count).await?;
-    state.metrics.values(&name, count);
-    // A policy call may take up to its deadline: never on an executor thread.
+    state.metrics.values(counter.name.as_str(), count);
     let formatter = minter.clone();
-    let packed = tokio::task::spawn_blocking(move || {
+    let packed = run_blocking(slot, move || {
         formatter
             .policy()
             .format_batch_packed(formatter.prefix(), &stamps)
     })
-    .await
-    .map_err(|panic| ApiError::Overloaded(format!("the policy call was abandoned: {panic}")))??;
+    .await??;
     if wants_text(&headers) {
         return Ok(text(packed));
     }
     let info = minter.policy().info();
     Ok(Json(IdsResponse {
-        counter: name,
+        counter: counter.name.to_string(),
         policy: format!("{} {}", info.name, info.version),
         ids: packed.lines().map(str::to_string).collect(),
     })
@@ -225,26 +160,27 @@ pub(super) async fn ids(
     path = "/v1/counters/{name}/values",
     params(("name" = String, Path, description = "The counter"), ValuesQuery),
     responses(
-        (status = 200, description = "The values", body = ValuesResponse),
+        (status = 200, description = "The values, as JSON, or one per line with `Accept: text/plain`", body = ValuesResponse),
         (status = 400, description = "Bad name, count or parameter", body = ErrorBody),
+        (status = 401, description = "No valid token", body = ErrorBody),
+        (status = 403, description = "The token's app may not use the counter", body = ErrorBody),
         (status = 404, description = "No such counter", body = ErrorBody),
         (status = 503, description = "Database unreachable, lease not held, or overloaded", body = ErrorBody),
     )
 )]
 pub(super) async fn values(
     State(state): State<Shared>,
-    Path(name): Path<String>,
-    params: Result<Query<ValuesQuery>, QueryRejection>,
+    counter: CounterPath,
+    ApiQuery(params): ApiQuery<ValuesQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let params = query(params)?;
     let count = state.count(params.count)?;
-    let served = state.counter(&headers, &name).await?;
+    let served = state.pool.get(&counter.name).await?;
     let issued = served
         .sequence
         .take(count, SystemClock.now_micros())
         .await?;
-    state.metrics.values(&name, count);
+    state.metrics.values(counter.name.as_str(), count);
     if wants_text(&headers) {
         let mut lines = String::with_capacity(issued.len() * 12);
         for stamp in &issued {
@@ -253,7 +189,6 @@ pub(super) async fn values(
         }
         return Ok(text(lines));
     }
-    let kind = served.sequence.kind();
     // The timestamps are part of the value only where the server decided them.
     let timestamps = served
         .state
@@ -261,8 +196,8 @@ pub(super) async fn values(
         .server_timestamp
         .then(|| issued.iter().map(|stamp| stamp.timestamp_micros).collect());
     Ok(Json(ValuesResponse {
-        counter: name,
-        kind: kind.to_string(),
+        counter: counter.name.to_string(),
+        kind: served.sequence.kind().to_string(),
         values: issued.iter().map(|stamp| stamp.sequence).collect(),
         timestamps_micros: timestamps,
     })
@@ -279,34 +214,58 @@ pub(super) async fn values(
     responses(
         (status = 200, description = "The runs, as JSON, or `FIRST LAST` per line with `Accept: text/plain`", body = RangesResponse),
         (status = 400, description = "Bad name, count or parameter", body = ErrorBody),
+        (status = 401, description = "No valid token", body = ErrorBody),
+        (status = 403, description = "The token's app may not use the counter", body = ErrorBody),
         (status = 404, description = "No such counter", body = ErrorBody),
-        (status = 409, description = "A cyclic or snowflake counter: its values are not runs", body = ErrorBody),
-        (status = 503, description = "Database unreachable, or overloaded", body = ErrorBody),
+        (status = 409, description = "A counter of another kind: its values are not runs (nothing was opened)", body = ErrorBody),
+        (status = 503, description = "Database unreachable, or overloaded (what was taken is given back where it can be)", body = ErrorBody),
     )
 )]
 pub(super) async fn ranges(
     State(state): State<Shared>,
-    Path(name): Path<String>,
-    params: Result<Query<RangesQuery>, QueryRejection>,
+    counter: CounterPath,
+    ApiQuery(params): ApiQuery<RangesQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let params = query(params)?;
     if params.count == 0 || params.count > state.limits.max_range {
         return Err(ApiError::BadRequest(format!(
             "count must be 1 to {}, not {}",
             state.limits.max_range, params.count
         )));
     }
-    let served = state.counter(&headers, &name).await?;
-    let kind = served.sequence.kind();
-    if !kind.hands_out_runs() {
-        return Err(ApiError::unfit(
-            &name,
-            format!("counter '{name}' is a {kind} counter; ranges are served for autoinc and segment counters only"),
-        ));
-    }
-    let runs = served.sequence.take_ranges(params.count).await?;
-    state.metrics.values(&name, params.count as usize);
+    let name = &counter.name;
+    let served = state
+        .counter_of_kind(name, CounterKind::hands_out_runs, |kind| {
+            format!("counter '{name}' is {} {kind} counter; ranges are served for autoinc and segment counters only", article(kind))
+        })
+        .await?;
+    // Taken in a task of its own: a request abandoned meanwhile (its time
+    // limit, a client gone) cannot drop runs already taken; they are then
+    // given back where that is still possible.
+    let (answer, answered) = tokio::sync::oneshot::channel();
+    let taker = served.clone();
+    let count = params.count;
+    tokio::spawn(async move {
+        let taken = taker.sequence.take_ranges(count).await;
+        if let Err(Ok(runs)) = answer.send(taken) {
+            match taker.sequence.give_back(&runs).await {
+                Ok(given) => tracing::info!(
+                    counter = %taker.state.name,
+                    given,
+                    "a ranges request was abandoned after taking its values; gave back what could be"
+                ),
+                Err(error) => tracing::warn!(
+                    counter = %taker.state.name,
+                    %error,
+                    "a ranges request was abandoned; its values could not be given back (a gap)"
+                ),
+            }
+        }
+    });
+    let runs = answered
+        .await
+        .map_err(|closed| ApiError::library(idmint::ErrorClass::Unavailable, None, closed))??;
+    state.metrics.values(name.as_str(), params.count as usize);
     if wants_text(&headers) {
         let lines: String = runs
             .iter()
@@ -315,8 +274,8 @@ pub(super) async fn ranges(
         return Ok(text(lines));
     }
     Ok(Json(RangesResponse {
-        counter: name,
-        kind: kind.to_string(),
+        counter: name.to_string(),
+        kind: served.sequence.kind().to_string(),
         ranges: runs.iter().map(|run| [run.start, run.end - 1]).collect(),
     })
     .into_response())
@@ -329,20 +288,19 @@ pub(super) async fn ranges(
     params(("name" = String, Path, description = "The counter")),
     responses(
         (status = 200, description = "The counter", body = CounterResponse),
+        (status = 401, description = "No valid token", body = ErrorBody),
+        (status = 403, description = "The token's app may not use the counter", body = ErrorBody),
         (status = 404, description = "No such counter", body = ErrorBody),
     )
 )]
 pub(super) async fn counter(
     State(state): State<Shared>,
-    Path(name): Path<String>,
-    headers: HeaderMap,
+    counter: CounterPath,
 ) -> Result<Json<CounterResponse>, ApiError> {
-    state.authorize(&headers, Some(&name))?;
-    let name = CounterName::new(name)?;
-    let current = sequence::state(&state.database, &name).await?;
+    let current = sequence::state(&state.database, &counter.name).await?;
     let served = state
         .pool
-        .peek(&name)
+        .peek(&counter.name)
         .map(|served| served.sequence.held())
         .filter(|held| held.buffers.is_some() || held.lease.is_some())
         .and_then(|held| serde_json::to_value(held).ok());
@@ -360,25 +318,22 @@ pub(super) async fn counter(
     responses(
         (status = 200, description = "One verdict per ID", body = ValidateResponse),
         (status = 400, description = "Malformed body, or too many IDs", body = ErrorBody),
+        (status = 401, description = "No valid token (checked before the body is read)", body = ErrorBody),
+        (status = 403, description = "The token's app may not use the counter named", body = ErrorBody),
+        (status = 408, description = "The body did not arrive within `--body-timeout`", body = ErrorBody),
+        (status = 409, description = "The counter named is not a snowflake counter", body = ErrorBody),
         (status = 413, description = "A body over `--max-body`", body = ErrorBody),
+        (status = 503, description = "No policy slot, or overloaded", body = ErrorBody),
     )
 )]
 pub(super) async fn validate(
     State(state): State<Shared>,
-    headers: HeaderMap,
-    body: Result<Json<ValidateRequest>, JsonRejection>,
+    caller: Caller,
+    ApiJson(request): ApiJson<ValidateRequest>,
 ) -> Result<Json<ValidateResponse>, ApiError> {
-    let Json(request) = body.map_err(|rejection| {
-        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::TooLarge(format!(
-                "the body is larger than the server's limit of {} bytes (--max-body)",
-                state.limits.max_body_bytes
-            ))
-        } else {
-            ApiError::BadRequest(rejection.body_text())
-        }
-    })?;
-    state.authorize(&headers, request.counter.as_deref())?;
+    if let Some(counter) = &request.counter {
+        caller.may_use(counter)?;
+    }
     if request.ids.is_empty() || request.ids.len() > state.limits.max_count {
         return Err(ApiError::BadRequest(format!(
             "ids must hold 1 to {} IDs, not {}",
@@ -397,7 +352,7 @@ pub(super) async fn validate(
                 None => sequence::state(&state.database, &name).await?,
             };
             let layout = current.snowflake_layout().copied().ok_or_else(|| {
-                ApiError::unfit(
+                ApiError::wrong_route(
                     counter,
                     format!("counter '{counter}' is {}, not a snowflake counter: IDs are read with a snowflake counter's layout only", current.kind()),
                 )
@@ -408,15 +363,15 @@ pub(super) async fn validate(
     // A snowflake counter's IDs are read by the policy that writes them.
     let policy = match layout {
         Some(_) => state.policy_for(CounterKind::Snowflake),
-        None => state.live.current(),
+        None => state.follower.current(),
     };
     let ValidateRequest { ids, prefix, .. } = request;
-    let (ids, verdicts) = tokio::task::spawn_blocking(move || {
+    let slot = state.slots.acquire().await?;
+    let (ids, verdicts) = run_blocking(slot, move || {
         let verdicts = policy.validate_many(&ids, prefix.as_deref(), layout.as_ref());
         (ids, verdicts)
     })
-    .await
-    .map_err(|panic| ApiError::Overloaded(format!("the policy call was abandoned: {panic}")))?;
+    .await?;
     let results: Vec<Checked> = ids
         .into_iter()
         .zip(verdicts?)
@@ -441,30 +396,37 @@ pub(super) async fn validate(
     }))
 }
 
+/// "a" or "an", before a kind's name.
+fn article(kind: CounterKind) -> &'static str {
+    if kind.as_str().starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    }
+}
+
 /// One value of a counter of `kind`, as bare decimal text (Leaf's answer).
+/// The kind is checked before the counter is opened.
 async fn leaf(
     state: Shared,
-    headers: HeaderMap,
-    key: String,
+    counter: CounterPath,
     kind: CounterKind,
 ) -> Result<Response, ApiError> {
-    let served = state.counter(&headers, &key).await?;
-    let found = served.sequence.kind();
-    if found != kind {
-        let article = if found == CounterKind::Autoinc {
-            "an"
-        } else {
-            "a"
-        };
-        return Err(ApiError::unfit(
-            &key,
-            format!(
-                "counter '{key}' is {article} {found} counter; this route serves {kind} counters"
-            ),
-        ));
-    }
+    let name = &counter.name;
+    let served = state
+        .counter_of_kind(
+            name,
+            |found| found == kind,
+            |found| {
+                format!(
+                    "counter '{name}' is {} {found} counter; this route serves {kind} counters",
+                    article(found)
+                )
+            },
+        )
+        .await?;
     let issued = served.sequence.take(1, SystemClock.now_micros()).await?;
-    state.metrics.values(&key, 1);
+    state.metrics.values(name.as_str(), 1);
     Ok(text(issued[0].sequence.to_string()))
 }
 
@@ -473,14 +435,16 @@ async fn leaf(
     get,
     path = "/api/segment/get/{key}",
     params(("key" = String, Path, description = "The segment counter")),
-    responses((status = 200, description = "One value, bare decimal", body = String, content_type = "text/plain"))
+    responses(
+        (status = 200, description = "One value, bare decimal", body = String, content_type = "text/plain"),
+        (status = 409, description = "A counter of another kind (nothing was opened)", body = ErrorBody),
+    )
 )]
 pub(super) async fn leaf_segment(
     State(state): State<Shared>,
-    Path(key): Path<String>,
-    headers: HeaderMap,
+    counter: CounterPath,
 ) -> Result<Response, ApiError> {
-    leaf(state, headers, key, CounterKind::Segment).await
+    leaf(state, counter, CounterKind::Segment).await
 }
 
 /// Leaf's snowflake route: one ID of snowflake counter `key`, bare decimal.
@@ -488,101 +452,22 @@ pub(super) async fn leaf_segment(
     get,
     path = "/api/snowflake/get/{key}",
     params(("key" = String, Path, description = "The snowflake counter")),
-    responses((status = 200, description = "One ID, bare decimal", body = String, content_type = "text/plain"))
+    responses(
+        (status = 200, description = "One ID, bare decimal", body = String, content_type = "text/plain"),
+        (status = 409, description = "A counter of another kind (nothing was opened)", body = ErrorBody),
+    )
 )]
 pub(super) async fn leaf_snowflake(
     State(state): State<Shared>,
-    Path(key): Path<String>,
-    headers: HeaderMap,
+    counter: CounterPath,
 ) -> Result<Response, ApiError> {
-    leaf(state, headers, key, CounterKind::Snowflake).await
+    leaf(state, counter, CounterKind::Snowflake).await
 }
 
-/// The process is alive.
+/// The process is alive (served on both listeners, outside every limit).
 #[utoipa::path(get, path = "/healthz", responses((status = 200, description = "Alive", body = String)))]
 pub(super) async fn healthz() -> &'static str {
     "ok\n"
-}
-
-/// The server can serve: the database answers, a policy is loaded, every
-/// worker lease is held.
-#[utoipa::path(
-    get,
-    path = "/readyz",
-    responses(
-        (status = 200, description = "Ready", body = Readiness),
-        (status = 503, description = "Not ready, and why", body = Readiness),
-    )
-)]
-pub(super) async fn readyz(State(state): State<Shared>) -> (StatusCode, Json<Readiness>) {
-    let ping = tokio::time::timeout(
-        state.limits.readiness_timeout,
-        state.database.run_command(doc! { "ping": 1 }),
-    )
-    .await;
-    let database = match ping {
-        Ok(Ok(_)) => "ok".to_string(),
-        Ok(Err(error)) => idmint::mongo::describe_error(&error),
-        Err(_) => format!(
-            "no answer within {} ms",
-            state.limits.readiness_timeout.as_millis()
-        ),
-    };
-    let leases: Vec<LeaseReadiness> = state
-        .pool
-        .opened()
-        .iter()
-        .filter_map(|served| {
-            let lease = served.sequence.held().lease?;
-            Some(LeaseReadiness {
-                counter: served.state.name.clone(),
-                worker: lease.worker,
-                holding: lease.holding,
-            })
-        })
-        .collect();
-    let policy = state.live.current();
-    let ready = database == "ok" && leases.iter().all(|lease| lease.holding);
-    let status = if ready {
-        StatusCode::OK
-    } else {
-        StatusCode::SERVICE_UNAVAILABLE
-    };
-    (
-        status,
-        Json(Readiness {
-            ready,
-            database,
-            policy: format!(
-                "{} {} (sha256 {})",
-                policy.info().name,
-                policy.info().version,
-                policy.sha256()
-            ),
-            leases,
-        }),
-    )
-}
-
-/// Prometheus metrics.
-#[utoipa::path(get, path = "/metrics", responses((status = 200, description = "OpenMetrics text", body = String)))]
-pub(super) async fn metrics(State(state): State<Shared>) -> Response {
-    let body = state
-        .metrics
-        .render(&state.pool.opened(), &state.policies());
-    (
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
-        )],
-        body,
-    )
-        .into_response()
-}
-
-/// The OpenAPI document.
-pub(super) async fn openapi() -> Json<utoipa::openapi::OpenApi> {
-    Json(ApiDoc::openapi())
 }
 
 /// Any other path.
@@ -605,7 +490,8 @@ pub(super) async fn overloaded(error: tower::BoxError) -> ApiError {
 }
 
 /// Counts and logs every request, by route pattern and status. Tokens are
-/// never logged: only the method, route, status and time.
+/// never logged: only the method, route, status, time and the app; a 5xx
+/// is logged with its full cause, which its answer does not carry.
 pub(super) async fn track(
     State(state): State<Shared>,
     matched: Option<MatchedPath>,
@@ -620,10 +506,25 @@ pub(super) async fn track(
     let seconds = started.elapsed().as_secs_f64();
     let status = response.status().as_u16();
     state.metrics.request(&route, status, seconds);
-    if status >= 500 {
-        tracing::warn!(%method, route, status, seconds, "request failed");
+    let app = response
+        .extensions()
+        .get::<AppName>()
+        .map(|app| app.0.clone());
+    if let Some(failure) = response.extensions().get::<FailureCause>() {
+        tracing::warn!(
+            %method,
+            route,
+            status,
+            seconds,
+            app,
+            counter = failure.counter,
+            cause = %failure.cause,
+            "request failed"
+        );
+    } else if status >= 500 {
+        tracing::warn!(%method, route, status, seconds, app, "request failed");
     } else {
-        tracing::debug!(%method, route, status, seconds, "request");
+        tracing::debug!(%method, route, status, seconds, app, "request");
     }
     response
 }

@@ -1,29 +1,24 @@
-//! [`LiveMinter`]: what a long-running process (`idmint next --stream`,
-//! `idmint serve`) serves IDs with. It opens the counter whatever its kind,
-//! picks the first policy (the active stored one when following the
-//! database and it passes the activation check here, else the local one),
-//! follows the policy sources so that a new policy is swapped in live, and
-//! on shutdown stops the followers and closes the counter (a segment
-//! counter gives its unused values back).
+//! [`LiveMinter`]: what `idmint next --stream` serves IDs with. It opens
+//! the counter whatever its kind, holds a [`PolicyFollower`] (the first
+//! policy, its activation check, the followers of the policy sources: the
+//! same lifecycle `idmint serve` holds), and on shutdown stops the followers
+//! and closes the counter (a segment counter gives its unused values back).
 //!
 //! What happens to the policy (swaps, refusals, a source that cannot be
-//! read) is sent as [`SwapEvent`]s on a channel the caller reports from.
+//! read) is sent as [`SwapEvent`](crate::policy::watch::SwapEvent)s on a
+//! channel the caller reports from.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use mongodb::Database;
-use tokio::sync::mpsc::{self, UnboundedReceiver};
-use tokio::task::JoinHandle;
 
 use super::Minter;
-use crate::policy::watch::{self, SwapEvent};
 use crate::policy::{
-    activation, ActivationOptions, LivePolicy, Policy, PolicyRuntime, PolicyStore,
+    ActivationOptions, FollowOptions, Policy, PolicyEvents, PolicyFollower, PolicyRuntime,
 };
 use crate::sequence::{Clock, CounterName, GiveBack, OpenOptions, Sequence};
 use crate::Error;
-
 /// How a [`LiveMinter`] starts.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
@@ -62,8 +57,7 @@ impl LiveOptions {
 /// Serves IDs from one counter through a policy swapped live.
 pub struct LiveMinter {
     minter: Minter,
-    live: Arc<LivePolicy>,
-    followers: Vec<JoinHandle<()>>,
+    follower: PolicyFollower,
 }
 
 impl LiveMinter {
@@ -79,11 +73,8 @@ impl LiveMinter {
         local: Policy,
         clock: Arc<dyn Clock>,
         options: LiveOptions,
-    ) -> Result<(Self, UnboundedReceiver<SwapEvent>), Error> {
+    ) -> Result<(Self, PolicyEvents), Error> {
         let (sequence, state) = Sequence::open(database, name, &options.open).await?;
-        let store = PolicyStore::new(database);
-        let (sender, events) = mpsc::unbounded_channel::<SwapEvent>();
-
         let prefix = options
             .prefix
             .clone()
@@ -94,46 +85,28 @@ impl LiveMinter {
             .prefix(prefix)
             .counter(state)
             .now_micros(clock.now_micros());
+        let follow = FollowOptions::default()
+            .file(options.follow_file)
+            .store(options.follow_store);
         // Anything failing from here closes the counter again (a snowflake
         // counter's worker lease is released at once).
-        let chosen = async {
-            let first = if options.follow_store {
-                watch::first_policy(&store, runtime, &local, &checks, &sender).await?
-            } else {
-                local.clone()
-            };
+        let started = async {
+            let first = PolicyFollower::choose(database, runtime, local, checks, follow).await?;
             // Minter::prepare checks the counter, the fit and the prefix; the
-            // activation check then runs the samples.
+            // activation check (`follow`) then runs the samples.
             let minter = Minter::prepare_opened(
                 sequence.clone(),
                 opened,
-                first.clone(),
+                first.policy().clone(),
                 options.prefix.clone(),
                 clock,
             )
             .await?;
-            activation::check(&first, &checks)?;
-            Ok::<_, Error>((minter, first))
+            let (follower, events) = first.follow()?;
+            Ok::<_, Error>((Self { minter, follower }, events))
         }
         .await;
-        let (minter, first) = sequence.close_on_error(chosen).await?;
-        let live = Arc::new(LivePolicy::new(first, checks).with_local(local));
-
-        let followers = watch::follow(
-            options.follow_file,
-            options.follow_store.then_some(store),
-            runtime,
-            &live,
-            &sender,
-        );
-        Ok((
-            Self {
-                minter,
-                live,
-                followers,
-            },
-            events,
-        ))
+        sequence.close_on_error(started).await
     }
 
     /// The prefix in use.
@@ -143,7 +116,7 @@ impl LiveMinter {
 
     /// The policy in service now.
     pub fn policy(&self) -> Policy {
-        self.live.current()
+        self.follower.current()
     }
 
     /// The minter underneath (the counter, its sequence).
@@ -156,23 +129,13 @@ impl LiveMinter {
     /// meanwhile applies to the next call.
     pub async fn next_lines(&self, count: usize) -> Result<String, Error> {
         let stamps = self.minter.next_stamps(count).await?;
-        let policy = self.live.current();
+        let policy = self.follower.current();
         Ok(policy.format_batch_packed(self.minter.prefix(), &stamps)?)
     }
 
     /// Stops following the policy sources and closes the counter.
     pub async fn shutdown(self) -> Result<GiveBack, Error> {
-        for follower in &self.followers {
-            follower.abort();
-        }
+        self.follower.stop();
         self.minter.close().await
-    }
-}
-
-impl Drop for LiveMinter {
-    fn drop(&mut self) {
-        for follower in &self.followers {
-            follower.abort();
-        }
     }
 }

@@ -22,7 +22,8 @@
 //! read back by its own validator (and, for the counters it will serve,
 //! snowflake IDs and periods), and its capacity held against those counters. A long-running process serves through a
 //! [`LivePolicy`], swapped atomically when a followed file or the policies
-//! collection ([`PolicyStore`], `watch` module) offers a policy that passes.
+//! collection ([`PolicyStore`], `watch` module) offers a policy that passes;
+//! [`PolicyFollower`] is that lifecycle, held by every such process.
 //!
 //! ```
 //! use idmint::policy::{IdParts, PolicyRuntime};
@@ -50,6 +51,7 @@ mod contract_v0_3;
 mod contract_v0_4;
 mod error;
 pub mod fit;
+pub mod follower;
 mod live;
 mod runtime;
 mod sandbox;
@@ -64,6 +66,7 @@ pub use crate::parts::{IdParts, Stamp};
 pub use activation::{ActivationOptions, ActivationReport};
 pub use error::PolicyError;
 pub use fit::{check_fit, check_prefix, writes, writes_period, writes_time, FitError, Writes};
+pub use follower::{FirstPolicy, FollowOptions, PolicyEvents, PolicyFollower};
 pub use live::LivePolicy;
 pub use runtime::{Policy, PolicyRuntime, MAX_CONCURRENT_CALLS};
 pub use sandbox::{PolicyLimits, DEFAULT_MAX_MEMORY_BYTES, DEFAULT_TIMEOUT, EPOCH_TICK};

@@ -35,6 +35,12 @@ use crate::mongo::{self, durable_write_concern};
 /// The collection, in idmint's database, that holds stored policies.
 pub use crate::mongo::collections::POLICIES as POLICIES_COLLECTION;
 
+/// How a stored version is named wherever it is the source of a policy (an
+/// origin, a swap event): `policies version N`.
+pub fn version_source(version: i64) -> String {
+    format!("{POLICIES_COLLECTION} version {version}")
+}
+
 /// The `_id` of the document that names the active version.
 const ACTIVE_ID: &str = "active";
 
@@ -405,7 +411,7 @@ impl PolicyStore {
         version: i64,
     ) -> Result<Policy, PolicyStoreError> {
         let (bytes, _) = self.fetch(version).await?;
-        let origin = format!("{POLICIES_COLLECTION} version {version}");
+        let origin = version_source(version);
         runtime
             .load_bytes(&bytes, &origin)
             .map_err(|source| PolicyStoreError::Rejected {

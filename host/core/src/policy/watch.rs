@@ -70,6 +70,54 @@ pub enum SwapEvent {
     },
 }
 
+impl SwapEvent {
+    /// A stable one-word name of the event: `swapped`, `refused`,
+    /// `source-error` or `polling` (the CLI's `--json` events, the log's
+    /// `event` field).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            SwapEvent::Swapped { .. } => "swapped",
+            SwapEvent::Refused { .. } => "refused",
+            SwapEvent::SourceError { .. } => "source-error",
+            SwapEvent::Polling { .. } => "polling",
+        }
+    }
+
+    /// Whether the event is something an operator should look at (a
+    /// refusal, a source that cannot be read) rather than news.
+    pub fn is_warning(&self) -> bool {
+        matches!(
+            self,
+            SwapEvent::Refused { .. } | SwapEvent::SourceError { .. }
+        )
+    }
+}
+
+/// The one sentence each event is reported with, by every process that
+/// follows a policy (`next --stream` prints it, `serve` logs it).
+impl std::fmt::Display for SwapEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SwapEvent::Swapped { source, report } => write!(
+                f,
+                "policy swapped: now serving {} {} (sha256 {}) from {source}",
+                report.policy.name, report.policy.version, report.sha256
+            ),
+            SwapEvent::Refused { source, error } => write!(
+                f,
+                "policy from {source} refused, keeping the current one: {error}"
+            ),
+            SwapEvent::SourceError { source, message } => {
+                write!(f, "cannot read {source}: {message}")
+            }
+            SwapEvent::Polling { reason } => write!(
+                f,
+                "no change stream ({reason}); polling the policies collection"
+            ),
+        }
+    }
+}
+
 /// The policy a process that follows the policies collection starts with:
 /// the active stored version if there is one and it passes the activation
 /// check against `checks`, else `local`. A stored policy refused here is
@@ -85,7 +133,7 @@ pub async fn first_policy(
     let Some(active) = store.active().await? else {
         return Ok(local.clone());
     };
-    let source = format!("{} version {}", super::POLICIES_COLLECTION, active.version);
+    let source = super::store::version_source(active.version);
     match store.load(runtime, active.version).await {
         Ok(policy) => match activation::check(&policy, checks) {
             Ok(_) => return Ok(policy),
@@ -276,11 +324,7 @@ async fn apply_active(
     if active.sha256 == live.current().sha256() || refused.as_deref() == Some(&active.sha256) {
         return true;
     }
-    let source = format!(
-        "{} version {}",
-        super::store::POLICIES_COLLECTION,
-        active.version
-    );
+    let source = super::store::version_source(active.version);
     let event = match store.fetch(active.version).await {
         Ok((bytes, _)) => swap_in(runtime, live, bytes, source).await,
         Err(PolicyStoreError::Database { source: error }) => {
@@ -289,7 +333,7 @@ async fn apply_active(
         Err(error) => SwapEvent::Refused {
             source,
             error: PolicyError::Activation {
-                origin: format!("version {}", active.version),
+                origin: super::store::version_source(active.version),
                 reason: error.to_string(),
             },
         },

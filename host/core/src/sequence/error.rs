@@ -203,6 +203,21 @@ pub enum SequenceError {
         /// How long the taker waited.
         waited_ms: u64,
     },
+    /// The database did not answer an operation within its deadline (a
+    /// primary that cannot reach a majority, a network that drops packets);
+    /// nothing from it was handed out.
+    #[error(
+        "counter '{name}': the database did not answer the {action} within {waited_ms} ms \
+         (is a majority of the replica set reachable?); nothing was handed out, retry later"
+    )]
+    Stalled {
+        /// The counter.
+        name: CounterName,
+        /// What was waited for: "segment fetch", "give-back".
+        action: &'static str,
+        /// How long it waited.
+        waited_ms: u64,
+    },
     /// The segment allocator was closed (its unused values given back).
     #[error("counter '{0}': the segment allocator is closed")]
     Closed(CounterName),
@@ -329,6 +344,7 @@ impl SequenceError {
             | Self::ClockBehind { .. }
             | Self::LeaseLost { .. }
             | Self::Closed(_)
+            | Self::Stalled { .. }
             | Self::Contended { .. } => ErrorClass::Unavailable,
             Self::Unauthorized { .. } => ErrorClass::Unauthorized,
             Self::ListCounters { source } | Self::Database { source, .. } => {

@@ -129,6 +129,16 @@ pub trait Handle {
         unreachable!("the registry refuses ranges of a kind without runs")
     }
 
+    /// Gives back `runs` this process took ([`Handle::take_ranges`]) and
+    /// could not hand out (a request that timed out or failed after taking
+    /// them), where that is still possible: each run only if no value after
+    /// it has been taken since, so that values stay unique and increasing.
+    /// Returns how many values were given back; the others are gaps.
+    async fn give_back(&self, runs: &[Range<u64>]) -> Result<u64, SequenceError> {
+        let _ = runs;
+        Ok(0)
+    }
+
     /// Ends the use of the counter: what the process holds is given back or
     /// released.
     async fn close(&self) -> Result<GiveBack, SequenceError> {
@@ -302,6 +312,11 @@ pub struct BufferStats {
     pub values: u64,
     /// The size of the next fetch.
     pub step: u64,
+    /// How long the fetch in flight has been waiting for the database, in
+    /// milliseconds (`None`: no fetch in flight). A fetch that waits long
+    /// (a majority that does not answer) is what a readiness check reports.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fetch_waiting_ms: Option<u64>,
 }
 
 /// How much of what a counter can hand out is used: what an operator
@@ -323,7 +338,11 @@ impl Headroom {
     pub(crate) fn of_values(used: u64, capacity: u64) -> Self {
         let left = capacity.saturating_sub(used);
         Headroom {
-            used: if capacity == 0 { 1.0 } else { used as f64 / capacity as f64 },
+            used: if capacity == 0 {
+                1.0
+            } else {
+                used as f64 / capacity as f64
+            },
             left: format!("{} values", group_thousands(left)),
         }
     }
@@ -339,7 +358,7 @@ fn group_thousands(value: u64) -> String {
     let digits = value.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (index, digit) in digits.chars().enumerate() {
-        if index > 0 && (digits.len() - index) % 3 == 0 {
+        if index > 0 && (digits.len() - index).is_multiple_of(3) {
             out.push(',');
         }
         out.push(digit);

@@ -21,8 +21,7 @@ use serde::Serialize;
 
 use super::document::{read_kind, read_prefixes, DEFAULT_KIND};
 use super::kind::{
-    check_block, CommandOptions, Fact, GiveBack, Handle, Headroom, Held, Kind, Setting,
-    ValueShape,
+    check_block, CommandOptions, Fact, GiveBack, Handle, Headroom, Held, Kind, Setting, ValueShape,
 };
 use super::settings::Settings;
 use super::{kinds, Clock, CounterName, SequenceError};
@@ -271,6 +270,16 @@ macro_rules! kinds {
                 }
                 match self {
                     $(Self::$variant(handle) => Handle::take_ranges(handle, count).await,)+
+                }
+            }
+
+            /// Gives back runs taken with [`Sequence::take_ranges`] that
+            /// could not be handed out, where no later value has been taken
+            /// since (see [`Handle::give_back`]); returns how many values
+            /// were given back.
+            pub async fn give_back(&self, runs: &[Range<u64>]) -> Result<u64, SequenceError> {
+                match self {
+                    $(Self::$variant(handle) => Handle::give_back(handle, runs).await,)+
                 }
             }
 

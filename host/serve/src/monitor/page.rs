@@ -148,15 +148,28 @@ fn chart(points: &[RatePoint]) -> Markup {
         .unwrap_or(0)
         .max(1) as f64;
     let line = |value: fn(&RatePoint) -> u64| -> String {
-        let step = if points.len() > 1 { WIDTH / (points.len() - 1) as f64 } else { 0.0 };
+        let step = if points.len() > 1 {
+            WIDTH / (points.len() - 1) as f64
+        } else {
+            0.0
+        };
         points
             .iter()
             .enumerate()
-            .map(|(i, p)| format!("{:.1},{:.1}", i as f64 * step, HEIGHT - value(p) as f64 / peak * HEIGHT))
+            .map(|(i, p)| {
+                format!(
+                    "{:.1},{:.1}",
+                    i as f64 * step,
+                    HEIGHT - value(p) as f64 / peak * HEIGHT
+                )
+            })
             .collect::<Vec<_>>()
             .join(" ")
     };
-    let last = points.last().copied().unwrap_or(RatePoint { values: 0, requests: 0 });
+    let last = points.last().copied().unwrap_or(RatePoint {
+        values: 0,
+        requests: 0,
+    });
     html! {
         p {
             "Per second over the last " (points.len()) " s: "
@@ -284,18 +297,36 @@ mod tests {
             instance: Instance {
                 name: "host:1".into(),
                 buffers: Vec::new(),
-                rates: vec![RatePoint { values: 10, requests: 2 }, RatePoint { values: 30, requests: 3 }],
+                rates: vec![
+                    RatePoint {
+                        values: 10,
+                        requests: 2,
+                    },
+                    RatePoint {
+                        values: 30,
+                        requests: 3,
+                    },
+                ],
             },
             counters: vec![CounterRow {
                 name: "<script>alert(1)</script>".into(),
                 kind: "autoinc".into(),
                 facts: vec![("seq".into(), "95".into())],
                 prefixes: vec!["(none)".into()],
-                headroom: Some(Headroom { used: 0.95, left: "5 values".into() }),
+                headroom: Some(Headroom {
+                    used: 0.95,
+                    left: "5 values".into(),
+                }),
                 problem: None,
             }],
             workers: Vec::new(),
-            locks: vec![LockRow { name: "nightly".into(), holder: "abc".into(), token: 7, count: 1, expires_in_ms: Some(2500) }],
+            locks: vec![LockRow {
+                name: "nightly".into(),
+                holder: "abc".into(),
+                token: 7,
+                count: 1,
+                expires_in_ms: Some(2500),
+            }],
             free_locks: 0,
             policy: PolicyView::default(),
             problems: Vec::new(),
@@ -305,7 +336,10 @@ mod tests {
     #[test]
     fn names_are_escaped_and_a_counter_near_its_end_is_marked() {
         let page = render(&snapshot()).into_string();
-        assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{page}");
+        assert!(
+            page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+            "{page}"
+        );
         assert!(!page.contains("<script>"));
         assert!(page.contains(r#"<tr class="warn">"#));
         assert!(page.contains("2.5 s"));

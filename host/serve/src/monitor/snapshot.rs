@@ -5,9 +5,9 @@
 //! and the rest is still shown.
 
 use idmint::lock::{status_all, LOCKS_COLLECTION};
-use idmint::Clock;
 use idmint::policy::PolicyStore;
 use idmint::sequence::{self, CounterKind, CounterName, Headroom};
+use idmint::Clock;
 use mongodb::Database;
 use serde::Serialize;
 
@@ -163,28 +163,29 @@ impl Snapshot {
             }
         };
         let workers = read_workers(database, &counters, &mut problems).await;
-        let (locks, free_locks) = match status_all(&database.collection(LOCKS_COLLECTION), None).await {
-            Ok(states) => {
-                let total = states.len();
-                let held: Vec<LockRow> = states
-                    .into_iter()
-                    .filter(|state| state.is_held())
-                    .map(|state| LockRow {
-                        name: state.name,
-                        holder: state.owner.unwrap_or_default(),
-                        token: state.token,
-                        count: state.count,
-                        expires_in_ms: state.expires_in_ms,
-                    })
-                    .collect();
-                let free = total - held.len();
-                (held, free)
-            }
-            Err(error) => {
-                problems.push(format!("locks: {error}"));
-                (Vec::new(), 0)
-            }
-        };
+        let (locks, free_locks) =
+            match status_all(&database.collection(LOCKS_COLLECTION), None).await {
+                Ok(states) => {
+                    let total = states.len();
+                    let held: Vec<LockRow> = states
+                        .into_iter()
+                        .filter(|state| state.is_held())
+                        .map(|state| LockRow {
+                            name: state.name,
+                            holder: state.owner.unwrap_or_default(),
+                            token: state.token,
+                            count: state.count,
+                            expires_in_ms: state.expires_in_ms,
+                        })
+                        .collect();
+                    let free = total - held.len();
+                    (held, free)
+                }
+                Err(error) => {
+                    problems.push(format!("locks: {error}"));
+                    (Vec::new(), 0)
+                }
+            };
         let policy = read_policies(database, serving, &mut problems).await;
         Snapshot {
             taken_at: idmint::parts::rfc3339_micros(now_ms * 1000),
@@ -270,7 +271,7 @@ async fn read_policies(
     let store = PolicyStore::new(database);
     let stored = match store.list().await {
         Ok(mut stored) => {
-            stored.sort_by(|a, b| b.version.cmp(&a.version));
+            stored.sort_by_key(|stored| std::cmp::Reverse(stored.version));
             stored
                 .into_iter()
                 .map(|policy| PolicyRow {

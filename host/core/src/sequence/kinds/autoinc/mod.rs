@@ -298,4 +298,32 @@ impl Handle for AutoIncrement {
         // One round trip takes one run.
         Ok(std::iter::once(*taken.start()..*taken.end() + 1).collect())
     }
+
+    /// The last run only, and only while `seq` is still its last value (no
+    /// process took a value since): one conditional update, durable like a
+    /// take.
+    async fn give_back(&self, runs: &[Range<u64>]) -> Result<u64, SequenceError> {
+        let Some(run) = runs
+            .last()
+            .filter(|run| run.start >= 1 && run.start < run.end)
+        else {
+            return Ok(0);
+        };
+        let result = self
+            .collection
+            .update_one(
+                doc! { "_id": self.name.as_str(), "kind": Autoinc::NAME, "seq": (run.end - 1) as i64 },
+                doc! { "$set": { "seq": (run.start - 1) as i64 } },
+            )
+            .write_concern(self.write_concern.clone())
+            .await
+            .map_err(|source| {
+                SequenceError::from_database(&self.name, "give back", "update", source)
+            })?;
+        Ok(if result.modified_count == 1 {
+            run.end - run.start
+        } else {
+            0
+        })
+    }
 }

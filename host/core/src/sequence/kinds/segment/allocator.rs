@@ -20,6 +20,19 @@
 //!   tail of the last segment, if no process took a segment since: one
 //!   conditional update on `max`. Restarts then waste nothing (Leaf wastes
 //!   the rest of both buffers, its issues #15 and #78).
+//! - **A bounded run takes no more than it can use**
+//!   ([`SegmentOptions::wants`]): a process that will take N values in all
+//!   (`idmint seq --count N`) prefetches nothing it cannot use and asks for
+//!   no more than it still wants, so short runs side by side lose at most the
+//!   tail of one segment each, where the 10% prefetch made each lose two.
+//! - **Runs not handed out are given back** ([`SegmentAllocator::give_back`])
+//!   while no later value has been taken, so a ranges request that fails
+//!   halfway (a later fetch fails) loses nothing.
+//! - **Deadlines.** A fetch that waits longer than
+//!   [`SegmentOptions::fetch_timeout`] (a primary that cannot reach a
+//!   majority) fails with [`SequenceError::Stalled`] rather than holding
+//!   every taker; how long a fetch has been waiting is in
+//!   [`BufferStats::fetch_waiting_ms`], for a readiness check.
 
 use std::ops::Range;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -50,6 +63,18 @@ pub struct SegmentOptions {
     /// The largest step this process asks for. Default: 1,000,000 (Leaf's).
     /// The counter document's `step` is the smallest.
     pub max_step: u64,
+    /// The most values this process will take in all, when it knows (a
+    /// bounded run: `idmint seq --count N`, `idmint next --count N`): it then
+    /// prefetches no segment it cannot use and asks for no more than it
+    /// still wants beyond its buffers (at least the document's `step`, which
+    /// the counter enforces). Default: `None`, a process that runs until
+    /// stopped.
+    pub wants: Option<u64>,
+    /// How long a segment fetch (a durable write: a majority must
+    /// acknowledge it) may wait for the database before it fails with
+    /// [`SequenceError::Stalled`]. A write that lands after that consumed its
+    /// values all the same: they are a gap, never issued twice. Default: 10 s.
+    pub fetch_timeout: Duration,
 }
 
 impl Default for SegmentOptions {
@@ -58,6 +83,8 @@ impl Default for SegmentOptions {
             prefetch_at: 0.1,
             target_lifetime: Duration::from_secs(15 * 60),
             max_step: 1_000_000,
+            wants: None,
+            fetch_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -82,6 +109,18 @@ impl SegmentOptions {
     /// Sets [`SegmentOptions::max_step`].
     pub fn max_step(mut self, max_step: u64) -> Self {
         self.max_step = max_step;
+        self
+    }
+
+    /// Sets [`SegmentOptions::wants`].
+    pub fn wants(mut self, values: Option<u64>) -> Self {
+        self.wants = values;
+        self
+    }
+
+    /// Sets [`SegmentOptions::fetch_timeout`].
+    pub fn fetch_timeout(mut self, timeout: Duration) -> Self {
+        self.fetch_timeout = timeout;
         self
     }
 }
@@ -111,6 +150,10 @@ impl Buffer {
     fn is_empty(&self) -> bool {
         self.next >= self.end
     }
+
+    fn left(&self) -> u64 {
+        self.end.saturating_sub(self.next)
+    }
 }
 
 #[derive(Debug, Default)]
@@ -122,7 +165,16 @@ struct State {
     /// The step of the next request (0: not known until the first fetch).
     step: u64,
     last_fetch: Option<Instant>,
+    /// When the fetch in flight started.
+    fetch_started: Option<Instant>,
     stats: BufferStats,
+}
+
+impl State {
+    /// Values buffered: the rest of the current segment and the following.
+    fn buffered(&self) -> u64 {
+        self.current.left() + self.following.map_or(0, |following| following.left())
+    }
 }
 
 struct Inner {
@@ -180,7 +232,13 @@ impl SegmentAllocator {
 
     /// What the allocator has done so far.
     pub fn stats(&self) -> BufferStats {
-        self.inner.lock().stats
+        let state = self.inner.lock();
+        BufferStats {
+            fetch_waiting_ms: state
+                .fetch_started
+                .map(|started| started.elapsed().as_millis() as u64),
+            ..state.stats
+        }
     }
 
     /// The next value: from memory, unless both buffers are used up.
@@ -242,11 +300,20 @@ impl SegmentAllocator {
     /// The next `count` values as runs of consecutive values, in increasing
     /// order: one run per segment touched, so a large request costs a few
     /// ranges, not a value each (Tinyid's client-side segments).
+    ///
+    /// If a fetch fails halfway, the runs already taken are given back
+    /// ([`SegmentAllocator::give_back`]) before the error is returned.
     pub async fn take_ranges(&self, count: u64) -> Result<Vec<Range<u64>>, SequenceError> {
         let mut ranges: Vec<Range<u64>> = Vec::new();
         let mut left = count;
         while left > 0 {
-            let run = self.take_run(left).await?;
+            let run = match self.take_run(left).await {
+                Ok(run) => run,
+                Err(error) => {
+                    self.give_back(&ranges);
+                    return Err(error);
+                }
+            };
             left -= run.end - run.start;
             match ranges.last_mut() {
                 Some(last) if last.end == run.start => last.end = run.end,
@@ -272,10 +339,14 @@ impl SegmentAllocator {
                     return Err(SequenceError::Closed(self.name().clone()));
                 }
                 fill(&mut state, count, values);
-                self.inner.prefetch_if_due(&mut state);
                 if values.len() == count {
+                    self.inner.prefetch_if_due(&mut state);
                     return Ok(());
                 }
+                // Short of values: no background prefetch now. One would
+                // make this taker wait on it, and when it failed, start the
+                // next, for ever (a database down held every taker). The
+                // taker's own fetch below returns its failure.
                 state.stats.waits += 1;
                 if state.fetching {
                     // Registered before the lock is released, so the end of
@@ -291,13 +362,44 @@ impl SegmentAllocator {
                 Some(notified) => notified.await,
                 None => {
                     let fetch = {
-                        let state = self.inner.lock();
-                        self.inner.spawn_fetch(&state, false)
+                        let mut state = self.inner.lock();
+                        self.inner.spawn_fetch(&mut state, false)
                     };
                     join(fetch, self.name()).await?;
                 }
             }
         }
+    }
+
+    /// Gives back `runs` (taken from this allocator, in increasing order)
+    /// that were not handed out, last first, while each one ends where the
+    /// current segment's next value is: no later value has been taken, so
+    /// handing them out again keeps values unique and increasing. Returns
+    /// how many values were given back; the others are gaps. Nothing is
+    /// given back once the allocator is closed.
+    pub fn give_back(&self, runs: &[Range<u64>]) -> u64 {
+        let mut state = self.inner.lock();
+        if state.closed {
+            return 0;
+        }
+        let mut given = 0;
+        for run in runs.iter().rev() {
+            let current = &mut state.current;
+            if run.start >= run.end || run.end != current.next {
+                break;
+            }
+            // A run that began in an earlier segment (runs are merged across
+            // segments) gives back its part in the current one; the rest
+            // is a gap, as is every run before it.
+            let start = run.start.max(current.start);
+            current.next = start;
+            given += run.end - start;
+            if start != run.start {
+                break;
+            }
+        }
+        state.stats.values = state.stats.values.saturating_sub(given);
+        given
     }
 
     /// Waits until no fetch is in flight.
@@ -336,7 +438,15 @@ impl SegmentAllocator {
         let Some(tail) = tail else {
             return Ok(GiveBack::default());
         };
-        let given = self.inner.counter.give_back(tail.start, tail.end).await?;
+        let deadline = self.inner.options.fetch_timeout;
+        let given =
+            tokio::time::timeout(deadline, self.inner.counter.give_back(tail.start, tail.end))
+                .await
+                .map_err(|_| SequenceError::Stalled {
+                    name: self.name().clone(),
+                    action: "give-back",
+                    waited_ms: deadline.as_millis() as u64,
+                })??;
         Ok(if given {
             GiveBack {
                 values: tail.end - tail.start,
@@ -371,6 +481,10 @@ impl Handle for SegmentAllocator {
 
     async fn take_ranges(&self, count: u64) -> Result<Vec<Range<u64>>, SequenceError> {
         SegmentAllocator::take_ranges(self, count).await
+    }
+
+    async fn give_back(&self, runs: &[Range<u64>]) -> Result<u64, SequenceError> {
+        Ok(SegmentAllocator::give_back(self, runs))
     }
 
     async fn close(&self) -> Result<GiveBack, SequenceError> {
@@ -415,14 +529,26 @@ impl Inner {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// How many values this process still wants beyond its buffers, when
+    /// it said how many it wants in all ([`SegmentOptions::wants`]).
+    fn wanted_beyond_buffers(&self, state: &State) -> Option<u64> {
+        self.options.wants.map(|wants| {
+            wants
+                .saturating_sub(state.stats.values)
+                .saturating_sub(state.buffered())
+        })
+    }
+
     /// Starts the background fetch once the current segment is used up to
-    /// its prefetch point and nothing is buffered or in flight.
+    /// its prefetch point and nothing is buffered or in flight, unless the
+    /// process will not want what it would fetch.
     fn prefetch_if_due(self: &Arc<Self>, state: &mut State) {
         if !state.fetching
             && !state.closed
             && state.following.is_none()
             && state.current.end > state.current.start
             && state.current.next >= state.current.prefetch_from
+            && self.wanted_beyond_buffers(state) != Some(0)
         {
             state.fetching = true;
             // A failure is counted; the next taker short of values retries.
@@ -432,16 +558,39 @@ impl Inner {
 
     /// Fetches a segment in a task of its own, so that a caller that stops
     /// waiting (a cancelled request) cannot leave the fetch half done;
-    /// `state.fetching` must already be set.
+    /// `state.fetching` must already be set. The fetch fails with
+    /// [`SequenceError::Stalled`] after [`SegmentOptions::fetch_timeout`].
     fn spawn_fetch(
         self: &Arc<Self>,
-        state: &State,
+        state: &mut State,
         background: bool,
     ) -> JoinHandle<Result<(), SequenceError>> {
         let inner = Arc::clone(self);
-        let step = state.step;
+        // A bounded run asks for what it still wants (the counter's own
+        // step is the floor, enforced by the update), not for more.
+        let step = match self.wanted_beyond_buffers(state) {
+            Some(wanted) => {
+                let wanted = wanted.clamp(1, self.options.max_step.max(1));
+                if state.step == 0 {
+                    wanted
+                } else {
+                    state.step.min(wanted)
+                }
+            }
+            None => state.step,
+        };
+        state.fetch_started = Some(Instant::now());
         tokio::spawn(async move {
-            let taken = inner.counter.take(step).await;
+            let deadline = inner.options.fetch_timeout;
+            let taken = match tokio::time::timeout(deadline, inner.counter.take(step)).await {
+                Ok(taken) => taken,
+                // The write may still land: its values are then a gap.
+                Err(_) => Err(SequenceError::Stalled {
+                    name: inner.counter.name.clone(),
+                    action: "segment fetch",
+                    waited_ms: deadline.as_millis() as u64,
+                }),
+            };
             inner.install(taken, background)
         })
     }
@@ -456,6 +605,7 @@ impl Inner {
         let result = {
             let mut state = self.lock();
             state.fetching = false;
+            state.fetch_started = None;
             match taken {
                 Ok(Taken { values, floor }) => {
                     let now = Instant::now();

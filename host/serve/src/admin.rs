@@ -1,0 +1,154 @@
+//! The operator's routes, served on the admin listener (`--admin-listen`)
+//! only, never on the API's: what they show (every counter's name and
+//! volume, worker ids, database errors) is for operators, and they must stay
+//! answerable when the API is at its limits. They have limits of their own
+//! (`Limits::admin_max_concurrent`, the request time limit), and `/readyz`
+//! asks the database at most once per `Limits::readiness_interval`, however
+//! often it is asked. This is the place for operator routes (a monitor page
+//! is one to come).
+
+use std::time::Instant;
+
+use axum::extract::State;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use mongodb::bson::doc;
+
+use super::api::{FetchReadiness, LeaseReadiness, Readiness};
+use super::routes::Shared;
+use super::AppState;
+
+/// The last answer of the database to a readiness ping, reused for
+/// `Limits::readiness_interval`.
+#[derive(Default)]
+pub(crate) struct ReadinessCache {
+    last: tokio::sync::Mutex<Option<(Instant, String)>>,
+}
+
+impl AppState {
+    /// `ok`, or why the database is not usable: asked at most once per
+    /// `readiness_interval` (callers at the same time share one ping).
+    async fn database_readiness(&self) -> String {
+        let mut last = self.readiness.last.lock().await;
+        if let Some((asked, answer)) = &*last {
+            if asked.elapsed() < self.limits.readiness_interval {
+                return answer.clone();
+            }
+        }
+        let ping = tokio::time::timeout(
+            self.limits.readiness_timeout,
+            self.database.run_command(doc! { "ping": 1 }),
+        )
+        .await;
+        let answer = match ping {
+            Ok(Ok(_)) => "ok".to_string(),
+            Ok(Err(error)) => idmint::mongo::describe_error(&error),
+            Err(_) => format!(
+                "no answer within {} ms",
+                self.limits.readiness_timeout.as_millis()
+            ),
+        };
+        *last = Some((Instant::now(), answer.clone()));
+        answer
+    }
+}
+
+/// The server can serve: the database answers, a policy is loaded, every
+/// worker lease is held, and no segment fetch is stuck.
+#[utoipa::path(
+    get,
+    path = "/readyz",
+    tag = "admin",
+    responses(
+        (status = 200, description = "Ready", body = Readiness),
+        (status = 503, description = "Not ready, and why", body = Readiness),
+    )
+)]
+pub(super) async fn readyz(State(state): State<Shared>) -> (StatusCode, Json<Readiness>) {
+    let database = state.database_readiness().await;
+    let opened = state.pool.opened();
+    let leases: Vec<LeaseReadiness> = opened
+        .iter()
+        .filter_map(|served| {
+            let lease = served.sequence.held().lease?;
+            Some(LeaseReadiness {
+                counter: served.state.name.clone(),
+                worker: lease.worker,
+                holding: lease.holding,
+            })
+        })
+        .collect();
+    let stuck = state.limits.stuck_fetch.as_millis() as u64;
+    let fetches: Vec<FetchReadiness> = opened
+        .iter()
+        .filter_map(|served| {
+            let waiting_ms = served.sequence.held().buffers?.fetch_waiting_ms?;
+            (waiting_ms > stuck).then(|| FetchReadiness {
+                counter: served.state.name.clone(),
+                waiting_ms,
+            })
+        })
+        .collect();
+    let policy = state.follower.current();
+    let ready = database == "ok" && leases.iter().all(|lease| lease.holding) && fetches.is_empty();
+    let status = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (
+        status,
+        Json(Readiness {
+            ready,
+            database,
+            policy: format!(
+                "{} {} (sha256 {})",
+                policy.info().name,
+                policy.info().version,
+                policy.sha256()
+            ),
+            leases,
+            stuck_fetches: fetches,
+        }),
+    )
+}
+
+/// Prometheus metrics.
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    tag = "admin",
+    responses((status = 200, description = "OpenMetrics text", body = String))
+)]
+pub(super) async fn metrics(State(state): State<Shared>) -> Response {
+    let body = state
+        .metrics
+        .render(&state.pool.opened(), &state.policies(), &state.slots);
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+        )],
+        body,
+    )
+        .into_response()
+}
+
+/// The OpenAPI document of both listeners.
+#[utoipa::path(
+    get,
+    path = "/openapi.json",
+    tag = "admin",
+    responses((status = 200, description = "The OpenAPI 3.1 document", body = Object))
+)]
+pub(super) async fn openapi(State(state): State<Shared>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        state.openapi.clone(),
+    )
+        .into_response()
+}

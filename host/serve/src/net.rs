@@ -1,0 +1,277 @@
+//! The listeners: accepting connections and serving each with hyper's
+//! HTTP/1 server, which axum's own `serve` does without a timer (so with no
+//! header-read timeout), a connection cap or a shutdown deadline.
+//!
+//! - **Connection cap.** At most `max_connections` connections are served at
+//!   once; one more is answered `503` with the JSON error body and closed,
+//!   so that a client (or its load balancer) learns at once to go elsewhere.
+//! - **Header-read and idle timeout.** hyper's header-read timeout runs from
+//!   when a connection is ready for a request (connected, or its previous
+//!   answer sent) until the request's header is complete: a connection that
+//!   sends nothing, or dribbles its header, is closed at `header_timeout`.
+//! - **Shutdown deadline.** When told to stop, a listener stops accepting,
+//!   asks each connection to finish its request in flight and close, and
+//!   waits at most `shutdown_timeout`; the connections left then (a client
+//!   that pipelines requests and never reads its answers, a request stuck on
+//!   the database) are cut, their requests abandoned, so that the counters
+//!   can be closed cleanly in any case.
+//! - Connections whose writes find the client's window full (clients that
+//!   do not read) are counted, for `/metrics`.
+
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::Router;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use prometheus_client::metrics::gauge::Gauge;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, Semaphore};
+use tokio::task::JoinSet;
+
+use super::AppState;
+
+/// How one listener serves its connections.
+pub(crate) struct ConnectionOptions {
+    /// The listener's name, for the log: `api` or `admin`.
+    pub name: &'static str,
+    /// The most connections served at once.
+    pub max_connections: usize,
+    /// The header-read (and idle) timeout.
+    pub header_timeout: Duration,
+    /// How long shutdown waits for the connections.
+    pub shutdown_timeout: Duration,
+    /// The server, whose metrics count this listener's connections.
+    pub state: Option<Arc<AppState>>,
+}
+
+/// Accepts connections on `listener` and serves each with `router` until
+/// `stop` turns true; then shuts the connections down within the deadline
+/// (see the module docs).
+pub(crate) async fn accept_loop(
+    listener: TcpListener,
+    router: Router,
+    options: ConnectionOptions,
+    mut stop: watch::Receiver<bool>,
+) {
+    let permits = Arc::new(Semaphore::new(options.max_connections));
+    let mut connections = JoinSet::new();
+    let mut backoff = Duration::from_millis(5);
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = stop.wait_for(|stop| *stop) => break,
+            Some(_) = connections.join_next(), if !connections.is_empty() => continue,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => {
+                backoff = Duration::from_millis(5);
+                stream
+            }
+            Err(error) => {
+                // Out of file descriptors, most likely: wait a little rather
+                // than spin, and keep serving the connections open.
+                tracing::warn!(listener = options.name, %error, "cannot accept a connection");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(1));
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        match permits.clone().try_acquire_owned() {
+            Ok(permit) => {
+                let router = router.clone();
+                let state = options.state.clone();
+                let stop = stop.clone();
+                let header_timeout = options.header_timeout;
+                connections.spawn(async move {
+                    let _open = state
+                        .as_ref()
+                        .map(|state| state.metrics.connection_opened());
+                    let blocked = state.as_ref().map(|state| state.metrics.write_blocked());
+                    serve_connection(stream, router, header_timeout, blocked, stop).await;
+                    drop(permit);
+                });
+            }
+            Err(_) => {
+                if let Some(state) = &options.state {
+                    state.metrics.connection_refused();
+                }
+                connections.spawn(refuse(stream));
+            }
+        }
+    }
+    // No new connections from here; each one open finishes its request in
+    // flight and closes (it watches `stop` too).
+    drop(listener);
+    let drained = tokio::time::timeout(options.shutdown_timeout, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        let left = connections.len();
+        tracing::warn!(
+            listener = options.name,
+            connections = left,
+            deadline_secs = options.shutdown_timeout.as_secs_f64(),
+            "connections still open at the shutdown deadline: cut, their requests abandoned"
+        );
+        if let Some(state) = &options.state {
+            state.metrics.connections_abandoned(left as u64);
+        }
+        connections.shutdown().await;
+    }
+}
+
+/// Serves one connection until it ends, or until `stop` turns true, when it
+/// finishes the request in flight and closes.
+async fn serve_connection(
+    stream: TcpStream,
+    router: Router,
+    header_timeout: Duration,
+    blocked: Option<Gauge>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let io = TokioIo::new(Watched::new(stream, blocked));
+    let service = TowerToHyperService::new(router);
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_timeout);
+    let connection = builder.serve_connection(io, service);
+    tokio::pin!(connection);
+    tokio::select! {
+        result = connection.as_mut() => {
+            if let Err(error) = result {
+                tracing::debug!(%error, "connection ended");
+            }
+            return;
+        }
+        _ = stop.wait_for(|stop| *stop) => {}
+    }
+    connection.as_mut().graceful_shutdown();
+    if let Err(error) = connection.await {
+        tracing::debug!(%error, "connection ended at shutdown");
+    }
+}
+
+/// The answer to a connection over the cap.
+const REFUSED_BODY: &str = r#"{"error":"overloaded","message":"the server is at its connection limit; retry with backoff"}"#;
+
+/// Answers a connection over the cap with 503 and closes it, within a
+/// second.
+async fn refuse(mut stream: TcpStream) {
+    let answer = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\nconnection: close\r\n\r\n{REFUSED_BODY}",
+        REFUSED_BODY.len()
+    );
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        stream.write_all(answer.as_bytes()).await?;
+        stream.shutdown().await?;
+        // Read what the client sent, so that closing does not reset the
+        // connection before it has read the answer.
+        let mut sink = [0u8; 4096];
+        let mut read = 0;
+        while read < 64 << 10 {
+            match stream.read(&mut sink).await? {
+                0 => break,
+                n => read += n,
+            }
+        }
+        Ok::<_, io::Error>(())
+    })
+    .await;
+}
+
+/// A connection's stream that counts, in a gauge, whether its last write
+/// found the client's window full (the client is not reading).
+struct Watched {
+    stream: TcpStream,
+    gauge: Option<Gauge>,
+    blocked: bool,
+}
+
+impl Watched {
+    fn new(stream: TcpStream, gauge: Option<Gauge>) -> Self {
+        Self {
+            stream,
+            gauge,
+            blocked: false,
+        }
+    }
+
+    fn note<T>(&mut self, poll: Poll<T>) -> Poll<T> {
+        let blocked = poll.is_pending();
+        if blocked != self.blocked {
+            self.blocked = blocked;
+            if let Some(gauge) = &self.gauge {
+                if blocked {
+                    gauge.inc();
+                } else {
+                    gauge.dec();
+                }
+            }
+        }
+        poll
+    }
+}
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        if self.blocked {
+            if let Some(gauge) = &self.gauge {
+                gauge.dec();
+            }
+        }
+    }
+}
+
+impl AsyncRead for Watched {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Watched {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let poll = Pin::new(&mut this.stream).poll_write(cx, buf);
+        this.note(poll)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let poll = Pin::new(&mut this.stream).poll_write_vectored(cx, bufs);
+        this.note(poll)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
+    }
+}

@@ -1,0 +1,295 @@
+//! `idmint serve` against slow and hostile clients (issue 18, section 3),
+//! over real sockets, because the wire is the point: connections that send
+//! nothing, more connections than the cap, a client that pipelines requests
+//! and never reads its answers while the server shuts down, request bodies
+//! that never arrive. Each test has a legitimate client answered beside
+//! the hostile ones, and makes the hostile state certain before it asserts
+//! (the server's own gauges on the admin listener), never a sleep.
+//!
+//! The clients are blocking sockets, so these are plain `#[test]`s; the
+//! database is prepared on a runtime of their own.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::harness::{self, idmint, run, stdout};
+use crate::serve::{assert_error, block_on, create, Answer, Service, DEADLINE};
+
+/// A connection kept open across requests (HTTP/1.1 keep-alive).
+struct Connection(TcpStream);
+
+impl Connection {
+    fn open(address: &str) -> Self {
+        let stream = TcpStream::connect(address).expect("connect to idmint serve");
+        stream.set_read_timeout(Some(DEADLINE)).unwrap();
+        Self(stream)
+    }
+
+    /// Sends one GET and reads its answer, leaving the connection open.
+    fn get(&mut self, path: &str, headers: &[(&str, &str)]) -> Answer {
+        let mut head = format!("GET {path} HTTP/1.1\r\nHost: idmint\r\n");
+        for (name, value) in headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        head.push_str("\r\n");
+        self.0.write_all(head.as_bytes()).unwrap();
+        self.answer()
+    }
+
+    /// Reads one answer (its header, then `content-length` bytes).
+    fn answer(&mut self) -> Answer {
+        let mut raw = Vec::new();
+        let mut byte = [0u8; 1];
+        while !raw.ends_with(b"\r\n\r\n") {
+            let read = self.0.read(&mut byte).expect("read an answer");
+            assert_eq!(read, 1, "the connection closed mid-answer: {raw:?}");
+            raw.push(byte[0]);
+        }
+        let head = String::from_utf8(raw).unwrap();
+        let mut lines = head.lines();
+        let status = lines
+            .next()
+            .and_then(|line| line.split(' ').nth(1))
+            .and_then(|code| code.parse().ok())
+            .expect("a status line");
+        let headers: std::collections::HashMap<String, String> = lines
+            .filter_map(|line| line.split_once(": "))
+            .map(|(name, value)| (name.to_ascii_lowercase(), value.to_string()))
+            .collect();
+        let length: usize = headers["content-length"].parse().unwrap();
+        let mut body = vec![0u8; length];
+        self.0.read_exact(&mut body).unwrap();
+        Answer {
+            status,
+            headers,
+            body: String::from_utf8(body).unwrap(),
+        }
+    }
+
+    /// Reads until the server closes the connection; what it sent first.
+    fn until_closed(&mut self) -> std::io::Result<Vec<u8>> {
+        let mut rest = Vec::new();
+        self.0.read_to_end(&mut rest).map(|_| rest)
+    }
+}
+
+/// Waits until `metric` reads `value` on the admin listener.
+fn wait_for_metric(service: &Service, metric: &str, value: u64) {
+    let line = format!("{metric} {value}");
+    let waited = Instant::now();
+    loop {
+        let metrics = service.admin("/metrics").body;
+        if metrics.lines().any(|found| found == line) {
+            return;
+        }
+        assert!(waited.elapsed() < DEADLINE, "{line} never came:\n{metrics}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A connection that sends nothing, or dribbles a header it never ends, is
+/// closed at `--header-timeout`; so is a keep-alive connection left idle
+/// after its answer. A legitimate client is answered meanwhile.
+#[test]
+fn silent_and_idle_connections_are_closed_at_the_header_timeout() {
+    const TEST: &str = "serve_header_timeout";
+    block_on(harness::database(TEST));
+    let service = Service::start(TEST, &["--header-timeout", "0.3"]);
+    let mut silent = Connection::open(&service.address);
+    let mut dribbling = Connection::open(&service.address);
+    dribbling
+        .0
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: idmint\r\n")
+        .unwrap();
+    let mut idle = Connection::open(&service.address);
+    assert_eq!(idle.get("/healthz", &[]).status, 200);
+    assert_eq!(service.get("/healthz").status, 200);
+    for (name, connection) in [
+        ("silent", &mut silent),
+        ("dribbling", &mut dribbling),
+        ("idle", &mut idle),
+    ] {
+        // Closed by the server (an EOF), not by the test's own deadline.
+        let closed = connection.until_closed();
+        assert!(closed.is_ok(), "{name}: not closed: {closed:?}");
+    }
+}
+
+/// At `--max-connections` open connections, one more is answered 503
+/// (`overloaded`) and closed at once; the admin listener, with a cap of its
+/// own, still answers; when a connection closes, a new client is served.
+#[test]
+fn connections_past_the_cap_are_refused_at_once() {
+    const TEST: &str = "serve_connection_cap";
+    block_on(harness::database(TEST));
+    create(TEST, "inv", &["--kind", "autoinc"]);
+    let service = Service::start(TEST, &["--max-connections", "2", "--header-timeout", "60"]);
+    // Two connections, each answered once and kept open: both are being
+    // served (each holds its place under the cap).
+    let mut first = Connection::open(&service.address);
+    let mut second = Connection::open(&service.address);
+    assert_eq!(first.get("/healthz", &[]).status, 200);
+    assert_eq!(second.get("/healthz", &[]).status, 200);
+    assert_error(
+        &service.get("/v1/counters/inv/values"),
+        503,
+        "overloaded",
+        "connection limit",
+    );
+    let metrics = service.admin("/metrics").body;
+    assert!(
+        metrics.contains("idmint_connections_refused_total 1"),
+        "{metrics}"
+    );
+    drop(first);
+    // The server sees the close when it reads the EOF: until then the cap
+    // holds; then a new client is served (and the refused request took no
+    // value: this is the first).
+    let closed = Instant::now();
+    loop {
+        let answer = service.get("/v1/counters/inv/values");
+        if answer.status == 200 {
+            assert_eq!(answer.values(), [1]);
+            break;
+        }
+        assert_error(&answer, 503, "overloaded", "connection limit");
+        assert!(
+            closed.elapsed() < DEADLINE,
+            "the closed connection is still counted"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(second.get("/healthz", &[]).status, 200);
+}
+
+/// Shutdown with a client that pipelines requests and never reads its
+/// answers: the server stops within `--shutdown-timeout`, cuts that
+/// connection (its requests abandoned), gives the segment's tail back,
+/// releases the worker lease, and exits 0.
+#[test]
+fn shutdown_is_not_stalled_by_a_client_that_never_reads() {
+    const TEST: &str = "serve_shutdown_stall";
+    block_on(harness::database(TEST));
+    create(TEST, "seg", &["--kind", "segment", "--step", "1000"]);
+    create(TEST, "ev", &["--kind", "snowflake", "--raw"]);
+    let mut service = Service::start(TEST, &["--shutdown-timeout", "1"]);
+    service.get("/v1/counters/ev/values").values();
+    let mut hostile = TcpStream::connect(&service.address).unwrap();
+    let writer = std::thread::spawn(move || {
+        let request = b"GET /v1/counters/seg/values?count=1000 HTTP/1.1\r\nHost: idmint\r\n\r\n";
+        // Writes until the server cuts the connection; never reads.
+        while hostile.write_all(request).is_ok() {}
+    });
+    // The server is stuck writing to it: its window is full.
+    wait_for_metric(&service, "idmint_connections_write_blocked", 1);
+    let before = crate::serve::counter_field(TEST, "seg", "max");
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(
+        unsafe { libc::kill(service.child.id() as i32, libc::SIGTERM) },
+        0
+    );
+    let stopping = Instant::now();
+    let status = loop {
+        if let Some(status) = service.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            stopping.elapsed() < DEADLINE,
+            "shutdown is stalled by the client that never reads"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let log: Vec<String> = service.stderr.try_iter().collect();
+    let log = log.join("\n");
+    assert_eq!(status.code(), Some(0), "{log}");
+    assert!(log.contains("their requests abandoned"), "{log}");
+    writer.join().unwrap();
+    // The tail of the segment in service was given back.
+    let after = crate::serve::counter_field(TEST, "seg", "max");
+    assert!(
+        after < before,
+        "no tail given back: max {before} -> {after}"
+    );
+    let workers = run(idmint(TEST).args(["workers", "ev", "--json"]));
+    let workers: Value = serde_json::from_str(&stdout(&workers)).unwrap();
+    assert!(
+        workers["leases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|lease| lease["live"] == false),
+        "{workers}"
+    );
+}
+
+/// `POST /v1/validate` checks the token from the headers before it reads
+/// the body (a client without one is answered 401 without sending it), and
+/// bodies that never arrive hold connections, never request slots: with
+/// room for two requests, two stalled bodies leave a legitimate client
+/// served.
+#[test]
+fn slow_bodies_do_not_starve_other_requests() {
+    const TEST: &str = "serve_slow_bodies";
+    block_on(harness::database(TEST));
+    create(TEST, "inv", &["--kind", "autoinc"]);
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens.json");
+    let token = "tok-slow-bodies";
+    std::fs::write(
+        &tokens,
+        format!(
+            r#"{{"apps": [{{"name": "billing", "token_sha256": "{}", "counters": ["*"]}}]}}"#,
+            idmint::checksum::sha256_hex(token.as_bytes())
+        ),
+    )
+    .unwrap();
+    let service = Service::start(
+        TEST,
+        &[
+            "--tokens",
+            tokens.to_str().unwrap(),
+            "--max-concurrent",
+            "2",
+            "--body-timeout",
+            "60",
+        ],
+    );
+    let bearer = format!("Bearer {token}");
+    let post_head = |authorization: Option<&str>| {
+        let mut head = String::from(
+            "POST /v1/validate HTTP/1.1\r\nHost: idmint\r\nContent-Type: application/json\r\n\
+             Content-Length: 100\r\n",
+        );
+        if let Some(value) = authorization {
+            head.push_str(&format!("Authorization: {value}\r\n"));
+        }
+        head.push_str("\r\n{\"ids\": [");
+        head
+    };
+    // No token: 401 at once, though the body never comes.
+    let mut anonymous = Connection::open(&service.address);
+    anonymous.0.write_all(post_head(None).as_bytes()).unwrap();
+    assert_error(&anonymous.answer(), 401, "unauthenticated", "bearer token");
+    // Two stalled bodies, both being read.
+    let mut stalled = Vec::new();
+    for _ in 0..2 {
+        let mut connection = Connection::open(&service.address);
+        connection
+            .0
+            .write_all(post_head(Some(&bearer)).as_bytes())
+            .unwrap();
+        stalled.push(connection);
+    }
+    wait_for_metric(&service, "idmint_http_bodies_reading", 2);
+    let served = crate::serve::request(
+        &service.address,
+        "GET",
+        "/v1/counters/inv/values",
+        &[("Authorization", &bearer)],
+        None,
+    );
+    assert_eq!(served.values(), [1]);
+}
