@@ -14,6 +14,7 @@ mod java_client;
 mod lock;
 mod lock_fair;
 mod lost_values;
+mod monitor;
 mod mongosh;
 mod network_faults;
 mod periodic;

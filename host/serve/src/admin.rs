@@ -4,8 +4,8 @@
 //! answerable when the API is at its limits. They have limits of their own
 //! (`Limits::admin_max_concurrent`, the request time limit), and `/readyz`
 //! asks the database at most once per `Limits::readiness_interval`, however
-//! often it is asked. This is the place for operator routes (a monitor page
-//! is one to come).
+//! often it is asked. This is the place for operator routes: the monitor
+//! page (`/monitor`, and its data as JSON at `/monitor.json`) is one.
 
 use std::time::Instant;
 
@@ -16,6 +16,7 @@ use axum::Json;
 use mongodb::bson::doc;
 
 use super::api::{FetchReadiness, LeaseReadiness, Readiness};
+use super::monitor::{self, BufferRow, Instance, PolicyRow, Snapshot};
 use super::routes::Shared;
 use super::AppState;
 
@@ -151,4 +152,77 @@ pub(super) async fn openapi(State(state): State<Shared>) -> Response {
         state.openapi.clone(),
     )
         .into_response()
+}
+
+impl AppState {
+    /// What the monitor page shows now (reads only).
+    async fn monitor_snapshot(&self) -> Snapshot {
+        let buffers = self
+            .pool
+            .opened()
+            .iter()
+            .filter_map(|served| {
+                let stats = served.sequence.held().buffers?;
+                let segments = stats.segments;
+                Some(BufferRow {
+                    counter: served.state.name.clone(),
+                    current: segments.map(|s| (s.current[0], s.current[1])),
+                    position: segments.map(|s| s.position),
+                    next: segments.and_then(|s| s.following).map(|f| (f[0], f[1])),
+                    step: stats.step,
+                    loading: stats.fetch_waiting_ms.is_some(),
+                    fetches: stats.fetches,
+                    values: stats.values,
+                })
+            })
+            .collect();
+        let instance = Instance {
+            name: monitor::instance_name(),
+            buffers,
+            rates: self.rates.lock().map(|rates| rates.points()).unwrap_or_default(),
+        };
+        let policy = self.follower.current();
+        let serving = PolicyRow {
+            version: None,
+            name: policy.info().name.clone(),
+            policy_version: policy.info().version.clone(),
+            sha256: policy.sha256().to_string(),
+            contract: Some(policy.contract().to_string()),
+            pushed_at: None,
+            active: false,
+        };
+        Snapshot::read(&self.database, instance, Some(serving)).await
+    }
+}
+
+/// The monitor page: every counter and what is left of it, this instance's
+/// segment buffers and rates, worker leases, locks held and the policy
+/// (HTML that works without JavaScript, reloading itself).
+#[utoipa::path(
+    get,
+    path = "/monitor",
+    tag = "admin",
+    responses((status = 200, description = "The monitor page", content_type = "text/html", body = String))
+)]
+pub(super) async fn monitor_page(State(state): State<Shared>) -> Response {
+    let snapshot = state.monitor_snapshot().await;
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/html; charset=utf-8"),
+        )],
+        monitor::render(&snapshot).into_string(),
+    )
+        .into_response()
+}
+
+/// What the monitor page shows, as JSON.
+#[utoipa::path(
+    get,
+    path = "/monitor.json",
+    tag = "admin",
+    responses((status = 200, description = "The monitor page's data", body = Object))
+)]
+pub(super) async fn monitor_json(State(state): State<Shared>) -> Json<Snapshot> {
+    Json(state.monitor_snapshot().await)
 }

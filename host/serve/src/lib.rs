@@ -188,6 +188,8 @@ pub struct AppState {
     limits: Limits,
     slots: PolicySlots,
     readiness: admin::ReadinessCache,
+    /// Values and requests per second, for the monitor page.
+    rates: std::sync::Mutex<monitor::RateHistory>,
     /// The OpenAPI document of both listeners, as JSON.
     openapi: String,
 }
@@ -245,6 +247,8 @@ impl Routes {
             .routes(routes!(admin::readyz))
             .routes(routes!(admin::metrics))
             .routes(routes!(admin::openapi))
+            .routes(routes!(admin::monitor_page))
+            .routes(routes!(admin::monitor_json))
             .split_for_parts();
         let mut document = ApiDoc::openapi();
         document.merge(api_doc);
@@ -310,6 +314,7 @@ impl Server {
             metrics: Metrics::new(),
             slots: PolicySlots::new(limits.policy_slots, limits.policy_wait),
             readiness: admin::ReadinessCache::default(),
+            rates: Default::default(),
             openapi: serde_json::to_string(&document).unwrap_or_default(),
             limits,
         });
@@ -324,7 +329,24 @@ impl Server {
                 }
             })
         };
-        let mut tasks = vec![reporter];
+        // The monitor page's rates: the running totals, once a second.
+        let sampler = {
+            let state = Arc::downgrade(&state);
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+                loop {
+                    tick.tick().await;
+                    let Some(state) = state.upgrade() else {
+                        return;
+                    };
+                    let totals = state.metrics.totals();
+                    if let Ok(mut rates) = state.rates.lock() {
+                        rates.sample(totals);
+                    };
+                }
+            })
+        };
+        let mut tasks = vec![reporter, sampler];
         if options.access_from_db {
             tasks.push(tokio::spawn(access::reload(
                 Arc::downgrade(&state),

@@ -78,6 +78,10 @@ pub struct Metrics {
     connections_abandoned: Counter,
     write_blocked: Gauge,
     bodies_reading: Gauge,
+    /// Requests answered and values handed out since start, for the
+    /// monitor page's rates.
+    total_requests: std::sync::atomic::AtomicU64,
+    total_values: std::sync::atomic::AtomicU64,
 }
 
 fn latency_histogram() -> Histogram {
@@ -217,6 +221,8 @@ impl Metrics {
             connections_abandoned,
             write_blocked,
             bodies_reading,
+            total_requests: Default::default(),
+            total_values: Default::default(),
         }
     }
 
@@ -257,6 +263,8 @@ impl Metrics {
 
     /// Counts one answered request.
     pub fn request(&self, route: &str, status: u16, seconds: f64) {
+        self.total_requests
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.requests
             .get_or_create(&RouteStatus {
                 route: route.to_string(),
@@ -272,11 +280,22 @@ impl Metrics {
 
     /// Counts `count` values handed out by `counter`.
     pub fn values(&self, counter: &str, count: usize) {
+        self.total_values
+            .fetch_add(count as u64, std::sync::atomic::Ordering::Relaxed);
         self.values
             .get_or_create(&CounterLabel {
                 counter: counter.to_string(),
             })
             .inc_by(count as u64);
+    }
+
+    /// Requests answered and values handed out since start.
+    pub fn totals(&self) -> crate::monitor::RatePoint {
+        use std::sync::atomic::Ordering::Relaxed;
+        crate::monitor::RatePoint {
+            values: self.total_values.load(Relaxed),
+            requests: self.total_requests.load(Relaxed),
+        }
     }
 
     /// Counts a policy swapped in.

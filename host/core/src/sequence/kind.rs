@@ -317,6 +317,21 @@ pub struct BufferStats {
     /// (a majority that does not answer) is what a readiness check reports.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fetch_waiting_ms: Option<u64>,
+    /// The buffers as they are now (`None`: nothing fetched yet).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub segments: Option<Segments>,
+}
+
+/// A segment counter's two buffers in one process, as Leaf's monitor shows
+/// them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Segments {
+    /// The segment values are handed out from, `[start, end)`.
+    pub current: [u64; 2],
+    /// The next value it hands out.
+    pub position: u64,
+    /// The segment fetched ahead, `[start, end)`, if any.
+    pub following: Option<[u64; 2]>,
 }
 
 /// How much of what a counter can hand out is used: what an operator

@@ -46,7 +46,7 @@ pub use clock::{Clock, SystemClock};
 pub use error::SequenceError;
 pub use kind::{
     BufferStats, ClientTime, CommandOptions, Fact, GiveBack, Handle, Headroom, Held, Kind,
-    LeaseStats, Repeats, Setting, ValueShape, MAX_BLOCK, MAX_VALUE,
+    LeaseStats, Repeats, Segments, Setting, ValueShape, MAX_BLOCK, MAX_VALUE,
 };
 pub use kinds::autoinc::{AutoIncrement, Autoinc, AutoincState};
 pub use kinds::cyclic::{Cyclic, CyclicCounter, CyclicState, DEFAULT_MAXVAL, MAX_MAXVAL};

@@ -22,3 +22,13 @@ pub use rates::{RateHistory, RatePoint, RATE_WINDOW};
 pub use snapshot::{
     BufferRow, CounterRow, Instance, LockRow, PolicyRow, PolicyView, Snapshot, WorkerRow,
 };
+
+/// This instance's name on the page: `host:pid`.
+pub fn instance_name() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|name| name.trim().to_string())
+        .ok()
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "localhost".to_string());
+    format!("{host}:{}", std::process::id())
+}

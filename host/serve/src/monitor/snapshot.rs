@@ -297,6 +297,14 @@ async fn read_policies(
             Vec::new()
         }
     };
+    // The policy in service names its stored version when its bytes are one.
+    let serving = serving.map(|mut row| {
+        if let Some(stored) = stored.iter().find(|s| s.sha256 == row.sha256) {
+            row.version = stored.version;
+            row.active = stored.active;
+        }
+        row
+    });
     PolicyView {
         serving,
         stored,

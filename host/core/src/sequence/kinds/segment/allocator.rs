@@ -47,7 +47,7 @@ use super::step;
 use crate::mongo::durable_write_concern;
 use crate::parts::Stamp;
 use crate::sequence::document::database_of;
-use crate::sequence::kind::{BufferStats, GiveBack, Handle, Held};
+use crate::sequence::kind::{BufferStats, GiveBack, Handle, Held, Segments};
 use crate::sequence::{CounterName, CounterState, SequenceError, COUNTERS_COLLECTION};
 
 /// How a process uses its segments.
@@ -233,10 +233,16 @@ impl SegmentAllocator {
     /// What the allocator has done so far.
     pub fn stats(&self) -> BufferStats {
         let state = self.inner.lock();
+        let fetched = state.current.end > state.current.start || state.following.is_some();
         BufferStats {
             fetch_waiting_ms: state
                 .fetch_started
                 .map(|started| started.elapsed().as_millis() as u64),
+            segments: fetched.then(|| Segments {
+                current: [state.current.start, state.current.end],
+                position: state.current.next,
+                following: state.following.map(|b| [b.next, b.end]),
+            }),
             ..state.stats
         }
     }

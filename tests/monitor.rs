@@ -1,0 +1,143 @@
+//! The monitor page, in a real browser: headless Chromium loads it from a
+//! running `idmint serve`'s admin listener and the test reads what a person
+//! would see: the counters (one near its end, marked), this instance's
+//! segment buffers, a worker lease, a lock held, and the policy in service
+//! with its stored version. A screenshot of that page is what README shows
+//! (`IDMINT_README_TEST=overwrite` writes it to `docs/monitor.png`).
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use idmint::lock::{Acquired, Lock, LockName};
+use idmint::sequence::{self, CounterName, CounterSpec, CounterKind, Settings, MAX_VALUE};
+
+use crate::harness::{self, assert_exit, run};
+use crate::serve::Service;
+
+/// The browser, installed by `scripts/tools.sh` (`ensure_chromium`).
+fn chromium() -> Command {
+    let mut command = Command::new("chromium");
+    command.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        "--window-size=1280,1100",
+    ]);
+    command
+}
+
+/// The page's text as the browser rendered it: its DOM with the markup
+/// removed, one cell or line per line.
+fn rendered_text(url: &str) -> (String, String) {
+    let output = chromium()
+        .args(["--dump-dom", url])
+        .output()
+        .expect("run chromium (scripts/tools.sh installs it)");
+    assert!(output.status.success(), "chromium: {}", String::from_utf8_lossy(&output.stderr));
+    let dom = String::from_utf8(output.stdout).unwrap();
+    // What a person sees: the style sheet is not text on the page.
+    let visible = match (dom.find("<style"), dom.find("</style>")) {
+        (Some(start), Some(end)) => format!("{}{}", &dom[..start], &dom[end..]),
+        _ => dom.clone(),
+    };
+    let mut text = String::new();
+    let mut in_tag = false;
+    for c in visible.chars() {
+        match c {
+            '<' => {
+                in_tag = true;
+                text.push(' ');
+            }
+            '>' => in_tag = false,
+            c if !in_tag => text.push(c),
+            _ => {}
+        }
+    }
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    (dom, text.replace("&amp;", "&").replace("&gt;", ">").replace("&lt;", "<"))
+}
+
+#[test]
+fn the_monitor_page_shows_what_an_operator_needs_in_a_real_browser() {
+    const TEST: &str = "monitor_page";
+    // One runtime for every database call: a client lives on the runtime
+    // it was made on.
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let database = runtime.block_on(harness::database(TEST));
+    runtime.block_on(async {
+        let create = |name: &str, spec: CounterSpec| {
+            let database = database.clone();
+            let name = CounterName::new(name).unwrap();
+            async move { sequence::create(&database, &name, &spec).await.unwrap() }
+        };
+        let mut segment = Settings::default();
+        segment.step = Some(100);
+        create("orders", CounterSpec::of(CounterKind::Segment).settings(segment).prefixes(vec!["ORD-".into()])).await;
+        // Five values from the end: the page marks it.
+        let mut nearly = Settings::default();
+        nearly.start = Some(MAX_VALUE - 5);
+        create("invoices", CounterSpec::of(CounterKind::Autoinc).settings(nearly).prefixes(vec!["INV-".into()])).await;
+        create("ticks", CounterSpec::of(CounterKind::Snowflake).prefixes(vec!["T-".into()])).await;
+        create("serials", CounterSpec::default()).await;
+    });
+    // A stored policy, active: the service follows it.
+    let pushed = run(harness::idmint(TEST)
+        .args(["--json", "policy", "push", harness::fixture_policy("check-digit")]));
+    assert_exit(&pushed, 0);
+    assert_exit(&run(harness::idmint(TEST).args(["policy", "activate", "1"])), 0);
+    // A lock held by someone.
+    let lock = Lock::new(&database, LockName::new("nightly-report").unwrap());
+    let lease = match runtime.block_on(lock.try_acquire(Duration::from_secs(600))).unwrap() {
+        Acquired::Held(lease) => lease,
+        Acquired::Busy(_) => unreachable!("a fresh lock"),
+    };
+
+    let service = Service::start(TEST, &["--policy-from-db"]);
+    // Values from the segment counter (its buffers) and an ID from the
+    // snowflake counter (a worker lease).
+    assert_eq!(service.get("/v1/counters/orders/values?count=5").status, 200);
+    let ticks = service.get("/v1/counters/ticks/values");
+    assert_eq!(ticks.status, 200, "{ticks:?}");
+
+    let url = format!("http://{}/monitor", service.admin);
+    let (dom, text) = rendered_text(&url);
+    for counter in ["orders", "invoices", "ticks", "serials"] {
+        assert!(text.contains(counter), "{counter} is not on the page: {text}");
+    }
+    // The counter near its end is marked, and says how little is left.
+    assert!(text.contains("INV- 6 values"), "{text}");
+    let invoices_row = dom.split("<tr").find(|row| row.contains("invoices")).unwrap();
+    assert!(invoices_row.contains(r#"class="warn""#), "{invoices_row}");
+    // This instance's buffers of the segment counter: values 1..=5 taken
+    // from its first segment [1, 101).
+    assert!(text.contains("orders [1, 101) 6"), "{text}");
+    // The service's worker lease, with its host and pid.
+    let pid = service.child.id().to_string();
+    let workers = dom.split("id=\"workers\"").nth(1).expect("a workers table");
+    assert!(workers.contains("ticks") && workers.contains(&pid), "{workers}");
+    // The lock held, with its fencing token.
+    let locks = dom.split("id=\"locks\"").nth(1).expect("a locks table");
+    assert!(locks.contains("nightly-report") && locks.contains(lock.owner()), "{locks}");
+    // The policy in service: the stored version 1, active.
+    assert!(text.contains("In service here: check-digit"), "{text}");
+    assert!(text.contains("stored version 1"), "{text}");
+
+    // The screenshot README shows.
+    let shot = harness::workspace_root().join("target/tmp/monitor.png");
+    std::fs::create_dir_all(shot.parent().unwrap()).unwrap();
+    let output = chromium()
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(&url)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let png = std::fs::read(&shot).unwrap();
+    assert!(png.starts_with(b"\x89PNG"), "not a PNG");
+    if std::env::var("IDMINT_README_TEST").as_deref() == Ok("overwrite") {
+        let docs: PathBuf = harness::workspace_root().join("docs/monitor.png");
+        std::fs::write(docs, &png).unwrap();
+    }
+    runtime.block_on(lease.release()).unwrap();
+}
