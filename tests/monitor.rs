@@ -10,7 +10,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use idmint::lock::{Acquired, Lock, LockName};
-use idmint::sequence::{self, CounterName, CounterSpec, CounterKind, Settings, MAX_VALUE};
+use idmint::sequence::{self, CounterKind, CounterName, CounterSpec, Settings, MAX_VALUE};
 
 use crate::harness::{self, assert_exit, run};
 use crate::serve::Service;
@@ -35,7 +35,11 @@ fn rendered_text(url: &str) -> (String, String) {
         .args(["--dump-dom", url])
         .output()
         .expect("run chromium (scripts/tools.sh installs it)");
-    assert!(output.status.success(), "chromium: {}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "chromium: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let dom = String::from_utf8(output.stdout).unwrap();
     // What a person sees: the style sheet is not text on the page.
     let visible = match (dom.find("<style"), dom.find("</style>")) {
@@ -56,7 +60,12 @@ fn rendered_text(url: &str) -> (String, String) {
         }
     }
     let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    (dom, text.replace("&amp;", "&").replace("&gt;", ">").replace("&lt;", "<"))
+    (
+        dom,
+        text.replace("&amp;", "&")
+            .replace("&gt;", ">")
+            .replace("&lt;", "<"),
+    )
 }
 
 #[test]
@@ -74,22 +83,48 @@ fn the_monitor_page_shows_what_an_operator_needs_in_a_real_browser() {
         };
         let mut segment = Settings::default();
         segment.step = Some(100);
-        create("orders", CounterSpec::of(CounterKind::Segment).settings(segment).prefixes(vec!["ORD-".into()])).await;
+        create(
+            "orders",
+            CounterSpec::of(CounterKind::Segment)
+                .settings(segment)
+                .prefixes(vec!["ORD-".into()]),
+        )
+        .await;
         // Five values from the end: the page marks it.
         let mut nearly = Settings::default();
         nearly.start = Some(MAX_VALUE - 5);
-        create("invoices", CounterSpec::of(CounterKind::Autoinc).settings(nearly).prefixes(vec!["INV-".into()])).await;
-        create("ticks", CounterSpec::of(CounterKind::Snowflake).prefixes(vec!["T-".into()])).await;
+        create(
+            "invoices",
+            CounterSpec::of(CounterKind::Autoinc)
+                .settings(nearly)
+                .prefixes(vec!["INV-".into()]),
+        )
+        .await;
+        create(
+            "ticks",
+            CounterSpec::of(CounterKind::Snowflake).prefixes(vec!["T-".into()]),
+        )
+        .await;
         create("serials", CounterSpec::default()).await;
     });
     // A stored policy, active: the service follows it.
-    let pushed = run(harness::idmint(TEST)
-        .args(["--json", "policy", "push", harness::fixture_policy("check-digit")]));
+    let pushed = run(harness::idmint(TEST).args([
+        "--json",
+        "policy",
+        "push",
+        harness::fixture_policy("check-digit"),
+    ]));
     assert_exit(&pushed, 0);
-    assert_exit(&run(harness::idmint(TEST).args(["policy", "activate", "1"])), 0);
+    assert_exit(
+        &run(harness::idmint(TEST).args(["policy", "activate", "1"])),
+        0,
+    );
     // A lock held by someone.
     let lock = Lock::new(&database, LockName::new("nightly-report").unwrap());
-    let lease = match runtime.block_on(lock.try_acquire(Duration::from_secs(600))).unwrap() {
+    let lease = match runtime
+        .block_on(lock.try_acquire(Duration::from_secs(600)))
+        .unwrap()
+    {
         Acquired::Held(lease) => lease,
         Acquired::Busy(_) => unreachable!("a fresh lock"),
     };
@@ -97,18 +132,27 @@ fn the_monitor_page_shows_what_an_operator_needs_in_a_real_browser() {
     let service = Service::start(TEST, &["--policy-from-db"]);
     // Values from the segment counter (its buffers) and an ID from the
     // snowflake counter (a worker lease).
-    assert_eq!(service.get("/v1/counters/orders/values?count=5").status, 200);
+    assert_eq!(
+        service.get("/v1/counters/orders/values?count=5").status,
+        200
+    );
     let ticks = service.get("/v1/counters/ticks/values");
     assert_eq!(ticks.status, 200, "{ticks:?}");
 
     let url = format!("http://{}/monitor", service.admin);
     let (dom, text) = rendered_text(&url);
     for counter in ["orders", "invoices", "ticks", "serials"] {
-        assert!(text.contains(counter), "{counter} is not on the page: {text}");
+        assert!(
+            text.contains(counter),
+            "{counter} is not on the page: {text}"
+        );
     }
     // The counter near its end is marked, and says how little is left.
     assert!(text.contains("INV- 6 values"), "{text}");
-    let invoices_row = dom.split("<tr").find(|row| row.contains("invoices")).unwrap();
+    let invoices_row = dom
+        .split("<tr")
+        .find(|row| row.contains("invoices"))
+        .unwrap();
     assert!(invoices_row.contains(r#"class="warn""#), "{invoices_row}");
     // This instance's buffers of the segment counter: values 1..=5 taken
     // from its first segment [1, 101).
@@ -116,10 +160,16 @@ fn the_monitor_page_shows_what_an_operator_needs_in_a_real_browser() {
     // The service's worker lease, with its host and pid.
     let pid = service.child.id().to_string();
     let workers = dom.split("id=\"workers\"").nth(1).expect("a workers table");
-    assert!(workers.contains("ticks") && workers.contains(&pid), "{workers}");
+    assert!(
+        workers.contains("ticks") && workers.contains(&pid),
+        "{workers}"
+    );
     // The lock held, with its fencing token.
     let locks = dom.split("id=\"locks\"").nth(1).expect("a locks table");
-    assert!(locks.contains("nightly-report") && locks.contains(lock.owner()), "{locks}");
+    assert!(
+        locks.contains("nightly-report") && locks.contains(lock.owner()),
+        "{locks}"
+    );
     // The policy in service: the stored version 1, active.
     assert!(text.contains("In service here: check-digit"), "{text}");
     assert!(text.contains("stored version 1"), "{text}");
@@ -132,7 +182,11 @@ fn the_monitor_page_shows_what_an_operator_needs_in_a_real_browser() {
         .arg(&url)
         .output()
         .unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let png = std::fs::read(&shot).unwrap();
     assert!(png.starts_with(b"\x89PNG"), "not a PNG");
     if std::env::var("IDMINT_README_TEST").as_deref() == Ok("overwrite") {

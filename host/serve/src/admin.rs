@@ -179,7 +179,11 @@ impl AppState {
         let instance = Instance {
             name: monitor::instance_name(),
             buffers,
-            rates: self.rates.lock().map(|rates| rates.points()).unwrap_or_default(),
+            rates: self
+                .rates
+                .lock()
+                .map(|rates| rates.points())
+                .unwrap_or_default(),
         };
         let policy = self.follower.current();
         let serving = PolicyRow {

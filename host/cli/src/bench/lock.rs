@@ -7,6 +7,9 @@
 //!   (median, p99), and the share of acquisitions that went to a different
 //!   contender than the one before (a fair lock: nearly all; a lock that
 //!   lets the releasing client take it straight back: few).
+//! - `lock_polling`: the yardstick, a polling lock as the libraries users
+//!   would otherwise pick write it (ShedLock's MongoDB provider), with the
+//!   same 8 contenders, the same figures, the same write concern.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -38,6 +41,8 @@ pub struct LockBenchReport {
     pub results: Vec<BenchResult>,
     /// The handoff latency of `lock_handoff`.
     pub handoff_latency: HandoffLatency,
+    /// The same of `lock_polling`, the yardstick.
+    pub polling_latency: HandoffLatency,
 }
 
 const TTL: Duration = Duration::from_secs(30);
@@ -69,23 +74,19 @@ pub async fn run(database: &Database, duration: Duration) -> Result<LockBenchRep
     }];
 
     // Handoff: events (is_release, when, contender), in order of occurrence.
-    let events: Arc<Mutex<Vec<(bool, Instant, usize)>>> = Arc::default();
+    let events: Events = Arc::default();
     let start = Instant::now();
-    let contenders: Vec<_> = (0..8)
+    let contenders: Vec<_> = (0..CONTENDERS)
         .map(|contender| {
             let (lock, events) = (Lock::new(database, name("bench-handoff")), events.clone());
             tokio::spawn(async move {
                 let options = WaitOptions::new(duration + Duration::from_secs(30));
                 while start.elapsed() < duration {
                     let lease = lock.acquire(TTL, &options).await?;
-                    events
-                        .lock()
-                        .unwrap()
-                        .push((false, Instant::now(), contender));
-                    let released = Instant::now();
+                    record(&events, false, contender);
                     // Recorded before the release is sent: the next holder's
                     // acquisition cannot precede it.
-                    events.lock().unwrap().push((true, released, contender));
+                    record(&events, true, contender);
                     lease.release().await?;
                 }
                 Ok::<_, LockError>(())
@@ -95,6 +96,38 @@ pub async fn run(database: &Database, duration: Duration) -> Result<LockBenchRep
     for contender in contenders {
         contender.await.expect("a contender panicked")?;
     }
+    let (handoff, handoff_latency) = handoffs("lock_handoff", start, &events);
+    results.push(handoff);
+
+    // The yardstick: a polling lock as the libraries users would otherwise
+    // pick write it (ShedLock's MongoDB provider: take it when `lockUntil`
+    // has passed, by the client's clock; release by setting `lockUntil` to
+    // now; a waiter polls every 10 ms, jittered).
+    let polling = run_polling(database, duration).await?;
+    let (polled, polling_latency) = handoffs("lock_polling", polling.0, &polling.1);
+    results.push(polled);
+    Ok(LockBenchReport {
+        results,
+        handoff_latency,
+        polling_latency,
+    })
+}
+
+/// Contenders of the handoff benchmarks.
+const CONTENDERS: usize = 8;
+
+/// Acquisitions and releases: (is_release, when, contender), in order.
+type Events = Arc<Mutex<Vec<(bool, Instant, usize)>>>;
+
+fn record(events: &Events, release: bool, contender: usize) {
+    events
+        .lock()
+        .unwrap()
+        .push((release, Instant::now(), contender));
+}
+
+/// The handoff figures of a run that started at `start`.
+fn handoffs(mode: &'static str, start: Instant, events: &Events) -> (BenchResult, HandoffLatency) {
     let seconds = start.elapsed().as_secs_f64();
     let events = events.lock().unwrap().clone();
     let mut latencies: Vec<f64> = events
@@ -112,24 +145,86 @@ pub async fn run(database: &Database, duration: Duration) -> Result<LockBenchRep
     let holders: Vec<usize> = events.iter().filter(|e| !e.0).map(|e| e.2).collect();
     let changes = holders.windows(2).filter(|pair| pair[0] != pair[1]).count();
     let to_another_holder = changes as f64 / holders.len().saturating_sub(1).max(1) as f64;
-    let handoffs = latencies.len() as u64;
-    results.push(BenchResult {
-        mode: "lock_handoff",
-        concurrency: 8,
-        ops_per_sec: handoffs as f64 / seconds,
-        ops: handoffs,
-        seconds,
-        fetches_per_million: None,
-    });
-    Ok(LockBenchReport {
-        results,
-        handoff_latency: HandoffLatency {
+    let count = latencies.len() as u64;
+    (
+        BenchResult {
+            mode,
+            concurrency: CONTENDERS,
+            ops_per_sec: count as f64 / seconds,
+            ops: count,
+            seconds,
+            fetches_per_million: None,
+        },
+        HandoffLatency {
             median_ms: at(0.5),
             p99_ms: at(0.99),
             samples: latencies.len(),
             to_another_holder,
         },
-    })
+    )
+}
+
+/// The polling yardstick (see [`run`]): its start and its events.
+async fn run_polling(
+    database: &Database,
+    duration: Duration,
+) -> Result<(Instant, Events), LockError> {
+    use mongodb::bson::{doc, DateTime, Document};
+    let collection = database.collection::<Document>("bench_polling_locks");
+    let lock_error = |source| LockError::Database {
+        name: LockName::new("bench-polling").expect("a valid name"),
+        source,
+    };
+    collection.drop().await.map_err(lock_error)?;
+    let write_concern = idmint::mongo::durable_write_concern();
+    let events: Events = Arc::default();
+    let start = Instant::now();
+    let contenders: Vec<_> = (0..CONTENDERS)
+        .map(|contender| {
+            let (collection, events, write_concern) =
+                (collection.clone(), events.clone(), write_concern.clone());
+            tokio::spawn(async move {
+                let me = format!("contender-{contender}");
+                while start.elapsed() < duration {
+                    let now = DateTime::now();
+                    let until = DateTime::from_millis(now.timestamp_millis() + TTL.as_millis() as i64);
+                    let taken = collection
+                        .find_one_and_update(
+                            doc! { "_id": "bench-polling", "lockUntil": { "$lte": now } },
+                            doc! { "$set": { "lockUntil": until, "lockedAt": now, "lockedBy": &me } },
+                        )
+                        .upsert(true)
+                        .write_concern(write_concern.clone())
+                        .await;
+                    match taken {
+                        Ok(_) => {
+                            record(&events, false, contender);
+                            record(&events, true, contender);
+                            collection
+                                .update_one(
+                                    doc! { "_id": "bench-polling", "lockedBy": &me },
+                                    doc! { "$set": { "lockUntil": DateTime::now() } },
+                                )
+                                .write_concern(write_concern.clone())
+                                .await
+                                .map_err(lock_error)?;
+                        }
+                        // Held: the upsert collides with the existing document.
+                        Err(error) if idmint::mongo::is_duplicate_key(&error) => {
+                            let sleep = Duration::from_millis(5 + (contender as u64 * 7919 + start.elapsed().as_micros() as u64) % 10);
+                            tokio::time::sleep(sleep).await;
+                        }
+                        Err(error) => return Err(lock_error(error)),
+                    }
+                }
+                Ok::<_, LockError>(())
+            })
+        })
+        .collect();
+    for contender in contenders {
+        contender.await.expect("a contender panicked")?;
+    }
+    Ok((start, events))
 }
 
 /// The report as a table.
@@ -144,10 +239,14 @@ pub fn text(report: &LockBenchReport) -> String {
             r.mode, r.concurrency, r.ops_per_sec, r.ops
         );
     }
-    let l = &report.handoff_latency;
-    text += &format!(
-        "release -> next acquisition: median {:.2} ms, p99 {:.2} ms ({} handoffs, {:.1}% to another holder)\n",
-        l.median_ms, l.p99_ms, l.samples, l.to_another_holder * 100.0
-    );
+    for (mode, l) in [
+        ("lock_handoff", &report.handoff_latency),
+        ("lock_polling", &report.polling_latency),
+    ] {
+        text += &format!(
+            "{mode}: release -> next acquisition median {:.2} ms, p99 {:.2} ms ({} handoffs, {:.1}% to another holder)\n",
+            l.median_ms, l.p99_ms, l.samples, l.to_another_holder * 100.0
+        );
+    }
     text
 }

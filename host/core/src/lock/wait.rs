@@ -11,7 +11,6 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use mongodb::bson::{doc, Document};
 use mongodb::change_stream::event::ChangeStreamEvent;
-use mongodb::options::FullDocumentType;
 use tokio::time::Instant;
 
 use super::error::check_range;
@@ -130,7 +129,6 @@ impl Lock {
             self.collection()
                 .watch()
                 .pipeline([doc! { "$match": { "documentKey._id": self.name().as_str() } }])
-                .full_document(FullDocumentType::UpdateLookup)
                 .await
                 .ok()
         } else {
@@ -178,6 +176,13 @@ impl Lock {
                                 in_line.done = true;
                                 return self.handed_over(&state, ttl, refreshed).await;
                             }
+                            Seen::Claim => match self.status().await? {
+                                Some(state) if is_handed(self, &state, &ticket) => {
+                                    in_line.done = true;
+                                    return self.handed_over(&state, ttl, refreshed).await;
+                                }
+                                _ => break,
+                            },
                             Seen::MyTurn => break,
                             Seen::Wait => {}
                         },
@@ -193,38 +198,61 @@ impl Lock {
         }
     }
 
-    /// What an event on the lock's document means for call `ticket`.
+    /// What an event on the lock's document means for call `ticket`. An
+    /// update event names the fields it changed (no document is looked up:
+    /// a lookup per event per waiter costs the server more than the event);
+    /// an insert or a replacement carries the whole document.
     fn seen(&self, event: &ChangeStreamEvent<Document>, ticket: &str) -> Seen {
-        let Some(document) = &event.full_document else {
-            // Deleted, or no document looked up: find out with an attempt.
-            return Seen::MyTurn;
-        };
-        let Ok(state) = LockState::from_document(self.name(), document) else {
-            return Seen::MyTurn;
-        };
-        if is_handed(self, &state, ticket) {
-            return Seen::HandedOver(state);
+        if let Some(document) = &event.full_document {
+            let Ok(state) = LockState::from_document(self.name(), document) else {
+                return Seen::MyTurn;
+            };
+            if is_handed(self, &state, ticket) {
+                return Seen::HandedOver(state);
+            }
+            let first = document
+                .get_array("queue")
+                .ok()
+                .and_then(|queue| queue.first())
+                .and_then(|entry| entry.as_document())
+                .and_then(|entry| entry.get_str("ticket").ok());
+            return if state.owner.is_none() && first == Some(ticket) {
+                Seen::MyTurn
+            } else {
+                Seen::Wait
+            };
         }
-        let first = document
-            .get_array("queue")
-            .ok()
-            .and_then(|queue| queue.first())
-            .and_then(|entry| entry.as_document())
-            .and_then(|entry| entry.get_str("ticket").ok());
-        let in_line = document
-            .get_array("queue")
-            .map(|queue| {
-                queue.iter().any(|entry| {
-                    entry.as_document().and_then(|e| e.get_str("ticket").ok()) == Some(ticket)
-                })
-            })
-            .unwrap_or(false);
-        // Free and first (or dropped from the line): try now. Otherwise the
-        // first in line is served, and this call waits for its turn.
-        if (state.owner.is_none() && first == Some(ticket)) || !in_line {
-            Seen::MyTurn
-        } else {
-            Seen::Wait
+        let Some(changed) = event.update_description.as_ref().map(|d| &d.updated_fields) else {
+            // Deleted, or a kind of event with no fields: find out with an attempt.
+            return Seen::MyTurn;
+        };
+        let owner = changed.get("owner");
+        let handed = owner.and_then(|o| o.as_str()) == Some(self.owner())
+            && changed.get_str("ticket").ok() == Some(ticket);
+        if handed {
+            // A handover sets the token, the count and the end: the event
+            // carries the holding. (Otherwise read it.)
+            let token = changed.get_i64("token").ok();
+            let expires_at = changed.get_datetime("expiresAt").ok().copied();
+            return match (token, expires_at) {
+                (Some(token), Some(expires_at)) => Seen::HandedOver(LockState {
+                    name: self.name().to_string(),
+                    owner: Some(self.owner().to_string()),
+                    token,
+                    count: changed.get_i64("count").unwrap_or(1),
+                    expires_at: Some(expires_at),
+                    expires_in_ms: None,
+                    waiters: 0,
+                    ticket: Some(ticket.to_string()),
+                }),
+                _ => Seen::Claim,
+            };
+        }
+        match owner {
+            // Freed (not handed over): the first in line takes it; the
+            // attempt's pipeline decides whose turn it is.
+            Some(mongodb::bson::Bson::Null) => Seen::MyTurn,
+            _ => Seen::Wait,
         }
     }
 
@@ -269,6 +297,9 @@ impl Lock {
 enum Seen {
     /// The lock was handed to this call.
     HandedOver(LockState),
+    /// The lock was handed to this call, by an event that carries only the
+    /// fields it changed: read the holding.
+    Claim,
     /// It may be this call's turn (or it fell out of line): attempt now.
     MyTurn,
     /// Someone else is served first.
