@@ -272,6 +272,9 @@ async fn run_slice(
         }
         kind => CounterSpec::of(kind),
     };
+    // A prefix of its own, as a counter in production owns one (two bench
+    // counters may not both own the empty prefix).
+    let spec = spec.prefixes(vec![format!("{name}-")]);
     sequence::create(database, &name, &spec).await?;
     let counter = CyclicCounter::new(database, name.clone());
     let autoinc = AutoIncrement::new(database, name.clone());
