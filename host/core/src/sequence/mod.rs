@@ -102,15 +102,7 @@ pub struct Listed {
 /// Every counter in `database`, by name: a malformed document is listed
 /// with what is wrong with it rather than failing the list. Reads only.
 pub async fn list(database: &Database) -> Result<Vec<Listed>, SequenceError> {
-    use futures_util::TryStreamExt;
-    let documents: Vec<Document> = counters(database)
-        .find(mongodb::bson::doc! {})
-        .sort(mongodb::bson::doc! { "_id": 1 })
-        .await
-        .map_err(|source| SequenceError::ListCounters { source })?
-        .try_collect()
-        .await
-        .map_err(|source| SequenceError::ListCounters { source })?;
+    let documents = find_counters(database, mongodb::bson::doc! {}).await?;
     Ok(documents
         .iter()
         .map(|document| {
@@ -127,6 +119,22 @@ pub async fn list(database: &Database) -> Result<Vec<Listed>, SequenceError> {
             Listed { name: id, state }
         })
         .collect())
+}
+
+/// The counter documents of `database` that match `filter`, by name.
+pub(crate) async fn find_counters(
+    database: &Database,
+    filter: Document,
+) -> Result<Vec<Document>, SequenceError> {
+    use futures_util::TryStreamExt;
+    counters(database)
+        .find(filter)
+        .sort(mongodb::bson::doc! { "_id": 1 })
+        .await
+        .map_err(|source| SequenceError::ListCounters { source })?
+        .try_collect()
+        .await
+        .map_err(|source| SequenceError::ListCounters { source })
 }
 
 /// Reads counter `name` in `database`.

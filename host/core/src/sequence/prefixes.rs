@@ -77,16 +77,7 @@ fn owning(prefix: &str) -> Document {
 
 /// The names of the counters that own `prefix`, by name.
 pub async fn owners(database: &Database, prefix: &str) -> Result<Vec<String>, SequenceError> {
-    let documents: Vec<Document> = database
-        .collection::<Document>(COUNTERS_COLLECTION)
-        .find(owning(prefix))
-        .projection(doc! { "_id": 1 })
-        .sort(doc! { "_id": 1 })
-        .await
-        .map_err(|source| SequenceError::ListCounters { source })?
-        .try_collect()
-        .await
-        .map_err(|source| SequenceError::ListCounters { source })?;
+    let documents = super::find_counters(database, owning(prefix)).await?;
     Ok(documents
         .iter()
         .filter_map(|document| document.get_str("_id").ok().map(str::to_string))

@@ -467,16 +467,11 @@ pub struct Lifetime {
 /// The layout lifetime of every snowflake counter in `database`, by name
 /// (a corrupt counter is skipped: `counter show` names what is wrong).
 pub async fn lifetimes(database: &Database, now_ms: u64) -> Result<Vec<Lifetime>, SequenceError> {
-    use futures_util::TryStreamExt;
-    let documents: Vec<mongodb::bson::Document> = database
-        .collection(crate::sequence::COUNTERS_COLLECTION)
-        .find(mongodb::bson::doc! { "kind": "snowflake" })
-        .sort(mongodb::bson::doc! { "_id": 1 })
-        .await
-        .map_err(|source| SequenceError::ListCounters { source })?
-        .try_collect()
-        .await
-        .map_err(|source| SequenceError::ListCounters { source })?;
+    let documents = crate::sequence::find_counters(
+        database,
+        mongodb::bson::doc! { "kind": SnowflakeKind::NAME },
+    )
+    .await?;
     Ok(documents
         .iter()
         .filter_map(|document| {
