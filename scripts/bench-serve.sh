@@ -12,8 +12,9 @@
 # Environment:
 #   BENCH_SERVE_ONLY=format   only the value/ID pair (no batch, no Java)
 #   BENCH_SERVE_ROUNDS=N      rounds of the value/ID pair (default 3)
-#   BENCH_SERVE_PERF=FILE     `perf record -g` the server into FILE during
-#                             the first formatted-ID round
+#   BENCH_SERVE_PERF=FILE     then one more formatted-ID round, outside the
+#                             ratio, with the server under `perf record` into
+#                             FILE (options BENCH_SERVE_PERF_OPTS, default -g)
 #
 # Starts a local test server unless MONGODB_URI is set, and uses the
 # database idmint_bench_serve (dropped first).
@@ -75,19 +76,21 @@ for round in $(seq "$rounds"); do
   line="$(run_wrk value_1 "/v1/counters/seg/values?count=1" text/plain 1)"
   echo "$line"
   value_total=$((value_total + $(sed -n 's/.*"requests":\([0-9]*\).*/\1/p' <<<"$line")))
-  perf_pid=""
-  if [ -n "${BENCH_SERVE_PERF:-}" ] && [ "$round" = 1 ]; then
-    perf record -g -o "$BENCH_SERVE_PERF" -p "$serve_pid" -- sleep "$seconds" >/dev/null 2>&1 &
-    perf_pid=$!
-  fi
   line="$(run_wrk formatted_id_1 "/v1/counters/seg/ids?count=1" text/plain 1)"
   echo "$line"
   id_total=$((id_total + $(sed -n 's/.*"requests":\([0-9]*\).*/\1/p' <<<"$line")))
-  if [ -n "$perf_pid" ]; then wait "$perf_pid" || true; fi
 done
 awk -v v="$value_total" -v i="$id_total" -v r="$rounds" \
   'BEGIN { printf "{\"scenario\":\"formatted_id_1/value_1\",\"rounds\":%d,\"value_requests\":%d,\"id_requests\":%d,\"ratio\":%.3f}\n", r, v, i, i / v }'
 say "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+if [ -n "${BENCH_SERVE_PERF:-}" ]; then
+  # One more formatted-ID round, profiled, outside the ratio (perf slows it).
+  # shellcheck disable=SC2086 # the options are words
+  perf record ${BENCH_SERVE_PERF_OPTS:--g} -o "$BENCH_SERVE_PERF" -p "$serve_pid" -- sleep "$seconds" >/dev/null 2>&1 &
+  perf_pid=$!
+  run_wrk formatted_id_1_profiled "/v1/counters/seg/ids?count=1" text/plain 1
+  wait "$perf_pid" || true
+fi
 [ "${BENCH_SERVE_ONLY:-}" = format ] && exit 0
 
 run_wrk formatted_batch_1000 "/v1/counters/seg/ids?count=1000" text/plain 1000

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::checksum::sha256_hex;
 use wasmtime::component::{Component, Linker};
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use super::contract::{self, Call, Contract};
 use super::error::PolicyError;
@@ -388,9 +388,17 @@ pub const MAX_CONCURRENT_CALLS: u32 = 64;
 /// The instance pool. A fresh store per call means a fresh linear memory per
 /// call; with the default (on-demand) allocator each one is an `mmap`, page
 /// faults on every page the call touches and an `munmap`, which cost more
-/// than formatting a batch. The pool reuses memory slots and resets the
-/// first [`KEEP_RESIDENT`] bytes with `memset` instead of `madvise`, so a
-/// call touches pages that are already mapped.
+/// than formatting a batch. The pool reuses memory slots and resets up to
+/// [`KEEP_RESIDENT`] bytes with `memset` instead of `madvise`, so a call
+/// touches pages that are already mapped.
+///
+/// Where Linux has the `PAGEMAP_SCAN` ioctl (6.7 and later), the pool asks
+/// the kernel which pages of the slot the call wrote and resets only those
+/// to the module's initial image: a call that formats one ID dirties a few
+/// pages, and a `memset` of the whole 256 KiB was the largest single cost
+/// of such a call (profile in docs/BENCHMARKS.md, "idmint serve"). Elsewhere
+/// (`Enabled::Auto`) the pool falls back to the `memset`. Either way the next
+/// call finds the memory as the module's image has it: nothing carries over.
 fn pooling() -> PoolingAllocationConfig {
     let mut pool = PoolingAllocationConfig::default();
     pool.total_component_instances(MAX_CONCURRENT_CALLS)
@@ -400,7 +408,8 @@ fn pooling() -> PoolingAllocationConfig {
         .total_memories(MAX_CONCURRENT_CALLS * 2)
         .total_tables(MAX_CONCURRENT_CALLS * 8)
         .linear_memory_keep_resident(KEEP_RESIDENT)
-        .table_keep_resident(64 << 10);
+        .table_keep_resident(64 << 10)
+        .pagemap_scan(Enabled::Auto);
     pool
 }
 

@@ -157,8 +157,11 @@ impl ResourceLimiter for MemoryCap {
 
 /// The data of a policy call's `Store`.
 pub(crate) struct CallState {
-    /// The empty WASI context.
-    wasi: WasiCtx,
+    /// The empty WASI context, made on the guest's first WASI call: most
+    /// calls make none (formatting an ID needs no WASI), and building one
+    /// (random generators seeded from the OS, clocks, streams) was a
+    /// noticeable part of a one-ID call. Each store still gets its own.
+    wasi: Option<WasiCtx>,
     /// WASI's resource handles (streams, ...), empty unless the guest opens one.
     table: ResourceTable,
     /// Enforces [`PolicyLimits::max_memory_bytes`]; wired up with `Store::limiter`.
@@ -168,25 +171,29 @@ pub(crate) struct CallState {
 impl WasiView for CallState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView {
-            ctx: &mut self.wasi,
+            ctx: self.wasi.get_or_insert_with(empty_wasi),
             table: &mut self.table,
         }
     }
 }
 
-/// A fresh store for one policy call, with an empty WASI context and `limits`.
-pub(crate) fn new_store(engine: &Engine, limits: &PolicyLimits) -> Store<CallState> {
+/// The WASI context of every store: nothing in it.
+fn empty_wasi() -> WasiCtx {
     // The builder's defaults already give nothing: no preopens, env or args,
     // closed stdin, discarding stdout/stderr, no socket address allowed. The
     // network is switched off explicitly so that a change of default cannot
     // open it.
-    let wasi = WasiCtxBuilder::new()
+    WasiCtxBuilder::new()
         .allow_tcp(false)
         .allow_udp(false)
         .allow_ip_name_lookup(false)
-        .build();
+        .build()
+}
+
+/// A fresh store for one policy call, with an empty WASI context and `limits`.
+pub(crate) fn new_store(engine: &Engine, limits: &PolicyLimits) -> Store<CallState> {
     let state = CallState {
-        wasi,
+        wasi: None,
         table: ResourceTable::new(),
         memory: MemoryCap {
             limits: StoreLimitsBuilder::new()
