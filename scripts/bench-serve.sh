@@ -12,6 +12,7 @@
 # Environment:
 #   BENCH_SERVE_ONLY=format   only the value/ID pair (no batch, no Java)
 #   BENCH_SERVE_ROUNDS=N      rounds of the value/ID pair (default 3)
+#   BENCH_SERVE_BIN=PATH      this idmint binary instead of a release build
 #   BENCH_SERVE_PERF=FILE     then one more formatted-ID round, outside the
 #                             ratio, with the server under `perf record` into
 #                             FILE (options BENCH_SERVE_PERF_OPTS, default -g)
@@ -26,9 +27,13 @@ seconds="${1:-10}"
 ensure_wasm_target
 ensure_wrk
 [ "${BENCH_SERVE_ONLY:-}" = format ] || ensure_java
-say "building idmint (release)"
-cargo build --locked --release -p idmint-cli --quiet
-idmint="${CARGO_TARGET_DIR:-target}/release/idmint"
+if [ -n "${BENCH_SERVE_BIN:-}" ]; then
+  idmint="$BENCH_SERVE_BIN"
+else
+  say "building idmint (release)"
+  cargo build --locked --release -p idmint-cli --quiet
+  idmint="${CARGO_TARGET_DIR:-target}/release/idmint"
+fi
 if [ -z "${MONGODB_URI:-}" ]; then
   start_local_server
 fi
