@@ -62,10 +62,21 @@ url="$(sed -n 's/^listening on //p' "$work/serve.out")"
 [ -n "$url" ] || { cat "$work/serve.log" >&2; exit 1; }
 say "idmint serve at $url"
 
+# The server's CPU time so far (user + system), in clock ticks.
+server_ticks() { awk '{ print $14 + $15 }' "/proc/$serve_pid/stat"; }
+tick_hz="$(getconf CLK_TCK)"
+
 run_wrk() { # name path accept ids_per_request
-  local name=$1 path=$2 accept=$3 per=$4 line
+  local name=$1 path=$2 accept=$3 per=$4 line before after requests
+  before="$(server_ticks)"
   line="$(WRK_ACCEPT="$accept" wrk -t2 -c32 -d"${seconds}s" --latency -s scripts/wrk-report.lua "$url$path" | tail -n 1)"
-  printf '{"scenario":"%s","ids_per_request":%d,%s\n' "$name" "$per" "${line#\{}"
+  after="$(server_ticks)"
+  # The server's CPU per request: unlike requests/s, it hardly moves with
+  # what else the (shared) machine runs.
+  requests="$(sed -n 's/.*"requests":\([0-9]*\).*/\1/p' <<<"$line")"
+  printf '{"scenario":"%s","ids_per_request":%d,"server_cpu_us_per_request":%.1f,%s\n' "$name" "$per" \
+    "$(awk -v t=$((after - before)) -v hz="$tick_hz" -v r="$requests" 'BEGIN { print r ? t * 1e6 / hz / r : 0 }')" \
+    "${line#\{}"
 }
 
 # Warm-up: segment steps adapt, connections open.
