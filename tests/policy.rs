@@ -812,7 +812,8 @@ async fn a_runaway_policy_is_stopped_at_the_default_limit_in_a_stream() {
 /// `Ok(None)` rather than failing, while the full call still stops at the
 /// time limit; after `QUICK_GIVE_UP` cuts in a row, a quick call is not
 /// tried even for a value the policy formats at once, and one cut less
-/// than that is forgotten by a call that completes.
+/// than that is forgotten by a call that completes; under a time limit
+/// shorter than three epoch ticks no quick call is made.
 #[test]
 fn a_quick_call_formats_or_is_cut_short_and_a_slow_policy_stops_being_tried() {
     use idmint::policy::{Stamp, QUICK_GIVE_UP};
@@ -860,6 +861,17 @@ fn a_quick_call_formats_or_is_cut_short_and_a_slow_policy_stops_being_tried() {
     assert_eq!(
         reloaded.format_batch_packed_quick("ORD-", &fast).unwrap(),
         Some(full)
+    );
+    // Under a limit shorter than a quick call can last, none is made.
+    let short = PolicyRuntime::with_limits(
+        idmint::policy::PolicyLimits::default().timeout(Duration::from_millis(20)),
+    )
+    .unwrap()
+    .load_file(Path::new(crate::harness::fixture_policy("runaway")))
+    .unwrap();
+    assert_eq!(
+        short.format_batch_packed_quick("ORD-", &fast).unwrap(),
+        None
     );
 }
 

@@ -330,8 +330,10 @@ impl Policy {
     /// tick, so a spinning policy holds the thread for two or three
     /// [`EPOCH_TICK`](super::EPOCH_TICK)s. `Ok(None)`: cut short, nothing
     /// formatted; make the call with [`Policy::format_batch_packed`] on a
-    /// thread that may wait. After [`QUICK_GIVE_UP`] cut short in a row it
-    /// answers `Ok(None)` at once, without calling the policy.
+    /// thread that may wait. After [`QUICK_GIVE_UP`] cut short in a row, or
+    /// when [`PolicyLimits::timeout`] is under three ticks (a quick call
+    /// could then run past it), it answers `Ok(None)` at once, without
+    /// calling the policy.
     ///
     /// A call is a pure function of its input in a fresh store, so making
     /// it again after a cut gives what one uncut call would have given.
@@ -341,7 +343,11 @@ impl Policy {
         stamps: &[Stamp],
     ) -> Result<Option<String>, PolicyError> {
         let in_a_row = &self.inner.cut_in_a_row;
-        if in_a_row.load(Ordering::Relaxed) >= QUICK_GIVE_UP {
+        // A quick call is cut within three ticks; under a shorter limit it
+        // could outlive the limit, so such a policy is never called quick.
+        if in_a_row.load(Ordering::Relaxed) >= QUICK_GIVE_UP
+            || self.inner.limits.timeout < EPOCH_TICK * 3
+        {
             return Ok(None);
         }
         let cut_short = Cell::new(false);
