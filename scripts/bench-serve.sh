@@ -1,11 +1,21 @@
 #!/usr/bin/env bash
 # Benchmarks `idmint serve` on this machine with wrk (client and server share
 # it) and the Java client: one segment value per request (Leaf's route), one
-# formatted ID per request, a batch of 1000 formatted IDs per request, and
-# the Java client handing out values in-process. Prints one JSON line per
-# scenario; docs/BENCHMARKS.md records the figures.
+# raw value and one formatted ID per request on the same counter (run in
+# alternation, ROUNDS times each, then the ratio of their totals), a batch of
+# 1000 formatted IDs per request, and the Java client handing out values
+# in-process. Prints one JSON line per scenario; docs/BENCHMARKS.md records
+# the figures.
 #
 #   scripts/bench-serve.sh [SECONDS]     (default 10 per scenario)
+#
+# Environment:
+#   BENCH_SERVE_ONLY=format   only the value/ID pair (no batch, no Java)
+#   BENCH_SERVE_ROUNDS=N      rounds of the value/ID pair (default 3)
+#   BENCH_SERVE_BIN=PATH      this idmint binary instead of a release build
+#   BENCH_SERVE_PERF=FILE     then one more formatted-ID round, outside the
+#                             ratio, with the server under `perf record` into
+#                             FILE (options BENCH_SERVE_PERF_OPTS, default -g)
 #
 # Starts a local test server unless MONGODB_URI is set, and uses the
 # database idmint_bench_serve (dropped first).
@@ -16,10 +26,14 @@ cd "$(dirname "$0")/.."
 seconds="${1:-10}"
 ensure_wasm_target
 ensure_wrk
-ensure_java
-say "building idmint (release)"
-cargo build --locked --release -p idmint-cli --quiet
-idmint="${CARGO_TARGET_DIR:-target}/release/idmint"
+[ "${BENCH_SERVE_ONLY:-}" = format ] || ensure_java
+if [ -n "${BENCH_SERVE_BIN:-}" ]; then
+  idmint="$BENCH_SERVE_BIN"
+else
+  say "building idmint (release)"
+  cargo build --locked --release -p idmint-cli --quiet
+  idmint="${CARGO_TARGET_DIR:-target}/release/idmint"
+fi
 if [ -z "${MONGODB_URI:-}" ]; then
   start_local_server
 fi
@@ -48,16 +62,53 @@ url="$(sed -n 's/^listening on //p' "$work/serve.out")"
 [ -n "$url" ] || { cat "$work/serve.log" >&2; exit 1; }
 say "idmint serve at $url"
 
+# The server's CPU time so far (user + system), in clock ticks.
+server_ticks() { awk '{ print $14 + $15 }' "/proc/$serve_pid/stat"; }
+tick_hz="$(getconf CLK_TCK)"
+
 run_wrk() { # name path accept ids_per_request
-  local name=$1 path=$2 accept=$3 per=$4 line
+  local name=$1 path=$2 accept=$3 per=$4 line before after requests
+  before="$(server_ticks)"
   line="$(WRK_ACCEPT="$accept" wrk -t2 -c32 -d"${seconds}s" --latency -s scripts/wrk-report.lua "$url$path" | tail -n 1)"
-  printf '{"scenario":"%s","ids_per_request":%d,%s\n' "$name" "$per" "${line#\{}"
+  after="$(server_ticks)"
+  # The server's CPU per request: unlike requests/s, it hardly moves with
+  # what else the (shared) machine runs.
+  requests="$(sed -n 's/.*"requests":\([0-9]*\).*/\1/p' <<<"$line")"
+  printf '{"scenario":"%s","ids_per_request":%d,"server_cpu_us_per_request":%.1f,%s\n' "$name" "$per" \
+    "$(awk -v t=$((after - before)) -v hz="$tick_hz" -v r="$requests" 'BEGIN { print r ? t * 1e6 / hz / r : 0 }')" \
+    "${line#\{}"
 }
 
 # Warm-up: segment steps adapt, connections open.
 WRK_ACCEPT= wrk -t2 -c32 -d2s "$url/api/segment/get/seg" >/dev/null
 run_wrk segment_value /api/segment/get/seg "" 1
-run_wrk formatted_id "/v1/counters/seg/ids" text/plain 1
+
+# One raw value against one formatted ID per request, same counter, same
+# server, in alternation so that a change of load hits both alike.
+rounds="${BENCH_SERVE_ROUNDS:-3}"
+value_total=0
+id_total=0
+for round in $(seq "$rounds"); do
+  line="$(run_wrk value_1 "/v1/counters/seg/values?count=1" text/plain 1)"
+  echo "$line"
+  value_total=$((value_total + $(sed -n 's/.*"requests":\([0-9]*\).*/\1/p' <<<"$line")))
+  line="$(run_wrk formatted_id_1 "/v1/counters/seg/ids?count=1" text/plain 1)"
+  echo "$line"
+  id_total=$((id_total + $(sed -n 's/.*"requests":\([0-9]*\).*/\1/p' <<<"$line")))
+done
+awk -v v="$value_total" -v i="$id_total" -v r="$rounds" \
+  'BEGIN { printf "{\"scenario\":\"formatted_id_1/value_1\",\"rounds\":%d,\"value_requests\":%d,\"id_requests\":%d,\"ratio\":%.3f}\n", r, v, i, i / v }'
+say "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+if [ -n "${BENCH_SERVE_PERF:-}" ]; then
+  # One more formatted-ID round, profiled, outside the ratio (perf slows it).
+  # shellcheck disable=SC2086 # the options are words
+  perf record ${BENCH_SERVE_PERF_OPTS:--g} -o "$BENCH_SERVE_PERF" -p "$serve_pid" -- sleep "$seconds" >/dev/null 2>&1 &
+  perf_pid=$!
+  run_wrk formatted_id_1_profiled "/v1/counters/seg/ids?count=1" text/plain 1
+  wait "$perf_pid" || true
+fi
+[ "${BENCH_SERVE_ONLY:-}" = format ] && exit 0
+
 run_wrk formatted_batch_1000 "/v1/counters/seg/ids?count=1000" text/plain 1000
 
 classes="$work/classes"

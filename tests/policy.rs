@@ -806,6 +806,75 @@ async fn a_runaway_policy_is_stopped_at_the_default_limit_in_a_stream() {
     );
 }
 
+/// A quick call (`Policy::format_batch_packed_quick`, what `idmint serve`
+/// tries on its executor for a few IDs) formats what a full call formats;
+/// one that runs long (the runaway fixture, sequence 42) is cut short with
+/// `Ok(None)` rather than failing, while the full call still stops at the
+/// time limit; after `QUICK_GIVE_UP` cuts in a row, a quick call is not
+/// tried even for a value the policy formats at once, and one cut less
+/// than that is forgotten by a call that completes; under a time limit
+/// shorter than three epoch ticks no quick call is made.
+#[test]
+fn a_quick_call_formats_or_is_cut_short_and_a_slow_policy_stops_being_tried() {
+    use idmint::policy::{Stamp, QUICK_GIVE_UP};
+    let runtime = PolicyRuntime::new().unwrap();
+    let runaway = runtime
+        .load_file(Path::new(crate::harness::fixture_policy("runaway")))
+        .expect("the runaway fixture loads");
+    let fast = [Stamp::new(1_700_000_000_000_000, 7)];
+    let slow = [Stamp::new(1_700_000_000_000_000, 42)];
+    let full = runaway.format_batch_packed("ORD-", &fast).unwrap();
+    assert_eq!(
+        runaway.format_batch_packed_quick("ORD-", &fast).unwrap(),
+        Some(full.clone())
+    );
+    let stopped = runaway.format_batch_packed("ORD-", &slow).unwrap_err();
+    assert!(stopped.is_timeout(), "{stopped:?}");
+    // Cuts short of QUICK_GIVE_UP in a row, then a completed call: the
+    // count starts again, so as many cuts again are needed to give up.
+    for _ in 1..QUICK_GIVE_UP {
+        assert_eq!(
+            runaway.format_batch_packed_quick("ORD-", &slow).unwrap(),
+            None
+        );
+    }
+    assert_eq!(
+        runaway.format_batch_packed_quick("ORD-", &fast).unwrap(),
+        Some(full.clone())
+    );
+    for _ in 0..QUICK_GIVE_UP {
+        assert_eq!(
+            runaway.format_batch_packed_quick("ORD-", &slow).unwrap(),
+            None
+        );
+    }
+    assert_eq!(
+        runaway.format_batch_packed_quick("ORD-", &fast).unwrap(),
+        None,
+        "a policy cut short {QUICK_GIVE_UP} times in a row is still tried"
+    );
+    // The full call is unaffected; so is a fresh load of the same policy.
+    assert_eq!(runaway.format_batch_packed("ORD-", &fast).unwrap(), full);
+    let reloaded = runtime
+        .load_file(Path::new(crate::harness::fixture_policy("runaway")))
+        .unwrap();
+    assert_eq!(
+        reloaded.format_batch_packed_quick("ORD-", &fast).unwrap(),
+        Some(full)
+    );
+    // Under a limit shorter than a quick call can last, none is made.
+    let short = PolicyRuntime::with_limits(
+        idmint::policy::PolicyLimits::default().timeout(Duration::from_millis(20)),
+    )
+    .unwrap()
+    .load_file(Path::new(crate::harness::fixture_policy("runaway")))
+    .unwrap();
+    assert_eq!(
+        short.format_batch_packed_quick("ORD-", &fast).unwrap(),
+        None
+    );
+}
+
 /// Without change streams (here: a user whose role may read the policies
 /// collection but not watch it, as on a server that offers none), a host
 /// following the database says it polls, and still swaps to a version

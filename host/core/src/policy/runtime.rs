@@ -11,14 +11,16 @@
 //! call, so that calls share nothing and a trap cannot poison the next one.
 //! Both handles are `Arc`s, so hot-swapping a policy only replaces an `Arc`.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::checksum::sha256_hex;
 use wasmtime::component::{Component, Linker};
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use super::contract::{self, Call, Contract};
 use super::error::PolicyError;
@@ -146,6 +148,7 @@ impl PolicyRuntime {
         let info = contract.describe(&Call {
             limits: &limits,
             origin,
+            quick: None,
         })?;
         Ok(Policy {
             inner: Arc::new(PolicyInner {
@@ -154,6 +157,7 @@ impl PolicyRuntime {
                 info,
                 sha256,
                 origin: origin.to_string(),
+                cut_in_a_row: AtomicU32::new(0),
             }),
         })
     }
@@ -237,7 +241,15 @@ struct PolicyInner {
     info: PolicyInfo,
     sha256: String,
     origin: String,
+    /// How many quick calls in a row were cut short; from
+    /// [`QUICK_GIVE_UP`] on, quick calls are not tried any more.
+    cut_in_a_row: AtomicU32,
 }
+
+/// After this many quick calls in a row cut short, a policy is slow:
+/// [`Policy::format_batch_packed_quick`] stops trying, so that a slow
+/// policy holds no executor thread again.
+pub const QUICK_GIVE_UP: u32 = 3;
 
 impl Policy {
     /// The version of the contract (`guest/wit/`) the policy implements:
@@ -293,6 +305,11 @@ impl Policy {
             .inner
             .contract
             .format_batch(&self.call(), prefix, stamps)??;
+        self.check_packed(packed, stamps)
+    }
+
+    /// `packed` if it holds exactly one newline-terminated ID per stamp.
+    fn check_packed(&self, packed: String, stamps: &[Stamp]) -> Result<String, PolicyError> {
         let lines = bytecount_newlines(packed.as_bytes());
         if lines != stamps.len() || !(packed.is_empty() || packed.ends_with('\n')) {
             return Err(PolicyError::BadOutput {
@@ -304,6 +321,49 @@ impl Policy {
             });
         }
         Ok(packed)
+    }
+
+    /// [`Policy::format_batch_packed`] for a caller on a thread that must not
+    /// be held long (an async executor): the call runs under the same limits
+    /// and isolation (a fresh store), but is cut short once it has used
+    /// [`QUICK_SPAN`](super::QUICK_SPAN) of CPU time after its first epoch
+    /// tick, so a spinning policy holds the thread for two or three
+    /// [`EPOCH_TICK`](super::EPOCH_TICK)s. `Ok(None)`: cut short, nothing
+    /// formatted; make the call with [`Policy::format_batch_packed`] on a
+    /// thread that may wait. After [`QUICK_GIVE_UP`] cut short in a row, or
+    /// when [`PolicyLimits::timeout`] is under three ticks (a quick call
+    /// could then run past it), it answers `Ok(None)` at once, without
+    /// calling the policy.
+    ///
+    /// A call is a pure function of its input in a fresh store, so making
+    /// it again after a cut gives what one uncut call would have given.
+    pub fn format_batch_packed_quick(
+        &self,
+        prefix: &str,
+        stamps: &[Stamp],
+    ) -> Result<Option<String>, PolicyError> {
+        let in_a_row = &self.inner.cut_in_a_row;
+        // A quick call is cut within three ticks; under a shorter limit it
+        // could outlive the limit, so such a policy is never called quick.
+        if in_a_row.load(Ordering::Relaxed) >= QUICK_GIVE_UP
+            || self.inner.limits.timeout < EPOCH_TICK * 3
+        {
+            return Ok(None);
+        }
+        let cut_short = Cell::new(false);
+        let call = Call {
+            quick: Some(&cut_short),
+            ..self.call()
+        };
+        let answer = self.inner.contract.format_batch(&call, prefix, stamps);
+        if cut_short.get() {
+            in_a_row.fetch_add(1, Ordering::Relaxed);
+            return Ok(None);
+        }
+        if in_a_row.load(Ordering::Relaxed) != 0 {
+            in_a_row.store(0, Ordering::Relaxed);
+        }
+        self.check_packed(answer??, stamps).map(Some)
     }
 
     /// Reads an ID back into its parts.
@@ -373,6 +433,7 @@ impl Policy {
         Call {
             limits: &self.inner.limits,
             origin: &self.inner.origin,
+            quick: None,
         }
     }
 }
@@ -388,9 +449,17 @@ pub const MAX_CONCURRENT_CALLS: u32 = 64;
 /// The instance pool. A fresh store per call means a fresh linear memory per
 /// call; with the default (on-demand) allocator each one is an `mmap`, page
 /// faults on every page the call touches and an `munmap`, which cost more
-/// than formatting a batch. The pool reuses memory slots and resets the
-/// first [`KEEP_RESIDENT`] bytes with `memset` instead of `madvise`, so a
-/// call touches pages that are already mapped.
+/// than formatting a batch. The pool reuses memory slots and resets up to
+/// [`KEEP_RESIDENT`] bytes with `memset` instead of `madvise`, so a call
+/// touches pages that are already mapped.
+///
+/// Where Linux has the `PAGEMAP_SCAN` ioctl (6.7 and later), the pool asks
+/// the kernel which pages of the slot the call wrote and resets only those
+/// to the module's initial image: a call that formats one ID dirties a few
+/// pages, and a `memset` of the whole 256 KiB was the largest single cost
+/// of such a call (profile in docs/BENCHMARKS.md, "idmint serve"). Elsewhere
+/// (`Enabled::Auto`) the pool falls back to the `memset`. Either way the next
+/// call finds the memory as the module's image has it: nothing carries over.
 fn pooling() -> PoolingAllocationConfig {
     let mut pool = PoolingAllocationConfig::default();
     pool.total_component_instances(MAX_CONCURRENT_CALLS)
@@ -400,7 +469,8 @@ fn pooling() -> PoolingAllocationConfig {
         .total_memories(MAX_CONCURRENT_CALLS * 2)
         .total_tables(MAX_CONCURRENT_CALLS * 8)
         .linear_memory_keep_resident(KEEP_RESIDENT)
-        .table_keep_resident(64 << 10);
+        .table_keep_resident(64 << 10)
+        .pagemap_scan(Enabled::Auto);
     pool
 }
 
