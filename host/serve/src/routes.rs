@@ -92,12 +92,6 @@ fn text(body: String) -> Response {
         .into_response()
 }
 
-/// Requests for at most this many IDs try their policy call on the executor
-/// first (see `slots`): a few IDs take microseconds, the hop to the
-/// blocking pool more. Larger batches go straight to the pool, so that they
-/// are not cut short (and do not count against the policy's quick calls).
-const QUICK_MAX_COUNT: usize = 8;
-
 /// Formatted IDs through the policy in service.
 #[utoipa::path(
     get,
@@ -141,31 +135,13 @@ pub(super) async fn ids(
     let slot = state.slots.acquire().await?;
     let stamps = minter.next_stamps(count).await?;
     state.metrics.values(counter.name.as_str(), count);
-    // A few IDs: the call on this thread first, cut short if it is slow
-    // (see `slots`), holding the slot.
-    let quick = if count <= QUICK_MAX_COUNT {
-        minter
+    let formatter = minter.clone();
+    let packed = run_blocking(slot, move || {
+        formatter
             .policy()
-            .format_batch_packed_quick(minter.prefix(), &stamps)
-            .transpose()
-    } else {
-        None
-    };
-    let packed = match quick {
-        Some(answer) => {
-            drop(slot);
-            answer?
-        }
-        None => {
-            let formatter = minter.clone();
-            run_blocking(slot, move || {
-                formatter
-                    .policy()
-                    .format_batch_packed(formatter.prefix(), &stamps)
-            })
-            .await??
-        }
-    };
+            .format_batch_packed(formatter.prefix(), &stamps)
+    })
+    .await??;
     if wants_text(&headers) {
         return Ok(text(packed));
     }

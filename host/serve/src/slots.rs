@@ -9,22 +9,7 @@
 //! thread, and a request abandoned meanwhile (a client gone, a time limit)
 //! keeps the slot until the call really ends.
 //!
-//! A call for a handful of IDs is first tried right on the executor, with
-//! its slot (`routes::ids`, `Policy::format_batch_packed_quick`): the hop
-//! to the blocking pool (a wake-up there and back, and the pool's lock
-//! under many requests) cost more than formatting one ID (profile in
-//! docs/BENCHMARKS.md, "idmint serve"). The quick call has the same limits
-//! and a fresh store, but is cut short once it has used [`QUICK_SPAN`] of
-//! CPU time after its first epoch tick (so a spinning policy holds an
-//! executor thread for two or three [`EPOCH_TICK`]s, not to its deadline),
-//! and is then made again on the blocking pool under the full limit; a
-//! policy cut short [`QUICK_GIVE_UP`] times in a row is not tried on the
-//! executor again.
-//!
 //! [`MAX_CONCURRENT_CALLS`]: idmint::policy::MAX_CONCURRENT_CALLS
-//! [`QUICK_SPAN`]: idmint::policy::QUICK_SPAN
-//! [`EPOCH_TICK`]: idmint::policy::EPOCH_TICK
-//! [`QUICK_GIVE_UP`]: idmint::policy::QUICK_GIVE_UP
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -10,13 +10,11 @@
 //! its conversions: a new contract adds its bindings, one file, and one
 //! line in [`VERSIONS`].
 
-use std::cell::Cell;
-
 use wasmtime::component::InstancePre;
 use wasmtime::{Engine, Store};
 
 use super::error::PolicyError;
-use super::sandbox::{new_store, CallState, Deadline, PolicyLimits};
+use super::sandbox::{new_store, CallState, PolicyLimits};
 use super::types::{FormatError, InvalidId, PolicyInfo};
 use super::{contract_v0_2, contract_v0_3, contract_v0_4};
 use crate::parts::{IdParts, Layout, Stamp};
@@ -95,17 +93,14 @@ pub(super) fn bind(
     })
 }
 
-/// What every call of one policy is run with: its limits, its origin for
-/// errors, and whether it is a quick attempt.
+/// What every call of one policy is run with: its limits, and its origin
+/// for errors.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Call<'a> {
     /// The limits of each call.
     pub(super) limits: &'a PolicyLimits,
     /// Where the policy came from.
     pub(super) origin: &'a str,
-    /// `Some` for a quick call ([`Deadline::Quick`]): set to whether it was
-    /// cut short, in which case its error says nothing about the policy.
-    pub(super) quick: Option<&'a Cell<bool>>,
 }
 
 impl Call<'_> {
@@ -118,15 +113,8 @@ impl Call<'_> {
         instantiate: impl FnOnce(&mut Store<CallState>) -> wasmtime::Result<P>,
         f: impl FnOnce(&P, &mut Store<CallState>) -> wasmtime::Result<R>,
     ) -> Result<R, PolicyError> {
-        let deadline = match self.quick {
-            Some(_) => Deadline::Quick,
-            None => Deadline::Full,
-        };
-        let mut store = new_store(engine, self.limits, deadline);
+        let mut store = new_store(engine, self.limits);
         let result = instantiate(&mut store).and_then(|policy| f(&policy, &mut store));
-        if let Some(cut_short) = self.quick {
-            cut_short.set(store.data().cut_short);
-        }
         result.map_err(|e| {
             PolicyError::from_call(self.origin, e, self.limits, store.data().memory.refused)
         })

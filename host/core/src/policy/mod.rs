@@ -68,10 +68,8 @@ pub use error::PolicyError;
 pub use fit::{check_fit, check_prefix, writes, writes_period, writes_time, FitError, Writes};
 pub use follower::{FirstPolicy, FollowOptions, PolicyEvents, PolicyFollower};
 pub use live::LivePolicy;
-pub use runtime::{Policy, PolicyRuntime, MAX_CONCURRENT_CALLS, QUICK_GIVE_UP};
-pub use sandbox::{
-    PolicyLimits, DEFAULT_MAX_MEMORY_BYTES, DEFAULT_TIMEOUT, EPOCH_TICK, QUICK_SPAN,
-};
+pub use runtime::{Policy, PolicyRuntime, MAX_CONCURRENT_CALLS};
+pub use sandbox::{PolicyLimits, DEFAULT_MAX_MEMORY_BYTES, DEFAULT_TIMEOUT, EPOCH_TICK};
 pub use store::{PolicyStore, PolicyStoreError, POLICIES_COLLECTION};
 pub use types::{FormatError, InvalidId, PolicyInfo};
 

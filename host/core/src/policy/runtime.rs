@@ -11,11 +11,9 @@
 //! call, so that calls share nothing and a trap cannot poison the next one.
 //! Both handles are `Arc`s, so hot-swapping a policy only replaces an `Arc`.
 
-use std::cell::Cell;
 use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::checksum::sha256_hex;
@@ -148,7 +146,6 @@ impl PolicyRuntime {
         let info = contract.describe(&Call {
             limits: &limits,
             origin,
-            quick: None,
         })?;
         Ok(Policy {
             inner: Arc::new(PolicyInner {
@@ -157,7 +154,6 @@ impl PolicyRuntime {
                 info,
                 sha256,
                 origin: origin.to_string(),
-                cut_in_a_row: AtomicU32::new(0),
             }),
         })
     }
@@ -241,15 +237,7 @@ struct PolicyInner {
     info: PolicyInfo,
     sha256: String,
     origin: String,
-    /// How many quick calls in a row were cut short; from
-    /// [`QUICK_GIVE_UP`] on, quick calls are not tried any more.
-    cut_in_a_row: AtomicU32,
 }
-
-/// After this many quick calls in a row cut short, a policy is slow:
-/// [`Policy::format_batch_packed_quick`] stops trying, so that a slow
-/// policy holds no executor thread again.
-pub const QUICK_GIVE_UP: u32 = 3;
 
 impl Policy {
     /// The version of the contract (`guest/wit/`) the policy implements:
@@ -305,11 +293,6 @@ impl Policy {
             .inner
             .contract
             .format_batch(&self.call(), prefix, stamps)??;
-        self.check_packed(packed, stamps)
-    }
-
-    /// `packed` if it holds exactly one newline-terminated ID per stamp.
-    fn check_packed(&self, packed: String, stamps: &[Stamp]) -> Result<String, PolicyError> {
         let lines = bytecount_newlines(packed.as_bytes());
         if lines != stamps.len() || !(packed.is_empty() || packed.ends_with('\n')) {
             return Err(PolicyError::BadOutput {
@@ -321,49 +304,6 @@ impl Policy {
             });
         }
         Ok(packed)
-    }
-
-    /// [`Policy::format_batch_packed`] for a caller on a thread that must not
-    /// be held long (an async executor): the call runs under the same limits
-    /// and isolation (a fresh store), but is cut short once it has used
-    /// [`QUICK_SPAN`](super::QUICK_SPAN) of CPU time after its first epoch
-    /// tick, so a spinning policy holds the thread for two or three
-    /// [`EPOCH_TICK`](super::EPOCH_TICK)s. `Ok(None)`: cut short, nothing
-    /// formatted; make the call with [`Policy::format_batch_packed`] on a
-    /// thread that may wait. After [`QUICK_GIVE_UP`] cut short in a row, or
-    /// when [`PolicyLimits::timeout`] is under three ticks (a quick call
-    /// could then run past it), it answers `Ok(None)` at once, without
-    /// calling the policy.
-    ///
-    /// A call is a pure function of its input in a fresh store, so making
-    /// it again after a cut gives what one uncut call would have given.
-    pub fn format_batch_packed_quick(
-        &self,
-        prefix: &str,
-        stamps: &[Stamp],
-    ) -> Result<Option<String>, PolicyError> {
-        let in_a_row = &self.inner.cut_in_a_row;
-        // A quick call is cut within three ticks; under a shorter limit it
-        // could outlive the limit, so such a policy is never called quick.
-        if in_a_row.load(Ordering::Relaxed) >= QUICK_GIVE_UP
-            || self.inner.limits.timeout < EPOCH_TICK * 3
-        {
-            return Ok(None);
-        }
-        let cut_short = Cell::new(false);
-        let call = Call {
-            quick: Some(&cut_short),
-            ..self.call()
-        };
-        let answer = self.inner.contract.format_batch(&call, prefix, stamps);
-        if cut_short.get() {
-            in_a_row.fetch_add(1, Ordering::Relaxed);
-            return Ok(None);
-        }
-        if in_a_row.load(Ordering::Relaxed) != 0 {
-            in_a_row.store(0, Ordering::Relaxed);
-        }
-        self.check_packed(answer??, stamps).map(Some)
     }
 
     /// Reads an ID back into its parts.
@@ -433,7 +373,6 @@ impl Policy {
         Call {
             limits: &self.inner.limits,
             origin: &self.inner.origin,
-            quick: None,
         }
     }
 }

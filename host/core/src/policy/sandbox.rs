@@ -33,28 +33,6 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(100);
 /// granularity of [`PolicyLimits::timeout`].
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 
-/// How much CPU time a quick call ([`Deadline::Quick`]) may use, counted
-/// from the first epoch tick it runs across, before it is cut short at a
-/// later tick. A one-ID call takes tens of microseconds and rarely sees a
-/// tick at all; to be cut it must run across two ticks and use this much
-/// CPU in between, which a call merely descheduled on a loaded machine
-/// does not. A spinning policy holds its thread for two or three
-/// [`EPOCH_TICK`]s.
-pub const QUICK_SPAN: Duration = Duration::from_millis(1);
-
-/// Which deadline a call's store runs under.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Deadline {
-    /// [`PolicyLimits::timeout`] of the thread's CPU time: the call's limit.
-    Full,
-    /// Cut short after [`QUICK_SPAN`] of CPU time (checked at epoch ticks),
-    /// for a caller on a thread that must not be held (an
-    /// async executor), which then makes the call again under
-    /// [`Deadline::Full`] elsewhere. A cut-short call sets
-    /// `CallState::cut_short` and traps like a timeout.
-    Quick,
-}
-
 /// Resource limits applied to every policy call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -188,8 +166,6 @@ pub(crate) struct CallState {
     table: ResourceTable,
     /// Enforces [`PolicyLimits::max_memory_bytes`]; wired up with `Store::limiter`.
     pub(crate) memory: MemoryCap,
-    /// Whether a [`Deadline::Quick`] call was cut short.
-    pub(crate) cut_short: bool,
 }
 
 impl WasiView for CallState {
@@ -214,13 +190,8 @@ fn empty_wasi() -> WasiCtx {
         .build()
 }
 
-/// A fresh store for one policy call, with an empty WASI context, `limits`
-/// and `deadline`.
-pub(crate) fn new_store(
-    engine: &Engine,
-    limits: &PolicyLimits,
-    deadline: Deadline,
-) -> Store<CallState> {
+/// A fresh store for one policy call, with an empty WASI context and `limits`.
+pub(crate) fn new_store(engine: &Engine, limits: &PolicyLimits) -> Store<CallState> {
     let state = CallState {
         wasi: None,
         table: ResourceTable::new(),
@@ -235,29 +206,9 @@ pub(crate) fn new_store(
             max: limits.max_memory_bytes,
             refused: None,
         },
-        cut_short: false,
     };
     let mut store = Store::new(engine, state);
     store.limiter(|state| &mut state.memory);
-    if deadline == Deadline::Quick {
-        // The thread's CPU clock is read at ticks only, not when the call
-        // starts: it is a system call, and most quick calls see no tick.
-        let mut mark: Option<Duration> = None;
-        store.set_epoch_deadline(1);
-        store.epoch_deadline_callback(move |mut store| {
-            let now = thread_cpu_time();
-            match mark {
-                None => mark = Some(now),
-                Some(then) if now.saturating_sub(then) >= QUICK_SPAN => {
-                    store.data_mut().cut_short = true;
-                    return Err(Trap::Interrupt.into());
-                }
-                Some(_) => {}
-            }
-            Ok(UpdateDeadline::Continue(1))
-        });
-        return store;
-    }
     // Trap (`Trap::Interrupt`) rather than yield: calls are synchronous.
     // The deadline is checked against the thread's CPU time (module docs).
     let budget = limits.timeout;
