@@ -519,9 +519,19 @@ fn signals_reach_the_command_and_nothing_outlives_the_release() {
         let script = format!(
             "trap 'echo got {signal_name}; exit 42' {signal_name}; sleep 600 & echo ready; wait"
         );
-        let mut holder = lock_run(TEST, "job", &["--ttl", "30"], &script)
-            .spawn()
-            .unwrap();
+        let mut command = lock_run(TEST, "job", &["--ttl", "30"], &script);
+        // The wrapper keeps a signal ignored when it started (as under
+        // `nohup`): start it with the signal's default disposition, whatever
+        // the test runner was started with.
+        // SAFETY: signal(2) is async-signal-safe, and the closure runs in the
+        // child between fork and exec.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut command, move || {
+                libc::signal(number, libc::SIG_DFL);
+                Ok(())
+            });
+        }
+        let mut holder = command.spawn().unwrap();
         assert_eq!(first_line(&mut holder), "ready");
         let rest = read_to_end(&mut holder);
         signal(holder.id(), number);
