@@ -25,9 +25,7 @@ pub use snapshot::{
 
 /// This instance's name on the page: `host:pid`.
 pub fn instance_name() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|name| name.trim().to_string())
-        .ok()
+    let host = Some(idmint::host_name())
         .filter(|name| !name.is_empty())
         .unwrap_or_else(|| "localhost".to_string());
     format!("{host}:{}", std::process::id())

@@ -99,7 +99,7 @@ impl Leases {
         Self {
             store: LeaseStore::new(database.collection(WORKERS_COLLECTION), WORKER_FIELDS),
             counter,
-            host: hostname(),
+            host: crate::host_name(),
             pid: u64::from(std::process::id()),
         }
     }
@@ -347,12 +347,4 @@ fn well_formed_expr() -> Document {
             { "$or": [missing("worker"), integer_from("worker", 0)] },
         ]},
     ]}
-}
-
-/// This machine's host name, for `idmint workers` (empty if unknown).
-fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|name| name.trim().to_string())
-        .or_else(|_| std::env::var("HOSTNAME"))
-        .unwrap_or_default()
 }
