@@ -12,7 +12,7 @@ use mongodb::bson::{doc, Document};
 use mongodb::Database;
 
 use crate::harness;
-use idmint::lock::{Acquired, Lease, Lock, LockName, WaitOptions};
+use idmint::lock::{Acquired, Lease, Lock, LockName, Locks, WaitOptions};
 
 const TTL: Duration = Duration::from_secs(30);
 
@@ -61,20 +61,48 @@ async fn held(lock: &Lock) -> Lease {
     }
 }
 
+/// How the waiters of [`served_in_order`] learn of a handover.
+#[derive(Clone, Copy)]
+enum Waiting {
+    /// Each from a change stream of its own (handles made apart, as in
+    /// separate processes).
+    Apart,
+    /// All from the one stream their `Locks` shares.
+    Shared,
+    /// By polling (no change stream).
+    Polling,
+}
+
 /// Four waiters join the line one after another; then the holder releases
 /// and at once asks again. Each is served in turn, the holder last.
-async fn served_in_order(test: &str, change_stream: bool) {
+///
+/// With a change stream, a waiter refreshes its place only every 20 s and
+/// gives up after 15 (when it tries once more): the line must be served
+/// long before that, each handover reaching its waiter through the stream.
+async fn served_in_order(test: &str, waiting: Waiting) {
     let database = harness::database(test).await;
-    let holder = Lock::with_owner(&database, name("fair"), "holder".into());
+    let locks = Locks::new(&database);
+    let handle = |owner: &str| match waiting {
+        Waiting::Shared => locks.lock_with_owner(name("fair"), owner.into()),
+        Waiting::Apart | Waiting::Polling => {
+            Lock::with_owner(&database, name("fair"), owner.into())
+        }
+    };
+    let holder = handle("holder");
     let first = held(&holder).await;
     let served: Arc<Mutex<Vec<(String, i64)>>> = Arc::default();
     let mut options = WaitOptions::new(Duration::from_secs(60));
-    options.change_stream = change_stream;
+    if let Waiting::Polling = waiting {
+        options.change_stream = false;
+    } else {
+        options.wait = Duration::from_secs(15);
+        options.refresh = Duration::from_secs(20);
+    }
     let mut waiters = Vec::new();
     let mut expected = Vec::new();
     for index in 0..4 {
         let owner = format!("waiter{index}");
-        let lock = Lock::with_owner(&database, name("fair"), owner.clone());
+        let lock = handle(&owner);
         let (served, options) = (served.clone(), options.clone());
         waiters.push(tokio::spawn(async move {
             let lease = lock.acquire(TTL, &options).await.unwrap();
@@ -86,6 +114,7 @@ async fn served_in_order(test: &str, change_stream: bool) {
         until_line_is(&database, "fair", &in_line).await;
     }
     // The holder releases and asks again at once: it goes to the back.
+    let released = std::time::Instant::now();
     assert_eq!(first.release().await.unwrap(), 0);
     let again = holder.acquire(TTL, &options).await.unwrap();
     served
@@ -95,6 +124,13 @@ async fn served_in_order(test: &str, change_stream: bool) {
     again.release().await.unwrap();
     for waiter in waiters {
         waiter.await.unwrap();
+    }
+    if !matches!(waiting, Waiting::Polling) {
+        assert!(
+            released.elapsed() < Duration::from_secs(10),
+            "the handovers were not seen on the change stream: served only after {:?}",
+            released.elapsed()
+        );
     }
     let served = served.lock().unwrap().clone();
     let order: Vec<&str> = served.iter().map(|(owner, _)| owner.as_str()).collect();
@@ -113,12 +149,17 @@ async fn served_in_order(test: &str, change_stream: bool) {
 
 #[tokio::test]
 async fn waiters_are_served_in_the_order_they_joined_the_line() {
-    served_in_order("lock_fair_order", true).await;
+    served_in_order("lock_fair_order", Waiting::Apart).await;
+}
+
+#[tokio::test]
+async fn waiters_sharing_one_change_stream_are_served_in_order_too() {
+    served_in_order("lock_fair_shared", Waiting::Shared).await;
 }
 
 #[tokio::test]
 async fn without_a_change_stream_the_order_holds_too() {
-    served_in_order("lock_fair_polling", false).await;
+    served_in_order("lock_fair_polling", Waiting::Polling).await;
 }
 
 #[tokio::test]

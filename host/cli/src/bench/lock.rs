@@ -1,12 +1,15 @@
 //! Lock benchmarks, run by `idmint bench --only lock`:
 //!
 //! - `lock_uncontended`: acquire + release pairs per second, one client.
-//! - `lock_handoff`: 8 contenders each looping acquire (blocking, in line,
+//! - `lock_handoff`: 8 contenders in one process (handles of one `Locks`,
+//!   sharing a change stream) each looping acquire (blocking, in line,
 //!   handed the lock by the release before theirs) then release; handoffs
 //!   per second, the time from a release to the next acquisition by anyone
 //!   (median, p99), and the share of acquisitions that went to a different
 //!   contender than the one before (a fair lock: nearly all; a lock that
 //!   lets the releasing client take it straight back: few).
+//! - `lock_handoff_apart`: the same with each contender as if in a process
+//!   of its own: its own client, its own change stream.
 //! - `lock_polling`: the yardstick, a polling lock as the libraries users
 //!   would otherwise pick write it (ShedLock's MongoDB provider), with the
 //!   same 8 contenders, the same figures, the same write concern.
@@ -18,7 +21,7 @@ use mongodb::Database;
 use serde::Serialize;
 
 use super::sequence::BenchResult;
-use idmint::lock::{Acquired, Lock, LockError, LockName, WaitOptions};
+use idmint::lock::{Acquired, Lock, LockError, LockName, Locks, WaitOptions};
 
 /// Release-to-next-acquisition times of `lock_handoff`.
 #[derive(Debug, Clone, Serialize)]
@@ -41,14 +44,22 @@ pub struct LockBenchReport {
     pub results: Vec<BenchResult>,
     /// The handoff latency of `lock_handoff`.
     pub handoff_latency: HandoffLatency,
+    /// The same of `lock_handoff_apart`.
+    pub apart_latency: HandoffLatency,
     /// The same of `lock_polling`, the yardstick.
     pub polling_latency: HandoffLatency,
 }
 
 const TTL: Duration = Duration::from_secs(30);
 
-/// Runs both lock benchmarks for `duration` each.
-pub async fn run(database: &Database, duration: Duration) -> Result<LockBenchReport, LockError> {
+/// Runs the lock benchmarks for `duration` each; `apart` holds a database
+/// handle of a client of its own for each of the [`CONTENDERS`] of
+/// `lock_handoff_apart`.
+pub async fn run(
+    database: &Database,
+    apart: &[Database],
+    duration: Duration,
+) -> Result<LockBenchReport, LockError> {
     let name = |n: &str| LockName::new(n).expect("a valid name");
     // Uncontended.
     let lock = Lock::new(database, name("bench-uncontended"));
@@ -73,12 +84,53 @@ pub async fn run(database: &Database, duration: Duration) -> Result<LockBenchRep
         fetches_per_million: None,
     }];
 
-    // Handoff: events (is_release, when, contender), in order of occurrence.
+    // Handoff, 8 contenders in one process: handles of one `Locks`, which
+    // share one change stream.
+    let locks = Locks::new(database);
+    let shared = (0..CONTENDERS)
+        .map(|_| locks.lock(name("bench-handoff")))
+        .collect();
+    let (handoff, handoff_latency) = run_handoff("lock_handoff", shared, duration).await?;
+    results.push(handoff);
+    // Handoff, 8 contenders as if in 8 processes: a client, and a change
+    // stream, each.
+    let apart = apart
+        .iter()
+        .map(|database| Lock::new(database, name("bench-handoff-apart")))
+        .collect();
+    let (handoff, apart_latency) = run_handoff("lock_handoff_apart", apart, duration).await?;
+    results.push(handoff);
+
+    // The yardstick: a polling lock as the libraries users would otherwise
+    // pick write it (ShedLock's MongoDB provider: take it when `lockUntil`
+    // has passed, by the client's clock; release by setting `lockUntil` to
+    // now; a waiter polls every 10 ms, jittered).
+    let polling = run_polling(database, duration).await?;
+    let (polled, polling_latency) = handoffs("lock_polling", polling.0, &polling.1);
+    results.push(polled);
+    Ok(LockBenchReport {
+        results,
+        handoff_latency,
+        apart_latency,
+        polling_latency,
+    })
+}
+
+/// Each of `contenders` loops acquire (blocking, in line, handed the lock
+/// by the release before its own) then release, for `duration`.
+async fn run_handoff(
+    mode: &'static str,
+    contenders: Vec<Lock>,
+    duration: Duration,
+) -> Result<(BenchResult, HandoffLatency), LockError> {
+    // Events (is_release, when, contender), in order of occurrence.
     let events: Events = Arc::default();
     let start = Instant::now();
-    let contenders: Vec<_> = (0..CONTENDERS)
-        .map(|contender| {
-            let (lock, events) = (Lock::new(database, name("bench-handoff")), events.clone());
+    let tasks: Vec<_> = contenders
+        .into_iter()
+        .enumerate()
+        .map(|(contender, lock)| {
+            let events = events.clone();
             tokio::spawn(async move {
                 let options = WaitOptions::new(duration + Duration::from_secs(30));
                 while start.elapsed() < duration {
@@ -93,28 +145,14 @@ pub async fn run(database: &Database, duration: Duration) -> Result<LockBenchRep
             })
         })
         .collect();
-    for contender in contenders {
-        contender.await.expect("a contender panicked")?;
+    for task in tasks {
+        task.await.expect("a contender panicked")?;
     }
-    let (handoff, handoff_latency) = handoffs("lock_handoff", start, &events);
-    results.push(handoff);
-
-    // The yardstick: a polling lock as the libraries users would otherwise
-    // pick write it (ShedLock's MongoDB provider: take it when `lockUntil`
-    // has passed, by the client's clock; release by setting `lockUntil` to
-    // now; a waiter polls every 10 ms, jittered).
-    let polling = run_polling(database, duration).await?;
-    let (polled, polling_latency) = handoffs("lock_polling", polling.0, &polling.1);
-    results.push(polled);
-    Ok(LockBenchReport {
-        results,
-        handoff_latency,
-        polling_latency,
-    })
+    Ok(handoffs(mode, start, &events))
 }
 
 /// Contenders of the handoff benchmarks.
-const CONTENDERS: usize = 8;
+pub const CONTENDERS: usize = 8;
 
 /// Acquisitions and releases: (is_release, when, contender), in order.
 type Events = Arc<Mutex<Vec<(bool, Instant, usize)>>>;
@@ -235,12 +273,13 @@ pub fn text(report: &LockBenchReport) -> String {
     );
     for r in &report.results {
         text += &format!(
-            "{:<17} {:>11} {:>12.0} {:>10}\n",
+            "{:<18} {:>11} {:>12.0} {:>10}\n",
             r.mode, r.concurrency, r.ops_per_sec, r.ops
         );
     }
     for (mode, l) in [
         ("lock_handoff", &report.handoff_latency),
+        ("lock_handoff_apart", &report.apart_latency),
         ("lock_polling", &report.polling_latency),
     ] {
         text += &format!(

@@ -41,7 +41,7 @@ pub enum Only {
     Sequence,
     /// Format modes only (no database is contacted).
     Format,
-    /// Lock modes only: lock_uncontended, lock_handoff (host/src/lock/bench.rs).
+    /// Lock modes only: lock_uncontended, lock_handoff, lock_handoff_apart, lock_polling (host/cli/src/bench/lock.rs).
     Lock,
     /// Policy swap latency: a replaced file and `policy activate`, 10 swaps each
     /// (needs a --db without stored policies; it drops `policies` afterwards).
@@ -76,8 +76,12 @@ impl BenchCmd {
         }
         if self.only == Only::Lock {
             let database = self.connect.connect().await?;
+            let mut apart = Vec::new();
+            for _ in 0..lock::CONTENDERS {
+                apart.push(self.connect.connect().await?);
+            }
             let seconds = Duration::from_secs_f64(self.seconds);
-            let report = lock::run(&database, seconds).await?;
+            let report = lock::run(&database, &apart, seconds).await?;
             output.report(&report, || lock::text(&report))?;
             return Ok(Outcome::Success);
         }

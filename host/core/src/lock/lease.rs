@@ -2,6 +2,7 @@
 //! server's clock, through the one lease primitive (`crate::lease`); what a
 //! lock adds is its fencing token and its hold count (re-entrancy).
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::TryStreamExt;
@@ -12,6 +13,7 @@ use mongodb::{Collection, Database};
 use super::document::{well_formed_expr, LOCK_FIELDS};
 use super::error::check_range;
 use super::queue;
+use super::watch::{Subscription, Watchers};
 use super::{LockError, LockName, LockState, LOCKS_COLLECTION, MAX_TTL, MIN_TTL};
 use crate::lease::{self, Acquire, Deadline, LeaseStore};
 use crate::mongo::durable_write_concern;
@@ -25,6 +27,44 @@ pub struct Lock {
     name: LockName,
     owner: String,
     write_concern: WriteConcern,
+    watchers: Arc<Watchers>,
+}
+
+/// The locks of one database as one process uses them: every handle made
+/// here shares one change stream per lock name among its waiters (see
+/// `watch`), where handles made apart ([`Lock::new`]) have one each. Make
+/// one per process (it is cheap to clone) and take handles from it.
+#[derive(Debug, Clone)]
+pub struct Locks {
+    database: Database,
+    watchers: Arc<Watchers>,
+}
+
+impl Locks {
+    /// The locks of `database`.
+    pub fn new(database: &Database) -> Self {
+        Self {
+            database: database.clone(),
+            watchers: Arc::default(),
+        }
+    }
+
+    /// A handle on lock `name` with a fresh random owner token.
+    pub fn lock(&self, name: LockName) -> Lock {
+        self.lock_with_owner(name, random::random_token())
+    }
+
+    /// A handle on lock `name` with a given owner token (to share
+    /// re-entrancy across handles).
+    pub fn lock_with_owner(&self, name: LockName, owner: String) -> Lock {
+        Lock {
+            store: LeaseStore::new(self.database.collection(LOCKS_COLLECTION), LOCK_FIELDS),
+            name,
+            owner,
+            write_concern: durable_write_concern(),
+            watchers: self.watchers.clone(),
+        }
+    }
 }
 
 /// What [`Lock::try_acquire`] found.
@@ -55,19 +95,16 @@ pub struct Lease {
 }
 
 impl Lock {
-    /// A handle on lock `name` in `database` with a fresh random owner token.
+    /// A handle on lock `name` in `database` with a fresh random owner
+    /// token, sharing nothing with other handles ([`Locks`] makes handles
+    /// that share their change streams).
     pub fn new(database: &Database, name: LockName) -> Self {
-        Self::with_owner(database, name, random::random_token())
+        Locks::new(database).lock(name)
     }
 
     /// A handle with a given owner token (to share re-entrancy across handles).
     pub fn with_owner(database: &Database, name: LockName, owner: String) -> Self {
-        Self {
-            store: LeaseStore::new(database.collection(LOCKS_COLLECTION), LOCK_FIELDS),
-            name,
-            owner,
-            write_concern: durable_write_concern(),
-        }
+        Locks::new(database).lock_with_owner(name, owner)
     }
 
     /// The lock's name.
@@ -82,6 +119,14 @@ impl Lock {
 
     pub(crate) fn collection(&self) -> &Collection<Document> {
         self.store.collection()
+    }
+
+    /// The events on this lock's document, from the stream its `Locks`
+    /// shares among its waiters; `None`: no change streams, poll.
+    pub(crate) async fn subscribe(&self) -> Option<Subscription> {
+        self.watchers
+            .subscribe(self.collection(), self.name.as_str())
+            .await
     }
 
     /// Who holds a lease: `owner` with fencing token `token`. A holder that

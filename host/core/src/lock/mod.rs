@@ -49,14 +49,16 @@ mod lease;
 mod name;
 pub mod queue;
 mod wait;
+mod watch;
 mod watchdog;
 
 pub use document::LockState;
 pub use error::LockError;
 pub use fence::{fenced_filter, fenced_set};
-pub use lease::{acquire_pipeline, status_all, Acquired, Lease, Lock};
+pub use lease::{acquire_pipeline, status_all, Acquired, Lease, Lock, Locks};
 pub use name::LockName;
 pub use wait::{WaitOptions, MAX_WAIT};
+pub use watch::LINGER;
 pub use watchdog::Watchdog;
 
 /// The collection that holds lock documents.

@@ -2,15 +2,16 @@
 //! held joins its waiting line (`queue`), refreshes its place every
 //! [`WaitOptions::refresh`], and is served in turn: a release hands the lock to the first
 //! in line in the same write, and the waiter learns it from a change stream
-//! on the lock's document (the full document looked up with each event).
+//! on the lock's document (one per lock name per [`Locks`](super::Locks),
+//! shared by its waiters: `watch`).
 //! Without a change stream it learns it at its next refresh, which also
 //! notices a lease that simply ran out (expiry writes nothing).
 
 use std::time::Duration;
 
-use futures_util::StreamExt;
-use mongodb::bson::{doc, Document};
+use mongodb::bson::Document;
 use mongodb::change_stream::event::ChangeStreamEvent;
+use tokio::sync::broadcast;
 use tokio::time::Instant;
 
 use super::error::check_range;
@@ -126,11 +127,7 @@ impl Lock {
         // Opened before the first attempt, so a handover between the
         // attempt and the wait is still seen.
         let mut events = if options.change_stream {
-            self.collection()
-                .watch()
-                .pipeline([doc! { "$match": { "documentKey._id": self.name().as_str() } }])
-                .await
-                .ok()
+            self.subscribe().await
         } else {
             None
         };
@@ -170,8 +167,8 @@ impl Lock {
                     break;
                 };
                 tokio::select! {
-                    event = stream.next() => match event {
-                        Some(Ok(event)) => match self.seen(&event, &ticket) {
+                    event = stream.recv() => match event {
+                        Ok(event) => match self.seen(&event, &ticket) {
                             Seen::HandedOver(state) => {
                                 in_line.done = true;
                                 return self.handed_over(&state, ttl, refreshed).await;
@@ -186,8 +183,10 @@ impl Lock {
                             Seen::MyTurn => break,
                             Seen::Wait => {}
                         },
+                        // Fell behind the stream: events were missed.
+                        Err(broadcast::error::RecvError::Lagged(_)) => break,
                         // The stream ended or failed: poll from now on.
-                        _ => {
+                        Err(broadcast::error::RecvError::Closed) => {
                             events = None;
                             break;
                         }
