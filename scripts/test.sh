@@ -22,3 +22,7 @@ python3 scripts/import-cycles.py host/core/src host/serve/src host/cli/src
 
 # test-hooks: the crash hook the installer tests use; never in a user's build.
 cargo test --workspace --locked --features idmint-cli/test-hooks "$@"
+
+# Every intra-doc link of the host crates resolves (private items included).
+RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --document-private-items \
+  -p idmint -p idmint-serve -p idmint-cli -p idmint-guest-build

@@ -31,7 +31,7 @@ use super::slots::{run_blocking, PolicySlots};
 /// the prefix the request asked for.
 type Key = (String, String, Option<String>);
 
-/// Prepared minters by [`Key`] (see the module docs).
+/// Prepared minters by `Key` (see the module docs).
 pub struct Minters {
     cache: Mutex<Lru<Key, Arc<Minter>>>,
     max_age: Duration,

@@ -5,13 +5,13 @@
 //! - every item (each function of `mongo-js/`, the collections, the roles) has
 //!   a version and a sha256 derived from its content ([`items`]), and what was
 //!   installed is recorded in the `idmint_manifest` collection;
-//! - [`plan`] compares the database with this build: current, missing, outdated,
+//! - [`plan()`] compares the database with this build: current, missing, outdated,
 //!   changed by hand, or not idmint's ([`ItemState`]); `status` reports it and
 //!   `install --dry-run` prints it without writing anything;
 //! - [`install`] writes only what differs, never overwrites a hand edit without
 //!   `force`, and is safe to run concurrently and to re-run after a kill (the
 //!   writes are conditional: see `apply.rs`);
-//! - [`uninstall`] removes only what the manifest says idmint installed.
+//! - [`uninstall()`] removes only what the manifest says idmint installed.
 //!
 //! The stored functions are for DBAs working in mongosh (see the shell loader
 //! in `mongo-js/shell/`). No supported MongoDB (4.4+) can run stored JavaScript

@@ -140,7 +140,7 @@ impl Lock {
     /// token), or again if this owner holds it (the hold count grows, and
     /// the lease ends at the later of its current end and `ttl` from now).
     ///
-    /// A free lock with waiters in line (see [`queue`](super::queue)) is
+    /// A free lock with waiters in line (see [`queue`]) is
     /// theirs first: this attempt then finds it busy.
     pub async fn try_acquire(&self, ttl: Duration) -> Result<Acquired, LockError> {
         let ttl = check_range("lease ttl", ttl, MIN_TTL, MAX_TTL)?;

@@ -2,93 +2,12 @@
 //! period, and `validate` takes no layout. What the contract cannot carry
 //! is dropped on the way in and absent on the way out.
 
-use wasmtime::component::InstancePre;
-
-use super::bindings::v0_2::{self, wit};
-use super::contract::{Call, Contract, Version};
-use super::error::PolicyError;
-use super::sandbox::CallState;
+use super::bindings::v0_2::wit;
+use super::contract::adapter;
 use super::types::shared_conversions;
-use super::types::{FormatError, InvalidId, PolicyInfo};
-use crate::parts::{IdParts, Layout, Stamp};
+use crate::parts::{IdParts, Stamp};
 
-/// Contract 0.2.0.
-pub(super) const VERSION: Version = Version {
-    version: "0.2.0",
-    bind,
-};
-
-fn bind(pre: &InstancePre<CallState>) -> wasmtime::Result<Box<dyn Contract>> {
-    Ok(Box::new(V0_2(v0_2::IdPolicyPre::new(pre.clone())?)))
-}
-
-/// A policy of contract 0.2.0, pre-linked.
-struct V0_2(v0_2::IdPolicyPre<CallState>);
-
-impl V0_2 {
-    /// Runs `f` against a fresh instance (see [`Call::run`]).
-    fn run<R>(
-        &self,
-        call: &Call<'_>,
-        f: impl FnOnce(&v0_2::IdPolicy, &mut wasmtime::Store<CallState>) -> wasmtime::Result<R>,
-    ) -> Result<R, PolicyError> {
-        call.run(self.0.engine(), |store| self.0.instantiate(store), f)
-    }
-}
-
-impl Contract for V0_2 {
-    fn version(&self) -> &'static str {
-        VERSION.version
-    }
-
-    fn describe(&self, call: &Call<'_>) -> Result<PolicyInfo, PolicyError> {
-        self.run(call, |policy, store| {
-            policy.call_describe(store).map(PolicyInfo::from)
-        })
-    }
-
-    fn format(
-        &self,
-        call: &Call<'_>,
-        parts: &IdParts,
-    ) -> Result<Result<String, FormatError>, PolicyError> {
-        self.run(call, |policy, store| {
-            let answer = policy.call_format(store, &parts.into())?;
-            Ok(answer.map_err(FormatError::from))
-        })
-    }
-
-    fn format_batch(
-        &self,
-        call: &Call<'_>,
-        prefix: &str,
-        stamps: &[Stamp],
-    ) -> Result<Result<String, FormatError>, PolicyError> {
-        self.run(call, |policy, store| {
-            let stamps: Vec<wit::Stamp> = stamps.iter().map(Into::into).collect();
-            let answer = policy.call_format_batch(store, prefix, &stamps)?;
-            Ok(answer.map_err(FormatError::from))
-        })
-    }
-
-    /// The layout is not passed: 0.2.0's `validate` has none.
-    fn validate(
-        &self,
-        call: &Call<'_>,
-        ids: &[&str],
-        expected_prefix: Option<&str>,
-        _layout: Option<&Layout>,
-    ) -> Result<Vec<Result<IdParts, InvalidId>>, PolicyError> {
-        self.run(call, |policy, store| {
-            ids.iter()
-                .map(|id| {
-                    let answer = policy.call_validate(&mut *store, id, expected_prefix)?;
-                    Ok(answer.map(IdParts::from).map_err(InvalidId::from))
-                })
-                .collect()
-        })
-    }
-}
+adapter!(v0_2, "0.2.0", layout: no);
 
 shared_conversions!(super::bindings::v0_2::wit);
 

@@ -2,93 +2,12 @@
 //! the host has goes across, the period of a periodic counter's value
 //! included.
 
-use wasmtime::component::InstancePre;
-
-use super::bindings::v0_4::{self, wit};
-use super::contract::{Call, Contract, Version};
-use super::error::PolicyError;
-use super::sandbox::CallState;
+use super::bindings::v0_4::wit;
+use super::contract::adapter;
 use super::types::{shared_conversions, snowflake_conversions};
-use super::types::{FormatError, InvalidId, PolicyInfo};
-use crate::parts::{IdParts, Layout, Period, PeriodUnit, Stamp};
+use crate::parts::{IdParts, Period, PeriodUnit, Stamp};
 
-/// Contract 0.4.0.
-pub(super) const VERSION: Version = Version {
-    version: "0.4.0",
-    bind,
-};
-
-fn bind(pre: &InstancePre<CallState>) -> wasmtime::Result<Box<dyn Contract>> {
-    Ok(Box::new(V0_4(v0_4::IdPolicyPre::new(pre.clone())?)))
-}
-
-/// A policy of contract 0.4.0, pre-linked.
-struct V0_4(v0_4::IdPolicyPre<CallState>);
-
-impl V0_4 {
-    /// Runs `f` against a fresh instance (see [`Call::run`]).
-    fn run<R>(
-        &self,
-        call: &Call<'_>,
-        f: impl FnOnce(&v0_4::IdPolicy, &mut wasmtime::Store<CallState>) -> wasmtime::Result<R>,
-    ) -> Result<R, PolicyError> {
-        call.run(self.0.engine(), |store| self.0.instantiate(store), f)
-    }
-}
-
-impl Contract for V0_4 {
-    fn version(&self) -> &'static str {
-        VERSION.version
-    }
-
-    fn describe(&self, call: &Call<'_>) -> Result<PolicyInfo, PolicyError> {
-        self.run(call, |policy, store| {
-            policy.call_describe(store).map(PolicyInfo::from)
-        })
-    }
-
-    fn format(
-        &self,
-        call: &Call<'_>,
-        parts: &IdParts,
-    ) -> Result<Result<String, FormatError>, PolicyError> {
-        self.run(call, |policy, store| {
-            let answer = policy.call_format(store, &parts.into())?;
-            Ok(answer.map_err(FormatError::from))
-        })
-    }
-
-    fn format_batch(
-        &self,
-        call: &Call<'_>,
-        prefix: &str,
-        stamps: &[Stamp],
-    ) -> Result<Result<String, FormatError>, PolicyError> {
-        self.run(call, |policy, store| {
-            let stamps: Vec<wit::Stamp> = stamps.iter().map(Into::into).collect();
-            let answer = policy.call_format_batch(store, prefix, &stamps)?;
-            Ok(answer.map_err(FormatError::from))
-        })
-    }
-
-    fn validate(
-        &self,
-        call: &Call<'_>,
-        ids: &[&str],
-        expected_prefix: Option<&str>,
-        layout: Option<&Layout>,
-    ) -> Result<Vec<Result<IdParts, InvalidId>>, PolicyError> {
-        let layout = layout.map(wit::SnowflakeLayout::from);
-        self.run(call, |policy, store| {
-            ids.iter()
-                .map(|id| {
-                    let answer = policy.call_validate(&mut *store, id, expected_prefix, layout)?;
-                    Ok(answer.map(IdParts::from).map_err(InvalidId::from))
-                })
-                .collect()
-        })
-    }
-}
+adapter!(v0_4, "0.4.0", layout: yes);
 
 shared_conversions!(super::bindings::v0_4::wit);
 snowflake_conversions!(super::bindings::v0_4::wit);

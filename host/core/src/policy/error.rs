@@ -10,7 +10,7 @@
 //! ([`PolicyError::MemoryLimit`]) or another host-side failure
 //! ([`PolicyError::Runtime`]). A policy that loads but fails the activation
 //! check (`activation.rs`) is [`PolicyError::Activation`] or
-//! [`PolicyError::Capacity`]. A policy that runs fine but refuses a value
+//! [`PolicyError::Fit`]. A policy that runs fine but refuses a value
 //! returns [`PolicyError::Format`]; an ID it finds invalid is not an error at
 //! all but data (`Ok(Err(InvalidId))` from `Policy::validate`).
 

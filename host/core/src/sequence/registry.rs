@@ -1,5 +1,5 @@
 //! The registry: the one place that lists the kinds of counter. Adding a
-//! kind is its folder under `kinds/` and one line in [`kinds!`]'s
+//! kind is its folder under `kinds/` and one line in `kinds!`'s
 //! invocation at the end of this file.
 //!
 //! From that list the macro makes the types every caller uses, each one

@@ -45,7 +45,7 @@ pub enum OnRollback {
     /// Keep issuing from the last time, borrowing the future while the
     /// sequence and the lease's reservation last.
     Borrow,
-    /// Refuse with [`Stall::ClockBehind`] until the clock catches up.
+    /// Refuse (the clock is behind) until the clock catches up.
     Refuse,
 }
 

@@ -1,6 +1,6 @@
 //! Snowflake IDs (seed 001, as Baidu's uid-generator and Twitter's snowflake
 //! make them), with MongoDB as the only coordinator: a 64-bit ID of time,
-//! worker id and sequence ([`layout`]), issued from memory by a
+//! worker id and sequence ([`Layout`]), issued from memory by a
 //! [`Snowflake`] whose worker id is leased ([`lease`]) and whose generator
 //! fails closed and never repeats an ID when the clock goes back
 //! ([`generator`]).
