@@ -31,6 +31,9 @@ use tokio::time::Instant;
 /// How long a lock's stream stays open after its last waiter left.
 pub const LINGER: Duration = Duration::from_secs(30);
 
+/// How many lock names are kept before closed ones are forgotten.
+const PRUNE_FROM: usize = 64;
+
 /// Events a waiter may fall behind by before it is told it lagged.
 const BACKLOG: usize = 256;
 
@@ -76,13 +79,18 @@ impl Watchers {
         collection: &Collection<Document>,
         name: &str,
     ) -> Option<Subscription> {
-        let watch = self
-            .by_name
-            .lock()
-            .unwrap()
-            .entry(name.to_string())
-            .or_default()
-            .clone();
+        let watch = {
+            let mut by_name = self.by_name.lock().unwrap();
+            if !by_name.contains_key(name) && by_name.len() >= PRUNE_FROM {
+                // Forget the names whose stream has closed and that nobody
+                // is opening: a process that waits on ever new names keeps
+                // only those of the last LINGER.
+                by_name.retain(|_, watch| {
+                    Arc::strong_count(watch) > 1 || watch.running.lock().unwrap().is_some()
+                });
+            }
+            by_name.entry(name.to_string()).or_default().clone()
+        };
         if let Some(subscription) = watch.subscribe() {
             return Some(subscription);
         }
@@ -106,12 +114,14 @@ impl Watchers {
 }
 
 impl Watch {
+    /// A subscription to the running stream, if one runs. A forwarding task
+    /// that ended without saying so (its runtime shut down) counts as none.
     fn subscribe(&self) -> Option<Subscription> {
-        self.running
-            .lock()
-            .unwrap()
-            .as_ref()
-            .map(|running| running.sender.subscribe())
+        let mut running = self.running.lock().unwrap();
+        if running.as_ref().is_some_and(|r| r.task.is_finished()) {
+            running.take();
+        }
+        running.as_ref().map(|running| running.sender.subscribe())
     }
 }
 
