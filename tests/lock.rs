@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use idmint::lock::{
-    fenced_filter, fenced_set, Acquired, Lease, Lock, LockError, LockName, WaitOptions,
+    fenced_filter, fenced_set, Acquired, Lease, Lock, LockError, LockName, LockState, WaitOptions,
 };
 use mongodb::bson::{doc, Document};
 use mongodb::{Client, Database};
@@ -287,6 +287,31 @@ fn first_line(child: &mut Child) -> String {
     line.trim().to_string()
 }
 
+/// The first line of `child`'s output, read as the numbers it prints
+/// (its fencing token, then process ids), `N` of them.
+fn first_numbers<const N: usize>(child: &mut Child) -> [i64; N] {
+    let line = first_line(child);
+    let numbers: Vec<i64> = line
+        .split(' ')
+        .map(|field| {
+            field
+                .parse()
+                .unwrap_or_else(|_| panic!("not a number in {line:?}"))
+        })
+        .collect();
+    numbers
+        .try_into()
+        .unwrap_or_else(|_| panic!("not {N} numbers: {line:?}"))
+}
+
+/// The state of lock "job", read straight from the server.
+fn job_state(runtime: &tokio::runtime::Runtime, database: &mongodb::Database) -> LockState {
+    runtime
+        .block_on(Lock::new(database, name("job")).status())
+        .unwrap()
+        .expect("lock job exists")
+}
+
 fn signal(pid: u32, signal: i32) {
     // SAFETY: kill(2) on a child process of this test.
     assert_eq!(unsafe { libc::kill(pid as libc::pid_t, signal) }, 0);
@@ -387,10 +412,8 @@ fn a_killed_wrapper_takes_its_command_and_what_it_started_along() {
     )
     .spawn()
     .unwrap();
-    let line = first_line(&mut holder);
-    let fields: Vec<&str> = line.split(' ').collect();
-    let old_token: i64 = fields[0].parse().unwrap();
-    let (command, started): (u32, u32) = (fields[1].parse().unwrap(), fields[2].parse().unwrap());
+    let [old_token, command, started] = first_numbers(&mut holder);
+    let (command, started) = (command as u32, started as u32);
     let gone = read_to_end(&mut holder);
     holder.kill().unwrap(); // SIGKILL: no release, no cleanup, no signal passed on
     holder.wait().unwrap();
@@ -398,10 +421,7 @@ fn a_killed_wrapper_takes_its_command_and_what_it_started_along() {
     // `sleep` it started ...
     let outcome = gone.recv_timeout(GONE_LONG_AGO);
     // ... while the server still held the dead holder's lease.
-    let state = runtime
-        .block_on(Lock::new(&database, name("job")).status())
-        .unwrap()
-        .unwrap();
+    let state = job_state(&runtime, &database);
     let survivors: Vec<u32> = [command, started]
         .into_iter()
         .filter(|&pid| running(pid))
@@ -477,17 +497,12 @@ fn a_command_dies_with_its_guard_when_the_wrapper_cannot_act() {
     )
     .spawn()
     .unwrap();
-    let line = first_line(&mut holder);
-    let fields: Vec<&str> = line.split(' ').collect();
-    let token: i64 = fields[0].parse().unwrap();
-    let (command, guard): (u32, u32) = (fields[1].parse().unwrap(), fields[2].parse().unwrap());
+    let [token, command, guard] = first_numbers(&mut holder);
+    let (command, guard) = (command as u32, guard as u32);
     signal(holder.id(), libc::SIGSTOP);
     signal(guard, libc::SIGKILL);
     let gone = exits_within(command, GONE_LONG_AGO);
-    let state = runtime
-        .block_on(Lock::new(&database, name("job")).status())
-        .unwrap()
-        .unwrap();
+    let state = job_state(&runtime, &database);
     if !gone {
         signal(command, libc::SIGKILL);
     }
@@ -553,10 +568,7 @@ fn signals_reach_the_command_and_nothing_outlives_the_release() {
             .recv_timeout(GONE_LONG_AGO)
             .unwrap_or_else(|_| panic!("SIG{signal_name}: a process outlived the wrapper"));
         assert_eq!(rest.trim(), format!("got {signal_name}"));
-        let state = runtime
-            .block_on(Lock::new(&database, name("job")).status())
-            .unwrap()
-            .unwrap();
+        let state = job_state(&runtime, &database);
         assert!(
             !state.is_held(),
             "SIG{signal_name}: not released: {state:?}"
@@ -586,9 +598,8 @@ fn a_partitioned_holder_stops_its_command_before_its_lease_can_expire() {
         "trap '' TERM; echo $IDMINT_LOCK_TOKEN $$; exec sleep 600",
     );
     let mut holder = holder.env("MONGODB_URI", proxy.uri()).spawn().unwrap();
-    let line = first_line(&mut holder);
-    let (old_token, command) = line.split_once(' ').unwrap();
-    let (old_token, command): (i64, u32) = (old_token.parse().unwrap(), command.parse().unwrap());
+    let [old_token, command] = first_numbers(&mut holder);
+    let command = command as u32;
     proxy.partition();
 
     // The next holder, straight to the server, waits for the server to end
@@ -970,9 +981,6 @@ fn a_command_that_cannot_start_is_one_line_and_releases_the_lock() {
         harness::stderr(&output).trim(),
         "idmint: error: cannot run \"no-such-command-idmint-test\": No such file or directory (os error 2)"
     );
-    let state = runtime
-        .block_on(Lock::new(&database, name("job")).status())
-        .unwrap()
-        .unwrap();
+    let state = job_state(&runtime, &database);
     assert!(!state.is_held(), "{state:?}");
 }
