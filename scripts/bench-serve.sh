@@ -62,6 +62,9 @@ url="$(sed -n 's/^listening on //p' "$work/serve.out")"
 [ -n "$url" ] || { cat "$work/serve.log" >&2; exit 1; }
 say "idmint serve at $url"
 
+# The requests a JSON line of wrk-report.lua counts.
+requests_of() { sed -n 's/.*"requests":\([0-9]*\).*/\1/p' <<<"$1"; }
+
 # The server's CPU time so far (user + system), in clock ticks.
 server_ticks() { awk '{ print $14 + $15 }' "/proc/$serve_pid/stat"; }
 tick_hz="$(getconf CLK_TCK)"
@@ -73,7 +76,7 @@ run_wrk() { # name path accept ids_per_request
   after="$(server_ticks)"
   # The server's CPU per request: unlike requests/s, it hardly moves with
   # what else the (shared) machine runs.
-  requests="$(sed -n 's/.*"requests":\([0-9]*\).*/\1/p' <<<"$line")"
+  requests="$(requests_of "$line")"
   printf '{"scenario":"%s","ids_per_request":%d,"server_cpu_us_per_request":%.1f,%s\n' "$name" "$per" \
     "$(awk -v t=$((after - before)) -v hz="$tick_hz" -v r="$requests" 'BEGIN { print r ? t * 1e6 / hz / r : 0 }')" \
     "${line#\{}"
@@ -91,10 +94,10 @@ id_total=0
 for round in $(seq "$rounds"); do
   line="$(run_wrk value_1 "/v1/counters/seg/values?count=1" text/plain 1)"
   echo "$line"
-  value_total=$((value_total + $(sed -n 's/.*"requests":\([0-9]*\).*/\1/p' <<<"$line")))
+  value_total=$((value_total + $(requests_of "$line")))
   line="$(run_wrk formatted_id_1 "/v1/counters/seg/ids?count=1" text/plain 1)"
   echo "$line"
-  id_total=$((id_total + $(sed -n 's/.*"requests":\([0-9]*\).*/\1/p' <<<"$line")))
+  id_total=$((id_total + $(requests_of "$line")))
 done
 awk -v v="$value_total" -v i="$id_total" -v r="$rounds" \
   'BEGIN { printf "{\"scenario\":\"formatted_id_1/value_1\",\"rounds\":%d,\"value_requests\":%d,\"id_requests\":%d,\"ratio\":%.3f}\n", r, v, i, i / v }'

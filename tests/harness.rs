@@ -159,6 +159,14 @@ pub async fn documents(database: &Database, collection: &str) -> Vec<mongodb::bs
 }
 
 /// The database name for a test: `t_<test>`, within MongoDB's 63-byte limit.
+/// `lock` taken for `ttl` by one attempt; panics if someone holds it.
+pub async fn held(lock: &idmint::lock::Lock, ttl: Duration) -> idmint::lock::Lease {
+    match lock.try_acquire(ttl).await.unwrap() {
+        idmint::lock::Acquired::Held(lease) => lease,
+        idmint::lock::Acquired::Busy(state) => panic!("{} is busy: {state:?}", lock.name()),
+    }
+}
+
 pub fn database_name(test: &str) -> String {
     let cleaned: String = test
         .chars()

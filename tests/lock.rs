@@ -6,22 +6,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use idmint::lock::{
-    fenced_filter, fenced_set, Acquired, Lease, Lock, LockError, LockName, LockState, WaitOptions,
+    fenced_filter, fenced_set, Acquired, Lock, LockError, LockName, LockState, WaitOptions,
 };
 use mongodb::bson::{doc, Document};
 use mongodb::{Client, Database};
 
-use crate::harness;
+use crate::harness::{self, held};
 
 fn name(n: &str) -> LockName {
     LockName::new(n).unwrap()
-}
-
-async fn held(lock: &Lock, ttl: Duration) -> Lease {
-    match lock.try_acquire(ttl).await.unwrap() {
-        Acquired::Held(lease) => lease,
-        Acquired::Busy(state) => panic!("lock busy: {state:?}"),
-    }
 }
 
 #[tokio::test]

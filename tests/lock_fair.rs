@@ -11,8 +11,8 @@ use std::time::Duration;
 use mongodb::bson::{doc, Document};
 use mongodb::Database;
 
-use crate::harness;
-use idmint::lock::{Acquired, Lease, Lock, LockName, Locks, WaitOptions};
+use crate::harness::{self, held};
+use idmint::lock::{Acquired, Lock, LockName, Locks, WaitOptions};
 
 const TTL: Duration = Duration::from_secs(30);
 
@@ -54,13 +54,6 @@ async fn until_line_is(database: &Database, lock: &str, owners: &[&str]) {
     );
 }
 
-async fn held(lock: &Lock) -> Lease {
-    match lock.try_acquire(TTL).await.unwrap() {
-        Acquired::Held(lease) => lease,
-        Acquired::Busy(state) => panic!("{} is busy: {state:?}", lock.name()),
-    }
-}
-
 /// How the waiters of [`served_in_order`] learn of a handover.
 #[derive(Clone, Copy)]
 enum Waiting {
@@ -89,7 +82,7 @@ async fn served_in_order(test: &str, waiting: Waiting) {
         }
     };
     let holder = handle("holder");
-    let first = held(&holder).await;
+    let first = held(&holder, TTL).await;
     let served: Arc<Mutex<Vec<(String, i64)>>> = Arc::default();
     let mut options = WaitOptions::new(Duration::from_secs(60));
     if let Waiting::Polling = waiting {
@@ -168,14 +161,7 @@ async fn a_try_acquire_does_not_jump_the_line() {
     let holder = Lock::new(&database, name("line"));
     // A short lease that runs out while a waiter is in line: the lock is
     // then free by the server's clock, but the waiter is first.
-    let short = match holder
-        .try_acquire(Duration::from_millis(300))
-        .await
-        .unwrap()
-    {
-        Acquired::Held(lease) => lease,
-        Acquired::Busy(_) => unreachable!(),
-    };
+    let short = held(&holder, Duration::from_millis(300)).await;
     let waiter = Lock::with_owner(&database, name("line"), "waiter".into());
     let waiting = tokio::spawn(async move {
         waiter
@@ -210,7 +196,7 @@ async fn a_try_acquire_does_not_jump_the_line() {
 async fn a_waiter_that_gives_up_or_is_cancelled_leaves_the_line() {
     let database = harness::database("lock_fair_leave").await;
     let holder = Lock::new(&database, name("leave"));
-    let lease = held(&holder).await;
+    let lease = held(&holder, TTL).await;
     // Gives up at its deadline.
     let quitter = Lock::with_owner(&database, name("leave"), "quitter".into());
     let gave_up = quitter
@@ -233,6 +219,6 @@ async fn a_waiter_that_gives_up_or_is_cancelled_leaves_the_line() {
     until_line_is(&database, "leave", &[]).await;
     // The lock is then free for whoever comes next once released.
     assert_eq!(lease.release().await.unwrap(), 0);
-    let next = held(&Lock::new(&database, name("leave"))).await;
+    let next = held(&Lock::new(&database, name("leave")), TTL).await;
     next.release().await.unwrap();
 }

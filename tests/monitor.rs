@@ -9,30 +9,24 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use idmint::lock::{Acquired, Lock, LockName};
+use idmint::lock::{Lock, LockName};
 use idmint::sequence::{self, CounterKind, CounterName, CounterSpec, Settings, MAX_VALUE};
 
 use crate::harness::{self, assert_exit, run};
 use crate::serve::Service;
 
-/// The browser, installed by `scripts/tools.sh` (`ensure_chromium`).
-fn chromium() -> Command {
-    let mut command = Command::new("chromium");
-    command.args([
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--hide-scrollbars",
-        "--window-size=1280,1100",
-    ]);
-    command
-}
-
-/// The page's text as the browser rendered it: its DOM with the markup
-/// removed, one cell or line per line.
-fn rendered_text(url: &str) -> (String, String) {
-    let output = chromium()
-        .args(["--dump-dom", url])
+/// Runs the browser (installed by `scripts/tools.sh`, `ensure_chromium`)
+/// headless with `args`; what it printed.
+fn chromium(args: &[&str]) -> Vec<u8> {
+    let output = Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--window-size=1280,1100",
+        ])
+        .args(args)
         .output()
         .expect("run chromium (scripts/tools.sh installs it)");
     assert!(
@@ -40,7 +34,13 @@ fn rendered_text(url: &str) -> (String, String) {
         "chromium: {}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let dom = String::from_utf8(output.stdout).unwrap();
+    output.stdout
+}
+
+/// The page's text as the browser rendered it: its DOM with the markup
+/// removed, one cell or line per line.
+fn rendered_text(url: &str) -> (String, String) {
+    let dom = String::from_utf8(chromium(&["--dump-dom", url])).unwrap();
     // What a person sees: the style sheet is not text on the page.
     let visible = match (dom.find("<style"), dom.find("</style>")) {
         (Some(start), Some(end)) => format!("{}{}", &dom[..start], &dom[end..]),
@@ -121,13 +121,7 @@ fn the_monitor_page_shows_what_an_operator_needs_in_a_real_browser() {
     );
     // A lock held by someone.
     let lock = Lock::new(&database, LockName::new("nightly-report").unwrap());
-    let lease = match runtime
-        .block_on(lock.try_acquire(Duration::from_secs(600)))
-        .unwrap()
-    {
-        Acquired::Held(lease) => lease,
-        Acquired::Busy(_) => unreachable!("a fresh lock"),
-    };
+    let lease = runtime.block_on(harness::held(&lock, Duration::from_secs(600)));
 
     let service = Service::start(TEST, &["--policy-from-db"]);
     // Values from the segment counter (its buffers) and an ID from the
@@ -177,16 +171,7 @@ fn the_monitor_page_shows_what_an_operator_needs_in_a_real_browser() {
     // The screenshot README shows.
     let shot = harness::workspace_root().join("target/tmp/monitor.png");
     std::fs::create_dir_all(shot.parent().unwrap()).unwrap();
-    let output = chromium()
-        .arg(format!("--screenshot={}", shot.display()))
-        .arg(&url)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    chromium(&[&format!("--screenshot={}", shot.display()), &url]);
     let png = std::fs::read(&shot).unwrap();
     assert!(png.starts_with(b"\x89PNG"), "not a PNG");
     if std::env::var("IDMINT_README_TEST").as_deref() == Ok("overwrite") {

@@ -126,14 +126,10 @@ pub(super) async fn metrics(State(state): State<Shared>) -> Response {
     let body = state
         .metrics
         .render(&state.pool.opened(), &state.policies(), &state.slots);
-    (
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
-        )],
+    typed(
+        "application/openmetrics-text; version=1.0.0; charset=utf-8",
         body,
     )
-        .into_response()
 }
 
 /// The OpenAPI document of both listeners.
@@ -144,12 +140,14 @@ pub(super) async fn metrics(State(state): State<Shared>) -> Response {
     responses((status = 200, description = "The OpenAPI 3.1 document", body = Object))
 )]
 pub(super) async fn openapi(State(state): State<Shared>) -> Response {
+    typed("application/json", state.openapi.clone())
+}
+
+/// `body` as a response of type `content_type`.
+fn typed(content_type: &'static str, body: String) -> Response {
     (
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        )],
-        state.openapi.clone(),
+        [(header::CONTENT_TYPE, HeaderValue::from_static(content_type))],
+        body,
     )
         .into_response()
 }
@@ -210,14 +208,10 @@ impl AppState {
 )]
 pub(super) async fn monitor_page(State(state): State<Shared>) -> Response {
     let snapshot = state.monitor_snapshot().await;
-    (
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("text/html; charset=utf-8"),
-        )],
+    typed(
+        "text/html; charset=utf-8",
         monitor::render(&snapshot).into_string(),
     )
-        .into_response()
 }
 
 /// What the monitor page shows, as JSON.

@@ -102,7 +102,7 @@ pub struct Listed {
 /// Every counter in `database`, by name: a malformed document is listed
 /// with what is wrong with it rather than failing the list. Reads only.
 pub async fn list(database: &Database) -> Result<Vec<Listed>, SequenceError> {
-    let documents = find_counters(database, mongodb::bson::doc! {}).await?;
+    let documents = find_counters(database, mongodb::bson::doc! {}, mongodb::bson::doc! {}).await?;
     Ok(documents
         .iter()
         .map(|document| {
@@ -121,14 +121,17 @@ pub async fn list(database: &Database) -> Result<Vec<Listed>, SequenceError> {
         .collect())
 }
 
-/// The counter documents of `database` that match `filter`, by name.
+/// The counter documents of `database` that match `filter`, by name, with
+/// only the fields `projection` names (empty: whole).
 pub(crate) async fn find_counters(
     database: &Database,
     filter: Document,
+    projection: Document,
 ) -> Result<Vec<Document>, SequenceError> {
     use futures_util::TryStreamExt;
     counters(database)
         .find(filter)
+        .projection(projection)
         .sort(mongodb::bson::doc! { "_id": 1 })
         .await
         .map_err(|source| SequenceError::ListCounters { source })?

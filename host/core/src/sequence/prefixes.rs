@@ -77,7 +77,7 @@ fn owning(prefix: &str) -> Document {
 
 /// The names of the counters that own `prefix`, by name.
 pub async fn owners(database: &Database, prefix: &str) -> Result<Vec<String>, SequenceError> {
-    let documents = super::find_counters(database, owning(prefix)).await?;
+    let documents = super::find_counters(database, owning(prefix), doc! { "_id": 1 }).await?;
     Ok(documents
         .iter()
         .filter_map(|document| document.get_str("_id").ok().map(str::to_string))

@@ -241,7 +241,7 @@ impl SegmentAllocator {
             segments: fetched.then(|| Segments {
                 current: [state.current.start, state.current.end],
                 position: state.current.next,
-                following: state.following.map(|b| [b.next, b.end]),
+                following: state.following.map(|b| [b.start, b.end]),
             }),
             ..state.stats
         }

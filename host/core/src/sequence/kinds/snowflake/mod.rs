@@ -470,6 +470,7 @@ pub async fn lifetimes(database: &Database, now_ms: u64) -> Result<Vec<Lifetime>
     let documents = crate::sequence::find_counters(
         database,
         mongodb::bson::doc! { "kind": SnowflakeKind::NAME },
+        mongodb::bson::doc! {},
     )
     .await?;
     Ok(documents
