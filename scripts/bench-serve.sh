@@ -51,16 +51,21 @@ trap 'cleanup_serve; kill "${IDMINT_SERVER_PID:-}" 2>/dev/null || true; rm -rf "
 "$idmint" counter create seg --kind segment --step 10000 --prefix ORD- >/dev/null
 
 # The decimal policy: segment values are not cyclic, so they need no time.
-"$idmint" serve --listen 127.0.0.1:0 --policy builtin:decimal --log-format json \
+"$idmint" serve --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 --policy builtin:decimal --log-format json \
   >"$work/serve.out" 2>"$work/serve.log" &
 serve_pid=$!
 for _ in $(seq 100); do
   grep -q '^listening on ' "$work/serve.out" 2>/dev/null && break
   sleep 0.1
 done
-url="$(sed -n 's/^listening on //p' "$work/serve.out")"
-[ -n "$url" ] || { cat "$work/serve.log" >&2; exit 1; }
+listening="$(sed -n 's/^listening on //p' "$work/serve.out")"
+url="${listening%% *}"
+admin="$(sed -n 's/.*(admin on \(.*\))$/\1/p' <<<"$listening")"
+[ -n "$url" ] && [ -n "$admin" ] || { cat "$work/serve.log" >&2; exit 1; }
 say "idmint serve at $url"
+
+# A counter of the server's /metrics (idmint_NAME_total).
+metric() { curl -fsS "$admin/metrics" | awk -v name="idmint_$1_total" '$1 == name { v = $2 } END { print v + 0 }'; }
 
 # The requests a JSON line of wrk-report.lua counts.
 requests_of() { sed -n 's/.*"requests":\([0-9]*\).*/\1/p' <<<"$1"; }
@@ -95,9 +100,15 @@ for round in $(seq "$rounds"); do
   line="$(run_wrk value_1 "/v1/counters/seg/values?count=1" text/plain 1)"
   echo "$line"
   value_total=$((value_total + $(requests_of "$line")))
+  calls="$(metric policy_calls)"
+  served="$(metric policy_call_requests)"
   line="$(run_wrk formatted_id_1 "/v1/counters/seg/ids?count=1" text/plain 1)"
   echo "$line"
   id_total=$((id_total + $(requests_of "$line")))
+  # How many requests each policy call formatted (requests that arrive
+  # together share one call).
+  awk -v c=$(($(metric policy_calls) - calls)) -v r=$(($(metric policy_call_requests) - served)) \
+    'BEGIN { printf "{\"scenario\":\"formatted_id_1\",\"policy_calls\":%d,\"requests_per_call\":%.2f}\n", c, c ? r / c : 0 }'
 done
 awk -v v="$value_total" -v i="$id_total" -v r="$rounds" \
   'BEGIN { printf "{\"scenario\":\"formatted_id_1/value_1\",\"rounds\":%d,\"value_requests\":%d,\"id_requests\":%d,\"ratio\":%.3f}\n", r, v, i, i / v }'

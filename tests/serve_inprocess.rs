@@ -572,3 +572,69 @@ async fn validate_reads_ids_back() {
         .unwrap()
         .contains("limit of 200 bytes"));
 }
+
+/// Requests for IDs that arrive together share policy calls (the batcher),
+/// and each still gets its own IDs: as many as it asked for, from values
+/// taken in order, none lost and none given twice; `/metrics` counts each
+/// request once among the calls' requests.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_for_ids_that_arrive_together_each_get_their_own() {
+    let server = server(
+        "serve_batched",
+        &[("orders", CounterSpec::default().maxval(99))],
+        Limits::default(),
+    )
+    .await;
+    let router = server.router();
+    // The minter is prepared by the first request: the others race only
+    // for the batcher.
+    let (status, first) = get_text(&router, "/v1/counters/orders/ids").await;
+    assert_eq!(status, StatusCode::OK, "{first}");
+    // 24 requests of 1 to 4 IDs: values 2 to 61, below the wrap at 99, so
+    // the default policy's two digits are the values themselves.
+    let counts: Vec<usize> = (0..24).map(|request| 1 + request % 4).collect();
+    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(counts.len()));
+    let requests: Vec<_> = counts
+        .iter()
+        .map(|&count| {
+            let (router, barrier) = (router.clone(), barrier.clone());
+            tokio::spawn(async move {
+                barrier.wait().await;
+                get_text(&router, &format!("/v1/counters/orders/ids?count={count}")).await
+            })
+        })
+        .collect();
+    let mut taken = Vec::new();
+    for (request, count) in requests.into_iter().zip(&counts) {
+        let (status, text) = request.await.unwrap();
+        assert_eq!(status, StatusCode::OK, "{text}");
+        let values: Vec<u64> = text
+            .lines()
+            .map(|id| id[id.len() - 2..].parse().unwrap())
+            .collect();
+        assert_eq!(values.len(), *count, "{text}");
+        assert!(
+            values.windows(2).all(|pair| pair[1] == pair[0] + 1),
+            "a request's IDs are its own consecutive values: {text}"
+        );
+        taken.extend(values);
+    }
+    taken.sort_unstable();
+    assert_eq!(
+        taken,
+        (2..=61).collect::<Vec<u64>>(),
+        "none lost, none twice"
+    );
+    let (_, metrics) = get(&server.admin_router(), "/metrics").await;
+    let metrics = metrics.as_str().unwrap();
+    let total = |name: &str| -> u64 {
+        let line = metrics
+            .lines()
+            .find(|line| line.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("{name} not in\n{metrics}"));
+        line[name.len() + 1..].parse().unwrap()
+    };
+    assert_eq!(total("idmint_policy_call_requests_total"), 25);
+    let calls = total("idmint_policy_calls_total");
+    assert!((1..=25).contains(&calls), "{calls} calls");
+}

@@ -31,7 +31,8 @@
 //! or given per counter kind ([`ServeOptions::kind_policies`]), and checked
 //! per counter before the first value is taken ([`Minters`]). Policy calls
 //! take a slot ([`PolicySlots`]) before any value is taken and run on the
-//! blocking pool.
+//! blocking pool; the requests for one minter's IDs that arrive together
+//! share one call ([`Batcher`]).
 //!
 //! Hostile clients ([`Limits`]): a connection cap, a header-read (and idle)
 //! timeout, bodies read outside the request slots within a time limit, a
@@ -50,6 +51,7 @@
 mod access;
 mod admin;
 mod api;
+mod batcher;
 mod error;
 mod extract;
 mod limits;
@@ -85,11 +87,12 @@ pub use api::{
     Checked, CounterResponse, FetchReadiness, IdsQuery, IdsResponse, LeaseReadiness, RangesQuery,
     RangesResponse, Readiness, ValidateRequest, ValidateResponse, ValuesQuery, ValuesResponse,
 };
+pub use batcher::{BatchMeter, Batcher, MAX_GROUP};
 pub use error::{class_status, ApiError, ErrorBody};
 pub use extract::{ApiJson, ApiQuery, Caller, CounterPath};
 pub use limits::{Limits, LimitsError, MAX_BODY_BYTES, MAX_TIMEOUT};
 pub use metrics::Metrics;
-pub use minters::Minters;
+pub use minters::{Minters, Prepared};
 pub use pool::{CounterPool, Served};
 pub use routes::ApiDoc;
 pub use slots::{PolicySlot, PolicySlots};
@@ -304,14 +307,19 @@ impl Server {
         };
         let limits = options.limits;
         let (routes, document) = Routes::new();
+        let metrics = Metrics::new();
         let state = Arc::new(AppState {
             database: database.clone(),
             pool: CounterPool::new(database, options.open),
-            minters: Minters::new(limits.max_minters, limits.minter_max_age),
+            minters: Minters::new(
+                limits.max_minters,
+                limits.minter_max_age,
+                metrics.batch_meter(),
+            ),
             follower,
             kind_policies,
             tokens,
-            metrics: Metrics::new(),
+            metrics,
             slots: PolicySlots::new(limits.policy_slots, limits.policy_wait),
             readiness: admin::ReadinessCache::default(),
             rates: Default::default(),

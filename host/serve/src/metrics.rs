@@ -15,6 +15,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
+use super::batcher::BatchMeter;
 use super::pool::Served;
 use super::slots::PolicySlots;
 use idmint::policy::Policy;
@@ -73,6 +74,7 @@ pub struct Metrics {
     policy_swaps: Counter,
     policy_refusals: Counter,
     policy_slots_in_use: Gauge,
+    batching: BatchMeter,
     connections: Gauge,
     connections_refused: Counter,
     connections_abandoned: Counter,
@@ -201,6 +203,17 @@ impl Metrics {
             "Request bodies being read (before their request takes a slot)",
             bodies_reading.clone(),
         );
+        let batching = BatchMeter::default();
+        registry.register(
+            "policy_calls",
+            "Policy calls made to format the IDs of requests",
+            batching.calls.clone(),
+        );
+        registry.register(
+            "policy_call_requests",
+            "Requests for IDs formatted by those calls: more than calls when requests that arrived together shared one",
+            batching.requests.clone(),
+        );
         Self {
             registry,
             requests,
@@ -216,6 +229,7 @@ impl Metrics {
             policy_swaps,
             policy_refusals,
             policy_slots_in_use,
+            batching,
             connections,
             connections_refused,
             connections_abandoned,
@@ -276,6 +290,11 @@ impl Metrics {
                 route: route.to_string(),
             })
             .observe(seconds);
+    }
+
+    /// What the batchers count their calls with.
+    pub fn batch_meter(&self) -> BatchMeter {
+        self.batching.clone()
     }
 
     /// Counts `count` values handed out by `counter`.

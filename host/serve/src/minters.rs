@@ -1,5 +1,6 @@
 //! [`Minters`]: the [`Minter`] of each (policy, counter, prefix) a server
-//! has formatted IDs for. Preparing a minter runs the checks that must pass
+//! has formatted IDs for, with the [`Batcher`] its policy calls go through.
+//! Preparing a minter runs the checks that must pass
 //! before a value is consumed (the counter owns the prefix and no other
 //! counter does; the policy accepts the prefix and can serve the counter: a
 //! few policy calls, run on the blocking pool with a policy slot); keeping
@@ -23,6 +24,7 @@ use idmint::minter::Minter;
 use idmint::policy::{Policy, PolicyError};
 use idmint::sequence::{prefixes, SystemClock};
 
+use super::batcher::{BatchMeter, Batcher};
 use super::error::ApiError;
 use super::pool::Served;
 use super::slots::{run_blocking, PolicySlots};
@@ -31,19 +33,50 @@ use super::slots::{run_blocking, PolicySlots};
 /// the prefix the request asked for.
 type Key = (String, String, Option<String>);
 
+/// A prepared minter, and the batcher that makes its policy calls, shared
+/// by the requests that arrive together.
+pub struct Prepared {
+    /// Takes the values and knows the policy and the prefix.
+    pub minter: Arc<Minter>,
+    /// Formats the values of the minter's requests.
+    pub batcher: Arc<Batcher>,
+}
+
+impl Prepared {
+    fn new(minter: Minter, meter: BatchMeter) -> Self {
+        let minter = Arc::new(minter);
+        let formatter = minter.clone();
+        let batcher = Batcher::new(
+            Box::new(move |stamps: &[idmint::parts::Stamp]| {
+                formatter
+                    .policy()
+                    .format_batch_packed(formatter.prefix(), stamps)
+                    .map_err(ApiError::from)
+            }),
+            meter,
+        );
+        Self {
+            minter,
+            batcher: Arc::new(batcher),
+        }
+    }
+}
+
 /// Prepared minters by `Key` (see the module docs).
 pub struct Minters {
-    cache: Mutex<Lru<Key, Arc<Minter>>>,
+    cache: Mutex<Lru<Key, Arc<Prepared>>>,
     max_age: Duration,
+    meter: BatchMeter,
 }
 
 impl Minters {
     /// An empty cache of at most `capacity` minters, each trusted for
-    /// `max_age`.
-    pub fn new(capacity: usize, max_age: Duration) -> Self {
+    /// `max_age`, whose batchers count their calls with `meter`.
+    pub fn new(capacity: usize, max_age: Duration, meter: BatchMeter) -> Self {
         Self {
             cache: Mutex::new(Lru::new(capacity)),
             max_age,
+            meter,
         }
     }
 
@@ -58,27 +91,31 @@ impl Minters {
         policy: Policy,
         prefix: Option<&str>,
         slots: &PolicySlots,
-    ) -> Result<Arc<Minter>, ApiError> {
+    ) -> Result<Arc<Prepared>, ApiError> {
         let key = (
             policy.sha256().to_string(),
             served.state.name.clone(),
             prefix.map(str::to_string),
         );
         let cached = self.lock().get(&key);
-        if let Some((minter, prepared)) = cached {
-            if prepared.elapsed() <= self.max_age {
-                return Ok(minter);
+        if let Some((prepared, when)) = cached {
+            if when.elapsed() <= self.max_age {
+                return Ok(prepared);
             }
             // Too old to trust: is the prefix still the counter's alone?
             let current = served.sequence.state().await?;
-            if let Err(error) =
-                prefixes::check_use(&served.sequence.database(), &current, minter.prefix()).await
+            if let Err(error) = prefixes::check_use(
+                &served.sequence.database(),
+                &current,
+                prepared.minter.prefix(),
+            )
+            .await
             {
                 self.lock().remove(&key);
                 return Err(error.into());
             }
             self.lock().touch(&key);
-            return Ok(minter);
+            return Ok(prepared);
         }
         // The counter as it is now: its prefixes may have changed since it
         // was opened. Ownership is the counter's rule, checked first and in
@@ -102,12 +139,12 @@ impl Minters {
             }
             other => other.into(),
         })?;
-        let minter = Arc::new(minter);
-        self.lock().insert(key, minter.clone());
-        Ok(minter)
+        let prepared = Arc::new(Prepared::new(minter, self.meter.clone()));
+        self.lock().insert(key, prepared.clone());
+        Ok(prepared)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Lru<Key, Arc<Minter>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Lru<Key, Arc<Prepared>>> {
         // A poisoned cache is still a valid cache: no update panics halfway.
         self.cache.lock().unwrap_or_else(PoisonError::into_inner)
     }

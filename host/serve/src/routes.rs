@@ -121,7 +121,7 @@ pub(super) async fn ids(
         .clone()
         .unwrap_or_else(|| served.state.default_prefix().to_string());
     counter.caller.may_use_prefix(&prefix)?;
-    let minter = state
+    let prepared = state
         .minters
         .get(
             &served,
@@ -133,19 +133,13 @@ pub(super) async fn ids(
     // The policy slot before any value: a request that gets none is
     // answered 503 having taken nothing.
     let slot = state.slots.acquire().await?;
-    let stamps = minter.next_stamps(count).await?;
+    let stamps = prepared.minter.next_stamps(count).await?;
     state.metrics.values(counter.name.as_str(), count);
-    let formatter = minter.clone();
-    let packed = run_blocking(slot, move || {
-        formatter
-            .policy()
-            .format_batch_packed(formatter.prefix(), &stamps)
-    })
-    .await??;
+    let packed = prepared.batcher.format(slot, stamps).await?;
     if wants_text(&headers) {
         return Ok(text(packed));
     }
-    let info = minter.policy().info();
+    let info = prepared.minter.policy().info();
     Ok(Json(IdsResponse {
         counter: counter.name.to_string(),
         policy: format!("{} {}", info.name, info.version),

@@ -4,10 +4,11 @@
 //! more fails inside the runtime. A request that formats IDs takes a slot
 //! *before* it takes any value, waiting at most `Limits::policy_wait` for
 //! one, and is answered 503 having taken nothing when none comes: a burst
-//! loses no value. The call itself runs on the blocking thread pool with its
-//! slot, so a policy running to its deadline never holds an executor
-//! thread, and a request abandoned meanwhile (a client gone, a time limit)
-//! keeps the slot until the call really ends.
+//! loses no value. The call itself runs on the blocking thread pool (for
+//! IDs, one call shared by the requests that arrive together, each holding
+//! its slot: `batcher.rs`), so a policy running to its deadline never holds
+//! an executor thread, and a request abandoned meanwhile (a client gone, a
+//! time limit) keeps the slot until the call really ends.
 //!
 //! [`MAX_CONCURRENT_CALLS`]: idmint::policy::MAX_CONCURRENT_CALLS
 
@@ -43,8 +44,10 @@ impl PolicySlots {
 
     /// A slot, or 503 if none comes free in time.
     pub async fn acquire(&self) -> Result<PolicySlot, ApiError> {
-        // A free slot is taken at once even with no wait: the timeout polls
-        // the acquisition first.
+        // A free slot is taken at once, with no timer.
+        if let Ok(permit) = self.semaphore.clone().try_acquire_owned() {
+            return Ok(PolicySlot(permit));
+        }
         match tokio::time::timeout(self.wait, self.semaphore.clone().acquire_owned()).await {
             Ok(Ok(permit)) => Ok(PolicySlot(permit)),
             _ => Err(ApiError::Overloaded(format!(
