@@ -164,10 +164,13 @@ impl Batcher {
             // its thread run (and the sockets be polled): requests that
             // arrived with this one join its group. It starts even if this
             // request is abandoned meanwhile.
-            let start = StartRunner(Some(Runner {
-                batcher: Arc::clone(self),
-                stopped: false,
-            }));
+            let start = StartRunner {
+                runner: Some(Runner {
+                    batcher: Arc::clone(self),
+                    stopped: false,
+                }),
+                runtime: tokio::runtime::Handle::current(),
+            };
             tokio::task::yield_now().await;
             drop(start);
         }
@@ -283,13 +286,19 @@ impl Runner {
     }
 }
 
-/// A runner to start on the blocking pool when this is dropped.
-struct StartRunner(Option<Runner>);
+/// A runner to start on `runtime`'s blocking pool when this is dropped
+/// (wherever it is dropped: through the handle, not the thread's context).
+/// A runtime shutting down drops the runner unstarted, and the runner's
+/// own drop then fails the requests waiting.
+struct StartRunner {
+    runner: Option<Runner>,
+    runtime: tokio::runtime::Handle,
+}
 
 impl Drop for StartRunner {
     fn drop(&mut self) {
-        if let Some(runner) = self.0.take() {
-            tokio::task::spawn_blocking(move || runner.run());
+        if let Some(runner) = self.runner.take() {
+            self.runtime.spawn_blocking(move || runner.run());
         }
     }
 }
