@@ -26,6 +26,8 @@ cd "$(dirname "$0")/.."
 seconds="${1:-10}"
 ensure_wasm_target
 ensure_wrk
+# curl: reads the server's /metrics between rounds.
+command -v curl >/dev/null 2>&1 || apt_install curl
 [ "${BENCH_SERVE_ONLY:-}" = format ] || ensure_java
 if [ -n "${BENCH_SERVE_BIN:-}" ]; then
   idmint="$BENCH_SERVE_BIN"

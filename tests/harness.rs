@@ -158,7 +158,6 @@ pub async fn documents(database: &Database, collection: &str) -> Vec<mongodb::bs
         .expect("read the collection")
 }
 
-/// The database name for a test: `t_<test>`, within MongoDB's 63-byte limit.
 /// `lock` taken for `ttl` by one attempt; panics if someone holds it.
 pub async fn held(lock: &idmint::lock::Lock, ttl: Duration) -> idmint::lock::Lease {
     match lock.try_acquire(ttl).await.unwrap() {
@@ -167,6 +166,7 @@ pub async fn held(lock: &idmint::lock::Lock, ttl: Duration) -> idmint::lock::Lea
     }
 }
 
+/// The database name for a test: `t_<test>`, within MongoDB's 63-byte limit.
 pub fn database_name(test: &str) -> String {
     let cleaned: String = test
         .chars()

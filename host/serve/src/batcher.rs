@@ -260,11 +260,14 @@ impl Batcher {
 /// what follows them. The policy runtime has checked that `packed` holds
 /// exactly one line feed per stamp.
 fn split_lines(packed: &str, count: usize) -> (&str, &str) {
-    let end = packed
-        .match_indices('\n')
-        .nth(count.saturating_sub(1))
-        .map_or(packed.len(), |(at, _)| at + 1);
-    packed.split_at(if count == 0 { 0 } else { end })
+    let end = match count.checked_sub(1) {
+        None => 0,
+        Some(last) => packed
+            .match_indices('\n')
+            .nth(last)
+            .map_or(packed.len(), |(at, _)| at + 1),
+    };
+    packed.split_at(end)
 }
 
 /// A running call loop: formats groups until nobody waits. If it ends any
