@@ -29,7 +29,8 @@ function (keyName, count) {
   var ZONE = "^[A-Za-z0-9_+/:-]{1,64}$";
 
   function integerIn(path, min, max) {
-    return { $and: [{ $isNumber: path }, { $eq: [path, { $trunc: path }] },
+    // The types readInteger takes: $isNumber would let a decimal through.
+    return { $and: [{ $in: [{ $type: path }, ["int", "long", "double"]] }, { $eq: [path, { $trunc: path }] },
       { $gte: [path, NumberLong(String(min))] }, { $lte: [path, NumberLong(String(max))] }] };
   }
   // The host's document::well_formed::<Periodic>(): the common terms, then

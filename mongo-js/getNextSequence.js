@@ -39,7 +39,8 @@ function (keyName, options) {
         _id: keyName,
         kind: "autoinc",
         seq: { $gte: 0, $lte: MAX_VALUE - 1 },
-        $expr: { $and: [{ $isNumber: "$seq" }, { $eq: ["$seq", { $trunc: "$seq" }] },
+        // The types readInteger takes: $isNumber would let a decimal through.
+        $expr: { $and: [{ $in: [{ $type: "$seq" }, ["int", "long", "double"]] }, { $eq: ["$seq", { $trunc: "$seq" }] },
           { $in: [{ $type: "$prefix" }, ["missing", "null", "string"]] },
           // The prefixes it owns: distinct strings holding the default.
           { $or: [

@@ -11,7 +11,7 @@
 
 use idmint::installer;
 use idmint::sequence::{AutoIncrement, CounterName, CyclicCounter, PeriodicCounter};
-use mongodb::bson::{doc, Document};
+use mongodb::bson::{doc, Decimal128, Document};
 use mongodb::Database;
 use serde_json::{json, Value};
 
@@ -242,6 +242,11 @@ fn cases() -> Vec<Case> {
             1,
         ),
         autoinc(
+            "ai_seq_decimal",
+            Some(doc! { "kind": "autoinc", "seq": "7".parse::<Decimal128>().unwrap() }),
+            1,
+        ),
+        autoinc(
             "ai_seq_negative",
             Some(doc! { "kind": "autoinc", "seq": -1_i64 }),
             1,
@@ -326,6 +331,11 @@ fn cases() -> Vec<Case> {
         case(
             "val_string",
             Some(doc! { "val": "7", "maxval": 9 }),
+            vec![T],
+        ),
+        case(
+            "maxval_decimal",
+            Some(doc! { "val": 0, "maxval": "9".parse::<Decimal128>().unwrap() }),
             vec![T],
         ),
         case("val_null", Some(doc! { "val": null, "maxval": 9 }), vec![T]),

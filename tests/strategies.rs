@@ -10,7 +10,7 @@ use idmint::sequence::{
     self, AutoIncrement, CounterKind, CounterName, CounterSpec, OpenOptions, SegmentAllocator,
     SegmentOptions, Sequence, SequenceError, COUNTERS_COLLECTION,
 };
-use mongodb::bson::{doc, Document};
+use mongodb::bson::{doc, Decimal128, Document};
 use mongodb::{Client, Database};
 use tokio::sync::Barrier;
 
@@ -171,6 +171,10 @@ async fn corrupt_counters_of_each_kind_are_reported_and_left_unchanged() {
         (
             doc! { "kind": "autoinc", "seq": 2.5 },
             "seq is 2.5, not an integer",
+        ),
+        (
+            doc! { "kind": "autoinc", "seq": "7".parse::<Decimal128>().unwrap() },
+            "seq is of BSON type Decimal128, not a number",
         ),
         (doc! { "kind": "segment", "max": 1 }, "step is missing"),
         (

@@ -27,6 +27,10 @@ use mongodb::bson::{doc, Bson, Document};
 use super::kind::Kind;
 use crate::mongo::describe_value;
 
+/// The fields every counter's rules read, whatever its kind.
+#[cfg(test)]
+pub(crate) const SHARED_FIELDS: &[&str] = &["kind", "prefix", "prefixes"];
+
 /// The kind of a document without a `kind` field: the seed's cyclic counter.
 pub(crate) const DEFAULT_KIND: &str = "cyclic";
 
@@ -73,7 +77,9 @@ pub(crate) fn well_formed<K: Kind>() -> Document {
 pub(crate) fn integer_in(field: &str, min: u64, max: u64) -> Bson {
     let path = format!("${field}");
     let mut terms = vec![
-        Bson::Document(doc! { "$isNumber": &path }),
+        // The types `read_integer` takes: `$isNumber` would let a decimal
+        // through.
+        Bson::Document(doc! { "$in": [{ "$type": &path }, ["int", "long", "double"]] }),
         Bson::Document(doc! { "$eq": [&path, { "$trunc": &path }] }),
         Bson::Document(doc! { "$gte": [&path, min as i64] }),
     ];

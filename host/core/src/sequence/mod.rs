@@ -34,6 +34,7 @@ mod document;
 mod error;
 mod kind;
 mod kinds;
+mod known_shape;
 mod name;
 pub mod prefixes;
 mod registry;

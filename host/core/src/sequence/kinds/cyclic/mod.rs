@@ -18,8 +18,13 @@
 //! a malformed one is replaced by itself, that is left exactly as it was, and
 //! comes back for the Rust side to say what is wrong with it. The filter is
 //! the plain `{_id}`: a validity test in the filter (`$expr`) cost about a
-//! third of the throughput on the test server, in the guard it costs nothing
-//! measurable (docs/BENCHMARKS.md).
+//! third of the throughput on the test server (docs/BENCHMARKS.md).
+//!
+//! A handle that has taken values once takes the next single value with the
+//! short guard of [`KnownShape`]: the counter's fixed fields exactly as the
+//! last take returned them, `val` and `ts` non-negative longs. The rule is
+//! the same; a counter changed meanwhile is left as it was by that take and
+//! taken again with the full guard.
 //!
 //! Why that keeps formatted IDs unique per counter, whatever the client clocks
 //! do: the pair (ts, val) strictly increases with every update. If a client's
@@ -30,6 +35,8 @@
 //! runs the same rule as an optimistic retry loop, and the conformance tests
 //! hold the two equal.
 
+use std::sync::{Arc, Mutex};
+
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::options::{ReturnDocument, WriteConcern};
 use mongodb::{Collection, Database};
@@ -38,10 +45,13 @@ use serde::Serialize;
 use crate::mongo::durable_write_concern;
 use crate::parts::Stamp;
 use crate::sequence::document::database_of;
+#[cfg(test)]
+use crate::sequence::document::SHARED_FIELDS;
 use crate::sequence::document::{integer_in, read_integer, well_formed};
 use crate::sequence::kind::{
     check_block, ClientTime, CommandOptions, Fact, Handle, Kind, Repeats, Setting, ValueShape,
 };
+use crate::sequence::known_shape::KnownShape;
 use crate::sequence::registry::{create_in, read_state};
 use crate::sequence::settings::Settings;
 use crate::sequence::{CounterName, CounterSpec, CounterState, SequenceError, COUNTERS_COLLECTION};
@@ -51,6 +61,12 @@ pub const DEFAULT_MAXVAL: u64 = 99;
 
 /// The largest maxval accepted: values must stay exact in a JavaScript number.
 pub const MAX_MAXVAL: u64 = (1 << 53) - 2;
+
+/// The fields a take never changes: the shared ones, then the kind's own.
+const FIXED: &[&str] = &["kind", "prefix", "prefixes", "maxval"];
+
+/// The fields every take writes.
+const MOVING: &[&str] = &["val", "ts"];
 
 /// The cyclic kind (see the module docs).
 #[derive(Debug)]
@@ -167,12 +183,14 @@ impl Kind for Cyclic {
     }
 }
 
-/// Handle on one counter document in `<db>.counters`.
+/// Handle on one counter document in `<db>.counters`. Its clones share
+/// what the last take learnt of the counter's shape.
 #[derive(Debug, Clone)]
 pub struct CyclicCounter {
     collection: Collection<Document>,
     name: CounterName,
     write_concern: WriteConcern,
+    known: Arc<Mutex<Option<Arc<KnownShape>>>>,
 }
 
 impl CyclicCounter {
@@ -182,6 +200,7 @@ impl CyclicCounter {
             collection: database.collection(COUNTERS_COLLECTION),
             name,
             write_concern: durable_write_concern(),
+            known: Arc::default(),
         }
     }
 
@@ -237,23 +256,44 @@ impl CyclicCounter {
     ) -> Result<Vec<Stamp>, SequenceError> {
         check_block(&self.name, count)?;
         // Clamp to what a BSON long holds; 2^63 microseconds is year 294,247.
-        let client_micros = i64::try_from(client_micros).unwrap_or(i64::MAX);
-        let updated = self
-            .collection
-            .find_one_and_update(
-                doc! { "_id": self.name.as_str() },
-                block_pipeline(count as i64, client_micros.into()),
-            )
+        let client_micros = Bson::Int64(i64::try_from(client_micros).unwrap_or(i64::MAX));
+        let known = self.known.lock().expect("shape lock").clone();
+        if let (1, Some(shape)) = (count, known) {
+            let taken = self
+                .find_and_update(short_pipeline(&shape, client_micros.clone()))
+                .await?;
+            if shape.holds_for(&taken) {
+                return self.unfold(&taken, count);
+            }
+            // Changed since the last take, and left as it was: the full
+            // guard says what it is now.
+            *self.known.lock().expect("shape lock") = None;
+        }
+        let taken = self
+            .find_and_update(block_pipeline(count as i64, client_micros))
+            .await?;
+        let block = self.unfold(&taken, count)?;
+        *self.known.lock().expect("shape lock") =
+            KnownShape::of(&taken, FIXED, MOVING).map(Arc::new);
+        Ok(block)
+    }
+
+    /// Sends one take's update; the counter as it is after it.
+    async fn find_and_update(&self, update: Vec<Document>) -> Result<Document, SequenceError> {
+        self.collection
+            .find_one_and_update(doc! { "_id": self.name.as_str() }, update)
             .return_document(ReturnDocument::After)
             .write_concern(self.write_concern.clone())
             .await
-            .map_err(|source| self.database_error("advance", "find and update", source))?;
-        // A well-formed counter was advanced; a malformed one came back as it
-        // was, and `from_document` says what is wrong with it.
-        let state = match updated {
-            Some(document) => CounterState::from_document(&self.name, &document)?,
-            None => return Err(SequenceError::UnknownCounter(self.name.clone())),
-        };
+            .map_err(|source| self.database_error("advance", "find and update", source))?
+            .ok_or_else(|| SequenceError::UnknownCounter(self.name.clone()))
+    }
+
+    /// The `count` pairs a take reserved, from the counter after it: a
+    /// well-formed counter was advanced; a malformed one came back as it
+    /// was, and `from_document` says what is wrong with it.
+    fn unfold(&self, taken: &Document, count: usize) -> Result<Vec<Stamp>, SequenceError> {
+        let state = CounterState::from_document(&self.name, taken)?;
         let Some(last) = state.cyclic() else {
             return Err(SequenceError::WrongKind {
                 name: self.name.clone(),
@@ -321,6 +361,28 @@ pub(crate) fn block_pipeline(count: i64, client_micros: Bson) -> Vec<Document> {
             "$$ROOT",
         ],
     }}]
+}
+
+/// The update that takes one value of a counter known to have `shape`: the
+/// one-value rule, with `maxval` read from the shape and no conversions,
+/// since `val` and `ts` are longs whenever the short guard holds (`val`
+/// wraps before it could overflow; a `ts` at the largest long would become
+/// a double, which the guard's Rust twin then refuses, so the value is
+/// skipped, never issued twice).
+fn short_pipeline(shape: &KnownShape, client_micros: Bson) -> Vec<Document> {
+    let maxval = shape.fixed("maxval").cloned().unwrap_or(Bson::Null);
+    let wrapped = doc! { "$gte": ["$val", maxval] };
+    vec![doc! { "$replaceWith": { "$cond": [
+        shape.expression().clone(),
+        { "$mergeObjects": ["$$ROOT", {
+            "val": { "$cond": [wrapped.clone(), 0_i64, { "$add": ["$val", 1_i64] }] },
+            "ts": { "$max": [
+                client_micros,
+                { "$add": ["$ts", { "$cond": [wrapped, 1_i64, 0_i64] }] },
+            ]},
+        }]},
+        "$$ROOT",
+    ]}}]
 }
 
 /// The one-value rule of the module docs: `val` and `ts` after one value.
@@ -391,6 +453,12 @@ pub(crate) fn unfold_block(last_ts: u64, last_val: u64, maxval: u64, count: usiz
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_fixed_fields_include_every_shared_one() {
+        assert!(FIXED.starts_with(SHARED_FIELDS));
+        assert!(!FIXED.iter().any(|field| MOVING.contains(field)));
+    }
 
     /// The one-value rule of the module docs, applied step by step.
     fn step_by_step(
