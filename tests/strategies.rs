@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use idmint::sequence::{
     self, AutoIncrement, CounterKind, CounterName, CounterSpec, OpenOptions, SegmentAllocator,
-    SegmentOptions, Sequence, SequenceError, COUNTERS_COLLECTION,
+    SegmentOptions, Sequence, SequenceError, COUNTERS_COLLECTION, MAX_VALUE,
 };
 use mongodb::bson::{doc, Decimal128, Document};
 use mongodb::{Client, Database};
@@ -621,4 +621,85 @@ async fn the_printed_command_is_what_idmint_sends_and_runs_from_another_driver()
         String::from_utf8_lossy(&output.stderr)
     );
     segments.close().await.unwrap();
+}
+
+/// An auto-increment handle takes its values after the first with the short
+/// guard (its counter's known shape): blocks stay contiguous, the room
+/// check still holds, and a counter changed meanwhile is judged again: a
+/// malformed one refused and left exactly as it is.
+#[tokio::test]
+async fn an_autoinc_counter_is_judged_again_after_it_changed() {
+    let database = harness::database("autoinc_short_guard").await;
+    let collection = database.collection::<Document>(COUNTERS_COLLECTION);
+    collection
+        .insert_one(doc! { "_id": "ai", "kind": "autoinc", "seq": 0_i64, "prefixes": ["AI-"] })
+        .await
+        .unwrap();
+    let counter = AutoIncrement::new(&database, name("ai"));
+    assert_eq!(counter.take(1).await.unwrap(), 1..=1);
+    assert_eq!(counter.take(3).await.unwrap(), 2..=4);
+    assert_eq!(counter.take(1).await.unwrap(), 5..=5);
+    // Near the end: the filter's room check refuses what does not fit.
+    let near_end = doc! { "$set": { "seq": (MAX_VALUE - 2) as i64 } };
+    collection
+        .update_one(doc! { "_id": "ai" }, near_end)
+        .await
+        .unwrap();
+    assert_eq!(
+        counter.take(1).await.unwrap(),
+        MAX_VALUE - 1..=MAX_VALUE - 1
+    );
+    let error = counter.take(2).await.unwrap_err();
+    assert!(
+        matches!(error, SequenceError::Exhausted { .. }),
+        "{error:?}"
+    );
+    assert_eq!(counter.take(1).await.unwrap(), MAX_VALUE..=MAX_VALUE);
+    // Changed by hand into each malformed counter.
+    let cases = [
+        (
+            doc! { "kind": "autoinc", "seq": "7" },
+            "seq is the string \"7\", not a number",
+        ),
+        (
+            doc! { "kind": "autoinc", "seq": 2.5 },
+            "seq is 2.5, not an integer",
+        ),
+        (
+            doc! { "kind": "autoinc", "seq": "7".parse::<Decimal128>().unwrap() },
+            "seq is of BSON type Decimal128, not a number",
+        ),
+        (
+            doc! { "kind": "autoinc", "seq": 7_i64, "prefixes": ["AI-", 3] },
+            "prefixes holds the number 3, not only strings",
+        ),
+        (
+            doc! { "kind": "autoinc", "seq": 7_i64, "prefix": "B-", "prefixes": ["AI-"] },
+            "prefix \"B-\" is not one of its prefixes",
+        ),
+    ];
+    for (index, (fields, reason)) in cases.into_iter().enumerate() {
+        let id = format!("ai_changed{index}");
+        collection
+            .insert_one(doc! { "_id": &id, "kind": "autoinc", "seq": 0_i64, "prefixes": ["AI-"] })
+            .await
+            .unwrap();
+        let counter = AutoIncrement::new(&database, name(&id));
+        counter.take(1).await.unwrap();
+        counter.take(1).await.unwrap();
+        let mut corrupt = doc! { "_id": &id };
+        corrupt.extend(fields);
+        collection
+            .replace_one(doc! { "_id": &id }, &corrupt)
+            .await
+            .unwrap();
+        let error = counter.take(1).await.unwrap_err();
+        assert!(error.to_string().contains(reason), "{id}: {error}");
+        let after = collection
+            .find_one(doc! { "_id": &id })
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(after, corrupt, "{id} was modified");
+    }
 }

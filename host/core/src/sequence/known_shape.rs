@@ -33,7 +33,43 @@
 //! miss is taken again with the full guard, which says what is wrong, or
 //! learns the counter's new shape.
 
+use std::sync::{Arc, Mutex};
+
 use mongodb::bson::{doc, Bson, Document};
+
+/// What a handle (and its clones) last learnt of its counter's shape.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ShapeCache(Arc<Mutex<Option<Arc<KnownShape>>>>);
+
+impl ShapeCache {
+    /// The shape known now, if any.
+    pub fn get(&self) -> Option<Arc<KnownShape>> {
+        self.lock().clone()
+    }
+
+    /// Learns the shape of `document`, a counter just read as well formed
+    /// (see [`KnownShape::of`]).
+    pub fn learn(
+        &self,
+        document: &Document,
+        fixed: &'static [&'static str],
+        moving: &'static [&'static str],
+    ) {
+        *self.lock() = KnownShape::of(document, fixed, moving).map(Arc::new);
+    }
+
+    /// Forgets the shape: the counter changed.
+    pub fn forget(&self) {
+        *self.lock() = None;
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Arc<KnownShape>>> {
+        // A panic while holding the lock cannot leave a half-written shape.
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
 
 /// What a take may assume of a counter last read as well formed.
 #[derive(Debug, Clone, PartialEq)]

@@ -10,7 +10,9 @@
 //! so leaves it exactly as it was. It returns the document *after* the
 //! update, from which the values follow (`seq - n + 1 ..= seq`). When
 //! nothing matched, the document is read to say why (missing, of another
-//! kind, corrupt, exhausted).
+//! kind, corrupt, exhausted). A handle that has taken values once takes the
+//! next ones with the short guard of [`KnownShape`], as the cyclic kind
+//! does.
 //!
 //! [`AutoIncrement::take_or_create`] creates a missing counter on first use.
 //! Many processes may do so at once: one insert wins, every other one fails
@@ -37,11 +39,18 @@ use crate::sequence::document::{integer_in, read_integer, well_formed};
 use crate::sequence::kind::{
     CommandOptions, Fact, Handle, Headroom, Kind, Repeats, Setting, ValueShape, MAX_VALUE,
 };
+use crate::sequence::known_shape::{KnownShape, ShapeCache};
 use crate::sequence::registry::{create_in, read_state};
 use crate::sequence::settings::Settings;
 use crate::sequence::{
     CounterName, CounterSpec, CounterState, KindState, SequenceError, COUNTERS_COLLECTION,
 };
+
+/// The fields a take never changes.
+const FIXED: &[&str] = &["kind", "prefix", "prefixes"];
+
+/// The field every take writes.
+const MOVING: &[&str] = &["seq"];
 
 /// The auto-increment kind (see the module docs).
 #[derive(Debug)]
@@ -129,6 +138,7 @@ pub struct AutoIncrement {
     collection: Collection<Document>,
     name: CounterName,
     write_concern: WriteConcern,
+    known: ShapeCache,
 }
 
 impl AutoIncrement {
@@ -138,6 +148,7 @@ impl AutoIncrement {
             collection: database.collection(COUNTERS_COLLECTION),
             name,
             write_concern: durable_write_concern(),
+            known: ShapeCache::default(),
         }
     }
 
@@ -171,29 +182,56 @@ impl AutoIncrement {
                 max: MAX_VALUE,
             });
         }
+        let unmatched = |state: CounterState| match state.kind {
+            KindState::Autoinc(counter) if counter.seq + count > MAX_VALUE => {
+                Unmatched::Fail(SequenceError::Exhausted {
+                    name: self.name.clone(),
+                    requested: count,
+                    limit: MAX_VALUE,
+                })
+            }
+            // Replaced between the update and the read: try again.
+            KindState::Autoinc(_) => Unmatched::Retry,
+            _ => Unmatched::Fail(self.wrong_kind(&state)),
+        };
+        let filter = take_filter(&self.name, count);
+        if let Some(shape) = self.known.get() {
+            let update = short_pipeline(&shape, count);
+            let after = advance(
+                &self.collection,
+                &self.name,
+                &self.write_concern,
+                filter.clone(),
+                update,
+                &unmatched,
+            )
+            .await?;
+            if shape.holds_for(&after) {
+                return self.taken(&after, count);
+            }
+            // Changed since the last take, and left as it was: the full
+            // guard says what it is now.
+            self.known.forget();
+        }
         let after = advance(
             &self.collection,
             &self.name,
             &self.write_concern,
-            take_filter(&self.name, count),
+            filter,
             advance_pipeline(count),
-            |state| match state.kind {
-                KindState::Autoinc(counter) if counter.seq + count > MAX_VALUE => {
-                    Unmatched::Fail(SequenceError::Exhausted {
-                        name: self.name.clone(),
-                        requested: count,
-                        limit: MAX_VALUE,
-                    })
-                }
-                // Replaced between the update and the read: try again.
-                KindState::Autoinc(_) => Unmatched::Retry,
-                _ => Unmatched::Fail(self.wrong_kind(&state)),
-            },
+            &unmatched,
         )
         .await?;
-        // A malformed counter came back as it was; a well-formed one was
-        // advanced by `count`.
-        let state = CounterState::from_document(&self.name, &after)?;
+        let taken = self.taken(&after, count)?;
+        self.known.learn(&after, FIXED, MOVING);
+        Ok(taken)
+    }
+
+    /// The values a take reserved, from the counter after it: a malformed
+    /// counter came back as it was; a well-formed one was advanced by
+    /// `count`.
+    fn taken(&self, after: &Document, count: u64) -> Result<RangeInclusive<u64>, SequenceError> {
+        let state = CounterState::from_document(&self.name, after)?;
         match state.kind {
             KindState::Autoinc(counter) if counter.seq >= count => {
                 Ok(counter.seq - count + 1..=counter.seq)
@@ -262,6 +300,17 @@ pub(crate) fn take_filter(name: &CounterName, count: u64) -> Document {
 }
 
 /// The update that reserves `count` values (see the module docs).
+/// The update that takes `count` values of a counter known to have `shape`:
+/// `seq` is a long whenever the short guard holds, and the filter leaves
+/// room for `count`, so no conversion is needed.
+fn short_pipeline(shape: &KnownShape, count: u64) -> Vec<Document> {
+    vec![doc! { "$replaceWith": { "$cond": [
+        shape.expression().clone(),
+        { "$mergeObjects": ["$$ROOT", { "seq": { "$add": ["$seq", count as i64] } }] },
+        "$$ROOT",
+    ]}}]
+}
+
 pub(crate) fn advance_pipeline(count: u64) -> Vec<Document> {
     let count = count as i64;
     vec![doc! { "$replaceWith": {
@@ -325,5 +374,17 @@ impl Handle for AutoIncrement {
         } else {
             0
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sequence::document::SHARED_FIELDS;
+
+    #[test]
+    fn the_fixed_fields_are_the_shared_ones() {
+        assert_eq!(FIXED, SHARED_FIELDS);
+        assert!(!FIXED.iter().any(|field| MOVING.contains(field)));
     }
 }

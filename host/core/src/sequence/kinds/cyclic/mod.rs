@@ -35,8 +35,6 @@
 //! runs the same rule as an optimistic retry loop, and the conformance tests
 //! hold the two equal.
 
-use std::sync::{Arc, Mutex};
-
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::options::{ReturnDocument, WriteConcern};
 use mongodb::{Collection, Database};
@@ -51,7 +49,7 @@ use crate::sequence::document::{integer_in, read_integer, well_formed};
 use crate::sequence::kind::{
     check_block, ClientTime, CommandOptions, Fact, Handle, Kind, Repeats, Setting, ValueShape,
 };
-use crate::sequence::known_shape::KnownShape;
+use crate::sequence::known_shape::{KnownShape, ShapeCache};
 use crate::sequence::registry::{create_in, read_state};
 use crate::sequence::settings::Settings;
 use crate::sequence::{CounterName, CounterSpec, CounterState, SequenceError, COUNTERS_COLLECTION};
@@ -190,7 +188,7 @@ pub struct CyclicCounter {
     collection: Collection<Document>,
     name: CounterName,
     write_concern: WriteConcern,
-    known: Arc<Mutex<Option<Arc<KnownShape>>>>,
+    known: ShapeCache,
 }
 
 impl CyclicCounter {
@@ -200,7 +198,7 @@ impl CyclicCounter {
             collection: database.collection(COUNTERS_COLLECTION),
             name,
             write_concern: durable_write_concern(),
-            known: Arc::default(),
+            known: ShapeCache::default(),
         }
     }
 
@@ -257,8 +255,7 @@ impl CyclicCounter {
         check_block(&self.name, count)?;
         // Clamp to what a BSON long holds; 2^63 microseconds is year 294,247.
         let client_micros = Bson::Int64(i64::try_from(client_micros).unwrap_or(i64::MAX));
-        let known = self.known.lock().expect("shape lock").clone();
-        if let (1, Some(shape)) = (count, known) {
+        if let (1, Some(shape)) = (count, self.known.get()) {
             let taken = self
                 .find_and_update(short_pipeline(&shape, client_micros.clone()))
                 .await?;
@@ -267,14 +264,13 @@ impl CyclicCounter {
             }
             // Changed since the last take, and left as it was: the full
             // guard says what it is now.
-            *self.known.lock().expect("shape lock") = None;
+            self.known.forget();
         }
         let taken = self
             .find_and_update(block_pipeline(count as i64, client_micros))
             .await?;
         let block = self.unfold(&taken, count)?;
-        *self.known.lock().expect("shape lock") =
-            KnownShape::of(&taken, FIXED, MOVING).map(Arc::new);
+        self.known.learn(&taken, FIXED, MOVING);
         Ok(block)
     }
 
