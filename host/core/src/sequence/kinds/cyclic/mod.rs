@@ -255,10 +255,14 @@ impl CyclicCounter {
         check_block(&self.name, count)?;
         // Clamp to what a BSON long holds; 2^63 microseconds is year 294,247.
         let client_micros = Bson::Int64(i64::try_from(client_micros).unwrap_or(i64::MAX));
-        if let (1, Some(shape)) = (count, self.known.get()) {
-            let taken = self
-                .find_and_update(short_pipeline(&shape, client_micros.clone()))
-                .await?;
+        let short = match self.known.get() {
+            Some(shape) if count == 1 => {
+                short_pipeline(&shape, client_micros.clone()).map(|update| (shape, update))
+            }
+            _ => None,
+        };
+        if let Some((shape, update)) = short {
+            let taken = self.find_and_update(update).await?;
             if shape.holds_for(&taken) {
                 return self.unfold(&taken, count);
             }
@@ -365,10 +369,12 @@ pub(crate) fn block_pipeline(count: i64, client_micros: Bson) -> Vec<Document> {
 /// wraps before it could overflow; a `ts` at the largest long would become
 /// a double, which the guard's Rust twin then refuses, so the value is
 /// skipped, never issued twice).
-fn short_pipeline(shape: &KnownShape, client_micros: Bson) -> Vec<Document> {
-    let maxval = shape.fixed("maxval").cloned().unwrap_or(Bson::Null);
+/// `None` if the shape has no `maxval` (never, for a shape learnt from a
+/// well-formed counter).
+fn short_pipeline(shape: &KnownShape, client_micros: Bson) -> Option<Vec<Document>> {
+    let maxval = shape.fixed("maxval")?.clone();
     let wrapped = doc! { "$gte": ["$val", maxval] };
-    vec![doc! { "$replaceWith": { "$cond": [
+    Some(vec![doc! { "$replaceWith": { "$cond": [
         shape.expression().clone(),
         { "$mergeObjects": ["$$ROOT", {
             "val": { "$cond": [wrapped.clone(), 0_i64, { "$add": ["$val", 1_i64] }] },
@@ -378,7 +384,7 @@ fn short_pipeline(shape: &KnownShape, client_micros: Bson) -> Vec<Document> {
             ]},
         }]},
         "$$ROOT",
-    ]}}]
+    ]}}])
 }
 
 /// The one-value rule of the module docs: `val` and `ts` after one value.
