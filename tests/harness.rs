@@ -158,6 +158,23 @@ pub async fn documents(database: &Database, collection: &str) -> Vec<mongodb::bs
         .expect("read the collection")
 }
 
+/// Replaces counter `id` in `database` by `{_id: id, ..fields}`, as a hand
+/// edit would, and returns what it wrote.
+pub async fn replace_counter(
+    database: &Database,
+    id: &str,
+    fields: mongodb::bson::Document,
+) -> mongodb::bson::Document {
+    let mut document = mongodb::bson::doc! { "_id": id };
+    document.extend(fields);
+    database
+        .collection::<mongodb::bson::Document>(idmint::sequence::COUNTERS_COLLECTION)
+        .replace_one(mongodb::bson::doc! { "_id": id }, &document)
+        .await
+        .expect("replace the counter");
+    document
+}
+
 /// `lock` taken for `ttl` by one attempt; panics if someone holds it.
 pub async fn held(lock: &idmint::lock::Lock, ttl: Duration) -> idmint::lock::Lease {
     match lock.try_acquire(ttl).await.unwrap() {

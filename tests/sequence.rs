@@ -15,6 +15,46 @@ fn name(text: &str) -> CounterName {
     CounterName::new(text).unwrap()
 }
 
+/// The one-value rule of the cyclic counter: `(ts, val)` after one value
+/// taken at `client` from `(ts, val)`.
+fn one_value(ts: u64, val: u64, maxval: u64, client: u64) -> (u64, u64) {
+    let wrapped = val >= maxval;
+    let val = if wrapped { 0 } else { val + 1 };
+    (client.max(ts + u64::from(wrapped)), val)
+}
+
+/// The counter's `(ts, val)` as it is now.
+async fn ts_and_val(counter: &CyclicCounter) -> (u64, u64) {
+    let state = counter.state().await.unwrap();
+    let state = state.cyclic().unwrap();
+    (state.ts, state.val)
+}
+
+/// The next take of `counter`, whose document is the malformed `document`,
+/// fails saying `reason`, and leaves it exactly as it is.
+async fn assert_refused_as_it_is(
+    database: &Database,
+    counter: &CyclicCounter,
+    document: &Document,
+    reason: &str,
+) {
+    let id = counter.name().as_str();
+    let error = counter.next(SystemClock.now_micros()).await.unwrap_err();
+    assert!(
+        matches!(error, SequenceError::CorruptCounter { .. }),
+        "{id}: {error:?}"
+    );
+    assert!(
+        error.to_string().contains(reason),
+        "{id}: expected {reason:?} in {error}"
+    );
+    assert_eq!(
+        &raw_counter(database, id).await.unwrap(),
+        document,
+        "{id} was modified"
+    );
+}
+
 async fn raw_counter(database: &Database, id: &str) -> Option<Document> {
     database
         .collection::<Document>(COUNTERS_COLLECTION)
@@ -248,23 +288,8 @@ async fn a_corrupt_counter_is_reported_and_left_unchanged() {
         let mut document = doc! { "_id": &id };
         document.extend(fields);
         collection.insert_one(&document).await.unwrap();
-        let error = CyclicCounter::new(&database, name(&id))
-            .next(SystemClock.now_micros())
-            .await
-            .unwrap_err();
-        assert!(
-            matches!(error, SequenceError::CorruptCounter { .. }),
-            "{id}: {error:?}"
-        );
-        assert!(
-            error.to_string().contains(reason),
-            "{id}: expected {reason:?} in {error}"
-        );
-        assert_eq!(
-            raw_counter(&database, &id).await.unwrap(),
-            document,
-            "{id} was modified"
-        );
+        let counter = CyclicCounter::new(&database, name(&id));
+        assert_refused_as_it_is(&database, &counter, &document, reason).await;
     }
 }
 
@@ -367,9 +392,7 @@ async fn a_block_is_the_one_value_rule_repeated_on_the_server() {
                     let (mut t, mut v) = (ts, val);
                     let expected: Vec<Issued> = (0..count)
                         .map(|_| {
-                            let wrapped = v >= maxval;
-                            v = if wrapped { 0 } else { v + 1 };
-                            t = client.max(t + u64::from(wrapped));
+                            (t, v) = one_value(t, v, maxval, client);
                             Issued::new(t, v)
                         })
                         .collect();
@@ -379,9 +402,7 @@ async fn a_block_is_the_one_value_rule_repeated_on_the_server() {
                         block, expected,
                         "maxval {maxval} val {val} ts {ts} client {client} count {count}"
                     );
-                    let state = counter.state().await.unwrap();
-                    let state = state.cyclic().unwrap();
-                    assert_eq!((state.ts, state.val), (t, v));
+                    assert_eq!(ts_and_val(&counter).await, (t, v));
                 }
             }
         }
@@ -405,15 +426,11 @@ async fn takes_after_the_first_follow_the_one_value_rule() {
         let (mut t, mut v) = (5_000_u64, maxval - 1);
         for step in 0..2 * maxval + 6 {
             let client = [10, t, t + 3_000][step as usize % 3];
-            let wrapped = v >= maxval;
-            v = if wrapped { 0 } else { v + 1 };
-            t = client.max(t + u64::from(wrapped));
+            (t, v) = one_value(t, v, maxval, client);
             let issued = counter.next(client).await.unwrap();
             assert_eq!(issued, Issued::new(t, v), "maxval {maxval} step {step}");
         }
-        let state = counter.state().await.unwrap();
-        let state = state.cyclic().unwrap();
-        assert_eq!((state.ts, state.val), (t, v));
+        assert_eq!(ts_and_val(&counter).await, (t, v));
     }
 }
 
@@ -440,26 +457,8 @@ async fn a_counter_changed_after_a_take_is_judged_again() {
         for _ in 0..2 {
             counter.next(SystemClock.now_micros()).await.unwrap();
         }
-        let mut corrupt = doc! { "_id": &id };
-        corrupt.extend(fields);
-        collection
-            .replace_one(doc! { "_id": &id }, &corrupt)
-            .await
-            .unwrap();
-        let error = counter.next(SystemClock.now_micros()).await.unwrap_err();
-        assert!(
-            matches!(error, SequenceError::CorruptCounter { .. }),
-            "{id}: {error:?}"
-        );
-        assert!(
-            error.to_string().contains(reason),
-            "{id}: expected {reason:?} in {error}"
-        );
-        assert_eq!(
-            raw_counter(&database, &id).await.unwrap(),
-            corrupt,
-            "{id} was modified"
-        );
+        let corrupt = harness::replace_counter(&database, &id, fields).await;
+        assert_refused_as_it_is(&database, &counter, &corrupt, reason).await;
     }
     // Well formed, changed by hand: maxval lowered below val (the next
     // value wraps), then another prefix and an int32 maxval.

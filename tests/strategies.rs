@@ -687,12 +687,7 @@ async fn an_autoinc_counter_is_judged_again_after_it_changed() {
         let counter = AutoIncrement::new(&database, name(&id));
         counter.take(1).await.unwrap();
         counter.take(1).await.unwrap();
-        let mut corrupt = doc! { "_id": &id };
-        corrupt.extend(fields);
-        collection
-            .replace_one(doc! { "_id": &id }, &corrupt)
-            .await
-            .unwrap();
+        let corrupt = harness::replace_counter(&database, &id, fields).await;
         let error = counter.take(1).await.unwrap_err();
         assert!(error.to_string().contains(reason), "{id}: {error}");
         let after = collection
