@@ -333,6 +333,7 @@ impl Drop for Runner {
 #[cfg(test)]
 mod tests {
     use std::future::{poll_fn, Future};
+    use std::pin::Pin;
     use std::sync::mpsc;
     use std::task::Poll;
     use std::time::Duration;
@@ -384,8 +385,6 @@ mod tests {
         let poll = poll_fn(|cx| Poll::Ready(Pin::new(&mut *future).poll(cx).is_pending())).await;
         assert!(poll, "the request was answered before the busy call ended");
     }
-
-    use std::pin::Pin;
 
     /// Runs the scenario of both tests: request A starts the only runner's
     /// call and holds it; B, C and D queue behind it (certainly: each is

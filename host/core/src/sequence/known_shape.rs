@@ -35,39 +35,69 @@
 //! miss is taken again with the full guard, which says what is wrong, or
 //! learns the counter's new shape.
 
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use mongodb::bson::{doc, Bson, Document};
 
-/// What a handle (and its clones) last learnt of its counter's shape.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct ShapeCache(Arc<Mutex<Option<Arc<KnownShape>>>>);
+use super::SequenceError;
+
+/// What a handle (and its clones) last learnt of its counter's shape, and
+/// the one way its takes use it ([`ShapeCache::take`]).
+#[derive(Debug, Clone)]
+pub(crate) struct ShapeCache {
+    fixed: &'static [&'static str],
+    moving: &'static [&'static str],
+    known: Arc<Mutex<Option<Arc<KnownShape>>>>,
+}
 
 impl ShapeCache {
-    /// The shape known now, if any.
-    pub fn get(&self) -> Option<Arc<KnownShape>> {
-        self.lock().clone()
+    /// An empty cache for counters whose takes never change `fixed` and
+    /// always write `moving`.
+    pub fn new(fixed: &'static [&'static str], moving: &'static [&'static str]) -> Self {
+        Self {
+            fixed,
+            moving,
+            known: Arc::default(),
+        }
     }
 
-    /// Learns the shape of `document`, a counter just read as well formed
-    /// (see [`KnownShape::of`]).
-    pub fn learn(
+    /// One take: with the short update `short` makes for the known shape
+    /// (if a shape is known and `short` makes one), else, or if the counter
+    /// changed since, with the update `full` makes (only then). `send` runs an update and
+    /// returns the counter after it; `read` reads the take from that, or
+    /// says why the counter is refused. The shape is learnt from a counter
+    /// `read` accepted, never from another.
+    pub async fn take<T, Sent>(
         &self,
-        document: &Document,
-        fixed: &'static [&'static str],
-        moving: &'static [&'static str],
-    ) {
-        *self.lock() = KnownShape::of(document, fixed, moving).map(Arc::new);
-    }
-
-    /// Forgets the shape: the counter changed.
-    pub fn forget(&self) {
-        *self.lock() = None;
+        short: impl FnOnce(&KnownShape) -> Option<Vec<Document>>,
+        full: impl FnOnce() -> Vec<Document>,
+        send: impl Fn(Vec<Document>) -> Sent,
+        read: impl Fn(&Document) -> Result<T, SequenceError>,
+    ) -> Result<T, SequenceError>
+    where
+        Sent: Future<Output = Result<Document, SequenceError>>,
+    {
+        let known = self.lock().clone();
+        let short = known.and_then(|shape| short(&shape).map(|update| (shape, update)));
+        if let Some((shape, update)) = short {
+            let after = send(update).await?;
+            if shape.holds_for(&after) {
+                return read(&after);
+            }
+            // Changed since the last take, and left as it was: the full
+            // guard says what it is now.
+            *self.lock() = None;
+        }
+        let after = send(full()).await?;
+        let taken = read(&after)?;
+        *self.lock() = KnownShape::of(&after, self.fixed, self.moving).map(Arc::new);
+        Ok(taken)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Option<Arc<KnownShape>>> {
         // A panic while holding the lock cannot leave a half-written shape.
-        self.0
+        self.known
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }

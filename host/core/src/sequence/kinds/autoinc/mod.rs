@@ -148,7 +148,7 @@ impl AutoIncrement {
             collection: database.collection(COUNTERS_COLLECTION),
             name,
             write_concern: durable_write_concern(),
-            known: ShapeCache::default(),
+            known: ShapeCache::new(FIXED, MOVING),
         }
     }
 
@@ -195,36 +195,23 @@ impl AutoIncrement {
             _ => Unmatched::Fail(self.wrong_kind(&state)),
         };
         let filter = take_filter(&self.name, count);
-        if let Some(shape) = self.known.get() {
-            let update = short_pipeline(&shape, count);
-            let after = advance(
-                &self.collection,
-                &self.name,
-                &self.write_concern,
-                filter.clone(),
-                update,
-                &unmatched,
+        self.known
+            .take(
+                |shape| Some(short_pipeline(shape, count)),
+                || advance_pipeline(count),
+                |update| {
+                    advance(
+                        &self.collection,
+                        &self.name,
+                        &self.write_concern,
+                        filter.clone(),
+                        update,
+                        &unmatched,
+                    )
+                },
+                |after| self.taken(after, count),
             )
-            .await?;
-            if shape.holds_for(&after) {
-                return self.taken(&after, count);
-            }
-            // Changed since the last take, and left as it was: the full
-            // guard says what it is now.
-            self.known.forget();
-        }
-        let after = advance(
-            &self.collection,
-            &self.name,
-            &self.write_concern,
-            filter,
-            advance_pipeline(count),
-            &unmatched,
-        )
-        .await?;
-        let taken = self.taken(&after, count)?;
-        self.known.learn(&after, FIXED, MOVING);
-        Ok(taken)
+            .await
     }
 
     /// The values a take reserved, from the counter after it: a malformed

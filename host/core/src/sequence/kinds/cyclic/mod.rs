@@ -198,7 +198,7 @@ impl CyclicCounter {
             collection: database.collection(COUNTERS_COLLECTION),
             name,
             write_concern: durable_write_concern(),
-            known: ShapeCache::default(),
+            known: ShapeCache::new(FIXED, MOVING),
         }
     }
 
@@ -255,27 +255,18 @@ impl CyclicCounter {
         check_block(&self.name, count)?;
         // Clamp to what a BSON long holds; 2^63 microseconds is year 294,247.
         let client_micros = Bson::Int64(i64::try_from(client_micros).unwrap_or(i64::MAX));
-        let short = match self.known.get() {
-            Some(shape) if count == 1 => {
-                short_pipeline(&shape, client_micros.clone()).map(|update| (shape, update))
-            }
-            _ => None,
-        };
-        if let Some((shape, update)) = short {
-            let taken = self.find_and_update(update).await?;
-            if shape.holds_for(&taken) {
-                return self.unfold(&taken, count);
-            }
-            // Changed since the last take, and left as it was: the full
-            // guard says what it is now.
-            self.known.forget();
-        }
-        let taken = self
-            .find_and_update(block_pipeline(count as i64, client_micros))
-            .await?;
-        let block = self.unfold(&taken, count)?;
-        self.known.learn(&taken, FIXED, MOVING);
-        Ok(block)
+        self.known
+            .take(
+                |shape| {
+                    (count == 1)
+                        .then(|| short_pipeline(shape, client_micros.clone()))
+                        .flatten()
+                },
+                || block_pipeline(count as i64, client_micros.clone()),
+                |update| self.find_and_update(update),
+                |after| self.unfold(after, count),
+            )
+            .await
     }
 
     /// Sends one take's update; the counter as it is after it.
