@@ -21,7 +21,7 @@ fn name(text: &str) -> LockName {
 }
 
 /// The lock's waiting line as stored: each entry's owner.
-async fn line(database: &Database, lock: &str) -> Vec<String> {
+pub(crate) async fn line(database: &Database, lock: &str) -> Vec<String> {
     let document = database
         .collection::<Document>("locks")
         .find_one(doc! { "_id": lock })
@@ -41,7 +41,7 @@ async fn line(database: &Database, lock: &str) -> Vec<String> {
 
 /// Waits (by polling the document, not by sleeping a guess) until the line
 /// holds `owners`, in that order.
-async fn until_line_is(database: &Database, lock: &str, owners: &[&str]) {
+pub(crate) async fn until_line_is(database: &Database, lock: &str, owners: &[&str]) {
     for _ in 0..2000 {
         if line(database, lock).await == owners {
             return;
@@ -54,13 +54,30 @@ async fn until_line_is(database: &Database, lock: &str, owners: &[&str]) {
     );
 }
 
+/// Waits (by polling, not by sleeping a guess) until `calls` blocking
+/// acquires of lock `lock` wait in the process of `locks`, behind a call of
+/// its own (they have no entry in the stored line).
+pub(crate) async fn until_queued(locks: &Locks, lock: &str, calls: usize) {
+    for _ in 0..2000 {
+        if locks.queued(&name(lock)) == calls {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!(
+        "{calls} calls never waited for {lock} in the process: {}",
+        locks.queued(&name(lock))
+    );
+}
+
 /// How the waiters of [`served_in_order`] learn of a handover.
 #[derive(Clone, Copy)]
 enum Waiting {
     /// Each from a change stream of its own (handles made apart, as in
     /// separate processes).
     Apart,
-    /// All from the one stream their `Locks` shares.
+    /// Handles of one `Locks`: the first waits in the stored line (on the
+    /// stream the `Locks` shares), the others in the process behind it.
     Shared,
     /// By polling (no change stream).
     Polling,
@@ -103,8 +120,13 @@ async fn served_in_order(test: &str, waiting: Waiting) {
             lease.release().await.unwrap();
         }));
         expected.push(format!("waiter{index}"));
-        let in_line: Vec<&str> = expected.iter().map(String::as_str).collect();
-        until_line_is(&database, "fair", &in_line).await;
+        if let Waiting::Shared = waiting {
+            until_line_is(&database, "fair", &["waiter0"]).await;
+            until_queued(&locks, "fair", index).await;
+        } else {
+            let in_line: Vec<&str> = expected.iter().map(String::as_str).collect();
+            until_line_is(&database, "fair", &in_line).await;
+        }
     }
     // The holder releases and asks again at once: it goes to the back.
     let released = std::time::Instant::now();
@@ -221,4 +243,63 @@ async fn a_waiter_that_gives_up_or_is_cancelled_leaves_the_line() {
     assert_eq!(lease.release().await.unwrap(), 0);
     let next = held(&Lock::new(&database, name("leave")), TTL).await;
     next.release().await.unwrap();
+}
+
+/// The `since` of the first entry of the stored line.
+async fn first_since(database: &Database, lock: &str) -> Option<mongodb::bson::DateTime> {
+    let document = database
+        .collection::<Document>("locks")
+        .find_one(doc! { "_id": lock })
+        .await
+        .unwrap()?;
+    let queue = document.get_array("queue").ok()?;
+    queue
+        .first()?
+        .as_document()?
+        .get_datetime("since")
+        .ok()
+        .copied()
+}
+
+/// A waiter without a change stream learns of a handover only at its next
+/// poll, a whole interval after the refresh its handed lease counts from.
+/// The lease it returns must still be proved only while the server keeps
+/// it: its local deadline comes before the server's end.
+#[tokio::test]
+async fn a_lease_found_handed_over_at_a_poll_is_proved_only_while_the_server_keeps_it() {
+    let database = harness::database("lock_fair_polled").await;
+    let holder = Lock::new(&database, name("polled"));
+    let lease = held(&holder, TTL).await;
+    let waiter = Lock::with_owner(&database, name("polled"), "waiter".into());
+    // Polls (and refreshes its entry) every 1 to 2 s; a 4 s lease keeps
+    // 0.4 s of it as the safety margin, less than the time between a
+    // refresh and the next poll.
+    let ttl = Duration::from_secs(4);
+    let mut options = WaitOptions::new(Duration::from_secs(60))
+        .poll(Duration::from_secs(2), Duration::from_secs(2));
+    options.change_stream = false;
+    options.refresh = Duration::from_secs(2);
+    let waiting = tokio::spawn(async move { waiter.acquire(ttl, &options).await.unwrap() });
+    until_line_is(&database, "polled", &["waiter"]).await;
+    // Released just after one of its refreshes: handed over for certain,
+    // and found by the waiter a whole poll later.
+    let joined = first_since(&database, "polled").await;
+    while first_since(&database, "polled").await == joined {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(lease.release().await.unwrap(), 0);
+    let handed = waiting.await.unwrap();
+    assert_eq!(handed.token(), 2, "handed over, not taken after a free");
+    let asked = std::time::Instant::now();
+    let state = handed.lock().status().await.unwrap().unwrap();
+    let left = Duration::from_millis(state.expires_in_ms.unwrap().max(0) as u64);
+    // The server ends the lease no earlier than `left` after the status
+    // request was sent.
+    let deadline = handed.deadline().expect("a live lease");
+    assert!(
+        deadline <= asked + left,
+        "the local deadline is {:?} past the server's end",
+        deadline - (asked + left)
+    );
+    handed.release().await.unwrap();
 }

@@ -12,6 +12,7 @@ mod durability;
 mod installer;
 mod java_client;
 mod lock;
+mod lock_cohort;
 mod lock_fair;
 mod lost_values;
 mod mongosh;

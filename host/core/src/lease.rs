@@ -114,7 +114,10 @@ pub(crate) struct Acquire {
     /// Variables (`$let`) every expression below may use as `$$name`.
     pub vars: Option<Document>,
     /// True when this very call already holds the lease (it was handed to
-    /// it while it waited): the document is left as it is, not re-entered.
+    /// it while it waited): not re-entered, but its end is extended as a
+    /// renewal's would be, so that this acquire's send time may start the
+    /// local deadline (the handover started the lease earlier, at a time
+    /// this call may not know).
     pub claimed: Option<Document>,
     /// True when a free or ended lease may be taken by this call now (a
     /// lock's waiting line: when nobody waits ahead of it); absent: always.
@@ -158,7 +161,9 @@ pub(crate) fn acquire_pipeline(
     }
     if let Some(claimed) = &acquire.claimed {
         let claimed = doc! { "$and": [live.clone(), claimed.clone()] };
-        taken_or_kept = doc! { "$cond": [claimed, "$$ROOT", taken_or_kept] };
+        let extended =
+            doc! { "$mergeObjects": ["$$ROOT", { fields.expires: fields.extended(ttl) }] };
+        taken_or_kept = doc! { "$cond": [claimed, extended, taken_or_kept] };
     }
     if let Some(vars) = &acquire.vars {
         taken_or_kept = doc! { "$let": { "vars": vars.clone(), "in": taken_or_kept } };
@@ -273,19 +278,24 @@ impl LeaseStore {
     }
 
     /// Applies `update` (which ends or lessens the holding) to lease `id`
-    /// while `holder` holds it live. The document after; `None`: it was not
-    /// held (any more), and nothing changed, so a second release is a no-op.
+    /// while `holder` holds it live. The document after, and when the write
+    /// was sent (the start of the local deadline of a lease the update
+    /// passes on); `None`: it was not held (any more), and nothing changed,
+    /// so a second release is a no-op.
     pub async fn release(
         &self,
         id: &str,
         holder: &Document,
         update: Vec<Document>,
-    ) -> mongodb::error::Result<Option<Document>> {
-        self.collection
+    ) -> mongodb::error::Result<Option<(Document, Instant)>> {
+        let sent = Instant::now();
+        let document = self
+            .collection
             .find_one_and_update(self.held_by(id, holder), update)
             .return_document(ReturnDocument::After)
             .write_concern(self.write_concern.clone())
-            .await
+            .await?;
+        Ok(document.map(|document| (document, sent)))
     }
 }
 

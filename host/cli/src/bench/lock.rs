@@ -2,14 +2,16 @@
 //!
 //! - `lock_uncontended`: acquire + release pairs per second, one client.
 //! - `lock_handoff`: 8 contenders in one process (handles of one `Locks`,
-//!   sharing a change stream) each looping acquire (blocking, in line,
-//!   handed the lock by the release before theirs) then release; handoffs
+//!   waiting as one cohort: the holder's release passes the lock to the next
+//!   call waiting in the process, in the same write) each looping acquire
+//!   (blocking) then release; handoffs
 //!   per second, the time from a release to the next acquisition by anyone
 //!   (median, p99), and the share of acquisitions that went to a different
 //!   contender than the one before (a fair lock: nearly all; a lock that
 //!   lets the releasing client take it straight back: few).
 //! - `lock_handoff_apart`: the same with each contender as if in a process
-//!   of its own: its own client, its own change stream.
+//!   of its own: its own client, its own change stream, its own place in the
+//!   stored line (handed the lock by the release before its turn).
 //! - `lock_polling`: the yardstick, a polling lock as the libraries users
 //!   would otherwise pick write it (ShedLock's MongoDB provider), with the
 //!   same 8 contenders, the same figures, the same write concern.

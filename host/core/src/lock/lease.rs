@@ -10,6 +10,7 @@ use mongodb::bson::{doc, Bson, Document};
 use mongodb::options::WriteConcern;
 use mongodb::{Collection, Database};
 
+use super::cohort::{Cohort, Cohorts};
 use super::document::{well_formed_expr, LOCK_FIELDS};
 use super::error::check_range;
 use super::queue;
@@ -28,16 +29,21 @@ pub struct Lock {
     owner: String,
     write_concern: WriteConcern,
     watchers: Arc<Watchers>,
+    cohorts: Arc<Cohorts>,
 }
 
 /// The locks of one database as one process uses them: every handle made
 /// here shares one change stream per lock name among its waiters (see
-/// `watch`), where handles made apart ([`Lock::new`]) have one each. Make
-/// one per process (it is cheap to clone) and take handles from it.
+/// `watch`), and the blocking acquires of its handles wait for a lock as
+/// one member of its line, a holder among them passing it straight to the
+/// next (see `cohort`), where handles made apart ([`Lock::new`]) do
+/// neither. Make one per process (it is cheap to clone) and take handles
+/// from it.
 #[derive(Debug, Clone)]
 pub struct Locks {
     database: Database,
     watchers: Arc<Watchers>,
+    cohorts: Arc<Cohorts>,
 }
 
 impl Locks {
@@ -46,7 +52,15 @@ impl Locks {
         Self {
             database: database.clone(),
             watchers: Arc::default(),
+            cohorts: Arc::default(),
         }
+    }
+
+    /// How many blocking acquires of lock `name` wait in this process
+    /// behind a call of its own that holds the lock or waits in its stored
+    /// line (they have no entry there; see `cohort`).
+    pub fn queued(&self, name: &LockName) -> usize {
+        self.cohorts.queued(name.as_str())
     }
 
     /// A handle on lock `name` with a fresh random owner token.
@@ -63,6 +77,7 @@ impl Locks {
             owner,
             write_concern: durable_write_concern(),
             watchers: self.watchers.clone(),
+            cohorts: self.cohorts.clone(),
         }
     }
 }
@@ -119,6 +134,11 @@ impl Lock {
 
     pub(crate) fn collection(&self) -> &Collection<Document> {
         self.store.collection()
+    }
+
+    /// The blocking acquires of this lock in the process (see `cohort`).
+    pub(crate) fn cohort(&self) -> Arc<Cohort> {
+        self.cohorts.of(self.name.as_str())
     }
 
     /// The events on this lock's document, from the stream its `Locks`
@@ -321,43 +341,75 @@ impl Lease {
         result
     }
 
-    /// Releases one hold; the lock is free once the count reaches 0. Returns
-    /// the hold count left. Fails with [`LockError::Lost`] when the lock is
-    /// no longer this owner's with this token, or its lease has ended by the
-    /// server's clock (nothing is changed then).
+    /// Releases one hold; when none is left, the lock goes to the next
+    /// blocking acquire waiting for it in this process (see `cohort`), or to
+    /// the first in its stored line, or is freed. Returns the hold count
+    /// left. Fails with [`LockError::Lost`] when the lock is no longer this
+    /// owner's with this token, or its lease has ended by the server's
+    /// clock (nothing is changed then).
     pub async fn release(mut self) -> Result<i64, LockError> {
         self.released = true;
-        let lock = &self.lock;
-        let pipeline = queue::release_pipeline();
-        let document = lock
+        let lock = self.lock.clone();
+        let cohort = lock.cohort();
+        let heir = cohort.release_begins(&lock.owner, self.token);
+        let result = lock
             .store
             .release(
                 lock.name.as_str(),
                 &Lock::holder(&lock.owner, self.token),
-                pipeline,
+                queue::release_pipeline(heir.as_ref().map(|heir| heir.heir())),
             )
-            .await
-            .map_err(|error| LockError::database(&lock.name, error))?;
+            .await;
         self.deadline.revoke();
-        match document {
-            Some(document) => {
-                let state = LockState::from_document(&lock.name, &document)?;
-                // Handed over to the next in line: none of this owner's holds left.
-                let mine = state.owner.as_deref() == Some(lock.owner.as_str())
-                    && state.token == self.token;
-                Ok(if mine { state.count } else { 0 })
+        let read = match result {
+            Ok(Some((document, sent))) => {
+                LockState::from_document(&lock.name, &document).map(|state| (state, sent))
             }
-            None => Err(LockError::Lost {
+            Ok(None) => Err(LockError::Lost {
                 name: lock.name.clone(),
                 token: self.token,
             }),
+            Err(error) => Err(LockError::database(&lock.name, error)),
+        };
+        let (state, sent) = match read {
+            Ok(read) => read,
+            Err(error) => {
+                match heir {
+                    Some(heir) => cohort.pass_failed(heir),
+                    None => cohort.ended(&lock.owner, self.token),
+                }
+                return Err(error);
+            }
+        };
+        if state.owner.as_deref() == Some(lock.owner.as_str()) && state.token == self.token {
+            // Holds left (re-entry): nothing passed on.
+            cohort.kept(&lock.owner, self.token, heir);
+            return Ok(state.count);
         }
+        match heir {
+            Some(heir) if passed_to(&state, &heir.heir()) => {
+                let lease = heir.lock.lease(&state, heir.ttl, sent);
+                cohort.passed(&heir.ticket, &lease, state.waiters > 0);
+                heir.hand(lease);
+            }
+            Some(heir) => cohort.pass_failed(heir),
+            None => cohort.ended(&lock.owner, self.token),
+        }
+        Ok(0)
     }
+}
+
+/// Whether `state` is the lock passed to `heir`.
+fn passed_to(state: &LockState, heir: &queue::Heir<'_>) -> bool {
+    state.owner.as_deref() == Some(heir.owner) && state.ticket.as_deref() == Some(heir.ticket)
 }
 
 impl Drop for Lease {
     fn drop(&mut self) {
         if !self.released {
+            // Whoever waits for it in the process waits in the stored line
+            // from now on, for the server to end the lease.
+            self.lock.cohort().ended(&self.lock.owner, self.token);
             eprintln!(
                 "idmint: warning: lease on lock '{}' (fencing token {}) dropped without release; \
                  it stays held until its TTL ends",

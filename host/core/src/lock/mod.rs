@@ -27,7 +27,10 @@
 //! the lock's waiting line and is served in the order it joined; a release
 //! hands the lock to the first in line in the same write (the waiter learns
 //! it from a change stream), and nobody takes a free lock while someone
-//! waits ahead of them.
+//! waits ahead of them. The blocking acquires of one process ([`Locks`])
+//! wait as one member of that line, and a holder among them passes the lock
+//! straight to the next, at most [`MAX_PASSES`] times in a row while someone
+//! else waits in the line (`cohort`: one write per handoff).
 //!
 //! A holder fails closed: a [`Lease`] is proved held only until its local
 //! deadline (the send time of the last acknowledged acquire or renewal, plus
@@ -42,6 +45,7 @@
 //! Every write uses majority write concern with journal and a `wtimeout`
 //! ([`crate::mongo::durable_write_concern`]).
 
+mod cohort;
 mod document;
 mod error;
 pub mod fence;
@@ -52,6 +56,7 @@ mod wait;
 mod watch;
 mod watchdog;
 
+pub use cohort::MAX_PASSES;
 pub use document::LockState;
 pub use error::LockError;
 pub use fence::{fenced_filter, fenced_set};

@@ -112,14 +112,50 @@ pub(crate) fn enqueued(owner: &str, ticket: &str, ttl: Duration, refresh: Durati
     doc! { "$mergeObjects": ["$$ROOT", { "queue": queue }] }
 }
 
+/// A call that a releasing holder passes the lock to directly, in the
+/// release's write: a waiter of the same process (see `cohort`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Heir<'a> {
+    /// The owner token of the heir's handle.
+    pub owner: &'a str,
+    /// The heir's acquire call.
+    pub ticket: &'a str,
+    /// The lease it asks for.
+    pub ttl: Duration,
+}
+
 /// The release pipeline: one hold less; when none is left, the lock goes
-/// to the first live waiter if its entry is fresh enough (see the module
-/// docs), else it is freed. Lapsed entries are dropped either way.
-pub(crate) fn release_pipeline() -> Vec<Document> {
+/// to `heir` if one is given (the next fencing token, a hold count of 1, a
+/// lease of the heir's TTL from now), else to the first live waiter if its
+/// entry is fresh enough (see the module docs), else it is freed. Lapsed
+/// entries are dropped either way.
+pub(crate) fn release_pipeline(heir: Option<Heir<'_>>) -> Vec<Document> {
+    let next_token = doc! { "$add": [{ "$ifNull": ["$token", 0_i64] }, 1_i64] };
+    let unheld = match heir {
+        Some(heir) => doc! { "$let": { "vars": vars(), "in": { "$mergeObjects": ["$$ROOT", {
+            "owner": heir.owner,
+            "ticket": heir.ticket,
+            "token": next_token,
+            "count": 1_i64,
+            "expiresAt": server_now_plus(i64::try_from(heir.ttl.as_millis()).unwrap_or(i64::MAX)),
+            "acquiredAt": "$$NOW",
+            "queue": "$$q",
+        }]}}},
+        None => handed_or_freed(next_token),
+    };
+    vec![
+        doc! { "$set": { "count": { "$subtract": ["$count", 1_i64] } } },
+        doc! { "$replaceWith": { "$cond": [{ "$gt": ["$count", 0] }, "$$ROOT", unheld] } },
+    ]
+}
+
+/// The document of a lock whose last hold was released: handed to the
+/// first live waiter if its entry is fresh enough, else freed.
+fn handed_or_freed(next_token: Document) -> Document {
     let handed = doc! { "$mergeObjects": ["$$ROOT", {
         "owner": "$$head.owner",
         "ticket": "$$head.ticket",
-        "token": { "$add": [{ "$ifNull": ["$token", 0_i64] }, 1_i64] },
+        "token": next_token,
         "count": 1_i64,
         // Date arithmetic through milliseconds ($toLong, $toDate): every
         // server supports it, not all add a number to a date.
@@ -142,17 +178,10 @@ pub(crate) fn release_pipeline() -> Vec<Document> {
             { "$toLong": "$$NOW" },
         ]},
     ]};
-    vec![
-        doc! { "$set": { "count": { "$subtract": ["$count", 1_i64] } } },
-        doc! { "$replaceWith": { "$cond": [
-            { "$gt": ["$count", 0] },
-            "$$ROOT",
-            { "$let": { "vars": vars(), "in": { "$let": {
-                "vars": { "head": { "$arrayElemAt": ["$$q", 0] } },
-                "in": { "$cond": [fresh_head, handed, freed] },
-            }}}},
-        ]}},
-    ]
+    doc! { "$let": { "vars": vars(), "in": { "$let": {
+        "vars": { "head": { "$arrayElemAt": ["$$q", 0] } },
+        "in": { "$cond": [fresh_head, handed, freed] },
+    }}}}
 }
 
 /// The update that takes call `ticket` out of line (a waiter giving up).

@@ -6,7 +6,12 @@
 //! shared by its waiters: `watch`).
 //! Without a change stream it learns it at its next refresh, which also
 //! notices a lease that simply ran out (expiry writes nothing).
+//!
+//! Of the blocking acquires of one process for one lock, one waits in the
+//! stored line at a time and the others in the process, where a holder
+//! among them passes the lock straight on (`cohort`).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use mongodb::bson::Document;
@@ -14,6 +19,7 @@ use mongodb::change_stream::event::ChangeStreamEvent;
 use tokio::sync::broadcast;
 use tokio::time::Instant;
 
+use super::cohort::{Cohort, Joined, Turn};
 use super::error::check_range;
 use super::queue::REFRESH;
 use super::{Acquired, Lease, Lock, LockError, LockState};
@@ -100,8 +106,77 @@ fn is_handed(lock: &Lock, state: &LockState, ticket: &str) -> bool {
     state.owner.as_deref() == Some(lock.owner()) && state.ticket.as_deref() == Some(ticket)
 }
 
+/// The call of a process that waits in the stored line for it (see
+/// `cohort`): if its acquire is dropped before it ends (cancelled), the
+/// next call waiting in the process leads.
+struct Leading {
+    cohort: Arc<Cohort>,
+    ticket: String,
+    done: bool,
+}
+
+impl Drop for Leading {
+    fn drop(&mut self) {
+        if !self.done {
+            self.cohort.step_down(&self.ticket);
+        }
+    }
+}
+
+/// A call waiting in the process (see `cohort`): if its acquire is dropped
+/// before its turn came, it leaves the queue, or passes on the turn that
+/// was on its way.
+struct Queued {
+    cohort: Arc<Cohort>,
+    ticket: String,
+    turn: Option<tokio::sync::oneshot::Receiver<Turn>>,
+}
+
+impl Queued {
+    /// Stops waiting at the deadline: out of the queue, or, if its turn is
+    /// already on its way, the turn passed on.
+    async fn give_up(&mut self) {
+        let Some(turn) = self.turn.take() else { return };
+        if self.cohort.leave(&self.ticket) {
+            return;
+        }
+        if let Ok(turn) = turn.await {
+            decline(turn, &self.cohort, &self.ticket).await;
+        }
+    }
+}
+
+impl Drop for Queued {
+    fn drop(&mut self) {
+        let Some(turn) = self.turn.take() else { return };
+        if self.cohort.leave(&self.ticket) {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (cohort, ticket) = (self.cohort.clone(), self.ticket.clone());
+        runtime.spawn(async move {
+            if let Ok(turn) = turn.await {
+                decline(turn, &cohort, &ticket).await;
+            }
+        });
+    }
+}
+
+/// Passes on a turn that came to a call that no longer waits.
+async fn decline(turn: Turn, cohort: &Cohort, ticket: &str) {
+    match turn {
+        Turn::Passed(lease) => {
+            let _ = lease.release().await;
+        }
+        Turn::Lead => cohort.step_down(ticket),
+        Turn::Reenter => {}
+    }
+}
+
 impl Lock {
-    /// Takes the lock, waiting in line up to `options.wait` for it (see the
+    /// Takes the lock, waiting up to `options.wait` for it, in line (see the
     /// module docs). Fails with [`LockError::Busy`] when the deadline passes
     /// first; the call then leaves the line.
     pub async fn acquire(&self, ttl: Duration, options: &WaitOptions) -> Result<Lease, LockError> {
@@ -118,6 +193,99 @@ impl Lock {
         }
         let deadline = Instant::now() + options.wait;
         let ticket = random::random_token();
+        let cohort = self.cohort();
+        match cohort.join(self, &ticket, ttl) {
+            Joined::Lead => self.lead(cohort, ticket, ttl, options, deadline).await,
+            Joined::Reenter => self.wait_in_line(ticket, ttl, options, deadline).await,
+            Joined::Queued(turn) => {
+                let queued = Queued {
+                    cohort,
+                    ticket,
+                    turn: Some(turn),
+                };
+                self.wait_in_process(queued, ttl, options, deadline).await
+            }
+        }
+    }
+
+    /// Waits in the stored line for the process, and holds the lock for it
+    /// once taken.
+    async fn lead(
+        &self,
+        cohort: Arc<Cohort>,
+        ticket: String,
+        ttl: Duration,
+        options: &WaitOptions,
+        deadline: Instant,
+    ) -> Result<Lease, LockError> {
+        let mut leading = Leading {
+            cohort,
+            ticket: ticket.clone(),
+            done: false,
+        };
+        let result = self.wait_in_line(ticket, ttl, options, deadline).await;
+        leading.done = true;
+        match &result {
+            Ok(lease) => leading.cohort.holds(&leading.ticket, lease),
+            Err(_) => leading.cohort.step_down(&leading.ticket),
+        }
+        result
+    }
+
+    /// Waits in the process until the lock is passed to this call, it is
+    /// to lead, or re-enter; checks every refresh that the holder still
+    /// proves its lease.
+    async fn wait_in_process(
+        &self,
+        mut queued: Queued,
+        ttl: Duration,
+        options: &WaitOptions,
+        deadline: Instant,
+    ) -> Result<Lease, LockError> {
+        let refresh = options.refresh.max(Duration::from_millis(100));
+        let turn = loop {
+            let Some(turn) = queued.turn.as_mut() else {
+                unreachable!("a queued call keeps its receiver until its turn")
+            };
+            let check = (Instant::now() + refresh).min(deadline);
+            tokio::select! {
+                turn = turn => {
+                    queued.turn = None;
+                    break turn;
+                }
+                _ = tokio::time::sleep_until(check) => {
+                    if Instant::now() >= deadline {
+                        queued.give_up().await;
+                        return Err(LockError::Busy {
+                            name: self.name().clone(),
+                            token: queued.cohort.holding_token().unwrap_or_default(),
+                        });
+                    }
+                    queued.cohort.check_holder();
+                }
+            }
+        };
+        let ticket = queued.ticket.clone();
+        match turn {
+            Ok(Turn::Passed(lease)) => Ok(*lease),
+            Ok(Turn::Lead) => {
+                self.lead(queued.cohort.clone(), ticket, ttl, options, deadline)
+                    .await
+            }
+            // Re-entry; or the cohort is gone (cannot happen while a handle
+            // holds it): the stored line decides.
+            Ok(Turn::Reenter) | Err(_) => self.wait_in_line(ticket, ttl, options, deadline).await,
+        }
+    }
+
+    /// Waits in the stored line (see the module docs).
+    async fn wait_in_line(
+        &self,
+        ticket: String,
+        ttl: Duration,
+        options: &WaitOptions,
+        deadline: Instant,
+    ) -> Result<Lease, LockError> {
         let mut in_line = InLine {
             lock: self.clone(),
             ticket: ticket.clone(),
