@@ -265,3 +265,49 @@ async fn a_call_that_gives_up_or_is_cancelled_leaves_the_process_queue() {
     assert_eq!(state.owner, None, "passed to a call that left");
     assert!(line(&database, "leave").await.is_empty());
 }
+
+/// The call of a process that waits in the stored line for it, and whose
+/// deadline passes or that is cancelled, hands the lead to the next call
+/// waiting in the process: that call takes its place in the stored line
+/// and is served when the holder (another process) releases.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_that_gives_up_or_is_cancelled_hands_the_lead_on() {
+    let database = harness::database("lock_cohort_lead").await;
+    let holder = Lock::with_owner(&database, name("lead"), "holder".into());
+    let locks = Locks::new(&database);
+    for cancel in [false, true] {
+        let lease = holder
+            .acquire(TTL, &WaitOptions::new(Duration::from_secs(60)))
+            .await
+            .unwrap();
+        let leader = locks.lock_with_owner(name("lead"), "leader".into());
+        let leading = tokio::spawn(async move {
+            let wait = if cancel { 60 } else { 1 };
+            leader
+                .acquire(TTL, &WaitOptions::new(Duration::from_secs(wait)))
+                .await
+        });
+        until_line_is(&database, "lead", &["leader"]).await;
+        let next = locks.lock_with_owner(name("lead"), "next".into());
+        let waiting = tokio::spawn(async move {
+            next.acquire(TTL, &WaitOptions::new(Duration::from_secs(60)))
+                .await
+        });
+        until_queued(&locks, "lead", 1).await;
+        if cancel {
+            leading.abort();
+        } else {
+            assert!(matches!(
+                leading.await.unwrap(),
+                Err(LockError::Busy { .. })
+            ));
+        }
+        until_line_is(&database, "lead", &["next"]).await;
+        assert_eq!(locks.queued(&name("lead")), 0);
+        let token = lease.token();
+        assert_eq!(lease.release().await.unwrap(), 0);
+        let next = waiting.await.unwrap().unwrap();
+        assert_eq!(next.token(), token + 1, "handed to the next call");
+        next.release().await.unwrap();
+    }
+}

@@ -75,7 +75,10 @@ impl Cohorts {
     /// The cohort of lock `name`.
     pub fn of(&self, name: &str) -> Arc<Cohort> {
         let mut by_name = self.by_name.lock().unwrap();
-        if !by_name.contains_key(name) && by_name.len() >= PRUNE_FROM {
+        if let Some(cohort) = by_name.get(name) {
+            return cohort.clone();
+        }
+        if by_name.len() >= PRUNE_FROM {
             // Forget the names nobody leads, waits for or is about to use.
             by_name.retain(|_, cohort| Arc::strong_count(cohort) > 1 || !cohort.is_idle());
         }
@@ -192,10 +195,8 @@ pub(crate) enum Turn {
 
 /// How a blocking acquire goes on after [`Cohort::join`].
 pub(crate) enum Joined {
-    /// It leads: it waits in the stored line.
-    Lead,
-    /// It re-enters a holding of its own owner.
-    Reenter,
+    /// Its turn is now: it leads, or re-enters a holding of its own owner.
+    Now(Turn),
     /// It waits in the process for its turn.
     Queued(oneshot::Receiver<Turn>),
 }
@@ -221,12 +222,12 @@ impl Cohort {
                     ticket: ticket.to_string(),
                     holding: None,
                 });
-                Joined::Lead
+                Joined::Now(Turn::Lead)
             }
             Some(Leader {
                 holding: Some(holding),
                 ..
-            }) if holding.owner == lock.owner() => Joined::Reenter,
+            }) if holding.owner == lock.owner() => Joined::Now(Turn::Reenter),
             Some(_) => {
                 let (turn, receiver) = oneshot::channel();
                 state.queue.push_back(Waiter {

@@ -39,6 +39,12 @@ impl LockState {
     pub fn is_held(&self) -> bool {
         self.owner.is_some() && self.expires_in_ms.is_none_or(|ms| ms > 0)
     }
+
+    /// True when acquire call `ticket` of handle owner `owner` holds it
+    /// (handed over from the line, or passed on within the process).
+    pub(crate) fn is_held_by_call(&self, owner: &str, ticket: &str) -> bool {
+        self.owner.as_deref() == Some(owner) && self.ticket.as_deref() == Some(ticket)
+    }
 }
 
 fn serialize_date<S: serde::Serializer>(date: &Option<DateTime>, s: S) -> Result<S::Ok, S::Error> {

@@ -387,7 +387,7 @@ impl Lease {
             return Ok(state.count);
         }
         match heir {
-            Some(heir) if passed_to(&state, &heir.heir()) => {
+            Some(heir) if state.is_held_by_call(heir.lock.owner(), &heir.ticket) => {
                 let lease = heir.lock.lease(&state, heir.ttl, sent);
                 cohort.passed(&heir.ticket, &lease, state.waiters > 0);
                 heir.hand(lease);
@@ -397,11 +397,6 @@ impl Lease {
         }
         Ok(0)
     }
-}
-
-/// Whether `state` is the lock passed to `heir`.
-fn passed_to(state: &LockState, heir: &queue::Heir<'_>) -> bool {
-    state.owner.as_deref() == Some(heir.owner) && state.ticket.as_deref() == Some(heir.ticket)
 }
 
 impl Drop for Lease {

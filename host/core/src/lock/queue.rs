@@ -130,18 +130,14 @@ pub(crate) struct Heir<'a> {
 /// entry is fresh enough (see the module docs), else it is freed. Lapsed
 /// entries are dropped either way.
 pub(crate) fn release_pipeline(heir: Option<Heir<'_>>) -> Vec<Document> {
-    let next_token = doc! { "$add": [{ "$ifNull": ["$token", 0_i64] }, 1_i64] };
     let unheld = match heir {
-        Some(heir) => doc! { "$let": { "vars": vars(), "in": { "$mergeObjects": ["$$ROOT", {
-            "owner": heir.owner,
-            "ticket": heir.ticket,
-            "token": next_token,
-            "count": 1_i64,
-            "expiresAt": server_now_plus(i64::try_from(heir.ttl.as_millis()).unwrap_or(i64::MAX)),
-            "acquiredAt": "$$NOW",
-            "queue": "$$q",
-        }]}}},
-        None => handed_or_freed(next_token),
+        Some(heir) => doc! { "$let": { "vars": vars(), "in": given(
+            heir.owner,
+            heir.ticket,
+            server_now_plus(i64::try_from(heir.ttl.as_millis()).unwrap_or(i64::MAX)),
+            "$$q",
+        )}},
+        None => handed_or_freed(),
     };
     vec![
         doc! { "$set": { "count": { "$subtract": ["$count", 1_i64] } } },
@@ -149,20 +145,37 @@ pub(crate) fn release_pipeline(heir: Option<Heir<'_>>) -> Vec<Document> {
     ]
 }
 
+/// The lock given to acquire call `ticket` of owner `owner` (values or
+/// expressions): the next fencing token, a hold count of 1, its lease
+/// ending at `expires_at`, the line left as `queue`.
+fn given(
+    owner: impl Into<Bson>,
+    ticket: impl Into<Bson>,
+    expires_at: impl Into<Bson>,
+    queue: impl Into<Bson>,
+) -> Document {
+    doc! { "$mergeObjects": ["$$ROOT", {
+        "owner": owner.into(),
+        "ticket": ticket.into(),
+        "token": { "$add": [{ "$ifNull": ["$token", 0_i64] }, 1_i64] },
+        "count": 1_i64,
+        "expiresAt": expires_at.into(),
+        "acquiredAt": "$$NOW",
+        "queue": queue.into(),
+    }]}
+}
+
 /// The document of a lock whose last hold was released: handed to the
 /// first live waiter if its entry is fresh enough, else freed.
-fn handed_or_freed(next_token: Document) -> Document {
-    let handed = doc! { "$mergeObjects": ["$$ROOT", {
-        "owner": "$$head.owner",
-        "ticket": "$$head.ticket",
-        "token": next_token,
-        "count": 1_i64,
+fn handed_or_freed() -> Document {
+    let handed = given(
+        "$$head.owner",
+        "$$head.ticket",
         // Date arithmetic through milliseconds ($toLong, $toDate): every
         // server supports it, not all add a number to a date.
-        "expiresAt": { "$toDate": { "$add": [{ "$toLong": "$$head.since" }, "$$head.ttl"] } },
-        "acquiredAt": "$$NOW",
-        "queue": { "$slice": ["$$q", 1, MAX_WAITERS] },
-    }]};
+        doc! { "$toDate": { "$add": [{ "$toLong": "$$head.since" }, "$$head.ttl"] } },
+        doc! { "$slice": ["$$q", 1, MAX_WAITERS] },
+    );
     let freed = doc! { "$mergeObjects": ["$$ROOT", {
         "owner": Bson::Null,
         "ticket": Bson::Null,

@@ -103,23 +103,21 @@ async fn give_up(lock: &Lock, ticket: &str, ttl: Duration) {
 }
 
 fn is_handed(lock: &Lock, state: &LockState, ticket: &str) -> bool {
-    state.owner.as_deref() == Some(lock.owner()) && state.ticket.as_deref() == Some(ticket)
+    state.is_held_by_call(lock.owner(), ticket)
 }
 
 /// The call of a process that waits in the stored line for it (see
-/// `cohort`): if its acquire is dropped before it ends (cancelled), the
-/// next call waiting in the process leads.
+/// `cohort`): if it stops waiting without the lock (failed, or dropped:
+/// cancelled), the next call waiting in the process leads. Once it holds
+/// the lock, stepping down is a no-op.
 struct Leading {
     cohort: Arc<Cohort>,
     ticket: String,
-    done: bool,
 }
 
 impl Drop for Leading {
     fn drop(&mut self) {
-        if !self.done {
-            self.cohort.step_down(&self.ticket);
-        }
+        self.cohort.step_down(&self.ticket);
     }
 }
 
@@ -133,13 +131,16 @@ struct Queued {
 }
 
 impl Queued {
-    /// Stops waiting at the deadline: out of the queue, or, if its turn is
-    /// already on its way, the turn passed on.
+    /// Stops waiting: out of the queue; the turn already on its way, if it
+    /// was no longer there (to be passed on).
+    fn leave(&mut self) -> Option<tokio::sync::oneshot::Receiver<Turn>> {
+        let turn = self.turn.take()?;
+        (!self.cohort.leave(&self.ticket)).then_some(turn)
+    }
+
+    /// Stops waiting at the deadline, passing on a turn on its way.
     async fn give_up(&mut self) {
-        let Some(turn) = self.turn.take() else { return };
-        if self.cohort.leave(&self.ticket) {
-            return;
-        }
+        let Some(turn) = self.leave() else { return };
         if let Ok(turn) = turn.await {
             decline(turn, &self.cohort, &self.ticket).await;
         }
@@ -148,10 +149,7 @@ impl Queued {
 
 impl Drop for Queued {
     fn drop(&mut self) {
-        let Some(turn) = self.turn.take() else { return };
-        if self.cohort.leave(&self.ticket) {
-            return;
-        }
+        let Some(turn) = self.leave() else { return };
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
@@ -194,17 +192,21 @@ impl Lock {
         let deadline = Instant::now() + options.wait;
         let ticket = random::random_token();
         let cohort = self.cohort();
-        match cohort.join(self, &ticket, ttl) {
-            Joined::Lead => self.lead(cohort, ticket, ttl, options, deadline).await,
-            Joined::Reenter => self.wait_in_line(ticket, ttl, options, deadline).await,
+        let turn = match cohort.join(self, &ticket, ttl) {
+            Joined::Now(turn) => turn,
             Joined::Queued(turn) => {
                 let queued = Queued {
-                    cohort,
-                    ticket,
+                    cohort: cohort.clone(),
+                    ticket: ticket.clone(),
                     turn: Some(turn),
                 };
-                self.wait_in_process(queued, ttl, options, deadline).await
+                self.wait_in_process(queued, options, deadline).await?
             }
+        };
+        match turn {
+            Turn::Passed(lease) => Ok(*lease),
+            Turn::Lead => self.lead(cohort, ticket, ttl, options, deadline).await,
+            Turn::Reenter => self.wait_in_line(ticket, ttl, options, deadline).await,
         }
     }
 
@@ -218,30 +220,26 @@ impl Lock {
         options: &WaitOptions,
         deadline: Instant,
     ) -> Result<Lease, LockError> {
-        let mut leading = Leading {
+        let leading = Leading {
             cohort,
             ticket: ticket.clone(),
-            done: false,
         };
         let result = self.wait_in_line(ticket, ttl, options, deadline).await;
-        leading.done = true;
-        match &result {
-            Ok(lease) => leading.cohort.holds(&leading.ticket, lease),
-            Err(_) => leading.cohort.step_down(&leading.ticket),
+        if let Ok(lease) = &result {
+            leading.cohort.holds(&leading.ticket, lease);
         }
         result
     }
 
-    /// Waits in the process until the lock is passed to this call, it is
-    /// to lead, or re-enter; checks every refresh that the holder still
+    /// Waits in the process for this call's turn (the lock passed to it,
+    /// to lead, or to re-enter); checks every refresh that the holder still
     /// proves its lease.
     async fn wait_in_process(
         &self,
         mut queued: Queued,
-        ttl: Duration,
         options: &WaitOptions,
         deadline: Instant,
-    ) -> Result<Lease, LockError> {
+    ) -> Result<Turn, LockError> {
         let refresh = options.refresh.max(Duration::from_millis(100));
         let turn = loop {
             let Some(turn) = queued.turn.as_mut() else {
@@ -265,17 +263,9 @@ impl Lock {
                 }
             }
         };
-        let ticket = queued.ticket.clone();
-        match turn {
-            Ok(Turn::Passed(lease)) => Ok(*lease),
-            Ok(Turn::Lead) => {
-                self.lead(queued.cohort.clone(), ticket, ttl, options, deadline)
-                    .await
-            }
-            // Re-entry; or the cohort is gone (cannot happen while a handle
-            // holds it): the stored line decides.
-            Ok(Turn::Reenter) | Err(_) => self.wait_in_line(ticket, ttl, options, deadline).await,
-        }
+        // The cohort gone without a word (cannot happen while a handle
+        // holds it): the stored line decides, as for a re-entry.
+        Ok(turn.unwrap_or(Turn::Reenter))
     }
 
     /// Waits in the stored line (see the module docs).
