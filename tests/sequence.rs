@@ -460,6 +460,24 @@ async fn a_counter_changed_after_a_take_is_judged_again() {
         let corrupt = harness::replace_counter(&database, &id, fields).await;
         assert_refused_as_it_is(&database, &counter, &corrupt, reason).await;
     }
+    // Only the value of `prefixes` tells this one from the shape learnt:
+    // the same prefix, and still one string in `prefixes`.
+    collection
+        .insert_one(
+            doc! { "_id": "changed_owner", "val": 0_i64, "maxval": 9_i64,
+            "prefix": "A-", "prefixes": ["A-"] },
+        )
+        .await
+        .unwrap();
+    let counter = CyclicCounter::new(&database, name("changed_owner"));
+    for _ in 0..2 {
+        counter.next(SystemClock.now_micros()).await.unwrap();
+    }
+    let fields =
+        doc! { "val": 2_i64, "ts": 1_i64, "maxval": 9_i64, "prefix": "A-", "prefixes": ["B-"] };
+    let corrupt = harness::replace_counter(&database, "changed_owner", fields).await;
+    let reason = "prefix \"A-\" is not one of its prefixes [\"B-\"]";
+    assert_refused_as_it_is(&database, &counter, &corrupt, reason).await;
     // Well formed, changed by hand: maxval lowered below val (the next
     // value wraps), then another prefix and an int32 maxval.
     let counter = CyclicCounter::new(&database, name("changed_ok"));

@@ -21,7 +21,7 @@
 //! auto-increment kinds): its fixed fields passed them already, and a
 //! non-negative long passes every moving field's. So the short guard never
 //! lets a malformed counter be modified, which the full guard promises, in
-//! about half as many operators and field paths (28 for a cyclic counter
+//! about half as many operators and field paths (26 for a cyclic counter
 //! with one prefix).
 //!
 //! A document that fails (someone changed the counter meanwhile) is left
@@ -184,8 +184,14 @@ fn expression(fixed: &[(&'static str, Option<Bson>)], moving: &[&str]) -> Docume
     let mut element_types = Vec::new();
     for (field, value) in fixed {
         let path = format!("${field}");
-        read.push(Bson::Document(doc! { "$type": &path }));
-        expected.push(Bson::String(type_name(value.as_ref()).to_string()));
+        // An array equals only an array: its value says its type. Any
+        // other value needs its type said too (an int equals a long of the
+        // same value, a symbol the string it spells, and missing and null
+        // both read as null here).
+        if !matches!(value, Some(Bson::Array(_))) {
+            read.push(Bson::Document(doc! { "$type": &path }));
+            expected.push(Bson::String(type_name(value.as_ref()).to_string()));
+        }
         match value {
             None | Some(Bson::Null) => {}
             Some(value) => {
@@ -232,7 +238,8 @@ fn comparable(value: &Bson) -> bool {
     }
 }
 
-/// The name `$type` gives a value of a comparable type (`None`: missing).
+/// The name `$type` gives a value of a comparable type other than an array
+/// (`None`: missing).
 fn type_name(value: Option<&Bson>) -> &'static str {
     match value {
         None => "missing",
@@ -241,8 +248,9 @@ fn type_name(value: Option<&Bson>) -> &'static str {
         Some(Bson::Int32(_)) => "int",
         Some(Bson::Int64(_)) => "long",
         Some(Bson::Double(_)) => "double",
-        Some(Bson::Array(_)) => "array",
-        Some(_) => unreachable!("KnownShape::of keeps only comparable types"),
+        Some(_) => unreachable!(
+            "KnownShape::of keeps only comparable types; an array's value says its type"
+        ),
     }
 }
 
@@ -319,12 +327,12 @@ mod tests {
                 [
                     { "$type": "$kind" }, "$kind",
                     { "$type": "$prefix" },
-                    { "$type": "$prefixes" }, "$prefixes",
+                    "$prefixes",
                     { "$type": "$maxval" }, "$maxval",
                     { "$type": "$val" }, { "$type": "$ts" },
                 ],
                 { "$literal": [
-                    "string", "cyclic", "missing", "array", ["A-", ""], "long", 99_i64,
+                    "string", "cyclic", "missing", ["A-", ""], "long", 99_i64,
                     "long", "long",
                 ]},
             ]},

@@ -286,7 +286,6 @@ pub(crate) fn take_filter(name: &CounterName, count: u64) -> Document {
     doc! { "_id": name.as_str(), "seq": { "$lte": MAX_VALUE.saturating_sub(count) as i64 } }
 }
 
-/// The update that reserves `count` values (see the module docs).
 /// The update that takes `count` values of a counter known to have `shape`:
 /// `seq` is a long whenever the short guard holds, and the filter leaves
 /// room for `count`, so no conversion is needed.
@@ -298,6 +297,7 @@ fn short_pipeline(shape: &KnownShape, count: u64) -> Vec<Document> {
     ]}}]
 }
 
+/// The update that reserves `count` values (see the module docs).
 pub(crate) fn advance_pipeline(count: u64) -> Vec<Document> {
     let count = count as i64;
     vec![doc! { "$replaceWith": {
