@@ -316,13 +316,7 @@ impl Cohort {
     pub fn pass_failed(&self, heir: Waiter) {
         let mut state = self.state();
         state.passes = 0;
-        let ticket = heir.ticket.clone();
-        if heir.turn.send(Turn::Lead).is_ok() {
-            state.leader = Some(Leader {
-                ticket,
-                holding: None,
-            });
-        } else {
+        if !lead(&mut state, heir) {
             promote(&mut state);
         }
     }
@@ -377,13 +371,22 @@ impl Cohort {
 fn promote(state: &mut State) {
     state.leader = None;
     while let Some(waiter) = state.queue.pop_front() {
-        let ticket = waiter.ticket.clone();
-        if waiter.turn.send(Turn::Lead).is_ok() {
-            state.leader = Some(Leader {
-                ticket,
-                holding: None,
-            });
+        if lead(state, waiter) {
             return;
         }
     }
+}
+
+/// Tells `waiter` it leads and makes it the leader; false (nothing
+/// changed) when it no longer waits.
+fn lead(state: &mut State, waiter: Waiter) -> bool {
+    let ticket = waiter.ticket.clone();
+    let told = waiter.turn.send(Turn::Lead).is_ok();
+    if told {
+        state.leader = Some(Leader {
+            ticket,
+            holding: None,
+        });
+    }
+    told
 }

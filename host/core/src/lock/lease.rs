@@ -349,7 +349,7 @@ impl Lease {
     /// clock (nothing is changed then).
     pub async fn release(mut self) -> Result<i64, LockError> {
         self.released = true;
-        let lock = self.lock.clone();
+        let lock = &self.lock;
         let cohort = lock.cohort();
         let heir = cohort.release_begins(&lock.owner, self.token);
         let result = lock

@@ -95,15 +95,11 @@ async fn give_up(lock: &Lock, ticket: &str, ttl: Duration) {
         return;
     }
     if let Ok(Some(state)) = lock.status().await {
-        if is_handed(lock, &state, ticket) {
+        if state.is_held_by_call(lock.owner(), ticket) {
             let lease = lock.lease(&state, ttl, std::time::Instant::now());
             let _ = lease.release().await;
         }
     }
-}
-
-fn is_handed(lock: &Lock, state: &LockState, ticket: &str) -> bool {
-    state.is_held_by_call(lock.owner(), ticket)
 }
 
 /// The call of a process that waits in the stored line for it (see
@@ -141,9 +137,7 @@ impl Queued {
     /// Stops waiting at the deadline, passing on a turn on its way.
     async fn give_up(&mut self) {
         let Some(turn) = self.leave() else { return };
-        if let Ok(turn) = turn.await {
-            decline(turn, &self.cohort, &self.ticket).await;
-        }
+        decline(turn, &self.cohort, &self.ticket).await;
     }
 }
 
@@ -154,16 +148,13 @@ impl Drop for Queued {
             return;
         };
         let (cohort, ticket) = (self.cohort.clone(), self.ticket.clone());
-        runtime.spawn(async move {
-            if let Ok(turn) = turn.await {
-                decline(turn, &cohort, &ticket).await;
-            }
-        });
+        runtime.spawn(async move { decline(turn, &cohort, &ticket).await });
     }
 }
 
-/// Passes on a turn that came to a call that no longer waits.
-async fn decline(turn: Turn, cohort: &Cohort, ticket: &str) {
+/// Passes on the turn on its way to a call that no longer waits.
+async fn decline(turn: tokio::sync::oneshot::Receiver<Turn>, cohort: &Cohort, ticket: &str) {
+    let Ok(turn) = turn.await else { return };
     match turn {
         Turn::Passed(lease) => {
             let _ = lease.release().await;
@@ -332,7 +323,7 @@ impl Lock {
                                 return self.handed_over(&state, ttl, refreshed).await;
                             }
                             Seen::Claim => match self.status().await? {
-                                Some(state) if is_handed(self, &state, &ticket) => {
+                                Some(state) if state.is_held_by_call(self.owner(), &ticket) => {
                                     in_line.done = true;
                                     return self.handed_over(&state, ttl, refreshed).await;
                                 }
@@ -364,7 +355,7 @@ impl Lock {
             let Ok(state) = LockState::from_document(self.name(), document) else {
                 return Seen::MyTurn;
             };
-            if is_handed(self, &state, ticket) {
+            if state.is_held_by_call(self.owner(), ticket) {
                 return Seen::HandedOver(state);
             }
             let first = document
