@@ -5,7 +5,7 @@
 #   secantusd-rs    the MongoDB wire-protocol test server (crates.io: secantus-mdb;
 #                   GPL, so it is only ever run as a separate process)
 #   mongosh         the MongoDB shell, for the stored-function tests (npm)
-#   faketime        runs a client with its clock an hour ahead, for the lock tests (apt)
+#   faketime        libfaketime moves the clocks of clients and servers in the clock tests (apt)
 #   javac, java     Java 17, to build and test the Java client of `idmint serve` (apt)
 #   wrk             HTTP load for the `idmint serve` benchmark (apt; scripts/bench-serve.sh)
 #   chromium        a real browser, headless, for the monitor page's test (apt)
@@ -76,7 +76,7 @@ ensure_faketime() {
   if command -v faketime >/dev/null 2>&1; then
     return
   fi
-  say "installing faketime (the lock tests run a client with a fast clock)"
+  say "installing faketime (the clock tests run clients and servers on libfaketime)"
   apt_install faketime
 }
 

@@ -293,6 +293,20 @@ pub fn libfaketime() -> PathBuf {
     found.expect("libfaketime.so.1 (Debian's faketime package; scripts/test.sh installs it)")
 }
 
+/// Runs `command` with its clock moved by libfaketime, `clock` in FAKETIME's
+/// own forms: an offset (`"+1h"`, `"-3600s"`) or a start that then ticks
+/// (`"@2026-01-01 00:00:00"`). Monotonic clocks keep real time.
+///
+/// Not through the `faketime` wrapper: it names a semaphore after its own
+/// PID and leaves it behind when killed, and a later wrapper given the same
+/// PID then fails with "sem_open: File exists" before running anything.
+pub fn fake_clock<'a>(command: &'a mut Command, clock: &str) -> &'a mut Command {
+    command
+        .env("LD_PRELOAD", libfaketime())
+        .env("FAKETIME", clock)
+        .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
+}
+
 /// How to start a server of one's own.
 #[derive(Debug, Clone, Default)]
 pub struct ServerConfig {

@@ -700,20 +700,15 @@ fn a_client_an_hour_ahead_cannot_take_a_live_lock() {
         &Lock::new(&database, name("job")),
         Duration::from_secs(60),
     ));
-    let idmint = harness::idmint(TEST);
-    let mut command = Command::new("faketime");
-    command
-        .args(["-f", "+1h", idmint.get_program().to_str().unwrap()])
-        .args([
-            "lock", "run", "job", "--wait", "0", "--", "sh", "-c", "date +%s",
-        ])
-        .envs(idmint.get_envs().filter_map(|(k, v)| Some((k, v?))))
-        .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+    let mut command = harness::idmint(TEST);
+    harness::fake_clock(&mut command, "+1h").args([
+        "lock", "run", "job", "--wait", "0", "--", "sh", "-c", "date +%s",
+    ]);
     let output = harness::run(&mut command);
     harness::assert_exit(&output, 75);
     assert!(harness::stderr(&output).contains("held by another owner"));
     // The fast clock is real: the same client runs commands an hour ahead.
-    let ahead = harness::run(Command::new("faketime").args(["-f", "+1h", "date", "+%s"]));
+    let ahead = harness::run(harness::fake_clock(&mut Command::new("date"), "+1h").arg("+%s"));
     let ahead: i64 = harness::stdout(&ahead).trim().parse().unwrap();
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -63,18 +63,23 @@ async fn two_counters_never_issue_one_id_even_under_a_frozen_clock() {
         "a refused request took a value"
     );
 
-    // The same frozen instant for both processes: 100 IDs each, none shared.
+    // Both processes on one frozen instant: 100 IDs each, none shared, and
+    // all 200 within a few microseconds of it (a wrapping sequence moves the
+    // time on by one), so prefix and sequence tell them apart.
     let mut seen = HashSet::new();
     for counter in ["c1", "c2"] {
-        let output = run(Command::new("faketime")
-            .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
-            .args(["2026-01-01 00:00:00", env!("CARGO_BIN_EXE_idmint")])
-            .args(["next", counter, "--count", "100"])
-            .env("MONGODB_URI", harness::uri())
-            .env("IDMINT_DB", harness::database_name(TEST)));
+        let output = run(
+            harness::fake_clock(&mut idmint(TEST), "2026-01-01 00:00:00")
+                .args(["next", counter, "--count", "100"]),
+        );
         assert_exit(&output, 0);
         for id in stdout(&output).lines() {
             assert!(seen.insert(id.to_string()), "{id} was issued twice");
+            let time = id.trim_start_matches("C2-");
+            assert!(
+                time.starts_with("202601010000000000"),
+                "{id} is not at the frozen instant"
+            );
         }
     }
     assert_eq!(seen.len(), 200);

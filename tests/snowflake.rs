@@ -3,7 +3,6 @@
 //! and the layout's lifetime.
 
 use std::collections::BTreeSet;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use idmint::parts::Layout;
@@ -231,16 +230,10 @@ async fn a_restart_with_the_clock_an_hour_back_repeats_nothing() {
         .map(|l| l.parse().unwrap())
         .collect();
     let faked = |extra: &[&str]| {
-        let mut command = Command::new("faketime");
-        command
-            .arg("-f")
-            .arg("-3600s")
-            .arg(env!("CARGO_BIN_EXE_idmint"))
+        let mut command = idmint(TEST);
+        harness::fake_clock(&mut command, "-3600s")
             .args(["seq", "ids", "--count", "1000"])
-            .args(extra)
-            .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
-            .env("MONGODB_URI", harness::uri())
-            .env("IDMINT_DB", harness::database_name(TEST));
+            .args(extra);
         run(&mut command)
     };
     // Refusing, it says why and issues nothing.
