@@ -280,9 +280,16 @@ fn start_shared_server() -> String {
         .expect("the test server did not start (see the panic above)")
 }
 
-/// The libfaketime library Debian's `faketime` package installs
+/// Loads libfaketime into `command`, its monotonic clocks (timers, sleeps,
+/// timeouts) left on real time; the caller's FAKETIME variables say what
+/// its wall clock reads. The library comes from Debian's `faketime` package
 /// (`scripts/test.sh` installs it).
-pub fn libfaketime() -> PathBuf {
+///
+/// Not through the package's `faketime` wrapper: it names a semaphore after
+/// its own PID and leaves it behind when killed, and a later wrapper given
+/// the same PID then fails with "sem_open: File exists" before running
+/// anything.
+fn with_libfaketime(command: &mut Command) -> &mut Command {
     let found = std::fs::read_dir("/usr/lib")
         .into_iter()
         .flatten()
@@ -290,21 +297,19 @@ pub fn libfaketime() -> PathBuf {
         .map(|entry| entry.path().join("faketime/libfaketime.so.1"))
         .chain([PathBuf::from("/usr/lib/faketime/libfaketime.so.1")])
         .find(|path| path.exists());
-    found.expect("libfaketime.so.1 (Debian's faketime package; scripts/test.sh installs it)")
+    let library =
+        found.expect("libfaketime.so.1 (Debian's faketime package; scripts/test.sh installs it)");
+    command
+        .env("LD_PRELOAD", library)
+        .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
 }
 
-/// Runs `command` with its clock moved by libfaketime, `clock` in FAKETIME's
-/// own forms: an offset (`"+1h"`, `"-3600s"`) or a start that then ticks
-/// (`"@2026-01-01 00:00:00"`). Monotonic clocks keep real time.
-///
-/// Not through the `faketime` wrapper: it names a semaphore after its own
-/// PID and leaves it behind when killed, and a later wrapper given the same
-/// PID then fails with "sem_open: File exists" before running anything.
+/// Runs `command` with its wall clock set by libfaketime, `clock` in
+/// FAKETIME's own forms: an offset (`"+1h"`, `"-3600s"`), a frozen instant
+/// (`"2026-01-01 00:00:00"`) or a start that then ticks
+/// (`"@2026-01-01 00:00:00"`).
 pub fn fake_clock<'a>(command: &'a mut Command, clock: &str) -> &'a mut Command {
-    command
-        .env("LD_PRELOAD", libfaketime())
-        .env("FAKETIME", clock)
-        .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
+    with_libfaketime(command).env("FAKETIME", clock)
 }
 
 /// How to start a server of one's own.
@@ -429,13 +434,10 @@ impl OwnedServer {
             command.arg("--auth");
         }
         if let Some(file) = &self.config.fake_time {
-            command
-                .env("LD_PRELOAD", libfaketime())
+            with_libfaketime(&mut command)
                 .env("FAKETIME_TIMESTAMP_FILE", file)
                 // Read the file at every call, so that a test steps the clock.
-                .env("FAKETIME_NO_CACHE", "1")
-                // Timers, sleeps and the server's own timeouts keep real time.
-                .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+                .env("FAKETIME_NO_CACHE", "1");
         }
         // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
         unsafe {
