@@ -85,9 +85,9 @@ async fn two_counters_never_issue_one_id_even_under_a_frozen_clock() {
     assert_eq!(seen.len(), 200);
 }
 
-/// `counter prefix add` under the unique index: a prefix another counter
-/// owns is refused and nothing changes; a free one is owned; `remove` gives
-/// it up, and another counter may then take it.
+/// `counter prefix add`: a prefix another counter owns is refused and
+/// nothing changes; a free one is owned; `remove` gives it up (and what
+/// becomes of it then is `a_prefix_that_formatted_ids_is_never_owned_again`'s).
 #[tokio::test]
 async fn prefixes_are_added_and_removed_under_the_unique_index() {
     const TEST: &str = "prefixes_add_remove";
@@ -114,20 +114,24 @@ async fn prefixes_are_added_and_removed_under_the_unique_index() {
         "a refused add changed a counter"
     );
 
+    let added = run(idmint(TEST).args(["counter", "prefix", "add", "a", "Y-"]));
+    assert_exit(&added, 0);
+    assert!(
+        stdout(&added).contains("prefix: A- (it also owns Y-)"),
+        "{}",
+        stdout(&added)
+    );
+    let ids = run(idmint(TEST).args(["next", "a", "--prefix", "Y-", "--count", "2"]));
+    assert_exit(&ids, 0);
+    let ids = stdout(&ids);
+    assert_eq!(ids.lines().count(), 2, "{ids}");
+    assert!(ids.lines().all(|id| id.starts_with("Y-")), "{ids}");
     assert_exit(
         &run(idmint(TEST).args(["counter", "prefix", "remove", "b", "X-"])),
         0,
     );
-    let added = run(idmint(TEST).args(["counter", "prefix", "add", "a", "X-"]));
-    assert_exit(&added, 0);
-    assert!(
-        stdout(&added).contains("prefix: A- (it also owns X-)"),
-        "{}",
-        stdout(&added)
-    );
-    let ids = run(idmint(TEST).args(["next", "a", "--prefix", "X-", "--count", "2"]));
-    assert_exit(&ids, 0);
-    assert!(stdout(&ids).lines().all(|id| id.starts_with("X-")));
+    let gone = run(idmint(TEST).args(["next", "b", "--prefix", "X-"]));
+    assert_exit(&gone, 2);
     // A counter that owns none hands out raw values, and no IDs.
     assert_exit(
         &run(idmint(TEST).args(["counter", "create", "r", "--kind", "autoinc", "--raw"])),
@@ -228,4 +232,192 @@ async fn install_refuses_to_index_declared_collisions() {
         !indexes.iter().any(|name| name == "idmint_prefixes"),
         "{indexes:?}"
     );
+}
+
+async fn claims(test: &str) -> Vec<Document> {
+    let database = harness::database_handle(test).await;
+    harness::documents(&database, "prefixes").await
+}
+
+/// The issue's reproduction: a prefix given up by one counter, then asked
+/// for by another. Its history is kept, so neither a new counter, nor the
+/// one that gave it up, nor a new counter of the old one's name after it
+/// was deleted by hand, ever formats IDs with it again: each is refused
+/// with what happened to the prefix (never as contention, whatever the
+/// server's partial index kept), and nothing is written.
+#[tokio::test]
+async fn a_prefix_that_formatted_ids_is_never_owned_again() {
+    const TEST: &str = "prefixes_history";
+    let database = harness::database(TEST).await;
+    let decimal = ["--policy", "builtin:decimal"];
+    assert_exit(
+        &run(idmint(TEST).args([
+            "counter", "create", "a", "--kind", "autoinc", "--prefix", "INV-",
+        ])),
+        0,
+    );
+    let issued = run(idmint(TEST)
+        .args(["next", "a", "--count", "5"])
+        .args(decimal));
+    assert_exit(&issued, 0);
+    assert_eq!(stdout(&issued).lines().next(), Some("INV-000000001"));
+    assert_exit(
+        &run(idmint(TEST).args(["counter", "prefix", "remove", "a", "INV-"])),
+        0,
+    );
+
+    let before = (counters(TEST).await, claims(TEST).await);
+    for (args, says) in [
+        (
+            &[
+                "counter", "create", "b", "--kind", "autoinc", "--prefix", "INV-",
+            ][..],
+            "prefix \"INV-\" was given up by counter 'a'",
+        ),
+        (
+            &["counter", "prefix", "add", "a", "INV-"][..],
+            "prefix \"INV-\" was given up by counter 'a'",
+        ),
+    ] {
+        let refused = run(idmint(TEST).args(args).args(decimal));
+        assert_exit(&refused, 2);
+        let message = stderr(&refused);
+        assert!(message.contains(says), "{args:?}: {message}");
+        assert!(message.contains("choose a new prefix"), "{message}");
+        assert!(!message.contains("contended"), "{message}");
+        assert_eq!(
+            (counters(TEST).await, claims(TEST).await),
+            before,
+            "{args:?} was refused but wrote"
+        );
+    }
+
+    // A counter deleted by hand, and another of its name made again: the
+    // prefixes the first owned are not the second's.
+    assert_exit(
+        &run(idmint(TEST).args([
+            "counter", "create", "c", "--kind", "autoinc", "--prefix", "C-",
+        ])),
+        0,
+    );
+    assert_exit(&run(idmint(TEST).args(["next", "c"]).args(decimal)), 0);
+    database
+        .collection::<Document>("counters")
+        .delete_one(doc! { "_id": "c" })
+        .await
+        .unwrap();
+    let again = run(idmint(TEST)
+        .args([
+            "counter", "create", "c", "--kind", "autoinc", "--prefix", "C-",
+        ])
+        .args(decimal));
+    assert_exit(&again, 2);
+    assert!(
+        stderr(&again)
+            .contains("prefix \"C-\" was owned by an earlier counter 'c' that no longer exists"),
+        "{}",
+        stderr(&again)
+    );
+    assert!(
+        !counters(TEST)
+            .await
+            .iter()
+            .any(|counter| counter.get_str("_id") == Ok("c")),
+        "a refused create wrote its counter"
+    );
+}
+
+/// A create that stopped between claiming its prefix and writing its
+/// counter (the claim is there, the counter is not) is finished by the
+/// same create; the claim keeps every other counter from the prefix.
+#[tokio::test]
+async fn a_claim_left_half_way_is_the_claiming_counters_alone() {
+    const TEST: &str = "prefixes_half_claim";
+    let database = harness::database(TEST).await;
+    database
+        .collection::<Document>("prefixes")
+        .insert_one(doc! { "_id": "H-", "counter": "h", "state": "claimed" })
+        .await
+        .unwrap();
+    let other = run(idmint(TEST).args(["counter", "create", "o", "--prefix", "H-"]));
+    assert_exit(&other, 2);
+    assert!(
+        stderr(&other).contains("prefix \"H-\" is owned by counter 'h'"),
+        "{}",
+        stderr(&other)
+    );
+    assert_exit(
+        &run(idmint(TEST).args(["counter", "create", "h", "--prefix", "H-"])),
+        0,
+    );
+    let claim = claims(TEST).await;
+    assert_eq!(claim.len(), 1, "{claim:?}");
+    assert_eq!(
+        (claim[0].get_str("counter"), claim[0].get_str("state")),
+        (Ok("h"), Ok("owned"))
+    );
+}
+
+/// Nested prefixes (the issue's two pairs): under the decimal policy a
+/// periodic counter owning `X-` and an autoinc one owning `X-2026-` both
+/// made `X-2026-000000001`, as did `""` and `2026-`. The policy reads an
+/// ID's prefix back alone and refuses a prefix it would read back as a
+/// shorter one, and the host checks it before any value is taken, also for
+/// a counter another tool wrote.
+#[tokio::test]
+async fn nested_prefixes_never_make_one_id() {
+    const TEST: &str = "prefixes_nested";
+    let database = harness::database(TEST).await;
+    let decimal = ["--policy", "builtin:decimal"];
+    for (periodic, autoinc, long) in [("p", "q", "X-2026-"), ("p0", "q0", "2026-")] {
+        let short = long.trim_end_matches("2026-");
+        assert_exit(
+            &run(idmint(TEST)
+                .args([
+                    "counter", "create", periodic, "--kind", "periodic", "--prefix", short,
+                ])
+                .args(decimal)),
+            0,
+        );
+        let first = run(idmint(TEST).args(["next", periodic]).args(decimal));
+        assert_exit(&first, 0);
+        let refused = run(idmint(TEST)
+            .args([
+                "counter", "create", autoinc, "--kind", "autoinc", "--prefix", long,
+            ])
+            .args(decimal));
+        assert_exit(&refused, 2);
+        assert!(
+            stderr(&refused).contains(&format!(
+                "the prefix must not end with what reads as a period's label and its dash ('2026-'"
+            )),
+            "{}",
+            stderr(&refused)
+        );
+        assert!(!counters(TEST)
+            .await
+            .iter()
+            .any(|c| c.get_str("_id") == Ok(autoinc)));
+    }
+
+    // Made by another tool, with no policy to ask: refused before a value.
+    database
+        .collection::<Document>("counters")
+        .insert_one(doc! { "_id": "r", "kind": "autoinc", "seq": 0_i64, "prefix": "X-2026-", "prefixes": ["X-2026-"] })
+        .await
+        .unwrap();
+    let refused = run(idmint(TEST).args(["next", "r"]).args(decimal));
+    assert_exit(&refused, 2);
+    assert!(
+        stderr(&refused)
+            .contains("what reads as a period's label and its dash ('2026-' at byte 2)"),
+        "{}",
+        stderr(&refused)
+    );
+    let r = counters(TEST)
+        .await
+        .into_iter()
+        .find(|c| c.get_str("_id") == Ok("r"))
+        .unwrap();
+    assert_eq!(r.get_i64("seq"), Ok(0), "a refused next took a value");
 }

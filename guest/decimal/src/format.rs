@@ -13,7 +13,35 @@ pub const MIN_DIGITS: usize = 9;
 /// The most digits a value has.
 pub const MAX_DIGITS: usize = 16;
 
-/// Checks the prefix: the shared rules, and no digit at its end.
+/// Checks a prefix to format IDs with: [`check_prefix`]'s rules, and no
+/// period's label and dash at its end (`X-2026-`), which an ID read
+/// without its prefix reads as the period of a shorter prefix's ID: so
+/// that every ID reads back with the prefix it was made with, and two
+/// counters' prefixes (`X-` and `X-2026-`) never make the same ID.
+pub fn check_new_prefix(prefix: &str) -> Result<(), String> {
+    check_prefix(prefix)?;
+    let bytes = prefix.as_bytes();
+    if bytes.last() != Some(&b'-') {
+        return Ok(());
+    }
+    let dash = bytes.len() - 1;
+    for unit in [PeriodUnit::Day, PeriodUnit::Month, PeriodUnit::Year] {
+        let Some(start) = dash.checked_sub(unit.label_len()) else {
+            continue;
+        };
+        let starts_a_field = start == 0 || !bytes[start - 1].is_ascii_digit();
+        if starts_a_field && is_label_shaped(bytes, start, unit) {
+            return Err(format!(
+                "the prefix must not end with what reads as a period's label and its dash \
+                 ('{}' at byte {start}): its IDs would read back as a shorter prefix's",
+                &prefix[start..]
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Checks the prefix of an ID: the shared rules, and no digit at its end.
 pub fn check_prefix(prefix: &str) -> Result<(), String> {
     kit::check_prefix(prefix)?;
     match prefix.as_bytes().last() {
@@ -70,7 +98,7 @@ pub fn format_batch<I>(prefix: &str, values: I) -> Result<String, FormatFailure>
 where
     I: ExactSizeIterator<Item = (Option<Period>, u64)>,
 {
-    check_prefix(prefix).map_err(FormatFailure::BadPrefix)?;
+    check_new_prefix(prefix).map_err(FormatFailure::BadPrefix)?;
     // Sized for IDs without a period, the common case; a period's label
     // (at most 11 bytes with its dash) grows the buffer a few times.
     let mut out = Vec::with_capacity(values.len() * (prefix.len() + MIN_DIGITS + 1));
@@ -393,12 +421,35 @@ mod tests {
     }
 
     #[test]
+    fn refuses_a_prefix_that_ends_with_a_label_and_its_dash() {
+        for (prefix, label, at) in [
+            ("2026-", "2026-", 0),
+            ("X-2026-", "2026-", 2),
+            ("X-2026-11-", "2026-11-", 2),
+            ("X.2026-11-23-", "2026-11-23-", 2),
+        ] {
+            assert_eq!(
+                format_id(prefix, None, 1),
+                Err(FormatFailure::BadPrefix(format!(
+                    "the prefix must not end with what reads as a period's label and its dash \
+                     ('{label}' at byte {at}): its IDs would read back as a shorter prefix's"
+                ))),
+                "{prefix}"
+            );
+        }
+        // A label must start a field: after a digit it is not one.
+        assert_eq!(format_id("A12026-", None, 1).unwrap(), "A12026-000000001");
+        assert_eq!(format_id("X-26-", None, 1).unwrap(), "X-26-000000001");
+    }
+
+    #[test]
     fn only_an_expected_prefix_tells_a_label_in_the_prefix_from_a_period() {
-        let id = format_id("INV-2026-", None, 42).unwrap();
-        assert_eq!(id, "INV-2026-000000042");
-        assert_eq!(validate(&id, Some("INV-2026-")), Ok(plain(9, 42)));
+        // Such a prefix is refused now (above); IDs made with one before
+        // still read back with it.
+        let id = "INV-2026-000000042";
+        assert_eq!(validate(id, Some("INV-2026-")), Ok(plain(9, 42)));
         assert_eq!(
-            validate(&id, None),
+            validate(id, None),
             Ok(Read {
                 prefix_len: 4,
                 period: Some(period(PeriodUnit::Year, 2026, 1, 1)),

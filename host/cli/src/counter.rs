@@ -23,7 +23,7 @@ pub enum CounterCmd {
     /// Show a counter's kind and state.
     Show(ShowArgs),
     /// Add a prefix to the ones a counter owns, or remove one (a prefix is
-    /// owned by one counter at most, so that formatted IDs never collide).
+    /// owned by one counter, once, so that formatted IDs never collide).
     #[command(subcommand)]
     Prefix(PrefixCmd),
 }
@@ -31,13 +31,15 @@ pub enum CounterCmd {
 /// `idmint counter prefix add|remove NAME PREFIX`.
 #[derive(Debug, Subcommand)]
 pub enum PrefixCmd {
-    /// Make the counter own PREFIX too (refused if another counter owns it);
-    /// on a counter made before idmint declared owners, this declares them.
+    /// Make the counter own PREFIX too (refused if another counter owns it or
+    /// ever did, or the policy would not read it back out of the counter's
+    /// IDs); on a counter made before idmint declared owners, this declares
+    /// them.
     Add(PrefixArgs),
-    /// Make the counter give up PREFIX (its default becomes the next one it
-    /// owns). A running `idmint serve` or `next --stream` keeps using a prefix
-    /// it had prepared until it restarts: stop them before giving the prefix to
-    /// another counter.
+    /// Make the counter give up PREFIX for good (its default becomes the next
+    /// one it owns; no counter owns PREFIX again, this one included). A
+    /// running `idmint serve` stops serving it within 10 s; `next --stream`
+    /// keeps using it until it restarts.
     Remove(PrefixArgs),
 }
 
@@ -165,19 +167,18 @@ impl CounterCmd {
                     .settings(settings)
                     .prefixes(prefixes.clone());
                 // Refuse a bad setting before connecting, and so before writing.
-                spec.document(&name, idmint::SystemClock.now_micros() / 1000)
+                let document = spec
+                    .document(&name, idmint::SystemClock.now_micros() / 1000)
                     .map_err(idmint::Error::from)?;
-                // Refuse a prefix the policy would refuse, before writing anything.
+                // Refuse a prefix the policy would refuse, or would not read
+                // back out of this counter's IDs, before writing anything.
                 let non_empty: Vec<&String> = prefixes.iter().filter(|p| !p.is_empty()).collect();
                 if !non_empty.is_empty() {
                     let policy = args.policy.load()?;
-                    for prefix in non_empty {
-                        idmint::policy::check_prefix(
-                            &policy,
-                            prefix,
-                            idmint::SystemClock.now_micros(),
-                        )
+                    let state = CounterState::from_document(&name, &document)
                         .map_err(idmint::Error::from)?;
+                    for prefix in non_empty {
+                        check_policy_prefix(&policy, &state, prefix)?;
                     }
                 }
                 let database = args.connect.connect().await?;
@@ -202,16 +203,18 @@ impl CounterCmd {
             }
             CounterCmd::Prefix(PrefixCmd::Add(args)) => {
                 let name = CounterName::new(&args.name).map_err(idmint::Error::from)?;
-                if !args.prefix.is_empty() {
-                    let policy = args.policy.load()?;
-                    idmint::policy::check_prefix(
-                        &policy,
-                        &args.prefix,
-                        idmint::SystemClock.now_micros(),
-                    )
-                    .map_err(idmint::Error::from)?;
-                }
+                let policy = if args.prefix.is_empty() {
+                    None
+                } else {
+                    Some(args.policy.load()?)
+                };
                 let database = args.connect.connect().await?;
+                if let Some(policy) = &policy {
+                    let state = sequence::state(&database, &name)
+                        .await
+                        .map_err(idmint::Error::from)?;
+                    check_policy_prefix(policy, &state, &args.prefix)?;
+                }
                 let state = sequence::prefixes::add(&database, &name, &args.prefix)
                     .await
                     .map_err(idmint::Error::from)?;
@@ -227,6 +230,20 @@ impl CounterCmd {
             }
         }
     }
+}
+
+/// Fails unless `policy` accepts `prefix` and reads it back alone out of
+/// the IDs it formats for `state` (so that no other counter's prefix can
+/// make the same IDs).
+fn check_policy_prefix(
+    policy: &idmint::policy::Policy,
+    state: &CounterState,
+    prefix: &str,
+) -> anyhow::Result<()> {
+    idmint::policy::check_prefix(policy, prefix, idmint::SystemClock.now_micros())
+        .and_then(|()| idmint::policy::check_prefix_reads_back(policy, state, prefix))
+        .map_err(idmint::Error::from)?;
+    Ok(())
 }
 
 fn print_state(output: &Output, state: &CounterState, verb: &str) -> anyhow::Result<Outcome> {

@@ -14,8 +14,8 @@ use mongodb::bson::{doc, Document};
 use super::items::MANIFEST_COLLECTION;
 use crate::lock::LOCKS_COLLECTION;
 use crate::policy::POLICIES_COLLECTION;
-use crate::sequence::COUNTERS_COLLECTION;
 use crate::sequence::WORKERS_COLLECTION;
+use crate::sequence::{COUNTERS_COLLECTION, PREFIXES_COLLECTION};
 use crate::tokens::TOKENS_COLLECTION;
 
 /// The application role's name.
@@ -76,6 +76,14 @@ pub fn role_specs(database: &str) -> Vec<RoleSpec> {
                         "listIndexes",
                         "dropIndex",
                     ],
+                ),
+                // The history of prefixes: claimed by counter create and
+                // prefix add, retired by prefix remove, a failed create's
+                // claim taken back.
+                privilege(
+                    database,
+                    PREFIXES_COLLECTION,
+                    &["find", "insert", "update", "remove"],
                 ),
                 privilege(
                     database,

@@ -4,7 +4,9 @@
 //! consumed: the counter exists and is well formed, it owns the prefix and
 //! no other counter does ([`prefixes::check_use`]), the policy can serve it
 //! ([`check_fit`]: capacity, and the time or the period for counters whose
-//! values repeat), and the prefix is one the policy accepts. Only then does
+//! values repeat), and the prefix is one the policy accepts and reads back
+//! alone out of the counter's IDs (so no other counter's prefix can make
+//! the same ID: [`check_prefix_reads_back`]). Only then does
 //! [`Minter::next_ids`] take values, so bad input never burns any.
 //!
 //! A long-running process serves through a [`LiveMinter`] (`live.rs`): the
@@ -15,7 +17,7 @@ mod live;
 
 use std::sync::Arc;
 
-use crate::policy::{check_fit, check_prefix, writes, Policy, Stamp};
+use crate::policy::{check_fit, check_prefix, check_prefix_reads_back, writes, Policy, Stamp};
 use crate::sequence::{prefixes, Clock, CounterState, GiveBack, Sequence, MAX_BLOCK};
 use crate::Error;
 
@@ -70,6 +72,7 @@ impl Minter {
     ) -> Result<Self, Error> {
         check_prefix(&policy, &prefix, clock.now_micros())?;
         check_fit(&policy, &state, writes(&policy, &prefix)?)?;
+        check_prefix_reads_back(&policy, &state, &prefix)?;
         Ok(Self {
             sequence,
             state,

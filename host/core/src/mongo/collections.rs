@@ -2,6 +2,8 @@
 
 /// Counter documents, one per counter (the seed's name).
 pub const COUNTERS: &str = "counters";
+/// The history of prefixes: who owns or owned each one (`sequence/claims.rs`).
+pub const PREFIXES: &str = "prefixes";
 /// Lock documents, one per lock name.
 pub const LOCKS: &str = "locks";
 /// Snowflake worker leases, one per counter and worker id.

@@ -11,7 +11,7 @@
 
 use super::error::PolicyError;
 use super::runtime::Policy;
-use crate::parts::IdParts;
+use crate::parts::{IdParts, SnowflakeParts, Stamp};
 use crate::parts::{Period, PeriodUnit};
 use crate::sequence::{CounterKind, CounterState, Repeats};
 
@@ -71,6 +71,28 @@ pub enum FitError {
         /// The counter's name.
         counter: String,
     },
+    /// The policy does not read the prefix back alone out of an ID it
+    /// formats for the counter: another counter's prefix could then make
+    /// the same ID.
+    #[error(
+        "policy '{policy}' formats {id:?} for {} with prefix {prefix:?}, but reads it back {}: \
+         another counter's IDs could be the same; choose a prefix that does not end with what \
+         the policy writes after one (digits, a period's label and its dash)",
+        named(counter),
+        match read { Some(read) => format!("with prefix {read:?}"), None => "as invalid".to_string() }
+    )]
+    PrefixNotReadBack {
+        /// The policy's name.
+        policy: String,
+        /// The counter's name.
+        counter: String,
+        /// The prefix.
+        prefix: String,
+        /// The ID the policy formatted.
+        id: String,
+        /// The prefix the policy read back, if it read the ID at all.
+        read: Option<String>,
+    },
 }
 
 /// "autoinc counter 'invoices'", or "an autoinc counter" for a counter with
@@ -103,7 +125,8 @@ impl FitError {
         match self {
             FitError::Capacity { counter, .. }
             | FitError::NeedsTime { counter, .. }
-            | FitError::NeedsPeriod { counter, .. } => counter,
+            | FitError::NeedsPeriod { counter, .. }
+            | FitError::PrefixNotReadBack { counter, .. } => counter,
         }
     }
 }
@@ -217,4 +240,100 @@ pub fn check_prefix(policy: &Policy, prefix: &str, now_micros: u64) -> Result<()
             period: None,
         })
         .map(drop)
+}
+
+/// Fails unless `policy` reads `prefix` back, alone, out of every ID it
+/// formats for `counter` with it: the rule that keeps two counters' IDs
+/// apart whatever their prefixes (nested ones included, `X-` and
+/// `X-2026-`) and kinds.
+///
+/// Reading an ID without being told its prefix, a policy decides where the
+/// prefix ends from the ID alone. So if two counters, owning different
+/// prefixes, ever made the same ID with one policy, that ID would read back
+/// with one prefix, which is not the prefix of one of them: the ID of that
+/// one fails this check. It is checked on samples of every shape the
+/// counter's IDs take (short and long values, each period's label, the
+/// extremes of a snowflake ID), as a policy's grammar reads the shape, not
+/// the value. Nothing is consumed or written.
+pub fn check_prefix_reads_back(
+    policy: &Policy,
+    counter: &CounterState,
+    prefix: &str,
+) -> Result<(), PolicyError> {
+    let layout = counter.snowflake_layout();
+    let stamps = probe_stamps(counter);
+    // One call for the batch; a policy that refuses one of the shapes
+    // (another check's to report) is asked shape by shape.
+    let ids: Vec<String> = match policy.format_batch(prefix, &stamps) {
+        Ok(ids) => ids,
+        Err(PolicyError::Format(_)) => stamps
+            .iter()
+            .filter_map(|stamp| policy.format(&stamp.with_prefix(prefix)).ok())
+            .collect(),
+        Err(error) => return Err(error),
+    };
+    let answers = policy.validate_many(&ids, None, layout)?;
+    for (id, answer) in ids.into_iter().zip(answers) {
+        let read = match answer {
+            Ok(parts) if parts.prefix == prefix => continue,
+            Ok(parts) => Some(parts.prefix),
+            Err(_) => None,
+        };
+        return Err(FitError::PrefixNotReadBack {
+            policy: policy.info().name.clone(),
+            counter: counter.name.clone(),
+            prefix: prefix.to_string(),
+            id,
+            read,
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// One stamp of every shape `counter`'s IDs take: the smallest and largest
+/// values, the last value short enough to be padded and the first that is
+/// not (a decimal number's two shapes), in each kind of period for a
+/// periodic counter; a snowflake counter's first and last IDs.
+pub(crate) fn probe_stamps(counter: &CounterState) -> Vec<Stamp> {
+    if let Some(layout) = counter.snowflake_layout() {
+        let first = layout.compose(SnowflakeParts {
+            time: 1,
+            worker: 0,
+            seq: 0,
+        });
+        let last = layout.compose(SnowflakeParts {
+            time: layout.max_time(),
+            worker: layout.max_worker(),
+            seq: layout.max_seq(),
+        });
+        return [first, last]
+            .into_iter()
+            .filter_map(|id| Stamp::snowflake(id, layout))
+            .collect();
+    }
+    let shape = counter.shape();
+    let mut values = vec![0, 1, 9, 10, 999_999_999, 1_000_000_000, shape.largest_value];
+    values.retain(|value| *value <= shape.largest_value);
+    values.dedup();
+    let plain = values
+        .into_iter()
+        .map(|value| Stamp::new(PROBE_MICROS, value));
+    if shape.repeats != Repeats::EachPeriod {
+        return plain.collect();
+    }
+    let periods = [
+        (PeriodUnit::Year, 1, 1),
+        (PeriodUnit::Month, 11, 1),
+        (PeriodUnit::Day, 11, 23),
+    ]
+    .map(|(unit, month, day)| Period {
+        unit,
+        year: 2026,
+        month,
+        day,
+    });
+    plain
+        .flat_map(|stamp| periods.map(|period| stamp.in_period(period)))
+        .collect()
 }

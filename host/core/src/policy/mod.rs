@@ -65,7 +65,10 @@ mod tests;
 pub use crate::parts::{IdParts, Stamp};
 pub use activation::{ActivationOptions, ActivationReport};
 pub use error::PolicyError;
-pub use fit::{check_fit, check_prefix, writes, writes_period, writes_time, FitError, Writes};
+pub use fit::{
+    check_fit, check_prefix, check_prefix_reads_back, writes, writes_period, writes_time, FitError,
+    Writes,
+};
 pub use follower::{FirstPolicy, FollowOptions, PolicyEvents, PolicyFollower};
 pub use live::LivePolicy;
 pub use runtime::{Policy, PolicyRuntime, MAX_CONCURRENT_CALLS};

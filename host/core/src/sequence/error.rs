@@ -135,6 +135,37 @@ pub enum SequenceError {
         /// The counter that owns it.
         owner: String,
     },
+    /// The prefix has formatted IDs for a counter before (`released`: that
+    /// counter gave it up; otherwise that counter no longer exists), so it
+    /// is never owned again; nothing was written.
+    #[error(
+        "prefix {prefix:?} {}: IDs formatted with it may exist, and a new owner would format \
+         them again, so a prefix is never owned twice; choose a new prefix",
+        retired_how(counter, *released)
+    )]
+    PrefixRetired {
+        /// The prefix.
+        prefix: String,
+        /// The counter that owned it last.
+        counter: String,
+        /// Whether that counter gave it up (else it was deleted).
+        released: bool,
+    },
+    /// The server's unique index on the counters' prefixes refused a
+    /// prefix that no counter owns now (an index entry left behind by a
+    /// document that no longer holds it); nothing was written.
+    #[error(
+        "the server's unique index on counters.prefixes refused counter '{name}' one of the \
+         prefixes {prefixes:?}, which no counter owns now: the index holds an entry for a \
+         document that no longer has it; rebuild the index (db.counters.dropIndex(\"idmint_prefixes\"), \
+         then idmint install); nothing was written"
+    )]
+    PrefixIndexStale {
+        /// The counter.
+        name: CounterName,
+        /// The prefixes it asked for.
+        prefixes: Vec<String>,
+    },
     /// More than one counter owns the prefix (documents made before idmint
     /// declared owners): no ID is formatted with it until that is resolved.
     #[error(
@@ -338,6 +369,8 @@ impl SequenceError {
             | Self::WorkerOutsideLayout { .. }
             | Self::PrefixNotOwned { .. }
             | Self::PrefixTaken { .. }
+            | Self::PrefixRetired { .. }
+            | Self::PrefixIndexStale { .. }
             | Self::PrefixShared { .. } => ErrorClass::Conflict,
             Self::Exhausted { .. } => ErrorClass::Exhausted,
             Self::NoWorkerFree { .. }
@@ -351,6 +384,15 @@ impl SequenceError {
                 crate::error::class::database_class(source)
             }
         }
+    }
+}
+
+/// How a retired prefix left its counter, for [`SequenceError::PrefixRetired`].
+fn retired_how(counter: &str, released: bool) -> String {
+    if released {
+        format!("was given up by counter '{counter}'")
+    } else {
+        format!("was owned by an earlier counter '{counter}' that no longer exists")
     }
 }
 

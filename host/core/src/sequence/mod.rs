@@ -29,6 +29,7 @@
 //! All writes that hand out values use write concern majority with journal.
 
 mod advance;
+mod claims;
 mod clock;
 mod document;
 mod error;
@@ -71,6 +72,7 @@ pub(crate) use registry::read_state;
 
 /// The collection that holds counter documents (the seed's name).
 pub use crate::mongo::collections::COUNTERS as COUNTERS_COLLECTION;
+pub use claims::PREFIXES_COLLECTION;
 
 /// The counters collection of `database`.
 fn counters(database: &Database) -> mongodb::Collection<Document> {

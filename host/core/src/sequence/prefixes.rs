@@ -24,6 +24,7 @@ use mongodb::options::IndexOptions;
 use mongodb::{Collection, Database, IndexModel};
 use serde::Serialize;
 
+use super::claims::{self, Claimant};
 use super::document::read_prefixes;
 use super::registry::{check_prefixes, read_state, MAX_PREFIXES};
 use super::{CounterName, CounterState, SequenceError, COUNTERS_COLLECTION};
@@ -209,10 +210,13 @@ async fn prefix_taken(
             Err(error) => return error,
         }
     }
-    // Another writer removed it in between: say what was seen.
-    SequenceError::Contended {
+    // No counter owns any of them, yet the index refused one: it holds an
+    // entry that no document has (a server that keeps the entry of a
+    // document that left the index's partial filter). Never contention:
+    // trying again would meet the same entry.
+    SequenceError::PrefixIndexStale {
         name: name.clone(),
-        attempts: 1,
+        prefixes: prefixes.to_vec(),
     }
 }
 
@@ -241,7 +245,29 @@ pub async fn add(
         )));
     }
     check_prefixes(&prefixes)?;
-    rewrite(&collection, name, &state, prefixes).await
+    // An older document's undeclared prefixes are its already: declaring
+    // them records them (another counter may own one undeclared too, which
+    // `status` reports); the new prefix is claimed.
+    if !state.prefixes_declared {
+        for owned in &state.prefixes {
+            claims::record_owner(database, name, owned).await?;
+        }
+    }
+    let new: Vec<String> = Some(prefix.to_string())
+        .filter(|prefix| !state.owns(prefix))
+        .into_iter()
+        .collect();
+    let claimed = claims::claim(database, name, &new, Claimant::Existing).await?;
+    match rewrite(&collection, name, &state, prefixes).await {
+        Ok(after) => {
+            claims::confirm(database, name, &new).await?;
+            Ok(after)
+        }
+        Err(error) => {
+            claims::abandon(database, name, &claimed).await;
+            Err(error)
+        }
+    }
 }
 
 /// Makes counter `name` give up `prefix` (declaring its prefixes if the
@@ -267,7 +293,13 @@ pub async fn remove(
         .filter(|owned| *owned != prefix)
         .cloned()
         .collect();
-    rewrite(&collection, name, &state, prefixes).await
+    // The history names the owner before the document stops naming it, and
+    // retires the prefix only after: whatever a crash interrupts, no other
+    // counter can claim it in between.
+    claims::record_owner(database, name, prefix).await?;
+    let after = rewrite(&collection, name, &state, prefixes).await?;
+    claims::release(database, name, prefix).await?;
+    Ok(after)
 }
 
 /// Replaces the prefixes of counter `name`, read as `before`, with `prefixes`

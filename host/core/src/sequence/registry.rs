@@ -19,6 +19,7 @@ use mongodb::bson::{doc, Bson, Document};
 use mongodb::{Collection, Database};
 use serde::Serialize;
 
+use super::claims::{self, Claimant};
 use super::document::{read_kind, read_prefixes, DEFAULT_KIND};
 use super::kind::{
     check_block, CommandOptions, Fact, GiveBack, Handle, Headroom, Held, Kind, Setting, ValueShape,
@@ -619,16 +620,50 @@ pub(crate) async fn create_in(
 ) -> Result<CounterState, SequenceError> {
     let now_ms = super::SystemClock.now_micros() / 1000;
     let document = spec.document(name, now_ms)?;
+    let database = super::document::database_of(collection);
+    let mut claimed = Vec::new();
     if !spec.prefixes.is_empty() {
         super::prefixes::ensure_index(collection, name).await?;
+        // A counter of this name is refused as such, before its prefixes
+        // (whose claims under its name would then be its own) are asked.
+        let exists = collection
+            .find_one(doc! { "_id": name.as_str() })
+            .projection(doc! { "_id": 1 })
+            .await
+            .map_err(|source| SequenceError::from_database(name, "read", "find", source))?;
+        if exists.is_some() {
+            return Err(SequenceError::CounterExists(name.clone()));
+        }
+        claimed = claims::claim(&database, name, &spec.prefixes, Claimant::New).await?;
     }
-    let Some((check, refusal)) = spec.kind.creation_check(&document) else {
+    match insert_counter(collection, name, spec, &document, write_concern).await {
+        Ok(state) => {
+            claims::confirm(&database, name, &spec.prefixes).await?;
+            Ok(state)
+        }
+        Err(error) => {
+            claims::abandon(&database, name, &claimed).await;
+            Err(error)
+        }
+    }
+}
+
+/// Writes `document`, counter `name` as `spec` makes it, unless a counter
+/// of that name exists (see [`create_in`]).
+async fn insert_counter(
+    collection: &Collection<Document>,
+    name: &CounterName,
+    spec: &CounterSpec,
+    document: &Document,
+    write_concern: &mongodb::options::WriteConcern,
+) -> Result<CounterState, SequenceError> {
+    let Some((check, refusal)) = spec.kind.creation_check(document) else {
         return match collection
-            .insert_one(&document)
+            .insert_one(document)
             .write_concern(write_concern.clone())
             .await
         {
-            Ok(_) => CounterState::from_document(name, &document),
+            Ok(_) => CounterState::from_document(name, document),
             Err(error) if crate::mongo::is_duplicate_key(&error) => {
                 Err(super::prefixes::explain_duplicate(collection, name, &spec.prefixes).await)
             }
@@ -647,7 +682,7 @@ pub(crate) async fn create_in(
             doc! { "_id": name.as_str() },
             vec![doc! { "$replaceWith": { "$cond": [
                 { "$and": [fresh, { "$ne": [check, Bson::Null] }] },
-                { "$literal": &document },
+                { "$literal": document },
                 "$$ROOT",
             ]}}],
         )
@@ -656,7 +691,7 @@ pub(crate) async fn create_in(
         .write_concern(write_concern.clone())
         .await;
     match before {
-        Ok(None) => CounterState::from_document(name, &document),
+        Ok(None) => CounterState::from_document(name, document),
         Ok(Some(_)) => Err(SequenceError::CounterExists(name.clone())),
         Err(error) if crate::mongo::is_duplicate_key(&error) => {
             Err(super::prefixes::explain_duplicate(collection, name, &spec.prefixes).await)

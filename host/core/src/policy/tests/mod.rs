@@ -7,6 +7,7 @@ mod activation;
 mod contracts;
 mod fit;
 mod live;
+mod prefixes;
 mod runtime;
 mod sandbox;
 

@@ -1,0 +1,256 @@
+//! The history of prefixes: one document per prefix any counter ever owned,
+//! in the `prefixes` collection, so that a prefix that has formatted IDs is
+//! never handed to a new owner.
+//!
+//! Who owns a prefix *now* is in the counters' own documents (`prefixes`,
+//! see `document.rs`), and that is what a take checks. Who owned it *ever*
+//! is here: once counter `a` has formatted `INV-000000001`, a counter `b`
+//! given `INV-` would format it again (both start at 1), and so would a new
+//! counter named `a` after the first was deleted. A document here is keyed
+//! by the prefix (`_id`, which every MongoDB keeps unique on its own, with
+//! no index to maintain) and says which counter claimed it and where that
+//! claim stands:
+//!
+//! - `claimed`: a `counter create` or `counter prefix add` is under way (or
+//!   stopped half-way: the same counter may finish it);
+//! - `owned`: the counter owns it;
+//! - `released`: the counter gave it up (`counter prefix remove`); the
+//!   prefix is retired and no counter, that one included, owns it again.
+//!
+//! A prefix is claimed before a counter's document names it and released
+//! only after the document stops naming it, so whatever a crash interrupts,
+//! the history never says less than the counters do. Counters made before
+//! this history existed are in it from their first `prefix add` or
+//! `prefix remove`; until then their documents speak for them ([`claim`]
+//! asks them first).
+
+use mongodb::bson::{doc, DateTime, Document};
+use mongodb::{Collection, Database};
+
+use super::prefixes::owners;
+use super::{CounterName, SequenceError};
+use crate::mongo::{self, durable_write_concern};
+
+/// The collection of prefix claims, one document per prefix.
+pub const PREFIXES_COLLECTION: &str = crate::mongo::collections::PREFIXES;
+
+/// Where the claim of a prefix stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    Claimed,
+    Owned,
+    Released,
+}
+
+impl Stage {
+    fn as_str(self) -> &'static str {
+        match self {
+            Stage::Claimed => "claimed",
+            Stage::Owned => "owned",
+            Stage::Released => "released",
+        }
+    }
+
+    fn read(document: &Document) -> Option<Self> {
+        match document.get_str("state").ok()? {
+            "claimed" => Some(Stage::Claimed),
+            "owned" => Some(Stage::Owned),
+            "released" => Some(Stage::Released),
+            _ => None,
+        }
+    }
+}
+
+/// Who claims: a counter being created, or one that exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Claimant {
+    /// `counter create`: no counter of this name exists (checked before),
+    /// so an `owned` claim under its name is a deleted counter's.
+    New,
+    /// `counter prefix add` to a counter that exists.
+    Existing,
+}
+
+fn claims(database: &Database) -> Collection<Document> {
+    database.collection(PREFIXES_COLLECTION)
+}
+
+fn database_error(
+    name: &CounterName,
+    action: &'static str,
+    source: mongodb::error::Error,
+) -> SequenceError {
+    SequenceError::from_database(name, action, "prefixes", source)
+}
+
+/// Claims `prefixes` for counter `name`, or fails naming the first one that
+/// is owned by another counter, or was ever owned by one (and so is
+/// retired): then nothing stays claimed. Returns the prefixes this call
+/// claimed anew, for [`abandon`] if what follows fails.
+pub(crate) async fn claim(
+    database: &Database,
+    name: &CounterName,
+    prefixes: &[String],
+    claimant: Claimant,
+) -> Result<Vec<String>, SequenceError> {
+    let mut claimed = Vec::new();
+    for prefix in prefixes {
+        match claim_one(database, name, prefix, claimant).await {
+            Ok(true) => claimed.push(prefix.clone()),
+            Ok(false) => {}
+            Err(error) => {
+                abandon(database, name, &claimed).await;
+                return Err(error);
+            }
+        }
+    }
+    Ok(claimed)
+}
+
+/// Claims one prefix; `Ok(true)` when this call wrote the claim, `Ok(false)`
+/// when the counter's own claim was there already.
+async fn claim_one(
+    database: &Database,
+    name: &CounterName,
+    prefix: &str,
+    claimant: Claimant,
+) -> Result<bool, SequenceError> {
+    // A counter made before the history existed speaks through its document.
+    if let Some(owner) = owners(database, prefix)
+        .await?
+        .into_iter()
+        .find(|owner| owner != name.as_str())
+    {
+        return Err(SequenceError::PrefixTaken {
+            prefix: prefix.to_string(),
+            owner,
+        });
+    }
+    let claim = doc! {
+        "_id": prefix,
+        "counter": name.as_str(),
+        "state": Stage::Claimed.as_str(),
+        "since": DateTime::now(),
+    };
+    let inserted = claims(database)
+        .insert_one(claim)
+        .write_concern(durable_write_concern())
+        .await;
+    match inserted {
+        Ok(_) => return Ok(true),
+        Err(error) if mongo::is_duplicate_key(&error) => {}
+        Err(source) => return Err(database_error(name, "claim a prefix for", source)),
+    }
+    let existing = claims(database)
+        .find_one(doc! { "_id": prefix })
+        .await
+        .map_err(|source| database_error(name, "read the prefix claims of", source))?;
+    let Some(existing) = existing else {
+        // Claims are never deleted but by `abandon`, of a create that failed
+        // in between: try once more and let that answer stand.
+        return Box::pin(claim_one(database, name, prefix, claimant)).await;
+    };
+    let counter = existing.get_str("counter").unwrap_or_default().to_string();
+    let stage = Stage::read(&existing);
+    match (counter == name.as_str(), stage, claimant) {
+        // This counter's own claim: a create or add that stopped half-way,
+        // or a prefix it owns already.
+        (true, Some(Stage::Claimed), _) | (true, Some(Stage::Owned), Claimant::Existing) => {
+            Ok(false)
+        }
+        (false, Some(Stage::Claimed | Stage::Owned), _) => Err(SequenceError::PrefixTaken {
+            prefix: prefix.to_string(),
+            owner: counter,
+        }),
+        // Released, a deleted counter's, or a claim idmint did not write:
+        // IDs may have been formatted with it, so it is nobody's again.
+        (_, stage, _) => Err(SequenceError::PrefixRetired {
+            prefix: prefix.to_string(),
+            counter,
+            released: stage == Some(Stage::Released),
+        }),
+    }
+}
+
+/// Marks the claims of counter `name` on `prefixes` owned: its document now
+/// names them.
+pub(crate) async fn confirm(
+    database: &Database,
+    name: &CounterName,
+    prefixes: &[String],
+) -> Result<(), SequenceError> {
+    if prefixes.is_empty() {
+        return Ok(());
+    }
+    claims(database)
+        .update_many(
+            doc! { "_id": { "$in": prefixes }, "counter": name.as_str(), "state": Stage::Claimed.as_str() },
+            doc! { "$set": { "state": Stage::Owned.as_str() } },
+        )
+        .write_concern(durable_write_concern())
+        .await
+        .map(drop)
+        .map_err(|source| database_error(name, "confirm the prefix claims of", source))
+}
+
+/// Takes back the claims a failed create or add made (`claimed`, as
+/// [`claim`] returned them). Best effort: a claim left behind only keeps a
+/// prefix from other counters, which the same counter can still finish.
+pub(crate) async fn abandon(database: &Database, name: &CounterName, claimed: &[String]) {
+    if claimed.is_empty() {
+        return;
+    }
+    let _ = claims(database)
+        .delete_many(doc! {
+            "_id": { "$in": claimed },
+            "counter": name.as_str(),
+            "state": Stage::Claimed.as_str(),
+        })
+        .write_concern(durable_write_concern())
+        .await;
+}
+
+/// Records that counter `name` owns `prefix` (before it gives it up: a
+/// counter made before the history existed is not in it yet). A claim of
+/// another counter is left as it is.
+pub(crate) async fn record_owner(
+    database: &Database,
+    name: &CounterName,
+    prefix: &str,
+) -> Result<(), SequenceError> {
+    let result = claims(database)
+        .update_one(
+            doc! { "_id": prefix },
+            doc! { "$setOnInsert": {
+                "counter": name.as_str(),
+                "state": Stage::Owned.as_str(),
+                "since": DateTime::now(),
+            }},
+        )
+        .upsert(true)
+        .write_concern(durable_write_concern())
+        .await;
+    match result {
+        Ok(_) => Ok(()),
+        // Another writer inserted it between the two halves of the upsert.
+        Err(error) if mongo::is_duplicate_key(&error) => Ok(()),
+        Err(source) => Err(database_error(name, "record the prefixes of", source)),
+    }
+}
+
+/// Retires `prefix`, given up by counter `name`: no counter owns it again.
+pub(crate) async fn release(
+    database: &Database,
+    name: &CounterName,
+    prefix: &str,
+) -> Result<(), SequenceError> {
+    claims(database)
+        .update_one(
+            doc! { "_id": prefix, "counter": name.as_str() },
+            doc! { "$set": { "state": Stage::Released.as_str(), "released": DateTime::now() } },
+        )
+        .write_concern(durable_write_concern())
+        .await
+        .map(drop)
+        .map_err(|source| database_error(name, "release a prefix of", source))
+}
