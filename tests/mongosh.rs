@@ -243,15 +243,15 @@ async fn the_stored_auto_increment_creates_a_missing_counter_the_host_shares() {
         .unwrap();
     assert_eq!(numbers(&output), [104]);
     let document = harness::documents(&database, "counters").await;
+    let owner = harness::run(harness::idmint(TEST).args(["counter", "create", "orders"]));
+    harness::assert_exit(&owner, 0);
+    let next = harness::run(harness::idmint(TEST).args(["next", "orders"]));
+    harness::assert_exit(&next, 0);
+    harness::assert_exit(&harness::run(harness::idmint(TEST).arg("status")), 0);
     assert_eq!(
         document,
         [
             mongodb::bson::doc! { "_id": "visits", "kind": "autoinc", "seq": 104_i64, "prefixes": [] }
         ]
     );
-    let owner = harness::run(harness::idmint(TEST).args(["counter", "create", "orders"]));
-    harness::assert_exit(&owner, 0);
-    let next = harness::run(harness::idmint(TEST).args(["next", "orders"]));
-    harness::assert_exit(&next, 0);
-    harness::assert_exit(&harness::run(harness::idmint(TEST).arg("status")), 0);
 }
