@@ -2,18 +2,20 @@ function (keyName, count) {
   // idmint's periodic counter: values that restart at 1 at each period
   // boundary (a day, a month or a year in the counter's time zone), decided
   // by the server's clock. The JavaScript twin of the host's
-  // host/core/src/sequence/kinds/periodic/mod.rs: it sends the same
-  // findAndModify the host sends; tests/conformance.rs holds the two equal.
+  // host/core/src/sequence/kinds/periodic/mod.rs: it sends the findAndModify
+  // `idmint pipeline` prints (the host's update, with the guard in the
+  // query); tests/conformance.rs holds the two equal.
   //
   // Counter documents live in `counters`: {_id, kind: "periodic", period,
   // zone, current, seq, prefix?}. Takes `count` values (default 1) in one
   // atomic update, written with majority + journal, and returns
   // {period: LABEL, values: [first, ..., last]}: the period the server's
   // clock is in (or, if that clock went back, the later period the counter
-  // is already in) and the values in it. The update only applies to a
-  // well-formed counter of the period and zone read just before; anything
-  // else is left as it is and readCounter (stored beside this function) says
-  // what is wrong, in the host's words.
+  // is already in) and the values in it. The query only matches a
+  // well-formed counter of the period and zone read just before, with values
+  // left; anything else is left as it is, nothing comes back, and
+  // readCounter (stored beside this function) says what is wrong, in the
+  // host's words.
   var MAX_VALUE = 9007199254740991;
   var MAX_ATTEMPTS = 10;
   var n = (count === undefined || count === null) ? 1 : Number(count);
@@ -68,10 +70,14 @@ function (keyName, count) {
     var counter = readCounter(keyName, db.getCollection("counters").findOne({ _id: keyName }), "periodic");
     var result = db.runCommand({
       findAndModify: "counters",
-      query: { _id: keyName, $expr: { $or: [
-        { $gt: [nowLabel(counter.period, counter.zone), "$current"] },
-        { $lte: ["$seq", NumberLong(String(MAX_VALUE - n))] }
-      ] } },
+      query: { _id: keyName, $expr: { $and: [wellFormed(), { $and: [
+        { $eq: ["$period", counter.period] },
+        { $eq: ["$zone", counter.zone] },
+        { $or: [
+          { $gt: [nowLabel(counter.period, counter.zone), "$current"] },
+          { $lte: ["$seq", NumberLong(String(MAX_VALUE - n))] }
+        ] }
+      ] }] } },
       update: [{ $replaceWith: { $cond: [
         { $and: [wellFormed(), { $eq: ["$period", counter.period] }, { $eq: ["$zone", counter.zone] }] },
         { $let: {
@@ -92,17 +98,18 @@ function (keyName, count) {
       throw new Error("advance of counter '" + keyName + "' not durable: " + result.writeConcernError.errmsg);
     }
     if (result.value === null) {
-      // Nothing matched: the current period has no values left (or the
-      // counter changed under us: read it again).
+      // Nothing matched: say why (missing, corrupt, of another kind), or
+      // the current period has no values left; else the counter changed
+      // under us (its period or zone too): read it again.
       var now = readCounter(keyName, db.getCollection("counters").findOne({ _id: keyName }), "periodic");
-      if (now.seq + n > MAX_VALUE) {
+      if (now.period === counter.period && now.zone === counter.zone && now.seq + n > MAX_VALUE) {
         throw new Error("counter '" + keyName + "' is exhausted: it cannot hand out " + n +
           " more value(s) without passing " + MAX_VALUE + "; it was left unchanged");
       }
       continue;
     }
+    // Matched, so advanced: the values are the last n of its period.
     var after = readCounter(keyName, result.value, "periodic");
-    if (after.period !== counter.period || after.zone !== counter.zone) continue;
     var values = [];
     for (var v = after.seq - n + 1; v <= after.seq; v++) values.push(v);
     return { period: after.current, values: values };

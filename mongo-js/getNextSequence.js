@@ -11,6 +11,10 @@ function (keyName, options) {
   //
   // options.upsert: create a missing counter, its first value options.start
   // (default 1); many shells doing so at once all succeed with distinct values.
+  // It is the document the host creates on first use (`idmint seq --upsert`):
+  // {_id, kind: "autoinc", seq, prefixes: []}, a counter that owns no prefix
+  // (raw values only, so it never claims another counter's; `idmint counter
+  // prefix add` gives it one).
   var MAX_VALUE = 9007199254740991;
   var upsert = options !== undefined && options !== null && options.upsert === true;
   var start = upsert && options.start !== undefined ? Number(options.start) : 1;
@@ -78,7 +82,7 @@ function (keyName, options) {
   try {
     check(db.runCommand({
       insert: "counters",
-      documents: [{ _id: keyName, kind: "autoinc", seq: NumberLong(String(start)) }],
+      documents: [{ _id: keyName, kind: "autoinc", seq: NumberLong(String(start)), prefixes: [] }],
       writeConcern: durable
     }), "create");
     return start;

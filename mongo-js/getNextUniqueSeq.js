@@ -1,48 +1,8 @@
 function (keyName, clientMicros) {
-  // idmint's cyclic sequence, the JavaScript twin of the host's pipeline update
-  // (host/src/sequence/cyclic.rs); tests/conformance.rs holds the two equal.
-  //
-  // Counter documents live in `counters`: {_id, kind?, val, maxval, ts?, prefix?}
-  // (kind absent or "cyclic"); readCounter, stored beside this function,
-  // checks them as the host does.
-  // Returns the next value: val + 1, or 0 once val has reached maxval. It also
-  // moves `ts`, the microsecond timestamp issued with the value, to
-  // max(clientMicros, ts + (wrapped ? 1 : 0)), so that (ts, val) only grows.
-  // clientMicros defaults to this shell's clock (milliseconds * 1000).
-  //
-  // An optimistic retry loop: read the counter, then update it on the
-  // condition that it is unchanged; another client winning the race means
-  // reading again. Runs in mongosh and the legacy mongo shell.
-  var MAX_ATTEMPTS = 10000;
-  var counters = db.getCollection("counters");
-  var now = (clientMicros === undefined || clientMicros === null) ? Date.now() * 1000 : Number(clientMicros);
-
-  for (var attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    var doc = counters.findOne({ _id: keyName });
-    var counter = readCounter(keyName, doc, "cyclic");
-    var val = counter.val, maxval = counter.maxval, ts = counter.ts, hasTs = counter.hasTs;
-
-    var wrapped = val >= maxval;
-    var nextVal = wrapped ? 0 : val + 1;
-    var nextTs = Math.max(now, ts + (wrapped ? 1 : 0));
-
-    var unchanged = { _id: keyName, kind: doc.kind === undefined ? { $exists: false } : doc.kind,
-      val: doc.val, maxval: doc.maxval, ts: hasTs ? doc.ts : { $exists: false } };
-    var result = db.runCommand({
-      update: "counters",
-      updates: [{ q: unchanged, u: { $set: { val: NumberLong(String(nextVal)), ts: NumberLong(String(nextTs)) } } }],
-      writeConcern: { w: "majority", j: true }
-    });
-    if (!result.ok) throw new Error("update of counter '" + keyName + "' failed: " + result.errmsg);
-    if (result.writeErrors && result.writeErrors.length > 0) {
-      throw new Error("update of counter '" + keyName + "' failed: " + result.writeErrors[0].errmsg);
-    }
-    if (result.writeConcernError) {
-      throw new Error("update of counter '" + keyName + "' not durable: " + result.writeConcernError.errmsg);
-    }
-    if (result.n === 1) return nextVal;
-    // Another client changed the counter first: read it again.
-  }
-  throw new Error("counter '" + keyName + "' is too contended: " + MAX_ATTEMPTS +
-    " conditional updates in a row lost the race");
+  // idmint's cyclic sequence: the next value of counter keyName, as
+  // getNextUniqueStamp (stored beside this function) takes it. A value alone
+  // repeats after the counter wraps: an ID written from it needs the
+  // timestamp issued with it, which getNextUniqueStamp returns too; do not
+  // pair it with a clock of your own, which may be frozen or behind.
+  return getNextUniqueStamp(keyName, clientMicros).val;
 }

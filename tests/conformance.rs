@@ -1,16 +1,20 @@
 //! One algorithm, two implementations held equal, for each kind that has a
 //! stored-JavaScript twin: the host's pipeline updates (`kinds/cyclic`,
 //! `kinds/autoinc`, `kinds/periodic`) and the stored functions
-//! `getNextUniqueSeq`, `getNextSequence` and `getNextPeriodic` (run by
+//! `getNextUniqueStamp`, `getNextSequence` and `getNextPeriodic` (run by
 //! mongosh after the shell loader) get the same counters and, for the cyclic
-//! one, the same client clock readings, and must return the same values,
-//! fail with the same messages, and leave the same documents behind. (The
+//! one, the same client clock readings, and must return the same values
+//! (a cyclic counter's with the timestamp issued with it), fail with the
+//! same messages, and leave the same documents behind, the counters an
+//! upsert creates included. (The
 //! periodic cases are worded so that their results do not depend on which
 //! year or month it is, only on both twins running in the same one; the
 //! crossing of a boundary has its own tests, with the server's clock moved.)
 
 use idmint::installer;
-use idmint::sequence::{AutoIncrement, CounterName, CyclicCounter, PeriodicCounter};
+use idmint::sequence::{
+    AutoIncrement, CounterKind, CounterName, CounterSpec, CyclicCounter, PeriodicCounter,
+};
 use mongodb::bson::{doc, Decimal128, Document};
 use mongodb::Database;
 use serde_json::{json, Value};
@@ -21,13 +25,20 @@ use crate::mongosh::mongosh_in;
 /// 2026-11-22T03:14:57.123456Z
 const T: i64 = 1_795_317_297_123_456;
 
+/// The first value of the counters the upsert cases create.
+const START: u64 = 500;
+
 /// Which implementation pair a case runs.
 #[derive(Clone, Copy, PartialEq)]
 enum Twin {
-    /// `CyclicCounter::next` and `getNextUniqueSeq(name, clock)`.
+    /// `CyclicCounter::next` and `getNextUniqueStamp(name, clock)`: the
+    /// pair (ts, val).
     Cyclic,
     /// `AutoIncrement::take(1)` and `getNextSequence(name)`.
     Autoinc,
+    /// `AutoIncrement::take_or_create(1, START)` and `getNextSequence(name,
+    /// {upsert: true, start: START})`.
+    AutoincUpsert,
     /// `PeriodicCounter::take(1)` and `getNextPeriodic(name)`.
     Periodic,
 }
@@ -55,6 +66,13 @@ fn cases() -> Vec<Case> {
         fields,
         clock: vec![T; calls],
     };
+    // An autoinc case with upsert, from START.
+    let upsert = |name, fields: Option<Document>, calls: usize| Case {
+        twin: Twin::AutoincUpsert,
+        name,
+        fields,
+        clock: vec![T; calls],
+    };
     // A periodic case: the clock entries only count the calls.
     let periodic = |name, fields: Option<Document>, calls: usize| Case {
         twin: Twin::Periodic,
@@ -67,6 +85,15 @@ fn cases() -> Vec<Case> {
     };
     const MAX: i64 = (1 << 53) - 1;
     vec![
+        // Created by the first call (as `counter create` would, owning no
+        // prefix), then taken from; an existing counter is used as it is.
+        upsert("ai_upsert_missing", None, 2),
+        upsert(
+            "ai_upsert_existing",
+            Some(doc! { "kind": "autoinc", "seq": 7_i64, "prefixes": ["U-"] }),
+            1,
+        ),
+        upsert("ai_upsert_cyclic", Some(doc! { "val": 0, "maxval": 9 }), 1),
         // Fresh and past periods start at 1 in the period the server is in.
         periodic("p_fresh", Some(per("year", "UTC", "", 0)), 3),
         periodic(
@@ -449,7 +476,12 @@ async fn the_stored_function_and_the_pipeline_agree_on_every_case() {
                 (Twin::Cyclic, _) => cyclic
                     .next(reading as u64)
                     .await
-                    .map(|issued| json!(issued.sequence))
+                    .map(|issued| json!({ "ts": issued.timestamp_micros, "val": issued.sequence }))
+                    .map_err(|e| e.to_string()),
+                (Twin::AutoincUpsert, _) => autoinc
+                    .take_or_create(1, START)
+                    .await
+                    .map(|values| json!(*values.start()))
                     .map_err(|e| e.to_string()),
                 (Twin::Autoinc, _) => autoinc
                     .take(1)
@@ -476,8 +508,9 @@ async fn the_stored_function_and_the_pipeline_agree_on_every_case() {
         .iter()
         .flat_map(|case| {
             let function = match case.twin {
-                Twin::Cyclic => "getNextUniqueSeq",
+                Twin::Cyclic => "getNextUniqueStamp",
                 Twin::Autoinc => "getNextSequence",
+                Twin::AutoincUpsert => "upsert",
                 Twin::Periodic => "getNextPeriodic",
             };
             case.clock
@@ -489,8 +522,9 @@ async fn the_stored_function_and_the_pipeline_agree_on_every_case() {
         "for (const [fn, name, clock] of {calls}) {{\n\
            try {{\n\
              const val = fn === 'getNextSequence' ? getNextSequence(name)
+               : fn === 'upsert' ? getNextSequence(name, {{ upsert: true, start: {START} }})
                : fn === 'getNextPeriodic' ? getNextPeriodic(name)
-               : getNextUniqueSeq(name, clock);\n\
+               : getNextUniqueStamp(name, clock);\n\
              print(JSON.stringify({{ case: name, val: val }}));\n\
            }}\n\
            catch (e) {{ print(JSON.stringify({{ case: name, error: e.message }})); }}\n\
@@ -540,4 +574,49 @@ async fn the_stored_function_and_the_pipeline_agree_on_every_case() {
             );
         }
     }
+}
+
+/// The counter `getNextSequence(name, {upsert: true, start})` creates is the
+/// document the host's `CounterSpec` makes for the same settings (an autoinc
+/// counter from `start` that owns no prefix, as `seq --upsert` creates it),
+/// with its first value taken: field by field, in order, BSON types
+/// included.
+#[tokio::test]
+async fn a_counter_the_stored_function_creates_is_the_hosts() {
+    const TEST: &str = "conformance_upsert_document";
+    let database = harness::database(TEST).await;
+    installer::install(&database, &Default::default())
+        .await
+        .unwrap();
+    let output = mongosh_in(
+        &harness::database_name(TEST),
+        "print(getNextSequence('made', { upsert: true, start: 42 }));",
+    )
+    .output()
+    .unwrap();
+    assert!(
+        output.status.success() && String::from_utf8_lossy(&output.stdout).contains("42"),
+        "mongosh: {}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let name = CounterName::new("made").unwrap();
+    let mut expected = CounterSpec::of(CounterKind::Autoinc)
+        .start(42)
+        .prefixes(Vec::new())
+        .document(&name, 0)
+        .unwrap();
+    // Its first value taken: `seq` is the last value handed out.
+    expected.insert("seq", 42_i64);
+    let fields = |document: &Document| -> Vec<(String, Value)> {
+        document
+            .iter()
+            .map(|(key, value)| (key.clone(), value.clone().into_canonical_extjson()))
+            .collect()
+    };
+    let made = harness::documents(&database, "counters").await;
+    assert_eq!(
+        made.iter().map(fields).collect::<Vec<_>>(),
+        [fields(&expected)]
+    );
 }

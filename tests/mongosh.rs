@@ -218,7 +218,9 @@ async fn the_printed_shell_loader_makes_the_functions_callable() {
 }
 
 /// `getNextSequence` with `upsert` creates a missing counter, from `start`,
-/// in the document the host creates; shells and the host then share it.
+/// in the document the host creates; shells and the host then share it. It
+/// owns no prefix, so the counter that owns the empty one keeps formatting
+/// IDs, and `status` finds nothing to report.
 #[tokio::test]
 async fn the_stored_auto_increment_creates_a_missing_counter_the_host_shares() {
     const TEST: &str = "mongosh_autoinc_upsert";
@@ -241,8 +243,15 @@ async fn the_stored_auto_increment_creates_a_missing_counter_the_host_shares() {
         .unwrap();
     assert_eq!(numbers(&output), [104]);
     let document = harness::documents(&database, "counters").await;
+    let owner = harness::run(harness::idmint(TEST).args(["counter", "create", "orders"]));
+    harness::assert_exit(&owner, 0);
+    let next = harness::run(harness::idmint(TEST).args(["next", "orders"]));
+    harness::assert_exit(&next, 0);
+    harness::assert_exit(&harness::run(harness::idmint(TEST).arg("status")), 0);
     assert_eq!(
         document,
-        [mongodb::bson::doc! { "_id": "visits", "kind": "autoinc", "seq": 104_i64 }]
+        [
+            mongodb::bson::doc! { "_id": "visits", "kind": "autoinc", "seq": 104_i64, "prefixes": [] }
+        ]
     );
 }

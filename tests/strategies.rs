@@ -577,12 +577,27 @@ async fn the_printed_command_is_what_idmint_sends_and_runs_from_another_driver()
         .unwrap(),
     ];
     for (sent, expected) in sent.iter().zip(&expected) {
-        for field in ["findAndModify", "query", "update", "new"] {
+        for field in ["findAndModify", "update", "new"] {
             assert_eq!(
                 sent.get(field),
                 expected.get(field),
                 "{field} of {expected}"
             );
+        }
+        // The printed filter is the library's with the kind's guard added
+        // first to its `$expr` (the library reads the document it gets back
+        // instead; an application would not).
+        let (sent_query, printed) = (
+            sent.get_document("query").unwrap(),
+            expected.get_document("query").unwrap(),
+        );
+        for (field, value) in sent_query.iter().filter(|(field, _)| *field != "$expr") {
+            assert_eq!(printed.get(field), Some(value), "{field} of {printed}");
+        }
+        let guard = printed.get_document("$expr").unwrap();
+        match sent_query.get("$expr") {
+            Some(own) => assert_eq!(guard.get_array("$and").unwrap().last(), Some(own)),
+            None => assert!(guard.contains_key("$and"), "{guard}"),
         }
         assert_durable(sent);
     }
@@ -621,6 +636,261 @@ async fn the_printed_command_is_what_idmint_sends_and_runs_from_another_driver()
         String::from_utf8_lossy(&output.stderr)
     );
     segments.close().await.unwrap();
+}
+
+/// Runs `printed` (what `idmint pipeline` printed) twice with mongosh's
+/// driver, as an application in another language would: each run's `value`
+/// in relaxed extended JSON (null: nothing was taken), or the server's error.
+fn run_printed_twice(test: &str, printed: &str) -> Vec<serde_json::Value> {
+    let script = format!(
+        "const command = EJSON.parse({}, {{ relaxed: true }});\n\
+         for (let i = 0; i < 2; i++) {{\n\
+           let r;\n\
+           try {{ r = db.runCommand(command); }} catch (e) {{ r = {{ ok: 0, errmsg: e.message }}; }}\n\
+           print('RUN ' + (r.ok ? EJSON.stringify(r.value, {{ relaxed: true }})\n\
+             : JSON.stringify({{ error: String(r.errmsg) }})));\n\
+         }}",
+        serde_json::Value::String(printed.to_string())
+    );
+    let output = crate::mongosh::mongosh(test, &script).output().unwrap();
+    let runs: Vec<serde_json::Value> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| line.strip_prefix("RUN "))
+        .map(|run| serde_json::from_str(run).unwrap())
+        .collect();
+    assert_eq!(
+        runs.len(),
+        2,
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    runs
+}
+
+/// What `idmint pipeline NAME` prints for the counter as stored.
+fn printed(test: &str, counter: &str) -> String {
+    let printed = run(idmint(test).args(["pipeline", counter]));
+    assert_exit(&printed, 0);
+    stdout(&printed)
+}
+
+/// The command `idmint pipeline` prints takes two new values in two runs,
+/// for every kind that has one, and takes nothing from a counter it refuses
+/// (malformed, of another kind or zone, out of values, missing): the run
+/// gets `value: null`, never the untouched counter, whose value an
+/// application would hand out again. The printed command is the counter's
+/// own (its kind, period and zone are read from it); flags that contradict
+/// the counter and a zone that is not one are refused (exit 2).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_printed_command_takes_new_values_or_nothing_for_every_kind() {
+    const TEST: &str = "printed_refusals";
+    let database = harness::database(TEST).await;
+    let collection = database.collection::<Document>(COUNTERS_COLLECTION);
+    for (counter, spec) in [
+        ("c", CounterSpec::default().prefixes(Vec::new())),
+        (
+            "a",
+            CounterSpec::of(CounterKind::Autoinc).prefixes(Vec::new()),
+        ),
+        (
+            "s",
+            CounterSpec::of(CounterKind::Segment).prefixes(Vec::new()),
+        ),
+    ] {
+        sequence::create(&database, &name(counter), &spec)
+            .await
+            .unwrap();
+    }
+    // The README's credit notes: numbered per year in Paris.
+    assert_exit(
+        &run(idmint(TEST).args([
+            "counter",
+            "create",
+            "credit-notes",
+            "--kind",
+            "periodic",
+            "--zone",
+            "Europe/Paris",
+            "--prefix",
+            "CN-",
+        ])),
+        0,
+    );
+    let refused = |counter: &str, printed: &str, before: Document| {
+        let (counter, printed) = (counter.to_string(), printed.to_string());
+        let collection = collection.clone();
+        async move {
+            assert_eq!(
+                run_printed_twice(TEST, &printed),
+                [serde_json::Value::Null, serde_json::Value::Null],
+                "{counter}: a refusal must take nothing and return nothing"
+            );
+            let after = collection
+                .find_one(doc! { "_id": &counter })
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(after, before, "{counter} was modified");
+        }
+    };
+
+    // Two runs, two values, each kind's command read from its counter.
+    let mut commands = std::collections::BTreeMap::new();
+    for (counter, field, first, second) in [
+        ("c", "val", 1, 2),
+        ("a", "seq", 1, 2),
+        ("s", "max", 1001, 2001),
+        ("credit-notes", "seq", 1, 2),
+    ] {
+        let command = printed(TEST, counter);
+        let runs = run_printed_twice(TEST, &command);
+        assert_eq!(
+            (runs[0][field].as_u64(), runs[1][field].as_u64()),
+            (Some(first), Some(second)),
+            "{counter}: {runs:?}"
+        );
+        commands.insert(counter, command);
+    }
+    let periodic = commands["credit-notes"].clone();
+    assert!(periodic.contains("Europe/Paris"), "{periodic}");
+
+    // The README's mistake: the command built from flags alone, for a year
+    // in UTC, run against the counter of Paris: nothing, twice.
+    let from_flags = run(idmint(TEST).env_remove("MONGODB_URI").args([
+        "pipeline",
+        "credit-notes",
+        "--kind",
+        "periodic",
+    ]));
+    assert_exit(&from_flags, 0);
+    assert!(
+        stderr(&from_flags).contains("no database was given (--uri or MONGODB_URI): the command is built from the flags alone, for a periodic counter of a year in UTC"),
+        "{}",
+        stderr(&from_flags)
+    );
+    let before = raw_counter(&database, "credit-notes").await.unwrap();
+    refused("credit-notes", &stdout(&from_flags), before).await;
+
+    // A malformed counter (its value fields intact): nothing, twice.
+    for counter in ["c", "a", "s", "credit-notes"] {
+        let owned = raw_counter(&database, counter).await.unwrap();
+        let owned = owned.get("prefixes").unwrap().clone();
+        collection
+            .update_one(
+                doc! { "_id": counter },
+                doc! { "$set": { "prefixes": "X-" } },
+            )
+            .await
+            .unwrap();
+        let before = raw_counter(&database, counter).await.unwrap();
+        refused(counter, &commands[counter], before).await;
+        collection
+            .update_one(
+                doc! { "_id": counter },
+                doc! { "$set": { "prefixes": owned } },
+            )
+            .await
+            .unwrap();
+    }
+
+    // Out of values: nothing, twice.
+    for (counter, fields) in [
+        ("a", doc! { "seq": MAX_VALUE as i64 }),
+        ("s", doc! { "max": (MAX_VALUE - 10) as i64 }),
+        (
+            "credit-notes",
+            doc! { "current": "9999", "seq": MAX_VALUE as i64 },
+        ),
+    ] {
+        collection
+            .update_one(doc! { "_id": counter }, doc! { "$set": fields })
+            .await
+            .unwrap();
+        let before = raw_counter(&database, counter).await.unwrap();
+        refused(counter, &commands[counter], before).await;
+    }
+    // A cyclic counter never runs out: it wraps, and its timestamp moves on.
+    collection
+        .update_one(doc! { "_id": "c" }, doc! { "$set": { "val": 99_i64 } })
+        .await
+        .unwrap();
+    let ts = raw_counter(&database, "c")
+        .await
+        .unwrap()
+        .get_i64("ts")
+        .unwrap();
+    let runs = run_printed_twice(TEST, &commands["c"]);
+    assert_eq!(
+        (runs[0]["val"].as_u64(), runs[1]["val"].as_u64()),
+        (Some(0), Some(1))
+    );
+    assert!(runs[0]["ts"].as_i64().unwrap() > ts, "{runs:?}");
+
+    // Of another kind, or missing: nothing, twice.
+    let before = harness::replace_counter(
+        &database,
+        "c",
+        doc! { "kind": "autoinc", "seq": 5_i64, "prefixes": [] },
+    )
+    .await;
+    refused("c", &commands["c"], before).await;
+    let ghost = run(idmint(TEST).args(["pipeline", "ghost"]));
+    assert_exit(&ghost, 0);
+    assert!(
+        stderr(&ghost).contains(&format!(
+            "counter 'ghost' does not exist in database '{}'",
+            harness::database_name(TEST)
+        )),
+        "{}",
+        stderr(&ghost)
+    );
+    assert_eq!(
+        run_printed_twice(TEST, &stdout(&ghost)),
+        [serde_json::Value::Null, serde_json::Value::Null]
+    );
+
+    // Flags that contradict the counter, or name no zone: exit 2.
+    for (args, message) in [
+        (
+            &["credit-notes", "--kind", "periodic", "--zone", "UTC"][..],
+            "counter 'credit-notes' has zone Europe/Paris, not UTC (--zone UTC)",
+        ),
+        (
+            &["credit-notes", "--period", "month"][..],
+            "counter 'credit-notes' has period year, not month (--period month)",
+        ),
+        (
+            &["a", "--kind", "cyclic"][..],
+            "counter 'a' has kind autoinc, not cyclic (--kind cyclic)",
+        ),
+        (
+            &["a", "--zone", "UTC"][..],
+            "--zone applies to periodic counters; counter 'a' is an autoinc counter",
+        ),
+        (
+            &["ghost", "--kind", "periodic", "--zone", "$zone"][..],
+            "zone \"$zone\" is not a time zone name",
+        ),
+    ] {
+        let refused = run(idmint(TEST).arg("pipeline").args(args));
+        assert_exit(&refused, 2);
+        assert!(
+            stderr(&refused).contains(message),
+            "{args:?}: {}",
+            stderr(&refused)
+        );
+        assert_eq!(stdout(&refused), "", "{args:?}");
+    }
+    let no_database = run(idmint(TEST)
+        .env_remove("MONGODB_URI")
+        .args(["pipeline", "x", "--kind", "periodic", "--zone", "$zone"]));
+    assert_exit(&no_database, 2);
+    assert!(
+        stderr(&no_database).contains("zone \"$zone\" is not a time zone name"),
+        "{}",
+        stderr(&no_database)
+    );
 }
 
 /// An auto-increment handle takes its values after the first with the short

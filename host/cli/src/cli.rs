@@ -89,7 +89,8 @@ impl Command {
             Command::Workers(cmd) => Some(&cmd.connect),
             Command::Serve(cmd) => Some(&cmd.connect),
             Command::Token(cmd) => Some(cmd.connect()),
-            Command::Validate(_) | Command::ShellLoader(_) | Command::Pipeline(_) => None,
+            Command::Pipeline(cmd) => Some(&cmd.connect),
+            Command::Validate(_) | Command::ShellLoader(_) => None,
         }
     }
 }
@@ -188,7 +189,7 @@ async fn run(command: &Command, output: &Output) -> anyhow::Result<Outcome> {
         Command::ShellLoader(cmd) => cmd.execute(output),
         Command::Lock(cmd) => cmd.execute(output).await,
         Command::Workers(cmd) => cmd.execute(output).await,
-        Command::Pipeline(cmd) => cmd.execute(output),
+        Command::Pipeline(cmd) => cmd.execute(output).await,
         Command::Serve(cmd) => cmd.execute(output).await,
         Command::Token(cmd) => cmd.execute(output).await,
     }

@@ -1,60 +1,215 @@
-//! `idmint pipeline NAME`: the exact command idmint sends to take values of
-//! a counter, for an application in another language to run with its own
-//! driver.
+//! `idmint pipeline NAME`: the exact command that takes values of a counter,
+//! for an application in another language to run with its own driver.
+//!
+//! With a database (`--uri` or `MONGODB_URI`) the counter is read first and
+//! the command is built for its kind, period and zone: a flag that says
+//! otherwise is refused, naming the difference, since a command printed for
+//! other settings takes nothing from this counter. Without one, or when the
+//! counter does not exist yet, the flags say it all, and a warning says so.
 
 use clap::Args;
 use idmint::parts::PeriodUnit;
 use idmint::sequence::{
-    take_command, ClientTime, CommandOptions, CounterKind, CounterName, DEFAULT_STEP, DEFAULT_ZONE,
+    take_command, ClientTime, CommandOptions, CounterKind, CounterName, KindState, SequenceError,
+    DEFAULT_STEP, DEFAULT_ZONE,
 };
 use mongodb::bson::Bson;
 
-use super::{Outcome, Output};
+use super::exit::UsageError;
+use super::{ConnectArgs, Outcome, Output};
 
 /// Arguments of `idmint pipeline`.
 #[derive(Debug, Args)]
 pub struct PipelineCmd {
     /// The counter's name.
     pub name: String,
-    /// The counter's kind.
-    #[arg(long, default_value = "cyclic", value_parser = clap::value_parser!(CounterKind))]
-    pub kind: CounterKind,
-    /// cyclic, autoinc: how many values one call takes.
+    /// The counter's kind [default: the counter's, else cyclic].
+    #[arg(long, value_parser = clap::value_parser!(CounterKind))]
+    pub kind: Option<CounterKind>,
+    /// cyclic, autoinc, periodic: how many values one call takes.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub count: u64,
-    /// segment: the smallest segment to take (the document's step wins if larger).
-    #[arg(long, default_value_t = DEFAULT_STEP, value_name = "N")]
-    pub step: u64,
+    /// segment: the smallest segment to take (the document's step wins if
+    /// larger) [default: 1000].
+    #[arg(long, value_name = "N")]
+    pub step: Option<u64>,
     /// cyclic: a fixed client clock reading, microseconds since the epoch
     /// (default: the server's clock, `$$NOW`, so the app reads none).
     #[arg(long, value_name = "MICROS")]
     pub client_micros: Option<u64>,
-    /// periodic: the counter's period, day, month or year (the command applies
-    /// only while the document says the same).
-    #[arg(long, default_value = "year", value_parser = clap::value_parser!(PeriodUnit))]
-    pub period: PeriodUnit,
-    /// periodic: the counter's time zone (the command applies only while the
-    /// document says the same).
-    #[arg(long, default_value = DEFAULT_ZONE, value_name = "ZONE")]
-    pub zone: String,
+    /// periodic: the counter's period, day, month or year [default: the
+    /// counter's, else year].
+    #[arg(long, value_parser = clap::value_parser!(PeriodUnit))]
+    pub period: Option<PeriodUnit>,
+    /// periodic: the counter's time zone, an IANA name or UTC [default: the
+    /// counter's, else UTC].
+    #[arg(long, value_name = "ZONE")]
+    pub zone: Option<String>,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+/// What the command is built for: the counter's settings that it names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Target {
+    kind: CounterKind,
+    /// A periodic counter's period and zone.
+    period: (PeriodUnit, String),
 }
 
 impl PipelineCmd {
-    pub fn execute(&self, output: &Output) -> anyhow::Result<Outcome> {
+    pub async fn execute(&self, output: &Output) -> anyhow::Result<Outcome> {
         let name = CounterName::new(&self.name).map_err(idmint::Error::from)?;
+        let target = match self.stored(&name).await? {
+            Some(stored) => {
+                self.check_against(&name, &stored)?;
+                stored
+            }
+            None => {
+                let target = self.from_flags();
+                output.warning(&self.unread_note(&name, &target));
+                target
+            }
+        };
+        self.check_flags_apply(&target)?;
         let client = self
             .client_micros
             .map_or(ClientTime::ServerNow, ClientTime::Micros);
+        let (period, zone) = &target.period;
         let options = CommandOptions::default()
-            .step(self.step)
+            .step(self.step.unwrap_or(DEFAULT_STEP))
             .client(client)
-            .period(self.period, &self.zone);
+            .period(*period, zone);
         let command =
-            take_command(self.kind, &name, self.count, &options).map_err(idmint::Error::from)?;
+            take_command(target.kind, &name, self.count, &options).map_err(idmint::Error::from)?;
         let json = Bson::Document(command).into_relaxed_extjson();
         output.report(&json, || {
             serde_json::to_string_pretty(&json).unwrap_or_default()
         })?;
         Ok(Outcome::Success)
     }
+
+    /// The counter's own settings, read from the database; `None` without
+    /// a database or when the counter does not exist.
+    async fn stored(&self, name: &CounterName) -> anyhow::Result<Option<Target>> {
+        if self.connect.uri.is_none() {
+            return Ok(None);
+        }
+        let database = self.connect.connect().await?;
+        let state = match idmint::sequence::state(&database, name).await {
+            Ok(state) => state,
+            Err(SequenceError::UnknownCounter(_)) => return Ok(None),
+            Err(error) => return Err(idmint::Error::from(error).into()),
+        };
+        let period = match &state.kind {
+            KindState::Periodic(fields) => (fields.period, fields.zone.clone()),
+            _ => Self::default_period(),
+        };
+        Ok(Some(Target {
+            kind: state.kind(),
+            period,
+        }))
+    }
+
+    /// The settings the flags give, with the defaults for the others.
+    fn from_flags(&self) -> Target {
+        let (period, zone) = Self::default_period();
+        Target {
+            kind: self.kind.unwrap_or(CounterKind::Cyclic),
+            period: (
+                self.period.unwrap_or(period),
+                self.zone.clone().unwrap_or(zone),
+            ),
+        }
+    }
+
+    fn default_period() -> (PeriodUnit, String) {
+        (PeriodUnit::Year, DEFAULT_ZONE.to_string())
+    }
+
+    /// Refuses a flag that contradicts the counter as stored.
+    fn check_against(&self, name: &CounterName, stored: &Target) -> anyhow::Result<()> {
+        let differs = |flag: &str, given: &str, stored: &str| {
+            Err(UsageError(format!(
+                "counter '{name}' has {flag} {stored}, not {given} (--{flag} {given}): \
+                 a command printed for another {flag} would take nothing from it; \
+                 leave --{flag} out to print the command for the counter as it is"
+            ))
+            .into())
+        };
+        if let Some(kind) = self.kind.filter(|kind| *kind != stored.kind) {
+            return differs("kind", kind.as_str(), stored.kind.as_str());
+        }
+        if stored.kind != CounterKind::Periodic {
+            return Ok(());
+        }
+        let (period, zone) = &stored.period;
+        if let Some(given) = self.period.filter(|given| given != period) {
+            return differs("period", given.as_str(), period.as_str());
+        }
+        if let Some(given) = self.zone.as_deref().filter(|given| given != zone) {
+            return differs("zone", given, zone);
+        }
+        Ok(())
+    }
+
+    /// Refuses a flag of another kind than the command's, which would be
+    /// ignored.
+    fn check_flags_apply(&self, target: &Target) -> anyhow::Result<()> {
+        let given = [
+            ("--period", self.period.is_some(), CounterKind::Periodic),
+            ("--zone", self.zone.is_some(), CounterKind::Periodic),
+            ("--step", self.step.is_some(), CounterKind::Segment),
+            (
+                "--client-micros",
+                self.client_micros.is_some(),
+                CounterKind::Cyclic,
+            ),
+        ];
+        match given
+            .into_iter()
+            .find(|(_, given, kind)| *given && *kind != target.kind)
+        {
+            Some((flag, _, kind)) => Err(UsageError(format!(
+                "{flag} applies to {kind} counters; counter '{}' is {}",
+                self.name,
+                with_article(target.kind)
+            ))
+            .into()),
+            None => Ok(()),
+        }
+    }
+
+    /// Says that the command was built from the flags alone, and why.
+    fn unread_note(&self, name: &CounterName, target: &Target) -> String {
+        let why = if self.connect.uri.is_none() {
+            "no database was given (--uri or MONGODB_URI)".to_string()
+        } else {
+            format!(
+                "counter '{name}' does not exist in database '{}'",
+                self.connect.db
+            )
+        };
+        let settings = match target.kind {
+            CounterKind::Periodic => format!(
+                "a periodic counter of a {} in {}",
+                target.period.0, target.period.1
+            ),
+            kind => with_article(kind),
+        };
+        format!(
+            "{why}: the command is built from the flags alone, for {settings}; it takes \
+             nothing (value: null) from a counter with other settings"
+        )
+    }
+}
+
+/// `a cyclic counter`, `an autoinc counter`.
+fn with_article(kind: CounterKind) -> String {
+    let article = if kind.as_str().starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    };
+    format!("{article} {kind} counter")
 }

@@ -20,7 +20,7 @@ use mongodb::{Collection, Database};
 use serde::Serialize;
 
 use super::claims::{self, Claimant};
-use super::document::{read_kind, read_prefixes, DEFAULT_KIND};
+use super::document::{read_kind, read_prefixes, well_formed, DEFAULT_KIND};
 use super::kind::{
     check_block, CommandOptions, Fact, GiveBack, Handle, Headroom, Held, Kind, Setting, ValueShape,
 };
@@ -103,7 +103,8 @@ macro_rules! kinds {
             }
 
             /// The filter and update that take `count` values of counter
-            /// `name` of this kind in one `findAndModify`.
+            /// `name` of this kind in one `findAndModify`, the kind's guard
+            /// in the filter ([`guarded`]).
             pub(crate) fn take_command(
                 self,
                 name: &CounterName,
@@ -111,7 +112,8 @@ macro_rules! kinds {
                 options: &CommandOptions,
             ) -> Result<(Document, Vec<Document>), SequenceError> {
                 match self {
-                    $(Self::$variant => <$kind as Kind>::take_command(name, count, options),)+
+                    $(Self::$variant => <$kind as Kind>::take_command(name, count, options)
+                        .map(|(filter, update)| (guarded(filter, well_formed::<$kind>()), update)),)+
                 }
             }
 
@@ -725,10 +727,13 @@ pub(crate) async fn read_state(
 /// The `findAndModify` command that takes `count` values of counter `name`
 /// of `kind` (a segment counter: one segment of at least `step` values),
 /// with `new: true` and write concern majority with journal: what `idmint
-/// pipeline` prints for applications in other languages, built by the same
-/// functions the library sends (`tests/strategies.rs` holds the two equal).
-/// Run it with any driver's `runCommand`; the document in `value` is the
-/// counter after the update.
+/// pipeline` prints for applications in other languages. Its update is the
+/// one the library sends (`tests/strategies.rs` holds the two equal); its
+/// filter is the library's with the kind's guard added ([`guarded`]).
+/// Run it with any driver's `runCommand`: the document in `value` is the
+/// counter after the update, and a `value` of null means that nothing was
+/// taken (the counter is missing, malformed, of another kind or settings,
+/// or has no values left), never a value to use.
 pub fn take_command(
     kind: CounterKind,
     name: &CounterName,
@@ -744,6 +749,25 @@ pub fn take_command(
         "new": true,
         "writeConcern": { "w": "majority", "j": true },
     })
+}
+
+/// `filter` with `guard` (the kind's `well_formed`) added to its `$expr`,
+/// first, so that the filter's own terms only see a well-formed counter.
+///
+/// The library's takes keep the guard in the update, which leaves a
+/// malformed counter as it is and returns it, and read the returned document
+/// to tell that from a take (a filter guard cost about a third of the
+/// throughput, docs/BENCHMARKS.md). An application in another language would
+/// not: it would use the unchanged document's value again. The exported
+/// command's filter matches nothing instead, so that the application gets
+/// `value: null`, never an untouched counter it could take for a result.
+fn guarded(mut filter: Document, guard: Document) -> Document {
+    let expression = match filter.remove("$expr") {
+        Some(own) => doc! { "$and": [guard, own] },
+        None => guard,
+    };
+    filter.insert("$expr", expression);
+    filter
 }
 
 #[cfg(test)]

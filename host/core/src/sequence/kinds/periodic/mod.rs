@@ -27,8 +27,12 @@
 //! changed by hand) taken again with the new ones. Writes are majority with
 //! journal, like every kind's.
 //!
-//! The JavaScript twin is `mongo-js/getNextPeriodic.js`, which sends the same
-//! pipeline; `tests/conformance.rs` holds the two equal. This kind owns
+//! The command `idmint pipeline` prints ([`Kind::take_command`]) has the same
+//! update, and the guard, period and zone in its filter as well, so that a
+//! counter it does not apply to matches nothing (`value: null`) instead of
+//! coming back unchanged to an application that would reuse its `seq`.
+//! The JavaScript twin is `mongo-js/getNextPeriodic.js`, which sends that
+//! command; `tests/conformance.rs` holds the two equal. This kind owns
 //! nothing outside its folder.
 
 use mongodb::bson::{doc, Bson, Document};
@@ -144,12 +148,7 @@ impl Kind for Periodic {
     fn fields(settings: &Settings, _now_ms: u64) -> Result<Document, SequenceError> {
         let period = settings.period.unwrap_or(PeriodUnit::Year);
         let zone = settings.zone.as_deref().unwrap_or(DEFAULT_ZONE);
-        if !zone_is_well_formed(zone) {
-            return Err(SequenceError::InvalidSpec(format!(
-                "zone {zone:?} is not a time zone name: use an IANA name such as Europe/Paris, \
-                 UTC, or an offset such as +05:30"
-            )));
-        }
+        check_zone(zone)?;
         Ok(doc! { "period": period.as_str(), "zone": zone, "current": "", "seq": 0_i64 })
     }
 
@@ -194,10 +193,22 @@ impl Kind for Periodic {
         count: u64,
         options: &CommandOptions,
     ) -> Result<(Document, Vec<Document>), SequenceError> {
-        Ok((
-            take_filter(name, count, options.period, &options.zone),
-            take_pipeline(count, options.period, &options.zone),
-        ))
+        let (unit, zone) = (options.period, options.zone.as_str());
+        // Checked here, not only at creation: the zone is written into the
+        // command, and a `$` string there would be read as a field path.
+        check_zone(zone)?;
+        // The command applies only to a counter of the period and zone it
+        // was printed for: any other matches nothing (`value: null`) rather
+        // than coming back unchanged, as the update's guard leaves it.
+        let filter = doc! {
+            "_id": name.as_str(),
+            "$expr": { "$and": [
+                { "$eq": ["$period", unit.as_str()] },
+                { "$eq": ["$zone", zone] },
+                room(count, unit, zone),
+            ]},
+        };
+        Ok((filter, take_pipeline(count, unit, zone)))
     }
 
     async fn open(
@@ -213,6 +224,17 @@ impl Kind for Periodic {
             read: std::sync::Mutex::new((state.period, state.zone.clone())).into(),
         })
     }
+}
+
+/// Fails unless `zone` has the shape of a time zone name ([`ZONE_PATTERN`]).
+fn check_zone(zone: &str) -> Result<(), SequenceError> {
+    if zone_is_well_formed(zone) {
+        return Ok(());
+    }
+    Err(SequenceError::InvalidSpec(format!(
+        "zone {zone:?} is not a time zone name: use an IANA name such as Europe/Paris, \
+         UTC, or an offset such as +05:30"
+    )))
 }
 
 /// Whether `zone` has the shape of a time zone name ([`ZONE_PATTERN`]).
@@ -270,13 +292,15 @@ pub(crate) fn take_filter(
     unit: PeriodUnit,
     zone: &str,
 ) -> Document {
-    doc! {
-        "_id": name.as_str(),
-        "$expr": { "$or": [
-            { "$gt": [now_label(unit, zone), "$current"] },
-            { "$lte": ["$seq", MAX_VALUE.saturating_sub(count) as i64] },
-        ]},
-    }
+    doc! { "_id": name.as_str(), "$expr": room(count, unit, zone) }
+}
+
+/// True while the counter can take `count` values now (see [`take_filter`]).
+fn room(count: u64, unit: PeriodUnit, zone: &str) -> Document {
+    doc! { "$or": [
+        { "$gt": [now_label(unit, zone), "$current"] },
+        { "$lte": ["$seq", MAX_VALUE.saturating_sub(count) as i64] },
+    ]}
 }
 
 /// The update that takes `count` values (see the module docs), for a counter
