@@ -12,6 +12,7 @@ if [ -z "${MONGODB_URI:-}" ]; then
 fi
 ensure_mongosh
 ensure_faketime
+ensure_tmux
 ensure_java
 ensure_chromium
 # curl: the README's `idmint serve` examples, which tests/readme.rs runs.

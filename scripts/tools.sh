@@ -6,6 +6,7 @@
 #                   GPL, so it is only ever run as a separate process)
 #   mongosh         the MongoDB shell, for the stored-function tests (npm)
 #   faketime        libfaketime moves the clocks of clients and servers in the clock tests (apt)
+#   tmux            a real terminal for `lock run`'s job-control tests (apt)
 #   javac, java     Java 17, to build and test the Java client of `idmint serve` (apt)
 #   wrk             HTTP load for the `idmint serve` benchmark (apt; scripts/bench-serve.sh)
 #   chromium        a real browser, headless, for the monitor page's test (apt)
@@ -78,6 +79,14 @@ ensure_faketime() {
   fi
   say "installing faketime (the clock tests run clients and servers on libfaketime)"
   apt_install faketime
+}
+
+ensure_tmux() {
+  if command -v tmux >/dev/null 2>&1; then
+    return
+  fi
+  say "installing tmux (a real terminal for the job-control tests of lock run)"
+  apt_install tmux
 }
 
 ensure_java() {

@@ -683,3 +683,107 @@ async fn an_error_not_from_the_server_names_no_server() {
         holder.child.wait().unwrap();
     }
 }
+
+/// Issue 31: Ctrl-C while `next --stream` waits for a take the database
+/// has already applied (its answer held by a proxy, so the timing is
+/// certain) prints that take's IDs before it exits: every value the
+/// counter moved past is printed, none dropped. Before, the take was
+/// dropped with its values, a gap. An autoinc counter, so that its `seq`
+/// counts every value taken; the answer is released once the stream has
+/// acted on the interrupt (said so, or exited).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_during_a_take_prints_its_ids_before_next_stream_exits() {
+    use std::io::BufRead;
+    const TEST: &str = "cli_stream_ctrl_c_take";
+    harness::database(TEST).await;
+    assert_exit(
+        &run(harness::idmint(TEST).args(["counter", "create", "c", "--kind", "autoinc"])),
+        0,
+    );
+    let proxy = crate::fault_proxy::FaultProxy::start();
+    // Heartbeats every ten minutes: the only answers on the way are takes'.
+    let uri = format!("{}&heartbeatFrequencyMS=600000", proxy.uri());
+    let mut stream = harness::idmint(TEST)
+        .env("MONGODB_URI", uri)
+        .args(["next", "c", "--stream", "--policy", "builtin:decimal"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (lines, printed) = std::sync::mpsc::channel();
+    let out = std::io::BufReader::new(stream.stdout.take().unwrap());
+    std::thread::spawn(move || {
+        for line in out.lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let Ok(first) = printed.recv_timeout(Duration::from_secs(60)) else {
+        let _ = stream.kill();
+        let output = stream.wait_with_output().unwrap();
+        panic!("the stream printed nothing: {}", stderr(&output));
+    };
+    let mut ids = vec![first];
+
+    proxy.hold_answers();
+    let start = Instant::now();
+    while proxy.held_answer_bytes() == 0 {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no take reached the server"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // SAFETY: kill(2) on our own child, not yet reaped.
+    assert_eq!(
+        unsafe { libc::kill(stream.id() as libc::pid_t, libc::SIGINT) },
+        0
+    );
+    // The answer is released only once the stream has acted on the
+    // interrupt: said it finishes the take, or (the gap) exited.
+    let (said, errors) = std::sync::mpsc::channel();
+    let err = std::io::BufReader::new(stream.stderr.take().unwrap());
+    std::thread::spawn(move || {
+        for line in err.lines().map_while(Result::ok) {
+            if said.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let mut stderr_lines = Vec::new();
+    let start = Instant::now();
+    while !stderr_lines
+        .iter()
+        .any(|line: &String| line.starts_with("idmint: interrupted"))
+        && stream.try_wait().unwrap().is_none()
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the stream did not act on SIGINT: {stderr_lines:?}"
+        );
+        if let Ok(line) = errors.recv_timeout(Duration::from_millis(20)) {
+            stderr_lines.push(line);
+        }
+    }
+    proxy.release_answers();
+    let status = stream.wait().unwrap();
+    ids.extend(printed.iter());
+    stderr_lines.extend(errors.iter());
+    assert_eq!(status.code(), Some(0), "stderr: {stderr_lines:?}");
+
+    let unique: HashSet<&String> = ids.iter().collect();
+    assert_eq!(unique.len(), ids.len(), "an ID printed twice");
+    let taken = counter_doc(TEST, "c")
+        .await
+        .unwrap()
+        .get_i64("seq")
+        .unwrap();
+    assert_eq!(
+        ids.len() as i64,
+        taken,
+        "the counter moved past {taken} values, {} were printed",
+        ids.len()
+    );
+}

@@ -13,6 +13,10 @@
 //!   same seed gives the same budget to the n-th connection accepted; which
 //!   process opens it depends on scheduling.
 //!
+//! - [`FaultProxy::hold_answers`]: requests still reach the server, which
+//!   applies them, but its answers are held until released, so that a
+//!   client is certain to be waiting on a write already applied.
+//!
 //! Clients reach the server through [`FaultProxy::uri`], which sets
 //! `directConnection=true`: otherwise the driver would learn the server's
 //! own address from the replica set and go around the proxy.
@@ -20,7 +24,7 @@
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 use crate::harness;
 
@@ -82,6 +86,11 @@ struct State {
     open: Mutex<Vec<TcpStream>>,
     accepted: AtomicU64,
     cut: AtomicU64,
+    /// Whether the server's answers are held; signalled on release.
+    holding: Mutex<bool>,
+    released: Condvar,
+    /// Bytes of answers held since answers were first held.
+    held: AtomicU64,
 }
 
 /// The proxy (see the module docs). Dropping it closes every connection.
@@ -105,6 +114,9 @@ impl FaultProxy {
             open: Mutex::new(Vec::new()),
             accepted: AtomicU64::new(0),
             cut: AtomicU64::new(0),
+            holding: Mutex::new(false),
+            released: Condvar::new(),
+            held: AtomicU64::new(0),
         });
         let accepting = state.clone();
         std::thread::Builder::new()
@@ -134,6 +146,24 @@ impl FaultProxy {
         });
     }
 
+    /// From now on the server's answers are held (read and counted, not
+    /// passed on) until [`FaultProxy::release_answers`]; requests still go
+    /// through.
+    pub fn hold_answers(&self) {
+        *self.state.holding.lock().unwrap() = true;
+    }
+
+    /// Passes on the answers held, and those to come.
+    pub fn release_answers(&self) {
+        *self.state.holding.lock().unwrap() = false;
+        self.state.released.notify_all();
+    }
+
+    /// Bytes of answers held so far (released or not).
+    pub fn held_answer_bytes(&self) -> u64 {
+        self.state.held.load(Ordering::SeqCst)
+    }
+
     /// How many connections were accepted, and how many of them were cut.
     pub fn counts(&self) -> (u64, u64) {
         (
@@ -146,6 +176,7 @@ impl FaultProxy {
 impl Drop for FaultProxy {
     fn drop(&mut self) {
         self.state.stopped.store(true, Ordering::SeqCst);
+        self.release_answers();
         for stream in self.state.open.lock().unwrap().drain(..) {
             let _ = stream.shutdown(Shutdown::Both);
         }
@@ -196,10 +227,14 @@ fn accept(listener: TcpListener, state: Arc<State>) {
             open.push(client.try_clone().unwrap());
             open.push(server.try_clone().unwrap());
         }
-        let upward = (client.try_clone().unwrap(), server.try_clone().unwrap());
-        for (from, to) in [upward, (server, client)] {
+        let upward = (
+            client.try_clone().unwrap(),
+            server.try_clone().unwrap(),
+            false,
+        );
+        for (from, to, answers) in [upward, (server, client, true)] {
             let (state, connection) = (state.clone(), connection.clone());
-            std::thread::spawn(move || pump(from, to, &state, &connection));
+            std::thread::spawn(move || pump(from, to, answers, &state, &connection));
         }
     }
 }
@@ -221,8 +256,15 @@ impl Connection {
 }
 
 /// Copies `from` to `to` until either closes, the budget runs out (then it
-/// cuts both), or forever dropping what it reads once partitioned.
-fn pump(mut from: TcpStream, mut to: TcpStream, state: &State, connection: &Connection) {
+/// cuts both), or forever dropping what it reads once partitioned; the
+/// server's `answers` wait while they are held.
+fn pump(
+    mut from: TcpStream,
+    mut to: TcpStream,
+    answers: bool,
+    state: &State,
+    connection: &Connection,
+) {
     let mut buffer = [0u8; 16 * 1024];
     loop {
         let read = match from.read(&mut buffer) {
@@ -232,6 +274,15 @@ fn pump(mut from: TcpStream, mut to: TcpStream, state: &State, connection: &Conn
             }
             Ok(read) => read,
         };
+        if answers {
+            let mut holding = state.holding.lock().unwrap();
+            if *holding {
+                state.held.fetch_add(read as u64, Ordering::SeqCst);
+            }
+            while *holding {
+                holding = state.released.wait(holding).unwrap();
+            }
+        }
         if state.partitioned.load(Ordering::SeqCst) {
             // Dropped on the floor, as packets in a partition; the
             // connections stay open.

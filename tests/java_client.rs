@@ -75,17 +75,25 @@ struct Serve {
     admin_port: u16,
     child: Option<Child>,
     log: Arc<Mutex<Vec<String>>>,
+    /// Flags of `idmint serve` besides the listeners.
+    args: Vec<String>,
 }
 
 impl Serve {
     /// Starts one on a port of its choosing.
     fn start(test: &'static str) -> Self {
+        Self::start_with(test, &[])
+    }
+
+    /// Starts one with more flags (`--policy FILE`).
+    fn start_with(test: &'static str, args: &[&str]) -> Self {
         let mut serve = Self {
             test,
             port: 0,
             admin_port: 0,
             child: None,
             log: Arc::default(),
+            args: args.iter().map(|arg| arg.to_string()).collect(),
         };
         serve.spawn();
         serve
@@ -119,6 +127,7 @@ impl Serve {
                 "--admin-listen",
                 "127.0.0.1:0",
             ])
+            .args(&self.args)
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -255,7 +264,46 @@ fn one_fetch_in_flight_and_its_error_reaches_its_takers_only() {
 fn failover_sets_failed_instances_aside_and_errs_only_at_the_deadline() {
     assert_check(
         &mut java("FailoverCheck"),
-        "set aside ok\ndeadline ok\nserves while failing over ok\n",
+        "set aside ok\ndeadline ok\nserves while failing over ok\nshared failure at once ok\n",
+    );
+}
+
+/// Issue 31: a failure every instance would give (500 `policy`: the
+/// runaway fixture policy never returns for value 42, which the first
+/// fetch takes) reaches the caller at once, not at the client's deadline
+/// (a minute here) after asking every instance, each ask taking a fresh
+/// batch. Two instances; one request in all: the counter moved by that one
+/// batch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failure_every_instance_would_give_reaches_the_caller_at_once() {
+    const TEST: &str = "java_shared_failure";
+    const BATCH: u64 = 50;
+    harness::database(TEST).await;
+    create(TEST, "orders", &[]);
+    let runaway = ["--policy", harness::fixture_policy("runaway")];
+    let instances = [
+        Serve::start_with(TEST, &runaway),
+        Serve::start_with(TEST, &runaway),
+    ];
+    let output = java("SharedFailureRun")
+        .args(["orders", &BATCH.to_string()])
+        .args(instances.iter().map(Serve::url))
+        .stdin(Stdio::null())
+        .output()
+        .expect("run java");
+    assert_exit(&output, 0);
+    let report = stdout(&output);
+    let mut lines = report.lines();
+    let outcome: Vec<&str> = lines.next().unwrap_or_default().split(' ').collect();
+    assert_eq!(outcome[..2], ["failed", "500"], "{report}");
+    let body: Value = serde_json::from_str(lines.next().unwrap_or_default()).unwrap();
+    assert_eq!(body["error"], "policy", "{report}");
+    // Every request the client made was answered before it returned: a
+    // second one would have taken a second batch.
+    assert_eq!(
+        counter_field(TEST, "orders", "val"),
+        BATCH,
+        "not one batch taken: {report}"
     );
 }
 

@@ -14,6 +14,7 @@ mod java_client;
 mod lock;
 mod lock_cohort;
 mod lock_fair;
+mod lock_job_control;
 mod lost_values;
 mod mongosh;
 mod monitor;

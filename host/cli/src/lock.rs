@@ -17,16 +17,22 @@
 //!   to the group (unless `lock run` was started with them ignored, as by
 //!   `nohup`: then they stay ignored), and `lock run` exits with COMMAND's
 //!   code.
+//! - **Job control** (`job_control`): SIGTSTP (Ctrl-Z), SIGTTIN and SIGTTOU
+//!   stop COMMAND's group (SIGSTOP) and then `lock run`. When continued
+//!   (`fg`, `bg`), `lock run` continues the group only if the lease's local
+//!   deadline has not passed meanwhile (no renewal is sent while stopped);
+//!   if it has, the group is killed while still stopped and `lock run`
+//!   exits 76.
 //! - **The lease's local deadline** (the library's `Lease::deadline`: the
 //!   send time of the last acknowledged renewal plus the TTL, less a tenth)
 //!   stops COMMAND whatever the driver is doing: SIGTERM `stop_grace` before
 //!   it, SIGKILL at it, both before the server could end the lease.
 //!
 //! What remains possible: a process that leaves the group (`setsid`,
-//! `setpgid`) escapes the group kill; `lock run` paused (SIGSTOP, a frozen
-//! VM) cannot stop COMMAND, which runs on past the lease (fencing tokens
-//! protect the resource then); COMMAND runs in a background process group,
-//! so it cannot read from a terminal. On platforms without
+//! `setpgid`) escapes the group kill; `lock run` paused by a signal it
+//! cannot see (SIGSTOP, a frozen VM) cannot stop COMMAND, which runs on past
+//! the lease (fencing tokens protect the resource then); COMMAND runs in a
+//! background process group, so it cannot read from a terminal. On platforms without
 //! `PR_SET_PDEATHSIG` (macOS, the BSDs), COMMAND survives a `kill -9` of
 //! the guard itself (not of `lock run`, which the pipe covers).
 
@@ -42,6 +48,7 @@ use idmint::lock::{
 use serde::Serialize;
 
 use super::exit::{UsageError, EXIT_LOCK_LOST};
+use super::job_control;
 use super::{ConnectArgs, Outcome, Output};
 
 /// The signals `lock run` passes on to COMMAND's process group.
@@ -54,7 +61,8 @@ pub enum LockCmd {
     /// COMMAND's code, 75 if the lock was not had within --wait, 76 if the lease was lost or could
     /// not be renewed while COMMAND ran (COMMAND is then stopped: SIGTERM, then SIGKILL before the
     /// lease can expire). COMMAND and what it starts die with `lock run` (kill -9 included);
-    /// SIGINT, SIGTERM and SIGHUP are passed on to them.
+    /// SIGINT, SIGTERM and SIGHUP are passed on to them; Ctrl-Z stops them with `lock run`, and
+    /// `fg` continues them only if the lease did not lapse meanwhile (else exit 76).
     Run(RunArgs),
     /// Show a lock (or all locks): holder, fencing token, time left by the server's clock, hold count.
     Status(StatusArgs),
@@ -220,7 +228,8 @@ async fn run(args: &RunArgs, output: &Output) -> anyhow::Result<Outcome> {
         .await?;
     let token = lease.token();
     let mut watchdog = Watchdog::start(&lease);
-    // From here on the signals are COMMAND's: they are passed on, not obeyed.
+    // From here on the signals are COMMAND's: they are passed on, not
+    // obeyed; the stop signals stop COMMAND's group with `lock run`.
     let mut signals = Forwarded::install()?;
 
     let (program, _) = args.command.split_first().expect("clap requires COMMAND");
@@ -268,7 +277,33 @@ async fn run(args: &RunArgs, output: &Output) -> anyhow::Result<Outcome> {
                     killed = true;
                 }
             }
-            signal = signals.recv() => signal_group(group, signal),
+            signal = signals.recv() => {
+                if !job_control::is_stop(signal) {
+                    signal_group(group, signal);
+                    continue;
+                }
+                job_control::stop_with(group, signal);
+                // Continued: COMMAND with it only while the lease is proved
+                // held; one that lapsed meanwhile ends COMMAND before it
+                // runs again (the SIGKILL of the deadline, which passed).
+                if killed || watchdog.deadline().is_some_and(|at| at > std::time::Instant::now()) {
+                    signal_group(group, libc::SIGCONT);
+                    continue;
+                }
+                eprintln!(
+                    "idmint: lock '{name}': the lease with fencing token {token} lapsed while \
+                     `lock run` was stopped; killing {program:?} (SIGKILL) before it runs again"
+                );
+                signal_group(group, libc::SIGKILL);
+                killed = true;
+                stopped.get_or_insert_with(|| {
+                    std::sync::Arc::new(LockError::Unrenewed {
+                        name: name.clone(),
+                        token,
+                        last_failure: Some("`lock run` was stopped past its deadline".to_string()),
+                    })
+                });
+            }
         }
     }
     // The guard has exited (not yet reaped, so the group's id is still its
@@ -336,8 +371,9 @@ async fn exited(pid: libc::pid_t) -> std::io::Result<()> {
     .await?
 }
 
-/// The signals passed on to COMMAND: each one not ignored when `lock run`
-/// started (a signal ignored by `nohup` stays ignored, in COMMAND too).
+/// The signals passed on to COMMAND, and the stop signals
+/// ([`job_control::STOPS`]): each one not ignored when `lock run` started
+/// (a signal ignored by `nohup` stays ignored, in COMMAND too).
 struct Forwarded {
     received: tokio::sync::mpsc::UnboundedReceiver<libc::c_int>,
 }
@@ -346,7 +382,7 @@ impl Forwarded {
     fn install() -> anyhow::Result<Self> {
         use tokio::signal::unix::{signal, SignalKind};
         let (sender, received) = tokio::sync::mpsc::unbounded_channel();
-        for number in FORWARDED {
+        for number in FORWARDED.into_iter().chain(job_control::STOPS) {
             if is_ignored(number) {
                 continue;
             }

@@ -11,6 +11,7 @@ mod connect;
 mod counter;
 mod exit;
 mod install;
+mod job_control;
 mod layout_args;
 mod lock;
 mod next;

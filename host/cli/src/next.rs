@@ -13,6 +13,7 @@ use idmint::policy::watch::SwapEvent;
 use idmint::sequence::{CounterName, Sequence, MAX_BLOCK};
 use idmint::{LiveMinter, Minter, PolicyRuntime, SystemClock};
 use serde::Serialize;
+use tokio::signal::unix::{signal, Signal, SignalKind};
 
 use super::open_args::OpenArgs;
 use super::policy_args::PolicyArgs;
@@ -35,7 +36,8 @@ pub struct NextCmd {
     #[arg(long)]
     pub prefix: Option<String>,
     /// Keep printing IDs, one per line, until interrupted (Ctrl-C) or stdout
-    /// closes. With --policy FILE, a replaced FILE switches the format live.
+    /// closes; IDs being taken at Ctrl-C are printed first (a second Ctrl-C
+    /// abandons them). With --policy FILE, a replaced FILE switches the format live.
     #[arg(long)]
     pub stream: bool,
     /// With --stream: at most N IDs per second (default: as fast as the counter goes).
@@ -138,6 +140,16 @@ impl NextCmd {
             options,
         )
         .await?;
+        // Ctrl-C is taken from here on (before, it ends the process as
+        // usual): the values a step has taken are printed, never dropped
+        // (see `finish`), and a segment's unused ones are given back.
+        let mut interrupts = match signal(SignalKind::interrupt()) {
+            Ok(interrupts) => interrupts,
+            Err(error) => {
+                let _ = minter.shutdown().await;
+                return Err(error.into());
+            }
+        };
         // Events are reported by a task of their own, so that the loop below
         // never abandons a batch whose values it has already taken.
         let reporter = {
@@ -160,20 +172,44 @@ impl NextCmd {
         } else {
             CHUNK as usize
         };
-        let ctrl_c = tokio::signal::ctrl_c();
-        tokio::pin!(ctrl_c);
         let result = loop {
+            // Between steps nothing is taken: an interrupt ends the stream here.
             tokio::select! {
-                _ = &mut ctrl_c => break Ok(Outcome::Success),
-                step = next_lines(&minter, batch, pacer.as_mut()) => match step {
-                    Ok(lines) => {
-                        let mut stdout = io::stdout().lock();
-                        if let Err(error) = stdout.write_all(lines.as_bytes()).and_then(|()| stdout.flush()) {
-                            break Err(anyhow::Error::from(error));
-                        }
-                    }
-                    Err(error) => break Err(error),
-                },
+                biased;
+                _ = interrupts.recv() => break Ok(Outcome::Success),
+                () = pace(pacer.as_mut()) => {}
+            }
+            let (step, interrupted) = match finish(
+                minter.next_lines(batch),
+                &mut interrupts,
+                output,
+            )
+            .await
+            {
+                Finished::Done {
+                    result,
+                    interrupted,
+                } => (result, interrupted),
+                Finished::Abandoned => {
+                    say(
+                        output,
+                        "abandoned",
+                        "interrupted twice: the IDs being taken are abandoned (a gap, never a duplicate)",
+                    );
+                    break Ok(Outcome::Success);
+                }
+            };
+            let printed = step.map_err(anyhow::Error::from).and_then(|lines| {
+                let mut stdout = io::stdout().lock();
+                stdout
+                    .write_all(lines.as_bytes())
+                    .and_then(|()| stdout.flush())
+                    .map_err(anyhow::Error::from)
+            });
+            match printed {
+                Err(error) => break Err(error),
+                Ok(()) if interrupted => break Ok(Outcome::Success),
+                Ok(()) => {}
             }
         };
         // A segment counter gives its unused values back on the way out.
@@ -185,16 +221,49 @@ impl NextCmd {
     }
 }
 
-/// Waits for the pace, then takes and formats `count` IDs.
-async fn next_lines(
-    minter: &LiveMinter,
-    count: usize,
-    pacer: Option<&mut tokio::time::Interval>,
-) -> anyhow::Result<String> {
+/// Waits for the pace (`--rate`), if any.
+async fn pace(pacer: Option<&mut tokio::time::Interval>) {
     if let Some(pacer) = pacer {
         pacer.tick().await;
     }
-    Ok(minter.next_lines(count).await?)
+}
+
+/// How a step that takes values ended under [`finish`].
+enum Finished<T> {
+    /// It ran to its end; `interrupted`: Ctrl-C came meanwhile.
+    Done { result: T, interrupted: bool },
+    /// A second Ctrl-C came before its end: it was dropped.
+    Abandoned,
+}
+
+/// Runs `step` to its end even when interrupted (Ctrl-C) once: a take in
+/// flight may already have moved the counter past its values (the update
+/// applied, its answer on the way), and dropping it then would lose them,
+/// a gap. The first interrupt is acknowledged on stderr (the database may
+/// be slow to answer); a second one abandons the step.
+async fn finish<T>(
+    step: impl std::future::Future<Output = T>,
+    interrupts: &mut Signal,
+    output: &Output,
+) -> Finished<T> {
+    tokio::pin!(step);
+    let mut interrupted = false;
+    loop {
+        tokio::select! {
+            result = &mut step => return Finished::Done { result, interrupted },
+            _ = interrupts.recv() => {
+                if interrupted {
+                    return Finished::Abandoned;
+                }
+                interrupted = true;
+                say(
+                    output,
+                    "interrupted",
+                    "interrupted: printing the IDs being taken, then stopping (interrupt again to abandon them)",
+                );
+            }
+        }
+    }
 }
 
 /// Reports a follower's event on stderr (a JSON line with --json), in the

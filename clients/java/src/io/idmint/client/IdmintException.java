@@ -3,7 +3,8 @@ package io.idmint.client;
 /**
  * A fetch from {@code idmint serve} failed. Either an instance gave an
  * answer that every instance would give (the counter does not exist, the
- * token may not use it, a bad request): then {@link #status()} is its HTTP
+ * token may not use it, a bad request, the policy failed on the values
+ * taken: 500 {@code policy}): then {@link #status()} is its HTTP
  * status and {@link #body()} its JSON error body, which names the kind of
  * error ({@code unknown-counter}, {@code forbidden}, ...) and says what went
  * wrong. Or no instance gave an answer within the client's deadline: then

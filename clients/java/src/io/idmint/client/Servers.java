@@ -17,13 +17,17 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * GET requests to several {@code idmint serve} instances with failover:
  * each fetch asks one instance chosen at random among those not set aside;
  * a failed one (no answer, or 5xx/408/429) is set aside for
  * {@code setAsideFirst}, doubled at each failure in a row up to
- * {@code setAsideMax}, and the fetch goes on with another. Once every
+ * {@code setAsideMax}, and the fetch goes on with another. An answer every
+ * instance would give (a 4xx other than 408 and 429, a 500 {@code policy})
+ * ends the fetch at once ({@link #isInstanceFailure}). Once every
  * instance failed in a round (or all are set aside), the fetch waits a
  * jittered backoff and goes round again, until its deadline (no request
  * starts after it; one in progress has its full timeout); then it fails
@@ -166,12 +170,13 @@ final class Servers {
                 if (status == 200) {
                     answered(instance);
                     result.complete(response.body());
-                } else if (status >= 500 || status == 408 || status == 429) {
+                } else if (isInstanceFailure(status, response.body())) {
                     failed(instance, "answered " + status + ": " + shorten(response.body()),
                             new IdmintException(status, response.body(), null));
                     step();
                 } else {
-                    // The same from every instance (they share one database): the caller's to see.
+                    // The same from every instance (they share one database and its
+                    // policies): the caller's to see, at once.
                     answered(instance);
                     result.completeExceptionally(new IdmintException(status, response.body(), null));
                 }
@@ -265,6 +270,38 @@ final class Servers {
             health[i] = new long[] {instance.answers, instance.failures, left};
         }
         return health;
+    }
+
+    /**
+     * Whether an answer other than 200 is this instance's failure, worth
+     * asking another: 408, 429, and a 5xx, unless its error kind says every
+     * instance would fail alike ({@link #SHARED_FAILURES}). Any other answer
+     * (4xx: an unknown counter, a bad token, a bad request) is every
+     * instance's.
+     */
+    static boolean isInstanceFailure(int status, String body) {
+        if (status == 408 || status == 429) {
+            return true;
+        }
+        return status >= 500 && !SHARED_FAILURES.contains(errorKind(body));
+    }
+
+    /**
+     * The error kinds of a 5xx that every instance would answer (the
+     * service's {@code ErrorBody}): {@code policy}, the policy failed to
+     * format or read the values taken; asking another instance takes fresh
+     * values only to fail again. {@code unavailable}, {@code overloaded} and
+     * {@code internal} are one instance's state: another may answer.
+     */
+    private static final Set<String> SHARED_FAILURES = Set.of("policy");
+
+    /** {@code {"error": KIND, ...}}: the service writes the kind first. */
+    private static final Pattern ERROR_KIND = Pattern.compile("\\A\\s*\\{\\s*\"error\"\\s*:\\s*\"([a-z-]+)\"");
+
+    /** The error kind of a JSON error body, or "" (a proxy's page, an empty body). */
+    static String errorKind(String body) {
+        Matcher kind = ERROR_KIND.matcher(body == null ? "" : body);
+        return kind.lookingAt() ? kind.group(1) : "";
     }
 
     private static String describe(Throwable cause) {

@@ -16,7 +16,9 @@ import java.util.concurrent.atomic.AtomicReference;
  * backoff moves it: a failed instance is set aside, for longer at each
  * failure in a row up to the cap, and asked again once that time is over;
  * every instance failing is an error only at the deadline, naming each
- * (without credentials); the buffer keeps serving while a fetch fails over.
+ * (without credentials); the buffer keeps serving while a fetch fails over;
+ * a failure every instance would give (500 {@code policy}) is the caller's
+ * at once, with no other instance asked.
  * Run by {@code tests/java_client.rs}; prints one line per check and exits
  * 1 on the first failure.
  */
@@ -29,6 +31,7 @@ public final class FailoverCheck {
         aFailedInstanceIsSetAsideAndAskedAgainLater();
         everyInstanceFailingIsOneErrorAtTheDeadline();
         theBufferServesWhileAFetchFailsOver();
+        aFailureEveryInstanceWouldGiveReachesTheCallerAtOnce();
     }
 
     /**
@@ -184,5 +187,46 @@ public final class FailoverCheck {
             client.close();
         }
         System.out.println("serves while failing over ok");
+    }
+
+    /**
+     * Issue 31: both instances answer 500 {@code policy} (the policy failed
+     * on the values taken): the first answer is the caller's error at once,
+     * on a clock that never moves, with the other instance not asked and
+     * neither set aside. A 503 {@code unavailable}, a 500 {@code internal}
+     * and a 502 without the service's body still fail over.
+     */
+    static void aFailureEveryInstanceWouldGiveReachesTheCallerAtOnce() throws Exception {
+        String policy = "{\"error\":\"policy\",\"message\":\"the policy failed to format or read these IDs\"}";
+        try (Peer a = new Peer("a", (self, number) -> Peer.status(500, policy));
+                Peer b = new Peer("b", (self, number) -> Peer.status(500, policy))) {
+            ValueClient client = ValueClient.builder()
+                    .servers(a.url, b.url)
+                    .counter("c")
+                    .time(new FakeTime())
+                    .build();
+            try {
+                client.servers().get(PATH).join();
+                require(false, "a fetch answered 500 policy gave values");
+            } catch (CompletionException failed) {
+                require(failed.getCause() instanceof IdmintException error && error.status() == 500
+                        && error.body().equals(policy), "not the instance's answer: " + failed.getCause());
+            }
+            int asked = a.requests() + b.requests();
+            require(asked == 1, asked + " requests for one failure every instance gives, not 1");
+            for (long[] health : client.servers().health()) {
+                require(health[1] == 0, "an instance was counted failed for a policy failure");
+            }
+            client.close();
+        }
+        require(!Servers.isInstanceFailure(500, policy), "500 policy is one instance's failure");
+        require(!Servers.isInstanceFailure(404, "{\"error\":\"unknown-counter\"}"), "404 is one instance's failure");
+        for (String kind : new String[] {"unavailable", "overloaded", "internal"}) {
+            require(Servers.isInstanceFailure(kind.equals("internal") ? 500 : 503, "{\"error\":\"" + kind + "\"}"),
+                    kind + " is not failed over");
+        }
+        require(Servers.isInstanceFailure(502, "<html>Bad Gateway</html>"), "a proxy's 502 is not failed over");
+        require(Servers.isInstanceFailure(429, ""), "429 is not failed over");
+        System.out.println("shared failure at once ok");
     }
 }
