@@ -18,9 +18,11 @@
 //! - `/healthz`;
 //!
 //! and the operator's routes (`admin.rs`) on an admin listener of their own:
-//! `/readyz`, `/metrics` (Prometheus), `/openapi.json`, `/healthz`. Each
-//! route is registered with its OpenAPI documentation in one call
-//! (utoipa-axum), so the two cannot drift.
+//! `/readyz`, `/metrics` (Prometheus), `/monitor`, `/openapi.json` (the API
+//! listener's OpenAPI document), `/openapi-admin.json` (the admin
+//! listener's), `/healthz`. Each route is registered with its OpenAPI
+//! documentation in one call (utoipa-axum), so the two cannot drift; what
+//! the server's configuration adds to the documents is `openapi.rs`'s.
 //!
 //! Counters are opened on their first request and kept ([`CounterPool`]):
 //! a segment counter is served from the process's double buffer and a
@@ -46,7 +48,8 @@
 //! The modules: `limits` (what is allowed), `error` (failures and their
 //! statuses), `extract` (authentication, bodies and rejections), `routes`
 //! (the API), `admin` (the operator's routes), `net` (the listeners and
-//! connections), `pool`, `minters`, `slots`, `access` (tokens), `metrics`.
+//! connections), `pool`, `minters`, `slots`, `access` (tokens), `metrics`,
+//! `openapi` (the documents).
 
 mod access;
 mod admin;
@@ -406,9 +409,9 @@ impl Server {
             .with_state(state)
     }
 
-    /// The operator's routes (`/readyz`, `/metrics`, `/openapi.json`,
-    /// `/healthz`), with limits of their own: what the admin listener
-    /// serves.
+    /// The operator's routes (`/readyz`, `/metrics`, `/monitor`,
+    /// `/openapi.json`, `/openapi-admin.json`, `/healthz`), with limits of
+    /// their own: what the admin listener serves.
     pub fn admin_router(&self) -> Router {
         let state = self.state.clone();
         let limits = &state.limits;

@@ -319,11 +319,45 @@ mod tests {
                 "/readyz",
             ]
         );
-        std::fs::write("/tmp/api.json", serde_json::to_string_pretty(&api).unwrap()).unwrap();
-        std::fs::write(
-            "/tmp/admin.json",
-            serde_json::to_string_pretty(&admin).unwrap(),
-        )
-        .unwrap();
+    }
+
+    #[test]
+    fn the_bounds_are_the_servers_and_the_token_is_declared_when_required() {
+        let limits = Limits {
+            max_count: 7,
+            max_range: 70,
+            ..Limits::default()
+        };
+        let (api, _) = documents(&limits, false);
+        let count = |path: &str| {
+            api["paths"][path]["get"]["parameters"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|parameter| parameter["name"] == "count")
+                .unwrap()["schema"]
+                .clone()
+        };
+        assert_eq!(count("/v1/counters/{name}/ids")["maximum"], 7);
+        assert_eq!(count("/v1/counters/{name}/values")["maximum"], 7);
+        assert_eq!(count("/v1/counters/{name}/ranges")["maximum"], 70);
+        assert_eq!(count("/v1/counters/{name}/ids")["minimum"], 1);
+        let ids = &api["components"]["schemas"]["ValidateRequest"]["properties"]["ids"];
+        assert_eq!(ids["maxItems"], 7);
+        let responses = &api["paths"]["/v1/counters/{name}/ids"]["get"]["responses"];
+        assert!(responses["401"].is_null(), "no token required, yet a 401");
+        assert!(api["components"]["securitySchemes"].is_null());
+
+        let (api, admin) = documents(&limits, true);
+        let operation = &api["paths"]["/v1/counters/{name}/ids"]["get"];
+        assert!(operation["responses"]["401"].is_object());
+        assert_eq!(operation["security"], json!([{"bearer": []}]));
+        assert_eq!(
+            api["components"]["securitySchemes"]["bearer"]["scheme"],
+            "bearer"
+        );
+        assert!(api["paths"]["/healthz"]["get"]["security"].is_null());
+        // The admin listener takes no token.
+        assert!(admin["paths"]["/readyz"]["get"]["security"].is_null());
     }
 }
