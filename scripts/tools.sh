@@ -10,12 +10,14 @@
 #   javac, java     Java 17, to build and test the Java client of `idmint serve` (apt)
 #   wrk             HTTP load for the `idmint serve` benchmark (apt; scripts/bench-serve.sh)
 #   chromium        a real browser, headless, for the monitor page's test (apt)
+#   schemathesis    checks `idmint serve` against its OpenAPI documents (PyPI, in a venv)
 #
 # Cache: $IDMINT_TOOLS_DIR (default ~/.cache/idmint). Override the binaries with
 # IDMINT_TEST_SERVER_BIN and IDMINT_MONGOSH.
 
 SECANTUS_VERSION="0.5.3-beta.196"
 MONGOSH_VERSION="2.12.0"
+SCHEMATHESIS_VERSION="4.32.5"
 IDMINT_TOOLS_DIR="${IDMINT_TOOLS_DIR:-$HOME/.cache/idmint}"
 
 say() { printf '==> %s\n' "$*" >&2; }
@@ -111,6 +113,19 @@ ensure_wrk() {
   fi
   say "installing wrk (HTTP load for the serve benchmark)"
   apt_install wrk
+}
+
+ensure_schemathesis() {
+  if [ -n "${IDMINT_SCHEMATHESIS:-}" ] && [ -x "$IDMINT_SCHEMATHESIS" ]; then
+    return
+  fi
+  local venv="$IDMINT_TOOLS_DIR/schemathesis-$SCHEMATHESIS_VERSION"
+  if [ ! -x "$venv/bin/schemathesis" ]; then
+    say "installing schemathesis $SCHEMATHESIS_VERSION from PyPI into a venv (once)"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
+  fi
+  export IDMINT_SCHEMATHESIS="$venv/bin/schemathesis"
 }
 
 # Starts secantusd-rs on a free loopback port with a fresh data dir, waits until

@@ -28,6 +28,7 @@ mod sequence;
 mod serve;
 mod serve_hostile;
 mod serve_inprocess;
+mod serve_schema;
 mod serve_support;
 mod snowflake;
 mod strategies;

@@ -458,28 +458,36 @@ fn sigterm_gives_back_segments_and_releases_leases() {
 }
 
 /// Tokens: none or a wrong one is 401, a counter the app may not use is
-/// 403 (whether or not it exists), an allowed one is served; the token
-/// never appears in the log.
+/// 403 (whether or not it exists), an allowed one is served; a token
+/// limited to some prefixes takes formatted IDs only, never raw values
+/// (403 on `values`, `ranges` and Leaf's routes); the token never appears
+/// in the log.
 #[test]
 fn tokens_guard_counters() {
     const TEST: &str = "serve_tokens";
     block_on(harness::database(TEST));
     create(TEST, "orders", &["--prefix", "ORD-", "--prefix", "WEB-"]);
     create(TEST, "secret", &["--prefix", "S-"]);
+    create(TEST, "tickets", &["--kind", "segment", "--raw"]);
+    create(TEST, "ev", &["--kind", "snowflake", "--raw"]);
     let dir = tempfile::tempdir().unwrap();
     let tokens = dir.path().join("tokens.json");
     let token = "tok-3f9a1c";
-    // billing may format IDs with ORD- only, though orders owns WEB- too.
+    let ops_token = "tok-77e0b2";
+    // billing may format IDs with ORD- only, though orders owns WEB- too;
+    // ops is limited to no prefix.
     std::fs::write(
         &tokens,
         format!(
-            r#"{{"apps": [{{"name": "billing", "token_sha256": "{}", "counters": ["orders"], "prefixes": ["ORD-"]}}]}}"#,
-            idmint::checksum::sha256_hex(token.as_bytes())
+            r#"{{"apps": [{{"name": "billing", "token_sha256": "{}", "counters": ["orders", "tickets", "ev"], "prefixes": ["ORD-"]}}, {{"name": "ops", "token_sha256": "{}", "counters": ["*"]}}]}}"#,
+            idmint::checksum::sha256_hex(token.as_bytes()),
+            idmint::checksum::sha256_hex(ops_token.as_bytes())
         ),
     )
     .unwrap();
     let service = Service::start(TEST, &["--tokens", tokens.to_str().unwrap()]);
     let bearer = format!("Bearer {token}");
+    let ops = format!("Bearer {ops_token}");
     let get = |path: &str, authorization: Option<&str>| {
         let headers: Vec<(&str, &str)> = authorization
             .map(|value| ("Authorization", value))
@@ -514,21 +522,113 @@ fn tokens_guard_counters() {
         "forbidden",
         "application 'billing' may not use prefix \"WEB-\"",
     );
+    for path in [
+        "/v1/counters/orders/values",
+        "/v1/counters/tickets/values?count=2",
+        "/v1/counters/tickets/ranges?count=10",
+        "/api/segment/get/tickets",
+        "/api/snowflake/get/ev",
+    ] {
+        assert_error(
+            &get(path, Some(&bearer)),
+            403,
+            "forbidden",
+            "application 'billing' may use prefixes [\"ORD-\"] only, so it may take formatted IDs (ids) only, not raw values",
+        );
+    }
     assert_eq!(
-        get("/v1/counters/orders/values", Some(&bearer)).values(),
+        get("/v1/counters/orders/values", Some(&ops)).values(),
         [1],
-        "the refused request took a value"
+        "a refused request took a value"
+    );
+    assert_eq!(
+        get("/v1/counters/tickets/values", Some(&ops)).values(),
+        [1],
+        "a refused request took a value"
+    );
+    let workers = block_on(async {
+        harness::documents(&harness::database_handle(TEST).await, "workers").await
+    });
+    assert!(
+        workers.is_empty(),
+        "a refused request leased a worker id: {workers:?}"
     );
     let ids = get("/v1/counters/orders/ids", Some(&bearer));
     assert_eq!(ids.status, 200, "{ids:?}");
     assert!(ids.json()["ids"][0].as_str().unwrap().starts_with("ORD-"));
     assert_eq!(get("/healthz", None).status, 200);
     let (_, log) = service.terminate();
-    assert!(!log.contains(token), "{log}");
+    assert!(!log.contains(token) && !log.contains(ops_token), "{log}");
+}
+
+/// Values of a kind whose values repeat carry what makes them unique, as
+/// `idmint seq` prints them: a periodic value its period (`periods` in
+/// JSON, `PERIOD VALUE` per line in text), a cyclic one its server-decided
+/// timestamp (`timestamps_micros`, `TIMESTAMP_MICROS VALUE`); the other
+/// kinds' answers are unchanged.
+#[test]
+fn values_carry_their_period_or_timestamp() {
+    const TEST: &str = "serve_value_periods";
+    block_on(harness::database(TEST));
+    create(TEST, "notes", &["--kind", "periodic", "--raw"]);
+    create(TEST, "orders", &["--prefix", "ORD-"]);
+    create(TEST, "seg", &["--kind", "segment", "--raw"]);
+    let service = Service::start(TEST, &[]);
+    let text = |path: &str| {
+        let answer = request(
+            &service.address,
+            "GET",
+            path,
+            &[("Accept", "text/plain")],
+            None,
+        );
+        assert_eq!(answer.status, 200, "{answer:?}");
+        assert!(answer.headers["content-type"].starts_with("text/plain"));
+        answer.body
+    };
+
+    let json = service.get("/v1/counters/notes/values?count=2").json();
+    assert_eq!(json["values"], serde_json::json!([1, 2]), "{json}");
+    let periods = json["periods"].as_array().expect("periods").clone();
+    assert_eq!(periods.len(), 2, "{json}");
+    let lines = text("/v1/counters/notes/values?count=2");
+    // The period `idmint seq` prints for the next value is the one served.
+    let seq = run(idmint(TEST).args(["seq", "notes"]));
+    assert_exit(&seq, 0);
+    let seq = stdout(&seq);
+    let (period, next) = seq.trim().split_once(' ').expect("seq prints PERIOD VALUE");
+    assert_eq!(next, "5", "{seq}");
+    assert_eq!(periods, [period, period], "{json}");
+    assert_eq!(lines, format!("{period} 3\n{period} 4\n"));
+
+    let json = service.get("/v1/counters/orders/values?count=2").json();
+    assert!(json.get("periods").is_none(), "{json}");
+    let lines = text("/v1/counters/orders/values?count=2");
+    let lines: Vec<(u64, u64)> = lines
+        .lines()
+        .map(|line| {
+            let (micros, value) = line.split_once(' ').expect("TIMESTAMP_MICROS VALUE");
+            (micros.parse().unwrap(), value.parse().unwrap())
+        })
+        .collect();
+    assert_eq!(lines.iter().map(|l| l.1).collect::<Vec<_>>(), [3, 4]);
+    let after = json["timestamps_micros"][1].as_u64().unwrap();
+    assert!(
+        lines.iter().all(|l| l.0 >= after),
+        "{lines:?} after {after}"
+    );
+
+    let json = service.get("/v1/counters/seg/values?count=2").json();
+    assert_eq!(
+        json,
+        serde_json::json!({"counter": "seg", "kind": "segment", "values": [1, 2]})
+    );
+    assert_eq!(text("/v1/counters/seg/values?count=2"), "3\n4\n");
 }
 
 /// `/metrics` counts requests by route and status and values by counter;
-/// `/openapi.json` documents every route.
+/// `/openapi.json` documents every route of the API listener,
+/// `/openapi-admin.json` those of the admin listener.
 #[test]
 fn metrics_and_openapi() {
     const TEST: &str = "serve_metrics";
@@ -558,9 +658,17 @@ fn metrics_and_openapi() {
         "/v1/validate",
         "/api/segment/get/{key}",
         "/api/snowflake/get/{key}",
-        "/readyz",
     ] {
         assert!(openapi["paths"][path].is_object(), "{path} missing");
+    }
+    // The admin listener's routes are in its own document, not the API's.
+    let admin = service.admin("/openapi-admin.json").json();
+    for path in ["/readyz", "/metrics", "/monitor", "/monitor.json"] {
+        assert!(admin["paths"][path].is_object(), "{path} missing");
+        assert!(
+            openapi["paths"][path].is_null(),
+            "{path} in the API's document"
+        );
     }
 }
 

@@ -112,12 +112,19 @@ async fn a_counter_of_another_kind_is_refused_before_it_is_opened() {
 }
 
 /// The operator's routes are on the admin router only: the API answers
-/// them `no-route`; `/healthz` is on both.
+/// them `no-route`; `/healthz` is on both. Each listener has a document of
+/// its own routes, and every route a document names is served by that
+/// listener.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn operator_routes_are_on_the_admin_listener_only() {
     let server = server("serve_admin_routes", &[], Limits::default()).await;
     let (api, admin) = (server.router(), server.admin_router());
-    for path in ["/metrics", "/readyz", "/openapi.json"] {
+    for path in [
+        "/metrics",
+        "/readyz",
+        "/openapi.json",
+        "/openapi-admin.json",
+    ] {
         let (status, body) = get(&api, path).await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{path}: {body}");
         assert_eq!(body["error"], "no-route", "{path}: {body}");
@@ -127,49 +134,77 @@ async fn operator_routes_are_on_the_admin_listener_only() {
     for router in [&api, &admin] {
         assert_eq!(get(router, "/healthz").await.0, StatusCode::OK);
     }
-    // Every route of either router is in the document, ranges included.
-    let (_, document) = get(&admin, "/openapi.json").await;
-    let paths = document["paths"].as_object().unwrap();
-    for path in [
-        "/v1/counters/{name}/ids",
-        "/v1/counters/{name}/values",
-        "/v1/counters/{name}/ranges",
-        "/v1/counters/{name}",
-        "/v1/validate",
-        "/api/segment/get/{key}",
-        "/api/snowflake/get/{key}",
-        "/healthz",
-        "/readyz",
-        "/metrics",
-        "/openapi.json",
-    ] {
-        assert!(paths.contains_key(path), "{path} is not documented");
-    }
-    assert!(document["components"]["schemas"]["RangesResponse"].is_object());
-    // And nothing is documented that is not served.
-    for path in paths.keys() {
-        let concrete = path.replace("{name}", "nope").replace("{key}", "nope");
-        let method = if path == "/v1/validate" {
-            "POST"
-        } else {
-            "GET"
-        };
-        for router in [&api, &admin] {
-            let request = Request::builder()
-                .method(method)
-                .uri(&concrete)
-                .body(Body::empty())
-                .unwrap();
-            let response = router.clone().oneshot(request).await.unwrap();
-            let bytes = response.into_body().collect().await.unwrap().to_bytes();
-            let answer: Value = serde_json::from_slice(&bytes).unwrap_or_default();
-            if answer["error"] != "no-route" {
-                break;
+    let (_, api_document) = get(&admin, "/openapi.json").await;
+    let (_, admin_document) = get(&admin, "/openapi-admin.json").await;
+    let paths = |document: &Value| -> Vec<String> {
+        document["paths"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect()
+    };
+    assert_eq!(
+        paths(&api_document),
+        [
+            "/api/segment/get/{key}",
+            "/api/snowflake/get/{key}",
+            "/healthz",
+            "/v1/counters/{name}",
+            "/v1/counters/{name}/ids",
+            "/v1/counters/{name}/ranges",
+            "/v1/counters/{name}/values",
+            "/v1/validate",
+        ]
+    );
+    assert_eq!(
+        paths(&admin_document),
+        [
+            "/healthz",
+            "/metrics",
+            "/monitor",
+            "/monitor.json",
+            "/openapi-admin.json",
+            "/openapi.json",
+            "/readyz",
+        ]
+    );
+    assert!(api_document["components"]["schemas"]["RangesResponse"].is_object());
+    // Every documented route is served by its own listener, with the method
+    // documented; another method is a 405 naming the documented one.
+    for (router, document) in [(&api, &api_document), (&admin, &admin_document)] {
+        for (path, item) in document["paths"].as_object().unwrap() {
+            let concrete = path.replace("{name}", "nope").replace("{key}", "nope");
+            let method = item
+                .as_object()
+                .unwrap()
+                .keys()
+                .next()
+                .unwrap()
+                .to_uppercase();
+            let other = if method == "GET" { "PUT" } else { "GET" };
+            for asked in [method.as_str(), other] {
+                let request = Request::builder()
+                    .method(asked)
+                    .uri(&concrete)
+                    .body(Body::empty())
+                    .unwrap();
+                let response = router.clone().oneshot(request).await.unwrap();
+                let status = response.status();
+                let allow = response.headers().get("allow").cloned();
+                let bytes = response.into_body().collect().await.unwrap().to_bytes();
+                let answer: Value = serde_json::from_slice(&bytes).unwrap_or_default();
+                assert_ne!(answer["error"], "no-route", "{asked} {path} is not served");
+                if asked == other {
+                    assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED, "{asked} {path}");
+                    assert_eq!(answer["error"], "method-not-allowed", "{asked} {path}");
+                    let allow = allow.expect("an Allow header");
+                    assert!(
+                        allow.to_str().unwrap().contains(method.as_str()),
+                        "{asked} {path}: Allow {allow:?}"
+                    );
+                }
             }
-            assert!(
-                !std::ptr::eq(router, &admin),
-                "{method} {path} is documented but served by neither router"
-            );
         }
     }
 }
@@ -203,6 +238,92 @@ async fn a_prefix_removed_from_a_counter_stops_being_served() {
     assert_eq!(body["error"], "counter", "{body}");
     let (status, body) = get(&router, "/v1/counters/orders/ids").await;
     assert_eq!(status, StatusCode::OK, "{body}");
+}
+
+/// A prefix-limited token is checked against the prefix the IDs get: the
+/// counter's default as it is now, not as it was when the counter was
+/// opened. Once the default is removed (`counter prefix remove`), and the
+/// prepared minter is older than `Limits::minter_max_age` (here zero: at
+/// once), a request without `prefix` gets the new default: the token limited
+/// to it is served, the token limited to the removed one is refused 403 and
+/// gets no ID of the new default's, and the removed prefix is a 409.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prefix_limited_token_is_checked_against_the_default_now() {
+    const TEST: &str = "serve_token_default";
+    let database = harness::database(TEST).await;
+    let orders = CounterName::new("orders").unwrap();
+    sequence::create(
+        &database,
+        &orders,
+        &CounterSpec::default().prefixes(vec!["ORD-".into(), "WEB-".into()]),
+    )
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens.json");
+    let entry = |app: &str, prefix: &str| {
+        format!(
+            r#"{{"name": "{app}", "token_sha256": "{}", "counters": ["orders"], "prefixes": ["{prefix}"]}}"#,
+            idmint::checksum::sha256_hex(format!("tok-{app}").as_bytes())
+        )
+    };
+    std::fs::write(
+        &tokens,
+        format!(
+            r#"{{"apps": [{}, {}]}}"#,
+            entry("ord", "ORD-"),
+            entry("web", "WEB-")
+        ),
+    )
+    .unwrap();
+    let runtime = PolicyRuntime::new().unwrap();
+    let local = runtime.load_default().unwrap();
+    let mut options = ServeOptions::default();
+    options.limits.minter_max_age = Duration::ZERO;
+    options.access = Some(idmint::tokens::Access::from_file(&tokens).unwrap());
+    let server = Server::start(&database, &runtime, local, options)
+        .await
+        .unwrap();
+    let router = server.router();
+    let ids = |app: &'static str, path: &'static str| {
+        let router = router.clone();
+        async move {
+            let request = Request::get(path)
+                .header("authorization", format!("Bearer tok-{app}"))
+                .body(Body::empty())
+                .unwrap();
+            let response = router.oneshot(request).await.unwrap();
+            let status = response.status();
+            let bytes = response.into_body().collect().await.unwrap().to_bytes();
+            (status, serde_json::from_slice::<Value>(&bytes).unwrap())
+        }
+    };
+    let first_id = |body: &Value| body["ids"][0].as_str().unwrap_or_default().to_string();
+    let (status, body) = ids("ord", "/v1/counters/orders/ids").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(first_id(&body).starts_with("ORD-"), "{body}");
+    let (status, body) = ids("web", "/v1/counters/orders/ids").await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("\"ORD-\""),
+        "{body}"
+    );
+
+    sequence::prefixes::remove(&database, &orders, "ORD-")
+        .await
+        .unwrap();
+    let (status, body) = ids("web", "/v1/counters/orders/ids").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(first_id(&body).starts_with("WEB-"), "{body}");
+    let (status, body) = ids("ord", "/v1/counters/orders/ids").await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("\"WEB-\""),
+        "{body}"
+    );
+    let (status, body) = ids("ord", "/v1/counters/orders/ids?prefix=ORD-").await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(body["error"], "counter", "{body}");
 }
 
 /// Tokens from the database: a document that is not a valid entry is

@@ -118,6 +118,12 @@ impl App {
             .as_ref()
             .is_none_or(|prefixes| prefixes.iter().any(|p| p == prefix))
     }
+
+    /// The prefixes the app is limited to, if it is: such an app may take
+    /// formatted IDs only, never raw values, which belong to no prefix.
+    pub fn prefix_limit(&self) -> Option<&[String]> {
+        self.prefixes.as_deref()
+    }
 }
 
 impl Access {

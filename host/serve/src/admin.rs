@@ -120,7 +120,7 @@ pub(super) async fn readyz(State(state): State<Shared>) -> (StatusCode, Json<Rea
     get,
     path = "/metrics",
     tag = "admin",
-    responses((status = 200, description = "OpenMetrics text", body = String))
+    responses((status = 200, description = "OpenMetrics text", content_type = "application/openmetrics-text", body = String))
 )]
 pub(super) async fn metrics(State(state): State<Shared>) -> Response {
     let body = state
@@ -132,12 +132,12 @@ pub(super) async fn metrics(State(state): State<Shared>) -> Response {
     )
 }
 
-/// The OpenAPI document of both listeners.
+/// The API listener's OpenAPI document.
 #[utoipa::path(
     get,
     path = "/openapi.json",
     tag = "admin",
-    responses((status = 200, description = "The OpenAPI 3.1 document", body = Object))
+    responses((status = 200, description = "The OpenAPI 3.1 document of the API listener", body = Object))
 )]
 pub(super) async fn openapi(State(state): State<Shared>) -> Response {
     typed("application/json", state.openapi.clone())

@@ -63,7 +63,7 @@ pub struct IdsResponse {
 pub struct ValuesResponse {
     /// The counter.
     pub counter: String,
-    /// Its kind: `cyclic`, `autoinc`, `segment` or `snowflake`.
+    /// Its kind: `cyclic`, `periodic`, `autoinc`, `segment` or `snowflake`.
     pub kind: String,
     /// The values, in the order issued.
     pub values: Vec<u64>,
@@ -71,6 +71,11 @@ pub struct ValuesResponse {
     /// (microseconds since 1970), which makes the pair unique.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timestamps_micros: Option<Vec<u64>>,
+    /// Periodic counters only: each value's period (`2026`, `2026-11` or
+    /// `2026-11-23`): values restart at 1 in each period, so only the pair
+    /// is unique.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub periods: Option<Vec<String>>,
 }
 
 /// Body of `POST /v1/validate`.

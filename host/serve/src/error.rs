@@ -55,6 +55,15 @@ pub enum ApiError {
         /// The prefix asked for.
         prefix: String,
     },
+    /// The token's application is limited to some prefixes, so it may take
+    /// formatted IDs only, never raw values (which belong to no prefix).
+    #[error("application '{app}' may use prefixes {prefixes:?} only, so it may take formatted IDs (ids) only, not raw values")]
+    ForbiddenRawValues {
+        /// The token's application.
+        app: String,
+        /// The prefixes it is limited to.
+        prefixes: Vec<String>,
+    },
     /// The counter exists but this route does not serve its kind (a Leaf
     /// route, `ranges`); nothing was opened or taken.
     #[error("{message}")]
@@ -86,6 +95,13 @@ pub enum ApiError {
     /// No route has this method and path.
     #[error("no route {0}; see /openapi.json on the admin listener")]
     NoRoute(String),
+    /// The path is a route's, but not with this method (the answer's
+    /// `Allow` header names those it has).
+    #[error("no route {0}: the path is served with the methods its Allow header names")]
+    MethodNotAllowed(String),
+    /// A request body of a media type the route does not take.
+    #[error("{0}")]
+    UnsupportedMediaType(String),
 }
 
 /// The JSON body of an error response.
@@ -94,7 +110,8 @@ pub struct ErrorBody {
     /// A stable machine-readable kind: `bad-request`, `too-large`,
     /// `timeout`, `unauthenticated`, `forbidden`, `unknown-counter`,
     /// `unservable`, `counter`, `unavailable`, `policy`, `internal`,
-    /// `overloaded`, `no-route`.
+    /// `overloaded`, `no-route`, `method-not-allowed`,
+    /// `unsupported-media-type`.
     pub error: &'static str,
     /// What went wrong, in words (for a 5xx, without internal detail).
     pub message: String,
@@ -163,14 +180,18 @@ impl ApiError {
             Self::TooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "too-large"),
             Self::SlowBody(_) => (StatusCode::REQUEST_TIMEOUT, "timeout"),
             Self::Unauthenticated => (StatusCode::UNAUTHORIZED, "unauthenticated"),
-            Self::Forbidden { .. } | Self::ForbiddenPrefix { .. } => {
-                (StatusCode::FORBIDDEN, "forbidden")
-            }
+            Self::Forbidden { .. }
+            | Self::ForbiddenPrefix { .. }
+            | Self::ForbiddenRawValues { .. } => (StatusCode::FORBIDDEN, "forbidden"),
             Self::WrongRoute { .. } => (StatusCode::CONFLICT, "unservable"),
             Self::Library { class, .. } => class_status(*class),
             Self::Overloaded(_) => (StatusCode::SERVICE_UNAVAILABLE, "overloaded"),
             Self::TokensStale(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             Self::NoRoute(_) => (StatusCode::NOT_FOUND, "no-route"),
+            Self::MethodNotAllowed(_) => (StatusCode::METHOD_NOT_ALLOWED, "method-not-allowed"),
+            Self::UnsupportedMediaType(_) => {
+                (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported-media-type")
+            }
         }
     }
 

@@ -12,8 +12,11 @@
 //! - [`CounterPath`]: the counter of the path, which the caller must be
 //!   allowed (403 first, whether the counter exists or not), with a valid
 //!   name.
+//! - [`RawCounterPath`]: a [`CounterPath`] of a route that hands out raw
+//!   values, which a token limited to some prefixes may not take.
 //! - [`ApiQuery`], [`ApiJson`]: the query string and the JSON body, a
-//!   rejection being a 400 (or 413) naming what is wrong.
+//!   rejection being a 400 (or 413, or 415 for a body that is not JSON)
+//!   naming what is wrong.
 
 use std::sync::Arc;
 
@@ -64,6 +67,25 @@ impl Caller {
                 prefix: prefix.to_string(),
             }),
             _ => Ok(()),
+        }
+    }
+}
+
+impl Caller {
+    /// Fails unless the caller may take raw values (`values`, `ranges`,
+    /// Leaf's routes): a token limited to some prefixes may not, since a
+    /// raw value is confined to no prefix (it is the same value another app
+    /// formats with any prefix of the counter).
+    pub fn may_take_raw_values(&self) -> Result<(), ApiError> {
+        match &self.0 {
+            Some(app) => match app.prefix_limit() {
+                Some(prefixes) => Err(ApiError::ForbiddenRawValues {
+                    app: app.name.clone(),
+                    prefixes: prefixes.to_vec(),
+                }),
+                None => Ok(()),
+            },
+            None => Ok(()),
         }
     }
 }
@@ -193,6 +215,25 @@ impl FromRequestParts<Arc<AppState>> for CounterPath {
     }
 }
 
+/// The counter of a route that hands out raw values (`values`, `ranges`,
+/// Leaf's routes): a [`CounterPath`] whose caller may also take raw values
+/// ([`Caller::may_take_raw_values`]), checked before anything is opened.
+#[derive(Debug, Clone)]
+pub struct RawCounterPath(pub CounterPath);
+
+impl FromRequestParts<Arc<AppState>> for RawCounterPath {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &Arc<AppState>,
+    ) -> Result<Self, ApiError> {
+        let counter = CounterPath::from_request_parts(parts, state).await?;
+        counter.caller.may_take_raw_values()?;
+        Ok(Self(counter))
+    }
+}
+
 /// A query string, a rejection being a 400 naming what is wrong.
 #[derive(Debug, Clone)]
 pub struct ApiQuery<T>(pub T);
@@ -219,12 +260,12 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
         Json::<T>::from_request(request, state)
             .await
             .map(|Json(body)| Self(body))
-            .map_err(|rejection| {
-                if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                    ApiError::TooLarge(rejection.body_text())
-                } else {
-                    ApiError::BadRequest(rejection.body_text())
+            .map_err(|rejection| match rejection.status() {
+                StatusCode::PAYLOAD_TOO_LARGE => ApiError::TooLarge(rejection.body_text()),
+                StatusCode::UNSUPPORTED_MEDIA_TYPE => {
+                    ApiError::UnsupportedMediaType(rejection.body_text())
                 }
+                _ => ApiError::BadRequest(rejection.body_text()),
             })
     }
 }

@@ -18,9 +18,11 @@
 //! - `/healthz`;
 //!
 //! and the operator's routes (`admin.rs`) on an admin listener of their own:
-//! `/readyz`, `/metrics` (Prometheus), `/openapi.json`, `/healthz`. Each
-//! route is registered with its OpenAPI documentation in one call
-//! (utoipa-axum), so the two cannot drift.
+//! `/readyz`, `/metrics` (Prometheus), `/monitor`, `/openapi.json` (the API
+//! listener's OpenAPI document), `/openapi-admin.json` (the admin
+//! listener's), `/healthz`. Each route is registered with its OpenAPI
+//! documentation in one call (utoipa-axum), so the two cannot drift; what
+//! the server's configuration adds to the documents is `openapi.rs`'s.
 //!
 //! Counters are opened on their first request and kept ([`CounterPool`]):
 //! a segment counter is served from the process's double buffer and a
@@ -46,7 +48,8 @@
 //! The modules: `limits` (what is allowed), `error` (failures and their
 //! statuses), `extract` (authentication, bodies and rejections), `routes`
 //! (the API), `admin` (the operator's routes), `net` (the listeners and
-//! connections), `pool`, `minters`, `slots`, `access` (tokens), `metrics`.
+//! connections), `pool`, `minters`, `slots`, `access` (tokens), `metrics`,
+//! `openapi` (the documents).
 
 mod access;
 mod admin;
@@ -59,6 +62,7 @@ mod metrics;
 mod minters;
 pub mod monitor;
 mod net;
+mod openapi;
 mod pool;
 mod routes;
 mod slots;
@@ -89,12 +93,12 @@ pub use api::{
 };
 pub use batcher::{BatchMeter, Batcher, MAX_GROUP};
 pub use error::{class_status, ApiError, ErrorBody};
-pub use extract::{ApiJson, ApiQuery, Caller, CounterPath};
+pub use extract::{ApiJson, ApiQuery, Caller, CounterPath, RawCounterPath};
 pub use limits::{Limits, LimitsError, MAX_BODY_BYTES, MAX_TIMEOUT};
 pub use metrics::Metrics;
 pub use minters::{Minters, Prepared};
+pub use openapi::{AdminDoc, ApiDoc};
 pub use pool::{CounterPool, Served};
-pub use routes::ApiDoc;
 pub use slots::{PolicySlot, PolicySlots};
 
 use idmint::policy::watch::SwapEvent;
@@ -193,8 +197,10 @@ pub struct AppState {
     readiness: admin::ReadinessCache,
     /// Values and requests per second, for the monitor page.
     rates: std::sync::Mutex<monitor::RateHistory>,
-    /// The OpenAPI document of both listeners, as JSON.
+    /// The API listener's OpenAPI document, as JSON.
     openapi: String,
+    /// The admin listener's OpenAPI document, as JSON.
+    admin_openapi: String,
 }
 
 impl AppState {
@@ -232,8 +238,9 @@ struct Routes {
 }
 
 impl Routes {
-    /// Every route, and the document of all of them: one list.
-    fn new() -> (Self, utoipa::openapi::OpenApi) {
+    /// Every route, and the documents of each listener's (the API's, the
+    /// admin's): one list.
+    fn new() -> (Self, utoipa::openapi::OpenApi, utoipa::openapi::OpenApi) {
         let (api, api_doc) = OpenApiRouter::new()
             .routes(routes!(routes::ids))
             .routes(routes!(routes::values))
@@ -250,14 +257,17 @@ impl Routes {
             .routes(routes!(admin::readyz))
             .routes(routes!(admin::metrics))
             .routes(routes!(admin::openapi))
+            .routes(routes!(openapi::admin_document))
             .routes(routes!(admin::monitor_page))
             .routes(routes!(admin::monitor_json))
             .split_for_parts();
-        let mut document = ApiDoc::openapi();
-        document.merge(api_doc);
-        document.merge(health_doc);
-        document.merge(admin_doc);
-        (Self { api, health, admin }, document)
+        let mut api_document = ApiDoc::openapi();
+        api_document.merge(api_doc);
+        api_document.merge(health_doc.clone());
+        let mut admin_document = AdminDoc::openapi();
+        admin_document.merge(admin_doc);
+        admin_document.merge(health_doc);
+        (Self { api, health, admin }, api_document, admin_document)
     }
 }
 
@@ -306,7 +316,9 @@ impl Server {
             options.access.map(access::Tokens::Fixed)
         };
         let limits = options.limits;
-        let (routes, document) = Routes::new();
+        let (routes, api_document, admin_document) = Routes::new();
+        let documents =
+            openapi::Documents::new(api_document, admin_document, &limits, tokens.is_some());
         let metrics = Metrics::new();
         let state = Arc::new(AppState {
             database: database.clone(),
@@ -323,7 +335,8 @@ impl Server {
             slots: PolicySlots::new(limits.policy_slots, limits.policy_wait),
             readiness: admin::ReadinessCache::default(),
             rates: Default::default(),
-            openapi: serde_json::to_string(&document).unwrap_or_default(),
+            openapi: documents.api,
+            admin_openapi: documents.admin,
             limits,
         });
         let reporter = {
@@ -391,13 +404,14 @@ impl Server {
             .layer(with_state(&state, extract::authenticate));
         api.merge(self.routes.health.clone())
             .fallback(routes::no_route)
+            .method_not_allowed_fallback(routes::method_not_allowed)
             .layer(with_state(&state, routes::track))
             .with_state(state)
     }
 
-    /// The operator's routes (`/readyz`, `/metrics`, `/openapi.json`,
-    /// `/healthz`), with limits of their own: what the admin listener
-    /// serves.
+    /// The operator's routes (`/readyz`, `/metrics`, `/monitor`,
+    /// `/openapi.json`, `/openapi-admin.json`, `/healthz`), with limits of
+    /// their own: what the admin listener serves.
     pub fn admin_router(&self) -> Router {
         let state = self.state.clone();
         let limits = &state.limits;
@@ -415,6 +429,7 @@ impl Server {
             )
             .merge(self.routes.health.clone())
             .fallback(routes::no_route)
+            .method_not_allowed_fallback(routes::method_not_allowed)
             .with_state(state)
     }
 

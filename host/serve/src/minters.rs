@@ -13,7 +13,8 @@
 //! recently used. A prepared minter is trusted for `Limits::minter_max_age`;
 //! after that its prefix's ownership is checked again against the counter
 //! as it is now, so a prefix removed from a counter stops being served
-//! within that age.
+//! within that age, and a request for the counter's default gets its new
+//! default (the next prefix it owns) rather than the removed one.
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -98,33 +99,35 @@ impl Minters {
             prefix.map(str::to_string),
         );
         let cached = self.lock().get(&key);
-        if let Some((prepared, when)) = cached {
+        if let Some((prepared, when)) = &cached {
             if when.elapsed() <= self.max_age {
+                return Ok(prepared.clone());
+            }
+        }
+        // The counter as it is now: its prefixes, and so its default, may
+        // have changed since it was opened or the minter was prepared.
+        let current = served.sequence.state().await?;
+        let chosen = prefix.unwrap_or_else(|| current.default_prefix());
+        if let Some((prepared, _)) = cached {
+            if prepared.minter.prefix() == chosen {
+                // Too old to trust: is the prefix still the counter's alone?
+                if let Err(error) =
+                    prefixes::check_use(&served.sequence.database(), &current, chosen).await
+                {
+                    self.lock().remove(&key);
+                    return Err(error.into());
+                }
+                self.lock().touch(&key);
                 return Ok(prepared);
             }
-            // Too old to trust: is the prefix still the counter's alone?
-            let current = served.sequence.state().await?;
-            if let Err(error) = prefixes::check_use(
-                &served.sequence.database(),
-                &current,
-                prepared.minter.prefix(),
-            )
-            .await
-            {
-                self.lock().remove(&key);
-                return Err(error.into());
-            }
-            self.lock().touch(&key);
-            return Ok(prepared);
+            // The counter's default is another prefix now (its old one was
+            // removed): a minter for the new one is prepared below.
+            self.lock().remove(&key);
         }
-        // The counter as it is now: its prefixes may have changed since it
-        // was opened. Ownership is the counter's rule, checked first and in
-        // one place (the core's `prefixes::check_use`), then the policy's
-        // checks off the executor.
-        let current = served.sequence.state().await?;
-        let chosen = prefix
-            .map(str::to_string)
-            .unwrap_or_else(|| current.default_prefix().to_string());
+        // Ownership is the counter's rule, checked first and in one place
+        // (the core's `prefixes::check_use`), then the policy's checks off
+        // the executor.
+        let chosen = chosen.to_string();
         prefixes::check_use(&served.sequence.database(), &current, &chosen).await?;
         let slot = slots.acquire().await?;
         let sequence = served.sequence.clone();

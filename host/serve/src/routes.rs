@@ -16,34 +16,21 @@ use axum::http::{header, HeaderMap, HeaderValue};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use utoipa::OpenApi;
 
 use super::api::{
     Checked, CounterResponse, IdsQuery, IdsResponse, RangesQuery, RangesResponse, ValidateRequest,
     ValidateResponse, ValuesQuery, ValuesResponse,
 };
 use super::error::{ApiError, ErrorBody, FailureCause};
-use super::extract::{ApiJson, ApiQuery, AppName, Caller, CounterPath};
+use super::extract::{ApiJson, ApiQuery, AppName, Caller, CounterPath, RawCounterPath};
 use super::pool::Served;
 use super::slots::run_blocking;
 use super::AppState;
-use idmint::sequence::{self, Clock, CounterKind, CounterName, SystemClock};
+use idmint::parts::Stamp;
+use idmint::sequence::{self, Clock, CounterKind, CounterName, Repeats, SystemClock};
 
 /// The state every handler shares.
 pub(super) type Shared = Arc<AppState>;
-
-/// The document's title and description; its paths and schemas come from
-/// the routes registered (`lib.rs`).
-#[derive(OpenApi)]
-#[openapi(
-    info(
-        title = "idmint",
-        description = "Unique, time-correlated, formatted IDs coordinated through MongoDB. \
-                       Routes tagged `admin` are served on the admin listener (`--admin-listen`) only."
-    ),
-    components(schemas(ErrorBody))
-)]
-pub struct ApiDoc;
 
 impl AppState {
     /// `count`, or 1, checked against the limit.
@@ -98,9 +85,11 @@ fn text(body: String) -> Response {
     path = "/v1/counters/{name}/ids",
     params(("name" = String, Path, description = "The counter"), IdsQuery),
     responses(
-        (status = 200, description = "The IDs, as JSON, or one per line with `Accept: text/plain`", body = IdsResponse),
+        (status = 200, description = "The IDs, as JSON, or one per line with `Accept: text/plain`", content(
+            (IdsResponse = "application/json"),
+            (String = "text/plain"),
+        )),
         (status = 400, description = "Bad name, count, prefix or parameter", body = ErrorBody),
-        (status = 401, description = "No valid token", body = ErrorBody),
         (status = 403, description = "The token's app may not use the counter, or the prefix", body = ErrorBody),
         (status = 404, description = "No such counter", body = ErrorBody),
         (status = 409, description = "A prefix the counter does not own; the policy cannot serve the counter; the counter is exhausted", body = ErrorBody),
@@ -115,12 +104,12 @@ pub(super) async fn ids(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let count = state.count(params.count)?;
+    // A prefix asked for is checked before anything is prepared for it; the
+    // counter's default is known only from the minter, below.
+    if let Some(prefix) = &params.prefix {
+        counter.caller.may_use_prefix(prefix)?;
+    }
     let served = state.pool.get(&counter.name).await?;
-    let prefix = params
-        .prefix
-        .clone()
-        .unwrap_or_else(|| served.state.default_prefix().to_string());
-    counter.caller.may_use_prefix(&prefix)?;
     let prepared = state
         .minters
         .get(
@@ -130,6 +119,9 @@ pub(super) async fn ids(
             &state.slots,
         )
         .await?;
+    // The prefix these IDs get: the counter's default as it is now (not as
+    // it was when the counter was opened), before any value is taken.
+    counter.caller.may_use_prefix(prepared.minter.prefix())?;
     // The policy slot before any value: a request that gets none is
     // answered 503 having taken nothing.
     let slot = state.slots.acquire().await?;
@@ -154,17 +146,19 @@ pub(super) async fn ids(
     path = "/v1/counters/{name}/values",
     params(("name" = String, Path, description = "The counter"), ValuesQuery),
     responses(
-        (status = 200, description = "The values, as JSON, or one per line with `Accept: text/plain`", body = ValuesResponse),
+        (status = 200, description = "The values, as JSON, or one per line with `Accept: text/plain`: `PERIOD VALUE` for a periodic counter and `TIMESTAMP_MICROS VALUE` for a cyclic one (what makes the value unique first, as `idmint seq` prints it), the bare value for the other kinds", content(
+            (ValuesResponse = "application/json"),
+            (String = "text/plain"),
+        )),
         (status = 400, description = "Bad name, count or parameter", body = ErrorBody),
-        (status = 401, description = "No valid token", body = ErrorBody),
-        (status = 403, description = "The token's app may not use the counter", body = ErrorBody),
+        (status = 403, description = "The token's app may not use the counter, or is limited to some prefixes (so may take no raw values)", body = ErrorBody),
         (status = 404, description = "No such counter", body = ErrorBody),
         (status = 503, description = "Database unreachable, lease not held, or overloaded", body = ErrorBody),
     )
 )]
 pub(super) async fn values(
     State(state): State<Shared>,
-    counter: CounterPath,
+    RawCounterPath(counter): RawCounterPath,
     ApiQuery(params): ApiQuery<ValuesQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
@@ -175,27 +169,49 @@ pub(super) async fn values(
         .take(count, SystemClock.now_micros())
         .await?;
     state.metrics.values(counter.name.as_str(), count);
+    let repeats = served.state.shape().repeats;
     if wants_text(&headers) {
         let mut lines = String::with_capacity(issued.len() * 12);
         for stamp in &issued {
+            if let Some(qualifier) = qualifier(repeats, stamp) {
+                lines.push_str(&qualifier);
+                lines.push(' ');
+            }
             lines.push_str(&stamp.sequence.to_string());
             lines.push('\n');
         }
         return Ok(text(lines));
     }
-    // The timestamps are part of the value only where the server decided them.
-    let timestamps = served
-        .state
-        .shape()
-        .server_timestamp
+    // What makes a value unique besides itself, where its kind's values repeat.
+    let timestamps = (repeats == Repeats::AfterWrap)
         .then(|| issued.iter().map(|stamp| stamp.timestamp_micros).collect());
+    let periods = (repeats == Repeats::EachPeriod).then(|| {
+        issued
+            .iter()
+            .filter_map(|stamp| stamp.period.map(|period| period.to_string()))
+            .collect()
+    });
     Ok(Json(ValuesResponse {
         counter: counter.name.to_string(),
         kind: served.sequence.kind().to_string(),
         values: issued.iter().map(|stamp| stamp.sequence).collect(),
         timestamps_micros: timestamps,
+        periods,
     })
     .into_response())
+}
+
+/// What tells a value of a kind whose values repeat from the same value
+/// issued again, as `idmint seq` prints it before the value: a periodic
+/// value's period (`2026 41`), a cyclic value's server-decided timestamp in
+/// microseconds (`1795425555000000 41`); nothing where the value alone is
+/// unique.
+fn qualifier(repeats: Repeats, stamp: &Stamp) -> Option<String> {
+    match repeats {
+        Repeats::AfterWrap => Some(stamp.timestamp_micros.to_string()),
+        Repeats::EachPeriod => stamp.period.map(|period| period.to_string()),
+        Repeats::Never => None,
+    }
 }
 
 /// Runs of consecutive values of an auto-increment or segment counter, for
@@ -206,10 +222,12 @@ pub(super) async fn values(
     path = "/v1/counters/{name}/ranges",
     params(("name" = String, Path, description = "An autoinc or segment counter"), RangesQuery),
     responses(
-        (status = 200, description = "The runs, as JSON, or `FIRST LAST` per line with `Accept: text/plain`", body = RangesResponse),
+        (status = 200, description = "The runs, as JSON, or `FIRST LAST` per line with `Accept: text/plain`", content(
+            (RangesResponse = "application/json"),
+            (String = "text/plain"),
+        )),
         (status = 400, description = "Bad name, count or parameter", body = ErrorBody),
-        (status = 401, description = "No valid token", body = ErrorBody),
-        (status = 403, description = "The token's app may not use the counter", body = ErrorBody),
+        (status = 403, description = "The token's app may not use the counter, or is limited to some prefixes (so may take no raw values)", body = ErrorBody),
         (status = 404, description = "No such counter", body = ErrorBody),
         (status = 409, description = "A counter of another kind: its values are not runs (nothing was opened)", body = ErrorBody),
         (status = 503, description = "Database unreachable, or overloaded (what was taken is given back where it can be)", body = ErrorBody),
@@ -217,7 +235,7 @@ pub(super) async fn values(
 )]
 pub(super) async fn ranges(
     State(state): State<Shared>,
-    counter: CounterPath,
+    RawCounterPath(counter): RawCounterPath,
     ApiQuery(params): ApiQuery<RangesQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
@@ -282,9 +300,10 @@ pub(super) async fn ranges(
     params(("name" = String, Path, description = "The counter")),
     responses(
         (status = 200, description = "The counter", body = CounterResponse),
-        (status = 401, description = "No valid token", body = ErrorBody),
+        (status = 400, description = "Bad name", body = ErrorBody),
         (status = 403, description = "The token's app may not use the counter", body = ErrorBody),
         (status = 404, description = "No such counter", body = ErrorBody),
+        (status = 503, description = "Database unreachable, or overloaded", body = ErrorBody),
     )
 )]
 pub(super) async fn counter(
@@ -311,12 +330,12 @@ pub(super) async fn counter(
     request_body = ValidateRequest,
     responses(
         (status = 200, description = "One verdict per ID", body = ValidateResponse),
-        (status = 400, description = "Malformed body, or too many IDs", body = ErrorBody),
-        (status = 401, description = "No valid token (checked before the body is read)", body = ErrorBody),
+        (status = 400, description = "Malformed body, too many IDs, or a bad counter name", body = ErrorBody),
         (status = 403, description = "The token's app may not use the counter named", body = ErrorBody),
-        (status = 408, description = "The body did not arrive within `--body-timeout`", body = ErrorBody),
+        (status = 404, description = "No such counter", body = ErrorBody),
         (status = 409, description = "The counter named is not a snowflake counter", body = ErrorBody),
-        (status = 413, description = "A body over `--max-body`", body = ErrorBody),
+        (status = 415, description = "A body that is not `application/json`", body = ErrorBody),
+        (status = 500, description = "The policy failed (the cause is logged)", body = ErrorBody),
         (status = 503, description = "No policy slot, or overloaded", body = ErrorBody),
     )
 )]
@@ -403,7 +422,7 @@ fn article(kind: CounterKind) -> &'static str {
 /// The kind is checked before the counter is opened.
 async fn leaf(
     state: Shared,
-    counter: CounterPath,
+    RawCounterPath(counter): RawCounterPath,
     kind: CounterKind,
 ) -> Result<Response, ApiError> {
     let name = &counter.name;
@@ -431,12 +450,16 @@ async fn leaf(
     params(("key" = String, Path, description = "The segment counter")),
     responses(
         (status = 200, description = "One value, bare decimal", body = String, content_type = "text/plain"),
-        (status = 409, description = "A counter of another kind (nothing was opened)", body = ErrorBody),
+        (status = 400, description = "Bad name", body = ErrorBody),
+        (status = 403, description = "The token's app may not use the counter, or is limited to some prefixes (so may take no raw values)", body = ErrorBody),
+        (status = 404, description = "No such counter", body = ErrorBody),
+        (status = 409, description = "A counter of another kind (nothing was opened), or one exhausted", body = ErrorBody),
+        (status = 503, description = "Database unreachable, lease not held, or overloaded", body = ErrorBody),
     )
 )]
 pub(super) async fn leaf_segment(
     State(state): State<Shared>,
-    counter: CounterPath,
+    counter: RawCounterPath,
 ) -> Result<Response, ApiError> {
     leaf(state, counter, CounterKind::Segment).await
 }
@@ -448,12 +471,16 @@ pub(super) async fn leaf_segment(
     params(("key" = String, Path, description = "The snowflake counter")),
     responses(
         (status = 200, description = "One ID, bare decimal", body = String, content_type = "text/plain"),
-        (status = 409, description = "A counter of another kind (nothing was opened)", body = ErrorBody),
+        (status = 400, description = "Bad name", body = ErrorBody),
+        (status = 403, description = "The token's app may not use the counter, or is limited to some prefixes (so may take no raw values)", body = ErrorBody),
+        (status = 404, description = "No such counter", body = ErrorBody),
+        (status = 409, description = "A counter of another kind (nothing was opened), or one exhausted", body = ErrorBody),
+        (status = 503, description = "Database unreachable, lease not held, or overloaded", body = ErrorBody),
     )
 )]
 pub(super) async fn leaf_snowflake(
     State(state): State<Shared>,
-    counter: CounterPath,
+    counter: RawCounterPath,
 ) -> Result<Response, ApiError> {
     leaf(state, counter, CounterKind::Snowflake).await
 }
@@ -467,6 +494,11 @@ pub(super) async fn healthz() -> &'static str {
 /// Any other path.
 pub(super) async fn no_route(request: Request) -> ApiError {
     ApiError::NoRoute(format!("{} {}", request.method(), request.uri().path()))
+}
+
+/// A method a known path does not serve (axum sets the `Allow` header).
+pub(super) async fn method_not_allowed(request: Request) -> ApiError {
+    ApiError::MethodNotAllowed(format!("{} {}", request.method(), request.uri().path()))
 }
 
 /// An error of the limit layers: over the concurrency limit, or past the
