@@ -25,6 +25,7 @@ mod prefixes;
 mod readme;
 mod sequence;
 mod serve;
+mod serve_admin;
 mod serve_hostile;
 mod serve_inprocess;
 mod serve_support;
