@@ -26,6 +26,7 @@ mod prefixes;
 mod readme;
 mod sequence;
 mod serve;
+mod serve_admin;
 mod serve_hostile;
 mod serve_inprocess;
 mod serve_schema;

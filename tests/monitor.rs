@@ -12,8 +12,17 @@ use std::time::Duration;
 use idmint::lock::{Lock, LockName};
 use idmint::sequence::{self, CounterKind, CounterName, CounterSpec, Settings, MAX_VALUE};
 
-use crate::harness::{self, assert_exit, run};
-use crate::serve::Service;
+use serde_json::Value;
+
+use crate::fault_proxy::FaultProxy;
+use crate::harness::{self, assert_exit, run, OwnedServer, ServerConfig};
+use crate::serve::{block_on, create, request, Answer, Service};
+
+/// What the page shows of a lock's holder: the first 12 hexadecimal
+/// digits of the SHA-256 of its owner token.
+fn fingerprint(owner: &str) -> String {
+    idmint::checksum::sha256_hex(owner.as_bytes())[..12].to_string()
+}
 
 /// Runs the browser (installed by `scripts/tools.sh`, `ensure_chromium`)
 /// headless with `args`; what it printed.
@@ -158,11 +167,16 @@ fn the_monitor_page_shows_what_an_operator_needs_in_a_real_browser() {
         workers.contains("ticks") && workers.contains(&pid),
         "{workers}"
     );
-    // The lock held, with its fencing token.
+    // The lock held, with a fingerprint of its holder (never the owner
+    // token, which would let a reader release it).
     let locks = dom.split("id=\"locks\"").nth(1).expect("a locks table");
     assert!(
-        locks.contains("nightly-report") && locks.contains(lock.owner()),
+        locks.contains("nightly-report") && locks.contains(&fingerprint(lock.owner())),
         "{locks}"
+    );
+    assert!(
+        !dom.contains(lock.owner()),
+        "the owner token is on the page"
     );
     // The policy in service: the stored version 1, active.
     assert!(text.contains("In service here: check-digit"), "{text}");
@@ -179,4 +193,143 @@ fn the_monitor_page_shows_what_an_operator_needs_in_a_real_browser() {
         std::fs::write(docs, &png).unwrap();
     }
     runtime.block_on(lease.release()).unwrap();
+}
+
+/// With an admin token, `/monitor.json` and `/monitor` show who holds a
+/// lock by a fingerprint and never the owner token (which renews and
+/// releases the lease).
+#[test]
+fn the_monitor_shows_no_lock_owner_token() {
+    const TEST: &str = "monitor_no_owner_token";
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let database = runtime.block_on(harness::database(TEST));
+    let lock = Lock::new(&database, LockName::new("payroll").unwrap());
+    let lease = runtime.block_on(harness::held(&lock, Duration::from_secs(600)));
+    let token = "tok-monitor";
+    let sha256 = idmint::checksum::sha256_hex(token.as_bytes());
+    let service = Service::start(TEST, &["--admin-token-sha256", &sha256]);
+    let bearer = format!("Bearer {token}");
+    let get = |path: &str| {
+        let answer = request(
+            &service.admin,
+            "GET",
+            path,
+            &[("Authorization", &bearer)],
+            None,
+        );
+        assert_eq!(answer.status, 200, "{path}: {answer:?}");
+        answer
+    };
+    let json = get("/monitor.json");
+    assert_eq!(json.json()["locks"][0]["name"], "payroll", "{json:?}");
+    assert_eq!(
+        json.json()["locks"][0]["holder_fingerprint"],
+        fingerprint(lock.owner()).as_str()
+    );
+    let page = get("/monitor");
+    assert!(page.body.contains(&fingerprint(lock.owner())), "{page:?}");
+    for answer in [&json, &page] {
+        assert!(
+            !answer.body.contains(lock.owner()),
+            "the owner token is shown: {answer:?}"
+        );
+    }
+    runtime.block_on(lease.release()).unwrap();
+}
+
+/// Asserts what the monitor shows with the database out of reach: the page
+/// and its JSON are answered (not the request time limit's 503
+/// `overloaded`), each part of the database's side named as the database
+/// being unavailable, and this instance's side, read from memory, shown:
+/// the segment counter's buffers after 5 values, the policy in service.
+fn assert_shown_without_the_database(service: &Service) {
+    let asked = std::time::Instant::now();
+    let json: Answer = service.admin("/monitor.json");
+    let took = asked.elapsed();
+    assert_eq!(json.status, 200, "after {took:?}: {json:?}");
+    let snapshot: Value = json.json();
+    let problems: Vec<&str> = snapshot["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|problem| problem.as_str().unwrap())
+        .collect();
+    for part in ["counters", "locks", "stored policies", "active policy"] {
+        let named = format!("{part}: the database is unavailable");
+        assert!(
+            problems.iter().any(|problem| problem.starts_with(&named)),
+            "{named:?} not in {problems:?}"
+        );
+    }
+    let buffers = &snapshot["instance"]["buffers"];
+    assert_eq!(buffers[0]["counter"], "seg", "{snapshot}");
+    assert_eq!(buffers[0]["values"], 5, "{snapshot}");
+    assert!(snapshot["instance"]["rates"].is_array(), "{snapshot}");
+    assert!(
+        snapshot["policy"]["serving"]["name"].is_string(),
+        "{snapshot}"
+    );
+    let page = service.admin("/monitor");
+    assert_eq!(page.status, 200, "{page:?}");
+    assert!(
+        page.body
+            .contains("Could not read counters: the database is unavailable"),
+        "{}",
+        page.body
+    );
+    let buffers = page
+        .body
+        .split("id=\"buffers\"")
+        .nth(1)
+        .expect("the buffers table");
+    assert!(buffers.contains("seg"), "{buffers}");
+    eprintln!("/monitor.json answered in {took:?} without the database");
+}
+
+/// A hung database (a proxy that stops forwarding; connections stay open
+/// and nothing answers): the monitor page names it and shows the rest.
+#[test]
+fn the_monitor_page_names_a_hung_database_and_shows_the_rest() {
+    const TEST: &str = "monitor_hung_database";
+    block_on(harness::database(TEST));
+    create(TEST, "seg", &["--kind", "segment", "--step", "100"]);
+    let proxy = FaultProxy::start();
+    let mut command = harness::idmint(TEST);
+    command.env("MONGODB_URI", proxy.uri());
+    let service = Service::spawn(command, &[]);
+    assert_eq!(
+        service.get("/v1/counters/seg/values?count=5").values(),
+        [1, 2, 3, 4, 5]
+    );
+    let healthy = service.admin("/monitor.json").json();
+    assert_eq!(healthy["problems"], Value::Array(Vec::new()), "{healthy}");
+    proxy.partition();
+    assert_shown_without_the_database(&service);
+}
+
+/// A dead database (killed): the monitor page names it and shows the rest.
+#[test]
+fn the_monitor_page_names_a_dead_database_and_shows_the_rest() {
+    let mut server = OwnedServer::start(ServerConfig::default());
+    let idmint = || {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_idmint"));
+        command
+            .env("MONGODB_URI", &server.uri)
+            .env("IDMINT_DB", "monitor_dead_database")
+            .env_remove("IDMINT_POLICY");
+        command
+    };
+    assert_exit(
+        &run(idmint().args([
+            "counter", "create", "seg", "--kind", "segment", "--step", "100",
+        ])),
+        0,
+    );
+    let service = Service::spawn(idmint(), &[]);
+    assert_eq!(
+        service.get("/v1/counters/seg/values?count=5").values(),
+        [1, 2, 3, 4, 5]
+    );
+    server.kill();
+    assert_shown_without_the_database(&service);
 }

@@ -293,3 +293,127 @@ fn slow_bodies_do_not_starve_other_requests() {
     );
     assert_eq!(served.values(), [1]);
 }
+
+/// A connection with a small receive window, for a client that will not
+/// read.
+fn small_window(address: &str) -> TcpStream {
+    use std::os::fd::AsRawFd;
+    let stream = TcpStream::connect(address).expect("connect to idmint serve");
+    let window: libc::c_int = 4096;
+    // SAFETY: setsockopt(2) on a socket this test owns, with an int option.
+    let set = unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&window as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(set, 0, "SO_RCVBUF");
+    stream.set_write_timeout(Some(DEADLINE * 2)).unwrap();
+    stream
+}
+
+/// Pipelines `GET /healthz` on `stream` and never reads the answers: writes
+/// until the server closes the connection (or, if it never does, until long
+/// after the test's deadline).
+fn never_reading(mut stream: TcpStream) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let requests = b"GET /healthz HTTP/1.1\r\nHost: idmint\r\n\r\n".repeat(64);
+        while stream.write_all(&requests).is_ok() {}
+    })
+}
+
+/// More clients that pipeline requests and never read than
+/// `--max-connections`: those let in fill their windows and are closed at
+/// `--write-timeout` (without it they held their slots for good, needing
+/// no token), so a legitimate client that came after them is answered,
+/// every request, once. The hostile ones hold every slot before they start
+/// and before it asks: the ones past the cap were refused.
+#[test]
+fn clients_that_never_read_are_closed_at_the_write_timeout() {
+    const TEST: &str = "serve_write_timeout";
+    const CAP: usize = 8;
+    const HOSTILE: usize = 12;
+    block_on(harness::database(TEST));
+    create(TEST, "inv", &["--kind", "autoinc"]);
+    let cap = CAP.to_string();
+    let service = Service::start(
+        TEST,
+        &[
+            "--max-connections",
+            &cap,
+            "--write-timeout",
+            "1",
+            "--header-timeout",
+            "60",
+        ],
+    );
+    // Accepted in the order they connect: the first CAP take every slot.
+    let streams: Vec<TcpStream> = (0..HOSTILE)
+        .map(|_| small_window(&service.address))
+        .collect();
+    wait_for_metric(
+        &service,
+        "idmint_connections_refused_total",
+        (HOSTILE - CAP) as u64,
+    );
+    let hostile: Vec<_> = streams.into_iter().map(never_reading).collect();
+    // The legitimate client: each request on a connection of its own, asked
+    // again while the server is at its cap.
+    let started = Instant::now();
+    for expected in 1..=20u64 {
+        loop {
+            let answer = service.get("/v1/counters/inv/values");
+            if answer.status == 200 {
+                assert_eq!(answer.values(), [expected]);
+                break;
+            }
+            assert_error(&answer, 503, "overloaded", "connection limit");
+            assert!(
+                started.elapsed() < DEADLINE,
+                "request {expected} not answered: the clients that never read hold every slot"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    // Each one let in was closed at the write timeout, and saw it closed.
+    wait_for_metric(
+        &service,
+        "idmint_connections_write_timeouts_total",
+        CAP as u64,
+    );
+    for client in hostile {
+        client.join().unwrap();
+    }
+}
+
+/// `--connection-buffer` is what hyper buffers per connection: a request
+/// header that fills it unfinished is answered 431 and closed, rather than
+/// read further; a bad value is refused at start, naming the flag.
+#[test]
+fn a_request_header_that_fills_the_connection_buffer_is_431() {
+    const TEST: &str = "serve_connection_buffer";
+    block_on(harness::database(TEST));
+    let refused = run(idmint(TEST).args(["serve", "--connection-buffer", "100"]));
+    harness::assert_exit(&refused, 2);
+    assert!(
+        harness::stderr(&refused).contains("--connection-buffer 100 is out of range 8192 to"),
+        "{}",
+        harness::stderr(&refused)
+    );
+    let service = Service::start(TEST, &["--connection-buffer", "8192"]);
+    let mut connection = Connection::open(&service.address);
+    let mut head = b"GET /healthz HTTP/1.1\r\nHost: idmint\r\nX-Filler: ".to_vec();
+    // Exactly the buffer, unfinished: the server has read all of it when it
+    // answers, so its close cannot reset the answer away.
+    head.resize(8192, b'a');
+    connection.0.write_all(&head).unwrap();
+    let answer = connection
+        .until_closed()
+        .expect("an answer, then the close");
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 431 "), "not 431: {answer:?}");
+    assert_eq!(service.get("/healthz").status, 200);
+}

@@ -12,7 +12,7 @@ use clap::{Args, ValueEnum};
 use idmint::sequence::CounterKind;
 use idmint::tokens::Access;
 use idmint::{Policy, PolicyRuntime};
-use idmint_serve::{Limits, ServeOptions, Server};
+use idmint_serve::{AdminAccess, Limits, ServeOptions, Server};
 use serde::Serialize;
 use tracing_subscriber::EnvFilter;
 
@@ -28,11 +28,20 @@ pub struct ServeCmd {
     /// Address to listen on (port 0: any free port, printed at start).
     #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDR")]
     pub listen: SocketAddr,
-    /// Address of the admin listener: /readyz, /metrics and /openapi.json
-    /// are served there only (port 0: any free port, printed at start).
-    /// Without it they are not served.
+    /// Address of the admin listener: /readyz, /metrics, /openapi.json and
+    /// the monitor page are served there only (port 0: any free port,
+    /// printed at start). Without it they are not served. An address other
+    /// hosts reach needs --admin-token-sha256 (or --admin-insecure).
     #[arg(long, value_name = "ADDR")]
     pub admin_listen: Option<SocketAddr>,
+    /// Require `Authorization: Bearer TOKEN` on the admin listener: the
+    /// token's SHA-256, 64 hex digits (printf %s "$TOKEN" | sha256sum).
+    #[arg(long, env = "IDMINT_ADMIN_TOKEN_SHA256", value_name = "HEX")]
+    pub admin_token_sha256: Option<String>,
+    /// Serve the admin listener without a token on an address other hosts
+    /// reach (warned at start) instead of refusing to start.
+    #[arg(long, conflicts_with = "admin_token_sha256")]
+    pub admin_insecure: bool,
     #[command(flatten)]
     pub connect: ConnectArgs,
     #[command(flatten)]
@@ -78,6 +87,14 @@ pub struct ServeCmd {
     /// connecting or its previous answer (the idle timeout too).
     #[arg(long, default_value_t = 10.0, value_name = "SECS")]
     pub header_timeout: f64,
+    /// Seconds an answer may wait to be written to a client that does not
+    /// read it; then the connection is closed.
+    #[arg(long, default_value_t = 10.0, value_name = "SECS")]
+    pub write_timeout: f64,
+    /// Bytes one connection buffers of requests read ahead (pipelined) and
+    /// of answers not yet written, each (8192 to 16777216).
+    #[arg(long, default_value_t = 64 * 1024, value_name = "BYTES")]
+    pub connection_buffer: usize,
     /// Seconds a request body may take to arrive (answered 408 past it).
     #[arg(long, default_value_t = 5.0, value_name = "SECS")]
     pub body_timeout: f64,
@@ -130,6 +147,8 @@ impl ServeCmd {
         limits.max_connections = self.max_connections;
         limits.request_timeout = seconds("request-timeout", self.request_timeout)?;
         limits.header_timeout = seconds("header-timeout", self.header_timeout)?;
+        limits.write_timeout = seconds("write-timeout", self.write_timeout)?;
+        limits.connection_buffer = self.connection_buffer;
         limits.body_timeout = seconds("body-timeout", self.body_timeout)?;
         limits.shutdown_timeout = seconds("shutdown-timeout", self.shutdown_timeout)?;
         limits.max_body_bytes = self.max_body;
@@ -169,9 +188,30 @@ impl ServeCmd {
         Ok(policies)
     }
 
+    /// Who may use the admin listener; refused (before anything is
+    /// started) when it would be open to other hosts without a token.
+    fn admin_access(&self) -> anyhow::Result<AdminAccess> {
+        let access = match &self.admin_token_sha256 {
+            Some(sha256) => AdminAccess::token_sha256(sha256)
+                .map_err(|error| UsageError(format!("--admin-token-sha256: {error}")))?,
+            None => AdminAccess::default(),
+        }
+        .insecure(self.admin_insecure);
+        if let Some(address) = self.admin_listen {
+            access.check_address(address).map_err(|error| {
+                UsageError(format!(
+                    "{error}; give it a token (--admin-token-sha256, or IDMINT_ADMIN_TOKEN_SHA256), \
+                     bind it to a loopback address, or pass --admin-insecure to serve it so"
+                ))
+            })?;
+        }
+        Ok(access)
+    }
+
     pub async fn execute(&self, output: &Output) -> anyhow::Result<Outcome> {
         let mut options = ServeOptions::default();
         options.limits = self.limits()?;
+        options.admin = self.admin_access()?;
         options.open = self.open.options()?;
         options.access = self
             .tokens

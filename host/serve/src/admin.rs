@@ -6,16 +6,22 @@
 //! asks the database at most once per `Limits::readiness_interval`, however
 //! often it is asked. This is the place for operator routes: the monitor
 //! page (`/monitor`, and its data as JSON at `/monitor.json`) is one.
+//!
+//! Given a token ([`AdminAccess`](crate::AdminAccess)), every route here
+//! answers 401 without it, before taking one of the listener's request
+//! slots.
 
 use std::time::Instant;
 
-use axum::extract::State;
+use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use mongodb::bson::doc;
 
 use super::api::{FetchReadiness, LeaseReadiness, Readiness};
+use super::error::ApiError;
 use super::monitor::{self, BufferRow, Instance, PolicyRow, Snapshot};
 use super::routes::Shared;
 use super::AppState;
@@ -53,6 +59,19 @@ impl AppState {
         *last = Some((Instant::now(), answer.clone()));
         answer
     }
+}
+
+/// Middleware: 401 unless the request has the admin token (when one is
+/// required).
+pub(crate) async fn authenticate(
+    State(state): State<Shared>,
+    request: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
+    if !state.admin.admits(request.headers()) {
+        return Err(ApiError::Unauthenticated);
+    }
+    Ok(next.run(request).await)
 }
 
 /// The server can serve: the database answers, a policy is loaded, every
@@ -193,7 +212,13 @@ impl AppState {
             pushed_at: None,
             active: false,
         };
-        Snapshot::read(&self.database, instance, Some(serving)).await
+        Snapshot::read(
+            &self.database,
+            instance,
+            Some(serving),
+            self.limits.monitor_timeout,
+        )
+        .await
     }
 }
 

@@ -106,7 +106,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
 
 /// The token of an `Authorization: Bearer TOKEN` header; the scheme is
 /// matched case-insensitively (RFC 9110, 11.1).
-fn bearer(headers: &HeaderMap) -> Option<&str> {
+pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
     let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.trim_start().split_once(' ')?;
     let token = token.trim();

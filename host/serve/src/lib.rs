@@ -87,6 +87,7 @@ use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+pub use access::{AdminAccess, AdminAccessError};
 pub use api::{
     Checked, CounterResponse, FetchReadiness, IdsQuery, IdsResponse, LeaseReadiness, RangesQuery,
     RangesResponse, Readiness, ValidateRequest, ValidateResponse, ValuesQuery, ValuesResponse,
@@ -94,7 +95,9 @@ pub use api::{
 pub use batcher::{BatchMeter, Batcher, MAX_GROUP};
 pub use error::{class_status, ApiError, ErrorBody};
 pub use extract::{ApiJson, ApiQuery, Caller, CounterPath, RawCounterPath};
-pub use limits::{Limits, LimitsError, MAX_BODY_BYTES, MAX_TIMEOUT};
+pub use limits::{
+    Limits, LimitsError, MAX_BODY_BYTES, MAX_CONNECTION_BUFFER, MAX_TIMEOUT, MIN_CONNECTION_BUFFER,
+};
 pub use metrics::Metrics;
 pub use minters::{Minters, Prepared};
 pub use openapi::{AdminDoc, ApiDoc};
@@ -136,6 +139,9 @@ pub struct ServeOptions {
     /// (e.g. `builtin:base32` for snowflake counters while cyclic ones get
     /// the default). Checked at start; not followed.
     pub kind_policies: Vec<(CounterKind, Policy)>,
+    /// Who may use the admin listener (default: anyone who reaches it, on
+    /// a loopback address only).
+    pub admin: AdminAccess,
 }
 
 impl Default for ServeOptions {
@@ -150,6 +156,7 @@ impl Default for ServeOptions {
             follow_file: None,
             follow_store: false,
             kind_policies: Vec::new(),
+            admin: AdminAccess::default(),
         }
     }
 }
@@ -191,6 +198,8 @@ pub struct AppState {
     follower: PolicyFollower,
     kind_policies: HashMap<CounterKind, Policy>,
     tokens: Option<access::Tokens>,
+    /// Who may use the admin listener.
+    admin: AdminAccess,
     metrics: Metrics,
     limits: Limits,
     slots: PolicySlots,
@@ -331,6 +340,7 @@ impl Server {
             follower,
             kind_policies,
             tokens,
+            admin: options.admin,
             metrics,
             slots: PolicySlots::new(limits.policy_slots, limits.policy_wait),
             readiness: admin::ReadinessCache::default(),
@@ -411,7 +421,8 @@ impl Server {
 
     /// The operator's routes (`/readyz`, `/metrics`, `/monitor`,
     /// `/openapi.json`, `/openapi-admin.json`, `/healthz`), with limits of
-    /// their own: what the admin listener serves.
+    /// their own, behind the admin token if one is given (`/healthz`
+    /// outside it): what the admin listener serves.
     pub fn admin_router(&self) -> Router {
         let state = self.state.clone();
         let limits = &state.limits;
@@ -427,6 +438,7 @@ impl Server {
                     ))
                     .layer(TimeoutLayer::new(limits.request_timeout)),
             )
+            .layer(with_state(&state, admin::authenticate))
             .merge(self.routes.health.clone())
             .fallback(routes::no_route)
             .method_not_allowed_fallback(routes::method_not_allowed)
@@ -470,11 +482,27 @@ impl Server {
                 name: "api",
                 max_connections: limits.max_connections,
                 header_timeout: limits.header_timeout,
+                write_timeout: limits.write_timeout,
+                connection_buffer: limits.connection_buffer,
                 shutdown_timeout: limits.shutdown_timeout,
                 state: Some(self.state.clone()),
             },
             stopped.clone(),
         ));
+        if let Some(admin) = &admin {
+            let address = admin.local_addr()?;
+            self.state.admin.check_address(address).map_err(|error| {
+                std::io::Error::new(std::io::ErrorKind::PermissionDenied, error)
+            })?;
+            if self.state.admin.open_to_other_hosts(address) {
+                tracing::warn!(
+                    %address,
+                    "THE ADMIN LISTENER REQUIRES NO TOKEN and other hosts can reach it: anyone \
+                     there sees every counter, worker hosts and pids, and lock holders; give it \
+                     a token or bind it to a loopback address"
+                );
+            }
+        }
         let admin = admin.map(|listener| {
             tokio::spawn(net::accept_loop(
                 listener,
@@ -483,6 +511,8 @@ impl Server {
                     name: "admin",
                     max_connections: ADMIN_MAX_CONNECTIONS,
                     header_timeout: limits.header_timeout,
+                    write_timeout: limits.write_timeout,
+                    connection_buffer: limits.connection_buffer,
                     shutdown_timeout: limits.shutdown_timeout,
                     state: None,
                 },

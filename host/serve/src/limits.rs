@@ -39,6 +39,21 @@ pub struct Limits {
     /// header is closed. This is both the header-read and the idle timeout.
     /// `--header-timeout`, default 10 s.
     pub header_timeout: Duration,
+    /// How long an answer may wait to be written: a write that finds the
+    /// client's window full (it does not read, or pipelines requests and
+    /// never reads their answers) and stays blocked this long closes the
+    /// connection, so that a client that never reads cannot hold a
+    /// connection slot. The time runs between writes that make progress
+    /// (nginx's `send_timeout`). `--write-timeout`, default 10 s.
+    pub write_timeout: Duration,
+    /// The most one connection queues, in bytes, of each of: requests read
+    /// ahead of their turn (pipelined) and answers waiting to be written
+    /// (in the server, and again as the socket's send buffer, which the
+    /// kernel doubles). Once its answers fill it, nothing more is read from
+    /// a connection until they are written; a request header larger than it
+    /// is answered 431. 8 KiB to 16 MiB. `--connection-buffer`, default
+    /// 64 KiB.
+    pub connection_buffer: usize,
     /// How long a request body may take to arrive. It is read before the
     /// request takes one of the `max_concurrent` slots, so slow bodies hold
     /// a connection, never a slot. `--body-timeout`, default 5 s.
@@ -73,6 +88,12 @@ pub struct Limits {
     /// A segment fetch waiting longer than this makes `/readyz` answer
     /// not ready, naming the counter. Default 2 s.
     pub stuck_fetch: Duration,
+    /// How long the monitor page waits for the database: a part it cannot
+    /// read by then is named on the page as the database being unavailable,
+    /// and the rest (this instance's buffers, rates and policy, from
+    /// memory) is shown all the same, well within the request time limit.
+    /// Default 1 s.
+    pub monitor_timeout: Duration,
     /// Requests the admin listener answers at once (more: 503 at once),
     /// each within `request_timeout`. Default 8.
     pub admin_max_concurrent: usize,
@@ -88,6 +109,8 @@ impl Default for Limits {
             max_concurrent: 1024,
             max_connections: 4096,
             header_timeout: Duration::from_secs(10),
+            write_timeout: Duration::from_secs(10),
+            connection_buffer: 64 << 10,
             body_timeout: Duration::from_secs(5),
             shutdown_timeout: Duration::from_secs(10),
             close_timeout: Duration::from_secs(5),
@@ -98,6 +121,7 @@ impl Default for Limits {
             readiness_timeout: Duration::from_secs(1),
             readiness_interval: Duration::from_secs(1),
             stuck_fetch: Duration::from_secs(2),
+            monitor_timeout: Duration::from_secs(1),
             admin_max_concurrent: 8,
         }
     }
@@ -105,6 +129,13 @@ impl Default for Limits {
 
 /// The largest request body a server accepts.
 pub const MAX_BODY_BYTES: usize = 16 << 20;
+
+/// The smallest connection buffer (hyper's own floor: a request line and
+/// header of ordinary size must fit).
+pub const MIN_CONNECTION_BUFFER: usize = 8 << 10;
+
+/// The largest connection buffer.
+pub const MAX_CONNECTION_BUFFER: usize = 16 << 20;
 
 /// The longest any of the timeouts may be.
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
@@ -168,10 +199,17 @@ impl Limits {
             1,
             MAX_CONCURRENT_CALLS as usize,
         )?;
+        count(
+            "connection_buffer",
+            self.connection_buffer,
+            MIN_CONNECTION_BUFFER,
+            MAX_CONNECTION_BUFFER,
+        )?;
         count("max_minters", self.max_minters, 1, 1 << 20)?;
         count("admin_max_concurrent", self.admin_max_concurrent, 1, 1024)?;
         time("request_timeout", self.request_timeout, ms)?;
         time("header_timeout", self.header_timeout, ms)?;
+        time("write_timeout", self.write_timeout, ms)?;
         time("body_timeout", self.body_timeout, ms)?;
         time("shutdown_timeout", self.shutdown_timeout, Duration::ZERO)?;
         time("close_timeout", self.close_timeout, ms)?;
@@ -184,6 +222,7 @@ impl Limits {
             Duration::ZERO,
         )?;
         time("stuck_fetch", self.stuck_fetch, Duration::ZERO)?;
+        time("monitor_timeout", self.monitor_timeout, ms)?;
         Ok(())
     }
 }
@@ -225,5 +264,14 @@ mod tests {
             ..Limits::default()
         };
         assert_eq!(limits.check().unwrap_err().field, "max_range");
+        // Below hyper's floor it would panic when serving, not refuse here.
+        let limits = Limits {
+            connection_buffer: MIN_CONNECTION_BUFFER - 1,
+            ..Limits::default()
+        };
+        assert_eq!(
+            limits.check().unwrap_err().to_string(),
+            "connection_buffer 8191 is out of range 8192 to 16777216"
+        );
     }
 }

@@ -79,6 +79,7 @@ pub struct Metrics {
     connections_refused: Counter,
     connections_abandoned: Counter,
     write_blocked: Gauge,
+    write_timeouts: Counter,
     bodies_reading: Gauge,
     /// Requests answered and values handed out since start, for the
     /// monitor page's rates.
@@ -197,6 +198,12 @@ impl Metrics {
             "Connections whose last write found the client's window full (a client not reading)",
             write_blocked.clone(),
         );
+        let write_timeouts = Counter::default();
+        registry.register(
+            "connections_write_timeouts",
+            "Connections closed because an answer could not be written within --write-timeout",
+            write_timeouts.clone(),
+        );
         let bodies_reading = Gauge::default();
         registry.register(
             "http_bodies_reading",
@@ -234,6 +241,7 @@ impl Metrics {
             connections_refused,
             connections_abandoned,
             write_blocked,
+            write_timeouts,
             bodies_reading,
             total_requests: Default::default(),
             total_values: Default::default(),
@@ -265,6 +273,11 @@ impl Metrics {
     /// The gauge of connections blocked on a write.
     pub fn write_blocked(&self) -> Gauge {
         self.write_blocked.clone()
+    }
+
+    /// The counter of connections closed at the write timeout.
+    pub fn write_timed_out(&self) -> Counter {
+        self.write_timeouts.clone()
     }
 
     /// A request started: it counts as in flight until the guard is

@@ -9,6 +9,20 @@
 //!   when a connection is ready for a request (connected, or its previous
 //!   answer sent) until the request's header is complete: a connection that
 //!   sends nothing, or dribbles its header, is closed at `header_timeout`.
+//! - **Write timeout.** A write that finds the client's window full (a
+//!   client that does not read, or pipelines requests and never reads their
+//!   answers) starts a clock; if no write makes progress within
+//!   `write_timeout` the connection is closed, its slot freed. Without it
+//!   such a client holds a slot forever, needing no token: `/healthz` and
+//!   the 401 and 404 answers are enough to fill its window.
+//! - **Connection buffer.** hyper reads a pipelined request only when the
+//!   answers before it fit in the connection's buffer (`connection_buffer`
+//!   bytes, as is the read-ahead of requests), and the socket's send buffer
+//!   is set to the same (the kernel doubles it; left alone, Linux grows it
+//!   to 4 MiB for a client that does not read, some 25,000 `/healthz`
+//!   answers, seconds of work before the write timeout can even start).
+//!   So what one connection can make the server do and hold for a client
+//!   that does not read is a few times `connection_buffer`.
 //! - **Shutdown deadline.** When told to stop, a listener stops accepting,
 //!   asks each connection to finish its request in flight and close, and
 //!   waits at most `shutdown_timeout`; the connections left then (a client
@@ -16,8 +30,10 @@
 //!   the database) are cut, their requests abandoned, so that the counters
 //!   can be closed cleanly in any case.
 //! - Connections whose writes find the client's window full (clients that
-//!   do not read) are counted, for `/metrics`.
+//!   do not read) are counted, for `/metrics`, and so are those closed at
+//!   the write timeout.
 
+use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -28,11 +44,13 @@ use axum::Router;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
+use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
+use tokio::time::Sleep;
 
 use super::AppState;
 
@@ -44,6 +62,11 @@ pub(crate) struct ConnectionOptions {
     pub max_connections: usize,
     /// The header-read (and idle) timeout.
     pub header_timeout: Duration,
+    /// How long a write may stay blocked on a client that does not read.
+    pub write_timeout: Duration,
+    /// The most a connection buffers of requests read ahead and of answers
+    /// not yet written, each.
+    pub connection_buffer: usize,
     /// How long shutdown waits for the connections.
     pub shutdown_timeout: Duration,
     /// The server, whose metrics count this listener's connections.
@@ -83,18 +106,27 @@ pub(crate) async fn accept_loop(
             }
         };
         let _ = stream.set_nodelay(true);
+        let _ = socket2::SockRef::from(&stream).set_send_buffer_size(options.connection_buffer);
         match permits.clone().try_acquire_owned() {
             Ok(permit) => {
                 let router = router.clone();
                 let state = options.state.clone();
                 let stop = stop.clone();
-                let header_timeout = options.header_timeout;
+                let timing = Timing {
+                    header_timeout: options.header_timeout,
+                    write_timeout: options.write_timeout,
+                    connection_buffer: options.connection_buffer,
+                };
                 connections.spawn(async move {
                     let _open = state
                         .as_ref()
                         .map(|state| state.metrics.connection_opened());
-                    let blocked = state.as_ref().map(|state| state.metrics.write_blocked());
-                    serve_connection(stream, router, header_timeout, blocked, stop).await;
+                    let watch = WriteWatch {
+                        timeout: timing.write_timeout,
+                        blocked: state.as_ref().map(|state| state.metrics.write_blocked()),
+                        timed_out: state.as_ref().map(|state| state.metrics.write_timed_out()),
+                    };
+                    serve_connection(stream, router, &timing, watch, stop).await;
                     drop(permit);
                 });
             }
@@ -128,21 +160,30 @@ pub(crate) async fn accept_loop(
     }
 }
 
+/// How one connection is timed and buffered.
+#[derive(Clone, Copy)]
+struct Timing {
+    header_timeout: Duration,
+    write_timeout: Duration,
+    connection_buffer: usize,
+}
+
 /// Serves one connection until it ends, or until `stop` turns true, when it
 /// finishes the request in flight and closes.
 async fn serve_connection(
     stream: TcpStream,
     router: Router,
-    header_timeout: Duration,
-    blocked: Option<Gauge>,
+    timing: &Timing,
+    watch: WriteWatch,
     mut stop: watch::Receiver<bool>,
 ) {
-    let io = TokioIo::new(Watched::new(stream, blocked));
+    let io = TokioIo::new(Watched::new(stream, watch));
     let service = TowerToHyperService::new(router);
     let mut builder = http1::Builder::new();
     builder
         .timer(TokioTimer::new())
-        .header_read_timeout(header_timeout);
+        .header_read_timeout(timing.header_timeout)
+        .max_buf_size(timing.connection_buffer);
     let connection = builder.serve_connection(io, service);
     tokio::pin!(connection);
     tokio::select! {
@@ -189,28 +230,42 @@ async fn refuse(mut stream: TcpStream) {
     .await;
 }
 
-/// A connection's stream that counts, in a gauge, whether its last write
-/// found the client's window full (the client is not reading).
+/// How a connection's writes are watched: the gauge of connections blocked
+/// on a write, the counter of those closed at the write timeout, and the
+/// timeout.
+struct WriteWatch {
+    timeout: Duration,
+    blocked: Option<Gauge>,
+    timed_out: Option<Counter>,
+}
+
+/// A connection's stream that notes, in a gauge, whether its last write
+/// found the client's window full (the client is not reading), and fails a
+/// write that stays blocked past the write timeout, which closes the
+/// connection.
 struct Watched {
     stream: TcpStream,
-    gauge: Option<Gauge>,
-    blocked: bool,
+    watch: WriteWatch,
+    /// Set while writes are blocked: when the write timeout runs out.
+    stalled: Option<Pin<Box<Sleep>>>,
 }
 
 impl Watched {
-    fn new(stream: TcpStream, gauge: Option<Gauge>) -> Self {
+    fn new(stream: TcpStream, watch: WriteWatch) -> Self {
         Self {
             stream,
-            gauge,
-            blocked: false,
+            watch,
+            stalled: None,
         }
     }
 
-    fn note<T>(&mut self, poll: Poll<T>) -> Poll<T> {
+    /// Notes the outcome of a write: progress clears the clock, a blocked
+    /// write starts it (or finds it run out: an error, which makes hyper
+    /// close the connection).
+    fn note<T>(&mut self, cx: &mut Context<'_>, poll: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
         let blocked = poll.is_pending();
-        if blocked != self.blocked {
-            self.blocked = blocked;
-            if let Some(gauge) = &self.gauge {
+        if blocked != self.stalled.is_some() {
+            if let Some(gauge) = &self.watch.blocked {
                 if blocked {
                     gauge.inc();
                 } else {
@@ -218,14 +273,37 @@ impl Watched {
                 }
             }
         }
+        if !blocked {
+            self.stalled = None;
+            return poll;
+        }
+        let timeout = self.watch.timeout;
+        let stalled = self
+            .stalled
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+        // Polling the clock registers this task to be woken when it runs
+        // out, so that the write is tried (and failed) then.
+        if stalled.as_mut().poll(cx).is_ready() {
+            if let Some(timed_out) = &self.watch.timed_out {
+                timed_out.inc();
+            }
+            tracing::debug!(
+                timeout_secs = timeout.as_secs_f64(),
+                "an answer could not be written within the write timeout: connection closed"
+            );
+            return Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the client did not read its answer within the write timeout",
+            )));
+        }
         poll
     }
 }
 
 impl Drop for Watched {
     fn drop(&mut self) {
-        if self.blocked {
-            if let Some(gauge) = &self.gauge {
+        if self.stalled.is_some() {
+            if let Some(gauge) = &self.watch.blocked {
                 gauge.dec();
             }
         }
@@ -250,7 +328,7 @@ impl AsyncWrite for Watched {
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         let poll = Pin::new(&mut this.stream).poll_write(cx, buf);
-        this.note(poll)
+        this.note(cx, poll)
     }
 
     fn poll_write_vectored(
@@ -260,7 +338,7 @@ impl AsyncWrite for Watched {
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         let poll = Pin::new(&mut this.stream).poll_write_vectored(cx, bufs);
-        this.note(poll)
+        this.note(cx, poll)
     }
 
     fn is_write_vectored(&self) -> bool {

@@ -7,7 +7,8 @@
 //! Server-rendered HTML with no build chain: the tables are plain HTML, the
 //! chart an inline SVG drawn here, and the page reloads itself (a `<meta>`
 //! refresh), so that all of it works without JavaScript. It is served on the
-//! admin listener, behind the same tokens as the other operator routes.
+//! admin listener, behind the admin token like the other operator routes,
+//! and shows no lock's owner token (a fingerprint of it instead).
 //!
 //! `snapshot` reads what the page shows (from the database through the
 //! library, and from this instance); `rates` keeps the per-second history;
@@ -20,7 +21,8 @@ mod snapshot;
 pub use page::render;
 pub use rates::{RateHistory, RatePoint, RATE_WINDOW};
 pub use snapshot::{
-    BufferRow, CounterRow, Instance, LockRow, PolicyRow, PolicyView, Snapshot, WorkerRow,
+    holder_fingerprint, BufferRow, CounterRow, Instance, LockRow, PolicyRow, PolicyView, Snapshot,
+    WorkerRow,
 };
 
 /// This instance's name on the page: `host:pid`.

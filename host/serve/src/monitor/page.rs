@@ -216,11 +216,11 @@ fn locks(snapshot: &Snapshot) -> Markup {
             p.empty { "No lock is held." }
         } @else {
             table #locks {
-                tr { th { "Lock" } th { "Holder" } th { "Fencing token" } th { "Holds" } th { "Time left" } }
+                tr { th { "Lock" } th title="The first digits of the SHA-256 of the holder's owner token" { "Holder (SHA-256)" } th { "Fencing token" } th { "Holds" } th { "Time left" } }
                 @for row in &snapshot.locks {
                     tr {
                         td { code { (row.name) } }
-                        td { code { (row.holder) } }
+                        td { code { (row.holder_fingerprint) } }
                         td.num { (row.token) }
                         td.num { (row.count) }
                         td.num { @if let Some(ms) = row.expires_in_ms { (seconds(ms)) } @else { "—" } }
@@ -322,7 +322,7 @@ mod tests {
             workers: Vec::new(),
             locks: vec![LockRow {
                 name: "nightly".into(),
-                holder: "abc".into(),
+                holder_fingerprint: "abc".into(),
                 token: 7,
                 count: 1,
                 expires_in_ms: Some(2500),

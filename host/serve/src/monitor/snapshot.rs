@@ -2,14 +2,22 @@
 //! through the library (counters, worker leases, locks, stored policies) and
 //! this instance's side as the service hands it in (buffers, rates, the
 //! policy in service). A part that cannot be read is named in `problems`
-//! and the rest is still shown.
+//! and the rest is still shown: the database's parts are read at once, all
+//! within one deadline, so that a database that is down or hung costs the
+//! page that deadline and no more, and is named as unavailable.
+//!
+//! A lock's owner token is what renews and releases its lease: the page
+//! shows a fingerprint of it instead, enough to tell holders apart.
 
 use idmint::lock::{status_all, LOCKS_COLLECTION};
 use idmint::policy::PolicyStore;
 use idmint::sequence::{self, CounterKind, CounterName, Headroom};
-use idmint::Clock;
+use idmint::{Clock, ErrorClass};
 use mongodb::Database;
 use serde::Serialize;
+use std::future::Future;
+use std::time::Duration;
+use tokio::time::Instant;
 
 use super::rates::RatePoint;
 
@@ -105,8 +113,10 @@ pub struct WorkerRow {
 pub struct LockRow {
     /// The lock's name.
     pub name: String,
-    /// The holder's owner token.
-    pub holder: String,
+    /// The first 12 hexadecimal digits of the SHA-256 of the holder's
+    /// owner token ([`holder_fingerprint`]): tells holders apart without
+    /// showing the token, which would let its reader release the lock.
+    pub holder_fingerprint: String,
     /// The fencing token of this holding.
     pub token: i64,
     /// Re-entrant holds.
@@ -147,46 +157,31 @@ pub struct PolicyView {
 }
 
 impl Snapshot {
-    /// Reads the database's side and joins it with `instance` and the
-    /// policy `serving` here. Reads only.
-    pub async fn read(database: &Database, instance: Instance, serving: Option<PolicyRow>) -> Self {
+    /// Reads the database's side, each part at once and all within
+    /// `timeout`, and joins it with `instance` and the policy `serving`
+    /// here. Reads only.
+    pub async fn read(
+        database: &Database,
+        instance: Instance,
+        serving: Option<PolicyRow>,
+        timeout: Duration,
+    ) -> Self {
         let now_ms = idmint::SystemClock.now_micros() / 1000;
-        let mut problems = Vec::new();
-        let counters = match sequence::list(database).await {
-            Ok(listed) => listed
-                .into_iter()
-                .map(|listed| counter_row(listed, now_ms))
-                .collect(),
-            Err(error) => {
-                problems.push(format!("counters: {error}"));
-                Vec::new()
+        let deadline = Deadline(Instant::now() + timeout, timeout);
+        let ((counters, workers, mut problems), locks, policy) = tokio::join!(
+            read_counters(database, now_ms, deadline),
+            deadline.read("locks", read_locks(database)),
+            read_policies(database, serving, deadline),
+        );
+        let (locks, free_locks) = match locks {
+            Ok(locks) => locks,
+            Err(problem) => {
+                problems.push(problem);
+                (Vec::new(), 0)
             }
         };
-        let workers = read_workers(database, &counters, &mut problems).await;
-        let (locks, free_locks) =
-            match status_all(&database.collection(LOCKS_COLLECTION), None).await {
-                Ok(states) => {
-                    let total = states.len();
-                    let held: Vec<LockRow> = states
-                        .into_iter()
-                        .filter(|state| state.is_held())
-                        .map(|state| LockRow {
-                            name: state.name,
-                            holder: state.owner.unwrap_or_default(),
-                            token: state.token,
-                            count: state.count,
-                            expires_in_ms: state.expires_in_ms,
-                        })
-                        .collect();
-                    let free = total - held.len();
-                    (held, free)
-                }
-                Err(error) => {
-                    problems.push(format!("locks: {error}"));
-                    (Vec::new(), 0)
-                }
-            };
-        let policy = read_policies(database, serving, &mut problems).await;
+        let (policy, policy_problems) = policy;
+        problems.extend(policy_problems);
         Snapshot {
             taken_at: idmint::parts::rfc3339_micros(now_ms * 1000),
             instance,
@@ -198,6 +193,90 @@ impl Snapshot {
             problems,
         }
     }
+}
+
+/// When the database's side of a snapshot must have been read by, and how
+/// long that was.
+#[derive(Clone, Copy)]
+struct Deadline(Instant, Duration);
+
+impl Deadline {
+    /// `read`'s answer, or the problem to name for `part`: the database
+    /// unavailable (no answer by the deadline, or the driver's own verdict),
+    /// or another failure in the library's words.
+    async fn read<T, E>(
+        self,
+        part: &str,
+        read: impl Future<Output = Result<T, E>>,
+    ) -> Result<T, String>
+    where
+        E: Into<idmint::Error>,
+    {
+        match tokio::time::timeout_at(self.0, read).await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(error)) => {
+                let error: idmint::Error = error.into();
+                Err(match error.class() {
+                    ErrorClass::Unavailable => {
+                        format!("{part}: the database is unavailable: {error}")
+                    }
+                    _ => format!("{part}: {error}"),
+                })
+            }
+            Err(_) => Err(format!(
+                "{part}: the database is unavailable: no answer within {} ms",
+                self.1.as_millis()
+            )),
+        }
+    }
+}
+
+/// The first 12 hexadecimal digits of the SHA-256 of a lock's owner token.
+pub fn holder_fingerprint(owner: &str) -> String {
+    let mut hash = idmint::checksum::sha256_hex(owner.as_bytes());
+    hash.truncate(12);
+    hash
+}
+
+/// Every counter, then the worker leases of the snowflake ones.
+async fn read_counters(
+    database: &Database,
+    now_ms: u64,
+    deadline: Deadline,
+) -> (Vec<CounterRow>, Vec<WorkerRow>, Vec<String>) {
+    let mut problems = Vec::new();
+    let counters: Vec<CounterRow> = match deadline.read("counters", sequence::list(database)).await
+    {
+        Ok(listed) => listed
+            .into_iter()
+            .map(|listed| counter_row(listed, now_ms))
+            .collect(),
+        Err(problem) => {
+            problems.push(problem);
+            Vec::new()
+        }
+    };
+    let workers = read_workers(database, &counters, deadline, &mut problems).await;
+    (counters, workers, problems)
+}
+
+/// The locks held, and how many others there are.
+async fn read_locks(database: &Database) -> Result<(Vec<LockRow>, usize), idmint::Error> {
+    let states = status_all(&database.collection(LOCKS_COLLECTION), None).await?;
+    let total = states.len();
+    let held: Vec<LockRow> = states
+        .into_iter()
+        .filter(|state| state.is_held())
+        .map(|state| LockRow {
+            name: state.name,
+            holder_fingerprint: holder_fingerprint(state.owner.as_deref().unwrap_or_default()),
+            token: state.token,
+            count: state.count,
+            expires_in_ms: state.expires_in_ms,
+        })
+        .collect();
+    let free = total - held.len();
+    Ok((held, free))
 }
 
 fn counter_row(listed: sequence::Listed, now_ms: u64) -> CounterRow {
@@ -238,6 +317,7 @@ fn counter_row(listed: sequence::Listed, now_ms: u64) -> CounterRow {
 async fn read_workers(
     database: &Database,
     counters: &[CounterRow],
+    deadline: Deadline,
     problems: &mut Vec<String>,
 ) -> Vec<WorkerRow> {
     let mut rows = Vec::new();
@@ -248,7 +328,11 @@ async fn read_workers(
         let Ok(name) = CounterName::new(&row.name) else {
             continue;
         };
-        match sequence::workers(database, &name).await {
+        let part = format!("worker leases of {}", row.name);
+        match deadline
+            .read(&part, sequence::workers(database, &name))
+            .await
+        {
             Ok((leases, server_now_ms)) => rows.extend(leases.into_iter().map(|lease| WorkerRow {
                 counter: row.name.clone(),
                 worker: lease.worker,
@@ -257,19 +341,25 @@ async fn read_workers(
                 expires_in_ms: lease.expires_ms - server_now_ms,
                 live: lease.live,
             })),
-            Err(error) => problems.push(format!("worker leases of {}: {error}", row.name)),
+            Err(problem) => problems.push(problem),
         }
     }
     rows
 }
 
+/// The stored policies and the activation history, and the problems met.
 async fn read_policies(
     database: &Database,
     serving: Option<PolicyRow>,
-    problems: &mut Vec<String>,
-) -> PolicyView {
+    deadline: Deadline,
+) -> (PolicyView, Vec<String>) {
+    let mut problems = Vec::new();
     let store = PolicyStore::new(database);
-    let stored = match store.list().await {
+    let (stored, active) = tokio::join!(
+        deadline.read("stored policies", store.list()),
+        deadline.read("active policy", store.active()),
+    );
+    let stored = match stored {
         Ok(mut stored) => {
             stored.sort_by_key(|stored| std::cmp::Reverse(stored.version));
             stored
@@ -285,15 +375,15 @@ async fn read_policies(
                 })
                 .collect()
         }
-        Err(error) => {
-            problems.push(format!("stored policies: {error}"));
+        Err(problem) => {
+            problems.push(problem);
             Vec::new()
         }
     };
-    let history = match store.active().await {
+    let history = match active {
         Ok(active) => active.map(|active| active.history).unwrap_or_default(),
-        Err(error) => {
-            problems.push(format!("active policy: {error}"));
+        Err(problem) => {
+            problems.push(problem);
             Vec::new()
         }
     };
@@ -305,9 +395,12 @@ async fn read_policies(
         }
         row
     });
-    PolicyView {
-        serving,
-        stored,
-        history,
-    }
+    (
+        PolicyView {
+            serving,
+            stored,
+            history,
+        },
+        problems,
+    )
 }
