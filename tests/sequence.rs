@@ -257,6 +257,16 @@ fn corrupt_cases() -> Vec<(Document, &'static str)> {
             doc! { "val": 0, "maxval": 9, "prefix": "A-", "prefixes": ["A-", "B-", "A-"] },
             "prefixes holds \"A-\" twice",
         ),
+        // Two faults whose counts cancel out: a non-string, or a duplicate,
+        // and a default that is not among the prefixes.
+        (
+            doc! { "val": 0, "maxval": 9, "prefix": "CN-", "prefixes": ["X-", 3] },
+            "prefixes holds the number 3, not only strings",
+        ),
+        (
+            doc! { "val": 0, "maxval": 9, "prefix": "CN-", "prefixes": ["X-", "X-"] },
+            "prefixes holds \"X-\" twice",
+        ),
         (
             doc! { "val": 0, "maxval": 9, "ts": null },
             "ts is null, not a number",

@@ -247,10 +247,15 @@ async fn corrupt_counters_of_each_kind_are_reported_and_left_unchanged() {
         "{error:?}"
     );
     assert!(error.to_string().contains("\"hilo\""), "{error}");
-    // A kind used as another is refused the same way.
-    sequence::create(&database, &name("cyc"), &CounterSpec::default())
-        .await
-        .unwrap();
+    // A kind used as another is refused the same way. (The corrupt counters
+    // own the empty prefix undeclared, so this one owns a prefix of its own.)
+    sequence::create(
+        &database,
+        &name("cyc"),
+        &CounterSpec::default().prefix(Some("CYC-".into())),
+    )
+    .await
+    .unwrap();
     let before = raw_counter(&database, "cyc").await;
     let error = AutoIncrement::new(&database, name("cyc"))
         .take(1)

@@ -48,22 +48,25 @@ pub(crate) fn well_formed<K: Kind>() -> Document {
         // `prefix`: missing, null or a string.
         Bson::Document(doc! { "$eq": [{ "$type": { "$ifNull": ["$prefix", ""] } }, "string"] }),
         // The twin of `read_prefixes`: `prefixes` is missing, or an array of
-        // strings, none twice, the default among them. Keeping only the
-        // strings of `prefixes` plus the default (or, with none, the first
-        // element again) and removing duplicates leaves exactly as many
-        // elements as `prefixes` has only when all three hold: a non-string,
-        // a duplicate or a default not among them each changes the count.
+        // strings, none twice, the default among them. Its strings without
+        // duplicates are as many as its elements only when every element is
+        // a string and none is there twice; and a default (`prefix`, a
+        // string) must be one of them. Two tests, not one count over both:
+        // a count would let a non-string and a missing default cancel out.
         Bson::Document(doc! { "$cond": [
             { "$isArray": "$prefixes" },
-            { "$eq": [
-                { "$size": { "$setUnion": [{ "$filter": {
-                    "input": { "$concatArrays": [
-                        "$prefixes",
-                        [{ "$ifNull": ["$prefix", { "$first": "$prefixes" }] }],
-                    ]},
-                    "cond": { "$eq": [{ "$type": "$$this" }, "string"] },
-                }}] }},
-                { "$size": "$prefixes" },
+            { "$and": [
+                { "$eq": [
+                    { "$size": { "$setUnion": [{ "$filter": {
+                        "input": "$prefixes",
+                        "cond": { "$eq": [{ "$type": "$$this" }, "string"] },
+                    }}] }},
+                    { "$size": "$prefixes" },
+                ]},
+                { "$or": [
+                    { "$eq": [{ "$ifNull": ["$prefix", null] }, null] },
+                    { "$in": ["$prefix", "$prefixes"] },
+                ]},
             ]},
             { "$eq": [{ "$type": "$prefixes" }, "missing"] },
         ]}),
