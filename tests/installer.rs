@@ -199,11 +199,12 @@ async fn a_hand_edit_is_reported_and_not_overwritten_without_force() {
     installer::install(&database, &options()).await.unwrap();
     let source = installer::server_functions()
         .into_iter()
-        .find(|f| f.name == "getNextUniqueSeq")
+        .find(|f| f.name == "getNextUniqueStamp")
         .unwrap()
         .source;
     let edited = source.replacen("var MAX_ATTEMPTS = 10000;", "var MAX_ATTEMPTS = 5;", 1);
-    hand_edit(&database, "getNextUniqueSeq", &edited).await;
+    assert_ne!(edited, source, "the edit must change the function");
+    hand_edit(&database, "getNextUniqueStamp", &edited).await;
 
     let status = run(harness::idmint(TEST).args(["status"]));
     assert_exit(&status, 1);
@@ -226,7 +227,7 @@ async fn a_hand_edit_is_reported_and_not_overwritten_without_force() {
     );
 
     assert_exit(&run(harness::idmint(TEST).args(["install", "--force"])), 0);
-    let stored = stored_function(&database, "getNextUniqueSeq")
+    let stored = stored_function(&database, "getNextUniqueStamp")
         .await
         .unwrap();
     assert_eq!(
