@@ -284,44 +284,6 @@ mod tests {
     }
 
     #[test]
-    fn each_listener_has_a_document_of_its_own_routes() {
-        let (api, admin) = documents(&Limits::default(), false);
-        let paths = |document: &Value| -> Vec<String> {
-            document["paths"]
-                .as_object()
-                .unwrap()
-                .keys()
-                .cloned()
-                .collect()
-        };
-        assert_eq!(
-            paths(&api),
-            [
-                "/api/segment/get/{key}",
-                "/api/snowflake/get/{key}",
-                "/healthz",
-                "/v1/counters/{name}",
-                "/v1/counters/{name}/ids",
-                "/v1/counters/{name}/ranges",
-                "/v1/counters/{name}/values",
-                "/v1/validate",
-            ]
-        );
-        assert_eq!(
-            paths(&admin),
-            [
-                "/healthz",
-                "/metrics",
-                "/monitor",
-                "/monitor.json",
-                "/openapi-admin.json",
-                "/openapi.json",
-                "/readyz",
-            ]
-        );
-    }
-
-    #[test]
     fn the_bounds_are_the_servers_and_the_token_is_declared_when_required() {
         let limits = Limits {
             max_count: 7,
