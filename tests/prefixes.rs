@@ -328,34 +328,32 @@ async fn a_prefix_that_formatted_ids_is_never_owned_again() {
 }
 
 /// A create that stopped between claiming its prefix and writing its
-/// counter (the claim is there, the counter is not) is finished by the
-/// same create; the claim keeps every other counter from the prefix.
+/// counter (the claim is there, the counter is not) looks like a counter
+/// deleted since: the prefix stays blocked for every counter, the same
+/// name included, which costs a prefix and never repeats an ID.
 #[tokio::test]
-async fn a_claim_left_half_way_is_the_claiming_counters_alone() {
+async fn a_claim_left_half_way_blocks_the_prefix() {
     const TEST: &str = "prefixes_half_claim";
     let database = harness::database(TEST).await;
     database
         .collection::<Document>("prefixes")
-        .insert_one(doc! { "_id": "H-", "counter": "h", "state": "claimed" })
+        .insert_one(doc! { "_id": "H-", "counter": "h", "state": "owned" })
         .await
         .unwrap();
-    let other = run(idmint(TEST).args(["counter", "create", "o", "--prefix", "H-"]));
-    assert_exit(&other, 2);
-    assert!(
-        stderr(&other).contains("prefix \"H-\" is owned by counter 'h'"),
-        "{}",
-        stderr(&other)
-    );
-    assert_exit(
-        &run(idmint(TEST).args(["counter", "create", "h", "--prefix", "H-"])),
-        0,
-    );
-    let claim = claims(TEST).await;
-    assert_eq!(claim.len(), 1, "{claim:?}");
-    assert_eq!(
-        (claim[0].get_str("counter"), claim[0].get_str("state")),
-        (Ok("h"), Ok("owned"))
-    );
+    let before = claims(TEST).await;
+    for (name, says) in [
+        ("o", "prefix \"H-\" is owned by counter 'h'"),
+        (
+            "h",
+            "prefix \"H-\" was owned by an earlier counter 'h' that no longer exists",
+        ),
+    ] {
+        let refused = run(idmint(TEST).args(["counter", "create", name, "--prefix", "H-"]));
+        assert_exit(&refused, 2);
+        assert!(stderr(&refused).contains(says), "{}", stderr(&refused));
+    }
+    assert_eq!(claims(TEST).await, before);
+    assert!(counters(TEST).await.is_empty());
 }
 
 /// Nested prefixes (the two pairs): under the decimal policy a

@@ -269,8 +269,10 @@ async fn run(args: &RunArgs, output: &Output) -> anyhow::Result<Outcome> {
                         ),
                         None => "SIGKILL at once".to_string(),
                     };
-                    eprintln!("idmint: {reason}; stopping {program:?}: SIGTERM now, {kill}");
+                    // Signal first: a print can block (a full pipe, a
+                    // background job's stderr under `stty tostop`).
                     signal_group(group, libc::SIGTERM);
+                    eprintln!("idmint: {reason}; stopping {program:?}: SIGTERM now, {kill}");
                     stopped = Some(reason);
                 } else {
                     signal_group(group, libc::SIGKILL);
@@ -290,12 +292,12 @@ async fn run(args: &RunArgs, output: &Output) -> anyhow::Result<Outcome> {
                     signal_group(group, libc::SIGCONT);
                     continue;
                 }
-                eprintln!(
-                    "idmint: lock '{name}': the lease with fencing token {token} lapsed while \
-                     `lock run` was stopped; killing {program:?} (SIGKILL) before it runs again"
-                );
                 signal_group(group, libc::SIGKILL);
                 killed = true;
+                eprintln!(
+                    "idmint: lock '{name}': the lease with fencing token {token} lapsed while \
+                     `lock run` was stopped; killed {program:?} (SIGKILL) before it ran again"
+                );
                 stopped.get_or_insert_with(|| {
                     std::sync::Arc::new(LockError::Unrenewed {
                         name: name.clone(),

@@ -197,6 +197,11 @@ impl AdminAccess {
         Ok(())
     }
 
+    /// Whether requests must carry the admin token.
+    pub(crate) fn requires_token(&self) -> bool {
+        self.token_sha256.is_some()
+    }
+
     /// Whether anyone on another host that reaches `address` is let in.
     pub(crate) fn open_to_other_hosts(&self, address: std::net::SocketAddr) -> bool {
         self.token_sha256.is_none() && !address.ip().to_canonical().is_loopback()

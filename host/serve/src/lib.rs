@@ -326,8 +326,13 @@ impl Server {
         };
         let limits = options.limits;
         let (routes, api_document, admin_document) = Routes::new();
-        let documents =
-            openapi::Documents::new(api_document, admin_document, &limits, tokens.is_some());
+        let documents = openapi::Documents::new(
+            api_document,
+            admin_document,
+            &limits,
+            tokens.is_some(),
+            options.admin.requires_token(),
+        );
         let metrics = Metrics::new();
         let state = Arc::new(AppState {
             database: database.clone(),
@@ -473,6 +478,13 @@ impl Server {
         admin: Option<tokio::net::TcpListener>,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<Vec<(CounterName, SequenceError)>> {
+        // Refused before anything is served: the admin address first.
+        if let Some(admin) = &admin {
+            let address = admin.local_addr()?;
+            self.state.admin.check_address(address).map_err(|error| {
+                std::io::Error::new(std::io::ErrorKind::PermissionDenied, error)
+            })?;
+        }
         let limits = self.state.limits.clone();
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let api = tokio::spawn(net::accept_loop(
@@ -491,9 +503,6 @@ impl Server {
         ));
         if let Some(admin) = &admin {
             let address = admin.local_addr()?;
-            self.state.admin.check_address(address).map_err(|error| {
-                std::io::Error::new(std::io::ErrorKind::PermissionDenied, error)
-            })?;
             if self.state.admin.open_to_other_hosts(address) {
                 tracing::warn!(
                     %address,

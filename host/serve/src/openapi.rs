@@ -84,16 +84,26 @@ impl Documents {
         admin: utoipa::openapi::OpenApi,
         limits: &Limits,
         tokens: bool,
+        admin_token: bool,
     ) -> Self {
         let mut api = serde_json::to_value(api).unwrap_or_default();
         bound_parameters(&mut api, limits);
         bound_validate(&mut api, limits);
         add_layer_answers(&mut api, tokens);
         if tokens {
-            require_bearer(&mut api);
+            require_bearer(
+                &mut api,
+                "The application's token (`idmint token add`, or the tokens file)",
+            );
         }
         let mut admin = serde_json::to_value(admin).unwrap_or_default();
-        add_layer_answers(&mut admin, false);
+        add_layer_answers(&mut admin, admin_token);
+        if admin_token {
+            require_bearer(
+                &mut admin,
+                "The admin token, whose SHA-256 `--admin-token-sha256` gives",
+            );
+        }
         Self {
             api: api.to_string(),
             admin: admin.to_string(),
@@ -236,13 +246,14 @@ fn error_answer(description: &str) -> Value {
     })
 }
 
-/// Declares the bearer token every API route but `/healthz` requires.
-fn require_bearer(document: &mut Value) {
+/// Declares the bearer token every route of `document` but `/healthz`
+/// requires, described as `description`.
+fn require_bearer(document: &mut Value, description: &str) {
     document["components"]["securitySchemes"] = json!({
         "bearer": {
             "type": "http",
             "scheme": "bearer",
-            "description": "The application's token (`idmint token add`, or the tokens file)",
+            "description": description,
         }
     });
     for (path, operation) in operations(document) {
@@ -275,8 +286,12 @@ mod tests {
     use super::*;
 
     fn documents(limits: &Limits, tokens: bool) -> (Value, Value) {
+        documents_with(limits, tokens, false)
+    }
+
+    fn documents_with(limits: &Limits, tokens: bool, admin_token: bool) -> (Value, Value) {
         let (_, api, admin) = crate::Routes::new();
-        let documents = Documents::new(api, admin, limits, tokens);
+        let documents = Documents::new(api, admin, limits, tokens, admin_token);
         (
             serde_json::from_str(&documents.api).unwrap(),
             serde_json::from_str(&documents.admin).unwrap(),
@@ -321,5 +336,23 @@ mod tests {
         assert!(api["paths"]["/healthz"]["get"]["security"].is_null());
         // The admin listener takes no token.
         assert!(admin["paths"]["/readyz"]["get"]["security"].is_null());
+    }
+
+    #[test]
+    fn the_admin_document_declares_the_admin_token_when_one_is_required() {
+        let (_, open) = documents_with(&Limits::default(), false, false);
+        assert!(open["components"]["securitySchemes"].is_null());
+        let (api, admin) = documents_with(&Limits::default(), false, true);
+        assert!(api["components"]["securitySchemes"].is_null());
+        assert_eq!(
+            admin["components"]["securitySchemes"]["bearer"]["scheme"],
+            "bearer"
+        );
+        assert_eq!(
+            admin["paths"]["/metrics"]["get"]["security"],
+            json!([{"bearer": []}])
+        );
+        assert!(admin["paths"]["/metrics"]["get"]["responses"]["401"].is_object());
+        assert!(admin["paths"]["/healthz"]["get"]["security"].is_null());
     }
 }

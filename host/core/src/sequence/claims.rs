@@ -11,15 +11,17 @@
 //! no index to maintain) and says which counter claimed it and where that
 //! claim stands:
 //!
-//! - `claimed`: a `counter create` or `counter prefix add` is under way (or
-//!   stopped half-way: the same counter may finish it);
-//! - `owned`: the counter owns it;
+//! - `owned`: the counter owns it, or is being created or given it;
 //! - `released`: the counter gave it up (`counter prefix remove`); the
 //!   prefix is retired and no counter, that one included, owns it again.
 //!
-//! A prefix is claimed before a counter's document names it and released
-//! only after the document stops naming it, so whatever a crash interrupts,
-//! the history never says less than the counters do. Counters made before
+//! A prefix is claimed (`owned`) before a counter's document names it and
+//! released only after the document stops naming it, so whatever a crash
+//! interrupts, the history never says less than the counters do. A claim
+//! is taken back only where nothing can have been written under it; a
+//! create interrupted after its claim leaves the prefix blocked for every
+//! counter (the history cannot tell it from a counter deleted since), which
+//! costs a prefix and never repeats an ID. Counters made before
 //! this history existed are in it from their first `prefix add` or
 //! `prefix remove`; until then their documents speak for them ([`claim`]
 //! asks them first).
@@ -37,7 +39,6 @@ pub const PREFIXES_COLLECTION: &str = crate::mongo::collections::PREFIXES;
 /// Where the claim of a prefix stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stage {
-    Claimed,
     Owned,
     Released,
 }
@@ -45,7 +46,6 @@ enum Stage {
 impl Stage {
     fn as_str(self) -> &'static str {
         match self {
-            Stage::Claimed => "claimed",
             Stage::Owned => "owned",
             Stage::Released => "released",
         }
@@ -53,7 +53,6 @@ impl Stage {
 
     fn read(document: &Document) -> Option<Self> {
         match document.get_str("state").ok()? {
-            "claimed" => Some(Stage::Claimed),
             "owned" => Some(Stage::Owned),
             "released" => Some(Stage::Released),
             _ => None,
@@ -95,7 +94,7 @@ pub(crate) async fn claim(
 ) -> Result<Vec<String>, SequenceError> {
     let mut claimed = Vec::new();
     for prefix in prefixes {
-        match claim_one(database, name, prefix, claimant).await {
+        match claim_one(database, name, prefix, claimant, true).await {
             Ok(true) => claimed.push(prefix.clone()),
             Ok(false) => {}
             Err(error) => {
@@ -114,6 +113,7 @@ async fn claim_one(
     name: &CounterName,
     prefix: &str,
     claimant: Claimant,
+    again: bool,
 ) -> Result<bool, SequenceError> {
     // A counter made before the history existed speaks through its document.
     if let Some(owner) = owners(database, prefix)
@@ -129,7 +129,7 @@ async fn claim_one(
     let claim = doc! {
         "_id": prefix,
         "counter": name.as_str(),
-        "state": Stage::Claimed.as_str(),
+        "state": Stage::Owned.as_str(),
         "since": DateTime::now(),
     };
     let inserted = claims(database)
@@ -148,22 +148,26 @@ async fn claim_one(
     let Some(existing) = existing else {
         // Claims are never deleted but by `abandon`, of a create that failed
         // in between: try once more and let that answer stand.
-        return Box::pin(claim_one(database, name, prefix, claimant)).await;
+        if again {
+            return Box::pin(claim_one(database, name, prefix, claimant, false)).await;
+        }
+        return Err(SequenceError::Contended {
+            name: name.clone(),
+            attempts: 2,
+        });
     };
     let counter = existing.get_str("counter").unwrap_or_default().to_string();
     let stage = Stage::read(&existing);
     match (counter == name.as_str(), stage, claimant) {
-        // This counter's own claim: a create or add that stopped half-way,
-        // or a prefix it owns already.
-        (true, Some(Stage::Claimed), _) | (true, Some(Stage::Owned), Claimant::Existing) => {
-            Ok(false)
-        }
-        (false, Some(Stage::Claimed | Stage::Owned), _) => Err(SequenceError::PrefixTaken {
+        // A prefix this counter owns already.
+        (true, Some(Stage::Owned), Claimant::Existing) => Ok(false),
+        (false, Some(Stage::Owned), _) => Err(SequenceError::PrefixTaken {
             prefix: prefix.to_string(),
             owner: counter,
         }),
-        // Released, a deleted counter's, or a claim idmint did not write:
-        // IDs may have been formatted with it, so it is nobody's again.
+        // Released, a deleted counter's (or an interrupted create's: the
+        // two look alike), or a claim idmint did not write: IDs may have
+        // been formatted with it, so it is nobody's again.
         (_, stage, _) => Err(SequenceError::PrefixRetired {
             prefix: prefix.to_string(),
             counter,
@@ -172,30 +176,10 @@ async fn claim_one(
     }
 }
 
-/// Marks the claims of counter `name` on `prefixes` owned: its document now
-/// names them.
-pub(crate) async fn confirm(
-    database: &Database,
-    name: &CounterName,
-    prefixes: &[String],
-) -> Result<(), SequenceError> {
-    if prefixes.is_empty() {
-        return Ok(());
-    }
-    claims(database)
-        .update_many(
-            doc! { "_id": { "$in": prefixes }, "counter": name.as_str(), "state": Stage::Claimed.as_str() },
-            doc! { "$set": { "state": Stage::Owned.as_str() } },
-        )
-        .write_concern(durable_write_concern())
-        .await
-        .map(drop)
-        .map_err(|source| database_error(name, "confirm the prefix claims of", source))
-}
-
-/// Takes back the claims a failed create or add made (`claimed`, as
-/// [`claim`] returned them). Best effort: a claim left behind only keeps a
-/// prefix from other counters, which the same counter can still finish.
+/// Takes back the claims `claimed` (as [`claim`] returned them) of a create
+/// or add whose write certainly did not happen (refused before it, or by
+/// the server's check). Never after a write whose outcome is unknown: it
+/// may have been applied. Best effort: a claim left behind only blocks.
 pub(crate) async fn abandon(database: &Database, name: &CounterName, claimed: &[String]) {
     if claimed.is_empty() {
         return;
@@ -204,7 +188,7 @@ pub(crate) async fn abandon(database: &Database, name: &CounterName, claimed: &[
         .delete_many(doc! {
             "_id": { "$in": claimed },
             "counter": name.as_str(),
-            "state": Stage::Claimed.as_str(),
+            "state": Stage::Owned.as_str(),
         })
         .write_concern(durable_write_concern())
         .await;

@@ -257,17 +257,10 @@ pub async fn add(
         .filter(|prefix| !state.owns(prefix))
         .into_iter()
         .collect();
-    let claimed = claims::claim(database, name, &new, Claimant::Existing).await?;
-    match rewrite(&collection, name, &state, prefixes).await {
-        Ok(after) => {
-            claims::confirm(database, name, &new).await?;
-            Ok(after)
-        }
-        Err(error) => {
-            claims::abandon(database, name, &claimed).await;
-            Err(error)
-        }
-    }
+    claims::claim(database, name, &new, Claimant::Existing).await?;
+    // A claim stands whatever the rewrite's outcome: a write whose answer
+    // was lost may have been applied, and the claim is this counter's.
+    rewrite(&collection, name, &state, prefixes).await
 }
 
 /// Makes counter `name` give up `prefix` (declaring its prefixes if the

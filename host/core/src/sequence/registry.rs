@@ -638,16 +638,14 @@ pub(crate) async fn create_in(
         }
         claimed = claims::claim(&database, name, &spec.prefixes, Claimant::New).await?;
     }
-    match insert_counter(collection, name, spec, &document, write_concern).await {
-        Ok(state) => {
-            claims::confirm(&database, name, &spec.prefixes).await?;
-            Ok(state)
-        }
-        Err(error) => {
-            claims::abandon(&database, name, &claimed).await;
-            Err(error)
-        }
+    let result = insert_counter(collection, name, spec, &document, write_concern).await;
+    // Only a create the server refused for its settings wrote nothing for
+    // certain: after a counter of this name, or a write whose answer was
+    // lost, the claims stand.
+    if let Err(SequenceError::InvalidSpec(_)) = &result {
+        claims::abandon(&database, name, &claimed).await;
     }
+    result
 }
 
 /// Writes `document`, counter `name` as `spec` makes it, unless a counter
