@@ -162,6 +162,17 @@ pub(super) async fn openapi(State(state): State<Shared>) -> Response {
     typed("application/json", state.openapi.clone())
 }
 
+/// The admin listener's OpenAPI document.
+#[utoipa::path(
+    get,
+    path = "/openapi-admin.json",
+    tag = "admin",
+    responses((status = 200, description = "The OpenAPI 3.1 document of the admin listener", body = Object))
+)]
+pub(super) async fn admin_document(State(state): State<Shared>) -> Response {
+    typed("application/json", state.admin_openapi.clone())
+}
+
 /// `body` as a response of type `content_type`.
 fn typed(content_type: &'static str, body: String) -> Response {
     (

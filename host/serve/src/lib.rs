@@ -266,7 +266,7 @@ impl Routes {
             .routes(routes!(admin::readyz))
             .routes(routes!(admin::metrics))
             .routes(routes!(admin::openapi))
-            .routes(routes!(openapi::admin_document))
+            .routes(routes!(admin::admin_document))
             .routes(routes!(admin::monitor_page))
             .routes(routes!(admin::monitor_json))
             .split_for_parts();

@@ -18,9 +18,6 @@
 //! calls invalid always is: `tests/serve_schema.rs` runs schemathesis on
 //! both listeners.
 
-use axum::extract::State;
-use axum::http::{header, HeaderValue};
-use axum::response::{IntoResponse, Response};
 use serde_json::{json, Map, Value};
 use utoipa::OpenApi;
 
@@ -28,7 +25,6 @@ use idmint::sequence::MAX_COUNTER_NAME_LEN;
 
 use super::error::ErrorBody;
 use super::limits::Limits;
-use super::routes::Shared;
 
 /// The API listener's document: its title and description; its paths and
 /// schemas come from the routes registered (`lib.rs`).
@@ -261,24 +257,6 @@ fn require_bearer(document: &mut Value, description: &str) {
             operation.insert("security".to_string(), json!([{"bearer": []}]));
         }
     }
-}
-
-/// The admin listener's OpenAPI document.
-#[utoipa::path(
-    get,
-    path = "/openapi-admin.json",
-    tag = "admin",
-    responses((status = 200, description = "The OpenAPI 3.1 document of the admin listener", body = Object))
-)]
-pub(super) async fn admin_document(State(state): State<Shared>) -> Response {
-    (
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        )],
-        state.admin_openapi.clone(),
-    )
-        .into_response()
 }
 
 #[cfg(test)]
