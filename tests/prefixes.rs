@@ -15,9 +15,14 @@ fn idmint(test: &str) -> Command {
     harness::idmint(test)
 }
 
-async fn counters(test: &str) -> Vec<Document> {
+/// The documents of `collection` in test `test`'s database.
+async fn documents(test: &str, collection: &str) -> Vec<Document> {
     let database = harness::database_handle(test).await;
-    harness::documents(&database, "counters").await
+    harness::documents(&database, collection).await
+}
+
+async fn counters(test: &str) -> Vec<Document> {
+    documents(test, "counters").await
 }
 
 /// Two counters under a frozen clock: without owners they issued the same
@@ -234,9 +239,9 @@ async fn install_refuses_to_index_declared_collisions() {
     );
 }
 
+/// The prefix history.
 async fn claims(test: &str) -> Vec<Document> {
-    let database = harness::database_handle(test).await;
-    harness::documents(&database, "prefixes").await
+    documents(test, "prefixes").await
 }
 
 /// The reproduction: a prefix given up by one counter, then asked
