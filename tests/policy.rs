@@ -887,3 +887,104 @@ async fn next_event(
         .expect("an event in time")
         .expect("the follower is running")
 }
+
+/// The compiled entries in a compile cache: each file's path, size and
+/// inode (a compile writes a new file, renamed into place).
+fn cache_listing(directory: &Path) -> Vec<(PathBuf, u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    fn visit(directory: &Path, found: &mut Vec<(PathBuf, u64, u64)>) {
+        let Ok(entries) = std::fs::read_dir(directory) else {
+            return;
+        };
+        for entry in entries.map(Result::unwrap) {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let metadata = entry.metadata().unwrap();
+            if metadata.is_dir() {
+                visit(&entry.path(), found);
+            } else if !name.ends_with(".stats") && !name.contains(".wip") {
+                found.push((entry.path(), metadata.len(), metadata.ino()));
+            }
+        }
+    }
+    let mut found = Vec::new();
+    visit(directory, &mut found);
+    found.sort();
+    found
+}
+
+#[tokio::test]
+async fn a_policy_is_compiled_once_per_content_and_a_changed_file_afresh() {
+    let test = "policy_compile_cache";
+    harness::database(test).await;
+    let scratch = tempfile::tempdir().unwrap();
+    let cache = scratch.path().join("compiled");
+    let policy = scratch.path().join("policy.wasm");
+    std::fs::write(&policy, check_digit_wasm()).unwrap();
+    let idmint = || {
+        let mut command = harness::idmint(test);
+        command.env("IDMINT_POLICY_CACHE", &cache);
+        command
+    };
+    let out = run(harness::idmint(test)
+        .env("IDMINT_POLICY_CACHE", "off")
+        .args(["counter", "create", "c", "--prefix", "A-"]));
+    assert_exit(&out, 0);
+    let usage = || {
+        let out = run(idmint().args(["policy", "cache", "--json"]));
+        assert_exit(&out, 0);
+        serde_json::from_str::<serde_json::Value>(&harness::stdout(&out)).unwrap()
+    };
+    let formats = Formats::new();
+    let next = || {
+        let out = run(idmint()
+            .args(["next", "c", "--count", "1", "--policy"])
+            .arg(&policy));
+        assert_exit(&out, 0);
+        formats.read(harness::stdout(&out).trim(), "A-").0
+    };
+    assert_eq!(usage()["entries"], 0);
+
+    // The first process compiles and keeps the result; the next one loads
+    // it: the same entry, not written again.
+    assert_eq!(next(), Format::CheckDigit);
+    let first = cache_listing(&cache);
+    assert_eq!(first.len(), 1, "{first:?}");
+    assert_eq!(usage()["entries"], 1);
+    assert_eq!(next(), Format::CheckDigit);
+    assert_eq!(cache_listing(&cache), first);
+
+    // The file changes: its new content is compiled and served, never the
+    // old compile.
+    std::fs::write(&policy, DEFAULT_POLICY_WASM).unwrap();
+    assert_eq!(next(), Format::Default);
+    let second = cache_listing(&cache);
+    assert_eq!(second.len(), 2, "{second:?}");
+    assert!(second.contains(&first[0]));
+    std::fs::write(&policy, check_digit_wasm()).unwrap();
+    assert_eq!(next(), Format::CheckDigit);
+    assert_eq!(cache_listing(&cache), second);
+
+    // Cleared, it is empty, and the next process compiles again.
+    let out = run(idmint().args(["policy", "cache", "--clear", "--json"]));
+    assert_exit(&out, 0);
+    let cleared: serde_json::Value = serde_json::from_str(&harness::stdout(&out)).unwrap();
+    assert_eq!(
+        (cleared["cleared"].clone(), cleared["entries"].clone()),
+        (true.into(), 2.into())
+    );
+    assert_eq!(usage()["entries"], 0);
+    assert_eq!(next(), Format::CheckDigit);
+    assert_eq!(cache_listing(&cache).len(), 1);
+
+    // Off: nothing is kept, and IDs are made all the same.
+    let out = run(harness::idmint(test)
+        .env("IDMINT_POLICY_CACHE", "off")
+        .args(["policy", "cache", "--json"]));
+    assert_exit(&out, 0);
+    assert!(harness::stdout(&out).contains("\"directory\":null"));
+    let out = run(harness::idmint(test)
+        .env("IDMINT_POLICY_CACHE", "off")
+        .args(["next", "c", "--count", "1"]));
+    assert_exit(&out, 0);
+    assert_eq!(cache_listing(&cache).len(), 1);
+}

@@ -240,6 +240,66 @@ async fn a_prefix_removed_from_a_counter_stops_being_served() {
     assert_eq!(status, StatusCode::OK, "{body}");
 }
 
+/// The `find`s a monitored client sent to the counters collection.
+fn counter_reads(log: &harness::CommandLog) -> usize {
+    log.named("find")
+        .iter()
+        .filter(|command| command.get_str("find") == Ok("counters"))
+        .count()
+}
+
+/// A refused request for IDs (a policy that cannot serve the counter, a
+/// prefix the counter does not own) is refused again, the same way, without
+/// a read of the database, for as long as a prepared minter is trusted; so
+/// is a request a prepared minter answers. Refused requests cost what an
+/// answer costs, whatever the number of counters.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_is_kept_as_long_as_a_prepared_minter() {
+    const TEST: &str = "serve_refusals_kept";
+    let (database, log) = harness::monitored_database(TEST).await;
+    for (name, spec) in [
+        ("orders", CounterSpec::default().maxval(99)),
+        (
+            "big",
+            CounterSpec::of(CounterKind::Autoinc).prefixes(vec!["BIG-".into()]),
+        ),
+    ] {
+        sequence::create(&database, &CounterName::new(name).unwrap(), &spec)
+            .await
+            .unwrap();
+    }
+    let runtime = PolicyRuntime::new().unwrap();
+    let local = runtime.load_default().unwrap();
+    let mut options = ServeOptions::default();
+    options.limits.minter_max_age = Duration::from_secs(3600);
+    let server = Server::start(&database, &runtime, local, options)
+        .await
+        .unwrap();
+    let router = server.router();
+    for (path, status) in [
+        // The two-digit default policy cannot hold an autoinc counter's values.
+        ("/v1/counters/big/ids", StatusCode::CONFLICT),
+        (
+            "/v1/counters/orders/ids?prefix=NOT-MINE-",
+            StatusCode::CONFLICT,
+        ),
+        ("/v1/counters/orders/ids", StatusCode::OK),
+    ] {
+        let (first_status, first) = get(&router, path).await;
+        assert_eq!(first_status, status, "{path}: {first}");
+        let reads = counter_reads(&log);
+        for _ in 0..3 {
+            let (again_status, again) = get(&router, path).await;
+            assert_eq!(again_status, status, "{path}: {again}");
+            if status != StatusCode::OK {
+                assert_eq!(again, first, "{path}");
+            }
+        }
+        // Serving IDs takes values (findAndModify), never a find.
+        assert_eq!(counter_reads(&log), reads, "{path} read the counters again");
+    }
+}
+
 /// A prefix-limited token is checked against the prefix the IDs get: the
 /// counter's default as it is now, not as it was when the counter was
 /// opened. Once the default is removed (`counter prefix remove`), and the

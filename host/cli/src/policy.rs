@@ -8,7 +8,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use idmint::policy::activation::{self, ActivationOptions};
 use idmint::policy::store::RollbackReport;
-use idmint::policy::PolicyStore;
+use idmint::policy::{CacheUsage, CompileCache, PolicyStore, POLICY_CACHE_ENV};
 use idmint::sequence::CounterName;
 use idmint::Clock;
 use idmint::{PolicyRuntime, SystemClock};
@@ -29,13 +29,15 @@ pub enum PolicyCmd {
     Activate(ActivateCmd),
     /// Make the previously active version active again.
     Rollback(RollbackCmd),
+    /// Show where compiled policies are kept between processes (--clear empties it).
+    Cache(CacheCmd),
 }
 
 impl PolicyCmd {
     /// The connection the command uses, if any.
     pub fn connect(&self) -> Option<&ConnectArgs> {
         match self {
-            PolicyCmd::Check(_) => None,
+            PolicyCmd::Check(_) | PolicyCmd::Cache(_) => None,
             PolicyCmd::Push(cmd) => Some(&cmd.connect),
             PolicyCmd::List(cmd) => Some(&cmd.connect),
             PolicyCmd::Activate(cmd) => Some(&cmd.connect),
@@ -50,6 +52,7 @@ impl PolicyCmd {
             PolicyCmd::List(cmd) => cmd.execute(output).await,
             PolicyCmd::Activate(cmd) => cmd.execute(output).await,
             PolicyCmd::Rollback(cmd) => cmd.execute(output).await,
+            PolicyCmd::Cache(cmd) => cmd.execute(output),
         }
     }
 }
@@ -271,4 +274,64 @@ fn print_activation(
         )
     })?;
     Ok(Outcome::Success)
+}
+
+/// Arguments of `idmint policy cache`.
+#[derive(Debug, Args)]
+pub struct CacheCmd {
+    /// Empty the cache: the next process to load each policy compiles it again.
+    #[arg(long)]
+    pub clear: bool,
+}
+
+/// What `idmint policy cache` reports.
+#[derive(Debug, serde::Serialize)]
+struct CacheView {
+    /// The directory, or null when the cache is off.
+    directory: Option<PathBuf>,
+    /// What it holds (held, with --clear).
+    #[serde(flatten)]
+    usage: CacheUsage,
+    /// Whether it was emptied.
+    cleared: bool,
+}
+
+impl CacheCmd {
+    fn execute(&self, output: &Output) -> anyhow::Result<Outcome> {
+        let cache = CompileCache::from_env();
+        let directory = cache.directory().map(PathBuf::from);
+        let where_ = directory
+            .as_ref()
+            .map_or_else(String::new, |dir| format!(" in {}", dir.display()));
+        let usage = if self.clear {
+            cache.clear()
+        } else {
+            cache.usage()
+        }
+        .with_context(|| format!("cannot read the compiled policies{where_}"))?;
+        let view = CacheView {
+            directory,
+            usage,
+            cleared: self.clear,
+        };
+        output.report(&view, || match &view.directory {
+            None => format!(
+                "compiled policies are not kept ({POLICY_CACHE_ENV}=off, or no home directory): \
+                 each process compiles its policy"
+            ),
+            Some(dir) => format!(
+                "compiled policies{}: {} ({} entries, {} bytes){}",
+                if self.clear { " cleared" } else { "" },
+                dir.display(),
+                usage.entries,
+                usage.bytes,
+                if self.clear {
+                    ""
+                } else {
+                    "\none entry per policy content and wasmtime build; --clear empties it"
+                }
+            ),
+        })?;
+        Ok(Outcome::Success)
+    }
 }

@@ -102,6 +102,11 @@ pub enum ApiError {
     /// A request body of a media type the route does not take.
     #[error("{0}")]
     UnsupportedMediaType(String),
+    /// A refusal answered before to the same request and kept (a prefix or
+    /// a policy that cannot serve the counter, see `minters.rs`): the same
+    /// answer again, with no database read and no policy call.
+    #[error("{0}")]
+    Repeated(std::sync::Arc<ApiError>),
 }
 
 /// The JSON body of an error response.
@@ -192,6 +197,22 @@ impl ApiError {
             Self::UnsupportedMediaType(_) => {
                 (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported-media-type")
             }
+            Self::Repeated(first) => first.status(),
+        }
+    }
+
+    /// Whether asking again the same way is refused the same way until the
+    /// counter or the policy changes: a malformed or conflicting request, or
+    /// a policy that cannot serve the counter. Never a failure of the
+    /// database or the server, which the next attempt may not meet.
+    pub fn is_lasting_refusal(&self) -> bool {
+        match self {
+            Self::BadRequest(_) | Self::Repeated(_) => true,
+            Self::Library { class, .. } => matches!(
+                class,
+                ErrorClass::BadInput | ErrorClass::Conflict | ErrorClass::Unfit
+            ),
+            _ => false,
         }
     }
 
@@ -200,6 +221,7 @@ impl ApiError {
         match self {
             Self::Forbidden { counter, .. } | Self::WrongRoute { counter, .. } => Some(counter),
             Self::Library { counter, .. } => counter.as_deref(),
+            Self::Repeated(first) => first.counter(),
             _ => None,
         }
     }
@@ -216,6 +238,7 @@ impl ApiError {
             Self::Library { class, .. } if self.is_server_failure() => {
                 generic_message(*class).to_string()
             }
+            Self::Repeated(first) => first.public_message(),
             other => other.to_string(),
         }
     }

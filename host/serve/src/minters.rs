@@ -12,9 +12,17 @@
 //! the cache holds at most `Limits::max_minters` and evicts the least
 //! recently used. A prepared minter is trusted for `Limits::minter_max_age`;
 //! after that its prefix's ownership is checked again against the counter
-//! as it is now, so a prefix removed from a counter stops being served
-//! within that age, and a request for the counter's default gets its new
-//! default (the next prefix it owns) rather than the removed one.
+//! as it is now (two reads by index), so a prefix removed from a counter
+//! stops being served within that age, and a request for the counter's
+//! default gets its new default (the next prefix it owns) rather than the
+//! removed one. The policy's checks are not made again: the policy has not
+//! changed (its SHA-256 is in the key) and remembers what it accepted.
+//!
+//! A refusal (a prefix not owned or refused, a policy that cannot serve the
+//! counter) is kept in the same place for the same age: asking again costs
+//! what an answer from a prepared minter costs, so refused requests cannot
+//! keep the server or the database busy. A failure of the database or the
+//! server is not kept.
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -63,9 +71,13 @@ impl Prepared {
     }
 }
 
-/// Prepared minters by `Key` (see the module docs).
+/// What preparing a minter came to: the minter, or the refusal every
+/// request for it gets until the entry is too old to trust.
+type Outcome = Result<Arc<Prepared>, Arc<ApiError>>;
+
+/// Prepared minters and refusals by `Key` (see the module docs).
 pub struct Minters {
-    cache: Mutex<Lru<Key, Arc<Prepared>>>,
+    cache: Mutex<Lru<Key, Outcome>>,
     max_age: Duration,
     meter: BatchMeter,
 }
@@ -85,7 +97,8 @@ impl Minters {
     /// counter's own). A prefix the counter does not own, or another counter
     /// owns too, is a conflict; one the policy refuses is a bad request; a
     /// policy that cannot serve the counter makes the counter unservable;
-    /// nothing is consumed either way.
+    /// nothing is consumed either way, and the refusal is kept as long as a
+    /// minter would be.
     pub async fn get(
         &self,
         served: &Served,
@@ -99,35 +112,64 @@ impl Minters {
             prefix.map(str::to_string),
         );
         let cached = self.lock().get(&key);
-        if let Some((prepared, when)) = &cached {
+        if let Some((outcome, when)) = &cached {
             if when.elapsed() <= self.max_age {
-                return Ok(prepared.clone());
+                return outcome.clone().map_err(ApiError::Repeated);
             }
         }
         // The counter as it is now: its prefixes, and so its default, may
         // have changed since it was opened or the minter was prepared.
         let current = served.sequence.state().await?;
         let chosen = prefix.unwrap_or_else(|| current.default_prefix());
-        if let Some((prepared, _)) = cached {
-            if prepared.minter.prefix() == chosen {
+        let outcome = match cached {
+            Some((Ok(prepared), _)) if prepared.minter.prefix() == chosen => {
                 // Too old to trust: is the prefix still the counter's alone?
-                if let Err(error) =
-                    prefixes::check_use(&served.sequence.database(), &current, chosen).await
-                {
-                    self.lock().remove(&key);
-                    return Err(error.into());
-                }
-                self.lock().touch(&key);
-                return Ok(prepared);
+                // (The policy's checks cannot have changed: same policy,
+                // same counter shape.)
+                prefixes::check_use(&served.sequence.database(), &current, chosen)
+                    .await
+                    .map(|()| prepared)
+                    .map_err(ApiError::from)
             }
-            // The counter's default is another prefix now (its old one was
-            // removed): a minter for the new one is prepared below.
-            self.lock().remove(&key);
+            // New, refused before, or the counter's default is another
+            // prefix now (its old one was removed): prepared afresh.
+            _ => {
+                let chosen = chosen.to_string();
+                self.prepare(served, current, policy, chosen, slots).await
+            }
+        };
+        match outcome {
+            Ok(prepared) => {
+                self.lock().insert(key, Ok(prepared.clone()));
+                Ok(prepared)
+            }
+            Err(refusal) if refusal.is_lasting_refusal() => {
+                let refusal = Arc::new(refusal);
+                self.lock().insert(key, Err(refusal.clone()));
+                Err(ApiError::Repeated(refusal))
+            }
+            Err(failure) => {
+                // The database or the server failed: the next request tries
+                // again rather than meet a stale answer.
+                self.lock().remove(&key);
+                Err(failure)
+            }
         }
-        // Ownership is the counter's rule, checked first and in one place
-        // (the core's `prefixes::check_use`), then the policy's checks off
-        // the executor.
-        let chosen = chosen.to_string();
+    }
+
+    /// Prepares the minter of `served` as it is now (`current`) with
+    /// `chosen`: ownership, the counter's rule, checked first and in one
+    /// place (the core's `prefixes::check_use`, index lookups), then the
+    /// policy's checks off the executor (none if the policy has accepted
+    /// this prefix for a counter of this shape before).
+    async fn prepare(
+        &self,
+        served: &Served,
+        current: idmint::sequence::CounterState,
+        policy: Policy,
+        chosen: String,
+        slots: &PolicySlots,
+    ) -> Result<Arc<Prepared>, ApiError> {
         prefixes::check_use(&served.sequence.database(), &current, &chosen).await?;
         let slot = slots.acquire().await?;
         let sequence = served.sequence.clone();
@@ -142,12 +184,10 @@ impl Minters {
             }
             other => other.into(),
         })?;
-        let prepared = Arc::new(Prepared::new(minter, self.meter.clone()));
-        self.lock().insert(key, prepared.clone());
-        Ok(prepared)
+        Ok(Arc::new(Prepared::new(minter, self.meter.clone())))
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Lru<Key, Arc<Prepared>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Lru<Key, Outcome>> {
         // A poisoned cache is still a valid cache: no update panics halfway.
         self.cache.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -185,13 +225,7 @@ impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
         Some((entry.value.clone(), entry.refreshed))
     }
 
-    /// Marks `key` refreshed now.
-    fn touch(&mut self, key: &K) {
-        if let Some(entry) = self.entries.get_mut(key) {
-            entry.refreshed = Instant::now();
-        }
-    }
-
+    /// Forgets `key`.
     fn remove(&mut self, key: &K) {
         self.entries.remove(key);
     }
@@ -245,13 +279,13 @@ mod tests {
     }
 
     #[test]
-    fn touching_refreshes_the_time_not_the_value() {
+    fn inserting_again_refreshes_the_time_and_the_value() {
         let mut lru = Lru::new(2);
         lru.insert("a", 1);
         let (_, first) = lru.get(&"a").unwrap();
-        lru.touch(&"a");
+        lru.insert("a", 2);
         let (value, second) = lru.get(&"a").unwrap();
-        assert_eq!(value, 1);
+        assert_eq!(value, 2);
         assert!(second >= first);
         lru.remove(&"a");
         assert!(lru.get(&"a").is_none());

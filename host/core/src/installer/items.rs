@@ -69,6 +69,8 @@ pub(crate) enum ItemSpec {
 pub(crate) enum InstalledIndex {
     /// The unique index on the counters' `prefixes`.
     Prefixes,
+    /// The index that finds the counters owning a prefix undeclared.
+    UndeclaredPrefixes,
 }
 
 impl InstalledIndex {
@@ -76,6 +78,9 @@ impl InstalledIndex {
     pub(crate) fn model(self) -> mongodb::IndexModel {
         match self {
             InstalledIndex::Prefixes => crate::sequence::prefixes::index_model(),
+            InstalledIndex::UndeclaredPrefixes => {
+                crate::sequence::prefixes::undeclared_index_model()
+            }
         }
     }
 }
@@ -114,17 +119,23 @@ pub fn desired_items(database: &str, roles: bool) -> Vec<Item> {
             spec: ItemSpec::Collection,
         })
         .collect();
-    let prefixes = InstalledIndex::Prefixes;
-    items.push(Item {
-        kind: ItemKind::Index,
-        name: format!("{COUNTERS_COLLECTION}.prefixes"),
-        version: INSTALLER_VERSION,
-        sha256: index_sha256(&prefixes.model()),
-        spec: ItemSpec::Index {
-            collection: COUNTERS_COLLECTION,
-            model: prefixes,
-        },
-    });
+    items.extend(
+        [
+            ("prefixes", InstalledIndex::Prefixes),
+            ("undeclared-prefixes", InstalledIndex::UndeclaredPrefixes),
+        ]
+        .into_iter()
+        .map(|(name, index)| Item {
+            kind: ItemKind::Index,
+            name: format!("{COUNTERS_COLLECTION}.{name}"),
+            version: INSTALLER_VERSION,
+            sha256: index_sha256(&index.model()),
+            spec: ItemSpec::Index {
+                collection: COUNTERS_COLLECTION,
+                model: index,
+            },
+        }),
+    );
     items.extend(server_functions().into_iter().map(|function| Item {
         kind: ItemKind::Function,
         name: function.name.to_string(),

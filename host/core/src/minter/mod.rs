@@ -3,10 +3,13 @@
 //! [`Minter::prepare`] checks everything that can be checked before a value is
 //! consumed: the counter exists and is well formed, it owns the prefix and
 //! no other counter does ([`prefixes::check_use`]), the policy can serve it
-//! ([`check_fit`]: capacity, and the time or the period for counters whose
-//! values repeat), and the prefix is one the policy accepts and reads back
-//! alone out of the counter's IDs (so no other counter's prefix can make
-//! the same ID: [`check_prefix_reads_back`]). Only then does
+//! ([`check_fit`](crate::policy::check_fit): capacity, and the time or the
+//! period for counters whose values repeat), and the prefix is one the
+//! policy accepts and reads back alone out of the counter's IDs (so no
+//! other counter's prefix can make the same ID:
+//! [`check_prefix_reads_back`](crate::policy::check_prefix_reads_back));
+//! the policy's checks run once per prefix and counter shape
+//! ([`check_serves`]). Only then does
 //! [`Minter::next_ids`] take values, so bad input never burns any.
 //!
 //! A long-running process serves through a [`LiveMinter`] (`live.rs`): the
@@ -17,7 +20,7 @@ mod live;
 
 use std::sync::Arc;
 
-use crate::policy::{check_fit, check_prefix, check_prefix_reads_back, writes, Policy, Stamp};
+use crate::policy::{check_serves, Policy, PolicyError, Stamp};
 use crate::sequence::{prefixes, Clock, CounterState, GiveBack, Sequence, MAX_BLOCK};
 use crate::Error;
 
@@ -70,9 +73,12 @@ impl Minter {
         prefix: String,
         clock: Arc<dyn Clock>,
     ) -> Result<Self, Error> {
-        check_prefix(&policy, &prefix, clock.now_micros())?;
-        check_fit(&policy, &state, writes(&policy, &prefix)?)?;
-        check_prefix_reads_back(&policy, &state, &prefix)?;
+        check_serves(&policy, &state, &prefix, clock.now_micros()).map_err(
+            |error| match error {
+                PolicyError::Fit(fit) => Error::Fit(*fit),
+                other => Error::Policy(other),
+            },
+        )?;
         Ok(Self {
             sequence,
             state,

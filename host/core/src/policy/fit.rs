@@ -8,6 +8,12 @@
 //! that does not write the period reads its IDs back without one. [`writes`]
 //! asks it. [`check_fit`] is what `next`, `counter create`,
 //! `policy push`/`activate` and the activation check all use.
+//!
+//! [`check_serves`] runs every check a counter must pass before a policy
+//! formats its IDs with a prefix, and makes them once per policy, prefix
+//! and counter shape: an accepted fit is remembered by the policy, so that
+//! preparing the next counter of that shape, or re-preparing one, asks the
+//! policy nothing.
 
 use super::error::PolicyError;
 use super::runtime::Policy;
@@ -240,6 +246,44 @@ pub fn check_prefix(policy: &Policy, prefix: &str, now_micros: u64) -> Result<()
             period: None,
         })
         .map(drop)
+}
+
+/// Fails unless `policy` may format IDs of `counter` with `prefix`: it
+/// accepts the prefix ([`check_prefix`], at `now_micros`), it can serve the
+/// counter ([`check_fit`]) and it reads the prefix back alone out of the
+/// counter's IDs ([`check_prefix_reads_back`]). About seven policy calls the
+/// first time; none once the policy has accepted this prefix for a counter
+/// of this shape (the memo is the policy's, see `fit_memo.rs`). Nothing is
+/// consumed or written.
+pub fn check_serves(
+    policy: &Policy,
+    counter: &CounterState,
+    prefix: &str,
+    now_micros: u64,
+) -> Result<(), PolicyError> {
+    let key = fit_key(counter, prefix);
+    if policy.fits().accepted(&key) {
+        return Ok(());
+    }
+    check_prefix(policy, prefix, now_micros)?;
+    check_fit(policy, counter, writes(policy, prefix)?)?;
+    check_prefix_reads_back(policy, counter, prefix)?;
+    policy.fits().accept(key);
+    Ok(())
+}
+
+/// Everything of `counter` and `prefix` that [`check_serves`]'s checks read:
+/// the prefix, the counter's value shape, its snowflake layout and so the
+/// stamps it is probed with.
+fn fit_key(counter: &CounterState, prefix: &str) -> String {
+    let shape = counter.shape();
+    format!(
+        "{prefix:?} {} {:?} {:?} {:?}",
+        shape.largest_value,
+        shape.repeats,
+        counter.snowflake_layout(),
+        probe_stamps(counter)
+    )
 }
 
 /// Fails unless `policy` reads `prefix` back, alone, out of every ID it

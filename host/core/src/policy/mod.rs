@@ -45,12 +45,14 @@
 
 pub mod activation;
 mod bindings;
+pub mod compile_cache;
 mod contract;
 mod contract_v0_2;
 mod contract_v0_3;
 mod contract_v0_4;
 mod error;
 pub mod fit;
+mod fit_memo;
 pub mod follower;
 mod live;
 mod runtime;
@@ -64,14 +66,15 @@ mod tests;
 
 pub use crate::parts::{IdParts, Stamp};
 pub use activation::{ActivationOptions, ActivationReport};
+pub use compile_cache::{CacheUsage, CompileCache, POLICY_CACHE_ENV};
 pub use error::PolicyError;
 pub use fit::{
-    check_fit, check_prefix, check_prefix_reads_back, writes, writes_period, writes_time, FitError,
-    Writes,
+    check_fit, check_prefix, check_prefix_reads_back, check_serves, writes, writes_period,
+    writes_time, FitError, Writes,
 };
 pub use follower::{FirstPolicy, FollowOptions, PolicyEvents, PolicyFollower};
 pub use live::LivePolicy;
-pub use runtime::{Policy, PolicyRuntime, MAX_CONCURRENT_CALLS};
+pub use runtime::{Compilations, Policy, PolicyRuntime, MAX_CONCURRENT_CALLS};
 pub use sandbox::{PolicyLimits, DEFAULT_MAX_MEMORY_BYTES, DEFAULT_TIMEOUT, EPOCH_TICK};
 pub use store::{PolicyStore, PolicyStoreError, POLICIES_COLLECTION};
 pub use types::{FormatError, InvalidId, PolicyInfo};

@@ -14,14 +14,17 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::checksum::sha256_hex;
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
+use super::compile_cache::CompileCache;
 use super::contract::{self, Call, Contract};
 use super::error::PolicyError;
+use super::fit_memo::FitMemo;
 use super::sandbox::{CallState, PolicyLimits, EPOCH_TICK};
 use super::types::{InvalidId, PolicyInfo};
 use super::{DEFAULT_POLICY_ORIGIN, DEFAULT_POLICY_WASM};
@@ -44,6 +47,16 @@ struct RuntimeInner {
     /// Compiled components by the SHA-256 of their bytes, so that reloading an
     /// unchanged policy (a hot swap to the same file) does not compile again.
     components: Mutex<HashMap<String, Component>>,
+    /// Where compiled components are kept between processes.
+    cache: CompileCache,
+    /// wasmtime's cache over it, if it could be opened.
+    disk_cache: Option<wasmtime::Cache>,
+    /// Why the cache could not be opened.
+    cache_problem: Option<String>,
+    /// Components compiled by this process.
+    compiled: AtomicUsize,
+    /// Components this process loaded compiled from the cache.
+    loaded_compiled: AtomicUsize,
 }
 
 impl PolicyRuntime {
@@ -52,15 +65,30 @@ impl PolicyRuntime {
         Self::with_limits(PolicyLimits::default())
     }
 
-    /// A runtime whose policy calls are bounded by `limits`.
+    /// A runtime whose policy calls are bounded by `limits`, keeping
+    /// compiled policies where the environment says
+    /// ([`CompileCache::from_env`]).
     pub fn with_limits(limits: PolicyLimits) -> Result<Self, PolicyError> {
+        Self::with_cache(limits, CompileCache::from_env())
+    }
+
+    /// A runtime whose policy calls are bounded by `limits`, keeping
+    /// compiled policies in `cache`. A cache that cannot be used (a
+    /// directory that cannot be made) is left out: policies are compiled
+    /// in the process, and [`PolicyRuntime::cache_problem`] says why.
+    pub fn with_cache(limits: PolicyLimits, cache: CompileCache) -> Result<Self, PolicyError> {
         let engine_error = |e: wasmtime::Error| PolicyError::Engine {
             reason: format!("{e:#}"),
         };
         // Epoch interruption bounds each call's CPU time at a cost of a few
         // percent; fuel would be deterministic but costs more per instruction
         // and a deadline in time is what a caller waiting for an ID needs.
+        let (disk_cache, cache_problem) = match cache.wasmtime_cache() {
+            Ok(disk_cache) => (disk_cache, None),
+            Err(problem) => (None, Some(problem)),
+        };
         let mut config = Config::new();
+        config.cache(disk_cache.clone());
         config.epoch_interruption(true);
         config.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling()));
         let engine = Engine::new(&config).map_err(engine_error)?;
@@ -75,6 +103,11 @@ impl PolicyRuntime {
                 linker,
                 limits,
                 components: Mutex::new(HashMap::new()),
+                cache,
+                disk_cache,
+                cache_problem,
+                compiled: AtomicUsize::new(0),
+                loaded_compiled: AtomicUsize::new(0),
             }),
         })
     }
@@ -154,8 +187,29 @@ impl PolicyRuntime {
                 info,
                 sha256,
                 origin: origin.to_string(),
+                fits: FitMemo::default(),
             }),
         })
+    }
+
+    /// Where compiled policies are kept between processes.
+    pub fn compile_cache(&self) -> &CompileCache {
+        &self.inner.cache
+    }
+
+    /// Why compiled policies are not kept between processes, when the
+    /// cache asked for could not be opened.
+    pub fn cache_problem(&self) -> Option<&str> {
+        self.inner.cache_problem.as_deref()
+    }
+
+    /// How this process came by the components it loaded: compiled here,
+    /// or loaded compiled from the cache.
+    pub fn compilations(&self) -> Compilations {
+        Compilations {
+            compiled: self.inner.compiled.load(Ordering::Relaxed),
+            loaded_compiled: self.inner.loaded_compiled.load(Ordering::Relaxed),
+        }
     }
 
     /// How many distinct components are compiled and cached.
@@ -190,7 +244,9 @@ impl PolicyRuntime {
                     .to_string(),
             });
         }
-        // Compile outside the lock: it takes a while and other loads may proceed.
+        // Compile (or load compiled from the disk cache) outside the lock:
+        // it takes a while and other loads may proceed.
+        let hits = self.disk_cache_hits();
         let component = Component::new(&self.inner.engine, bytes).map_err(|e| {
             // Without the binary header wasmtime tries the text format, and
             // its parse error ("expected `(`") would hide what is wrong.
@@ -204,6 +260,12 @@ impl PolicyRuntime {
                 reason,
             }
         })?;
+        let counter = if self.disk_cache_hits() > hits {
+            &self.inner.loaded_compiled
+        } else {
+            &self.inner.compiled
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
         self.inner
             .components
             .lock()
@@ -211,6 +273,24 @@ impl PolicyRuntime {
             .insert(sha256.to_string(), component.clone());
         Ok(component)
     }
+
+    /// How many components the disk cache has handed this process.
+    fn disk_cache_hits(&self) -> usize {
+        self.inner
+            .disk_cache
+            .as_ref()
+            .map_or(0, wasmtime::Cache::cache_hits)
+    }
+}
+
+/// How a process came by the policy components it loaded
+/// ([`PolicyRuntime::compilations`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Compilations {
+    /// Compiled in the process.
+    pub compiled: usize,
+    /// Loaded compiled from the cache ([`CompileCache`]).
+    pub loaded_compiled: usize,
 }
 
 impl fmt::Debug for PolicyRuntime {
@@ -237,6 +317,8 @@ struct PolicyInner {
     info: PolicyInfo,
     sha256: String,
     origin: String,
+    /// The fits this policy accepted (`fit.rs`, [`check_serves`](super::fit::check_serves)).
+    fits: FitMemo,
 }
 
 impl Policy {
@@ -260,6 +342,11 @@ impl Policy {
     /// Where the policy came from: [`DEFAULT_POLICY_ORIGIN`] or the file path.
     pub fn origin(&self) -> &str {
         &self.inner.origin
+    }
+
+    /// The fits this policy accepted.
+    pub(crate) fn fits(&self) -> &FitMemo {
+        &self.inner.fits
     }
 
     /// Formats one ID.

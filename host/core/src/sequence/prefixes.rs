@@ -17,6 +17,16 @@
 //!   owns the prefix, and [`collisions`] lists every prefix owned twice, for
 //!   `idmint status` and `install` to report with what to do. Nothing is ever
 //!   changed without being asked: `idmint counter prefix add` declares.
+//!
+//! Asking who owns a prefix ([`owners`]) is two index lookups, whatever the
+//! number of counters: the declared owners through [`PREFIXES_INDEX`] (the
+//! query repeats the index's partial filter, which a server needs to use a
+//! partial index), the undeclared ones through
+//! [`UNDECLARED_PREFIXES_INDEX`] on `{prefix, prefixes}`, where a document
+//! without `prefixes` has the key null and one that owns no prefix (an
+//! empty array) another key. Both are created with the counters' first
+//! prefix and by `idmint install`; without them the answer is the same,
+//! read by a scan.
 
 use futures_util::TryStreamExt;
 use mongodb::bson::{doc, Bson, Document};
@@ -32,6 +42,10 @@ use crate::mongo::{self, durable_write_concern};
 
 /// The name of the unique index on the counters' `prefixes`.
 pub const PREFIXES_INDEX: &str = "idmint_prefixes";
+
+/// The name of the index that finds the counters owning a prefix
+/// undeclared (documents without `prefixes`).
+pub const UNDECLARED_PREFIXES_INDEX: &str = "idmint_undeclared_prefixes";
 
 /// The unique index that keeps two counters from owning one prefix.
 pub fn index_model() -> IndexModel {
@@ -50,13 +64,27 @@ pub fn index_model() -> IndexModel {
         .build()
 }
 
-/// Creates the index if it is missing (idempotent).
+/// The index that finds the counters owning a prefix undeclared: by their
+/// default prefix, and among those the ones without `prefixes` (the key
+/// null) apart from the ones that own no prefix (an empty array).
+pub fn undeclared_index_model() -> IndexModel {
+    IndexModel::builder()
+        .keys(doc! { "prefix": 1, "prefixes": 1 })
+        .options(
+            IndexOptions::builder()
+                .name(UNDECLARED_PREFIXES_INDEX.to_string())
+                .build(),
+        )
+        .build()
+}
+
+/// Creates the indexes if they are missing (idempotent), in one command.
 pub(crate) async fn ensure_index(
     collection: &Collection<Document>,
     name: &CounterName,
 ) -> Result<(), SequenceError> {
     collection
-        .create_index(index_model())
+        .create_indexes([index_model(), undeclared_index_model()])
         .await
         .map(drop)
         .map_err(|source| {
@@ -64,15 +92,18 @@ pub(crate) async fn ensure_index(
         })
 }
 
-/// The filter of the counters that own `prefix`, declared or not.
+/// The filter of the counters that own `prefix`, declared or not: each
+/// clause one an index serves (see the module docs).
 fn owning(prefix: &str) -> Document {
-    let mut undeclared = vec![Bson::Document(doc! { "prefix": prefix })];
-    if prefix.is_empty() {
-        undeclared.push(Bson::Document(doc! { "prefix": null }));
-    }
+    // The undeclared owner of the empty prefix has `prefix` "" or none.
+    let default: Bson = if prefix.is_empty() {
+        doc! { "$in": ["", null] }.into()
+    } else {
+        prefix.into()
+    };
     doc! { "$or": [
-        { "prefixes": prefix },
-        { "prefixes": { "$exists": false }, "$or": undeclared },
+        { "prefixes": prefix, "prefixes.0": { "$exists": true } },
+        { "prefix": default, "prefixes": { "$exists": false } },
     ]}
 }
 

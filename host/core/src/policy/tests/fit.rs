@@ -102,3 +102,40 @@ fn a_policy_that_does_not_write_the_period_is_refused_for_a_periodic_counter() {
         "{error}"
     );
 }
+
+#[test]
+fn an_accepted_fit_is_remembered_by_prefix_and_shape_and_a_refusal_is_not() {
+    // A policy of its own: the memo is the policy's.
+    let policy = PolicyRuntime::new().unwrap().load_default().unwrap();
+    let orders = counter(99);
+    check_serves(&policy, &orders, "A-", KNOWN_MICROS).unwrap();
+    assert_eq!(policy.fits().len(), 1);
+    // Another counter of the same shape, or the same one again: nothing new
+    // to check, nothing new remembered.
+    let mut invoices = counter(99);
+    invoices.name = "invoices".to_string();
+    check_serves(&policy, &invoices, "A-", KNOWN_MICROS).unwrap();
+    check_serves(&policy, &orders, "A-", KNOWN_MICROS).unwrap();
+    assert_eq!(policy.fits().len(), 1);
+    // Another prefix, another shape: each checked and remembered.
+    check_serves(&policy, &orders, "B-", KNOWN_MICROS).unwrap();
+    check_serves(&policy, &counter(9), "A-", KNOWN_MICROS).unwrap();
+    assert_eq!(policy.fits().len(), 3);
+    // A counter the policy cannot serve is refused every time, and its
+    // refusal is not remembered as a fit.
+    let autoinc = crate::sequence::CounterState {
+        name: "inv".to_string(),
+        kind: crate::sequence::KindState::Autoinc(crate::sequence::AutoincState { seq: 0 }),
+        prefix: None,
+        prefixes: vec![String::new()],
+        prefixes_declared: true,
+    };
+    for _ in 0..2 {
+        let error = check_serves(&policy, &autoinc, "A-", KNOWN_MICROS).unwrap_err();
+        assert!(matches!(error, PolicyError::Fit(_)), "{error}");
+    }
+    // A prefix the policy refuses is refused, and not remembered either.
+    let error = check_serves(&policy, &orders, "A\n", KNOWN_MICROS).unwrap_err();
+    assert!(error.is_format(), "{error}");
+    assert_eq!(policy.fits().len(), 3);
+}
