@@ -494,6 +494,11 @@ fn pooling() -> PoolingAllocationConfig {
         .total_core_instances(MAX_CONCURRENT_CALLS * 8)
         .total_memories(MAX_CONCURRENT_CALLS * 2)
         .total_tables(MAX_CONCURRENT_CALLS * 8)
+        // Calls are synchronous (no async support in the engine), so no
+        // fiber stack is ever taken from the pool; the default thousand,
+        // each set up with a guard page, cost a process that formats one
+        // ID about a third of its CPU time (profile in docs/BENCHMARKS.md).
+        .total_stacks(0)
         .linear_memory_keep_resident(KEEP_RESIDENT)
         .table_keep_resident(64 << 10)
         .pagemap_scan(Enabled::Auto);
