@@ -300,6 +300,66 @@ async fn a_refusal_is_kept_as_long_as_a_prepared_minter() {
     }
 }
 
+/// Past `Limits::max_open_counters`, the least recently used counter that
+/// holds nothing of its own is dropped (and opened again when asked, its
+/// values going on from the database), while a segment counter, which
+/// holds buffered values, stays open whatever its age.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn counters_that_hold_nothing_are_kept_up_to_a_number() {
+    let mut limits = Limits::default();
+    limits.max_open_counters = 2;
+    let server = server(
+        "serve_open_counters",
+        &[
+            (
+                "seg",
+                CounterSpec::of(CounterKind::Segment).prefixes(vec!["S-".into()]),
+            ),
+            (
+                "a",
+                CounterSpec::default()
+                    .maxval(99)
+                    .prefixes(vec!["A-".into()]),
+            ),
+            (
+                "b",
+                CounterSpec::default()
+                    .maxval(99)
+                    .prefixes(vec!["B-".into()]),
+            ),
+            (
+                "c",
+                CounterSpec::default()
+                    .maxval(99)
+                    .prefixes(vec!["C-".into()]),
+            ),
+        ],
+        limits,
+    )
+    .await;
+    let router = server.router();
+    let take = |name: &'static str| {
+        let router = router.clone();
+        async move {
+            let (status, body) = get(&router, &format!("/v1/counters/{name}/values")).await;
+            assert_eq!(status, StatusCode::OK, "{name}: {body}");
+            body["values"][0].as_u64().unwrap()
+        }
+    };
+    assert_eq!(take("seg").await, 1);
+    assert_eq!(take("a").await, 1);
+    assert_eq!(server.open_counters(), ["a", "seg"]);
+    take("b").await;
+    // At capacity: "a", the least recently used that holds nothing, goes.
+    assert_eq!(server.open_counters(), ["b", "seg"]);
+    take("c").await;
+    assert_eq!(server.open_counters(), ["c", "seg"]);
+    // Opened again, "a" goes on where the database says.
+    assert_eq!(take("a").await, 2);
+    assert_eq!(server.open_counters(), ["a", "seg"]);
+    assert_eq!(take("seg").await, 2);
+}
+
 /// A prefix-limited token is checked against the prefix the IDs get: the
 /// counter's default as it is now, not as it was when the counter was
 /// opened. Once the default is removed (`counter prefix remove`), and the

@@ -24,7 +24,8 @@
 //! documentation in one call (utoipa-axum), so the two cannot drift; what
 //! the server's configuration adds to the documents is `openapi.rs`'s.
 //!
-//! Counters are opened on their first request and kept ([`CounterPool`]):
+//! Counters are opened on their first request and kept ([`CounterPool`];
+//! those that hold nothing of their own up to `Limits::max_open_counters`):
 //! a segment counter is served from the process's double buffer and a
 //! snowflake counter from its generator under a leased worker id, with no
 //! database round trip per request; a cyclic or auto-increment request
@@ -336,7 +337,7 @@ impl Server {
         let metrics = Metrics::new();
         let state = Arc::new(AppState {
             database: database.clone(),
-            pool: CounterPool::new(database, options.open),
+            pool: CounterPool::new(database, options.open, limits.max_open_counters),
             minters: Minters::new(
                 limits.max_minters,
                 limits.minter_max_age,
@@ -453,6 +454,19 @@ impl Server {
     /// The policy slots (see [`PolicySlots::semaphore`]).
     pub fn policy_slots(&self) -> &PolicySlots {
         &self.state.slots
+    }
+
+    /// The names of the counters open now, sorted.
+    pub fn open_counters(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .state
+            .pool
+            .opened()
+            .iter()
+            .map(|served| served.state.name.clone())
+            .collect();
+        names.sort();
+        names
     }
 
     /// Serves the API on `listener` (and no admin listener) until

@@ -76,6 +76,12 @@ pub struct Limits {
     /// How many prepared minters (one per policy, counter and prefix) are
     /// kept; the least recently used goes first. Default 4096.
     pub max_minters: usize,
+    /// How many opened counters that hold nothing of their own (no value
+    /// buffer, no worker lease: cyclic, autoinc and periodic ones) are kept
+    /// open; past it the least recently used is dropped, to be opened again
+    /// on its next request. Counters that hold buffers or leases stay open
+    /// until shutdown, which gives them back. Default 4096.
+    pub max_open_counters: usize,
     /// How long a prepared minter is trusted before the prefix's ownership
     /// is checked again: a prefix removed from a counter stays usable
     /// through this server for at most this long. Default 10 s.
@@ -117,6 +123,7 @@ impl Default for Limits {
             policy_slots: MAX_CONCURRENT_CALLS as usize,
             policy_wait: Duration::from_secs(1),
             max_minters: 4096,
+            max_open_counters: 4096,
             minter_max_age: Duration::from_secs(10),
             readiness_timeout: Duration::from_secs(1),
             readiness_interval: Duration::from_secs(1),
@@ -206,6 +213,7 @@ impl Limits {
             MAX_CONNECTION_BUFFER,
         )?;
         count("max_minters", self.max_minters, 1, 1 << 20)?;
+        count("max_open_counters", self.max_open_counters, 1, 1 << 20)?;
         count("admin_max_concurrent", self.admin_max_concurrent, 1, 1024)?;
         time("request_timeout", self.request_timeout, ms)?;
         time("header_timeout", self.header_timeout, ms)?;

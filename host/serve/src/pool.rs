@@ -1,7 +1,12 @@
 //! [`CounterPool`]: the counters a server has opened, each opened once, on
 //! its first request, and kept: a segment counter's buffers and a snowflake
 //! counter's worker lease live as long as the server, so that their
-//! requests are served from memory. A route that serves some kinds only
+//! requests are served from memory. Counters that hold nothing of their own
+//! (cyclic, autoinc, periodic:
+//! [`Held::is_nothing`](idmint::sequence::Held::is_nothing)) are kept up to a
+//! number (`Limits::max_open_counters`); past it the least recently used of
+//! them is dropped and opened again on its next request, so that a server
+//! asked for each of many counters in turn keeps a bounded few. A route that serves some kinds only
 //! checks the kind first ([`CounterPool::get_kind`]), so that asking such a
 //! route for a counter of another kind opens nothing (no worker id leased
 //! for a snowflake counter asked for ranges). On shutdown every counter is
@@ -28,21 +33,39 @@ pub struct Served {
     pub state: CounterState,
 }
 
+/// A counter's place in the pool: opened once, and when it was last asked.
+#[derive(Debug)]
+struct Slot {
+    cell: Arc<OnceCell<Arc<Served>>>,
+    used: u64,
+}
+
+/// The opened counters, by name, with the tick of their last use.
+#[derive(Debug, Default)]
+struct Opened {
+    slots: HashMap<CounterName, Slot>,
+    clock: u64,
+}
+
 /// The opened counters, by name.
 #[derive(Debug)]
 pub struct CounterPool {
     database: Database,
     open: OpenOptions,
-    counters: Mutex<HashMap<CounterName, Arc<OnceCell<Arc<Served>>>>>,
+    /// At most this many counters that hold nothing are kept.
+    capacity: usize,
+    counters: Mutex<Opened>,
 }
 
 impl CounterPool {
-    /// An empty pool over `database`; counters are opened with `open`.
-    pub fn new(database: &Database, open: OpenOptions) -> Self {
+    /// An empty pool over `database`; counters are opened with `open`, and
+    /// at most `capacity` of those that hold nothing are kept.
+    pub fn new(database: &Database, open: OpenOptions, capacity: usize) -> Self {
         Self {
             database: database.clone(),
             open,
-            counters: Mutex::new(HashMap::new()),
+            capacity: capacity.max(1),
+            counters: Mutex::new(Opened::default()),
         }
     }
 
@@ -78,11 +101,7 @@ impl CounterPool {
         name: &CounterName,
         read: Option<CounterState>,
     ) -> Result<Arc<Served>, SequenceError> {
-        let cell = self
-            .lock()
-            .entry(name.clone())
-            .or_insert_with(|| Arc::new(OnceCell::new()))
-            .clone();
+        let cell = self.slot(name);
         let opened = cell
             .get_or_try_init(|| async {
                 let (sequence, state) = match read {
@@ -100,26 +119,69 @@ impl CounterPool {
             .cloned();
         if opened.is_err() {
             let mut counters = self.lock();
-            if counters
-                .get(name)
-                .is_some_and(|current| Arc::ptr_eq(current, &cell) && !current.initialized())
-            {
-                counters.remove(name);
+            if counters.slots.get(name).is_some_and(|current| {
+                Arc::ptr_eq(&current.cell, &cell) && !current.cell.initialized()
+            }) {
+                counters.slots.remove(name);
             }
         }
         opened
     }
 
-    /// The counter `name`, if it has been opened.
-    pub fn peek(&self, name: &CounterName) -> Option<Arc<Served>> {
-        self.lock().get(name).and_then(|cell| cell.get().cloned())
+    /// The cell of counter `name`, marked used; a new one (past capacity,
+    /// the least recently used counter that holds nothing is dropped).
+    fn slot(&self, name: &CounterName) -> Arc<OnceCell<Arc<Served>>> {
+        let mut counters = self.lock();
+        counters.clock += 1;
+        let now = counters.clock;
+        if let Some(slot) = counters.slots.get_mut(name) {
+            slot.used = now;
+            return slot.cell.clone();
+        }
+        if counters.slots.len() >= self.capacity {
+            // A scan, only when a new counter comes at capacity. A request
+            // that holds the dropped counter finishes with it.
+            let oldest = counters
+                .slots
+                .iter()
+                .filter(|(_, slot)| {
+                    slot.cell
+                        .get()
+                        .is_some_and(|served| served.sequence.held().is_nothing())
+                })
+                .min_by_key(|(_, slot)| slot.used)
+                .map(|(name, _)| name.clone());
+            if let Some(oldest) = oldest {
+                counters.slots.remove(&oldest);
+            }
+        }
+        let cell = Arc::new(OnceCell::new());
+        counters.slots.insert(
+            name.clone(),
+            Slot {
+                cell: cell.clone(),
+                used: now,
+            },
+        );
+        cell
     }
 
-    /// The counters opened so far.
+    /// The counter `name`, if it has been opened (marked used).
+    pub fn peek(&self, name: &CounterName) -> Option<Arc<Served>> {
+        let mut counters = self.lock();
+        counters.clock += 1;
+        let now = counters.clock;
+        let slot = counters.slots.get_mut(name)?;
+        slot.used = now;
+        slot.cell.get().cloned()
+    }
+
+    /// The counters opened and kept now.
     pub fn opened(&self) -> Vec<Arc<Served>> {
         self.lock()
+            .slots
             .values()
-            .filter_map(|cell| cell.get().cloned())
+            .filter_map(|slot| slot.cell.get().cloned())
             .collect()
     }
 
@@ -132,8 +194,9 @@ impl CounterPool {
         let opened: Vec<Arc<Served>> = {
             let mut counters = self.lock();
             counters
+                .slots
                 .drain()
-                .filter_map(|(_, cell)| cell.get().cloned())
+                .filter_map(|(_, slot)| slot.cell.get().cloned())
                 .collect()
         };
         let closing = opened.into_iter().map(|served| async move {
@@ -158,7 +221,7 @@ impl CounterPool {
             .collect()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<CounterName, Arc<OnceCell<Arc<Served>>>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Opened> {
         // A poisoned map is still a valid map: no insert panics halfway.
         self.counters.lock().unwrap_or_else(PoisonError::into_inner)
     }

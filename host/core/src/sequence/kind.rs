@@ -296,6 +296,14 @@ pub struct Held {
     pub lease: Option<LeaseStats>,
 }
 
+impl Held {
+    /// Whether the process holds nothing of the counter: dropping its handle
+    /// loses nothing, and closing it gives nothing back.
+    pub fn is_nothing(&self) -> bool {
+        self.buffers.is_none() && self.lease.is_none()
+    }
+}
+
 /// What a counter that buffers values in memory has done so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct BufferStats {
