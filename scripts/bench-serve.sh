@@ -11,6 +11,8 @@
 #
 # Environment:
 #   BENCH_SERVE_ONLY=format   only the value/ID pair (no batch, no Java)
+#   BENCH_SERVE_ONLY=scale    instead, the cost of counters as the database
+#                             grows: scripts/bench-scale.sh [SECONDS]
 #   BENCH_SERVE_ROUNDS=N      rounds of the value/ID pair (default 3)
 #   BENCH_SERVE_BIN=PATH      this idmint binary instead of a release build
 #   BENCH_SERVE_PERF=FILE     then one more formatted-ID round, outside the
@@ -21,7 +23,9 @@
 # database idmint_bench_serve (dropped first).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+[ "${BENCH_SERVE_ONLY:-}" = scale ] && exec scripts/bench-scale.sh "$@"
 . scripts/tools.sh
+. scripts/bench-lib.sh
 
 seconds="${1:-10}"
 ensure_wasm_target
@@ -42,9 +46,8 @@ fi
 export IDMINT_DB=idmint_bench_serve
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/idmint-bench-serve.XXXXXX")"
-serve_pid=""
 cleanup_serve() {
-  if [ -n "$serve_pid" ]; then kill -TERM "$serve_pid" 2>/dev/null; wait "$serve_pid" 2>/dev/null || true; fi
+  stop_serve
   rm -rf "$work"
 }
 trap 'cleanup_serve; kill "${IDMINT_SERVER_PID:-}" 2>/dev/null || true; rm -rf "${IDMINT_SERVER_DATA:-}" "${IDMINT_SERVER_DATA:-}.log"' EXIT
@@ -53,40 +56,16 @@ trap 'cleanup_serve; kill "${IDMINT_SERVER_PID:-}" 2>/dev/null || true; rm -rf "
 "$idmint" counter create seg --kind segment --step 10000 --prefix ORD- >/dev/null
 
 # The decimal policy: segment values are not cyclic, so they need no time.
-"$idmint" serve --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 --policy builtin:decimal --log-format json \
-  >"$work/serve.out" 2>"$work/serve.log" &
-serve_pid=$!
-for _ in $(seq 100); do
-  grep -q '^listening on ' "$work/serve.out" 2>/dev/null && break
-  sleep 0.1
-done
-listening="$(sed -n 's/^listening on //p' "$work/serve.out")"
-url="${listening%% *}"
-admin="$(sed -n 's/.*(admin on \(.*\))$/\1/p' <<<"$listening")"
-[ -n "$url" ] && [ -n "$admin" ] || { cat "$work/serve.log" >&2; exit 1; }
+start_serve "$idmint" --policy builtin:decimal
 say "idmint serve at $url"
 
 # A counter of the server's /metrics (idmint_NAME_total).
 metric() { curl -fsS "$admin/metrics" | awk -v name="idmint_$1_total" '$1 == name { v = $2 } END { print v + 0 }'; }
 
-# The requests a JSON line of wrk-report.lua counts.
-requests_of() { sed -n 's/.*"requests":\([0-9]*\).*/\1/p' <<<"$1"; }
-
-# The server's CPU time so far (user + system), in clock ticks.
-server_ticks() { awk '{ print $14 + $15 }' "/proc/$serve_pid/stat"; }
-tick_hz="$(getconf CLK_TCK)"
-
 run_wrk() { # name path accept ids_per_request
-  local name=$1 path=$2 accept=$3 per=$4 line before after requests
-  before="$(server_ticks)"
-  line="$(WRK_ACCEPT="$accept" wrk -t2 -c32 -d"${seconds}s" --latency -s scripts/wrk-report.lua "$url$path" | tail -n 1)"
-  after="$(server_ticks)"
-  # The server's CPU per request: unlike requests/s, it hardly moves with
-  # what else the (shared) machine runs.
-  requests="$(requests_of "$line")"
-  printf '{"scenario":"%s","ids_per_request":%d,"server_cpu_us_per_request":%.1f,%s\n' "$name" "$per" \
-    "$(awk -v t=$((after - before)) -v hz="$tick_hz" -v r="$requests" 'BEGIN { print r ? t * 1e6 / hz / r : 0 }')" \
-    "${line#\{}"
+  local name=$1 path=$2 accept=$3 per=$4
+  printf '{"scenario":"%s","ids_per_request":%d,%s\n' "$name" "$per" \
+    "$(WRK_ACCEPT="$accept" measure_wrk scripts/wrk-report.lua "$url$path")"
 }
 
 # Warm-up: segment steps adapt, connections open.
