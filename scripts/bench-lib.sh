@@ -2,6 +2,9 @@
 # the server in the background and measures it. The caller sets `work` (a
 # scratch directory) and, for measure_wrk, `seconds`.
 #
+#   bench_binary_and_server      sets idmint: $BENCH_SERVE_BIN, else a
+#                                release build; starts a local test
+#                                server unless MONGODB_URI is set
 #   start_serve IDMINT ARGS...   `IDMINT serve ARGS...` on free loopback
 #                                ports; returns once it listens, with
 #                                serve_pid, url and admin set
@@ -16,6 +19,19 @@
 
 serve_pid=""
 tick_hz="$(getconf CLK_TCK)"
+
+bench_binary_and_server() {
+  if [ -n "${BENCH_SERVE_BIN:-}" ]; then
+    idmint="$BENCH_SERVE_BIN"
+  else
+    say "building idmint (release)"
+    cargo build --locked --release -p idmint-cli --quiet
+    idmint="${CARGO_TARGET_DIR:-target}/release/idmint"
+  fi
+  if [ -z "${MONGODB_URI:-}" ]; then
+    start_local_server
+  fi
+}
 
 start_serve() { # idmint args...
   local idmint=$1 listening

@@ -55,16 +55,7 @@ ensure_wasm_target
 ensure_wrk
 ensure_mongosh
 command -v curl >/dev/null 2>&1 || apt_install curl
-if [ -n "${BENCH_SERVE_BIN:-}" ]; then
-  idmint="$BENCH_SERVE_BIN"
-else
-  say "building idmint (release)"
-  cargo build --locked --release -p idmint-cli --quiet
-  idmint="${CARGO_TARGET_DIR:-target}/release/idmint"
-fi
-if [ -z "${MONGODB_URI:-}" ]; then
-  start_local_server
-fi
+bench_binary_and_server
 export IDMINT_DB=idmint_bench_scale
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/idmint-bench-scale.XXXXXX")"

@@ -33,16 +33,7 @@ ensure_wrk
 # curl: reads the server's /metrics between rounds.
 command -v curl >/dev/null 2>&1 || apt_install curl
 [ "${BENCH_SERVE_ONLY:-}" = format ] || ensure_java
-if [ -n "${BENCH_SERVE_BIN:-}" ]; then
-  idmint="$BENCH_SERVE_BIN"
-else
-  say "building idmint (release)"
-  cargo build --locked --release -p idmint-cli --quiet
-  idmint="${CARGO_TARGET_DIR:-target}/release/idmint"
-fi
-if [ -z "${MONGODB_URI:-}" ]; then
-  start_local_server
-fi
+bench_binary_and_server
 export IDMINT_DB=idmint_bench_serve
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/idmint-bench-serve.XXXXXX")"

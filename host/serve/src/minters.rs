@@ -11,11 +11,12 @@
 //! Prefixes come from requests, so their number is the clients' to choose:
 //! the cache holds at most `Limits::max_minters` and evicts the least
 //! recently used. A prepared minter is trusted for `Limits::minter_max_age`;
-//! after that its prefix's ownership is checked again against the counter
-//! as it is now (two reads by index), so a prefix removed from a counter
-//! stops being served within that age, and a request for the counter's
-//! default gets its new default (the next prefix it owns) rather than the
-//! removed one. The policy's checks are not made again: the policy has not
+//! after that its prefix's ownership is checked again (one lookup by index:
+//! the counters that own it are this one alone), so a prefix removed from a
+//! counter stops being served within that age, and a request for the
+//! counter's default gets its new default (the next prefix it owns) rather
+//! than the removed one. A counter's first minter is prepared from the
+//! document its opening read, if that was within the same age. The policy's checks are not made again: the policy has not
 //! changed (its SHA-256 is in the key) and remembers what it accepted.
 //!
 //! A refusal (a prefix not owned or refused, a policy that cannot serve the
@@ -117,27 +118,34 @@ impl Minters {
                 return outcome.clone().map_err(ApiError::Repeated);
             }
         }
+        let database = served.sequence.database();
+        if let Some((Ok(prepared), _)) = &cached {
+            // Too old to trust: is its prefix still the counter's alone? One
+            // lookup says so when it is (the policy's checks cannot have
+            // changed: same policy, same counter shape). A counter keeps its
+            // default while it owns it, so a default still owned is still
+            // the default.
+            let owners = prefixes::owners(&database, prepared.minter.prefix()).await?;
+            if owners == [served.state.name.as_str()] {
+                self.lock().insert(key, Ok(prepared.clone()));
+                return Ok(prepared.clone());
+            }
+        }
         // The counter as it is now: its prefixes, and so its default, may
-        // have changed since it was opened or the minter was prepared.
-        let current = served.sequence.state().await?;
-        let chosen = prefix.unwrap_or_else(|| current.default_prefix());
-        let outcome = match cached {
-            Some((Ok(prepared), _)) if prepared.minter.prefix() == chosen => {
-                // Too old to trust: is the prefix still the counter's alone?
-                // (The policy's checks cannot have changed: same policy,
-                // same counter shape.)
-                prefixes::check_use(&served.sequence.database(), &current, chosen)
-                    .await
-                    .map(|()| prepared)
-                    .map_err(ApiError::from)
-            }
-            // New, refused before, or the counter's default is another
-            // prefix now (its old one was removed): prepared afresh.
-            _ => {
-                let chosen = chosen.to_string();
-                self.prepare(served, current, policy, chosen, slots).await
-            }
+        // have changed since the minter was prepared. Just opened, it was
+        // read a moment ago.
+        let current = if cached.is_none() && served.opened_at.elapsed() <= self.max_age {
+            served.state.clone()
+        } else {
+            served.sequence.state().await?
         };
+        let chosen = prefix
+            .unwrap_or_else(|| current.default_prefix())
+            .to_string();
+        // New, refused before, no longer the counter's alone, or the
+        // counter's default is another prefix now (its old one was removed):
+        // prepared afresh, which names what is wrong.
+        let outcome = self.prepare(served, current, policy, chosen, slots).await;
         match outcome {
             Ok(prepared) => {
                 self.lock().insert(key, Ok(prepared.clone()));

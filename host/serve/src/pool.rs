@@ -31,6 +31,8 @@ pub struct Served {
     pub sequence: Sequence,
     /// The counter document as read when it was opened.
     pub state: CounterState,
+    /// When it was opened (and `state` read).
+    pub opened_at: std::time::Instant,
 }
 
 /// A counter's place in the pool: opened once, and when it was last asked.
@@ -113,7 +115,11 @@ impl CounterPool {
                     }
                     None => Sequence::open(&self.database, name.clone(), &self.open).await?,
                 };
-                Ok::<_, SequenceError>(Arc::new(Served { sequence, state }))
+                Ok::<_, SequenceError>(Arc::new(Served {
+                    sequence,
+                    state,
+                    opened_at: std::time::Instant::now(),
+                }))
             })
             .await
             .cloned();

@@ -2,6 +2,17 @@
 
 use super::*;
 
+/// An auto-increment counter, "inv", owning the empty prefix.
+fn autoinc_counter() -> crate::sequence::CounterState {
+    crate::sequence::CounterState {
+        name: "inv".to_string(),
+        kind: crate::sequence::KindState::Autoinc(crate::sequence::AutoincState { seq: 0 }),
+        prefix: None,
+        prefixes: vec![String::new()],
+        prefixes_declared: true,
+    }
+}
+
 #[test]
 fn the_decimal_policy_passes_without_time_and_is_refused_for_a_cyclic_counter() {
     let runtime = PolicyRuntime::new().unwrap();
@@ -11,13 +22,7 @@ fn the_decimal_policy_passes_without_time_and_is_refused_for_a_cyclic_counter() 
         decimal.format(&parts("INV-", KNOWN_MICROS, 42)).unwrap(),
         "INV-000000042"
     );
-    let autoinc = crate::sequence::CounterState {
-        name: "inv".to_string(),
-        kind: crate::sequence::KindState::Autoinc(crate::sequence::AutoincState { seq: 0 }),
-        prefix: None,
-        prefixes: vec![String::new()],
-        prefixes_declared: true,
-    };
+    let autoinc = autoinc_counter();
     let report = crate::policy::activation::check(
         &decimal,
         &ActivationOptions::default()
@@ -123,13 +128,7 @@ fn an_accepted_fit_is_remembered_by_prefix_and_shape_and_a_refusal_is_not() {
     assert_eq!(policy.fits().len(), 3);
     // A counter the policy cannot serve is refused every time, and its
     // refusal is not remembered as a fit.
-    let autoinc = crate::sequence::CounterState {
-        name: "inv".to_string(),
-        kind: crate::sequence::KindState::Autoinc(crate::sequence::AutoincState { seq: 0 }),
-        prefix: None,
-        prefixes: vec![String::new()],
-        prefixes_declared: true,
-    };
+    let autoinc = autoinc_counter();
     for _ in 0..2 {
         let error = check_serves(&policy, &autoinc, "A-", KNOWN_MICROS).unwrap_err();
         assert!(matches!(error, PolicyError::Fit(_)), "{error}");
