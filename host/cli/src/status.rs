@@ -69,10 +69,20 @@ impl StatusCmd {
             let _ = writeln!(text, "server JS:  {js}");
             let _ = writeln!(text, "host path:  {}", report.host_path);
             let _ = writeln!(text, "database:   {}", report.plan.database);
+            // One column for the names, as wide as the widest.
+            let width = report
+                .plan
+                .items
+                .iter()
+                .map(|item| item.name.len())
+                .chain(lifetimes.iter().map(|lifetime| lifetime.counter.len()))
+                .max()
+                .unwrap_or(0)
+                .max(20);
             for item in &report.plan.items {
                 let _ = writeln!(
                     text,
-                    "{:<10}  {:<20} {:<8} {}",
+                    "{:<10}  {:<width$} {:<8} {}",
                     item.kind.as_str(),
                     item.name,
                     item.version,
@@ -82,7 +92,7 @@ impl StatusCmd {
             for lifetime in &lifetimes {
                 let _ = writeln!(
                     text,
-                    "{:<10}  {:<20} runs out on {}",
+                    "{:<10}  {:<width$} runs out on {}",
                     "snowflake", lifetime.counter, lifetime.runs_out_on
                 );
                 if let Some(warning) = &lifetime.warning {
