@@ -391,9 +391,9 @@ async fn nested_prefixes_never_make_one_id() {
             .args(decimal));
         assert_exit(&refused, 2);
         assert!(
-            stderr(&refused).contains(&format!(
+            stderr(&refused).contains(
                 "the prefix must not end with what reads as a period's label and its dash ('2026-'"
-            )),
+            ),
             "{}",
             stderr(&refused)
         );

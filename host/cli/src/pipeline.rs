@@ -66,7 +66,7 @@ impl PipelineCmd {
                 stored
             }
             None => {
-                let target = self.from_flags();
+                let target = self.target_of_flags();
                 output.warning(&self.unread_note(&name, &target));
                 target
             }
@@ -112,7 +112,7 @@ impl PipelineCmd {
     }
 
     /// The settings the flags give, with the defaults for the others.
-    fn from_flags(&self) -> Target {
+    fn target_of_flags(&self) -> Target {
         let (period, zone) = Self::default_period();
         Target {
             kind: self.kind.unwrap_or(CounterKind::Cyclic),
