@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use crate::fault_proxy::FaultProxy;
 use crate::harness::{self, assert_exit, run, OwnedServer, ServerConfig};
-use crate::serve::{block_on, create, request, Answer, Service};
+use crate::serve::{assert_error, block_on, create, request, Answer, Service};
 
 /// What the page shows of a lock's holder: the first 12 hexadecimal
 /// digits of the SHA-256 of its owner token.
@@ -301,8 +301,11 @@ fn the_monitor_page_names_a_hung_database_and_shows_the_rest() {
         service.get("/v1/counters/seg/values?count=5").values(),
         [1, 2, 3, 4, 5]
     );
-    let healthy = service.admin("/monitor.json").json();
-    assert_eq!(healthy["problems"], Value::Array(Vec::new()), "{healthy}");
+    // The database answers through the proxy. (Asked with `/readyz`, not
+    // the monitor: the monitor would reuse its healthy read for a few
+    // seconds after the partition.)
+    let ready = service.admin("/readyz");
+    assert_eq!(ready.json()["database"], "ok", "{ready:?}");
     proxy.partition();
     assert_shown_without_the_database(&service);
 }
@@ -332,4 +335,245 @@ fn the_monitor_page_names_a_dead_database_and_shows_the_rest() {
     );
     server.kill();
     assert_shown_without_the_database(&service);
+}
+
+/// The ordinary counters of [`counters_of_every_sort`].
+const ORDINARY: usize = 120;
+
+/// Fills the database of `test` with more counters than the monitor's
+/// default view shows when it must choose: `cust-0000` to `cust-0119`,
+/// ordinary, each owning a prefix of its own, in the shape `counter create`
+/// writes (the first made by the library, the others copies of its
+/// document under other names); and one counter of each sort the view
+/// shows first: `invoices`, five values from its end; `broken`, malformed;
+/// `legacy` and `legacy-copy`, documents without `prefixes` that both own
+/// `LEG-` undeclared. Returns every name, by name.
+fn counters_of_every_sort(test: &str) -> Vec<String> {
+    use mongodb::bson::{doc, Document};
+    block_on(async {
+        let database = harness::database(test).await;
+        let first = CounterName::new("cust-0000").unwrap();
+        sequence::create(
+            &database,
+            &first,
+            &CounterSpec::of(CounterKind::Autoinc).prefixes(vec!["C0000-".into()]),
+        )
+        .await
+        .unwrap();
+        let counters = database.collection::<Document>(sequence::COUNTERS_COLLECTION);
+        let template = counters
+            .find_one(doc! { "_id": "cust-0000" })
+            .await
+            .unwrap()
+            .unwrap();
+        let copies: Vec<Document> = (1..ORDINARY)
+            .map(|i| {
+                let mut copy = template.clone();
+                let prefix = format!("C{i:04}-");
+                copy.insert("_id", format!("cust-{i:04}"));
+                copy.insert("prefix", &prefix);
+                copy.insert("prefixes", vec![prefix]);
+                copy
+            })
+            .collect();
+        counters.insert_many(copies).await.unwrap();
+        let mut nearly = Settings::default();
+        nearly.start = Some(MAX_VALUE - 5);
+        sequence::create(
+            &database,
+            &CounterName::new("invoices").unwrap(),
+            &CounterSpec::of(CounterKind::Autoinc)
+                .settings(nearly)
+                .prefixes(vec!["INV-".into()]),
+        )
+        .await
+        .unwrap();
+        counters
+            .insert_many([
+                doc! { "_id": "broken", "kind": "autoinc", "seq": "many" },
+                doc! { "_id": "legacy", "val": 0_i64, "maxval": 999_i64, "prefix": "LEG-" },
+                doc! { "_id": "legacy-copy", "val": 0_i64, "maxval": 999_i64, "prefix": "LEG-" },
+            ])
+            .await
+            .unwrap();
+    });
+    let mut names: Vec<String> = (0..ORDINARY).map(|i| format!("cust-{i:04}")).collect();
+    names.extend(["invoices", "broken", "legacy", "legacy-copy"].map(String::from));
+    names.sort();
+    names
+}
+
+/// The names of the counters a `/monitor.json` answer shows, in order.
+fn shown(snapshot: &Value) -> Vec<String> {
+    snapshot["counters"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no counters in {snapshot}"))
+        .iter()
+        .map(|row| row["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The row of counter `name` in a `/monitor.json` answer.
+fn row<'a>(snapshot: &'a Value, name: &str) -> &'a Value {
+    snapshot["counters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["name"] == name)
+        .unwrap_or_else(|| panic!("{name} is not shown: {snapshot}"))
+}
+
+/// A GET on the admin listener that must answer 200.
+fn ok(service: &Service, path: &str) -> Answer {
+    let answer = service.admin(path);
+    assert_eq!(answer.status, 200, "{path}: {answer:?}");
+    answer
+}
+
+/// With more counters than fit on a page, the monitor shows by default the
+/// ones to look at first (near their end, malformed, with a prefix owned
+/// twice or undeclared, the busiest here), each with why, and only counts
+/// the others.
+#[test]
+fn the_monitor_shows_the_counters_to_look_at_first_and_counts_the_rest() {
+    const TEST: &str = "monitor_first";
+    let names = counters_of_every_sort(TEST);
+    let service = Service::start(TEST, &[]);
+    // An ordinary counter made busy here.
+    for _ in 0..3 {
+        assert_eq!(
+            service.get("/v1/counters/cust-0042/values?count=5").status,
+            200
+        );
+    }
+
+    let snapshot = ok(&service, "/monitor.json").json();
+    assert_eq!(snapshot["problems"], Value::Array(Vec::new()), "{snapshot}");
+    let paging = &snapshot["paging"];
+    assert_eq!(paging["view"], "first", "{paging}");
+    assert_eq!(paging["total"], names.len(), "{paging}");
+    let attention = |name: &str| row(&snapshot, name)["attention"].clone();
+    assert_eq!(attention("invoices"), serde_json::json!(["near_end"]));
+    assert_eq!(attention("broken"), serde_json::json!(["malformed"]));
+    for legacy in ["legacy", "legacy-copy"] {
+        assert_eq!(
+            attention(legacy),
+            serde_json::json!(["shared_prefix", "undeclared_prefixes"])
+        );
+        assert_eq!(row(&snapshot, legacy)["collisions"][0]["prefix"], "LEG-");
+    }
+    assert_eq!(attention("cust-0042"), serde_json::json!(["busy"]));
+    assert_eq!(row(&snapshot, "cust-0042")["recent_values"], 15);
+    // Only those; every other counter is counted.
+    let shown = shown(&snapshot);
+    assert_eq!(shown.len(), 5, "{shown:?}");
+    assert_eq!(paging["more"], names.len() - 5, "{paging}");
+    assert_eq!(
+        paging["attention"],
+        serde_json::json!({
+            "malformed": 1, "shared_prefix": 2, "near_end": 1,
+            "undeclared_prefixes": 2, "busy": 1,
+        })
+    );
+
+    let page = ok(&service, "/monitor").body;
+    for name in ["invoices", "broken", "legacy-copy", "cust-0042"] {
+        assert!(page.contains(name), "{name} is not on the page: {page}");
+    }
+    assert!(page.contains("near the end"), "{page}");
+    assert!(page.contains("And 119 more counters: search or"), "{page}");
+    assert!(
+        !page.contains("cust-0007"),
+        "an ordinary counter is shown: {page}"
+    );
+}
+
+/// A search by the start of a name finds an ordinary counter; pages of
+/// counters by name, followed by their `next` links, are disjoint and
+/// consecutive and cover every counter, in the JSON and on the page.
+#[test]
+fn the_monitor_finds_counters_by_name_and_pages_through_all_of_them() {
+    const TEST: &str = "monitor_pages";
+    let names = counters_of_every_sort(TEST);
+    let service = Service::start(TEST, &[]);
+
+    let found = ok(&service, "/monitor.json?q=cust-0007").json();
+    assert_eq!(shown(&found), ["cust-0007"], "{found}");
+    assert_eq!(found["paging"]["view"], "page");
+    assert_eq!(found["paging"]["total"], 1);
+    let found = ok(&service, "/monitor.json?q=cust-001").json();
+    let expected: Vec<String> = (10..20).map(|i| format!("cust-{i:04}")).collect();
+    assert_eq!(shown(&found), expected, "{found}");
+    // A page's counters carry their reasons too.
+    let found = ok(&service, "/monitor.json?q=inv").json();
+    assert_eq!(
+        row(&found, "invoices")["attention"],
+        serde_json::json!(["near_end"])
+    );
+    let page = ok(&service, "/monitor?q=cust-0007").body;
+    assert!(page.contains("cust-0007"), "{page}");
+    assert!(!page.contains("cust-0008"), "{page}");
+
+    // Every counter, 50 a page, by following the links.
+    let mut seen: Vec<String> = Vec::new();
+    let mut query = Some("?per_page=50".to_string());
+    let mut pages = 0;
+    while let Some(next) = query {
+        let answer = ok(&service, &format!("/monitor.json{next}")).json();
+        let paging = &answer["paging"];
+        pages += 1;
+        assert_eq!(paging["page"], pages, "{paging}");
+        assert_eq!(paging["total"], names.len(), "{paging}");
+        let page = shown(&answer);
+        assert!(!page.is_empty() && page.len() <= 50, "{paging}: {page:?}");
+        seen.extend(page);
+        query = paging["next"].as_str().map(str::to_string);
+    }
+    assert_eq!(pages, names.len().div_ceil(50));
+    assert_eq!(
+        seen, names,
+        "the pages are not every counter once, in order"
+    );
+
+    // The page links to its neighbours, with plain links.
+    let second = ok(&service, "/monitor?page=2&per_page=50").body;
+    assert!(
+        second.contains(r#"href="?page=3&amp;per_page=50""#),
+        "{second}"
+    );
+    assert!(
+        second.contains(r#"href="?page=1&amp;per_page=50""#),
+        "{second}"
+    );
+    assert!(
+        second.contains(&names[50]) && !second.contains(&names[49]),
+        "{second}"
+    );
+}
+
+/// Bad query parameters are answered 400, naming the parameter; the page
+/// size is bounded.
+#[test]
+fn the_monitor_refuses_bad_parameters_naming_them() {
+    const TEST: &str = "monitor_parameters";
+    block_on(harness::database(TEST));
+    let service = Service::start(TEST, &[]);
+    for (query, parameter) in [
+        ("page=0", "page"),
+        ("page=two", "page"),
+        ("page=1000001", "page"),
+        ("per_page=0", "per_page"),
+        ("per_page=501", "per_page"),
+        ("q=a%24b", "q"),
+        ("q=-x", "q"),
+        ("sort=name", "sort"),
+    ] {
+        for route in ["/monitor", "/monitor.json"] {
+            let answer = service.admin(&format!("{route}?{query}"));
+            assert_error(&answer, 400, "bad-request", parameter);
+        }
+    }
+    // The largest page is served.
+    let largest = ok(&service, "/monitor.json?per_page=500").json();
+    assert_eq!(largest["paging"]["per_page"], 500);
 }

@@ -11,6 +11,7 @@
 //! answers 401 without it, before taking one of the listener's request
 //! slots.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::{Request, State};
@@ -21,8 +22,12 @@ use axum::Json;
 use mongodb::bson::doc;
 
 use super::api::{FetchReadiness, LeaseReadiness, Readiness};
-use super::error::ApiError;
-use super::monitor::{self, BufferRow, Instance, PolicyRow, Snapshot};
+use super::error::{ApiError, ErrorBody};
+use super::extract::ApiQuery;
+use super::monitor::{
+    self, BufferRow, DatabaseRead, Deadline, Instance, MonitorQuery, PageRead, PolicyRow, Snapshot,
+    View,
+};
 use super::routes::Shared;
 use super::AppState;
 
@@ -183,8 +188,32 @@ fn typed(content_type: &'static str, body: String) -> Response {
 }
 
 impl AppState {
-    /// What the monitor page shows now (reads only).
-    async fn monitor_snapshot(&self) -> Snapshot {
+    /// What the monitor page shows now for `view` (reads only): the
+    /// database's side as read for every viewer of the last
+    /// [`monitor::READ_REUSE`] (or read now, or being read), this
+    /// instance's side now, and the page of counters `view` asks for, if
+    /// any; all within `Limits::monitor_timeout`.
+    async fn monitor_snapshot(&self, view: &View) -> Snapshot {
+        let deadline = Deadline::after(self.limits.monitor_timeout);
+        // A read started now has this request's deadline; one in flight
+        // began earlier and ends by its own.
+        let shared = deadline.wait(
+            monitor::ASSEMBLY_GRACE,
+            self.monitor_reads.get(|| {
+                let busiest = self.metrics.activity().busiest(monitor::BUSIEST);
+                DatabaseRead::read(self.database.clone(), busiest, deadline)
+            }),
+        );
+        let page = async {
+            match view {
+                View::Page(request) => {
+                    Some(PageRead::read(&self.database, request.clone(), deadline).await)
+                }
+                View::First => None,
+            }
+        };
+        let (read, page) = tokio::join!(shared, page);
+        let read = read.unwrap_or_else(|| Arc::new(DatabaseRead::unfinished(deadline)));
         let buffers = self
             .pool
             .opened()
@@ -223,40 +252,71 @@ impl AppState {
             pushed_at: None,
             active: false,
         };
-        Snapshot::read(
-            &self.database,
+        Snapshot::assemble(
+            &read,
             instance,
             Some(serving),
-            self.limits.monitor_timeout,
+            view,
+            page,
+            self.metrics.activity(),
         )
-        .await
     }
 }
 
-/// The monitor page: every counter and what is left of it, this instance's
-/// segment buffers and rates, worker leases, locks held and the policy
-/// (HTML that works without JavaScript, reloading itself).
+/// The view `query` asks for, or a 400 naming the parameter.
+fn monitor_view(query: MonitorQuery) -> Result<View, ApiError> {
+    query
+        .view()
+        .map_err(|invalid| ApiError::BadRequest(invalid.to_string()))
+}
+
+/// The monitor page: by default the counters to look at first (near their
+/// end, malformed, with a prefix owned twice or undeclared, the busiest
+/// here) and a count of the rest; with `q`, `page` or `per_page`, one page
+/// of the counters by name. Then this instance's segment buffers and rates,
+/// worker leases, locks held and the policy (HTML that works without
+/// JavaScript, reloading itself). The database's side is read at most once
+/// per few seconds, whoever asks.
 #[utoipa::path(
     get,
     path = "/monitor",
     tag = "admin",
-    responses((status = 200, description = "The monitor page", content_type = "text/html", body = String))
+    params(MonitorQuery),
+    responses(
+        (status = 200, description = "The monitor page", content_type = "text/html", body = String),
+        (status = 400, description = "A query parameter it cannot serve, named", body = ErrorBody),
+    )
 )]
-pub(super) async fn monitor_page(State(state): State<Shared>) -> Response {
-    let snapshot = state.monitor_snapshot().await;
-    typed(
+pub(super) async fn monitor_page(
+    State(state): State<Shared>,
+    ApiQuery(query): ApiQuery<MonitorQuery>,
+) -> Result<Response, ApiError> {
+    let view = monitor_view(query)?;
+    let snapshot = state.monitor_snapshot(&view).await;
+    Ok(typed(
         "text/html; charset=utf-8",
         monitor::render(&snapshot).into_string(),
-    )
+    ))
 }
 
-/// What the monitor page shows, as JSON.
+/// What the monitor page shows, as JSON, with the same parameters: the
+/// counters shown and `paging` (which view; the counts, or the page with
+/// its `total`, `pages` and the queries of the `next` and `previous`
+/// pages).
 #[utoipa::path(
     get,
     path = "/monitor.json",
     tag = "admin",
-    responses((status = 200, description = "The monitor page's data", body = Object))
+    params(MonitorQuery),
+    responses(
+        (status = 200, description = "The monitor page's data", body = Object),
+        (status = 400, description = "A query parameter it cannot serve, named", body = ErrorBody),
+    )
 )]
-pub(super) async fn monitor_json(State(state): State<Shared>) -> Json<Snapshot> {
-    Json(state.monitor_snapshot().await)
+pub(super) async fn monitor_json(
+    State(state): State<Shared>,
+    ApiQuery(query): ApiQuery<MonitorQuery>,
+) -> Result<Json<Snapshot>, ApiError> {
+    let view = monitor_view(query)?;
+    Ok(Json(state.monitor_snapshot(&view).await))
 }

@@ -207,6 +207,8 @@ pub struct AppState {
     readiness: admin::ReadinessCache,
     /// Values and requests per second, for the monitor page.
     rates: std::sync::Mutex<monitor::RateHistory>,
+    /// The monitor page's read of the database, shared by its viewers.
+    monitor_reads: monitor::SharedRead<monitor::DatabaseRead>,
     /// The API listener's OpenAPI document, as JSON.
     openapi: String,
     /// The admin listener's OpenAPI document, as JSON.
@@ -351,6 +353,7 @@ impl Server {
             slots: PolicySlots::new(limits.policy_slots, limits.policy_wait),
             readiness: admin::ReadinessCache::default(),
             rates: Default::default(),
+            monitor_reads: monitor::SharedRead::new(monitor::READ_REUSE),
             openapi: documents.api,
             admin_openapi: documents.admin,
             limits,

@@ -85,6 +85,9 @@ pub struct Metrics {
     /// monitor page's rates.
     total_requests: std::sync::atomic::AtomicU64,
     total_values: std::sync::atomic::AtomicU64,
+    /// Values per counter over the last minute, for the monitor page's
+    /// busiest counters.
+    activity: crate::monitor::CounterActivity,
 }
 
 fn latency_histogram() -> Histogram {
@@ -245,6 +248,7 @@ impl Metrics {
             bodies_reading,
             total_requests: Default::default(),
             total_values: Default::default(),
+            activity: Default::default(),
         }
     }
 
@@ -319,6 +323,12 @@ impl Metrics {
                 counter: counter.to_string(),
             })
             .inc_by(count as u64);
+        self.activity.record(counter, count as u64);
+    }
+
+    /// Values handed out per counter over the last minute.
+    pub fn activity(&self) -> &crate::monitor::CounterActivity {
+        &self.activity
     }
 
     /// Requests answered and values handed out since start.

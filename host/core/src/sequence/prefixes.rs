@@ -35,7 +35,7 @@ use mongodb::{Collection, Database, IndexModel};
 use serde::Serialize;
 
 use super::claims::{self, Claimant};
-use super::document::read_prefixes;
+use super::document::{read_prefixes, Owned};
 use super::registry::{check_prefixes, read_state, MAX_PREFIXES};
 use super::{CounterName, CounterState, SequenceError, COUNTERS_COLLECTION};
 use crate::mongo::{self, durable_write_concern};
@@ -181,30 +181,58 @@ pub async fn collisions(database: &Database) -> Result<Vec<Collision>, SequenceE
         .try_collect()
         .await
         .map_err(|source| SequenceError::ListCounters { source })?;
-    let mut owners: std::collections::BTreeMap<String, Collision> = Default::default();
-    for document in &documents {
-        let (Ok(name), Ok(owned)) = (document.get_str("_id"), read_prefixes(document)) else {
+    let owned: Vec<(&str, Owned)> = documents
+        .iter()
+        .filter_map(|document| {
             // A corrupt document is reported by whatever reads it.
-            continue;
-        };
-        for prefix in owned.prefixes {
-            let collision = owners.entry(prefix.clone()).or_insert_with(|| Collision {
-                prefix,
+            Some((document.get_str("_id").ok()?, read_prefixes(document).ok()?))
+        })
+        .collect();
+    Ok(owned_twice(owned.iter().map(|(name, owned)| {
+        (*name, owned.prefixes.as_slice(), owned.declared)
+    })))
+}
+
+/// Every prefix owned by more than one of `counters`, already read (by
+/// name, as [`super::list`] gives them): what [`collisions`] finds, without
+/// reading again, except for documents corrupt in their kind's fields but
+/// not in their prefixes, which [`collisions`] counts and a
+/// [`CounterState`] cannot be read from.
+pub fn collisions_among<'a>(
+    counters: impl IntoIterator<Item = &'a CounterState>,
+) -> Vec<Collision> {
+    owned_twice(counters.into_iter().map(|counter| {
+        (
+            counter.name.as_str(),
+            counter.prefixes.as_slice(),
+            counter.prefixes_declared,
+        )
+    }))
+}
+
+/// The prefixes owned twice among `owners`: each a counter's name, the
+/// prefixes it owns and whether its document declares them, by name.
+fn owned_twice<'a>(owners: impl Iterator<Item = (&'a str, &'a [String], bool)>) -> Vec<Collision> {
+    let mut by_prefix: std::collections::BTreeMap<&str, Collision> = Default::default();
+    for (name, prefixes, declared) in owners {
+        for prefix in prefixes {
+            let collision = by_prefix.entry(prefix).or_insert_with(|| Collision {
+                prefix: prefix.clone(),
                 counters: Vec::new(),
                 declared_by: Vec::new(),
             });
             if !collision.counters.iter().any(|counter| counter == name) {
                 collision.counters.push(name.to_string());
-                if owned.declared {
+                if declared {
                     collision.declared_by.push(name.to_string());
                 }
             }
         }
     }
-    Ok(owners
+    by_prefix
         .into_values()
         .filter(|collision| collision.counters.len() > 1)
-        .collect())
+        .collect()
 }
 
 /// The error a duplicate key on creating counter `name` owning `prefixes`

@@ -1,12 +1,15 @@
 //! Renders a [`Snapshot`] as one HTML page. maud escapes every value it
 //! interpolates, so a counter or lock name cannot inject markup. The page
 //! reloads itself every few seconds with a `<meta>` refresh; the chart is an
-//! inline SVG: nothing needs JavaScript.
+//! inline SVG; the search is a form sent with GET and the pages are plain
+//! links: nothing needs JavaScript.
 
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 
+use super::counters::{Attention, CounterRow};
 use super::rates::RatePoint;
-use super::snapshot::{BufferRow, CounterRow, PolicyRow, Snapshot};
+use super::snapshot::{BufferRow, Paging, PolicyRow, Snapshot};
+use super::READ_REUSE;
 
 /// Seconds between reloads.
 pub const REFRESH_SECONDS: u32 = 5;
@@ -24,6 +27,8 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 tr.warn td { background: #fff1e5; } tr.warn .bar > div { background: #d1242f; }
 .warn-text { color: #d1242f; font-weight: 600; }
 .problem { color: #d1242f; }
+.why { color: #9a6700; font-weight: 600; } .why.urgent { color: #d1242f; }
+form { margin: .4em 0; } nav a, nav span { margin-right: .8em; }
 .empty { color: #57606a; font-style: italic; }
 code { font-size: .92em; }
 svg text { font: 11px system-ui, sans-serif; fill: #57606a; }
@@ -44,13 +49,14 @@ pub fn render(snapshot: &Snapshot) -> Markup {
                 h1 { "idmint monitor" }
                 p.meta {
                     "Instance " code { (snapshot.instance.name) }
-                    " · read at " (snapshot.taken_at)
+                    " · database read at " (snapshot.taken_at)
+                    " (one read serves every viewer for " (READ_REUSE.as_secs()) " s)"
                     " · reloads every " (REFRESH_SECONDS) " s"
                 }
                 @for problem in &snapshot.problems {
                     p.problem { "Could not read " (problem) }
                 }
-                (counters(&snapshot.counters))
+                (counters(snapshot))
                 h2 { "This instance" }
                 (buffers(&snapshot.instance.buffers))
                 (chart(&snapshot.instance.rates))
@@ -62,18 +68,133 @@ pub fn render(snapshot: &Snapshot) -> Markup {
     }
 }
 
-fn counters(rows: &[CounterRow]) -> Markup {
+/// `1234567` as `1,234,567`.
+fn thousands(value: u64) -> String {
+    let digits = value.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
+/// `count` `one`s (`1 counter`, `2,000 counters`).
+fn count_of(count: u64, one: &str) -> String {
+    let s = if count == 1 { "" } else { "s" };
+    format!("{} {one}{s}", thousands(count))
+}
+
+/// The search form: the counters whose name starts with `q`.
+fn search(q: &str, per_page: Option<u64>) -> Markup {
+    html! {
+        form #search method="get" {
+            label { "Counters whose name starts with " input type="search" name="q" value=(q) size="24" maxlength="128"; }
+            @if let Some(per_page) = per_page { input type="hidden" name="per_page" value=(per_page); }
+            " " button type="submit" { "Search" }
+        }
+    }
+}
+
+fn counters(snapshot: &Snapshot) -> Markup {
     html! {
         h2 { "Counters" }
-        @if rows.is_empty() {
-            p.empty { "No counters yet." }
-        } @else {
+        @match &snapshot.paging {
+            Paging::First { total, more, attention, shown_per_reason, first_page } => {
+                (search("", None))
+                @match (total, attention) {
+                    (Some(0), _) => p.empty { "No counters yet." },
+                    (Some(total), Some(attention)) => {
+                        p #attention {
+                            (count_of(*total, "counter"))
+                            @let counted: Vec<String> = Attention::ALL.iter().filter(|&&reason| attention.of(reason) > 0).map(|&reason| format!("{} {}", thousands(attention.of(reason)), reason.words())).collect();
+                            @if counted.is_empty() { "; none to look at first." } @else { ": " (counted.join(", ")) "." }
+                            @if Attention::ALL.iter().any(|&reason| attention.of(reason) > *shown_per_reason as u64) { " At most " (shown_per_reason) " are shown for each reason." }
+                        }
+                    }
+                    _ => p.empty { "The counters could not be read (above); search or " a href=(first_page) { "page through them" } "." },
+                }
+                (table(&snapshot.counters))
+                @if let Some(more) = more.filter(|more| *more > 0) {
+                    p #more { "And " (count_of(more, "more counter")) ": search or " a href=(first_page) { "page through them" } "." }
+                }
+            }
+            Paging::Page { q, page, per_page, total, pages, next, previous } => {
+                (search(q, Some(*per_page)))
+                p #paging {
+                    @let first = (page - 1) * per_page + 1;
+                    @if snapshot.counters.is_empty() {
+                        "No counters" @if !q.is_empty() { " whose name starts with " code { (q) } } " on page " (page) " (" (thousands(*total)) " in all)."
+                    } @else {
+                        "Counters " (thousands(first)) "–" (thousands(first + snapshot.counters.len() as u64 - 1)) " of " (thousands(*total))
+                        @if !q.is_empty() { " whose name starts with " code { (q) } }
+                        ", page " (page) " of " (pages) "."
+                    }
+                }
+                (pager(previous.as_deref(), next.as_deref()))
+                @if !snapshot.counters.is_empty() { (table(&snapshot.counters)) }
+                (pager(previous.as_deref(), next.as_deref()))
+                @if *pages > 1 {
+                    form #goto method="get" {
+                        @if !q.is_empty() { input type="hidden" name="q" value=(q); }
+                        input type="hidden" name="per_page" value=(per_page);
+                        label { "Page " input type="number" name="page" min="1" max=(pages) value=(page) size="6"; }
+                        " " button type="submit" { "Go" }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Links to the pages before and after, and back to the counters to look
+/// at first.
+fn pager(previous: Option<&str>, next: Option<&str>) -> Markup {
+    html! {
+        nav {
+            @if let Some(previous) = previous { a rel="prev" href=(previous) { "← previous page" } }
+            @if let Some(next) = next { a rel="next" href=(next) { "next page →" } }
+            a href="?" { "the counters to look at first" }
+        }
+    }
+}
+
+/// Why `row` is to be looked at, in words.
+fn why(row: &CounterRow) -> Markup {
+    html! {
+        @for reason in &row.attention {
+            @let urgent = matches!(reason, Attention::Malformed | Attention::SharedPrefix | Attention::NearEnd);
+            div class=(if urgent { "why urgent" } else { "why" }) {
+                @match reason {
+                    Attention::SharedPrefix => {
+                        @for collision in &row.collisions {
+                            "prefix " code { (format!("{:?}", collision.prefix)) } " also owned by "
+                            (collision.counters.iter().filter(|name| **name != row.name).cloned().collect::<Vec<_>>().join(", "))
+                        }
+                    }
+                    Attention::UndeclaredPrefixes => {
+                        span title="Its document has no prefixes array: the unique index does not keep other counters from its prefix (idmint counter prefix add declares it)" { "prefix undeclared" }
+                    }
+                    Attention::Busy => { "busy here: " (count_of(row.recent_values, "value")) " in the last minute" }
+                    _ => { (reason.words()) }
+                }
+            }
+        }
+    }
+}
+
+fn table(rows: &[CounterRow]) -> Markup {
+    html! {
+        @if !rows.is_empty() {
             table #counters {
-                tr { th { "Counter" } th { "Kind" } th { "State" } th { "Prefixes" } th { "Left" } }
+                tr { th { "Counter" } th { "Why look" } th { "Kind" } th { "State" } th { "Prefixes" } th { "Left" } }
                 @for row in rows {
-                    @let warn = row.headroom.as_ref().is_some_and(|h| h.near_end());
+                    @let warn = row.near_end();
                     tr class=[warn.then_some("warn")] {
                         td { code { (row.name) } }
+                        td { (why(row)) }
                         @if let Some(problem) = &row.problem {
                             td colspan="4" class="problem" { "corrupt: " (problem) }
                         } @else {
@@ -288,6 +409,7 @@ fn seconds(ms: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::monitor::counters::AttentionCounts;
     use crate::monitor::snapshot::{Instance, LockRow, PolicyView};
     use idmint::sequence::Headroom;
 
@@ -313,12 +435,26 @@ mod tests {
                 kind: "autoinc".into(),
                 facts: vec![("seq".into(), "95".into())],
                 prefixes: vec!["(none)".into()],
+                prefixes_declared: true,
                 headroom: Some(Headroom {
                     used: 0.95,
                     left: "5 values".into(),
                 }),
                 problem: None,
+                collisions: Vec::new(),
+                recent_values: 0,
+                attention: vec![Attention::NearEnd],
             }],
+            paging: Paging::First {
+                total: Some(1234567),
+                more: Some(1234566),
+                attention: Some(AttentionCounts {
+                    near_end: 1,
+                    ..AttentionCounts::default()
+                }),
+                shown_per_reason: 50,
+                first_page: "?page=1&per_page=50".into(),
+            },
             workers: Vec::new(),
             locks: vec![LockRow {
                 name: "nightly".into(),
@@ -344,5 +480,13 @@ mod tests {
         assert!(page.contains(r#"<tr class="warn">"#));
         assert!(page.contains("2.5 s"));
         assert!(page.contains("<polyline"));
+        assert!(
+            page.contains("1,234,567 counters: 1 near the end."),
+            "{page}"
+        );
+        assert!(
+            page.contains(r#"And 1,234,566 more counters: search or <a href="?page=1&amp;per_page=50">page through them</a>"#),
+            "{page}"
+        );
     }
 }

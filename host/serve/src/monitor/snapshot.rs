@@ -1,17 +1,24 @@
-//! What the monitor page shows, read at one moment: the database's side
-//! through the library (counters, worker leases, locks, stored policies) and
+//! What the monitor page shows: the database's side, read through the
+//! library (counters, worker leases, locks, stored policies) and shared by
+//! every viewer for a few seconds ([`DatabaseRead`], see `shared.rs`), and
 //! this instance's side as the service hands it in (buffers, rates, the
-//! policy in service). A part that cannot be read is named in `problems`
-//! and the rest is still shown: the database's parts are read at once, all
-//! within one deadline, so that a database that is down or hung costs the
-//! page that deadline and no more, and is named as unavailable.
+//! policy in service), joined into one [`Snapshot`]. A part that cannot be
+//! read is named in `problems` and the rest is still shown: the database's
+//! parts are read at once, all within one deadline, so that a database that
+//! is down or hung costs the page that deadline and no more, and is named
+//! as unavailable.
+//!
+//! Of the counters, the database read keeps only the ones to look at first
+//! (`counters.rs`); a search or a page of counters by name is read for the
+//! request that asks for it, one page from the index on names.
 //!
 //! A lock's owner token is what renews and releases its lease: the page
 //! shows a fingerprint of it instead, enough to tell holders apart.
 
 use idmint::lock::{status_all, LOCKS_COLLECTION};
 use idmint::policy::PolicyStore;
-use idmint::sequence::{self, CounterKind, CounterName, Headroom};
+use idmint::sequence::prefixes::{self, Collision};
+use idmint::sequence::{self, CounterKind, CounterName, Listed};
 use idmint::{Clock, ErrorClass};
 use mongodb::Database;
 use serde::Serialize;
@@ -19,17 +26,23 @@ use std::future::Future;
 use std::time::Duration;
 use tokio::time::Instant;
 
-use super::rates::RatePoint;
+use super::counters::{AttentionCounts, CounterRow, Triage, SHOWN_PER_REASON};
+use super::query::{PageRequest, View, DEFAULT_PER_PAGE};
+use super::rates::{CounterActivity, RatePoint};
 
 /// Everything the page shows.
 #[derive(Debug, Clone, Serialize)]
 pub struct Snapshot {
-    /// When it was read, RFC 3339, by this instance's clock.
+    /// When the database's side was read, RFC 3339, by this instance's
+    /// clock (it is shared by the viewers of the next few seconds).
     pub taken_at: String,
     /// This instance.
     pub instance: Instance,
-    /// Every counter, by name.
+    /// The counters shown: the ones to look at first, or one page of them
+    /// by name (`paging` says which).
     pub counters: Vec<CounterRow>,
+    /// Which counters are shown, of how many.
+    pub paging: Paging,
     /// The worker leases of every snowflake counter, of every instance.
     pub workers: Vec<WorkerRow>,
     /// The locks held now.
@@ -74,21 +87,42 @@ pub struct BufferRow {
     pub values: u64,
 }
 
-/// One counter.
+/// Which counters a snapshot shows.
 #[derive(Debug, Clone, Serialize)]
-pub struct CounterRow {
-    /// Its name.
-    pub name: String,
-    /// Its kind (empty when the document cannot be read).
-    pub kind: String,
-    /// What it says about itself, label and text, in order.
-    pub facts: Vec<(String, String)>,
-    /// The prefixes it owns, the default first (`(none)`: the empty prefix).
-    pub prefixes: Vec<String>,
-    /// How much is used; `None`: it never runs out.
-    pub headroom: Option<Headroom>,
-    /// What is wrong with its document, if anything.
-    pub problem: Option<String>,
+#[serde(tag = "view", rename_all = "snake_case")]
+pub enum Paging {
+    /// The counters to look at first ([`Triage`]), and a count of the rest.
+    First {
+        /// Every counter (`None`: they could not be read, see `problems`).
+        total: Option<u64>,
+        /// The counters not shown (search or page through them).
+        more: Option<u64>,
+        /// How many counters there are for each reason to look at them.
+        attention: Option<AttentionCounts>,
+        /// The most counters shown for each reason.
+        shown_per_reason: usize,
+        /// The query of the first page of every counter by name
+        /// (`?page=1&per_page=50`, relative to this one's address).
+        first_page: String,
+    },
+    /// One page of the counters by name.
+    Page {
+        /// The start of the names searched for (empty: every counter).
+        q: String,
+        /// The page, from 1.
+        page: u64,
+        /// Counters per page.
+        per_page: u64,
+        /// The counters found (every counter, without `q`).
+        total: u64,
+        /// The pages they fill.
+        pages: u64,
+        /// The query of the next page (relative to this one's address:
+        /// `?q=…&page=…&per_page=…`), if there is one.
+        next: Option<String>,
+        /// The query of the page before, if there is one.
+        previous: Option<String>,
+    },
 }
 
 /// One worker lease.
@@ -156,22 +190,47 @@ pub struct PolicyView {
     pub history: Vec<i64>,
 }
 
-impl Snapshot {
-    /// Reads the database's side, each part at once and all within
-    /// `timeout`, and joins it with `instance` and the policy `serving`
+/// The database's side of a snapshot, read once for every viewer of the
+/// next few seconds.
+#[derive(Debug, Clone)]
+pub struct DatabaseRead {
+    /// When it was read, RFC 3339, by this instance's clock.
+    pub taken_at: String,
+    /// The counters to look at first, if the counters could be read.
+    pub triage: Option<Triage>,
+    /// The busiest counters here when it was read, with their values over
+    /// the last minute.
+    pub busiest: Vec<(String, u64)>,
+    /// Every prefix owned by more than one counter.
+    pub collisions: Vec<Collision>,
+    /// The worker leases of every snowflake counter.
+    pub workers: Vec<WorkerRow>,
+    /// The locks held.
+    pub locks: Vec<LockRow>,
+    /// Locks that exist but are free.
+    pub free_locks: usize,
+    /// The stored policies, newest first.
+    pub stored: Vec<PolicyRow>,
+    /// Versions active before the active one, most recent last.
+    pub history: Vec<i64>,
+    /// Parts that could not be read, and why.
+    pub problems: Vec<String>,
+}
+
+impl DatabaseRead {
+    /// Reads the database's side, each part at once and all by `deadline`,
+    /// choosing the counters to look at first with the `busiest` counters
     /// here. Reads only.
-    pub async fn read(
-        database: &Database,
-        instance: Instance,
-        serving: Option<PolicyRow>,
-        timeout: Duration,
-    ) -> Self {
+    pub async fn read(database: Database, busiest: Vec<(String, u64)>, deadline: Deadline) -> Self {
         let now_ms = idmint::SystemClock.now_micros() / 1000;
-        let deadline = Deadline(Instant::now() + timeout, timeout);
-        let ((counters, workers, mut problems), locks, policy) = tokio::join!(
-            read_counters(database, now_ms, deadline),
-            deadline.read("locks", read_locks(database)),
-            read_policies(database, serving, deadline),
+        let (
+            (triage, collisions, workers, mut problems),
+            locks,
+            (stored, history, policy_problems),
+        ) = tokio::join!(
+            read_counters(&database, now_ms, &busiest, deadline),
+            deadline.read("locks", read_locks(&database)),
+            read_policies(&database, deadline),
         );
         let (locks, free_locks) = match locks {
             Ok(locks) => locks,
@@ -180,27 +239,203 @@ impl Snapshot {
                 (Vec::new(), 0)
             }
         };
-        let (policy, policy_problems) = policy;
         problems.extend(policy_problems);
-        Snapshot {
+        DatabaseRead {
             taken_at: idmint::parts::rfc3339_micros(now_ms * 1000),
-            instance,
-            counters,
+            triage,
+            busiest,
+            collisions,
             workers,
             locks,
             free_locks,
-            policy,
+            stored,
+            history,
             problems,
         }
     }
 }
 
+/// How long after its deadline a viewer waits for a read that is still
+/// being assembled (the parts not read by the deadline are named as
+/// unavailable by the read itself) before it is shown without it.
+pub const ASSEMBLY_GRACE: Duration = Duration::from_millis(250);
+
+impl DatabaseRead {
+    /// What a viewer is shown of the database when the read it waits on is
+    /// not done by `deadline` plus [`ASSEMBLY_GRACE`] (the read goes on in
+    /// its own task and serves the viewers after).
+    pub fn unfinished(deadline: Deadline) -> Self {
+        let now_ms = idmint::SystemClock.now_micros() / 1000;
+        DatabaseRead {
+            taken_at: idmint::parts::rfc3339_micros(now_ms * 1000),
+            triage: None,
+            busiest: Vec::new(),
+            collisions: Vec::new(),
+            workers: Vec::new(),
+            locks: Vec::new(),
+            free_locks: 0,
+            stored: Vec::new(),
+            history: Vec::new(),
+            problems: vec![format!(
+                "the database: the read was not done within {} ms; it goes on, and the next \
+                 reload shows it",
+                deadline.1.as_millis()
+            )],
+        }
+    }
+}
+
+/// One page of counters by name, as read for the request that asked.
+#[derive(Debug, Clone)]
+pub struct PageRead {
+    /// The page asked for.
+    pub request: PageRequest,
+    /// Its counters, by name, and how many were found in all (for a
+    /// search; every counter's number is the shared read's); or why they
+    /// could not be read.
+    pub found: Result<(Vec<Listed>, Option<u64>), String>,
+}
+
+impl PageRead {
+    /// Reads page `request` by `deadline`: its counters and, for a search,
+    /// how many were found (at once; both from the index on names). Reads
+    /// only.
+    pub async fn read(database: &Database, request: PageRequest, deadline: Deadline) -> Self {
+        let count = async {
+            if request.start.is_empty() {
+                return Ok(None);
+            }
+            deadline
+                .read("counters", sequence::count(database, &request.start))
+                .await
+                .map(Some)
+        };
+        let (page, total) = tokio::join!(
+            deadline.read(
+                "counters",
+                sequence::list_page(database, &request.start, request.skip(), request.per_page)
+            ),
+            count,
+        );
+        let found = page.and_then(|page| Ok((page, total?)));
+        PageRead { request, found }
+    }
+}
+
+impl Snapshot {
+    /// Joins the database's side, `read`, with `instance`, the policy
+    /// `serving` here and what `view` asks to see of the counters (`page`,
+    /// read for a [`View::Page`]); `activity` gives a page's counters their
+    /// values of the last minute.
+    pub fn assemble(
+        read: &DatabaseRead,
+        instance: Instance,
+        serving: Option<PolicyRow>,
+        view: &View,
+        page: Option<PageRead>,
+        activity: &CounterActivity,
+    ) -> Self {
+        let mut problems = read.problems.clone();
+        let (counters, paging) = match (view, page) {
+            (View::Page(_), Some(page)) => {
+                let (rows, paging, problem) = page_rows(read, page, activity);
+                problems.extend(problem);
+                (rows, paging)
+            }
+            _ => (
+                read.triage
+                    .as_ref()
+                    .map(|triage| triage.rows.clone())
+                    .unwrap_or_default(),
+                Paging::First {
+                    total: read.triage.as_ref().map(|triage| triage.total),
+                    more: read.triage.as_ref().map(Triage::more),
+                    attention: read.triage.as_ref().map(|triage| triage.counts.clone()),
+                    shown_per_reason: SHOWN_PER_REASON,
+                    first_page: format!(
+                        "?{}",
+                        PageRequest {
+                            start: String::new(),
+                            page: 1,
+                            per_page: DEFAULT_PER_PAGE,
+                        }
+                        .query_of(1)
+                    ),
+                },
+            ),
+        };
+        Snapshot {
+            taken_at: read.taken_at.clone(),
+            instance,
+            counters,
+            paging,
+            workers: read.workers.clone(),
+            locks: read.locks.clone(),
+            free_locks: read.free_locks,
+            policy: policy_view(serving, read.stored.clone(), read.history.clone()),
+            problems,
+        }
+    }
+}
+
+/// The rows and paging of a page read, and the problem met reading it.
+fn page_rows(
+    read: &DatabaseRead,
+    page: PageRead,
+    activity: &CounterActivity,
+) -> (Vec<CounterRow>, Paging, Option<String>) {
+    let now_ms = idmint::SystemClock.now_micros() / 1000;
+    let request = page.request;
+    let (rows, total, problem) = match page.found {
+        Ok((listed, total)) => {
+            // Every counter's number is the shared read's; without it, at
+            // least those up to this page.
+            let total = total
+                .or(read.triage.as_ref().map(|triage| triage.total))
+                .unwrap_or(request.skip() + listed.len() as u64);
+            let rows = listed
+                .iter()
+                .map(|counter| {
+                    let busy = read.busiest.iter().any(|(name, _)| *name == counter.name);
+                    let recent = activity.recent(&counter.name);
+                    CounterRow::new(counter, now_ms, &read.collisions, recent, busy)
+                })
+                .collect();
+            (rows, total, None)
+        }
+        Err(problem) => (Vec::new(), 0, Some(problem)),
+    };
+    let pages = total.div_ceil(request.per_page);
+    let query = |page: u64| format!("?{}", request.query_of(page));
+    let paging = Paging::Page {
+        q: request.start.clone(),
+        page: request.page,
+        per_page: request.per_page,
+        total,
+        pages,
+        next: (request.page < pages).then(|| query(request.page + 1)),
+        previous: (request.page > 1).then(|| query(request.page - 1)),
+    };
+    (rows, paging, problem)
+}
+
 /// When the database's side of a snapshot must have been read by, and how
 /// long that was.
-#[derive(Clone, Copy)]
-struct Deadline(Instant, Duration);
+#[derive(Debug, Clone, Copy)]
+pub struct Deadline(Instant, Duration);
 
 impl Deadline {
+    /// `timeout` from now.
+    pub fn after(timeout: Duration) -> Self {
+        Deadline(Instant::now() + timeout, timeout)
+    }
+
+    /// `future`'s output, or `None` if it is not done by the deadline plus
+    /// `grace`.
+    pub async fn wait<T>(self, grace: Duration, future: impl Future<Output = T>) -> Option<T> {
+        tokio::time::timeout_at(self.0 + grace, future).await.ok()
+    }
+
     /// `read`'s answer, or the problem to name for `part`: the database
     /// unavailable (no answer by the deadline, or the driver's own verdict),
     /// or another failure in the library's words.
@@ -238,26 +473,48 @@ pub fn holder_fingerprint(owner: &str) -> String {
     hash
 }
 
-/// Every counter, then the worker leases of the snowflake ones.
+/// Every counter (one read), then the worker leases of the snowflake
+/// counters: the counters to look at first (if the counters could be
+/// read), the prefixes owned twice among them, the leases, and the
+/// problems met.
 async fn read_counters(
     database: &Database,
     now_ms: u64,
+    busiest: &[(String, u64)],
     deadline: Deadline,
-) -> (Vec<CounterRow>, Vec<WorkerRow>, Vec<String>) {
+) -> (Option<Triage>, Vec<Collision>, Vec<WorkerRow>, Vec<String>) {
     let mut problems = Vec::new();
-    let counters: Vec<CounterRow> = match deadline.read("counters", sequence::list(database)).await
-    {
-        Ok(listed) => listed
-            .into_iter()
-            .map(|listed| counter_row(listed, now_ms))
-            .collect(),
+    let listed = match deadline.read("counters", sequence::list(database)).await {
+        Ok(listed) => Some(listed),
         Err(problem) => {
             problems.push(problem);
-            Vec::new()
+            None
         }
     };
-    let workers = read_workers(database, &counters, deadline, &mut problems).await;
-    (counters, workers, problems)
+    let all = listed.as_deref().unwrap_or_default();
+    let collisions =
+        prefixes::collisions_among(all.iter().filter_map(|counter| counter.state.as_ref().ok()));
+    let triage = listed.as_deref().map(|listed| {
+        Triage::choose(
+            listed,
+            now_ms,
+            &collisions,
+            busiest,
+            DEFAULT_PER_PAGE as usize,
+        )
+    });
+    let snowflakes: Vec<&str> = all
+        .iter()
+        .filter(|counter| {
+            counter
+                .state
+                .as_ref()
+                .is_ok_and(|state| state.kind() == CounterKind::Snowflake)
+        })
+        .map(|counter| counter.name.as_str())
+        .collect();
+    let workers = read_workers(database, &snowflakes, deadline, &mut problems).await;
+    (triage, collisions, workers, problems)
 }
 
 /// The locks held, and how many others there are.
@@ -279,62 +536,25 @@ async fn read_locks(database: &Database) -> Result<(Vec<LockRow>, usize), idmint
     Ok((held, free))
 }
 
-fn counter_row(listed: sequence::Listed, now_ms: u64) -> CounterRow {
-    match listed.state {
-        Ok(state) => CounterRow {
-            name: listed.name,
-            kind: state.kind().as_str().to_string(),
-            facts: state
-                .facts(now_ms)
-                .into_iter()
-                .map(|fact| (fact.label.to_string(), fact.text))
-                .collect(),
-            prefixes: state
-                .prefixes
-                .iter()
-                .map(|prefix| {
-                    if prefix.is_empty() {
-                        "(none)".to_string()
-                    } else {
-                        prefix.clone()
-                    }
-                })
-                .collect(),
-            headroom: state.headroom(now_ms),
-            problem: None,
-        },
-        Err(problem) => CounterRow {
-            name: listed.name,
-            kind: String::new(),
-            facts: Vec::new(),
-            prefixes: Vec::new(),
-            headroom: None,
-            problem: Some(problem),
-        },
-    }
-}
-
+/// The worker leases of the snowflake counters named.
 async fn read_workers(
     database: &Database,
-    counters: &[CounterRow],
+    snowflakes: &[&str],
     deadline: Deadline,
     problems: &mut Vec<String>,
 ) -> Vec<WorkerRow> {
     let mut rows = Vec::new();
-    let snowflakes = counters
-        .iter()
-        .filter(|row| row.kind == CounterKind::Snowflake.as_str());
-    for row in snowflakes {
-        let Ok(name) = CounterName::new(&row.name) else {
+    for &counter in snowflakes {
+        let Ok(name) = CounterName::new(counter) else {
             continue;
         };
-        let part = format!("worker leases of {}", row.name);
+        let part = format!("worker leases of {counter}");
         match deadline
             .read(&part, sequence::workers(database, &name))
             .await
         {
             Ok((leases, server_now_ms)) => rows.extend(leases.into_iter().map(|lease| WorkerRow {
-                counter: row.name.clone(),
+                counter: counter.to_string(),
                 worker: lease.worker,
                 host: lease.host,
                 pid: lease.pid,
@@ -347,12 +567,12 @@ async fn read_workers(
     rows
 }
 
-/// The stored policies and the activation history, and the problems met.
+/// The stored policies, newest first, the activation history, and the
+/// problems met.
 async fn read_policies(
     database: &Database,
-    serving: Option<PolicyRow>,
     deadline: Deadline,
-) -> (PolicyView, Vec<String>) {
+) -> (Vec<PolicyRow>, Vec<i64>, Vec<String>) {
     let mut problems = Vec::new();
     let store = PolicyStore::new(database);
     let (stored, active) = tokio::join!(
@@ -387,7 +607,16 @@ async fn read_policies(
             Vec::new()
         }
     };
-    // The policy in service names its stored version when its bytes are one.
+    (stored, history, problems)
+}
+
+/// The policy side: the policy `serving` here, naming its stored version
+/// when its bytes are one, and the `stored` versions with their `history`.
+fn policy_view(
+    serving: Option<PolicyRow>,
+    stored: Vec<PolicyRow>,
+    history: Vec<i64>,
+) -> PolicyView {
     let serving = serving.map(|mut row| {
         if let Some(stored) = stored.iter().find(|s| s.sha256 == row.sha256) {
             row.version = stored.version;
@@ -395,12 +624,9 @@ async fn read_policies(
         }
         row
     });
-    (
-        PolicyView {
-            serving,
-            stored,
-            history,
-        },
-        problems,
-    )
+    PolicyView {
+        serving,
+        stored,
+        history,
+    }
 }
