@@ -376,8 +376,8 @@ impl Headroom {
     }
 }
 
-/// `1234567` as `1,234,567`.
-fn group_thousands(value: u64) -> String {
+/// `1234567` as `1,234,567`, as idmint writes large numbers for people.
+pub fn group_thousands(value: u64) -> String {
     let digits = value.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (index, digit) in digits.chars().enumerate() {

@@ -47,8 +47,8 @@ use mongodb::Database;
 pub use clock::{Clock, SystemClock};
 pub use error::SequenceError;
 pub use kind::{
-    BufferStats, ClientTime, CommandOptions, Fact, GiveBack, Handle, Headroom, Held, Kind,
-    LeaseStats, Repeats, Segments, Setting, ValueShape, MAX_BLOCK, MAX_VALUE,
+    group_thousands, BufferStats, ClientTime, CommandOptions, Fact, GiveBack, Handle, Headroom,
+    Held, Kind, LeaseStats, Repeats, Segments, Setting, ValueShape, MAX_BLOCK, MAX_VALUE,
 };
 pub use kinds::autoinc::{AutoIncrement, Autoinc, AutoincState};
 pub use kinds::cyclic::{Cyclic, CyclicCounter, CyclicState, DEFAULT_MAXVAL, MAX_MAXVAL};

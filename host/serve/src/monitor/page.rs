@@ -4,6 +4,7 @@
 //! inline SVG; the search is a form sent with GET and the pages are plain
 //! links: nothing needs JavaScript.
 
+use idmint::sequence::group_thousands as thousands;
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 
 use super::counters::{Attention, CounterRow};
@@ -66,19 +67,6 @@ pub fn render(snapshot: &Snapshot) -> Markup {
             }
         }
     }
-}
-
-/// `1234567` as `1,234,567`.
-fn thousands(value: u64) -> String {
-    let digits = value.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (index, digit) in digits.chars().enumerate() {
-        if index > 0 && (digits.len() - index).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(digit);
-    }
-    out
 }
 
 /// `count` `one`s (`1 counter`, `2,000 counters`).
