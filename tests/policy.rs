@@ -976,6 +976,21 @@ async fn a_policy_is_compiled_once_per_content_and_a_changed_file_afresh() {
     assert_eq!(next(), Format::CheckDigit);
     assert_eq!(cache_listing(&cache).len(), 1);
 
+    // A relative directory is no place every process agrees on: refused by
+    // name, and nothing is made.
+    let out = run(harness::idmint(test)
+        .current_dir(scratch.path())
+        .env("IDMINT_POLICY_CACHE", "rel")
+        .args(["policy", "cache", "--clear"]));
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out)
+            .contains("IDMINT_POLICY_CACHE must be an absolute directory or `off`, not \"rel\""),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!scratch.path().join("rel").exists());
+
     // Off: nothing is kept, and IDs are made all the same.
     let out = run(harness::idmint(test)
         .env("IDMINT_POLICY_CACHE", "off")

@@ -298,6 +298,9 @@ struct CacheView {
 
 impl CacheCmd {
     fn execute(&self, output: &Output) -> anyhow::Result<Outcome> {
+        if let Some(problem) = CompileCache::env_problem() {
+            return Err(super::exit::UsageError(problem).into());
+        }
         let cache = CompileCache::from_env();
         let directory = cache.directory().map(PathBuf::from);
         let where_ = directory

@@ -47,6 +47,20 @@ impl CompileCache {
         Self::from_vars(|name| std::env::var_os(name))
     }
 
+    /// What is wrong with `IDMINT_POLICY_CACHE`, when it is set to neither
+    /// `off` nor an absolute path (the cache is then off:
+    /// [`CompileCache::from_env`] never fails, a process only compiles).
+    pub fn env_problem() -> Option<String> {
+        let value = std::env::var_os(POLICY_CACHE_ENV)?;
+        let usable = value.is_empty() || value == "off" || Path::new(&value).is_absolute();
+        (!usable).then(|| {
+            format!(
+                "{POLICY_CACHE_ENV} must be an absolute directory or `off`, not {:?}",
+                value.to_string_lossy()
+            )
+        })
+    }
+
     /// [`CompileCache::from_env`] over `var`, for tests.
     fn from_vars(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> Self {
         let absolute = |path: PathBuf| Some(path).filter(|path| path.is_absolute());
