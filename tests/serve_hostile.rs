@@ -175,7 +175,13 @@ fn shutdown_is_not_stalled_by_a_client_that_never_reads() {
     block_on(harness::database(TEST));
     create(TEST, "seg", &["--kind", "segment", "--step", "1000"]);
     create(TEST, "ev", &["--kind", "snowflake", "--raw"]);
-    let mut service = Service::start(TEST, &["--shutdown-timeout", "1"]);
+    // The write timeout is far past the test's deadline: the blocked
+    // connection can only end by the shutdown, however slowly this
+    // machine runs the steps between the block and the signal.
+    let mut service = Service::start(
+        TEST,
+        &["--shutdown-timeout", "1", "--write-timeout", "3600"],
+    );
     service.get("/v1/counters/ev/values").values();
     let mut hostile = TcpStream::connect(&service.address).unwrap();
     let writer = std::thread::spawn(move || {
