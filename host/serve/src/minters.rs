@@ -166,10 +166,13 @@ impl Minters {
     }
 
     /// Prepares the minter of `served` as it is now (`current`) with
-    /// `chosen`: ownership, the counter's rule, checked first and in one
-    /// place (the core's `prefixes::check_use`, index lookups), then the
-    /// policy's checks off the executor (none if the policy has accepted
-    /// this prefix for a counter of this shape before).
+    /// `chosen`: ownership, the counter's rule, in the core's one place
+    /// (`prefixes::check_use`: the counter owns the prefix, then one lookup
+    /// by index says no other does), and the policy's checks off the
+    /// executor (none if the policy has accepted this prefix for a counter
+    /// of this shape before). The lookup and the policy's checks run at
+    /// once, as neither consumes or writes anything; a failed ownership
+    /// check is the answer whatever the policy's checks found.
     async fn prepare(
         &self,
         served: &Served,
@@ -178,15 +181,22 @@ impl Minters {
         chosen: String,
         slots: &PolicySlots,
     ) -> Result<Arc<Prepared>, ApiError> {
-        prefixes::check_use(&served.sequence.database(), &current, &chosen).await?;
-        let slot = slots.acquire().await?;
+        prefixes::check_owned(&current, &chosen)?;
+        let database = served.sequence.database();
+        let alone = prefixes::check_alone(&database, &current, &chosen);
         let sequence = served.sequence.clone();
-        let minter = run_blocking(slot, move || {
-            Minter::checked(sequence, current, policy, chosen, Arc::new(SystemClock))
-                .map_err(Box::new)
-        })
-        .await?
-        .map_err(|error| match *error {
+        let (state, prefix) = (current.clone(), chosen.clone());
+        let policy_checks = async move {
+            let slot = slots.acquire().await?;
+            run_blocking(slot, move || {
+                Minter::checked(sequence, state, policy, prefix, Arc::new(SystemClock))
+                    .map_err(Box::new)
+            })
+            .await
+        };
+        let (alone, minter) = tokio::join!(alone, policy_checks);
+        alone?;
+        let minter = minter?.map_err(|error| match *error {
             idmint::Error::Policy(PolicyError::Format(refusal)) => {
                 ApiError::BadRequest(format!("the policy refuses the prefix: {refusal}"))
             }

@@ -124,6 +124,13 @@ pub async fn check_use(
     state: &CounterState,
     prefix: &str,
 ) -> Result<(), SequenceError> {
+    check_owned(state, prefix)?;
+    check_alone(database, state, prefix).await
+}
+
+/// The half of [`check_use`] that needs no database: fails unless counter
+/// `state`, as read, owns `prefix`.
+pub fn check_owned(state: &CounterState, prefix: &str) -> Result<(), SequenceError> {
     let name = CounterName::new(&state.name)?;
     if !state.owns(prefix) {
         return Err(SequenceError::PrefixNotOwned {
@@ -132,6 +139,16 @@ pub async fn check_use(
             owned: state.prefixes.clone(),
         });
     }
+    Ok(())
+}
+
+/// The other half of [`check_use`]: fails if a counter other than `state`
+/// owns `prefix` (one lookup, by index).
+pub async fn check_alone(
+    database: &Database,
+    state: &CounterState,
+    prefix: &str,
+) -> Result<(), SequenceError> {
     let owners = owners(database, prefix).await?;
     if owners.iter().any(|owner| *owner != state.name) {
         return Err(SequenceError::PrefixShared {
