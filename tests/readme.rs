@@ -128,6 +128,12 @@ macro_rules! markdown_files {
 
 markdown_files! {
     readme_md => "README.md",
+    docs_counter_kinds_md => "docs/counter-kinds.md",
+    docs_service_md => "docs/service.md",
+    docs_locks_md => "docs/locks.md",
+    docs_dba_md => "docs/dba.md",
+    docs_policies_md => "docs/policies.md",
+    docs_reference_md => "docs/reference.md",
 }
 
 /// The markdown files a reader is sent to: README.md, ARCHITECTURE.md and
