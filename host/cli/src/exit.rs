@@ -59,7 +59,7 @@ pub fn exit_code(error: &anyhow::Error) -> u8 {
     class_of(error).map_or(EXIT_USAGE, code)
 }
 
-/// The exit code of each class of failure: the one table (README, "Exit codes").
+/// The exit code of each class of failure: the one table (docs/reference.md, "Exit codes").
 pub fn code(class: ErrorClass) -> u8 {
     match class {
         ErrorClass::BadInput
