@@ -101,7 +101,10 @@ pub fn class_of(error: &anyhow::Error) -> Option<ErrorClass> {
             idmint_serve::StartError,
             idmint_serve::LimitsError
         );
-        if cause.is::<idmint::config::ConnectError>() || cause.is::<UsageError>() {
+        if cause.is::<idmint::config::ConnectError>()
+            || cause.is::<idmint::lock::InvalidLockName>()
+            || cause.is::<UsageError>()
+        {
             return Some(ErrorClass::BadInput);
         }
         cause
