@@ -1,4 +1,6 @@
-//! Acquire, renew and release: one conditional update each, decided by the
+//! The handles of a lock: [`Lock`] (one name, one owner), [`Locks`] (the
+//! handles of one process, which share its cohorts) and [`Lease`] (a lock
+//! held). Acquire, renew and release: one conditional update each, decided by the
 //! server's clock, through the one lease primitive (`crate::lease`); what a
 //! lock adds is its fencing token and its hold count (re-entrancy).
 
