@@ -207,9 +207,13 @@ async fn a_waiter_is_handed_the_lock_on_release_not_on_a_poll() {
         let lease = waiter.acquire(Duration::from_secs(30), &options).await;
         (lease, started.elapsed())
     });
-    while attempts.load(Ordering::SeqCst) == 0 {
-        attempted.notified().await;
-    }
+    tokio::time::timeout(Duration::from_secs(60), async {
+        while attempts.load(Ordering::SeqCst) == 0 {
+            attempted.notified().await;
+        }
+    })
+    .await
+    .expect("the waiter made no first attempt within 60 s");
     let old_token = lease.token();
     lease.release().await.unwrap();
     let (new, waited) = waiting.await.unwrap();

@@ -194,15 +194,19 @@ async fn a_try_acquire_does_not_jump_the_line() {
     until_line_is(&database, "line", &["waiter"]).await;
     // Until the short lease has ended by the server's clock (or the waiter
     // already took the lock on its own).
-    loop {
-        let state = holder.status().await.unwrap().unwrap();
-        let ended = state.owner.as_deref() != Some(holder.owner())
-            || state.expires_in_ms.is_some_and(|ms| ms <= 0);
-        if !short.is_live() && ended {
-            break;
+    tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            let state = holder.status().await.unwrap().unwrap();
+            let ended = state.owner.as_deref() != Some(holder.owner())
+                || state.expires_in_ms.is_some_and(|ms| ms <= 0);
+            if !short.is_live() && ended {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await
+    .expect("the short lease did not end within 60 s");
     let barger = Lock::new(&database, name("line"));
     assert!(
         matches!(barger.try_acquire(TTL).await.unwrap(), Acquired::Busy(_)),
@@ -284,9 +288,13 @@ async fn a_lease_found_handed_over_at_a_poll_is_proved_only_while_the_server_kee
     // Released just after one of its refreshes: handed over for certain,
     // and found by the waiter a whole poll later.
     let joined = first_since(&database, "polled").await;
-    while first_since(&database, "polled").await == joined {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    tokio::time::timeout(Duration::from_secs(60), async {
+        while first_since(&database, "polled").await == joined {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("the waiter did not refresh its place in line within 60 s");
     assert_eq!(lease.release().await.unwrap(), 0);
     let handed = waiting.await.unwrap();
     assert_eq!(handed.token(), 2, "handed over, not taken after a free");
