@@ -12,7 +12,7 @@ use idmint::config::ConnectOptions;
 use idmint::sequence::{CounterName, CounterSpec, CyclicCounter};
 use idmint::{Clock, SystemClock};
 
-use crate::harness::{OwnedServer, ServerConfig};
+use crate::support::{OwnedServer, ServerConfig};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_value_is_handed_out_twice_across_a_crash() {

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
 
-use crate::harness::{self, assert_exit, idmint, run, stdout};
+use crate::support::{self, assert_exit, counter_field, create, idmint, stdout};
 
 /// The compiled client and its check programs (`test-classes`), built once.
 fn classes() -> &'static Path {
@@ -22,7 +22,7 @@ fn classes() -> &'static Path {
         let root = Path::new(env!("CARGO_TARGET_TMPDIR"));
         remove_stale_builds(root);
         let out = root.join(format!("java-client-{}", std::process::id()));
-        let script = crate::harness::workspace_root().join("scripts/build-java-client.sh");
+        let script = crate::support::workspace_root().join("scripts/build-java-client.sh");
         let built = Command::new(script)
             .arg("--tests")
             .arg(&out)
@@ -195,22 +195,6 @@ impl Drop for Serve {
     }
 }
 
-fn create(test: &str, name: &str, args: &[&str]) {
-    assert_exit(
-        &run(idmint(test).args(["counter", "create", name]).args(args)),
-        0,
-    );
-}
-
-fn counter_field(test: &str, name: &str, field: &str) -> u64 {
-    let output = run(idmint(test).args(["counter", "show", name, "--json"]));
-    assert_exit(&output, 0);
-    let shown: Value = serde_json::from_str(&stdout(&output)).unwrap();
-    shown[field]
-        .as_u64()
-        .unwrap_or_else(|| panic!("no {field} in {shown}"))
-}
-
 /// Runs a check program to its end and asserts its report, line for line.
 fn assert_check(command: &mut Command, report: &str) {
     let output = command.stdin(Stdio::null()).output().expect("run java");
@@ -224,7 +208,7 @@ fn assert_check(command: &mut Command, report: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_java_client_hands_out_unique_values() {
     const TEST: &str = "serve_java";
-    harness::database(TEST).await;
+    support::database(TEST).await;
     create(
         TEST,
         "seg",
@@ -278,9 +262,9 @@ fn failover_sets_failed_instances_aside_and_errs_only_at_the_deadline() {
 async fn a_failure_every_instance_would_give_reaches_the_caller_at_once() {
     const TEST: &str = "java_shared_failure";
     const BATCH: u64 = 50;
-    harness::database(TEST).await;
+    support::database(TEST).await;
     create(TEST, "orders", &[]);
-    let runaway = ["--policy", harness::fixture_policy("runaway")];
+    let runaway = ["--policy", support::fixture_policy("runaway")];
     let instances = [
         Serve::start_with(TEST, &runaway),
         Serve::start_with(TEST, &runaway),
@@ -319,7 +303,7 @@ async fn a_killed_instance_is_failed_over_and_rejoins_when_restarted() {
     const TEST: &str = "java_failover";
     const THREADS: u64 = 4;
     const PER_PHASE: u64 = 5_000;
-    harness::database(TEST).await;
+    support::database(TEST).await;
     create(TEST, "seg", &["--kind", "segment", "--step", "1000"]);
     let mut instances: Vec<Serve> = (0..3).map(|_| Serve::start(TEST)).collect();
     let urls: Vec<String> = instances.iter().map(Serve::url).collect();

@@ -11,16 +11,12 @@ use idmint::lock::{
 use mongodb::bson::{doc, Document};
 use mongodb::{Client, Database};
 
-use crate::harness::{self, held};
-
-fn name(n: &str) -> LockName {
-    LockName::new(n).unwrap()
-}
+use crate::support::{self, held, lock_name, wait};
 
 #[tokio::test]
 async fn every_lock_write_is_durable_and_reentrant_holds_count() {
-    let (database, log) = harness::monitored_database("lock_durable_reentrant").await;
-    let lock = Lock::new(&database, name("job"));
+    let (database, log) = support::monitored_database("lock_durable_reentrant").await;
+    let lock = Lock::new(&database, lock_name("job"));
     let first = held(&lock, Duration::from_secs(30)).await;
     let second = held(&lock, Duration::from_secs(30)).await;
     assert_eq!((first.count(), second.count()), (1, 2));
@@ -28,7 +24,7 @@ async fn every_lock_write_is_durable_and_reentrant_holds_count() {
     second.renew().await.unwrap();
 
     // Another owner cannot take it while held twice, nor once.
-    let other = Lock::new(&database, name("job"));
+    let other = Lock::new(&database, lock_name("job"));
     assert!(matches!(
         other.try_acquire(Duration::from_secs(30)).await.unwrap(),
         Acquired::Busy(_)
@@ -52,16 +48,16 @@ async fn every_lock_write_is_durable_and_reentrant_holds_count() {
         .flat_map(|command| log.named(command))
         .collect();
     assert!(writes.len() >= 7, "{writes:?}");
-    writes.iter().for_each(harness::assert_durable);
+    writes.iter().for_each(support::assert_durable);
 }
 
 #[tokio::test]
 async fn release_and_renew_need_the_owner_and_the_token() {
-    let database = harness::database("lock_wrong_owner").await;
+    let database = support::database("lock_wrong_owner").await;
     let ttl = Duration::from_secs(30);
-    let a = Lock::new(&database, name("job"));
-    let b = Lock::new(&database, name("job"));
-    let dba = Lock::new(&database, name("job"));
+    let a = Lock::new(&database, lock_name("job"));
+    let b = Lock::new(&database, lock_name("job"));
+    let dba = Lock::new(&database, lock_name("job"));
 
     let a1 = held(&a, ttl).await;
     assert_eq!(dba.force_release().await.unwrap().token, a1.token());
@@ -97,10 +93,10 @@ async fn release_and_renew_need_the_owner_and_the_token() {
 
 #[tokio::test]
 async fn expiry_is_the_servers_and_a_stale_holder_is_fenced_off() {
-    let database = harness::database("lock_stale_holder").await;
-    let paused = Lock::new(&database, name("job"));
+    let database = support::database("lock_stale_holder").await;
+    let paused = Lock::new(&database, lock_name("job"));
     let old = held(&paused, Duration::from_millis(300)).await;
-    let next = Lock::new(&database, name("job"));
+    let next = Lock::new(&database, lock_name("job"));
     // The next holder waits for the server to end the old lease (polling:
     // expiry writes nothing a change stream could see).
     let new = next
@@ -154,11 +150,11 @@ async fn expiry_is_the_servers_and_a_stale_holder_is_fenced_off() {
 
 #[tokio::test]
 async fn a_corrupt_lock_is_reported_and_left_unchanged() {
-    let database = harness::database("lock_corrupt").await;
+    let database = support::database("lock_corrupt").await;
     let locks = database.collection::<Document>("locks");
     let corrupt = doc! { "_id": "job", "owner": 42, "token": "seven" };
     locks.insert_one(corrupt.clone()).await.unwrap();
-    let error = Lock::new(&database, name("job"))
+    let error = Lock::new(&database, lock_name("job"))
         .try_acquire(Duration::from_secs(5))
         .await
         .unwrap_err();
@@ -168,10 +164,10 @@ async fn a_corrupt_lock_is_reported_and_left_unchanged() {
         error.to_string().contains("owner is the number 42"),
         "{error}"
     );
-    assert_eq!(harness::documents(&database, "locks").await, vec![corrupt]);
+    assert_eq!(support::documents(&database, "locks").await, vec![corrupt]);
 
     for ttl in [Duration::ZERO, Duration::from_secs(86_401)] {
-        let error = Lock::new(&database, name("other"))
+        let error = Lock::new(&database, lock_name("other"))
             .try_acquire(ttl)
             .await
             .unwrap_err();
@@ -179,7 +175,7 @@ async fn a_corrupt_lock_is_reported_and_left_unchanged() {
     }
     assert!(LockName::new("a b").is_err());
     assert_eq!(
-        harness::documents(&database, "locks").await.len(),
+        support::documents(&database, "locks").await.len(),
         1,
         "bad input wrote something"
     );
@@ -187,8 +183,8 @@ async fn a_corrupt_lock_is_reported_and_left_unchanged() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_is_handed_the_lock_on_release_not_on_a_poll() {
-    let database = harness::database("lock_wakeup").await;
-    let holder = Lock::new(&database, name("job"));
+    let database = support::database("lock_wakeup").await;
+    let holder = Lock::new(&database, lock_name("job"));
     let lease = held(&holder, Duration::from_secs(120)).await;
 
     // The waiter's client counts its completed attempts, so the release comes
@@ -196,7 +192,7 @@ async fn a_waiter_is_handed_the_lock_on_release_not_on_a_poll() {
     let attempts = Arc::new(AtomicUsize::new(0));
     let attempted = Arc::new(tokio::sync::Notify::new());
     let waiter_db = counting_database(&database, attempts.clone(), attempted.clone()).await;
-    let waiter = Lock::new(&waiter_db, name("job"));
+    let waiter = Lock::new(&waiter_db, lock_name("job"));
     // It would poll (refresh its place in line) again only after ten
     // minutes, past its 60 s wait.
     let mut options = WaitOptions::new(Duration::from_secs(60))
@@ -207,13 +203,12 @@ async fn a_waiter_is_handed_the_lock_on_release_not_on_a_poll() {
         let lease = waiter.acquire(Duration::from_secs(30), &options).await;
         (lease, started.elapsed())
     });
-    tokio::time::timeout(Duration::from_secs(60), async {
+    wait::within(wait::PATIENCE, "the waiter's first attempt", async {
         while attempts.load(Ordering::SeqCst) == 0 {
             attempted.notified().await;
         }
     })
-    .await
-    .expect("the waiter made no first attempt within 60 s");
+    .await;
     let old_token = lease.token();
     lease.release().await.unwrap();
     let (new, waited) = waiting.await.unwrap();
@@ -241,7 +236,7 @@ async fn counting_database(
 ) -> Database {
     use mongodb::event::command::CommandEvent;
     use mongodb::event::EventHandler;
-    let mut options = mongodb::options::ClientOptions::parse(harness::uri())
+    let mut options = mongodb::options::ClientOptions::parse(support::uri())
         .await
         .unwrap();
     options.command_event_handler = Some(EventHandler::callback(move |event| {
@@ -265,7 +260,7 @@ use std::process::{Child, Command, Stdio};
 
 /// `idmint lock run NAME <flags> -- sh -c SCRIPT`, stdout piped.
 fn lock_run(test: &str, name: &str, flags: &[&str], script: &str) -> Command {
-    let mut command = harness::idmint(test);
+    let mut command = support::idmint(test);
     command
         .args(["lock", "run", name])
         .args(flags)
@@ -304,7 +299,7 @@ fn first_numbers<const N: usize>(child: &mut Child) -> [i64; N] {
 /// The state of lock "job", read straight from the server.
 fn job_state(runtime: &tokio::runtime::Runtime, database: &mongodb::Database) -> LockState {
     runtime
-        .block_on(Lock::new(database, name("job")).status())
+        .block_on(Lock::new(database, lock_name("job")).status())
         .unwrap()
         .expect("lock job exists")
 }
@@ -318,7 +313,7 @@ fn signal(pid: u32, signal: i32) {
 fn eight_processes_never_overlap_and_tokens_grow_in_start_order() {
     const TEST: &str = "lock_cli_mutex";
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    runtime.block_on(harness::database(TEST));
+    runtime.block_on(support::database(TEST));
     let dir = tempfile::tempdir().unwrap();
     let record = dir.path().join("sections");
     // Each critical section appends "token start end" (nanoseconds, one clock: this machine's).
@@ -335,8 +330,8 @@ fn eight_processes_never_overlap_and_tokens_grow_in_start_order() {
                 for _ in 0..25 {
                     let mut command =
                         lock_run(TEST, "mutex", &["--ttl", "30", "--wait", "600"], &script);
-                    let output = harness::run(command.stdin(Stdio::null()));
-                    harness::assert_exit(&output, 0);
+                    let output = support::run(command.stdin(Stdio::null()));
+                    support::assert_exit(&output, 0);
                 }
             })
         })
@@ -398,7 +393,7 @@ const GONE_LONG_AGO: Duration = Duration::from_secs(60);
 fn a_killed_wrapper_takes_its_command_and_what_it_started_along() {
     const TEST: &str = "lock_cli_kill9";
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let database = runtime.block_on(harness::database(TEST));
+    let database = runtime.block_on(support::database(TEST));
     // 10 s: long enough that the lease is still live, on a loaded machine,
     // when the test has seen every process gone.
     let mut holder = lock_run(
@@ -435,7 +430,7 @@ fn a_killed_wrapper_takes_its_command_and_what_it_started_along() {
     );
 
     // The next holder gets the lock once the server ends that lease.
-    let output = harness::run(
+    let output = support::run(
         lock_run(
             TEST,
             "job",
@@ -444,8 +439,8 @@ fn a_killed_wrapper_takes_its_command_and_what_it_started_along() {
         )
         .stdin(Stdio::null()),
     );
-    harness::assert_exit(&output, 0);
-    let new_token: i64 = harness::stdout(&output).trim().parse().unwrap();
+    support::assert_exit(&output, 0);
+    let new_token: i64 = support::stdout(&output).trim().parse().unwrap();
     assert!(new_token > old_token);
 }
 
@@ -485,7 +480,7 @@ fn exits_within(pid: u32, timeout: Duration) -> bool {
 fn a_command_dies_with_its_guard_when_the_wrapper_cannot_act() {
     const TEST: &str = "lock_cli_pdeathsig";
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let database = runtime.block_on(harness::database(TEST));
+    let database = runtime.block_on(support::database(TEST));
     let mut holder = lock_run(
         TEST,
         "job",
@@ -520,7 +515,7 @@ fn a_command_dies_with_its_guard_when_the_wrapper_cannot_act() {
 fn signals_reach_the_command_and_nothing_outlives_the_release() {
     const TEST: &str = "lock_cli_signals";
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let database = runtime.block_on(harness::database(TEST));
+    let database = runtime.block_on(support::database(TEST));
     for (number, signal_name) in [
         (libc::SIGINT, "INT"),
         (libc::SIGTERM, "TERM"),
@@ -584,8 +579,8 @@ fn signals_reach_the_command_and_nothing_outlives_the_release() {
 fn a_partitioned_holder_stops_its_command_before_its_lease_can_expire() {
     const TEST: &str = "lock_cli_partition";
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    runtime.block_on(harness::database(TEST));
-    let proxy = crate::fault_proxy::FaultProxy::start();
+    runtime.block_on(support::database(TEST));
+    let proxy = crate::support::fault_proxy::FaultProxy::start();
     // 10 s: the safety margin, a tenth, leaves a loaded machine a second
     // between the SIGKILL and the server's end of the lease.
     let mut holder = lock_run(
@@ -616,13 +611,13 @@ fn a_partitioned_holder_stops_its_command_before_its_lease_can_expire() {
         signal(command, libc::SIGKILL);
     }
     next.stdin.as_mut().unwrap().write_all(b"done\n").unwrap();
-    harness::assert_exit(&next.wait_with_output().unwrap(), 0);
+    support::assert_exit(&next.wait_with_output().unwrap(), 0);
     assert!(!overlapped, "two holders ran at once");
     assert!(new_token > old_token);
 
     let output = holder.wait_with_output().unwrap();
-    harness::assert_exit(&output, 76);
-    let stderr = harness::stderr(&output);
+    support::assert_exit(&output, 76);
+    let stderr = support::stderr(&output);
     assert!(
         stderr.contains(&format!("fencing token {old_token} is treated as lost"))
             && stderr.contains("SIGTERM now, SIGKILL in"),
@@ -635,7 +630,7 @@ fn a_partitioned_holder_stops_its_command_before_its_lease_can_expire() {
 fn a_holder_paused_past_its_ttl_loses_the_lock_and_is_fenced_off() {
     const TEST: &str = "lock_cli_sigstop";
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let database = runtime.block_on(harness::database(TEST));
+    let database = runtime.block_on(support::database(TEST));
     let mut paused = lock_run(
         TEST,
         "job",
@@ -662,8 +657,8 @@ fn a_holder_paused_past_its_ttl_loses_the_lock_and_is_fenced_off() {
     // Resumed, the paused one finds its lease lost, stops its command and says so.
     signal(paused.id(), libc::SIGCONT);
     let output = paused.wait_with_output().unwrap();
-    harness::assert_exit(&output, 76);
-    let stderr = harness::stderr(&output);
+    support::assert_exit(&output, 76);
+    let stderr = support::stderr(&output);
     assert!(
         stderr.contains("lost") && stderr.contains(&format!("token {old_token}")),
         "{stderr}"
@@ -683,7 +678,7 @@ fn a_holder_paused_past_its_ttl_loses_the_lock_and_is_fenced_off() {
                 .unwrap();
             assert_eq!(result.matched_count, expected, "token {token}");
         }
-        let state = Lock::new(&database, name("job"))
+        let state = Lock::new(&database, lock_name("job"))
             .status()
             .await
             .unwrap()
@@ -692,28 +687,28 @@ fn a_holder_paused_past_its_ttl_loses_the_lock_and_is_fenced_off() {
         assert!(state.is_held());
     });
     next.stdin.as_mut().unwrap().write_all(b"done\n").unwrap();
-    harness::assert_exit(&next.wait_with_output().unwrap(), 0);
+    support::assert_exit(&next.wait_with_output().unwrap(), 0);
 }
 
 #[test]
 fn a_client_an_hour_ahead_cannot_take_a_live_lock() {
     const TEST: &str = "lock_cli_faketime";
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let database = runtime.block_on(harness::database(TEST));
+    let database = runtime.block_on(support::database(TEST));
     let lease = runtime.block_on(held(
-        &Lock::new(&database, name("job")),
+        &Lock::new(&database, lock_name("job")),
         Duration::from_secs(60),
     ));
-    let mut command = harness::idmint(TEST);
-    harness::fake_clock(&mut command, "+1h").args([
+    let mut command = support::idmint(TEST);
+    support::fake_clock(&mut command, "+1h").args([
         "lock", "run", "job", "--wait", "0", "--", "sh", "-c", "date +%s",
     ]);
-    let output = harness::run(&mut command);
-    harness::assert_exit(&output, 75);
-    assert!(harness::stderr(&output).contains("held by another owner"));
+    let output = support::run(&mut command);
+    support::assert_exit(&output, 75);
+    assert!(support::stderr(&output).contains("held by another owner"));
     // The fast clock is real: the same client runs commands an hour ahead.
-    let ahead = harness::run(harness::fake_clock(&mut Command::new("date"), "+1h").arg("+%s"));
-    let ahead: i64 = harness::stdout(&ahead).trim().parse().unwrap();
+    let ahead = support::run(support::fake_clock(&mut Command::new("date"), "+1h").arg("+%s"));
+    let ahead: i64 = support::stdout(&ahead).trim().parse().unwrap();
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -727,7 +722,7 @@ fn a_client_an_hour_ahead_cannot_take_a_live_lock() {
 use serde_json::{json, Value};
 
 fn mongosh_lines(test: &str, script: &str) -> Vec<Value> {
-    let output = crate::mongosh::mongosh_in(&harness::database_name(test), script)
+    let output = crate::support::mongosh::shell(test, script)
         .output()
         .unwrap();
     assert!(
@@ -778,8 +773,8 @@ fn masked(document: &Document) -> Document {
 
 #[tokio::test]
 async fn get_lock_in_mongosh_agrees_with_the_rust_acquire() {
-    let rust_db = harness::database("lock_conformance_rust").await;
-    let js_db = harness::database("lock_conformance_js").await;
+    let rust_db = support::database("lock_conformance_rust").await;
+    let js_db = support::database("lock_conformance_js").await;
     idmint::installer::install(&js_db, &Default::default())
         .await
         .unwrap();
@@ -822,12 +817,12 @@ async fn get_lock_in_mongosh_agrees_with_the_rust_acquire() {
     );
     let js = mongosh_lines("lock_conformance_js", &script);
     assert_eq!(rust, js, "the two implementations disagree");
-    let rust_docs: Vec<Document> = harness::documents(&rust_db, "locks")
+    let rust_docs: Vec<Document> = support::documents(&rust_db, "locks")
         .await
         .iter()
         .map(masked)
         .collect();
-    let js_docs: Vec<Document> = harness::documents(&js_db, "locks")
+    let js_docs: Vec<Document> = support::documents(&js_db, "locks")
         .await
         .iter()
         .map(masked)
@@ -838,11 +833,11 @@ async fn get_lock_in_mongosh_agrees_with_the_rust_acquire() {
 #[tokio::test]
 async fn mongosh_holders_and_rust_holders_exclude_each_other() {
     const TEST: &str = "lock_mongosh_vs_rust";
-    let database = harness::database(TEST).await;
+    let database = support::database(TEST).await;
     idmint::installer::install(&database, &Default::default())
         .await
         .unwrap();
-    let rust = Lock::new(&database, name("shared"));
+    let rust = Lock::new(&database, lock_name("shared"));
 
     let taken = mongosh_lines(
         TEST,
@@ -902,8 +897,8 @@ async fn expires_at(database: &Database, lock: &str) -> mongodb::bson::DateTime 
 
 #[tokio::test]
 async fn a_reentrant_acquire_or_renewal_with_a_shorter_ttl_never_shortens_the_lease() {
-    let database = harness::database("lock_reentry_ttl").await;
-    let lock = Lock::new(&database, name("job"));
+    let database = support::database("lock_reentry_ttl").await;
+    let lock = Lock::new(&database, lock_name("job"));
     let outer = held(&lock, Duration::from_secs(3600)).await;
     let outer_end = expires_at(&database, "job").await;
     let inner = held(&lock, Duration::from_secs(1)).await;
@@ -918,7 +913,7 @@ async fn a_reentrant_acquire_or_renewal_with_a_shorter_ttl_never_shortens_the_le
         "a renewal for 1 s shortened the outer holder's hour"
     );
     // Another owner still finds it held (an hour, not a second).
-    let other = Lock::new(&database, name("job"));
+    let other = Lock::new(&database, lock_name("job"));
     assert!(matches!(
         other.try_acquire(Duration::from_secs(1)).await.unwrap(),
         Acquired::Busy(_)
@@ -929,8 +924,8 @@ async fn a_reentrant_acquire_or_renewal_with_a_shorter_ttl_never_shortens_the_le
 
 #[tokio::test]
 async fn a_lease_fails_closed_at_its_local_deadline_and_when_found_lost() {
-    let database = harness::database("lock_local_deadline").await;
-    let lock = Lock::new(&database, name("job"));
+    let database = support::database("lock_local_deadline").await;
+    let lock = Lock::new(&database, lock_name("job"));
     let before = std::time::Instant::now();
     let lease = held(&lock, Duration::from_secs(60)).await;
     let after = std::time::Instant::now();
@@ -947,7 +942,7 @@ async fn a_lease_fails_closed_at_its_local_deadline_and_when_found_lost() {
     assert!(lease.is_live());
     // A DBA removes the holder: the next renewal finds the lease lost and
     // the lease stops being proved held at once.
-    Lock::new(&database, name("job"))
+    Lock::new(&database, lock_name("job"))
         .force_release()
         .await
         .unwrap();
@@ -962,15 +957,15 @@ async fn a_lease_fails_closed_at_its_local_deadline_and_when_found_lost() {
 fn a_command_that_cannot_start_is_one_line_and_releases_the_lock() {
     const TEST: &str = "lock_cli_no_command";
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let database = runtime.block_on(harness::database(TEST));
-    let output = harness::run(
-        harness::idmint(TEST)
+    let database = runtime.block_on(support::database(TEST));
+    let output = support::run(
+        support::idmint(TEST)
             .args(["lock", "run", "job", "--", "no-such-command-idmint-test"])
             .stdin(Stdio::null()),
     );
-    harness::assert_exit(&output, 2);
+    support::assert_exit(&output, 2);
     assert_eq!(
-        harness::stderr(&output).trim(),
+        support::stderr(&output).trim(),
         "idmint: error: cannot run \"no-such-command-idmint-test\": No such file or directory (os error 2)"
     );
     let state = job_state(&runtime, &database);

@@ -1,8 +1,15 @@
 //! idmint's integration tests: one binary, a module per concept, all against a
-//! real MongoDB wire-protocol server (see `harness`).
+//! real MongoDB wire-protocol server (see `support`).
 
-mod fault_proxy;
-mod harness;
+mod support;
+
+/// The support module under its former name, for the two modules that
+/// other work of this round still changes (`readme`, `counter_kinds`):
+/// once they import `support`, this goes.
+mod harness {
+    pub use crate::support::mongosh::binary as mongosh;
+    pub use crate::support::*;
+}
 
 mod cli;
 mod clocks;
@@ -30,6 +37,5 @@ mod serve_admin;
 mod serve_hostile;
 mod serve_inprocess;
 mod serve_schema;
-mod serve_support;
 mod snowflake;
 mod strategies;

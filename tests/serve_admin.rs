@@ -10,8 +10,8 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Instant;
 
-use crate::harness::{self, idmint};
-use crate::serve::{assert_error, block_on, request, Service, DEADLINE};
+use crate::support::service::{assert_error, block_on, request, Service, DEADLINE};
+use crate::support::{self, idmint};
 
 /// Runs `command` until it exits, within the deadline (killed and failed
 /// past it: a server that should have refused to start is serving).
@@ -29,8 +29,8 @@ fn exit_within_deadline(command: &mut Command) -> std::process::Output {
             let output = child.wait_with_output().unwrap();
             panic!(
                 "still running: it did not refuse to start\nstdout: {}\nstderr: {}",
-                harness::stdout(&output),
-                harness::stderr(&output)
+                support::stdout(&output),
+                support::stderr(&output)
             );
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
@@ -41,7 +41,7 @@ fn exit_within_deadline(command: &mut Command) -> std::process::Output {
 #[test]
 fn an_admin_listener_other_hosts_reach_needs_a_token() {
     const TEST: &str = "serve_admin_exposed";
-    block_on(harness::database(TEST));
+    block_on(support::database(TEST));
     let serve = |args: &[&str]| {
         let mut command = idmint(TEST);
         command
@@ -51,15 +51,15 @@ fn an_admin_listener_other_hosts_reach_needs_a_token() {
     };
     // Every address, no token: refused, naming the way out.
     let refused = exit_within_deadline(&mut serve(&["--admin-listen", "0.0.0.0:0"]));
-    harness::assert_exit(&refused, 2);
-    let error = harness::stderr(&refused);
+    support::assert_exit(&refused, 2);
+    let error = support::stderr(&refused);
     assert!(
         error.contains("the admin listener on 0.0.0.0:0 is reachable from other hosts")
             && error.contains("--admin-token-sha256")
             && error.contains("--admin-insecure"),
         "{error}"
     );
-    assert!(harness::stdout(&refused).is_empty(), "it listened");
+    assert!(support::stdout(&refused).is_empty(), "it listened");
     // A token that is not a SHA-256 (the token itself, say) is refused
     // without being repeated.
     let pasted = exit_within_deadline(&mut serve(&[
@@ -68,8 +68,8 @@ fn an_admin_listener_other_hosts_reach_needs_a_token() {
         "--admin-token-sha256",
         "tok-pasted-by-mistake",
     ]));
-    harness::assert_exit(&pasted, 2);
-    let error = harness::stderr(&pasted);
+    support::assert_exit(&pasted, 2);
+    let error = support::stderr(&pasted);
     assert!(error.contains("64 hexadecimal digits"), "{error}");
     assert!(!error.contains("tok-pasted-by-mistake"), "{error}");
     // Said to be meant: served, and warned about on stderr.
@@ -105,7 +105,7 @@ fn an_admin_listener_other_hosts_reach_needs_a_token() {
 #[test]
 fn the_admin_token_guards_every_operator_route() {
     const TEST: &str = "serve_admin_token";
-    block_on(harness::database(TEST));
+    block_on(support::database(TEST));
     let token = "tok-admin-0123";
     let mut command = idmint(TEST);
     command.env(
