@@ -68,21 +68,23 @@ async fn install_records_a_manifest_and_a_second_run_is_a_no_op() {
     let before = installer::status(&database).await.unwrap();
     assert!(!before.is_current());
     assert!(
-        before
-            .plan
-            .items
-            .iter()
-            .all(|item| item.state == ItemState::Missing),
+        !before.plan.items.is_empty()
+            && before
+                .plan
+                .items
+                .iter()
+                .all(|item| item.state == ItemState::Missing),
         "{before:?}"
     );
 
     let first = installer::install(&database, &options()).await.unwrap();
     assert!(
-        first
-            .plan
-            .items
-            .iter()
-            .all(|item| item.action == Action::Create),
+        !first.plan.items.is_empty()
+            && first
+                .plan
+                .items
+                .iter()
+                .all(|item| item.action == Action::Create),
         "{first:?}"
     );
     let function = stored_function(&database, "getNextUniqueSeq")
@@ -188,7 +190,11 @@ async fn a_dry_run_writes_nothing_at_all() {
     // ... and on an empty one, where not even the database may appear.
     let empty = support::database("dry_run_empty").await;
     let report = installer::install(&empty, &dry).await.unwrap();
-    assert!(report.plan.items.iter().all(|i| i.action == Action::Create));
+    assert!(
+        !report.plan.items.is_empty()
+            && report.plan.items.iter().all(|i| i.action == Action::Create),
+        "{report:?}"
+    );
     assert!(empty.list_collection_names().await.unwrap().is_empty());
 }
 

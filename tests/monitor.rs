@@ -14,10 +14,9 @@ use idmint::sequence::{self, CounterKind, CounterName, CounterSpec, Settings, MA
 
 use serde_json::Value;
 
-use crate::support::create;
 use crate::support::fault_proxy::FaultProxy;
 use crate::support::service::{assert_error, block_on, request, Answer, Service};
-use crate::support::{self, assert_exit, run, OwnedServer, ServerConfig};
+use crate::support::{self, assert_exit, create, run, OwnedServer, ServerConfig};
 
 /// What the page shows of a lock's holder: the first 12 hexadecimal
 /// digits of the SHA-256 of its owner token.

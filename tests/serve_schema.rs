@@ -10,9 +10,8 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use crate::support::create;
 use crate::support::service::{block_on, Service};
-use crate::support::{self, stdout};
+use crate::support::{self, create, stdout};
 
 /// The schemathesis binary: `IDMINT_SCHEMATHESIS` (set by
 /// `ensure_schemathesis`), else `schemathesis` on PATH.

@@ -26,12 +26,7 @@ fn layout(test: &str, counter: &str) -> Layout {
 
 /// The live leases (worker ids) of a counter, by the server's clock.
 fn live_workers(test: &str, counter: &str) -> BTreeSet<u64> {
-    let output = run(idmint(test).args(["workers", counter, "--json"]));
-    assert_exit(&output, 0);
-    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
-    report["leases"]
-        .as_array()
-        .unwrap()
+    support::worker_leases(test, counter)
         .iter()
         .filter(|lease| lease["live"].as_bool().unwrap())
         .map(|lease| lease["worker"].as_u64().unwrap())

@@ -565,6 +565,13 @@ async fn the_printed_command_is_what_idmint_sends_and_runs_from_another_driver()
         )
         .unwrap(),
     ];
+    // Compared pairwise: a short log would skip the comparison.
+    assert!(
+        sent.len() >= expected.len(),
+        "{} commands sent for {} takes",
+        sent.len(),
+        expected.len()
+    );
     for (sent, expected) in sent.iter().zip(&expected) {
         for field in ["findAndModify", "update", "new"] {
             assert_eq!(

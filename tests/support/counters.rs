@@ -61,3 +61,15 @@ pub fn counter_field(test: &str, name: &str, field: &str) -> u64 {
         .as_u64()
         .unwrap_or_else(|| panic!("no {field} in {shown}"))
 }
+
+/// The worker leases of snowflake counter `name` in `test`'s database, as
+/// `idmint workers NAME --json` lists them (live or not).
+pub fn worker_leases(test: &str, name: &str) -> Vec<Value> {
+    let output = run(idmint(test).args(["workers", name, "--json"]));
+    assert_exit(&output, 0);
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    report["leases"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no leases in {report}"))
+        .clone()
+}

@@ -29,6 +29,7 @@ pub mod wait;
 
 pub use counters::{
     counter_doc, counter_document, counter_field, counter_name, create, replace_counter,
+    worker_leases,
 };
 pub use database::{
     assert_durable, database, database_handle, database_name, documents, monitored_database,
