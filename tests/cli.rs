@@ -686,7 +686,6 @@ async fn an_error_not_from_the_server_names_no_server() {
 /// acted on the interrupt (said so, or exited).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_c_during_a_take_prints_its_ids_before_next_stream_exits() {
-    use std::io::BufRead;
     const TEST: &str = "cli_stream_ctrl_c_take";
     support::database(TEST).await;
     assert_exit(
@@ -704,15 +703,7 @@ async fn ctrl_c_during_a_take_prints_its_ids_before_next_stream_exits() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let (lines, printed) = std::sync::mpsc::channel();
-    let out = std::io::BufReader::new(stream.stdout.take().unwrap());
-    std::thread::spawn(move || {
-        for line in out.lines().map_while(Result::ok) {
-            if lines.send(line).is_err() {
-                return;
-            }
-        }
-    });
+    let printed = support::process::read_lines(stream.stdout.take().unwrap());
     let Ok(first) = printed.recv_timeout(Duration::from_secs(60)) else {
         let _ = stream.kill();
         let output = stream.wait_with_output().unwrap();
@@ -729,22 +720,10 @@ async fn ctrl_c_during_a_take_prints_its_ids_before_next_stream_exits() {
         );
         std::thread::sleep(Duration::from_millis(10));
     }
-    // SAFETY: kill(2) on our own child, not yet reaped.
-    assert_eq!(
-        unsafe { libc::kill(stream.id() as libc::pid_t, libc::SIGINT) },
-        0
-    );
+    support::process::signal(stream.id(), libc::SIGINT);
     // The answer is released only once the stream has acted on the
     // interrupt: said it finishes the take, or (the gap) exited.
-    let (said, errors) = std::sync::mpsc::channel();
-    let err = std::io::BufReader::new(stream.stderr.take().unwrap());
-    std::thread::spawn(move || {
-        for line in err.lines().map_while(Result::ok) {
-            if said.send(line).is_err() {
-                return;
-            }
-        }
-    });
+    let errors = support::process::read_lines(stream.stderr.take().unwrap());
     let mut stderr_lines = Vec::new();
     let start = Instant::now();
     while !stderr_lines

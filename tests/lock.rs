@@ -11,6 +11,7 @@ use idmint::lock::{
 use mongodb::bson::{doc, Document};
 use mongodb::{Client, Database};
 
+use crate::support::process::{running, signal};
 use crate::support::{self, held, lock_name, wait};
 
 #[tokio::test]
@@ -304,11 +305,6 @@ fn job_state(runtime: &tokio::runtime::Runtime, database: &mongodb::Database) ->
         .expect("lock job exists")
 }
 
-fn signal(pid: u32, signal: i32) {
-    // SAFETY: kill(2) on a child process of this test.
-    assert_eq!(unsafe { libc::kill(pid as libc::pid_t, signal) }, 0);
-}
-
 #[test]
 fn eight_processes_never_overlap_and_tokens_grow_in_start_order() {
     const TEST: &str = "lock_cli_mutex";
@@ -357,14 +353,6 @@ fn eight_processes_never_overlap_and_tokens_grow_in_start_order() {
         assert!(start1 > end0, "sections overlap: {pair:?}");
         assert!(t1 > t0, "tokens not increasing in start order: {pair:?}");
     }
-}
-
-/// Whether process `pid` is still running (not gone, not a zombie).
-fn running(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        let state = stat.rsplit_once(')').map(|(_, rest)| rest.trim_start());
-        !matches!(state.and_then(|rest| rest.chars().next()), Some('Z' | 'X'))
-    })
 }
 
 /// Reads `child`'s stdout to its end in a thread: the receiver gets the

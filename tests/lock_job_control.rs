@@ -15,6 +15,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::support;
+use crate::support::process::process_state;
 
 /// Gives up on an event that should long have happened (a hang guard).
 const PATIENCE: Duration = Duration::from_secs(60);
@@ -106,13 +107,6 @@ impl Drop for Terminal {
     }
 }
 
-/// A process's state letter in /proc (`T`: stopped), `None` once gone.
-fn state(pid: u32) -> Option<char> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let (_, rest) = stat.rsplit_once(')')?;
-    rest.trim_start().chars().next()
-}
-
 /// The parent of `pid`, from /proc.
 fn parent(pid: u32) -> u32 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("the process is there");
@@ -151,7 +145,9 @@ fn first_holder_stopped(terminal: &Terminal, dir: &Path, ttl: &str) -> (u32, u32
         .unwrap();
     let wrapper = parent(parent(command));
     terminal.press("C-z");
-    terminal.until("lock run stops on Ctrl-Z", || state(wrapper) == Some('T'));
+    terminal.until("lock run stops on Ctrl-Z", || {
+        process_state(wrapper) == Some('T')
+    });
     (wrapper, command)
 }
 
@@ -167,7 +163,7 @@ fn ctrl_z_stops_the_command_and_fg_continues_it() {
     // 60 s: the lease outlives the stop on any machine.
     let (_, command) = first_holder_stopped(&terminal, dir.path(), "60");
     terminal.until("COMMAND stops with lock run", || {
-        state(command) == Some('T')
+        process_state(command) == Some('T')
     });
 
     let log = dir.path().join("log");
@@ -217,7 +213,7 @@ fn a_lease_that_lapsed_while_stopped_ends_the_command_at_fg() {
     assert_eq!(lines(&status), ["exit 76"], "{}", terminal.screen());
     terminal.until(
         "COMMAND is gone",
-        || !matches!(state(command), Some(state) if state != 'Z'),
+        || !matches!(process_state(command), Some(state) if state != 'Z'),
     );
 
     let log = lines(&dir.path().join("log"));

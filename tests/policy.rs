@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use idmint::policy::{IdParts, Policy, PolicyRuntime, DEFAULT_POLICY_WASM};
 
+use crate::support::process::read_lines;
 use crate::support::{self, assert_exit, run, stderr};
 
 /// How long a test waits for a swap to show in a stream. The tests assert
@@ -92,8 +93,8 @@ impl Stream {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn idmint next --stream");
-        let lines = pump(child.stdout.take().unwrap());
-        let errors = pump(child.stderr.take().unwrap());
+        let lines = read_lines(child.stdout.take().unwrap());
+        let errors = read_lines(child.stderr.take().unwrap());
         Stream {
             child,
             lines,
@@ -172,19 +173,6 @@ impl Drop for Stream {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn pump(reader: impl std::io::Read + Send + 'static) -> Receiver<String> {
-    let (sender, receiver) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(reader).lines() {
-            let Ok(line) = line else { return };
-            if sender.send(line).is_err() {
-                return;
-            }
-        }
-    });
-    receiver
 }
 
 /// Checks a stream's lines: each valid under one of the two policies, the
@@ -512,9 +500,7 @@ async fn a_stream_exits_cleanly_on_a_closed_pipe_and_on_ctrl_c() {
     let mut stream =
         Stream::spawn(support::idmint(TEST).args(["next", "orders", "--stream", "--rate", "20"]));
     stream.wait_line(EVENT_DEADLINE, |_| true);
-    let pid = i32::try_from(stream.child.id()).unwrap();
-    // SAFETY: kill(2) on the pid of our own child, which has not been reaped.
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    support::process::signal(stream.child.id(), libc::SIGINT);
     let status = wait(&mut stream.child);
     assert_eq!(status.code(), Some(0), "stderr: {:?}", stream.said);
 }

@@ -5,9 +5,7 @@
 //! every operator route answers 401 without the token and 200 with it,
 //! while `/healthz` stays open.
 
-use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::Instant;
 
 use crate::support::service::{assert_error, block_on, request, Service, DEADLINE};
@@ -80,13 +78,7 @@ fn an_admin_listener_other_hosts_reach_needs_a_token() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start idmint serve");
-    let (lines, log) = mpsc::channel();
-    let stderr = child.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = lines.send(line);
-        }
-    });
+    let log = support::process::read_lines(child.stderr.take().unwrap());
     let warned = loop {
         match log.recv_timeout(DEADLINE) {
             Ok(line) if line.contains("REQUIRES NO TOKEN") => break line,

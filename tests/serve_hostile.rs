@@ -190,11 +190,7 @@ fn shutdown_is_not_stalled_by_a_client_that_never_reads() {
     // The server is stuck writing to it: its window is full.
     wait_for_metric(&service, "idmint_connections_write_blocked", 1);
     let before = support::counter_field(TEST, "seg", "max");
-    // SAFETY: kill(2) on our own child's pid.
-    assert_eq!(
-        unsafe { libc::kill(service.child.id() as i32, libc::SIGTERM) },
-        0
-    );
+    support::process::signal(service.child.id(), libc::SIGTERM);
     let stopping = Instant::now();
     let status = loop {
         if let Some(status) = service.child.try_wait().unwrap() {

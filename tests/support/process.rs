@@ -1,7 +1,9 @@
 //! Running `idmint`: one run to its end (exit code, stdout, stderr), several
 //! at once, or an `idmint seq` read as it prints.
 
+use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
+use std::sync::mpsc::{self, Receiver};
 
 use super::database::database_name;
 use super::server::uri;
@@ -51,6 +53,45 @@ pub fn idmint_on(uri: &str, database: &str) -> Command {
         .env("IDMINT_DB", database)
         .env_remove("IDMINT_POLICY");
     command
+}
+
+/// Sends signal `number` to process `pid`, a process of the test's own
+/// (started by it, not yet reaped): it must be there to receive it.
+pub fn signal(pid: u32, number: i32) {
+    let target = libc::pid_t::try_from(pid).expect("a pid");
+    // SAFETY: kill(2) on a process of this test's own.
+    assert_eq!(
+        unsafe { libc::kill(target, number) },
+        0,
+        "signal {number} to {pid}"
+    );
+}
+
+/// Reads `reader` (a child's stdout or stderr) line by line in a thread
+/// of its own: the lines arrive on the receiver, which ends with the
+/// reader. The reader is drained to its end even once the receiver is
+/// dropped, so that the child never blocks on a full pipe.
+pub fn read_lines(reader: impl std::io::Read + Send + 'static) -> Receiver<String> {
+    let (sender, receiver) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(reader).lines().map_while(Result::ok) {
+            let _ = sender.send(line);
+        }
+    });
+    receiver
+}
+
+/// A process's state letter in /proc (`T`: stopped, `Z`: a zombie),
+/// `None` once it is gone.
+pub fn process_state(pid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.trim_start().chars().next()
+}
+
+/// Whether process `pid` still runs (it exists and is not a zombie).
+pub fn running(pid: u32) -> bool {
+    !matches!(process_state(pid), None | Some('Z' | 'X'))
 }
 
 /// A running `idmint seq` whose values are read line by line as it prints
@@ -105,10 +146,9 @@ impl Seq {
         std::iter::from_fn(|| self.next_value()).collect()
     }
 
-    /// Sends `signal` to the process.
-    pub fn signal(&self, signal: i32) {
-        // SAFETY: kill(2) on our own child's pid.
-        assert_eq!(unsafe { libc::kill(self.child.id() as i32, signal) }, 0);
+    /// Sends `number` to the process.
+    pub fn signal(&self, number: i32) {
+        signal(self.child.id(), number);
     }
 }
 

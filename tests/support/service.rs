@@ -7,12 +7,12 @@ use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{self, Receiver};
+use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
 use serde_json::Value;
 
-use super::process::idmint;
+use super::process::{idmint, read_lines, signal};
 
 /// How long to wait for an event (the service starting, a swap landing).
 pub const DEADLINE: Duration = Duration::from_secs(30);
@@ -63,13 +63,7 @@ impl Service {
             .stderr(Stdio::piped())
             .spawn()
             .expect("start idmint serve");
-        let (lines, stderr) = mpsc::channel();
-        let errors = child.stderr.take().expect("piped stderr");
-        std::thread::spawn(move || {
-            for line in BufReader::new(errors).lines().map_while(Result::ok) {
-                let _ = lines.send(line);
-            }
-        });
+        let stderr = read_lines(child.stderr.take().expect("piped stderr"));
         let mut first = String::new();
         BufReader::new(child.stdout.take().expect("piped stdout"))
             .read_line(&mut first)
@@ -105,11 +99,7 @@ impl Service {
 
     /// Sends SIGTERM and waits for the exit code.
     pub fn terminate(mut self) -> (i32, String) {
-        // SAFETY: kill(2) on our own child's pid.
-        assert_eq!(
-            unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) },
-            0
-        );
+        signal(self.child.id(), libc::SIGTERM);
         let status = self.child.wait().expect("wait for idmint serve");
         let log: Vec<String> = self.stderr.try_iter().collect();
         (status.code().unwrap_or(-1), log.join("\n"))
