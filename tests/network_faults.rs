@@ -1,9 +1,9 @@
-//! Network faults under load: a proxy (`fault_proxy`) cuts every connection
-//! at a random point, so that some writes are applied and their answers
-//! lost, while several processes of every kind of counter (`idmint seq`) and
-//! of `idmint lock run` work through it at once. Whatever fails, no value is
-//! issued twice, no two lock holders run at once, nothing panics, and every
-//! failure is one line. The cut points come from a printed seed
+//! Network faults under load: a proxy (`support::fault_proxy`) cuts every
+//! connection at a random point, so that some writes are applied and their
+//! answers lost, while several processes of every kind of counter
+//! (`idmint seq`) and of `idmint lock run` work through it at once.
+//! Whatever fails, no value is issued twice, no two lock holders run at
+//! once, nothing panics, and every failure is one line. The cut points come from a printed seed
 //! (`IDMINT_FAULT_SEED` replays it).
 
 use std::collections::{BTreeMap, BTreeSet};

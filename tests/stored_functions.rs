@@ -1,5 +1,7 @@
-//! The stored function itself, run by mongosh after the shell loader, against
-//! the same counter as the Rust host.
+//! The stored functions themselves, run by mongosh after the shell loader,
+//! against the same counters as the Rust host: values never handed out
+//! twice between the two, a missing counter named, the printed loader, the
+//! auto-increment upsert.
 
 use std::process::{Command, Output, Stdio};
 

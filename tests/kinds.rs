@@ -1,7 +1,8 @@
-//! The three kinds of counter against the server: every value exactly once
-//! across processes, corrupt documents left byte-identical, the race-safe
-//! auto-increment upsert, and the segment allocator's double buffer,
-//! give-back and crash safety.
+//! The kinds of counter against the server, through the library and
+//! `idmint seq`: every value exactly once across processes, corrupt
+//! documents left byte-identical, the race-safe auto-increment upsert, one
+//! round trip per block, the command `idmint pipeline` prints, and the
+//! segment allocator's double buffer, give-back and crash safety.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
