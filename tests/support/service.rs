@@ -4,7 +4,7 @@
 //! using it are plain `#[test]`s (blocking clients, no runtime to stall).
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::Receiver;
@@ -64,10 +64,11 @@ impl Service {
             .spawn()
             .expect("start idmint serve");
         let stderr = read_lines(child.stderr.take().expect("piped stderr"));
-        let mut first = String::new();
-        BufReader::new(child.stdout.take().expect("piped stdout"))
-            .read_line(&mut first)
-            .expect("read the address");
+        // Waited for with a deadline: a service stuck before it listens
+        // fails the test instead of hanging it.
+        let first = read_lines(child.stdout.take().expect("piped stdout"))
+            .recv_timeout(DEADLINE)
+            .unwrap_or_default();
         // "listening on http://API (admin on http://ADMIN)"
         let (address, admin) = first
             .trim()
