@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
 
+use crate::support::service::{listening, request};
 use crate::support::{self, assert_exit, counter_field, create, idmint, stdout};
 
 /// The compiled client and its check programs (`test-classes`), built once.
@@ -141,19 +142,15 @@ impl Serve {
                 log.lock().unwrap().push(line);
             }
         });
-        let mut first = String::new();
-        BufReader::new(child.stdout.take().expect("piped stdout"))
-            .read_line(&mut first)
-            .expect("read the address");
-        // "listening on http://API (admin on http://ADMIN)"
         let port_of = |address: &str| address.rsplit(':').next()?.parse::<u16>().ok();
-        let ports = first
-            .trim()
-            .strip_prefix("listening on http://")
-            .and_then(|rest| rest.strip_suffix(')'))
-            .and_then(|rest| rest.split_once(" (admin on http://"))
-            .and_then(|(api, admin)| Some((port_of(api)?, port_of(admin)?)));
-        let (port, admin_port) = ports.unwrap_or_else(|| {
+        let ports =
+            listening(child.stdout.take().expect("piped stdout")).and_then(|(api, admin)| {
+                Ok((
+                    port_of(&api).ok_or(api.clone())?,
+                    port_of(&admin).ok_or(admin.clone())?,
+                ))
+            });
+        let (port, admin_port) = ports.unwrap_or_else(|first| {
             let _ = child.kill();
             let _ = child.wait();
             panic!(
@@ -168,17 +165,10 @@ impl Serve {
 
     /// `GET /metrics` on the admin listener, on a connection of its own.
     fn metrics(&self) -> String {
-        use std::io::Read;
-        let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.admin_port))
-            .expect("connect for /metrics");
-        write!(
-            stream,
-            "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-        )
-        .unwrap();
-        let mut answer = String::new();
-        stream.read_to_string(&mut answer).unwrap();
-        answer
+        let admin = format!("127.0.0.1:{}", self.admin_port);
+        let answer = request(&admin, "GET", "/metrics", &[], None);
+        assert_eq!(answer.status, 200, "{answer:?}");
+        answer.body
     }
 }
 

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
@@ -64,22 +64,11 @@ impl Service {
             .spawn()
             .expect("start idmint serve");
         let stderr = read_lines(child.stderr.take().expect("piped stderr"));
-        // Waited for with a deadline: a service stuck before it listens
-        // fails the test instead of hanging it.
-        let first = read_lines(child.stdout.take().expect("piped stdout"))
-            .recv_timeout(DEADLINE)
-            .unwrap_or_default();
-        // "listening on http://API (admin on http://ADMIN)"
-        let (address, admin) = first
-            .trim()
-            .strip_prefix("listening on http://")
-            .and_then(|rest| rest.strip_suffix(')'))
-            .and_then(|rest| rest.split_once(" (admin on http://"))
-            .unwrap_or_else(|| {
+        let (address, admin) = listening(child.stdout.take().expect("piped stdout"))
+            .unwrap_or_else(|first| {
                 let log: Vec<String> = stderr.try_iter().collect();
                 panic!("idmint serve did not start: {first:?}\n{}", log.join("\n"))
             });
-        let (address, admin) = (address.to_string(), admin.to_string());
         Self {
             child,
             address,
@@ -112,6 +101,24 @@ impl Drop for Service {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The API and admin addresses `idmint serve` prints first, once it
+/// listens ("listening on http://API (admin on http://ADMIN)"), read from
+/// its `stdout` (drained after). Waited for at most [`DEADLINE`], so that a
+/// service stuck before it listens fails the test instead of hanging it;
+/// `Err` holds the line that came instead (empty for none).
+pub fn listening(stdout: ChildStdout) -> Result<(String, String), String> {
+    let first = read_lines(stdout)
+        .recv_timeout(DEADLINE)
+        .unwrap_or_default();
+    first
+        .trim()
+        .strip_prefix("listening on http://")
+        .and_then(|rest| rest.strip_suffix(')'))
+        .and_then(|rest| rest.split_once(" (admin on http://"))
+        .map(|(api, admin)| (api.to_string(), admin.to_string()))
+        .ok_or(first)
 }
 
 /// An HTTP answer.
