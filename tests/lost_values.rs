@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use crate::support::service::{assert_error, block_on, Service, DEADLINE};
 use crate::support::{
-    self, assert_exit, idmint, idmint_on, run, stdout, OwnedServer, ServerConfig,
+    self, assert_exit, idmint, idmint_on, run, stdout, wait, OwnedServer, ServerConfig,
 };
 
 /// `idmint seq --count 5` on a segment counter of step 10, four times: a
@@ -63,15 +63,12 @@ fn a_failed_ranges_request_gives_back_what_it_took() {
         [1, 2, 3]
     );
     // The first segment and the prefetched one are both in the buffers.
-    let fetched = Instant::now();
-    while !service
-        .admin("/metrics")
-        .body
-        .contains(r#"idmint_segment_fetches_total{counter="seg"} 2"#)
-    {
-        assert!(fetched.elapsed() < DEADLINE, "no prefetch");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait::until(DEADLINE, "the prefetch", || {
+        service
+            .admin("/metrics")
+            .body
+            .contains(r#"idmint_segment_fetches_total{counter="seg"} 2"#)
+    });
     server.kill();
     // More than both buffers hold: the next fetch fails.
     assert_error(

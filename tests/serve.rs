@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::support::service::{assert_error, block_on, request, Service, DEADLINE};
 use crate::support::{
-    self, assert_exit, counter_field, create, idmint, idmint_on, replace_file, run, stdout,
+    self, assert_exit, counter_field, create, idmint, idmint_on, replace_file, run, stdout, wait,
     OwnedServer, ServerConfig,
 };
 
@@ -498,18 +498,12 @@ fn a_policy_swap_reaches_the_next_request() {
         std::thread::sleep(Duration::from_millis(50));
     }
     replace_file(&file, b"not a policy");
-    let refused = Instant::now();
-    while !service
-        .admin("/metrics")
-        .body
-        .contains("idmint_policy_refusals_total 1")
-    {
-        assert!(
-            refused.elapsed() < DEADLINE,
-            "the broken policy was not refused"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait::until(DEADLINE, "the broken policy refused", || {
+        service
+            .admin("/metrics")
+            .body
+            .contains("idmint_policy_refusals_total 1")
+    });
     assert_eq!(
         service.get("/v1/counters/orders/ids").json()["policy"],
         "check-digit 0.1.0"
@@ -593,17 +587,12 @@ fn requests_over_the_limits_are_503_not_queued() {
         std::thread::spawn(move || request(&address, "GET", "/v1/counters/inv/values", &[], None));
     // The stuck request is in flight once the gauge counts it (the admin
     // listener's scrape is not an API request): no guessing with sleeps.
-    let waited = Instant::now();
-    while !service
-        .admin("/metrics")
-        .body
-        .contains("idmint_http_requests_in_flight 1")
-    {
-        assert!(
-            waited.elapsed() < DEADLINE,
-            "the first request never started"
-        );
-    }
+    wait::until(DEADLINE, "the first request in flight", || {
+        service
+            .admin("/metrics")
+            .body
+            .contains("idmint_http_requests_in_flight 1")
+    });
     assert_error(
         &service.get("/v1/counters/inv/values"),
         503,
@@ -729,14 +718,9 @@ fn tokens_from_the_database_are_added_and_removed_live() {
         "may not use",
     );
     assert_exit(&run(idmint(TEST).args(["token", "remove", "billing"])), 0);
-    let removed = Instant::now();
-    while get("/v1/counters/orders/values").status != 401 {
-        assert!(
-            removed.elapsed() < DEADLINE,
-            "the removed token is still accepted"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    wait::until(DEADLINE, "the removed token refused", || {
+        get("/v1/counters/orders/values").status == 401
+    });
     let missing = run(idmint(TEST).args(["token", "remove", "billing"]));
     assert_exit(&missing, 2);
 }
