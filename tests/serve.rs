@@ -342,13 +342,19 @@ fn tokens_guard_counters() {
         [1],
         "a refused request took a value"
     );
-    let workers = block_on(async {
-        support::documents(&support::database_handle(TEST).await, "workers").await
-    });
+    let leases = || {
+        block_on(async {
+            support::documents(&support::database_handle(TEST).await, "workers").await
+        })
+    };
+    let workers = leases();
     assert!(
         workers.is_empty(),
         "a refused request leased a worker id: {workers:?}"
     );
+    // An allowed one does, where the read above looked.
+    get("/v1/counters/ev/values", Some(&ops)).values();
+    assert_eq!(leases().len(), 1, "the allowed request leased no worker id");
     let ids = get("/v1/counters/orders/ids", Some(&bearer));
     assert_eq!(ids.status, 200, "{ids:?}");
     assert!(ids.json()["ids"][0].as_str().unwrap().starts_with("ORD-"));
