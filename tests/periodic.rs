@@ -129,15 +129,11 @@ async fn the_server_clock_decides_the_period_frozen_stepped_back_and_in_a_zone()
     // The stored JavaScript twin shares the counter: it goes on where the
     // host left off, and the host after it.
     assert_exit(&run(clock.idmint().args(["install"])), 0);
-    let loader = support::workspace_root().join("mongo-js/shell/idmint-loader.js");
-    let shell = run(Command::new(support::mongosh::binary())
-        .arg("--quiet")
-        .arg(support::with_database(&clock.server.uri, "periodic"))
-        .arg("--eval")
-        .arg(format!(
-            "load({:?}); print(JSON.stringify(getNextPeriodic('inv', 2)))",
-            loader.to_str().unwrap()
-        )));
+    let shell = run(&mut support::mongosh::shell_on(
+        &clock.server.uri,
+        "periodic",
+        "print(JSON.stringify(getNextPeriodic('inv', 2)))",
+    ));
     assert_exit(&shell, 0);
     assert!(
         stdout(&shell).contains(r#"{"period":"2027","values":[5,6]}"#),

@@ -3,7 +3,7 @@
 //! twice between the two, a missing counter named, the printed loader, the
 //! auto-increment upsert.
 
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 use idmint::sequence::{CounterName, CounterSpec, CyclicCounter};
 use idmint::{installer, Clock, SystemClock};
@@ -159,12 +159,7 @@ async fn the_printed_shell_loader_makes_the_functions_callable() {
     )
     .unwrap();
     // Files run in order, in one session: the loader, then the DBA's work.
-    let output = Command::new(support::mongosh::binary())
-        .args([
-            "--quiet",
-            "--norc",
-            &support::with_database(support::uri(), &support::database_name(TEST)),
-        ])
+    let output = support::mongosh::connected(support::uri(), &support::database_name(TEST))
         .arg(&loader)
         .arg(&work)
         .output()

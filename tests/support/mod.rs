@@ -33,7 +33,7 @@ pub use counters::{
 };
 pub use database::{
     assert_durable, database, database_handle, database_name, documents, monitored_database,
-    with_database, CommandLog,
+    CommandLog,
 };
 pub use faketime::fake_clock;
 pub use fixtures::{fixture_policy, replace_file, workspace_root};
