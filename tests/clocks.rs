@@ -9,7 +9,7 @@ use idmint::sequence::{CounterName, CounterSpec, CyclicCounter};
 use idmint::Stamp as Issued;
 use idmint::{Clock, Minter, PolicyRuntime};
 
-use crate::harness;
+use crate::support;
 
 /// 2026-11-22T03:14:57.123456Z
 const T: u64 = 1_795_317_297_123_456;
@@ -34,7 +34,7 @@ impl Clock for ManualClock {
 }
 
 async fn counter(test: &str, maxval: u64) -> CyclicCounter {
-    let database = harness::database(test).await;
+    let database = support::database(test).await;
     let counter = CyclicCounter::new(&database, CounterName::new("clock").unwrap());
     counter
         .create(

@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Command;
 
-use crate::harness;
+use crate::support;
 
 /// Flags documented once for every command that has them, not per command.
 const COMMON_FLAGS: &[&str] = &[
@@ -36,7 +36,7 @@ const DATABASE_FLAGS_LINK: &str = "[database flags](#database-flags)";
 
 #[test]
 fn reference_lists_every_command_and_flag_and_no_other() {
-    let reference = std::fs::read_to_string(harness::workspace_root().join("docs/reference.md"))
+    let reference = std::fs::read_to_string(support::workspace_root().join("docs/reference.md"))
         .expect("read docs/reference.md");
     let problems = reference_problems(&cli_commands(), &reference);
     assert!(
@@ -264,7 +264,7 @@ fn flags_named(text: &str) -> BTreeSet<String> {
 
 #[test]
 fn links_between_the_docs_resolve() {
-    let root = harness::workspace_root();
+    let root = support::workspace_root();
     let mut files = vec!["README.md".to_string(), "ARCHITECTURE.md".to_string()];
     for entry in std::fs::read_dir(root.join("docs")).expect("read docs/") {
         let name = entry.expect("a docs/ entry").file_name();

@@ -12,7 +12,12 @@ use idmint::config::ConnectOptions;
 use idmint::sequence::{CounterName, CounterSpec, CyclicCounter};
 use idmint::{Clock, SystemClock};
 
-use crate::harness::{OwnedServer, ServerConfig};
+use crate::support::{wait, OwnedServer, ServerConfig};
+
+/// How long each half of the run may take: the workers' calls wait up to
+/// their 60 s server selection for the restarted server, and some of
+/// them fail meanwhile.
+const ROUND: Duration = Duration::from_secs(300);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_value_is_handed_out_twice_across_a_crash() {
@@ -55,15 +60,21 @@ async fn no_value_is_handed_out_twice_across_a_crash() {
 
     let mut values = Vec::new();
     // Crash once 300 values are acknowledged (an event, not a timer) ...
-    while values.len() < 300 {
-        values.push(receiver.recv().await.expect("a value before the crash"));
-    }
+    wait::within(ROUND, "300 values before the crash", async {
+        while values.len() < 300 {
+            values.push(receiver.recv().await.expect("a value before the crash"));
+        }
+    })
+    .await;
     server.kill();
     server.restart();
     // ... and keep going until 300 more came after the restart.
-    while values.len() < 600 {
-        values.push(receiver.recv().await.expect("a value after the restart"));
-    }
+    wait::within(ROUND, "300 values after the restart", async {
+        while values.len() < 600 {
+            values.push(receiver.recv().await.expect("a value after the restart"));
+        }
+    })
+    .await;
     stop.store(true, Ordering::SeqCst);
     for worker in workers {
         worker.await.unwrap();

@@ -13,7 +13,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
 
-use crate::harness::{self, assert_exit, idmint, run, stdout};
+use crate::support::service::{listening, request};
+use crate::support::{self, assert_exit, counter_field, create, idmint, stdout};
 
 /// The compiled client and its check programs (`test-classes`), built once.
 fn classes() -> &'static Path {
@@ -22,7 +23,7 @@ fn classes() -> &'static Path {
         let root = Path::new(env!("CARGO_TARGET_TMPDIR"));
         remove_stale_builds(root);
         let out = root.join(format!("java-client-{}", std::process::id()));
-        let script = crate::harness::workspace_root().join("scripts/build-java-client.sh");
+        let script = crate::support::workspace_root().join("scripts/build-java-client.sh");
         let built = Command::new(script)
             .arg("--tests")
             .arg(&out)
@@ -141,19 +142,15 @@ impl Serve {
                 log.lock().unwrap().push(line);
             }
         });
-        let mut first = String::new();
-        BufReader::new(child.stdout.take().expect("piped stdout"))
-            .read_line(&mut first)
-            .expect("read the address");
-        // "listening on http://API (admin on http://ADMIN)"
         let port_of = |address: &str| address.rsplit(':').next()?.parse::<u16>().ok();
-        let ports = first
-            .trim()
-            .strip_prefix("listening on http://")
-            .and_then(|rest| rest.strip_suffix(')'))
-            .and_then(|rest| rest.split_once(" (admin on http://"))
-            .and_then(|(api, admin)| Some((port_of(api)?, port_of(admin)?)));
-        let (port, admin_port) = ports.unwrap_or_else(|| {
+        let ports =
+            listening(child.stdout.take().expect("piped stdout")).and_then(|(api, admin)| {
+                Ok((
+                    port_of(&api).ok_or(api.clone())?,
+                    port_of(&admin).ok_or(admin.clone())?,
+                ))
+            });
+        let (port, admin_port) = ports.unwrap_or_else(|first| {
             let _ = child.kill();
             let _ = child.wait();
             panic!(
@@ -168,17 +165,10 @@ impl Serve {
 
     /// `GET /metrics` on the admin listener, on a connection of its own.
     fn metrics(&self) -> String {
-        use std::io::Read;
-        let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.admin_port))
-            .expect("connect for /metrics");
-        write!(
-            stream,
-            "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-        )
-        .unwrap();
-        let mut answer = String::new();
-        stream.read_to_string(&mut answer).unwrap();
-        answer
+        let admin = format!("127.0.0.1:{}", self.admin_port);
+        let answer = request(&admin, "GET", "/metrics", &[], None);
+        assert_eq!(answer.status, 200, "{answer:?}");
+        answer.body
     }
 }
 
@@ -195,22 +185,6 @@ impl Drop for Serve {
     }
 }
 
-fn create(test: &str, name: &str, args: &[&str]) {
-    assert_exit(
-        &run(idmint(test).args(["counter", "create", name]).args(args)),
-        0,
-    );
-}
-
-fn counter_field(test: &str, name: &str, field: &str) -> u64 {
-    let output = run(idmint(test).args(["counter", "show", name, "--json"]));
-    assert_exit(&output, 0);
-    let shown: Value = serde_json::from_str(&stdout(&output)).unwrap();
-    shown[field]
-        .as_u64()
-        .unwrap_or_else(|| panic!("no {field} in {shown}"))
-}
-
 /// Runs a check program to its end and asserts its report, line for line.
 fn assert_check(command: &mut Command, report: &str) {
     let output = command.stdin(Stdio::null()).output().expect("run java");
@@ -224,7 +198,7 @@ fn assert_check(command: &mut Command, report: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_java_client_hands_out_unique_values() {
     const TEST: &str = "serve_java";
-    harness::database(TEST).await;
+    support::database(TEST).await;
     create(
         TEST,
         "seg",
@@ -278,9 +252,9 @@ fn failover_sets_failed_instances_aside_and_errs_only_at_the_deadline() {
 async fn a_failure_every_instance_would_give_reaches_the_caller_at_once() {
     const TEST: &str = "java_shared_failure";
     const BATCH: u64 = 50;
-    harness::database(TEST).await;
+    support::database(TEST).await;
     create(TEST, "orders", &[]);
-    let runaway = ["--policy", harness::fixture_policy("runaway")];
+    let runaway = ["--policy", support::fixture_policy("runaway")];
     let instances = [
         Serve::start_with(TEST, &runaway),
         Serve::start_with(TEST, &runaway),
@@ -319,7 +293,7 @@ async fn a_killed_instance_is_failed_over_and_rejoins_when_restarted() {
     const TEST: &str = "java_failover";
     const THREADS: u64 = 4;
     const PER_PHASE: u64 = 5_000;
-    harness::database(TEST).await;
+    support::database(TEST).await;
     create(TEST, "seg", &["--kind", "segment", "--step", "1000"]);
     let mut instances: Vec<Serve> = (0..3).map(|_| Serve::start(TEST)).collect();
     let urls: Vec<String> = instances.iter().map(Serve::url).collect();

@@ -11,15 +11,11 @@ use std::time::Duration;
 
 use mongodb::{Client, Database};
 
-use crate::harness;
-use crate::lock_fair::{line, until_line_is, until_queued};
-use idmint::lock::{Lock, LockError, LockName, Locks, WaitOptions, MAX_PASSES};
+use crate::support;
+use crate::support::locks::{line, lock_name, until_line_is, until_queued};
+use idmint::lock::{Lock, LockError, Locks, WaitOptions, MAX_PASSES};
 
 const TTL: Duration = Duration::from_secs(30);
-
-fn name(text: &str) -> LockName {
-    LockName::new(text).unwrap()
-}
 
 /// Who was served, in order, with the fencing token each got.
 type Served = Arc<Mutex<Vec<(String, i64)>>>;
@@ -30,7 +26,7 @@ async fn recording(database: &Database) -> (Database, Arc<Mutex<Vec<String>>>) {
     use mongodb::event::command::CommandEvent;
     use mongodb::event::EventHandler;
     let commands: Arc<Mutex<Vec<String>>> = Arc::default();
-    let mut options = mongodb::options::ClientOptions::parse(harness::uri())
+    let mut options = mongodb::options::ClientOptions::parse(support::uri())
         .await
         .unwrap();
     let seen = commands.clone();
@@ -52,11 +48,11 @@ async fn recording(database: &Database) -> (Database, Arc<Mutex<Vec<String>>>) {
 async fn calls_of_one_process_are_served_in_turn_one_write_per_handoff() {
     const CALLS: usize = 4;
     const ROUNDS: usize = 3;
-    let database = harness::database("lock_cohort_turns").await;
+    let database = support::database("lock_cohort_turns").await;
     let (recorded, commands) = recording(&database).await;
     let locks = Locks::new(&recorded);
     let options = WaitOptions::new(Duration::from_secs(60));
-    let handle = |call: usize| locks.lock_with_owner(name("table"), format!("call{call}"));
+    let handle = |call: usize| locks.lock_with_owner(lock_name("table"), format!("call{call}"));
     let first = handle(0).acquire(TTL, &options).await.unwrap();
     let writes_before = commands.lock().unwrap().len();
     let served: Served = Arc::default();
@@ -142,10 +138,10 @@ async fn calls_of_one_process_are_served_in_turn_one_write_per_handoff() {
 /// in the stored line behind it, and the calls after that in the process.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_process_passes_the_lock_on_at_most_max_passes_times_while_another_waits() {
-    let database = harness::database("lock_cohort_bound").await;
+    let database = support::database("lock_cohort_bound").await;
     let locks = Locks::new(&database);
     let options = WaitOptions::new(Duration::from_secs(60));
-    let holder = locks.lock_with_owner(name("bound"), "holder".into());
+    let holder = locks.lock_with_owner(lock_name("bound"), "holder".into());
     let lease = holder.acquire(TTL, &options).await.unwrap();
     let served: Served = Arc::default();
     let serve = |lock: Lock| {
@@ -163,14 +159,14 @@ async fn a_process_passes_the_lock_on_at_most_max_passes_times_while_another_wai
     let mut calls = Vec::new();
     for call in 1..=local {
         calls.push(serve(
-            locks.lock_with_owner(name("bound"), format!("local{call}")),
+            locks.lock_with_owner(lock_name("bound"), format!("local{call}")),
         ));
         until_queued(&locks, "bound", call).await;
     }
     // Another process (a handle made apart) waits in the stored line.
     calls.push(serve(Lock::with_owner(
         &database,
-        name("bound"),
+        lock_name("bound"),
         "remote".into(),
     )));
     until_line_is(&database, "bound", &["remote"]).await;
@@ -196,15 +192,15 @@ async fn a_process_passes_the_lock_on_at_most_max_passes_times_while_another_wai
 /// the server has ended that lease, well before its own deadline.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_holder_that_cannot_prove_its_lease_keeps_nobody_waiting() {
-    let database = harness::database("lock_cohort_stuck").await;
+    let database = support::database("lock_cohort_stuck").await;
     let locks = Locks::new(&database);
     let short = Duration::from_secs(1);
     let mut options = WaitOptions::new(Duration::from_secs(30));
     options.refresh = Duration::from_millis(200);
     for dropped in [false, true] {
-        let holder = locks.lock_with_owner(name("stuck"), "holder".into());
+        let holder = locks.lock_with_owner(lock_name("stuck"), "holder".into());
         let lease = holder.acquire(short, &options).await.unwrap();
-        let waiter = locks.lock_with_owner(name("stuck"), "waiter".into());
+        let waiter = locks.lock_with_owner(lock_name("stuck"), "waiter".into());
         let waiting = {
             let options = options.clone();
             tokio::spawn(async move { waiter.acquire(TTL, &options).await })
@@ -235,14 +231,14 @@ async fn a_holder_that_cannot_prove_its_lease_keeps_nobody_waiting() {
 /// the lock rather than passing it to nobody.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_that_gives_up_or_is_cancelled_leaves_the_process_queue() {
-    let database = harness::database("lock_cohort_leave").await;
+    let database = support::database("lock_cohort_leave").await;
     let locks = Locks::new(&database);
-    let holder = locks.lock_with_owner(name("leave"), "holder".into());
+    let holder = locks.lock_with_owner(lock_name("leave"), "holder".into());
     let lease = holder
         .acquire(TTL, &WaitOptions::new(Duration::from_secs(60)))
         .await
         .unwrap();
-    let quitter = locks.lock_with_owner(name("leave"), "quitter".into());
+    let quitter = locks.lock_with_owner(lock_name("leave"), "quitter".into());
     let gave_up = quitter
         .acquire(TTL, &WaitOptions::new(Duration::from_millis(400)))
         .await;
@@ -250,8 +246,8 @@ async fn a_call_that_gives_up_or_is_cancelled_leaves_the_process_queue() {
         matches!(gave_up, Err(LockError::Busy { token, .. }) if token == lease.token()),
         "{gave_up:?}"
     );
-    assert_eq!(locks.queued(&name("leave")), 0);
-    let cancelled = locks.lock_with_owner(name("leave"), "cancelled".into());
+    assert_eq!(locks.queued(&lock_name("leave")), 0);
+    let cancelled = locks.lock_with_owner(lock_name("leave"), "cancelled".into());
     let task = tokio::spawn(async move {
         cancelled
             .acquire(TTL, &WaitOptions::new(Duration::from_secs(60)))
@@ -272,15 +268,15 @@ async fn a_call_that_gives_up_or_is_cancelled_leaves_the_process_queue() {
 /// and is served when the holder (another process) releases.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leader_that_gives_up_or_is_cancelled_hands_the_lead_on() {
-    let database = harness::database("lock_cohort_lead").await;
-    let holder = Lock::with_owner(&database, name("lead"), "holder".into());
+    let database = support::database("lock_cohort_lead").await;
+    let holder = Lock::with_owner(&database, lock_name("lead"), "holder".into());
     let locks = Locks::new(&database);
     for cancel in [false, true] {
         let lease = holder
             .acquire(TTL, &WaitOptions::new(Duration::from_secs(60)))
             .await
             .unwrap();
-        let leader = locks.lock_with_owner(name("lead"), "leader".into());
+        let leader = locks.lock_with_owner(lock_name("lead"), "leader".into());
         let leading = tokio::spawn(async move {
             let wait = if cancel { 60 } else { 1 };
             leader
@@ -288,7 +284,7 @@ async fn a_leader_that_gives_up_or_is_cancelled_hands_the_lead_on() {
                 .await
         });
         until_line_is(&database, "lead", &["leader"]).await;
-        let next = locks.lock_with_owner(name("lead"), "next".into());
+        let next = locks.lock_with_owner(lock_name("lead"), "next".into());
         let waiting = tokio::spawn(async move {
             next.acquire(TTL, &WaitOptions::new(Duration::from_secs(60)))
                 .await
@@ -303,7 +299,7 @@ async fn a_leader_that_gives_up_or_is_cancelled_hands_the_lead_on() {
             ));
         }
         until_line_is(&database, "lead", &["next"]).await;
-        assert_eq!(locks.queued(&name("lead")), 0);
+        assert_eq!(locks.queued(&lock_name("lead")), 0);
         let token = lease.token();
         assert_eq!(lease.release().await.unwrap(), 0);
         let next = waiting.await.unwrap().unwrap();

@@ -11,64 +11,11 @@ use std::time::Duration;
 use mongodb::bson::{doc, Document};
 use mongodb::Database;
 
-use crate::harness::{self, held};
-use idmint::lock::{Acquired, Lock, LockName, Locks, WaitOptions};
+use crate::support::locks::{held, line, lock_name, until_line_is, until_queued};
+use crate::support::{self, wait};
+use idmint::lock::{Acquired, Lock, Locks, WaitOptions};
 
 const TTL: Duration = Duration::from_secs(30);
-
-fn name(text: &str) -> LockName {
-    LockName::new(text).unwrap()
-}
-
-/// The lock's waiting line as stored: each entry's owner.
-pub(crate) async fn line(database: &Database, lock: &str) -> Vec<String> {
-    let document = database
-        .collection::<Document>("locks")
-        .find_one(doc! { "_id": lock })
-        .await
-        .unwrap()
-        .unwrap_or_default();
-    document
-        .get_array("queue")
-        .map(|queue| {
-            queue
-                .iter()
-                .filter_map(|entry| entry.as_document()?.get_str("owner").ok().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// Waits (by polling the document, not by sleeping a guess) until the line
-/// holds `owners`, in that order.
-pub(crate) async fn until_line_is(database: &Database, lock: &str, owners: &[&str]) {
-    for _ in 0..2000 {
-        if line(database, lock).await == owners {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    panic!(
-        "the line of {lock} never became {owners:?}: {:?}",
-        line(database, lock).await
-    );
-}
-
-/// Waits (by polling, not by sleeping a guess) until `calls` blocking
-/// acquires of lock `lock` wait in the process of `locks`, behind a call of
-/// its own (they have no entry in the stored line).
-pub(crate) async fn until_queued(locks: &Locks, lock: &str, calls: usize) {
-    for _ in 0..2000 {
-        if locks.queued(&name(lock)) == calls {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    panic!(
-        "{calls} calls never waited for {lock} in the process: {}",
-        locks.queued(&name(lock))
-    );
-}
 
 /// How the waiters of [`served_in_order`] learn of a handover.
 #[derive(Clone, Copy)]
@@ -90,12 +37,12 @@ enum Waiting {
 /// gives up after 15 (when it tries once more): the line must be served
 /// long before that, each handover reaching its waiter through the stream.
 async fn served_in_order(test: &str, waiting: Waiting) {
-    let database = harness::database(test).await;
+    let database = support::database(test).await;
     let locks = Locks::new(&database);
     let handle = |owner: &str| match waiting {
-        Waiting::Shared => locks.lock_with_owner(name("fair"), owner.into()),
+        Waiting::Shared => locks.lock_with_owner(lock_name("fair"), owner.into()),
         Waiting::Apart | Waiting::Polling => {
-            Lock::with_owner(&database, name("fair"), owner.into())
+            Lock::with_owner(&database, lock_name("fair"), owner.into())
         }
     };
     let holder = handle("holder");
@@ -179,12 +126,12 @@ async fn without_a_change_stream_the_order_holds_too() {
 
 #[tokio::test]
 async fn a_try_acquire_does_not_jump_the_line() {
-    let database = harness::database("lock_fair_try").await;
-    let holder = Lock::new(&database, name("line"));
+    let database = support::database("lock_fair_try").await;
+    let holder = Lock::new(&database, lock_name("line"));
     // A short lease that runs out while a waiter is in line: the lock is
     // then free by the server's clock, but the waiter is first.
     let short = held(&holder, Duration::from_millis(300)).await;
-    let waiter = Lock::with_owner(&database, name("line"), "waiter".into());
+    let waiter = Lock::with_owner(&database, lock_name("line"), "waiter".into());
     let waiting = tokio::spawn(async move {
         waiter
             .acquire(TTL, &WaitOptions::new(Duration::from_secs(60)))
@@ -194,16 +141,19 @@ async fn a_try_acquire_does_not_jump_the_line() {
     until_line_is(&database, "line", &["waiter"]).await;
     // Until the short lease has ended by the server's clock (or the waiter
     // already took the lock on its own).
-    loop {
-        let state = holder.status().await.unwrap().unwrap();
-        let ended = state.owner.as_deref() != Some(holder.owner())
-            || state.expires_in_ms.is_some_and(|ms| ms <= 0);
-        if !short.is_live() && ended {
-            break;
+    wait::within(wait::PATIENCE, "the end of the short lease", async {
+        loop {
+            let state = holder.status().await.unwrap().unwrap();
+            let ended = state.owner.as_deref() != Some(holder.owner())
+                || state.expires_in_ms.is_some_and(|ms| ms <= 0);
+            if !short.is_live() && ended {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let barger = Lock::new(&database, name("line"));
+    })
+    .await;
+    let barger = Lock::new(&database, lock_name("line"));
     assert!(
         matches!(barger.try_acquire(TTL).await.unwrap(), Acquired::Busy(_)),
         "a try_acquire took a lock someone waits for"
@@ -216,11 +166,11 @@ async fn a_try_acquire_does_not_jump_the_line() {
 
 #[tokio::test]
 async fn a_waiter_that_gives_up_or_is_cancelled_leaves_the_line() {
-    let database = harness::database("lock_fair_leave").await;
-    let holder = Lock::new(&database, name("leave"));
+    let database = support::database("lock_fair_leave").await;
+    let holder = Lock::new(&database, lock_name("leave"));
     let lease = held(&holder, TTL).await;
     // Gives up at its deadline.
-    let quitter = Lock::with_owner(&database, name("leave"), "quitter".into());
+    let quitter = Lock::with_owner(&database, lock_name("leave"), "quitter".into());
     let gave_up = quitter
         .acquire(TTL, &WaitOptions::new(Duration::from_millis(400)))
         .await;
@@ -230,7 +180,7 @@ async fn a_waiter_that_gives_up_or_is_cancelled_leaves_the_line() {
         "the quitter is still in line"
     );
     // Cancelled while in line.
-    let cancelled = Lock::with_owner(&database, name("leave"), "cancelled".into());
+    let cancelled = Lock::with_owner(&database, lock_name("leave"), "cancelled".into());
     let task = tokio::spawn(async move {
         cancelled
             .acquire(TTL, &WaitOptions::new(Duration::from_secs(60)))
@@ -241,7 +191,7 @@ async fn a_waiter_that_gives_up_or_is_cancelled_leaves_the_line() {
     until_line_is(&database, "leave", &[]).await;
     // The lock is then free for whoever comes next once released.
     assert_eq!(lease.release().await.unwrap(), 0);
-    let next = held(&Lock::new(&database, name("leave")), TTL).await;
+    let next = held(&Lock::new(&database, lock_name("leave")), TTL).await;
     next.release().await.unwrap();
 }
 
@@ -267,10 +217,10 @@ async fn first_since(database: &Database, lock: &str) -> Option<mongodb::bson::D
 /// it: its local deadline comes before the server's end.
 #[tokio::test]
 async fn a_lease_found_handed_over_at_a_poll_is_proved_only_while_the_server_keeps_it() {
-    let database = harness::database("lock_fair_polled").await;
-    let holder = Lock::new(&database, name("polled"));
+    let database = support::database("lock_fair_polled").await;
+    let holder = Lock::new(&database, lock_name("polled"));
     let lease = held(&holder, TTL).await;
-    let waiter = Lock::with_owner(&database, name("polled"), "waiter".into());
+    let waiter = Lock::with_owner(&database, lock_name("polled"), "waiter".into());
     // Polls (and refreshes its entry) every 1 to 2 s; a 4 s lease keeps
     // 0.4 s of it as the safety margin, less than the time between a
     // refresh and the next poll.
@@ -284,9 +234,16 @@ async fn a_lease_found_handed_over_at_a_poll_is_proved_only_while_the_server_kee
     // Released just after one of its refreshes: handed over for certain,
     // and found by the waiter a whole poll later.
     let joined = first_since(&database, "polled").await;
-    while first_since(&database, "polled").await == joined {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    wait::within(
+        wait::PATIENCE,
+        "the waiter's refresh of its place in line",
+        async {
+            while first_since(&database, "polled").await == joined {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        },
+    )
+    .await;
     assert_eq!(lease.release().await.unwrap(), 0);
     let handed = waiting.await.unwrap();
     assert_eq!(handed.token(), 2, "handed over, not taken after a free");

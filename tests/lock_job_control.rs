@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::harness;
+use crate::support;
+use crate::support::process::process_state;
 
 /// Gives up on an event that should long have happened (a hang guard).
 const PATIENCE: Duration = Duration::from_secs(60);
@@ -28,7 +29,7 @@ struct Terminal {
 impl Terminal {
     fn start(test: &str, dir: &Path) -> Self {
         let socket = dir.join("tmux.sock");
-        let idmint = harness::idmint(test);
+        let idmint = support::idmint(test);
         let mut command = Command::new("tmux");
         command
             .arg("-S")
@@ -55,7 +56,7 @@ impl Terminal {
                 None => command.env_remove(name),
             };
         }
-        harness::assert_exit(&harness::run(&mut command), 0);
+        support::assert_exit(&support::run(&mut command), 0);
         Self { socket }
     }
 
@@ -67,8 +68,8 @@ impl Terminal {
 
     /// Types `line` and Enter.
     fn type_line(&self, line: &str) {
-        harness::assert_exit(
-            &harness::run(self.tmux().args(["send-keys", "-l", line])),
+        support::assert_exit(
+            &support::run(self.tmux().args(["send-keys", "-l", line])),
             0,
         );
         self.press("Enter");
@@ -76,12 +77,12 @@ impl Terminal {
 
     /// Presses one key (`C-z`, `Enter`).
     fn press(&self, key: &str) {
-        harness::assert_exit(&harness::run(self.tmux().args(["send-keys", key])), 0);
+        support::assert_exit(&support::run(self.tmux().args(["send-keys", key])), 0);
     }
 
     /// What the pane shows, for failure messages.
     fn screen(&self) -> String {
-        harness::stdout(&harness::run(self.tmux().args(["capture-pane", "-p"])))
+        support::stdout(&support::run(self.tmux().args(["capture-pane", "-p"])))
     }
 
     /// Waits for `done`, at most [`PATIENCE`]; panics with the screen.
@@ -104,13 +105,6 @@ impl Drop for Terminal {
         // bash hangs up its jobs (stopped ones are continued to see it).
         let _ = self.tmux().arg("kill-server").stdin(Stdio::null()).output();
     }
-}
-
-/// A process's state letter in /proc (`T`: stopped), `None` once gone.
-fn state(pid: u32) -> Option<char> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let (_, rest) = stat.rsplit_once(')')?;
-    rest.trim_start().chars().next()
 }
 
 /// The parent of `pid`, from /proc.
@@ -151,7 +145,9 @@ fn first_holder_stopped(terminal: &Terminal, dir: &Path, ttl: &str) -> (u32, u32
         .unwrap();
     let wrapper = parent(parent(command));
     terminal.press("C-z");
-    terminal.until("lock run stops on Ctrl-Z", || state(wrapper) == Some('T'));
+    terminal.until("lock run stops on Ctrl-Z", || {
+        process_state(wrapper) == Some('T')
+    });
     (wrapper, command)
 }
 
@@ -161,13 +157,13 @@ fn first_holder_stopped(terminal: &Terminal, dir: &Path, ttl: &str) -> (u32, u32
 fn ctrl_z_stops_the_command_and_fg_continues_it() {
     const TEST: &str = "lock_job_stop_and_fg";
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    runtime.block_on(harness::database(TEST));
+    runtime.block_on(support::database(TEST));
     let dir = tempfile::tempdir().unwrap();
     let terminal = Terminal::start(TEST, dir.path());
     // 60 s: the lease outlives the stop on any machine.
     let (_, command) = first_holder_stopped(&terminal, dir.path(), "60");
     terminal.until("COMMAND stops with lock run", || {
-        state(command) == Some('T')
+        process_state(command) == Some('T')
     });
 
     let log = dir.path().join("log");
@@ -191,15 +187,15 @@ fn ctrl_z_stops_the_command_and_fg_continues_it() {
 fn a_lease_that_lapsed_while_stopped_ends_the_command_at_fg() {
     const TEST: &str = "lock_job_lapsed";
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    runtime.block_on(harness::database(TEST));
+    runtime.block_on(support::database(TEST));
     let dir = tempfile::tempdir().unwrap();
     let terminal = Terminal::start(TEST, dir.path());
     let (_, command) = first_holder_stopped(&terminal, dir.path(), "2");
 
     // The second holder has the lock only once the first lease has ended
     // on the server; it writes for two seconds.
-    let second = harness::run(
-        harness::idmint(TEST)
+    let second = support::run(
+        support::idmint(TEST)
             .current_dir(dir.path())
             .args(["lock", "run", "demo", "--wait", "60", "--"])
             .args([
@@ -208,7 +204,7 @@ fn a_lease_that_lapsed_while_stopped_ends_the_command_at_fg() {
                 "i=0; while [ $i -lt 20 ]; do echo second >> log; sleep 0.1; i=$((i+1)); done",
             ]),
     );
-    harness::assert_exit(&second, 0);
+    support::assert_exit(&second, 0);
 
     terminal.type_line("fg; echo \"exit $?\" > first.status");
     let status = dir.path().join("first.status");
@@ -217,7 +213,7 @@ fn a_lease_that_lapsed_while_stopped_ends_the_command_at_fg() {
     assert_eq!(lines(&status), ["exit 76"], "{}", terminal.screen());
     terminal.until(
         "COMMAND is gone",
-        || !matches!(state(command), Some(state) if state != 'Z'),
+        || !matches!(process_state(command), Some(state) if state != 'Z'),
     );
 
     let log = lines(&dir.path().join("log"));

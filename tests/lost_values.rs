@@ -2,11 +2,12 @@
 //! runs of a segment counter one after another, and a ranges request whose
 //! later fetch fails.
 
-use std::process::Command;
 use std::time::Instant;
 
-use crate::harness::{self, assert_exit, idmint, run, stdout, OwnedServer, ServerConfig};
-use crate::serve::{assert_error, block_on, Service, DEADLINE};
+use crate::support::service::{assert_error, block_on, Service, DEADLINE};
+use crate::support::{
+    self, assert_exit, idmint, idmint_on, run, stdout, wait, OwnedServer, ServerConfig,
+};
 
 /// `idmint seq --count 5` on a segment counter of step 10, four times: a
 /// bounded run prefetches no segment it cannot use and gives back the tail
@@ -15,7 +16,7 @@ use crate::serve::{assert_error, block_on, Service, DEADLINE};
 #[test]
 fn short_seq_runs_one_after_another_lose_nothing() {
     const TEST: &str = "lost_short_runs";
-    block_on(harness::database(TEST));
+    block_on(support::database(TEST));
     assert_exit(
         &run(idmint(TEST).args([
             "counter", "create", "seg", "--kind", "segment", "--step", "10", "--raw",
@@ -44,26 +45,17 @@ fn a_failed_ranges_request_gives_back_what_it_took() {
         sync_on_commit: true,
         ..ServerConfig::default()
     });
-    let with_server = |command: &mut Command| {
-        command
-            .env("MONGODB_URI", &server.uri)
-            .env("IDMINT_DB", "lost_ranges")
-            .env_remove("IDMINT_POLICY");
-    };
-    let mut create = Command::new(env!("CARGO_BIN_EXE_idmint"));
-    with_server(&mut create);
+    let idmint = || idmint_on(&server.uri, "lost_ranges");
     assert_exit(
-        &run(create.args([
+        &run(idmint().args([
             "counter", "create", "seg", "--kind", "segment", "--step", "10", "--raw",
         ])),
         0,
     );
-    let mut command = Command::new(env!("CARGO_BIN_EXE_idmint"));
-    with_server(&mut command);
     // The request outlives the failing fetch (bounded by its own deadline),
     // so it is the fetch's failure that ends it, not the request's limit.
     let service = Service::spawn(
-        command,
+        idmint(),
         &["--server-timeout", "1", "--request-timeout", "60"],
     );
     assert_eq!(
@@ -71,15 +63,12 @@ fn a_failed_ranges_request_gives_back_what_it_took() {
         [1, 2, 3]
     );
     // The first segment and the prefetched one are both in the buffers.
-    let fetched = Instant::now();
-    while !service
-        .admin("/metrics")
-        .body
-        .contains(r#"idmint_segment_fetches_total{counter="seg"} 2"#)
-    {
-        assert!(fetched.elapsed() < DEADLINE, "no prefetch");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait::until(DEADLINE, "the prefetch", || {
+        service
+            .admin("/metrics")
+            .body
+            .contains(r#"idmint_segment_fetches_total{counter="seg"} 2"#)
+    });
     server.kill();
     // More than both buffers hold: the next fetch fails.
     assert_error(
@@ -114,7 +103,7 @@ async fn a_bounded_run_prefetches_nothing_it_cannot_use() {
     use idmint::sequence::{
         self, CounterKind, CounterName, CounterSpec, OpenOptions, SegmentOptions, Sequence,
     };
-    let database = harness::database("lost_bounded_prefetch").await;
+    let database = support::database("lost_bounded_prefetch").await;
     let name = CounterName::new("seg").unwrap();
     sequence::create(
         &database,

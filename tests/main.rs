@@ -1,23 +1,32 @@
 //! idmint's integration tests: one binary, a module per concept, all against a
-//! real MongoDB wire-protocol server (see `harness`).
+//! real MongoDB wire-protocol server (see `support`).
 
-mod fault_proxy;
-mod harness;
+mod support;
+
+/// The support module under its former name, for `counter_kinds`, which
+/// other work of this round still changes: once it imports `support`, this
+/// goes.
+mod harness {
+    pub use crate::support::*;
+}
 
 mod cli;
 mod clocks;
 mod conformance;
 mod counter_kinds;
+mod cyclic;
 mod docs;
 mod durability;
 mod installer;
 mod java_client;
+mod kinds;
 mod lock;
 mod lock_cohort;
 mod lock_fair;
 mod lock_job_control;
+mod lock_run;
+mod lock_stored_functions;
 mod lost_values;
-mod mongosh;
 mod monitor;
 mod network_faults;
 mod periodic;
@@ -25,12 +34,10 @@ mod policy;
 mod policy_contracts;
 mod prefixes;
 mod readme;
-mod sequence;
 mod serve;
 mod serve_admin;
 mod serve_hostile;
 mod serve_inprocess;
 mod serve_schema;
-mod serve_support;
 mod snowflake;
-mod strategies;
+mod stored_functions;

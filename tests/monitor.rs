@@ -14,9 +14,9 @@ use idmint::sequence::{self, CounterKind, CounterName, CounterSpec, Settings, MA
 
 use serde_json::Value;
 
-use crate::fault_proxy::FaultProxy;
-use crate::harness::{self, assert_exit, run, OwnedServer, ServerConfig};
-use crate::serve::{assert_error, block_on, create, request, Answer, Service};
+use crate::support::fault_proxy::FaultProxy;
+use crate::support::service::{assert_error, block_on, request, Answer, Service};
+use crate::support::{self, assert_exit, create, run, OwnedServer, ServerConfig};
 
 /// What the page shows of a lock's holder: the first 12 hexadecimal
 /// digits of the SHA-256 of its owner token.
@@ -83,7 +83,7 @@ fn the_monitor_page_shows_what_an_operator_needs_in_a_real_browser() {
     // One runtime for every database call: a client lives on the runtime
     // it was made on.
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let database = runtime.block_on(harness::database(TEST));
+    let database = runtime.block_on(support::database(TEST));
     runtime.block_on(async {
         let create = |name: &str, spec: CounterSpec| {
             let database = database.clone();
@@ -117,20 +117,20 @@ fn the_monitor_page_shows_what_an_operator_needs_in_a_real_browser() {
         create("serials", CounterSpec::default()).await;
     });
     // A stored policy, active: the service follows it.
-    let pushed = run(harness::idmint(TEST).args([
+    let pushed = run(support::idmint(TEST).args([
         "--json",
         "policy",
         "push",
-        harness::fixture_policy("check-digit"),
+        support::fixture_policy("check-digit"),
     ]));
     assert_exit(&pushed, 0);
     assert_exit(
-        &run(harness::idmint(TEST).args(["policy", "activate", "1"])),
+        &run(support::idmint(TEST).args(["policy", "activate", "1"])),
         0,
     );
     // A lock held by someone.
     let lock = Lock::new(&database, LockName::new("nightly-report").unwrap());
-    let lease = runtime.block_on(harness::held(&lock, Duration::from_secs(600)));
+    let lease = runtime.block_on(support::held(&lock, Duration::from_secs(600)));
 
     let service = Service::start(TEST, &["--policy-from-db"]);
     // Values from the segment counter (its buffers) and an ID from the
@@ -183,13 +183,13 @@ fn the_monitor_page_shows_what_an_operator_needs_in_a_real_browser() {
     assert!(text.contains("stored version 1"), "{text}");
 
     // The screenshot README shows.
-    let shot = harness::workspace_root().join("target/tmp/monitor.png");
+    let shot = support::workspace_root().join("target/tmp/monitor.png");
     std::fs::create_dir_all(shot.parent().unwrap()).unwrap();
     chromium(&[&format!("--screenshot={}", shot.display()), &url]);
     let png = std::fs::read(&shot).unwrap();
     assert!(png.starts_with(b"\x89PNG"), "not a PNG");
     if std::env::var("IDMINT_README_TEST").as_deref() == Ok("overwrite") {
-        let docs: PathBuf = harness::workspace_root().join("docs/monitor.png");
+        let docs: PathBuf = support::workspace_root().join("docs/monitor.png");
         std::fs::write(docs, &png).unwrap();
     }
     runtime.block_on(lease.release()).unwrap();
@@ -202,9 +202,9 @@ fn the_monitor_page_shows_what_an_operator_needs_in_a_real_browser() {
 fn the_monitor_shows_no_lock_owner_token() {
     const TEST: &str = "monitor_no_owner_token";
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let database = runtime.block_on(harness::database(TEST));
+    let database = runtime.block_on(support::database(TEST));
     let lock = Lock::new(&database, LockName::new("payroll").unwrap());
-    let lease = runtime.block_on(harness::held(&lock, Duration::from_secs(600)));
+    let lease = runtime.block_on(support::held(&lock, Duration::from_secs(600)));
     let token = "tok-monitor";
     let sha256 = idmint::checksum::sha256_hex(token.as_bytes());
     let service = Service::start(TEST, &["--admin-token-sha256", &sha256]);
@@ -291,10 +291,10 @@ fn assert_shown_without_the_database(service: &Service) {
 #[test]
 fn the_monitor_page_names_a_hung_database_and_shows_the_rest() {
     const TEST: &str = "monitor_hung_database";
-    block_on(harness::database(TEST));
+    block_on(support::database(TEST));
     create(TEST, "seg", &["--kind", "segment", "--step", "100"]);
     let proxy = FaultProxy::start();
-    let mut command = harness::idmint(TEST);
+    let mut command = support::idmint(TEST);
     command.env("MONGODB_URI", proxy.uri());
     let service = Service::spawn(command, &[]);
     assert_eq!(
@@ -314,14 +314,7 @@ fn the_monitor_page_names_a_hung_database_and_shows_the_rest() {
 #[test]
 fn the_monitor_page_names_a_dead_database_and_shows_the_rest() {
     let mut server = OwnedServer::start(ServerConfig::default());
-    let idmint = || {
-        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_idmint"));
-        command
-            .env("MONGODB_URI", &server.uri)
-            .env("IDMINT_DB", "monitor_dead_database")
-            .env_remove("IDMINT_POLICY");
-        command
-    };
+    let idmint = || support::idmint_on(&server.uri, "monitor_dead_database");
     assert_exit(
         &run(idmint().args([
             "counter", "create", "seg", "--kind", "segment", "--step", "100",
@@ -351,7 +344,7 @@ const ORDINARY: usize = 120;
 fn counters_of_every_sort(test: &str) -> Vec<String> {
     use mongodb::bson::{doc, Document};
     block_on(async {
-        let database = harness::database(test).await;
+        let database = support::database(test).await;
         let first = CounterName::new("cust-0000").unwrap();
         sequence::create(
             &database,
@@ -556,7 +549,7 @@ fn the_monitor_finds_counters_by_name_and_pages_through_all_of_them() {
 #[test]
 fn the_monitor_refuses_bad_parameters_naming_them() {
     const TEST: &str = "monitor_parameters";
-    block_on(harness::database(TEST));
+    block_on(support::database(TEST));
     let service = Service::start(TEST, &[]);
     for (query, parameter) in [
         ("page=0", "page"),

@@ -1,9 +1,9 @@
-//! Network faults under load: a proxy (`fault_proxy`) cuts every connection
-//! at a random point, so that some writes are applied and their answers
-//! lost, while several processes of every kind of counter (`idmint seq`) and
-//! of `idmint lock run` work through it at once. Whatever fails, no value is
-//! issued twice, no two lock holders run at once, nothing panics, and every
-//! failure is one line. The cut points come from a printed seed
+//! Network faults under load: a proxy (`support::fault_proxy`) cuts every
+//! connection at a random point, so that some writes are applied and their
+//! answers lost, while several processes of every kind of counter
+//! (`idmint seq`) and of `idmint lock run` work through it at once.
+//! Whatever fails, no value is issued twice, no two lock holders run at
+//! once, nothing panics, and every failure is one line. The cut points come from a printed seed
 //! (`IDMINT_FAULT_SEED` replays it).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -12,8 +12,8 @@ use std::sync::{Arc, Barrier};
 
 use serde_json::Value;
 
-use crate::fault_proxy::{self, FaultProxy};
-use crate::harness::{self, assert_exit, idmint, run, stdout};
+use crate::support::fault_proxy::{self, FaultProxy};
+use crate::support::{self, assert_exit, idmint, run, stdout};
 
 /// Processes of each kind at once, and runs each makes in turn.
 const PROCESSES: usize = 2;
@@ -57,7 +57,7 @@ fn random_cuts_never_issue_a_value_twice_nor_let_two_lock_holders_run_at_once() 
     let seed = fault_proxy::seed(TEST);
     tokio::runtime::Runtime::new()
         .unwrap()
-        .block_on(harness::database(TEST));
+        .block_on(support::database(TEST));
     for (counter, flags) in COUNTERS {
         let output = run(idmint(TEST)
             .args(["counter", "create", counter, "--raw"])
@@ -132,7 +132,7 @@ fn random_cuts_never_issue_a_value_twice_nor_let_two_lock_holders_run_at_once() 
     // Every failure is one line, and nothing panicked.
     let mut failures: BTreeMap<String, usize> = BTreeMap::new();
     for run in &runs {
-        let stderr = harness::stderr(&run.output);
+        let stderr = support::stderr(&run.output);
         assert!(
             !stderr.contains("panicked") && run.output.status.code() != Some(101),
             "{} panicked:\n{stderr}",

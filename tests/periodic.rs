@@ -9,7 +9,9 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::harness::{self, assert_exit, run, stderr, stdout, OwnedServer, Seq, ServerConfig};
+use crate::support::{
+    self, assert_exit, idmint_on, replace_file, run, stderr, stdout, OwnedServer, Seq, ServerConfig,
+};
 
 /// A server of the test's own whose clock is `clock`'s.
 struct FakeClockServer {
@@ -43,21 +45,14 @@ impl FakeClockServer {
 
     /// `idmint` against this server's database `periodic`.
     fn idmint(&self) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_idmint"));
-        command
-            .env("MONGODB_URI", &self.server.uri)
-            .env("IDMINT_DB", "periodic")
-            .env_remove("IDMINT_POLICY");
-        command
+        idmint_on(&self.server.uri, "periodic")
     }
 }
 
-/// Writes libfaketime's absolute, frozen form of a UTC time.
+/// Writes libfaketime's absolute, frozen form of a UTC time, whole (the
+/// server never reads half a line).
 fn set(file: &Path, frozen: &str) {
-    // Written whole, then renamed: the server never reads half a line.
-    let next = file.with_extension("next");
-    std::fs::write(&next, format!("{frozen}\n")).unwrap();
-    std::fs::rename(&next, file).unwrap();
+    replace_file(file, format!("{frozen}\n").as_bytes());
 }
 
 /// `PERIOD VALUE` lines of `idmint seq`, as pairs.
@@ -134,15 +129,11 @@ async fn the_server_clock_decides_the_period_frozen_stepped_back_and_in_a_zone()
     // The stored JavaScript twin shares the counter: it goes on where the
     // host left off, and the host after it.
     assert_exit(&run(clock.idmint().args(["install"])), 0);
-    let loader = harness::workspace_root().join("mongo-js/shell/idmint-loader.js");
-    let shell = run(Command::new(harness::mongosh())
-        .arg("--quiet")
-        .arg(harness::with_database(&clock.server.uri, "periodic"))
-        .arg("--eval")
-        .arg(format!(
-            "load({:?}); print(JSON.stringify(getNextPeriodic('inv', 2)))",
-            loader.to_str().unwrap()
-        )));
+    let shell = run(&mut support::mongosh::shell_on(
+        &clock.server.uri,
+        "periodic",
+        "print(JSON.stringify(getNextPeriodic('inv', 2)))",
+    ));
     assert_exit(&shell, 0);
     assert!(
         stdout(&shell).contains(r#"{"period":"2027","values":[5,6]}"#),
@@ -175,11 +166,8 @@ async fn eight_processes_across_a_period_boundary_never_repeat_a_value() {
     let (before, after) = tokio::task::spawn_blocking(move || {
         let mut processes: Vec<Seq> = (0..8)
             .map(|_| {
-                let mut command = Command::new(env!("CARGO_BIN_EXE_idmint"));
-                command
-                    .env("MONGODB_URI", &uri)
-                    .env("IDMINT_DB", "periodic")
-                    .args(["seq", "p", "--count", &count]);
+                let mut command = idmint_on(&uri, "periodic");
+                command.args(["seq", "p", "--count", &count]);
                 Seq::spawn(command)
             })
             .collect();

@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 
 use idmint::policy::{IdParts, Policy, PolicyRuntime, DEFAULT_POLICY_WASM};
 
-use crate::harness::{self, assert_exit, run, stderr};
+use crate::support::process::read_lines;
+use crate::support::{self, assert_exit, run, stderr};
 
 /// How long a test waits for a swap to show in a stream. The tests assert
 /// that the swap happens, not how fast: inside a CI run other tests load both
@@ -25,13 +26,13 @@ const SWAP_DEADLINE: Duration = Duration::from_secs(30);
 const EVENT_DEADLINE: Duration = Duration::from_secs(30);
 
 fn fixture(name: &str) -> PathBuf {
-    crate::harness::workspace_root()
+    crate::support::workspace_root()
         .join("tests/fixtures/policy")
         .join(name)
 }
 
 fn check_digit_wasm() -> Vec<u8> {
-    std::fs::read(crate::harness::fixture_policy("check-digit"))
+    std::fs::read(crate::support::fixture_policy("check-digit"))
         .expect("build.rs built the check-digit policy")
 }
 
@@ -92,8 +93,8 @@ impl Stream {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn idmint next --stream");
-        let lines = pump(child.stdout.take().unwrap());
-        let errors = pump(child.stderr.take().unwrap());
+        let lines = read_lines(child.stdout.take().unwrap());
+        let errors = read_lines(child.stderr.take().unwrap());
         Stream {
             child,
             lines,
@@ -174,27 +175,6 @@ impl Drop for Stream {
     }
 }
 
-fn pump(reader: impl std::io::Read + Send + 'static) -> Receiver<String> {
-    let (sender, receiver) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(reader).lines() {
-            let Ok(line) = line else { return };
-            if sender.send(line).is_err() {
-                return;
-            }
-        }
-    });
-    receiver
-}
-
-/// Replaces `path` atomically with `bytes` (write aside, then rename), as a
-/// deployment would.
-fn replace(path: &Path, bytes: &[u8]) {
-    let aside = path.with_extension("next");
-    std::fs::write(&aside, bytes).unwrap();
-    std::fs::rename(&aside, path).unwrap();
-}
-
 /// Checks a stream's lines: each valid under one of the two policies, the
 /// sequence values consecutive (mod `capacity`, so no value was lost), and
 /// the formats in the order `expected` (each entered once, never left).
@@ -231,18 +211,18 @@ async fn policy_check_refuses_each_bad_module_with_its_reason() {
     let check_digit = dir.path().join("check-digit.wasm");
     std::fs::write(&check_digit, check_digit_wasm()).unwrap();
 
-    let ok = run(harness::idmint(TEST)
+    let ok = run(support::idmint(TEST)
         .args(["policy", "check"])
         .arg(&default));
     assert_exit(&ok, 0);
     assert!(String::from_utf8_lossy(&ok.stdout).contains("passes the activation check"));
-    let ok = run(harness::idmint(TEST)
+    let ok = run(support::idmint(TEST)
         .args(["policy", "check", "--prefix", "ORD-", "--maxval", "999"])
         .arg(&check_digit));
     assert_exit(&ok, 0);
 
     // The default policy's two digits cannot serve a counter up to 999.
-    let too_small = run(harness::idmint(TEST)
+    let too_small = run(support::idmint(TEST)
         .args(["policy", "check", "--maxval", "999"])
         .arg(&default));
     assert_exit(&too_small, 4);
@@ -262,7 +242,7 @@ async fn policy_check_refuses_each_bad_module_with_its_reason() {
         ),
         ("bad-validator.wat", "its own validator rejects \"ID\""),
     ] {
-        let output = run(harness::idmint(TEST)
+        let output = run(support::idmint(TEST)
             .args(["policy", "check"])
             .arg(fixture(file)));
         assert_exit(&output, 4);
@@ -277,10 +257,10 @@ async fn policy_check_refuses_each_bad_module_with_its_reason() {
 #[tokio::test]
 async fn replacing_the_policy_file_switches_a_stream_live() {
     const TEST: &str = "policy_live_file_swap";
-    harness::database(TEST).await;
+    support::database(TEST).await;
     let formats = Formats::new();
     assert_exit(
-        &run(harness::idmint(TEST).args(["counter", "create", "orders", "--prefix", "ORD-"])),
+        &run(support::idmint(TEST).args(["counter", "create", "orders", "--prefix", "ORD-"])),
         0,
     );
     let dir = tempfile::tempdir().unwrap();
@@ -288,7 +268,7 @@ async fn replacing_the_policy_file_switches_a_stream_live() {
     std::fs::write(&file, DEFAULT_POLICY_WASM).unwrap();
 
     let mut stream = Stream::spawn(
-        harness::idmint(TEST)
+        support::idmint(TEST)
             .args(["next", "orders", "--stream", "--rate", "100", "--policy"])
             .arg(&file),
     );
@@ -304,7 +284,7 @@ async fn replacing_the_policy_file_switches_a_stream_live() {
         ("wrong-interface.wat", "contract"),
     ] {
         let lines_before = stream.seen.len();
-        replace(&file, &std::fs::read(fixture(bad)).unwrap());
+        support::replace_file(&file, &std::fs::read(fixture(bad)).unwrap());
         let said = stream.wait_error(EVENT_DEADLINE, reason);
         assert!(
             said.contains("refused, keeping the current one"),
@@ -318,7 +298,7 @@ async fn replacing_the_policy_file_switches_a_stream_live() {
     }
 
     let swapped_at = Instant::now();
-    replace(&file, &check_digit_wasm());
+    support::replace_file(&file, &check_digit_wasm());
     stream.wait_line(SWAP_DEADLINE, |line| {
         formats.read(line, "ORD-").0 == Format::CheckDigit
     });
@@ -341,7 +321,7 @@ async fn replacing_the_policy_file_switches_a_stream_live() {
 
 /// Pushes `file` with `idmint policy push --json` and returns its version.
 fn push(test: &str, file: &Path) -> i64 {
-    let output = run(harness::idmint(test)
+    let output = run(support::idmint(test)
         .args(["--json", "policy", "push"])
         .arg(file));
     assert_exit(&output, 0);
@@ -352,11 +332,11 @@ fn push(test: &str, file: &Path) -> i64 {
 #[tokio::test]
 async fn a_cluster_wide_swap_reaches_two_running_hosts_and_rolls_back() {
     const TEST: &str = "policy_cluster_swap";
-    harness::database(TEST).await;
+    support::database(TEST).await;
     let formats = Formats::new();
     for (counter, prefix) in [("orders", "P-"), ("invoices", "Q-")] {
         assert_exit(
-            &run(harness::idmint(TEST).args(["counter", "create", counter, "--prefix", prefix])),
+            &run(support::idmint(TEST).args(["counter", "create", counter, "--prefix", prefix])),
             0,
         );
     }
@@ -367,7 +347,7 @@ async fn a_cluster_wide_swap_reaches_two_running_hosts_and_rolls_back() {
     std::fs::write(&check_digit, check_digit_wasm()).unwrap();
 
     // Nothing to roll back, and no version 7, yet: bad input, exit 2.
-    let nothing = run(harness::idmint(TEST).args(["policy", "rollback"]));
+    let nothing = run(support::idmint(TEST).args(["policy", "rollback"]));
     assert_exit(&nothing, 2);
     assert!(
         stderr(&nothing).contains("nothing to roll back"),
@@ -375,12 +355,12 @@ async fn a_cluster_wide_swap_reaches_two_running_hosts_and_rolls_back() {
         stderr(&nothing)
     );
     assert_exit(
-        &run(harness::idmint(TEST).args(["policy", "activate", "7"])),
+        &run(support::idmint(TEST).args(["policy", "activate", "7"])),
         2,
     );
 
     // A module that fails its checks is not stored.
-    let refused = run(harness::idmint(TEST)
+    let refused = run(support::idmint(TEST)
         .args(["policy", "push"])
         .arg(fixture("bad-validator.wat")));
     assert_exit(&refused, 4);
@@ -397,7 +377,7 @@ async fn a_cluster_wide_swap_reaches_two_running_hosts_and_rolls_back() {
         "pushing the same bytes again is a no-op"
     );
     assert_exit(
-        &run(harness::idmint(TEST).args(["policy", "activate", "1"])),
+        &run(support::idmint(TEST).args(["policy", "activate", "1"])),
         0,
     );
 
@@ -405,7 +385,7 @@ async fn a_cluster_wide_swap_reaches_two_running_hosts_and_rolls_back() {
     let mut hosts: Vec<(Stream, &str)> = [("orders", "P-"), ("invoices", "Q-")]
         .into_iter()
         .map(|(counter, prefix)| {
-            let stream = Stream::spawn(harness::idmint(TEST).args([
+            let stream = Stream::spawn(support::idmint(TEST).args([
                 "next",
                 counter,
                 "--stream",
@@ -425,7 +405,7 @@ async fn a_cluster_wide_swap_reaches_two_running_hosts_and_rolls_back() {
     assert_eq!(push(TEST, &check_digit), 2);
     let activated = Instant::now();
     assert_exit(
-        &run(harness::idmint(TEST).args(["policy", "activate", "2"])),
+        &run(support::idmint(TEST).args(["policy", "activate", "2"])),
         0,
     );
     for (host, prefix) in &mut hosts {
@@ -437,7 +417,7 @@ async fn a_cluster_wide_swap_reaches_two_running_hosts_and_rolls_back() {
         eprintln!("cluster swap visible after {:?}", activated.elapsed());
     }
 
-    let rolled_back = run(harness::idmint(TEST).args(["--json", "policy", "rollback"]));
+    let rolled_back = run(support::idmint(TEST).args(["--json", "policy", "rollback"]));
     assert_exit(&rolled_back, 0);
     let report: serde_json::Value = serde_json::from_slice(&rolled_back.stdout).unwrap();
     assert_eq!(report["version"], 1);
@@ -449,7 +429,7 @@ async fn a_cluster_wide_swap_reaches_two_running_hosts_and_rolls_back() {
         host.wait_line(EVENT_DEADLINE, |_| true);
     }
 
-    let list = run(harness::idmint(TEST).args(["--json", "policy", "list"]));
+    let list = run(support::idmint(TEST).args(["--json", "policy", "list"]));
     assert_exit(&list, 0);
     let list: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
     assert_eq!(list["active"]["version"], 1);
@@ -479,9 +459,9 @@ async fn a_cluster_wide_swap_reaches_two_running_hosts_and_rolls_back() {
 #[tokio::test]
 async fn a_stream_exits_cleanly_on_a_closed_pipe_and_on_ctrl_c() {
     const TEST: &str = "policy_stream_exit";
-    harness::database(TEST).await;
+    support::database(TEST).await;
     assert_exit(
-        &run(harness::idmint(TEST).args(["counter", "create", "orders"])),
+        &run(support::idmint(TEST).args(["counter", "create", "orders"])),
         0,
     );
     let wait = |child: &mut Child| {
@@ -496,7 +476,7 @@ async fn a_stream_exits_cleanly_on_a_closed_pipe_and_on_ctrl_c() {
     };
 
     // As fast as it goes, into a pipe whose reader reads three lines and leaves.
-    let mut child = harness::idmint(TEST)
+    let mut child = support::idmint(TEST)
         .args(["next", "orders", "--stream"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -518,11 +498,9 @@ async fn a_stream_exits_cleanly_on_a_closed_pipe_and_on_ctrl_c() {
 
     // Paced, interrupted with SIGINT once it is printing.
     let mut stream =
-        Stream::spawn(harness::idmint(TEST).args(["next", "orders", "--stream", "--rate", "20"]));
+        Stream::spawn(support::idmint(TEST).args(["next", "orders", "--stream", "--rate", "20"]));
     stream.wait_line(EVENT_DEADLINE, |_| true);
-    let pid = i32::try_from(stream.child.id()).unwrap();
-    // SAFETY: kill(2) on the pid of our own child, which has not been reaped.
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    support::process::signal(stream.child.id(), libc::SIGINT);
     let status = wait(&mut stream.child);
     assert_eq!(status.code(), Some(0), "stderr: {:?}", stream.said);
 }
@@ -534,7 +512,7 @@ async fn a_stream_exits_cleanly_on_a_closed_pipe_and_on_ctrl_c() {
 async fn concurrent_activations_lose_no_history() {
     use idmint::policy::{PolicyStore, BUILTIN_POLICIES};
     const TEST: &str = "policy_concurrent_activate";
-    let database = harness::database(TEST).await;
+    let database = support::database(TEST).await;
     let runtime = PolicyRuntime::new().unwrap();
     let store = PolicyStore::new(&database);
     let mut versions = Vec::new();
@@ -556,8 +534,7 @@ async fn concurrent_activations_lose_no_history() {
             let barrier = barrier.clone();
             let runtime = runtime.clone();
             tokio::spawn(async move {
-                let client = mongodb::Client::with_uri_str(harness::uri()).await.unwrap();
-                let store = PolicyStore::new(&client.database(&harness::database_name(TEST)));
+                let store = PolicyStore::new(&support::database_handle(TEST).await);
                 barrier.wait().await;
                 store.activate(&runtime, version).await.unwrap()
             })
@@ -654,7 +631,7 @@ async fn a_tampered_stored_policy_is_refused_and_the_host_keeps_its_own() {
         .unwrap();
     // The CLI refuses to activate it: drift, exit 1.
     let output =
-        run(harness::idmint(TEST).args(["policy", "activate", &stored.version.to_string()]));
+        run(support::idmint(TEST).args(["policy", "activate", &stored.version.to_string()]));
     assert_exit(&output, 1);
     assert!(
         stderr(&output).contains("was modified"),
@@ -706,7 +683,7 @@ struct StoredDecimal {
 
 impl StoredDecimal {
     async fn push(test: &str) -> Self {
-        let database = harness::database(test).await;
+        let database = support::database(test).await;
         let runtime = PolicyRuntime::new().unwrap();
         let store = idmint::policy::PolicyStore::new(&database);
         let bytes = idmint::policy::DECIMAL_POLICY_WASM;
@@ -757,7 +734,7 @@ impl StoredDecimal {
 fn the_sandbox_denies_environment_files_and_network() {
     let runtime = PolicyRuntime::new().unwrap();
     let probe = runtime
-        .load_file(Path::new(crate::harness::fixture_policy("sandbox-probe")))
+        .load_file(Path::new(crate::support::fixture_policy("sandbox-probe")))
         .expect("build.rs built the sandbox probe");
     assert_eq!(
         probe.info().name,
@@ -775,29 +752,29 @@ fn the_sandbox_denies_environment_files_and_network() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_runaway_policy_is_stopped_at_the_default_limit_in_a_stream() {
     const TEST: &str = "policy_runaway_stream";
-    harness::database(TEST).await;
+    support::database(TEST).await;
     assert_exit(
-        &run(harness::idmint(TEST).args(["counter", "create", "orders", "--max", "99"])),
+        &run(support::idmint(TEST).args(["counter", "create", "orders", "--max", "99"])),
         0,
     );
-    let output = run(harness::idmint(TEST).args([
+    let output = run(support::idmint(TEST).args([
         "next",
         "orders",
         "--stream",
         "--rate",
         "1000",
         "--policy",
-        crate::harness::fixture_policy("runaway"),
+        crate::support::fixture_policy("runaway"),
     ]));
     assert_exit(&output, 4);
-    let printed: Vec<String> = harness::stdout(&output)
+    let printed: Vec<String> = support::stdout(&output)
         .lines()
         .map(str::to_string)
         .collect();
     let sequences: Vec<&str> = printed.iter().map(|id| &id[id.len() - 2..]).collect();
     let expected: Vec<String> = (1..42).map(|n| format!("{n:02}")).collect();
     assert_eq!(sequences, expected, "{printed:?}");
-    let error = harness::stderr(&output);
+    let error = support::stderr(&output);
     assert!(
         // Shipped guests are stripped of names: the backtrace gives offsets.
         error.contains("ran past its 100 ms time limit and was stopped in:")
@@ -815,7 +792,7 @@ async fn without_change_streams_the_follower_polls_and_still_swaps() {
     use idmint::policy::watch::{self, SwapEvent};
     use idmint::policy::{ActivationOptions, LivePolicy, PolicyStore};
     use mongodb::bson::doc;
-    let server = harness::AuthServer::start().await;
+    let server = support::AuthServer::start().await;
     let root_uri = server.root_uri.clone();
     let root = mongodb::Client::with_uri_str(&root_uri)
         .await
@@ -915,24 +892,24 @@ fn cache_listing(directory: &Path) -> Vec<(PathBuf, u64, u64)> {
 #[tokio::test]
 async fn a_policy_is_compiled_once_per_content_and_a_changed_file_afresh() {
     let test = "policy_compile_cache";
-    harness::database(test).await;
+    support::database(test).await;
     let scratch = tempfile::tempdir().unwrap();
     let cache = scratch.path().join("compiled");
     let policy = scratch.path().join("policy.wasm");
     std::fs::write(&policy, check_digit_wasm()).unwrap();
     let idmint = || {
-        let mut command = harness::idmint(test);
+        let mut command = support::idmint(test);
         command.env("IDMINT_POLICY_CACHE", &cache);
         command
     };
-    let out = run(harness::idmint(test)
+    let out = run(support::idmint(test)
         .env("IDMINT_POLICY_CACHE", "off")
         .args(["counter", "create", "c", "--prefix", "A-"]));
     assert_exit(&out, 0);
     let usage = || {
         let out = run(idmint().args(["policy", "cache", "--json"]));
         assert_exit(&out, 0);
-        serde_json::from_str::<serde_json::Value>(&harness::stdout(&out)).unwrap()
+        serde_json::from_str::<serde_json::Value>(&support::stdout(&out)).unwrap()
     };
     let formats = Formats::new();
     let next = || {
@@ -940,7 +917,7 @@ async fn a_policy_is_compiled_once_per_content_and_a_changed_file_afresh() {
             .args(["next", "c", "--count", "1", "--policy"])
             .arg(&policy));
         assert_exit(&out, 0);
-        formats.read(harness::stdout(&out).trim(), "A-").0
+        formats.read(support::stdout(&out).trim(), "A-").0
     };
     assert_eq!(usage()["entries"], 0);
 
@@ -967,7 +944,7 @@ async fn a_policy_is_compiled_once_per_content_and_a_changed_file_afresh() {
     // Cleared, it is empty, and the next process compiles again.
     let out = run(idmint().args(["policy", "cache", "--clear", "--json"]));
     assert_exit(&out, 0);
-    let cleared: serde_json::Value = serde_json::from_str(&harness::stdout(&out)).unwrap();
+    let cleared: serde_json::Value = serde_json::from_str(&support::stdout(&out)).unwrap();
     assert_eq!(
         (cleared["cleared"].clone(), cleared["entries"].clone()),
         (true.into(), 2.into())
@@ -978,7 +955,7 @@ async fn a_policy_is_compiled_once_per_content_and_a_changed_file_afresh() {
 
     // A relative directory is no place every process agrees on: refused by
     // name, and nothing is made.
-    let out = run(harness::idmint(test)
+    let out = run(support::idmint(test)
         .current_dir(scratch.path())
         .env("IDMINT_POLICY_CACHE", "rel")
         .args(["policy", "cache", "--clear"]));
@@ -992,12 +969,12 @@ async fn a_policy_is_compiled_once_per_content_and_a_changed_file_afresh() {
     assert!(!scratch.path().join("rel").exists());
 
     // Off: nothing is kept, and IDs are made all the same.
-    let out = run(harness::idmint(test)
+    let out = run(support::idmint(test)
         .env("IDMINT_POLICY_CACHE", "off")
         .args(["policy", "cache", "--json"]));
     assert_exit(&out, 0);
-    assert!(harness::stdout(&out).contains("\"directory\":null"));
-    let out = run(harness::idmint(test)
+    assert!(support::stdout(&out).contains("\"directory\":null"));
+    let out = run(support::idmint(test)
         .env("IDMINT_POLICY_CACHE", "off")
         .args(["next", "c", "--count", "1"]));
     assert_exit(&out, 0);

@@ -101,7 +101,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use crate::harness::{self, OwnedServer, ServerConfig};
+use crate::support::{self, OwnedServer, ServerConfig};
 
 /// The files' HTTP port, replaced by the one `idmint serve` listens on.
 const SHOWN_HTTP_PORT: &str = "8080";
@@ -139,7 +139,7 @@ markdown_files! {
 /// The markdown files a reader is sent to: README.md, ARCHITECTURE.md and
 /// the guides of `docs/` (not `docs/BENCHMARKS.md`, measured figures).
 fn markdown_files_on_disk() -> Vec<String> {
-    let workspace = crate::harness::workspace_root();
+    let workspace = crate::support::workspace_root();
     let mut files: Vec<String> = ["README.md", "ARCHITECTURE.md"]
         .into_iter()
         .filter(|file| workspace.join(file).is_file())
@@ -164,7 +164,7 @@ fn markdown_files_on_disk() -> Vec<String> {
 
 #[test]
 fn every_markdown_file_with_examples_runs() {
-    let workspace = crate::harness::workspace_root();
+    let workspace = crate::support::workspace_root();
     let mut unlisted = Vec::new();
     for file in markdown_files_on_disk() {
         let text = std::fs::read_to_string(workspace.join(&file))
@@ -189,7 +189,7 @@ fn every_markdown_file_with_examples_runs() {
 /// Runs the examples of `file` (relative to the workspace root) in order,
 /// against a server of their own.
 fn examples_run_in_order(file: &str) {
-    let workspace = crate::harness::workspace_root().to_path_buf();
+    let workspace = crate::support::workspace_root().to_path_buf();
     let path = workspace.join(file);
     let text =
         std::fs::read_to_string(&path).unwrap_or_else(|error| panic!("read {file}: {error}"));
@@ -201,7 +201,7 @@ fn examples_run_in_order(file: &str) {
 
     // The policy examples use the check-digit fixture's component, which the
     // tests build on first use (into target/policy-fixtures/).
-    harness::fixture_policy("check-digit");
+    support::fixture_policy("check-digit");
     let server = OwnedServer::start(ServerConfig::default());
     let dir = tempfile::tempdir().expect("a working directory");
     std::os::unix::fs::symlink(workspace.join("target"), dir.path().join("target"))
@@ -444,7 +444,7 @@ impl Session {
             .parent()
             .expect("the binary's directory")
             .to_path_buf()];
-        if let Some(parent) = harness::mongosh()
+        if let Some(parent) = support::mongosh::binary()
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
         {

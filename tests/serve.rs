@@ -1,226 +1,27 @@
 //! `idmint serve`: the HTTP service, driven over real sockets against a real
-//! server. The client is a few lines of HTTP/1.1 over `TcpStream` (one
-//! request per connection), so the tests see exactly what any app sees.
-//! They are plain `#[test]`s (blocking clients, no runtime to stall); what
-//! needs no socket is in `serve_inprocess.rs`, hostile clients in
-//! `serve_hostile.rs`.
+//! server by the client of `support::service`, so the tests see exactly
+//! what any app sees. They are plain `#[test]`s (blocking clients, no
+//! runtime to stall); what needs no socket is in `serve_inprocess.rs`,
+//! hostile clients in `serve_hostile.rs`.
 
-use std::collections::{BTreeSet, HashMap};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{self, Receiver};
+use std::collections::BTreeSet;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::harness::{self, assert_exit, idmint, run, stdout, OwnedServer, ServerConfig};
-
-/// How long to wait for an event (the service starting, a swap landing).
-pub(crate) const DEADLINE: Duration = Duration::from_secs(30);
-
-/// Runs `future` on a runtime of its own: these tests are plain `#[test]`s,
-/// whose clients are blocking sockets and processes; only the database
-/// setup is async.
-pub(crate) fn block_on<T>(future: impl std::future::Future<Output = T>) -> T {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(future)
-}
-
-/// A running `idmint serve`.
-pub(crate) struct Service {
-    pub(crate) child: Child,
-    pub(crate) address: String,
-    /// The admin listener's address (`/metrics`, `/readyz`, `/openapi.json`).
-    pub(crate) admin: String,
-    pub(crate) stderr: Receiver<String>,
-}
-
-impl Service {
-    /// Starts `idmint serve --listen 127.0.0.1:0 ARGS` for `test` and waits
-    /// for the address it prints.
-    pub(crate) fn start(test: &str, args: &[&str]) -> Self {
-        Self::spawn(idmint(test), args)
-    }
-
-    pub(crate) fn spawn(mut command: Command, args: &[&str]) -> Self {
-        let mut child = command
-            .args([
-                "serve",
-                "--listen",
-                "127.0.0.1:0",
-                "--admin-listen",
-                "127.0.0.1:0",
-            ])
-            .args(args)
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start idmint serve");
-        let (lines, stderr) = mpsc::channel();
-        let errors = child.stderr.take().expect("piped stderr");
-        std::thread::spawn(move || {
-            for line in BufReader::new(errors).lines().map_while(Result::ok) {
-                let _ = lines.send(line);
-            }
-        });
-        let mut first = String::new();
-        BufReader::new(child.stdout.take().expect("piped stdout"))
-            .read_line(&mut first)
-            .expect("read the address");
-        // "listening on http://API (admin on http://ADMIN)"
-        let (address, admin) = first
-            .trim()
-            .strip_prefix("listening on http://")
-            .and_then(|rest| rest.strip_suffix(')'))
-            .and_then(|rest| rest.split_once(" (admin on http://"))
-            .unwrap_or_else(|| {
-                let log: Vec<String> = stderr.try_iter().collect();
-                panic!("idmint serve did not start: {first:?}\n{}", log.join("\n"))
-            });
-        let (address, admin) = (address.to_string(), admin.to_string());
-        Self {
-            child,
-            address,
-            admin,
-            stderr,
-        }
-    }
-
-    pub(crate) fn get(&self, path: &str) -> Answer {
-        request(&self.address, "GET", path, &[], None)
-    }
-
-    /// A GET on the admin listener.
-    pub(crate) fn admin(&self, path: &str) -> Answer {
-        request(&self.admin, "GET", path, &[], None)
-    }
-
-    /// Sends SIGTERM and waits for the exit code.
-    pub(crate) fn terminate(mut self) -> (i32, String) {
-        // SAFETY: kill(2) on our own child's pid.
-        assert_eq!(
-            unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) },
-            0
-        );
-        let status = self.child.wait().expect("wait for idmint serve");
-        let log: Vec<String> = self.stderr.try_iter().collect();
-        (status.code().unwrap_or(-1), log.join("\n"))
-    }
-}
-
-impl Drop for Service {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// An HTTP answer.
-#[derive(Debug)]
-pub(crate) struct Answer {
-    pub(crate) status: u16,
-    pub(crate) headers: HashMap<String, String>,
-    pub(crate) body: String,
-}
-
-impl Answer {
-    pub(crate) fn json(&self) -> Value {
-        serde_json::from_str(&self.body)
-            .unwrap_or_else(|error| panic!("not JSON ({error}): {self:?}"))
-    }
-
-    pub(crate) fn values(&self) -> Vec<u64> {
-        assert_eq!(self.status, 200, "{self:?}");
-        self.json()["values"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|value| value.as_u64().unwrap())
-            .collect()
-    }
-}
-
-/// One request on a fresh connection.
-pub(crate) fn request(
-    address: &str,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: Option<&str>,
-) -> Answer {
-    let mut stream = TcpStream::connect(address).expect("connect to idmint serve");
-    stream.set_read_timeout(Some(DEADLINE)).unwrap();
-    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n");
-    for (name, value) in headers {
-        head.push_str(&format!("{name}: {value}\r\n"));
-    }
-    if let Some(body) = body {
-        head.push_str(&format!(
-            "Content-Type: application/json\r\nContent-Length: {}\r\n",
-            body.len()
-        ));
-    }
-    head.push_str("\r\n");
-    head.push_str(body.unwrap_or(""));
-    stream.write_all(head.as_bytes()).unwrap();
-    let mut raw = String::new();
-    stream.read_to_string(&mut raw).expect("read the answer");
-    let (head, body) = raw.split_once("\r\n\r\n").expect("an HTTP answer");
-    let mut lines = head.lines();
-    let status = lines
-        .next()
-        .and_then(|line| line.split(' ').nth(1))
-        .and_then(|code| code.parse().ok())
-        .expect("a status line");
-    let headers = lines
-        .filter_map(|line| line.split_once(": "))
-        .map(|(name, value)| (name.to_ascii_lowercase(), value.to_string()))
-        .collect();
-    Answer {
-        status,
-        headers,
-        body: body.to_string(),
-    }
-}
-
-pub(crate) fn create(test: &str, name: &str, args: &[&str]) {
-    let output = run(idmint(test).args(["counter", "create", name]).args(args));
-    assert_exit(&output, 0);
-}
-
-pub(crate) fn counter_field(test: &str, name: &str, field: &str) -> u64 {
-    let output = run(idmint(test).args(["counter", "show", name, "--json"]));
-    assert_exit(&output, 0);
-    let shown: Value = serde_json::from_str(&stdout(&output)).unwrap();
-    shown[field]
-        .as_u64()
-        .unwrap_or_else(|| panic!("no {field} in {shown}"))
-}
-
-pub(crate) fn assert_error(answer: &Answer, status: u16, kind: &str, needle: &str) {
-    assert_eq!(answer.status, status, "{answer:?}");
-    let body = answer.json();
-    assert_eq!(body["error"], kind, "{answer:?}");
-    assert!(
-        body["message"].as_str().unwrap().contains(needle),
-        "{needle:?} not in {answer:?}"
-    );
-}
+use crate::support::service::{assert_error, block_on, request, Service, DEADLINE};
+use crate::support::{
+    self, assert_exit, counter_field, create, idmint, idmint_on, replace_file, run, stdout, wait,
+    OwnedServer, ServerConfig,
+};
 
 /// Every kind served: formatted IDs and raw values, JSON and text; every
 /// bad request refused with its reason before any value is taken.
 #[test]
 fn every_kind_is_served_and_bad_requests_consume_nothing() {
     const TEST: &str = "serve_kinds";
-    block_on(harness::database(TEST));
+    block_on(support::database(TEST));
     // `orders` owns two prefixes; `inv` the empty one; the others none (raw
     // values only): a prefix is owned by one counter at most.
     create(TEST, "orders", &["--prefix", "ORD-", "--prefix", "X-"]);
@@ -358,7 +159,7 @@ fn every_kind_is_served_and_bad_requests_consume_nothing() {
 #[test]
 fn three_instances_share_one_segment_counter() {
     const TEST: &str = "serve_three";
-    block_on(harness::database(TEST));
+    block_on(support::database(TEST));
     create(TEST, "seg", &["--kind", "segment", "--step", "100"]);
     let services: Vec<Service> = (0..3).map(|_| Service::start(TEST, &[])).collect();
     const CLIENTS_PER_SERVICE: usize = 4;
@@ -424,7 +225,7 @@ fn three_instances_share_one_segment_counter() {
 #[test]
 fn sigterm_gives_back_segments_and_releases_leases() {
     const TEST: &str = "serve_sigterm";
-    block_on(harness::database(TEST));
+    block_on(support::database(TEST));
     create(TEST, "seg", &["--kind", "segment", "--step", "1000"]);
     create(TEST, "ev", &["--kind", "snowflake", "--raw"]);
     let service = Service::start(TEST, &[]);
@@ -444,16 +245,11 @@ fn sigterm_gives_back_segments_and_releases_leases() {
         6,
         "the tail was given back"
     );
-    let workers = run(idmint(TEST).args(["workers", "ev", "--json"]));
-    assert_exit(&workers, 0);
-    let workers: Value = serde_json::from_str(&stdout(&workers)).unwrap();
+    // The one lease the service took, released (not an empty list).
+    let leases = support::worker_leases(TEST, "ev");
     assert!(
-        workers["leases"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|lease| lease["live"] == false),
-        "{workers}"
+        leases.len() == 1 && leases[0]["live"] == false,
+        "{leases:?}"
     );
 }
 
@@ -465,7 +261,7 @@ fn sigterm_gives_back_segments_and_releases_leases() {
 #[test]
 fn tokens_guard_counters() {
     const TEST: &str = "serve_tokens";
-    block_on(harness::database(TEST));
+    block_on(support::database(TEST));
     create(TEST, "orders", &["--prefix", "ORD-", "--prefix", "WEB-"]);
     create(TEST, "secret", &["--prefix", "S-"]);
     create(TEST, "tickets", &["--kind", "segment", "--raw"]);
@@ -546,13 +342,19 @@ fn tokens_guard_counters() {
         [1],
         "a refused request took a value"
     );
-    let workers = block_on(async {
-        harness::documents(&harness::database_handle(TEST).await, "workers").await
-    });
+    let leases = || {
+        block_on(async {
+            support::documents(&support::database_handle(TEST).await, "workers").await
+        })
+    };
+    let workers = leases();
     assert!(
         workers.is_empty(),
         "a refused request leased a worker id: {workers:?}"
     );
+    // An allowed one does, where the read above looked.
+    get("/v1/counters/ev/values", Some(&ops)).values();
+    assert_eq!(leases().len(), 1, "the allowed request leased no worker id");
     let ids = get("/v1/counters/orders/ids", Some(&bearer));
     assert_eq!(ids.status, 200, "{ids:?}");
     assert!(ids.json()["ids"][0].as_str().unwrap().starts_with("ORD-"));
@@ -569,7 +371,7 @@ fn tokens_guard_counters() {
 #[test]
 fn values_carry_their_period_or_timestamp() {
     const TEST: &str = "serve_value_periods";
-    block_on(harness::database(TEST));
+    block_on(support::database(TEST));
     create(TEST, "notes", &["--kind", "periodic", "--raw"]);
     create(TEST, "orders", &["--prefix", "ORD-"]);
     create(TEST, "seg", &["--kind", "segment", "--raw"]);
@@ -632,7 +434,7 @@ fn values_carry_their_period_or_timestamp() {
 #[test]
 fn metrics_and_openapi() {
     const TEST: &str = "serve_metrics";
-    block_on(harness::database(TEST));
+    block_on(support::database(TEST));
     create(TEST, "seg", &["--kind", "segment"]);
     let service = Service::start(TEST, &[]);
     for _ in 0..3 {
@@ -678,7 +480,7 @@ fn metrics_and_openapi() {
 #[test]
 fn a_policy_swap_reaches_the_next_request() {
     const TEST: &str = "serve_swap";
-    block_on(harness::database(TEST));
+    block_on(support::database(TEST));
     create(TEST, "orders", &["--max", "99"]);
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("policy.wasm");
@@ -688,9 +490,9 @@ fn a_policy_swap_reaches_the_next_request() {
         service.get("/v1/counters/orders/ids").json()["policy"],
         "default 0.1.0"
     );
-    replace(
+    replace_file(
         &file,
-        &std::fs::read(crate::harness::fixture_policy("check-digit")).unwrap(),
+        &std::fs::read(crate::support::fixture_policy("check-digit")).unwrap(),
     );
     let swapped = Instant::now();
     loop {
@@ -701,19 +503,13 @@ fn a_policy_swap_reaches_the_next_request() {
         assert!(swapped.elapsed() < DEADLINE, "no swap: {answer}");
         std::thread::sleep(Duration::from_millis(50));
     }
-    replace(&file, b"not a policy");
-    let refused = Instant::now();
-    while !service
-        .admin("/metrics")
-        .body
-        .contains("idmint_policy_refusals_total 1")
-    {
-        assert!(
-            refused.elapsed() < DEADLINE,
-            "the broken policy was not refused"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    replace_file(&file, b"not a policy");
+    wait::until(DEADLINE, "the broken policy refused", || {
+        service
+            .admin("/metrics")
+            .body
+            .contains("idmint_policy_refusals_total 1")
+    });
     assert_eq!(
         service.get("/v1/counters/orders/ids").json()["policy"],
         "check-digit 0.1.0"
@@ -722,12 +518,6 @@ fn a_policy_swap_reaches_the_next_request() {
         .admin("/metrics")
         .body
         .contains("idmint_policy_swaps_total 1"));
-}
-
-fn replace(path: &Path, bytes: &[u8]) {
-    let staging = path.with_extension("new");
-    std::fs::write(&staging, bytes).unwrap();
-    std::fs::rename(&staging, path).unwrap();
 }
 
 /// The database going away: requests answer 503 quickly and `/readyz`
@@ -740,18 +530,12 @@ fn an_unreachable_database_is_503_and_service_recovers() {
         sync_on_commit: true,
         ..ServerConfig::default()
     });
-    let mut command = Command::new(env!("CARGO_BIN_EXE_idmint"));
-    command
-        .env("MONGODB_URI", &server.uri)
-        .env("IDMINT_DB", "serve_recovery")
-        .env_remove("IDMINT_POLICY");
-    let mut create = Command::new(env!("CARGO_BIN_EXE_idmint"));
-    create
-        .env("MONGODB_URI", &server.uri)
-        .env("IDMINT_DB", "serve_recovery")
-        .args(["counter", "create", "inv", "--kind", "autoinc"]);
-    assert_exit(&run(&mut create), 0);
-    let service = Service::spawn(command, &["--server-timeout", "1"]);
+    let idmint = || idmint_on(&server.uri, "serve_recovery");
+    assert_exit(
+        &run(idmint().args(["counter", "create", "inv", "--kind", "autoinc"])),
+        0,
+    );
+    let service = Service::spawn(idmint(), &["--server-timeout", "1"]);
     assert_eq!(service.get("/v1/counters/inv/values").values(), [1]);
     server.kill();
     let down = service.get("/v1/counters/inv/values");
@@ -786,22 +570,13 @@ fn an_unreachable_database_is_503_and_service_recovers() {
 #[test]
 fn requests_over_the_limits_are_503_not_queued() {
     let mut server = OwnedServer::start(ServerConfig::default());
-    let with_server = |command: &mut Command| {
-        command
-            .env("MONGODB_URI", &server.uri)
-            .env("IDMINT_DB", "serve_limits")
-            .env_remove("IDMINT_POLICY");
-    };
-    let mut create = Command::new(env!("CARGO_BIN_EXE_idmint"));
-    with_server(&mut create);
+    let idmint = || idmint_on(&server.uri, "serve_limits");
     assert_exit(
-        &run(create.args(["counter", "create", "inv", "--kind", "autoinc"])),
+        &run(idmint().args(["counter", "create", "inv", "--kind", "autoinc"])),
         0,
     );
-    let mut command = Command::new(env!("CARGO_BIN_EXE_idmint"));
-    with_server(&mut command);
     let service = Service::spawn(
-        command,
+        idmint(),
         &[
             "--max-concurrent",
             "1",
@@ -818,17 +593,12 @@ fn requests_over_the_limits_are_503_not_queued() {
         std::thread::spawn(move || request(&address, "GET", "/v1/counters/inv/values", &[], None));
     // The stuck request is in flight once the gauge counts it (the admin
     // listener's scrape is not an API request): no guessing with sleeps.
-    let waited = Instant::now();
-    while !service
-        .admin("/metrics")
-        .body
-        .contains("idmint_http_requests_in_flight 1")
-    {
-        assert!(
-            waited.elapsed() < DEADLINE,
-            "the first request never started"
-        );
-    }
+    wait::until(DEADLINE, "the first request in flight", || {
+        service
+            .admin("/metrics")
+            .body
+            .contains("idmint_http_requests_in_flight 1")
+    });
     assert_error(
         &service.get("/v1/counters/inv/values"),
         503,
@@ -844,11 +614,11 @@ fn requests_over_the_limits_are_503_not_queued() {
 #[test]
 fn a_runaway_policy_fails_one_request_not_the_server() {
     const TEST: &str = "serve_runaway";
-    block_on(harness::database(TEST));
+    block_on(support::database(TEST));
     create(TEST, "orders", &["--max", "99"]);
     let service = Service::start(
         TEST,
-        &["--policy", crate::harness::fixture_policy("runaway")],
+        &["--policy", crate::support::fixture_policy("runaway")],
     );
     let first = service.get("/v1/counters/orders/ids?count=41");
     assert_eq!(first.status, 200, "{first:?}");
@@ -879,7 +649,7 @@ fn a_runaway_policy_fails_one_request_not_the_server() {
 #[test]
 fn a_policy_per_kind_lets_one_server_format_every_kind() {
     const TEST: &str = "serve_policy_for";
-    block_on(harness::database(TEST));
+    block_on(support::database(TEST));
     create(TEST, "orders", &["--prefix", "ORD-"]);
     create(TEST, "ev", &["--kind", "snowflake", "--prefix", "EVT-"]);
     let service = Service::start(TEST, &["--policy-for", "snowflake=builtin:base32"]);
@@ -899,9 +669,9 @@ fn a_policy_per_kind_lets_one_server_format_every_kind() {
     let refused = run(idmint(TEST).args(["serve", "--policy-for", "comet=builtin:base32"]));
     assert_exit(&refused, 2);
     assert!(
-        harness::stderr(&refused).contains("--policy-for \"comet=builtin:base32\""),
+        support::stderr(&refused).contains("--policy-for \"comet=builtin:base32\""),
         "{}",
-        harness::stderr(&refused)
+        support::stderr(&refused)
     );
 }
 
@@ -912,7 +682,7 @@ fn a_policy_per_kind_lets_one_server_format_every_kind() {
 #[test]
 fn tokens_from_the_database_are_added_and_removed_live() {
     const TEST: &str = "serve_tokens_db";
-    block_on(harness::database(TEST));
+    block_on(support::database(TEST));
     create(TEST, "orders", &[]);
     let added =
         run(idmint(TEST).args(["token", "add", "billing", "--counters", "orders", "--json"]));
@@ -920,7 +690,7 @@ fn tokens_from_the_database_are_added_and_removed_live() {
     let added: Value = serde_json::from_str(&stdout(&added)).unwrap();
     let token = added["token"].as_str().unwrap().to_string();
     let stored = block_on(async {
-        harness::documents(&harness::database_handle(TEST).await, "tokens").await
+        support::documents(&support::database_handle(TEST).await, "tokens").await
     });
     assert_eq!(stored.len(), 1);
     assert_eq!(
@@ -933,7 +703,7 @@ fn tokens_from_the_database_are_added_and_removed_live() {
     );
     let again = run(idmint(TEST).args(["token", "add", "billing", "--counters", "*"]));
     assert_exit(&again, 2);
-    assert!(harness::stderr(&again).contains("has a token already"));
+    assert!(support::stderr(&again).contains("has a token already"));
 
     let service = Service::start(TEST, &["--tokens-from-db"]);
     let bearer = format!("Bearer {token}");
@@ -954,14 +724,9 @@ fn tokens_from_the_database_are_added_and_removed_live() {
         "may not use",
     );
     assert_exit(&run(idmint(TEST).args(["token", "remove", "billing"])), 0);
-    let removed = Instant::now();
-    while get("/v1/counters/orders/values").status != 401 {
-        assert!(
-            removed.elapsed() < DEADLINE,
-            "the removed token is still accepted"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    wait::until(DEADLINE, "the removed token refused", || {
+        get("/v1/counters/orders/values").status == 401
+    });
     let missing = run(idmint(TEST).args(["token", "remove", "billing"]));
     assert_exit(&missing, 2);
 }

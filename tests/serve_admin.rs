@@ -5,13 +5,11 @@
 //! every operator route answers 401 without the token and 200 with it,
 //! while `/healthz` stays open.
 
-use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::Instant;
 
-use crate::harness::{self, idmint};
-use crate::serve::{assert_error, block_on, request, Service, DEADLINE};
+use crate::support::service::{assert_error, block_on, request, Service, DEADLINE};
+use crate::support::{self, idmint};
 
 /// Runs `command` until it exits, within the deadline (killed and failed
 /// past it: a server that should have refused to start is serving).
@@ -29,8 +27,8 @@ fn exit_within_deadline(command: &mut Command) -> std::process::Output {
             let output = child.wait_with_output().unwrap();
             panic!(
                 "still running: it did not refuse to start\nstdout: {}\nstderr: {}",
-                harness::stdout(&output),
-                harness::stderr(&output)
+                support::stdout(&output),
+                support::stderr(&output)
             );
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
@@ -41,7 +39,7 @@ fn exit_within_deadline(command: &mut Command) -> std::process::Output {
 #[test]
 fn an_admin_listener_other_hosts_reach_needs_a_token() {
     const TEST: &str = "serve_admin_exposed";
-    block_on(harness::database(TEST));
+    block_on(support::database(TEST));
     let serve = |args: &[&str]| {
         let mut command = idmint(TEST);
         command
@@ -51,15 +49,15 @@ fn an_admin_listener_other_hosts_reach_needs_a_token() {
     };
     // Every address, no token: refused, naming the way out.
     let refused = exit_within_deadline(&mut serve(&["--admin-listen", "0.0.0.0:0"]));
-    harness::assert_exit(&refused, 2);
-    let error = harness::stderr(&refused);
+    support::assert_exit(&refused, 2);
+    let error = support::stderr(&refused);
     assert!(
         error.contains("the admin listener on 0.0.0.0:0 is reachable from other hosts")
             && error.contains("--admin-token-sha256")
             && error.contains("--admin-insecure"),
         "{error}"
     );
-    assert!(harness::stdout(&refused).is_empty(), "it listened");
+    assert!(support::stdout(&refused).is_empty(), "it listened");
     // A token that is not a SHA-256 (the token itself, say) is refused
     // without being repeated.
     let pasted = exit_within_deadline(&mut serve(&[
@@ -68,8 +66,8 @@ fn an_admin_listener_other_hosts_reach_needs_a_token() {
         "--admin-token-sha256",
         "tok-pasted-by-mistake",
     ]));
-    harness::assert_exit(&pasted, 2);
-    let error = harness::stderr(&pasted);
+    support::assert_exit(&pasted, 2);
+    let error = support::stderr(&pasted);
     assert!(error.contains("64 hexadecimal digits"), "{error}");
     assert!(!error.contains("tok-pasted-by-mistake"), "{error}");
     // Said to be meant: served, and warned about on stderr.
@@ -80,13 +78,7 @@ fn an_admin_listener_other_hosts_reach_needs_a_token() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start idmint serve");
-    let (lines, log) = mpsc::channel();
-    let stderr = child.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = lines.send(line);
-        }
-    });
+    let log = support::process::read_lines(child.stderr.take().unwrap());
     let warned = loop {
         match log.recv_timeout(DEADLINE) {
             Ok(line) if line.contains("REQUIRES NO TOKEN") => break line,
@@ -105,7 +97,7 @@ fn an_admin_listener_other_hosts_reach_needs_a_token() {
 #[test]
 fn the_admin_token_guards_every_operator_route() {
     const TEST: &str = "serve_admin_token";
-    block_on(harness::database(TEST));
+    block_on(support::database(TEST));
     let token = "tok-admin-0123";
     let mut command = idmint(TEST);
     command.env(

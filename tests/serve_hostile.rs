@@ -13,10 +13,8 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-
-use crate::harness::{self, idmint, run, stdout};
-use crate::serve::{assert_error, block_on, create, Answer, Service, DEADLINE};
+use crate::support::service::{assert_error, block_on, Answer, Service, DEADLINE};
+use crate::support::{self, create, idmint, run};
 
 /// A connection kept open across requests (HTTP/1.1 keep-alive).
 struct Connection(TcpStream);
@@ -96,7 +94,7 @@ fn wait_for_metric(service: &Service, metric: &str, value: u64) {
 #[test]
 fn silent_and_idle_connections_are_closed_at_the_header_timeout() {
     const TEST: &str = "serve_header_timeout";
-    block_on(harness::database(TEST));
+    block_on(support::database(TEST));
     let service = Service::start(TEST, &["--header-timeout", "0.3"]);
     let mut silent = Connection::open(&service.address);
     let mut dribbling = Connection::open(&service.address);
@@ -124,7 +122,7 @@ fn silent_and_idle_connections_are_closed_at_the_header_timeout() {
 #[test]
 fn connections_past_the_cap_are_refused_at_once() {
     const TEST: &str = "serve_connection_cap";
-    block_on(harness::database(TEST));
+    block_on(support::database(TEST));
     create(TEST, "inv", &["--kind", "autoinc"]);
     let service = Service::start(TEST, &["--max-connections", "2", "--header-timeout", "60"]);
     // Two connections, each answered once and kept open: both are being
@@ -172,7 +170,7 @@ fn connections_past_the_cap_are_refused_at_once() {
 #[test]
 fn shutdown_is_not_stalled_by_a_client_that_never_reads() {
     const TEST: &str = "serve_shutdown_stall";
-    block_on(harness::database(TEST));
+    block_on(support::database(TEST));
     create(TEST, "seg", &["--kind", "segment", "--step", "1000"]);
     create(TEST, "ev", &["--kind", "snowflake", "--raw"]);
     // The write timeout is far past the test's deadline: the blocked
@@ -191,12 +189,8 @@ fn shutdown_is_not_stalled_by_a_client_that_never_reads() {
     });
     // The server is stuck writing to it: its window is full.
     wait_for_metric(&service, "idmint_connections_write_blocked", 1);
-    let before = crate::serve::counter_field(TEST, "seg", "max");
-    // SAFETY: kill(2) on our own child's pid.
-    assert_eq!(
-        unsafe { libc::kill(service.child.id() as i32, libc::SIGTERM) },
-        0
-    );
+    let before = support::counter_field(TEST, "seg", "max");
+    support::process::signal(service.child.id(), libc::SIGTERM);
     let stopping = Instant::now();
     let status = loop {
         if let Some(status) = service.child.try_wait().unwrap() {
@@ -214,20 +208,16 @@ fn shutdown_is_not_stalled_by_a_client_that_never_reads() {
     assert!(log.contains("their requests abandoned"), "{log}");
     writer.join().unwrap();
     // The tail of the segment in service was given back.
-    let after = crate::serve::counter_field(TEST, "seg", "max");
+    let after = support::counter_field(TEST, "seg", "max");
     assert!(
         after < before,
         "no tail given back: max {before} -> {after}"
     );
-    let workers = run(idmint(TEST).args(["workers", "ev", "--json"]));
-    let workers: Value = serde_json::from_str(&stdout(&workers)).unwrap();
+    // The one lease the service took, released (not an empty list).
+    let leases = support::worker_leases(TEST, "ev");
     assert!(
-        workers["leases"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|lease| lease["live"] == false),
-        "{workers}"
+        leases.len() == 1 && leases[0]["live"] == false,
+        "{leases:?}"
     );
 }
 
@@ -239,7 +229,7 @@ fn shutdown_is_not_stalled_by_a_client_that_never_reads() {
 #[test]
 fn slow_bodies_do_not_starve_other_requests() {
     const TEST: &str = "serve_slow_bodies";
-    block_on(harness::database(TEST));
+    block_on(support::database(TEST));
     create(TEST, "inv", &["--kind", "autoinc"]);
     let dir = tempfile::tempdir().unwrap();
     let tokens = dir.path().join("tokens.json");
@@ -290,7 +280,7 @@ fn slow_bodies_do_not_starve_other_requests() {
         stalled.push(connection);
     }
     wait_for_metric(&service, "idmint_http_bodies_reading", 2);
-    let served = crate::serve::request(
+    let served = crate::support::service::request(
         &service.address,
         "GET",
         "/v1/counters/inv/values",
@@ -342,7 +332,7 @@ fn clients_that_never_read_are_closed_at_the_write_timeout() {
     const TEST: &str = "serve_write_timeout";
     const CAP: usize = 8;
     const HOSTILE: usize = 12;
-    block_on(harness::database(TEST));
+    block_on(support::database(TEST));
     create(TEST, "inv", &["--kind", "autoinc"]);
     let cap = CAP.to_string();
     let service = Service::start(
@@ -401,13 +391,13 @@ fn clients_that_never_read_are_closed_at_the_write_timeout() {
 #[test]
 fn a_request_header_that_fills_the_connection_buffer_is_431() {
     const TEST: &str = "serve_connection_buffer";
-    block_on(harness::database(TEST));
+    block_on(support::database(TEST));
     let refused = run(idmint(TEST).args(["serve", "--connection-buffer", "100"]));
-    harness::assert_exit(&refused, 2);
+    support::assert_exit(&refused, 2);
     assert!(
-        harness::stderr(&refused).contains("--connection-buffer 100 is out of range 8192 to"),
+        support::stderr(&refused).contains("--connection-buffer 100 is out of range 8192 to"),
         "{}",
-        harness::stderr(&refused)
+        support::stderr(&refused)
     );
     let service = Service::start(TEST, &["--connection-buffer", "8192"]);
     let mut connection = Connection::open(&service.address);

@@ -15,11 +15,11 @@ use idmint::policy::PolicyRuntime;
 use idmint::sequence::{self, CounterKind, CounterName, CounterSpec};
 use idmint_serve::{Limits, ServeOptions, Server};
 
-use crate::harness;
+use crate::support;
 
 /// A server over `test`'s fresh database with `limits`, and its database.
 async fn server(test: &str, counters: &[(&str, CounterSpec)], limits: Limits) -> Server {
-    let database = harness::database(test).await;
+    let database = support::database(test).await;
     for (name, spec) in counters {
         sequence::create(&database, &CounterName::new(*name).unwrap(), spec)
             .await
@@ -102,13 +102,13 @@ async fn a_counter_of_another_kind_is_refused_before_it_is_opened() {
         assert_eq!(body["error"], "unservable", "{path}: {body}");
         assert_eq!(body["counter"], "ev", "{path}: {body}");
     }
-    let database = harness::database_handle(TEST).await;
-    let leases = harness::documents(&database, "workers").await;
+    let database = support::database_handle(TEST).await;
+    let leases = support::documents(&database, "workers").await;
     assert!(leases.is_empty(), "a worker id was leased: {leases:?}");
     // The route that serves the kind does lease one.
     let (status, body) = get(&router, "/api/snowflake/get/ev").await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    assert!(!harness::documents(&database, "workers").await.is_empty());
+    assert!(!support::documents(&database, "workers").await.is_empty());
 }
 
 /// The operator's routes are on the admin router only: the API answers
@@ -229,7 +229,7 @@ async fn a_prefix_removed_from_a_counter_stops_being_served() {
     let router = server.router();
     let (status, body) = get(&router, "/v1/counters/orders/ids?prefix=WEB-").await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    let database = harness::database_handle(TEST).await;
+    let database = support::database_handle(TEST).await;
     sequence::prefixes::remove(&database, &CounterName::new("orders").unwrap(), "WEB-")
         .await
         .unwrap();
@@ -241,7 +241,7 @@ async fn a_prefix_removed_from_a_counter_stops_being_served() {
 }
 
 /// The `find`s a monitored client sent to the counters collection.
-fn counter_reads(log: &harness::CommandLog) -> usize {
+fn counter_reads(log: &support::CommandLog) -> usize {
     log.named("find")
         .iter()
         .filter(|command| command.get_str("find") == Ok("counters"))
@@ -256,7 +256,7 @@ fn counter_reads(log: &harness::CommandLog) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refusal_is_kept_as_long_as_a_prepared_minter() {
     const TEST: &str = "serve_refusals_kept";
-    let (database, log) = harness::monitored_database(TEST).await;
+    let (database, log) = support::monitored_database(TEST).await;
     for (name, spec) in [
         ("orders", CounterSpec::default().maxval(99)),
         (
@@ -370,7 +370,7 @@ async fn counters_that_hold_nothing_are_kept_up_to_a_number() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_prefix_limited_token_is_checked_against_the_default_now() {
     const TEST: &str = "serve_token_default";
-    let database = harness::database(TEST).await;
+    let database = support::database(TEST).await;
     let orders = CounterName::new("orders").unwrap();
     sequence::create(
         &database,
@@ -453,7 +453,7 @@ async fn a_prefix_limited_token_is_checked_against_the_default_now() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tokens_skip_a_bad_document_and_fail_closed_when_too_old() {
     let mut owned = tokio::task::spawn_blocking(|| {
-        harness::OwnedServer::start(harness::ServerConfig::default())
+        support::OwnedServer::start(support::ServerConfig::default())
     })
     .await
     .unwrap();
@@ -520,7 +520,7 @@ async fn tokens_skip_a_bad_document_and_fail_closed_when_too_old() {
         }
         assert_eq!(status, StatusCode::OK, "{body}");
         assert!(
-            killed.elapsed() < crate::serve::DEADLINE,
+            killed.elapsed() < crate::support::service::DEADLINE,
             "stale tokens still let requests in"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -536,11 +536,11 @@ async fn tokens_skip_a_bad_document_and_fail_closed_when_too_old() {
 /// than waiting for ever to give a tail back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_that_stops_answering_fails_requests_and_shutdown_at_deadlines() {
-    use crate::serve_support::{test_server_address, Proxy};
+    use crate::support::fault_proxy::FaultProxy;
     use idmint::sequence::SegmentOptions;
 
     const TEST: &str = "serve_stalled";
-    let direct = harness::database(TEST).await;
+    let direct = support::database(TEST).await;
     sequence::create(
         &direct,
         &CounterName::new("seg").unwrap(),
@@ -550,14 +550,14 @@ async fn a_database_that_stops_answering_fails_requests_and_shutdown_at_deadline
     )
     .await
     .unwrap();
-    let proxy = Proxy::start(test_server_address()).await;
+    let proxy = FaultProxy::start();
     let mut client = mongodb::options::ClientOptions::parse(proxy.uri())
         .await
         .unwrap();
     client.server_selection_timeout = Some(Duration::from_secs(1));
     let database = mongodb::Client::with_options(client)
         .unwrap()
-        .database(&harness::database_name(TEST));
+        .database(&support::database_name(TEST));
     let runtime = PolicyRuntime::new().unwrap();
     let local = runtime.load_default().unwrap();
     let mut options = ServeOptions::default();
@@ -586,7 +586,7 @@ async fn a_database_that_stops_answering_fails_requests_and_shutdown_at_deadline
             break;
         }
         assert!(
-            !stalled.is_finished() && waited.elapsed() < crate::serve::DEADLINE,
+            !stalled.is_finished() && waited.elapsed() < crate::support::service::DEADLINE,
             "/readyz never named the stuck fetch: {ready}"
         );
     }
@@ -602,7 +602,7 @@ async fn a_database_that_stops_answering_fails_requests_and_shutdown_at_deadline
             break;
         }
         assert!(
-            thawed.elapsed() < crate::serve::DEADLINE,
+            thawed.elapsed() < crate::support::service::DEADLINE,
             "no recovery: {body}"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -613,7 +613,7 @@ async fn a_database_that_stops_answering_fails_requests_and_shutdown_at_deadline
     proxy.freeze();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let failures = tokio::time::timeout(
-        crate::serve::DEADLINE,
+        crate::support::service::DEADLINE,
         server.run(listener, std::future::ready(())),
     )
     .await
@@ -760,7 +760,7 @@ async fn ranges_cover_exactly_count_values() {
 /// malformed body is a 400 naming the field, one over `--max-body` a 413.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn validate_reads_ids_back() {
-    let database = harness::database("serve_validate").await;
+    let database = support::database("serve_validate").await;
     sequence::create(
         &database,
         &CounterName::new("ev").unwrap(),

@@ -10,8 +10,8 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use crate::harness::{self, stdout};
-use crate::serve::{block_on, create, Service};
+use crate::support::service::{block_on, Service};
+use crate::support::{self, create, stdout};
 
 /// The schemathesis binary: `IDMINT_SCHEMATHESIS` (set by
 /// `ensure_schemathesis`), else `schemathesis` on PATH.
@@ -58,7 +58,7 @@ fn run_schemathesis(dir: &Path, document: &str, url: &str, examples: u32) -> Out
 #[test]
 fn each_listener_answers_as_its_openapi_document_says() {
     const TEST: &str = "serve_schema";
-    block_on(harness::database(TEST));
+    block_on(support::database(TEST));
     create(TEST, "orders", &["--prefix", "ORD-"]);
     create(TEST, "tickets", &["--kind", "segment", "--raw"]);
     create(TEST, "events", &["--kind", "snowflake", "--raw"]);

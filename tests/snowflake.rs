@@ -3,13 +3,13 @@
 //! and the layout's lifetime.
 
 use std::collections::BTreeSet;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use idmint::parts::Layout;
 use mongodb::bson::{doc, Document};
 use serde_json::Value;
 
-use crate::harness::{self, assert_exit, idmint, run, stderr, stdout, Seq};
+use crate::support::{self, assert_exit, create, idmint, run, stderr, stdout, wait, Seq};
 
 fn layout(test: &str, counter: &str) -> Layout {
     let output = run(idmint(test).args(["counter", "show", counter, "--json"]));
@@ -24,41 +24,20 @@ fn layout(test: &str, counter: &str) -> Layout {
     }
 }
 
-fn create(test: &str, counter: &str, extra: &[&str]) {
-    let output = run(idmint(test)
-        .args(["counter", "create", counter, "--kind", "snowflake"])
-        .args(extra));
-    assert_exit(&output, 0);
-}
-
 /// The live leases (worker ids) of a counter, by the server's clock.
 fn live_workers(test: &str, counter: &str) -> BTreeSet<u64> {
-    let output = run(idmint(test).args(["workers", counter, "--json"]));
-    assert_exit(&output, 0);
-    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
-    report["leases"]
-        .as_array()
-        .unwrap()
+    support::worker_leases(test, counter)
         .iter()
         .filter(|lease| lease["live"].as_bool().unwrap())
         .map(|lease| lease["worker"].as_u64().unwrap())
         .collect()
 }
 
-/// Polls (no fixed sleep) until `done`, failing after `limit`.
-fn wait_until(limit: Duration, what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn eight_processes_lease_eight_worker_ids_and_never_share_an_id() {
     const TEST: &str = "snowflake_eight_processes";
-    harness::database(TEST).await;
-    create(TEST, "ids", &[]);
+    support::database(TEST).await;
+    create(TEST, "ids", &["--kind", "snowflake"]);
     let layout = layout(TEST, "ids");
     // More than a pipe holds: each process blocks until read, so reading one
     // ID of each first proves all eight hold their leases at once.
@@ -99,8 +78,12 @@ async fn eight_processes_lease_eight_worker_ids_and_never_share_an_id() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sixty_four_runs_on_eight_worker_ids_never_exhaust_them() {
     const TEST: &str = "snowflake_sixty_four_runs";
-    harness::database(TEST).await;
-    create(TEST, "small", &["--layout", "49,3,11"]);
+    support::database(TEST).await;
+    create(
+        TEST,
+        "small",
+        &["--kind", "snowflake", "--layout", "49,3,11"],
+    );
     let mut all = BTreeSet::new();
     for run_number in 0..64 {
         let output = run(idmint(TEST).args(["seq", "small", "--count", "3"]));
@@ -118,8 +101,12 @@ async fn sixty_four_runs_on_eight_worker_ids_never_exhaust_them() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn all_worker_ids_live_is_a_clear_error_and_a_killed_holders_id_waits_for_its_expiry() {
     const TEST: &str = "snowflake_exhaustion_and_kill";
-    harness::database(TEST).await;
-    create(TEST, "tiny", &["--layout", "52,1,10"]); // two worker ids
+    support::database(TEST).await;
+    create(
+        TEST,
+        "tiny",
+        &["--kind", "snowflake", "--layout", "52,1,10"],
+    ); // two worker ids
     let layout = layout(TEST, "tiny");
     let mut first = Seq::start(TEST, &["tiny", "--count", "10000000", "--lease-ttl", "2"]);
     let mut second = Seq::start(TEST, &["tiny", "--count", "10000000", "--lease-ttl", "2"]);
@@ -143,7 +130,7 @@ async fn all_worker_ids_live_is_a_clear_error_and_a_killed_holders_id_waits_for_
     let still = run(idmint(TEST).args(["seq", "tiny"]));
     assert_exit(&still, 3);
     // ... and is handed out again after it, above every time the victim could use.
-    wait_until(
+    wait::until(
         Duration::from_secs(30),
         "the killed holder's lease expires",
         || !live_workers(TEST, "tiny").contains(&victim),
@@ -166,14 +153,14 @@ async fn all_worker_ids_live_is_a_clear_error_and_a_killed_holders_id_waits_for_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_holder_paused_past_its_lease_issues_nothing_with_the_worker_id_taken_over() {
     const TEST: &str = "snowflake_sigstop";
-    harness::database(TEST).await;
-    create(TEST, "ids", &["--layout", "51,2,10"]);
+    support::database(TEST).await;
+    create(TEST, "ids", &["--kind", "snowflake", "--layout", "51,2,10"]);
     let layout = layout(TEST, "ids");
     let mut paused = Seq::start(TEST, &["ids", "--count", "10000000", "--lease-ttl", "2"]);
     let first = paused.next_value().unwrap();
     let worker = layout.decompose(first).unwrap().worker;
     paused.signal(libc::SIGSTOP);
-    wait_until(
+    wait::until(
         Duration::from_secs(30),
         "the paused holder's lease expires",
         || !live_workers(TEST, "ids").contains(&worker),
@@ -220,8 +207,8 @@ async fn a_holder_paused_past_its_lease_issues_nothing_with_the_worker_id_taken_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_with_the_clock_an_hour_back_repeats_nothing() {
     const TEST: &str = "snowflake_clock_back_restart";
-    harness::database(TEST).await;
-    create(TEST, "ids", &[]);
+    support::database(TEST).await;
+    create(TEST, "ids", &["--kind", "snowflake"]);
     let layout = layout(TEST, "ids");
     let before = run(idmint(TEST).args(["seq", "ids", "--count", "1000"]));
     assert_exit(&before, 0);
@@ -231,7 +218,7 @@ async fn a_restart_with_the_clock_an_hour_back_repeats_nothing() {
         .collect();
     let faked = |extra: &[&str]| {
         let mut command = idmint(TEST);
-        harness::fake_clock(&mut command, "-3600s")
+        support::fake_clock(&mut command, "-3600s")
             .args(["seq", "ids", "--count", "1000"])
             .args(extra);
         run(&mut command)
@@ -262,7 +249,7 @@ async fn a_restart_with_the_clock_an_hour_back_repeats_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_layout_that_runs_out_soon_is_refused_and_an_old_one_warns() {
     const TEST: &str = "snowflake_layout_lifetime";
-    let database = harness::database(TEST).await;
+    let database = support::database(TEST).await;
     for (args, message) in [
         (&["--layout", "30,20,13"][..], "run out on"),
         (&["--layout", "41,10,13"][..], "adds up to 64 bits"),
@@ -312,8 +299,8 @@ async fn a_layout_that_runs_out_soon_is_refused_and_an_old_one_warns() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_corrupt_lease_is_named_exit_2_and_left_unchanged() {
     const TEST: &str = "snowflake_corrupt_lease";
-    let database = harness::database(TEST).await;
-    create(TEST, "ids", &[]);
+    let database = support::database(TEST).await;
+    create(TEST, "ids", &["--kind", "snowflake"]);
     let corrupt = doc! { "_id": "ids#0", "counter": "ids", "worker": 0_i64, "owner": "x",
     "expires": "tomorrow", "last_time": 5_i64 };
     database
@@ -328,7 +315,7 @@ async fn a_corrupt_lease_is_named_exit_2_and_left_unchanged() {
         "{}",
         stderr(&output)
     );
-    let after = harness::documents(&database, "workers").await;
+    let after = support::documents(&database, "workers").await;
     assert_eq!(after, [corrupt]);
 }
 
@@ -339,8 +326,8 @@ async fn a_corrupt_lease_is_named_exit_2_and_left_unchanged() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn snowflake_ids_format_through_the_base32_policy() {
     const TEST: &str = "snowflake_base32";
-    harness::database(TEST).await;
-    create(TEST, "events", &["--prefix", "EVT-"]);
+    support::database(TEST).await;
+    create(TEST, "events", &["--kind", "snowflake", "--prefix", "EVT-"]);
     let output = run(idmint(TEST).args([
         "next",
         "events",
@@ -406,7 +393,7 @@ async fn snowflake_ids_format_through_the_base32_policy() {
 async fn every_lease_write_is_durable() {
     use idmint::sequence::{self, CounterKind, CounterName, CounterSpec};
     use idmint::sequence::{Snowflake, SnowflakeOptions};
-    let (database, log) = harness::monitored_database("snowflake_durable_leases").await;
+    let (database, log) = support::monitored_database("snowflake_durable_leases").await;
     let name = CounterName::new("ids").unwrap();
     sequence::create(&database, &name, &CounterSpec::of(CounterKind::Snowflake))
         .await
@@ -437,7 +424,7 @@ async fn every_lease_write_is_durable() {
         4,
         "insert, release, take-over, release: {writes:?}"
     );
-    writes.iter().for_each(harness::assert_durable);
+    writes.iter().for_each(support::assert_durable);
 }
 
 /// A second `close()` changes nothing: it must not release the worker id
@@ -447,7 +434,7 @@ async fn every_lease_write_is_durable() {
 async fn a_second_close_changes_nothing() {
     use idmint::sequence::{self, CounterKind, CounterName, CounterSpec};
     use idmint::sequence::{Snowflake, SnowflakeOptions};
-    let database = harness::database("snowflake_second_close").await;
+    let database = support::database("snowflake_second_close").await;
     let name = CounterName::new("ids").unwrap();
     sequence::create(&database, &name, &CounterSpec::of(CounterKind::Snowflake))
         .await
@@ -458,7 +445,7 @@ async fn a_second_close_changes_nothing() {
         .unwrap();
     let ids = snowflake.take(10).await.unwrap();
     snowflake.close().await.unwrap();
-    let released = harness::documents(&database, "workers").await;
+    let released = support::documents(&database, "workers").await;
     assert_eq!(released.len(), 1);
     assert_eq!(
         released[0].get_i64("last_time").unwrap(),
@@ -467,7 +454,7 @@ async fn a_second_close_changes_nothing() {
     );
     snowflake.close().await.unwrap();
     assert_eq!(
-        harness::documents(&database, "workers").await,
+        support::documents(&database, "workers").await,
         released,
         "a second close changed the released lease"
     );

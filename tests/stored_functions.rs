@@ -1,42 +1,14 @@
-//! The stored function itself, run by mongosh after the shell loader, against
-//! the same counter as the Rust host.
+//! The stored functions themselves, run by mongosh after the shell loader,
+//! against the same counters as the Rust host: values never handed out
+//! twice between the two, a missing counter named, the printed loader, the
+//! auto-increment upsert.
 
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 use idmint::sequence::{CounterName, CounterSpec, CyclicCounter};
 use idmint::{installer, Clock, SystemClock};
 
-use crate::harness;
-
-fn loader_path() -> PathBuf {
-    crate::harness::workspace_root().join("mongo-js/shell/idmint-loader.js")
-}
-
-/// Runs `script` in mongosh against the database `database` after loading
-/// the installed functions.
-pub fn mongosh_in(database: &str, script: &str) -> Command {
-    let script = format!("load({:?});\n{script}", loader_path().display().to_string());
-    let mut command = Command::new(harness::mongosh());
-    command
-        .args([
-            "--quiet",
-            "--norc",
-            &harness::with_database(harness::uri(), database),
-            "--eval",
-            &script,
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    command
-}
-
-/// Runs `script` in mongosh against `test`'s database after loading the
-/// installed functions.
-pub fn mongosh(test: &str, script: &str) -> Command {
-    mongosh_in(&harness::database_name(test), script)
-}
+use crate::support::{self, mongosh::shell};
 
 fn numbers(output: &Output) -> Vec<u64> {
     String::from_utf8_lossy(&output.stdout)
@@ -55,7 +27,7 @@ fn numbers(output: &Output) -> Vec<u64> {
 async fn stored_function_in_mongosh_and_the_host_never_hand_out_a_value_twice() {
     use std::io::{BufRead, BufReader};
     const TEST: &str = "mongosh_and_host";
-    let database = harness::database(TEST).await;
+    let database = support::database(TEST).await;
     installer::install(&database, &Default::default())
         .await
         .unwrap();
@@ -70,7 +42,7 @@ async fn stored_function_in_mongosh_and_the_host_never_hand_out_a_value_twice() 
                   for (let i = 0; i < 100; i++) print(getNextUniqueSeq('shared'));";
     let mut shells: Vec<_> = (0..3)
         .map(|_| {
-            mongosh(TEST, script)
+            shell(TEST, script)
                 .stdout(Stdio::piped())
                 .spawn()
                 .expect("run mongosh (scripts/test.sh installs it; or set IDMINT_MONGOSH)")
@@ -146,13 +118,11 @@ async fn stored_function_in_mongosh_and_the_host_never_hand_out_a_value_twice() 
 #[tokio::test]
 async fn the_stored_function_names_a_missing_counter() {
     const TEST: &str = "mongosh_missing_counter";
-    let database = harness::database(TEST).await;
+    let database = support::database(TEST).await;
     installer::install(&database, &Default::default())
         .await
         .unwrap();
-    let output = mongosh(TEST, "getNextUniqueSeq('ghost');")
-        .output()
-        .unwrap();
+    let output = shell(TEST, "getNextUniqueSeq('ghost');").output().unwrap();
     assert!(!output.status.success());
     let text = format!(
         "{}{}",
@@ -167,7 +137,7 @@ async fn the_stored_function_names_a_missing_counter() {
 #[tokio::test]
 async fn the_printed_shell_loader_makes_the_functions_callable() {
     const TEST: &str = "mongosh_printed_loader";
-    let database = harness::database(TEST).await;
+    let database = support::database(TEST).await;
     installer::install(&database, &Default::default())
         .await
         .unwrap();
@@ -177,7 +147,7 @@ async fn the_printed_shell_loader_makes_the_functions_callable() {
         .await
         .unwrap();
 
-    let printed = harness::idmint(TEST).arg("shell-loader").output().unwrap();
+    let printed = support::idmint(TEST).arg("shell-loader").output().unwrap();
     assert!(printed.status.success());
     let dir = tempfile::tempdir().unwrap();
     let loader = dir.path().join("idmint-loader.js");
@@ -189,12 +159,7 @@ async fn the_printed_shell_loader_makes_the_functions_callable() {
     )
     .unwrap();
     // Files run in order, in one session: the loader, then the DBA's work.
-    let output = Command::new(harness::mongosh())
-        .args([
-            "--quiet",
-            "--norc",
-            &harness::with_database(harness::uri(), &harness::database_name(TEST)),
-        ])
+    let output = support::mongosh::connected(support::uri(), &support::database_name(TEST))
         .arg(&loader)
         .arg(&work)
         .output()
@@ -224,11 +189,11 @@ async fn the_printed_shell_loader_makes_the_functions_callable() {
 #[tokio::test]
 async fn the_stored_auto_increment_creates_a_missing_counter_the_host_shares() {
     const TEST: &str = "mongosh_autoinc_upsert";
-    let database = harness::database(TEST).await;
+    let database = support::database(TEST).await;
     installer::install(&database, &Default::default())
         .await
         .unwrap();
-    let output = mongosh(
+    let output = shell(
         TEST,
         "print(getNextSequence('visits', { upsert: true, start: 100 }));\n\
          print(getNextSequence('visits', { upsert: true, start: 100 }));",
@@ -238,16 +203,16 @@ async fn the_stored_auto_increment_creates_a_missing_counter_the_host_shares() {
     assert_eq!(numbers(&output), [100, 101]);
     let host = idmint::sequence::AutoIncrement::new(&database, CounterName::new("visits").unwrap());
     assert_eq!(host.take(2).await.unwrap(), 102..=103);
-    let output = mongosh(TEST, "print(getNextSequence('visits'));")
+    let output = shell(TEST, "print(getNextSequence('visits'));")
         .output()
         .unwrap();
     assert_eq!(numbers(&output), [104]);
-    let document = harness::documents(&database, "counters").await;
-    let owner = harness::run(harness::idmint(TEST).args(["counter", "create", "orders"]));
-    harness::assert_exit(&owner, 0);
-    let next = harness::run(harness::idmint(TEST).args(["next", "orders"]));
-    harness::assert_exit(&next, 0);
-    harness::assert_exit(&harness::run(harness::idmint(TEST).arg("status")), 0);
+    let document = support::documents(&database, "counters").await;
+    let owner = support::run(support::idmint(TEST).args(["counter", "create", "orders"]));
+    support::assert_exit(&owner, 0);
+    let next = support::run(support::idmint(TEST).args(["next", "orders"]));
+    support::assert_exit(&next, 0);
+    support::assert_exit(&support::run(support::idmint(TEST).arg("status")), 0);
     assert_eq!(
         document,
         [

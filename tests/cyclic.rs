@@ -1,19 +1,13 @@
 //! The cyclic counter against the server: the seed's own test, wrap-around,
 //! unknown and corrupt counters.
 
-use idmint::sequence::{
-    CounterName, CounterSpec, CyclicCounter, SequenceError, COUNTERS_COLLECTION,
-};
+use idmint::sequence::{CounterSpec, CyclicCounter, SequenceError, COUNTERS_COLLECTION};
 use idmint::Stamp as Issued;
 use idmint::{Clock, SystemClock};
 use mongodb::bson::{doc, Bson, Decimal128, Document};
 use mongodb::Database;
 
-use crate::harness;
-
-fn name(text: &str) -> CounterName {
-    CounterName::new(text).unwrap()
-}
+use crate::support::{self, counter_document, counter_name};
 
 /// The one-value rule of the cyclic counter: `(ts, val)` after one value
 /// taken at `client` from `(ts, val)`.
@@ -49,26 +43,18 @@ async fn assert_refused_as_it_is(
         "{id}: expected {reason:?} in {error}"
     );
     assert_eq!(
-        &raw_counter(database, id).await.unwrap(),
+        &counter_document(database, id).await.unwrap(),
         document,
         "{id} was modified"
     );
-}
-
-async fn raw_counter(database: &Database, id: &str) -> Option<Document> {
-    database
-        .collection::<Document>(COUNTERS_COLLECTION)
-        .find_one(doc! { "_id": id })
-        .await
-        .unwrap()
 }
 
 /// The seed's test: val=0, maxval=2000, 20 concurrent workers x 100 calls:
 /// every value from 1 to 2000 handed out exactly once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn seed_test_twenty_workers_get_every_value_once() {
-    let database = harness::database("seed_test_twenty_workers").await;
-    let counter = CyclicCounter::new(&database, name("UNIQUE_KEY"));
+    let database = support::database("seed_test_twenty_workers").await;
+    let counter = CyclicCounter::new(&database, counter_name("UNIQUE_KEY"));
     counter
         .create(&CounterSpec::default().maxval(2000))
         .await
@@ -105,8 +91,8 @@ async fn seed_test_twenty_workers_get_every_value_once() {
 
 #[tokio::test]
 async fn wraps_to_zero_after_maxval_and_time_moves_on() {
-    let database = harness::database("wraps_to_zero").await;
-    let counter = CyclicCounter::new(&database, name("small"));
+    let database = support::database("wraps_to_zero").await;
+    let counter = CyclicCounter::new(&database, counter_name("small"));
     counter
         .create(&CounterSpec::default().maxval(3))
         .await
@@ -129,21 +115,21 @@ async fn wraps_to_zero_after_maxval_and_time_moves_on() {
 #[tokio::test]
 async fn a_counter_made_the_seed_way_works_too() {
     // A DBA's `db.counters.save({_id, val, maxval})`: int32 fields, no ts.
-    let database = harness::database("seed_way_counter").await;
+    let database = support::database("seed_way_counter").await;
     database
         .collection::<Document>(COUNTERS_COLLECTION)
         .insert_one(doc! { "_id": "SerialNo1", "val": 0_i32, "maxval": 99_i32 })
         .await
         .unwrap();
-    let counter = CyclicCounter::new(&database, name("SerialNo1"));
+    let counter = CyclicCounter::new(&database, counter_name("SerialNo1"));
     let first = counter.next(1_000).await.unwrap();
     assert_eq!((first.sequence, first.timestamp_micros), (1, 1_000));
 }
 
 #[tokio::test]
 async fn an_unknown_counter_is_named_and_nothing_is_created() {
-    let database = harness::database("unknown_counter").await;
-    let error = CyclicCounter::new(&database, name("nope"))
+    let database = support::database("unknown_counter").await;
+    let error = CyclicCounter::new(&database, counter_name("nope"))
         .next(1)
         .await
         .unwrap_err();
@@ -155,13 +141,13 @@ async fn an_unknown_counter_is_named_and_nothing_is_created() {
         error.to_string().contains("counter 'nope' does not exist"),
         "{error}"
     );
-    assert!(raw_counter(&database, "nope").await.is_none());
+    assert!(counter_document(&database, "nope").await.is_none());
 }
 
 #[tokio::test]
 async fn creating_an_existing_counter_fails_and_keeps_it() {
-    let database = harness::database("create_existing").await;
-    let counter = CyclicCounter::new(&database, name("dup"));
+    let database = support::database("create_existing").await;
+    let counter = CyclicCounter::new(&database, counter_name("dup"));
     counter
         .create(&CounterSpec::default().maxval(5))
         .await
@@ -173,14 +159,14 @@ async fn creating_an_existing_counter_fails_and_keeps_it() {
         "{error:?}"
     );
     assert_eq!(counter.state().await.unwrap().cyclic().unwrap().val, 1);
-    let error = CyclicCounter::new(&database, name("zero"))
+    let error = CyclicCounter::new(&database, counter_name("zero"))
         .create(&CounterSpec::default().maxval(0))
         .await;
     assert!(
         matches!(error, Err(SequenceError::InvalidSpec(_))),
         "{error:?}"
     );
-    assert!(raw_counter(&database, "zero").await.is_none());
+    assert!(counter_document(&database, "zero").await.is_none());
 }
 
 /// Malformed counters (the fields besides `_id`), each with what the error
@@ -290,7 +276,7 @@ fn corrupt_cases() -> Vec<(Document, &'static str)> {
 /// exactly as it was: the server-side filter and the Rust rules agree.
 #[tokio::test]
 async fn a_corrupt_counter_is_reported_and_left_unchanged() {
-    let database = harness::database("corrupt_counter").await;
+    let database = support::database("corrupt_counter").await;
     let collection = database.collection::<Document>(COUNTERS_COLLECTION);
     let cases = corrupt_cases();
     for (index, (fields, reason)) in cases.into_iter().enumerate() {
@@ -298,14 +284,14 @@ async fn a_corrupt_counter_is_reported_and_left_unchanged() {
         let mut document = doc! { "_id": &id };
         document.extend(fields);
         collection.insert_one(&document).await.unwrap();
-        let counter = CyclicCounter::new(&database, name(&id));
+        let counter = CyclicCounter::new(&database, counter_name(&id));
         assert_refused_as_it_is(&database, &counter, &document, reason).await;
     }
 }
 
 #[tokio::test]
 async fn well_formed_variants_are_accepted_by_server_and_rust_alike() {
-    let database = harness::database("well_formed_variants").await;
+    let database = support::database("well_formed_variants").await;
     let collection = database.collection::<Document>(COUNTERS_COLLECTION);
     // Each variant hands out exactly the value (and timestamp) the rule says.
     for (index, (fields, value, timestamp)) in [
@@ -338,7 +324,9 @@ async fn well_formed_variants_are_accepted_by_server_and_rust_alike() {
         let mut document = doc! { "_id": &id };
         document.extend(fields);
         collection.insert_one(&document).await.unwrap();
-        let issued = CyclicCounter::new(&database, name(&id)).next(20).await;
+        let issued = CyclicCounter::new(&database, counter_name(&id))
+            .next(20)
+            .await;
         assert_eq!(
             issued
                 .as_ref()
@@ -350,7 +338,7 @@ async fn well_formed_variants_are_accepted_by_server_and_rust_alike() {
     }
     // val above maxval (maxval lowered by hand) wraps, as in the seed.
     assert_eq!(
-        raw_counter(&database, "ok3")
+        counter_document(&database, "ok3")
             .await
             .unwrap()
             .get_i64("val")
@@ -361,9 +349,9 @@ async fn well_formed_variants_are_accepted_by_server_and_rust_alike() {
 
 #[tokio::test]
 async fn values_differ_across_many_counters_and_do_not_interfere() {
-    let database = harness::database("independent_counters").await;
-    let a = CyclicCounter::new(&database, name("a"));
-    let b = CyclicCounter::new(&database, name("b"));
+    let database = support::database("independent_counters").await;
+    let a = CyclicCounter::new(&database, counter_name("a"));
+    let b = CyclicCounter::new(&database, counter_name("b"));
     a.create(&CounterSpec::default()).await.unwrap();
     b.create(&CounterSpec::default().prefix(Some("B-".into())))
         .await
@@ -386,7 +374,7 @@ async fn values_differ_across_many_counters_and_do_not_interfere() {
 /// and several times over, with the clock ahead, level and behind.
 #[tokio::test]
 async fn a_block_is_the_one_value_rule_repeated_on_the_server() {
-    let database = harness::database("block_rule_on_server").await;
+    let database = support::database("block_rule_on_server").await;
     let collection = database.collection::<Document>(COUNTERS_COLLECTION);
     let mut case = 0;
     for maxval in [1_u64, 3, 99] {
@@ -406,7 +394,7 @@ async fn a_block_is_the_one_value_rule_repeated_on_the_server() {
                             Issued::new(t, v)
                         })
                         .collect();
-                    let counter = CyclicCounter::new(&database, name(&id));
+                    let counter = CyclicCounter::new(&database, counter_name(&id));
                     let block = counter.take(count, client).await.unwrap();
                     assert_eq!(
                         block, expected,
@@ -424,7 +412,7 @@ async fn a_block_is_the_one_value_rule_repeated_on_the_server() {
 /// wraps, with the clock ahead, level and behind.
 #[tokio::test]
 async fn takes_after_the_first_follow_the_one_value_rule() {
-    let database = harness::database("short_guard_rule").await;
+    let database = support::database("short_guard_rule").await;
     let collection = database.collection::<Document>(COUNTERS_COLLECTION);
     for maxval in [1_u64, 3, 99] {
         let id = format!("short{maxval}");
@@ -432,7 +420,7 @@ async fn takes_after_the_first_follow_the_one_value_rule() {
             .insert_one(doc! { "_id": &id, "val": (maxval - 1) as i64, "maxval": maxval as i64, "ts": 5_000_i64 })
             .await
             .unwrap();
-        let counter = CyclicCounter::new(&database, name(&id));
+        let counter = CyclicCounter::new(&database, counter_name(&id));
         let (mut t, mut v) = (5_000_u64, maxval - 1);
         for step in 0..2 * maxval + 6 {
             let client = [10, t, t + 3_000][step as usize % 3];
@@ -449,7 +437,7 @@ async fn takes_after_the_first_follow_the_one_value_rule() {
 /// one is taken by its new fields.
 #[tokio::test]
 async fn a_counter_changed_after_a_take_is_judged_again() {
-    let database = harness::database("changed_after_take").await;
+    let database = support::database("changed_after_take").await;
     let collection = database.collection::<Document>(COUNTERS_COLLECTION);
     let well_formed = doc! { "val": 0_i64, "maxval": 9_i64, "prefixes": ["A-"] };
     for (index, (fields, reason)) in corrupt_cases().into_iter().enumerate() {
@@ -463,11 +451,11 @@ async fn a_counter_changed_after_a_take_is_judged_again() {
         let mut document = doc! { "_id": &id };
         document.extend(well_formed.clone());
         collection.insert_one(&document).await.unwrap();
-        let counter = CyclicCounter::new(&database, name(&id));
+        let counter = CyclicCounter::new(&database, counter_name(&id));
         for _ in 0..2 {
             counter.next(SystemClock.now_micros()).await.unwrap();
         }
-        let corrupt = harness::replace_counter(&database, &id, fields).await;
+        let corrupt = support::replace_counter(&database, &id, fields).await;
         assert_refused_as_it_is(&database, &counter, &corrupt, reason).await;
     }
     // Only the value of `prefixes` tells this one from the shape learnt:
@@ -479,18 +467,18 @@ async fn a_counter_changed_after_a_take_is_judged_again() {
         )
         .await
         .unwrap();
-    let counter = CyclicCounter::new(&database, name("changed_owner"));
+    let counter = CyclicCounter::new(&database, counter_name("changed_owner"));
     for _ in 0..2 {
         counter.next(SystemClock.now_micros()).await.unwrap();
     }
     let fields =
         doc! { "val": 2_i64, "ts": 1_i64, "maxval": 9_i64, "prefix": "A-", "prefixes": ["B-"] };
-    let corrupt = harness::replace_counter(&database, "changed_owner", fields).await;
+    let corrupt = support::replace_counter(&database, "changed_owner", fields).await;
     let reason = "prefix \"A-\" is not one of its prefixes [\"B-\"]";
     assert_refused_as_it_is(&database, &counter, &corrupt, reason).await;
     // Well formed, changed by hand: maxval lowered below val (the next
     // value wraps), then another prefix and an int32 maxval.
-    let counter = CyclicCounter::new(&database, name("changed_ok"));
+    let counter = CyclicCounter::new(&database, counter_name("changed_ok"));
     collection
         .insert_one(doc! { "_id": "changed_ok", "val": 0_i64, "maxval": 99_i64 })
         .await

@@ -1,41 +1,23 @@
-//! The three kinds of counter against the server: every value exactly once
-//! across processes, corrupt documents left byte-identical, the race-safe
-//! auto-increment upsert, and the segment allocator's double buffer,
-//! give-back and crash safety.
+//! The kinds of counter against the server, through the library and
+//! `idmint seq`: every value exactly once across processes, corrupt
+//! documents left byte-identical, the race-safe auto-increment upsert, one
+//! round trip per block, the command `idmint pipeline` prints, and the
+//! segment allocator's double buffer, give-back and crash safety.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use idmint::sequence::{
-    self, AutoIncrement, CounterKind, CounterName, CounterSpec, OpenOptions, SegmentAllocator,
-    SegmentOptions, Sequence, SequenceError, COUNTERS_COLLECTION, MAX_VALUE,
+    self, AutoIncrement, CounterKind, CounterSpec, OpenOptions, SegmentAllocator, SegmentOptions,
+    Sequence, SequenceError, COUNTERS_COLLECTION, MAX_VALUE,
 };
 use mongodb::bson::{doc, Decimal128, Document};
-use mongodb::{Client, Database};
 use tokio::sync::Barrier;
 
-use crate::harness::{self, assert_durable, assert_exit, idmint, run, stderr, stdout, Seq};
-
-fn name(text: &str) -> CounterName {
-    CounterName::new(text).unwrap()
-}
-
-/// The test's database on a client of its own, as another process would
-/// have (no drop: the test's data stays).
-async fn another_client(test: &str) -> Database {
-    Client::with_uri_str(harness::uri())
-        .await
-        .unwrap()
-        .database(&harness::database_name(test))
-}
-
-async fn raw_counter(database: &Database, id: &str) -> Option<Document> {
-    database
-        .collection::<Document>(COUNTERS_COLLECTION)
-        .find_one(doc! { "_id": id })
-        .await
-        .unwrap()
-}
+use crate::support::{
+    self, assert_durable, assert_exit, counter_document, counter_name, database_handle, idmint,
+    run, stderr, stdout, Seq,
+};
 
 /// 8 processes take from one counter of `kind` at once. Each writes more
 /// than a pipe holds, so it blocks until read: reading one value of each
@@ -65,7 +47,7 @@ async fn eight_processes_get_every_value_exactly_once_from_each_kind() {
     const TEST: &str = "eight_processes_each_kind";
     // More than a pipe buffer holds (64 KiB) at 6 to 7 bytes a line.
     const PER_PROCESS: u64 = 12_000;
-    let database = harness::database(TEST).await;
+    let database = support::database(TEST).await;
     for spec in [
         // Raw values only: three counters, and none of them formats IDs.
         CounterSpec::default()
@@ -78,7 +60,7 @@ async fn eight_processes_get_every_value_exactly_once_from_each_kind() {
     ] {
         let kind = spec.kind;
         let counter = format!("every_{kind}");
-        sequence::create(&database, &name(&counter), &spec)
+        sequence::create(&database, &counter_name(&counter), &spec)
             .await
             .unwrap();
         let per_process =
@@ -113,15 +95,15 @@ async fn eight_processes_get_every_value_exactly_once_from_each_kind() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sixteen_racing_upserts_of_a_missing_counter_all_succeed_with_distinct_values() {
     const TEST: &str = "sixteen_racing_upserts";
-    harness::database(TEST).await;
+    support::database(TEST).await;
     // In-process, each racer on a client of its own, released together.
     let barrier = Arc::new(Barrier::new(16));
     let mut racers = Vec::new();
     for _ in 0..16 {
-        let database = another_client(TEST).await;
+        let database = database_handle(TEST).await;
         let barrier = barrier.clone();
         racers.push(tokio::spawn(async move {
-            let counter = AutoIncrement::new(&database, name("raced"));
+            let counter = AutoIncrement::new(&database, counter_name("raced"));
             barrier.wait().await;
             counter.take_or_create(1, 1).await
         }));
@@ -135,7 +117,7 @@ async fn sixteen_racing_upserts_of_a_missing_counter_all_succeed_with_distinct_v
 
     // And as 16 processes at once, on another missing counter, from 100.
     let outputs = tokio::task::spawn_blocking(|| {
-        harness::run_at_once(
+        support::run_at_once(
             TEST,
             &["seq", "raced.cli", "--upsert", "--start", "100"],
             16,
@@ -156,7 +138,7 @@ async fn sixteen_racing_upserts_of_a_missing_counter_all_succeed_with_distinct_v
 /// document is left exactly as it was.
 #[tokio::test]
 async fn corrupt_counters_of_each_kind_are_reported_and_left_unchanged() {
-    let (database, log) = harness::monitored_database("corrupt_each_kind").await;
+    let (database, log) = support::monitored_database("corrupt_each_kind").await;
     let collection = database.collection::<Document>(COUNTERS_COLLECTION);
     let cases = [
         (doc! { "kind": "autoinc" }, "seq is missing"),
@@ -204,22 +186,24 @@ async fn corrupt_counters_of_each_kind_are_reported_and_left_unchanged() {
         document.extend(fields.clone());
         collection.insert_one(&document).await.unwrap();
         // Through the seam, which reads the document first ...
-        let error = Sequence::open(&database, name(&id), &OpenOptions::default())
+        let error = Sequence::open(&database, counter_name(&id), &OpenOptions::default())
             .await
             .unwrap_err();
         assert!(error.to_string().contains(reason), "{id}: {error}");
         // ... and through the atomic update itself, which must not touch it.
         let kind = fields.get_str("kind").unwrap_or("cyclic");
         let error = match kind {
-            "autoinc" => AutoIncrement::new(&database, name(&id))
+            "autoinc" => AutoIncrement::new(&database, counter_name(&id))
                 .take(1)
                 .await
                 .unwrap_err(),
-            "segment" => SegmentAllocator::new(&database, name(&id), SegmentOptions::default())
-                .next_value()
-                .await
-                .unwrap_err(),
-            _ => idmint::CyclicCounter::new(&database, name(&id))
+            "segment" => {
+                SegmentAllocator::new(&database, counter_name(&id), SegmentOptions::default())
+                    .next_value()
+                    .await
+                    .unwrap_err()
+            }
+            _ => idmint::CyclicCounter::new(&database, counter_name(&id))
                 .next(1)
                 .await
                 .unwrap_err(),
@@ -231,7 +215,7 @@ async fn corrupt_counters_of_each_kind_are_reported_and_left_unchanged() {
         assert!(error.to_string().contains(reason), "{id}: {error}");
         assert!(error.to_string().contains("left unchanged"), "{error}");
         assert_eq!(
-            raw_counter(&database, &id).await.unwrap(),
+            counter_document(&database, &id).await.unwrap(),
             document,
             "{id} was modified"
         );
@@ -239,7 +223,7 @@ async fn corrupt_counters_of_each_kind_are_reported_and_left_unchanged() {
     // An unknown kind is named, and nothing is modified.
     let unknown = doc! { "_id": "future", "kind": "hilo", "next": 3 };
     collection.insert_one(&unknown).await.unwrap();
-    let error = Sequence::open(&database, name("future"), &OpenOptions::default())
+    let error = Sequence::open(&database, counter_name("future"), &OpenOptions::default())
         .await
         .unwrap_err();
     assert!(
@@ -251,13 +235,13 @@ async fn corrupt_counters_of_each_kind_are_reported_and_left_unchanged() {
     // own the empty prefix undeclared, so this one owns a prefix of its own.)
     sequence::create(
         &database,
-        &name("cyc"),
+        &counter_name("cyc"),
         &CounterSpec::default().prefix(Some("CYC-".into())),
     )
     .await
     .unwrap();
-    let before = raw_counter(&database, "cyc").await;
-    let error = AutoIncrement::new(&database, name("cyc"))
+    let before = counter_document(&database, "cyc").await;
+    let error = AutoIncrement::new(&database, counter_name("cyc"))
         .take(1)
         .await
         .unwrap_err();
@@ -265,8 +249,8 @@ async fn corrupt_counters_of_each_kind_are_reported_and_left_unchanged() {
         error.to_string(),
         "counter 'cyc' is a cyclic counter, not an autoinc one; it was left unchanged"
     );
-    assert_eq!(raw_counter(&database, "cyc").await, before);
-    assert_eq!(raw_counter(&database, "future").await, Some(unknown));
+    assert_eq!(counter_document(&database, "cyc").await, before);
+    assert_eq!(counter_document(&database, "future").await, Some(unknown));
     // Every write was durable.
     for command in log.named("findAndModify") {
         assert_durable(&command);
@@ -275,8 +259,8 @@ async fn corrupt_counters_of_each_kind_are_reported_and_left_unchanged() {
 
 #[tokio::test]
 async fn auto_increment_reserves_blocks_in_one_round_trip_and_stops_at_its_limit() {
-    let (database, log) = harness::monitored_database("autoinc_blocks").await;
-    let counter = AutoIncrement::new(&database, name("inv"));
+    let (database, log) = support::monitored_database("autoinc_blocks").await;
+    let counter = AutoIncrement::new(&database, counter_name("inv"));
     counter
         .create(&CounterSpec::of(CounterKind::Autoinc).start(42))
         .await
@@ -310,17 +294,17 @@ async fn auto_increment_reserves_blocks_in_one_round_trip_and_stops_at_its_limit
 /// runs dry: counted in the commands the driver sent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_next_segment_is_fetched_before_the_buffer_runs_dry() {
-    let (database, log) = harness::monitored_database("segment_prefetch").await;
+    let (database, log) = support::monitored_database("segment_prefetch").await;
     sequence::create(
         &database,
-        &name("seg"),
+        &counter_name("seg"),
         &CounterSpec::of(CounterKind::Segment).step(100),
     )
     .await
     .unwrap();
     // A fixed step (no adaptation), prefetch at 10%: Leaf's settings.
     let options = SegmentOptions::default().prefetch_at(0.1).max_step(100);
-    let allocator = SegmentAllocator::new(&database, name("seg"), options);
+    let allocator = SegmentAllocator::new(&database, counter_name("seg"), options);
     let fetches = || log.named("findAndModify").len();
 
     assert_eq!(
@@ -355,18 +339,19 @@ async fn the_next_segment_is_fetched_before_the_buffer_runs_dry() {
 /// (batches of 16). Every value once, each task's increasing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_takers_in_one_process_share_the_buffers() {
-    let database = harness::database("segment_many_takers").await;
+    let database = support::database("segment_many_takers").await;
     for (counter, batched) in [("shared", false), ("batched", true)] {
         sequence::create(
             &database,
-            &name(counter),
+            &counter_name(counter),
             &CounterSpec::of(CounterKind::Segment)
                 .step(50)
                 .prefixes(Vec::new()),
         )
         .await
         .unwrap();
-        let allocator = SegmentAllocator::new(&database, name(counter), SegmentOptions::default());
+        let allocator =
+            SegmentAllocator::new(&database, counter_name(counter), SegmentOptions::default());
         let barrier = Arc::new(Barrier::new(8));
         let takers: Vec<_> = (0..8)
             .map(|_| {
@@ -401,10 +386,10 @@ async fn many_takers_in_one_process_share_the_buffers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_clean_shutdown_gives_back_the_unused_tail_unless_another_process_took_a_segment() {
     const TEST: &str = "segment_give_back";
-    let (database, log) = harness::monitored_database(TEST).await;
+    let (database, log) = support::monitored_database(TEST).await;
     sequence::create(
         &database,
-        &name("seg"),
+        &counter_name("seg"),
         &CounterSpec::of(CounterKind::Segment).step(1000),
     )
     .await
@@ -415,25 +400,25 @@ async fn a_clean_shutdown_gives_back_the_unused_tail_unless_another_process_took
     let output = run(idmint(TEST).args(["seq", "seg", "--count", "5"]));
     assert_exit(&output, 0);
     assert_eq!(stdout(&output), "1\n2\n3\n4\n5\n");
-    assert_eq!(max(raw_counter(&database, "seg").await), 6);
+    assert_eq!(max(counter_document(&database, "seg").await), 6);
     let output = run(idmint(TEST).args(["seq", "seg", "--count", "2"]));
     assert_eq!(stdout(&output), "6\n7\n");
 
     // Two processes: A's segment is no longer the last one, so A gives
     // nothing back; B's is, and B does.
-    let a = SegmentAllocator::new(&database, name("seg"), SegmentOptions::default());
+    let a = SegmentAllocator::new(&database, counter_name("seg"), SegmentOptions::default());
     let b = SegmentAllocator::new(
-        &another_client(TEST).await,
-        name("seg"),
+        &database_handle(TEST).await,
+        counter_name("seg"),
         SegmentOptions::default(),
     );
     assert_eq!(a.next_value().await.unwrap(), 8);
     assert_eq!(b.next_value().await.unwrap(), 1008);
     assert_eq!(a.close().await.unwrap().values, 0);
-    assert_eq!(max(raw_counter(&database, "seg").await), 2008);
+    assert_eq!(max(counter_document(&database, "seg").await), 2008);
     let given = b.close().await.unwrap();
     assert_eq!((given.values, given.max), (999, Some(1009)));
-    assert_eq!(max(raw_counter(&database, "seg").await), 1009);
+    assert_eq!(max(counter_document(&database, "seg").await), 1009);
     // Closed means closed.
     assert!(matches!(
         a.next_value().await,
@@ -446,10 +431,10 @@ async fn a_clean_shutdown_gives_back_the_unused_tail_unless_another_process_took
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_process_killed_mid_segment_never_causes_a_value_to_be_issued_twice() {
     const TEST: &str = "segment_kill_9";
-    let database = harness::database(TEST).await;
+    let database = support::database(TEST).await;
     sequence::create(
         &database,
-        &name("seg"),
+        &counter_name("seg"),
         &CounterSpec::of(CounterKind::Segment).step(100),
     )
     .await
@@ -465,7 +450,7 @@ async fn a_process_killed_mid_segment_never_causes_a_value_to_be_issued_twice() 
     .await
     .unwrap();
     // Every segment the victim took lies below `max`, printed or not.
-    let max = raw_counter(&database, "seg")
+    let max = counter_document(&database, "seg")
         .await
         .unwrap()
         .get_i64("max")
@@ -493,11 +478,11 @@ async fn a_process_killed_mid_segment_never_causes_a_value_to_be_issued_twice() 
 /// round trips, not 2,500.
 #[tokio::test]
 async fn ids_from_a_cyclic_counter_cost_one_round_trip_per_block() {
-    let (database, log) = harness::monitored_database("cyclic_blocks_round_trips").await;
-    sequence::create(&database, &name("c"), &CounterSpec::default())
+    let (database, log) = support::monitored_database("cyclic_blocks_round_trips").await;
+    sequence::create(&database, &counter_name("c"), &CounterSpec::default())
         .await
         .unwrap();
-    let (sequence, _) = Sequence::open(&database, name("c"), &OpenOptions::default())
+    let (sequence, _) = Sequence::open(&database, counter_name("c"), &OpenOptions::default())
         .await
         .unwrap();
     let policy = idmint::PolicyRuntime::new()
@@ -528,7 +513,7 @@ async fn ids_from_a_cyclic_counter_cost_one_round_trip_per_block() {
 async fn the_printed_command_is_what_idmint_sends_and_runs_from_another_driver() {
     use idmint::sequence::{take_command, ClientTime, CommandOptions};
     const TEST: &str = "printed_pipeline";
-    let (database, log) = harness::monitored_database(TEST).await;
+    let (database, log) = support::monitored_database(TEST).await;
     for (counter, spec) in [
         ("c", CounterSpec::default()),
         (
@@ -542,45 +527,52 @@ async fn the_printed_command_is_what_idmint_sends_and_runs_from_another_driver()
                 .prefixes(Vec::new()),
         ),
     ] {
-        sequence::create(&database, &name(counter), &spec)
+        sequence::create(&database, &counter_name(counter), &spec)
             .await
             .unwrap();
     }
-    idmint::CyclicCounter::new(&database, name("c"))
+    idmint::CyclicCounter::new(&database, counter_name("c"))
         .take(5, 12_345)
         .await
         .unwrap();
-    AutoIncrement::new(&database, name("a"))
+    AutoIncrement::new(&database, counter_name("a"))
         .take(3)
         .await
         .unwrap();
-    let segments = SegmentAllocator::new(&database, name("s"), SegmentOptions::default());
+    let segments = SegmentAllocator::new(&database, counter_name("s"), SegmentOptions::default());
     segments.next_value().await.unwrap();
     segments.settled().await;
     let sent = log.named("findAndModify");
     let expected = [
         take_command(
             CounterKind::Cyclic,
-            &name("c"),
+            &counter_name("c"),
             5,
             &CommandOptions::default().client(ClientTime::Micros(12_345)),
         )
         .unwrap(),
         take_command(
             CounterKind::Autoinc,
-            &name("a"),
+            &counter_name("a"),
             3,
             &CommandOptions::default(),
         )
         .unwrap(),
         take_command(
             CounterKind::Segment,
-            &name("s"),
+            &counter_name("s"),
             0,
             &CommandOptions::default(),
         )
         .unwrap(),
     ];
+    // Compared pairwise: a short log would skip the comparison.
+    assert!(
+        sent.len() >= expected.len(),
+        "{} commands sent for {} takes",
+        sent.len(),
+        expected.len()
+    );
     for (sent, expected) in sent.iter().zip(&expected) {
         for field in ["findAndModify", "update", "new"] {
             assert_eq!(
@@ -630,7 +622,9 @@ async fn the_printed_command_is_what_idmint_sends_and_runs_from_another_driver()
         "const r = db.runCommand(EJSON.parse({}, {{ relaxed: true }})); print(r.value.seq.toString());",
         serde_json::Value::String(stdout(&printed))
     );
-    let output = crate::mongosh::mongosh(TEST, &script).output().unwrap();
+    let output = crate::support::mongosh::shell(TEST, &script)
+        .output()
+        .unwrap();
     assert_eq!(
         String::from_utf8_lossy(&output.stdout)
             .trim()
@@ -657,7 +651,9 @@ fn run_printed_twice(test: &str, printed: &str) -> Vec<serde_json::Value> {
          }}",
         serde_json::Value::String(printed.to_string())
     );
-    let output = crate::mongosh::mongosh(test, &script).output().unwrap();
+    let output = crate::support::mongosh::shell(test, &script)
+        .output()
+        .unwrap();
     let runs: Vec<serde_json::Value> = String::from_utf8_lossy(&output.stdout)
         .lines()
         .filter_map(|line| line.strip_prefix("RUN "))
@@ -690,7 +686,7 @@ fn printed(test: &str, counter: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_printed_command_takes_new_values_or_nothing_for_every_kind() {
     const TEST: &str = "printed_refusals";
-    let database = harness::database(TEST).await;
+    let database = support::database(TEST).await;
     let collection = database.collection::<Document>(COUNTERS_COLLECTION);
     for (counter, spec) in [
         ("c", CounterSpec::default().prefixes(Vec::new())),
@@ -703,7 +699,7 @@ async fn the_printed_command_takes_new_values_or_nothing_for_every_kind() {
             CounterSpec::of(CounterKind::Segment).prefixes(Vec::new()),
         ),
     ] {
-        sequence::create(&database, &name(counter), &spec)
+        sequence::create(&database, &counter_name(counter), &spec)
             .await
             .unwrap();
     }
@@ -774,12 +770,12 @@ async fn the_printed_command_takes_new_values_or_nothing_for_every_kind() {
         "{}",
         stderr(&from_flags)
     );
-    let before = raw_counter(&database, "credit-notes").await.unwrap();
+    let before = counter_document(&database, "credit-notes").await.unwrap();
     refused("credit-notes", &stdout(&from_flags), before).await;
 
     // A malformed counter (its value fields intact): nothing, twice.
     for counter in ["c", "a", "s", "credit-notes"] {
-        let owned = raw_counter(&database, counter).await.unwrap();
+        let owned = counter_document(&database, counter).await.unwrap();
         let owned = owned.get("prefixes").unwrap().clone();
         collection
             .update_one(
@@ -788,7 +784,7 @@ async fn the_printed_command_takes_new_values_or_nothing_for_every_kind() {
             )
             .await
             .unwrap();
-        let before = raw_counter(&database, counter).await.unwrap();
+        let before = counter_document(&database, counter).await.unwrap();
         refused(counter, &commands[counter], before).await;
         collection
             .update_one(
@@ -812,7 +808,7 @@ async fn the_printed_command_takes_new_values_or_nothing_for_every_kind() {
             .update_one(doc! { "_id": counter }, doc! { "$set": fields })
             .await
             .unwrap();
-        let before = raw_counter(&database, counter).await.unwrap();
+        let before = counter_document(&database, counter).await.unwrap();
         refused(counter, &commands[counter], before).await;
     }
     // A cyclic counter never runs out: it wraps, and its timestamp moves on.
@@ -820,7 +816,7 @@ async fn the_printed_command_takes_new_values_or_nothing_for_every_kind() {
         .update_one(doc! { "_id": "c" }, doc! { "$set": { "val": 99_i64 } })
         .await
         .unwrap();
-    let ts = raw_counter(&database, "c")
+    let ts = counter_document(&database, "c")
         .await
         .unwrap()
         .get_i64("ts")
@@ -833,7 +829,7 @@ async fn the_printed_command_takes_new_values_or_nothing_for_every_kind() {
     assert!(runs[0]["ts"].as_i64().unwrap() > ts, "{runs:?}");
 
     // Of another kind, or missing: nothing, twice.
-    let before = harness::replace_counter(
+    let before = support::replace_counter(
         &database,
         "c",
         doc! { "kind": "autoinc", "seq": 5_i64, "prefixes": [] },
@@ -845,7 +841,7 @@ async fn the_printed_command_takes_new_values_or_nothing_for_every_kind() {
     assert!(
         stderr(&ghost).contains(&format!(
             "counter 'ghost' does not exist in database '{}'",
-            harness::database_name(TEST)
+            support::database_name(TEST)
         )),
         "{}",
         stderr(&ghost)
@@ -904,13 +900,13 @@ async fn the_printed_command_takes_new_values_or_nothing_for_every_kind() {
 /// malformed one refused and left exactly as it is.
 #[tokio::test]
 async fn an_autoinc_counter_is_judged_again_after_it_changed() {
-    let database = harness::database("autoinc_short_guard").await;
+    let database = support::database("autoinc_short_guard").await;
     let collection = database.collection::<Document>(COUNTERS_COLLECTION);
     collection
         .insert_one(doc! { "_id": "ai", "kind": "autoinc", "seq": 0_i64, "prefixes": ["AI-"] })
         .await
         .unwrap();
-    let counter = AutoIncrement::new(&database, name("ai"));
+    let counter = AutoIncrement::new(&database, counter_name("ai"));
     assert_eq!(counter.take(1).await.unwrap(), 1..=1);
     assert_eq!(counter.take(3).await.unwrap(), 2..=4);
     assert_eq!(counter.take(1).await.unwrap(), 5..=5);
@@ -959,10 +955,10 @@ async fn an_autoinc_counter_is_judged_again_after_it_changed() {
             .insert_one(doc! { "_id": &id, "kind": "autoinc", "seq": 0_i64, "prefixes": ["AI-"] })
             .await
             .unwrap();
-        let counter = AutoIncrement::new(&database, name(&id));
+        let counter = AutoIncrement::new(&database, counter_name(&id));
         counter.take(1).await.unwrap();
         counter.take(1).await.unwrap();
-        let corrupt = harness::replace_counter(&database, &id, fields).await;
+        let corrupt = support::replace_counter(&database, &id, fields).await;
         let error = counter.take(1).await.unwrap_err();
         assert!(error.to_string().contains(reason), "{id}: {error}");
         let after = collection

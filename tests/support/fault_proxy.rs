@@ -11,11 +11,13 @@
 //!   answer is lost). The points come from a seeded generator; the seed is
 //!   printed so that a failure can be replayed (`IDMINT_FAULT_SEED`). The
 //!   same seed gives the same budget to the n-th connection accepted; which
-//!   process opens it depends on scheduling.
-//!
+//!   process opens it depends on scheduling;
 //! - [`FaultProxy::hold_answers`]: requests still reach the server, which
 //!   applies them, but its answers are held until released, so that a
-//!   client is certain to be waiting on a write already applied.
+//!   client is certain to be waiting on a write already applied;
+//! - [`FaultProxy::freeze`]: nothing is forwarded either way, as with a
+//!   primary that cannot reach a majority, until [`FaultProxy::thaw`]
+//!   forwards what was held and all that follows.
 //!
 //! Clients reach the server through [`FaultProxy::uri`], which sets
 //! `directConnection=true`: otherwise the driver would learn the server's
@@ -26,7 +28,7 @@ use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
-use crate::harness;
+use super::server::uri;
 
 /// The seed of a fault test: `IDMINT_FAULT_SEED` to replay one, else a
 /// fresh one. Printed either way.
@@ -86,11 +88,28 @@ struct State {
     open: Mutex<Vec<TcpStream>>,
     accepted: AtomicU64,
     cut: AtomicU64,
-    /// Whether the server's answers are held; signalled on release.
-    holding: Mutex<bool>,
+    /// What is held; signalled on release.
+    holding: Mutex<Holding>,
     released: Condvar,
     /// Bytes of answers held since answers were first held.
     held: AtomicU64,
+}
+
+/// Which directions are held: their bytes wait, unforwarded, until released.
+#[derive(Debug, Default)]
+struct Holding {
+    requests: bool,
+    answers: bool,
+}
+
+impl Holding {
+    fn holds(&self, answers: bool) -> bool {
+        if answers {
+            self.answers
+        } else {
+            self.requests
+        }
+    }
 }
 
 /// The proxy (see the module docs). Dropping it closes every connection.
@@ -103,7 +122,7 @@ impl FaultProxy {
     /// A proxy to the shared test server, forwarding faithfully until told
     /// otherwise.
     pub fn start() -> Self {
-        let upstream = server_address(harness::uri());
+        let upstream = server_address(uri());
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind the proxy");
         let address = listener.local_addr().unwrap();
         let state = Arc::new(State {
@@ -114,7 +133,7 @@ impl FaultProxy {
             open: Mutex::new(Vec::new()),
             accepted: AtomicU64::new(0),
             cut: AtomicU64::new(0),
-            holding: Mutex::new(false),
+            holding: Mutex::new(Holding::default()),
             released: Condvar::new(),
             held: AtomicU64::new(0),
         });
@@ -150,12 +169,28 @@ impl FaultProxy {
     /// passed on) until [`FaultProxy::release_answers`]; requests still go
     /// through.
     pub fn hold_answers(&self) {
-        *self.state.holding.lock().unwrap() = true;
+        self.state.holding.lock().unwrap().answers = true;
     }
 
     /// Passes on the answers held, and those to come.
     pub fn release_answers(&self) {
-        *self.state.holding.lock().unwrap() = false;
+        self.state.holding.lock().unwrap().answers = false;
+        self.state.released.notify_all();
+    }
+
+    /// From now on nothing is forwarded, in either direction, on any
+    /// connection; what arrives is held (every connection stays open)
+    /// until [`FaultProxy::thaw`].
+    pub fn freeze(&self) {
+        *self.state.holding.lock().unwrap() = Holding {
+            requests: true,
+            answers: true,
+        };
+    }
+
+    /// Forwards again both ways, what was held first.
+    pub fn thaw(&self) {
+        *self.state.holding.lock().unwrap() = Holding::default();
         self.state.released.notify_all();
     }
 
@@ -176,7 +211,7 @@ impl FaultProxy {
 impl Drop for FaultProxy {
     fn drop(&mut self) {
         self.state.stopped.store(true, Ordering::SeqCst);
-        self.release_answers();
+        self.thaw();
         for stream in self.state.open.lock().unwrap().drain(..) {
             let _ = stream.shutdown(Shutdown::Both);
         }
@@ -256,8 +291,9 @@ impl Connection {
 }
 
 /// Copies `from` to `to` until either closes, the budget runs out (then it
-/// cuts both), or forever dropping what it reads once partitioned; the
-/// server's `answers` wait while they are held.
+/// cuts both), or forever dropping what it reads once partitioned; what
+/// it reads waits while its direction (the server's `answers`, or the
+/// requests) is held.
 fn pump(
     mut from: TcpStream,
     mut to: TcpStream,
@@ -274,12 +310,12 @@ fn pump(
             }
             Ok(read) => read,
         };
-        if answers {
+        {
             let mut holding = state.holding.lock().unwrap();
-            if *holding {
+            if answers && holding.answers {
                 state.held.fetch_add(read as u64, Ordering::SeqCst);
             }
-            while *holding {
+            while holding.holds(answers) {
                 holding = state.released.wait(holding).unwrap();
             }
         }

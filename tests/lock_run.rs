@@ -1,0 +1,482 @@
+//! `idmint lock run` as cron jobs use it, separate processes against the
+//! real server: holders never overlap, a killed or paused wrapper takes its
+//! command along or is fenced off, signals reach the command, a partitioned
+//! holder stops its command before its lease can expire.
+
+use std::io::{BufRead, BufReader, Write as _};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use idmint::lock::{fenced_filter, fenced_set, Lock, LockState};
+use mongodb::bson::{doc, Document};
+
+use crate::support::process::{running, signal};
+use crate::support::{self, held, lock_name};
+
+/// `idmint lock run NAME <flags> -- sh -c SCRIPT`, stdout piped.
+fn lock_run(test: &str, name: &str, flags: &[&str], script: &str) -> Command {
+    let mut command = support::idmint(test);
+    command
+        .args(["lock", "run", name])
+        .args(flags)
+        .args(["--", "sh", "-c", script])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
+}
+
+fn first_line(child: &mut Child) -> String {
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    line.trim().to_string()
+}
+
+/// The first line of `child`'s output, read as the numbers it prints
+/// (its fencing token, then process ids), `N` of them.
+fn first_numbers<const N: usize>(child: &mut Child) -> [i64; N] {
+    let line = first_line(child);
+    let numbers: Vec<i64> = line
+        .split(' ')
+        .map(|field| {
+            field
+                .parse()
+                .unwrap_or_else(|_| panic!("not a number in {line:?}"))
+        })
+        .collect();
+    numbers
+        .try_into()
+        .unwrap_or_else(|_| panic!("not {N} numbers: {line:?}"))
+}
+
+/// The state of lock "job", read straight from the server.
+fn job_state(runtime: &tokio::runtime::Runtime, database: &mongodb::Database) -> LockState {
+    runtime
+        .block_on(Lock::new(database, lock_name("job")).status())
+        .unwrap()
+        .expect("lock job exists")
+}
+
+#[test]
+fn eight_processes_never_overlap_and_tokens_grow_in_start_order() {
+    const TEST: &str = "lock_cli_mutex";
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(support::database(TEST));
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("sections");
+    // Each critical section appends "token start end" (nanoseconds, one clock: this machine's).
+    let script = format!(
+        "s=$(date +%s%N); e=$(date +%s%N); echo \"$IDMINT_LOCK_TOKEN $s $e\" >> {}",
+        record.display()
+    );
+    let barrier = Arc::new(std::sync::Barrier::new(8));
+    let workers: Vec<_> = (0..8)
+        .map(|_| {
+            let (barrier, script) = (barrier.clone(), script.clone());
+            std::thread::spawn(move || {
+                barrier.wait();
+                for _ in 0..25 {
+                    let mut command =
+                        lock_run(TEST, "mutex", &["--ttl", "30", "--wait", "600"], &script);
+                    let output = support::run(command.stdin(Stdio::null()));
+                    support::assert_exit(&output, 0);
+                }
+            })
+        })
+        .collect();
+    workers.into_iter().for_each(|w| w.join().unwrap());
+
+    let mut sections: Vec<(i64, u128, u128)> = std::fs::read_to_string(&record)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let f: Vec<&str> = line.split(' ').collect();
+            (
+                f[0].parse().unwrap(),
+                f[1].parse().unwrap(),
+                f[2].parse().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(sections.len(), 200);
+    sections.sort_by_key(|&(_, start, _)| start);
+    for pair in sections.windows(2) {
+        let ((t0, _, end0), (t1, start1, _)) = (pair[0], pair[1]);
+        assert!(start1 > end0, "sections overlap: {pair:?}");
+        assert!(t1 > t0, "tokens not increasing in start order: {pair:?}");
+    }
+}
+
+/// Reads `child`'s stdout to its end in a thread: the receiver gets the
+/// text once every process holding the pipe (the wrapper, its COMMAND and
+/// whatever that started) is gone. `first_line` must not be used after.
+fn read_to_end(child: &mut Child) -> std::sync::mpsc::Receiver<String> {
+    let mut stdout = child.stdout.take().unwrap();
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut stdout, &mut text);
+        let _ = sender.send(text);
+    });
+    receiver
+}
+
+/// Gives up on a process that should long be gone (a hang guard, not a
+/// speed claim).
+const GONE_LONG_AGO: Duration = Duration::from_secs(60);
+
+/// flock's promise: the command cannot outlive the lock. `kill -9` of the
+/// wrapper takes COMMAND, and what COMMAND started, along before the server
+/// can end the lease (issue 18: the `sleep` still ran 4 s later, after the
+/// lease expired).
+#[test]
+fn a_killed_wrapper_takes_its_command_and_what_it_started_along() {
+    const TEST: &str = "lock_cli_kill9";
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let database = runtime.block_on(support::database(TEST));
+    // 10 s: long enough that the lease is still live, on a loaded machine,
+    // when the test has seen every process gone.
+    let mut holder = lock_run(
+        TEST,
+        "job",
+        &["--ttl", "10"],
+        "sleep 600 & echo $IDMINT_LOCK_TOKEN $$ $!; wait",
+    )
+    .spawn()
+    .unwrap();
+    let [old_token, command, started] = first_numbers(&mut holder);
+    let (command, started) = (command as u32, started as u32);
+    let gone = read_to_end(&mut holder);
+    holder.kill().unwrap(); // SIGKILL: no release, no cleanup, no signal passed on
+    holder.wait().unwrap();
+    // Every process holding the holder's stdout is gone: COMMAND and the
+    // `sleep` it started ...
+    let outcome = gone.recv_timeout(GONE_LONG_AGO);
+    // ... while the server still held the dead holder's lease.
+    let state = job_state(&runtime, &database);
+    let survivors: Vec<u32> = [command, started]
+        .into_iter()
+        .filter(|&pid| running(pid))
+        .collect();
+    survivors.iter().for_each(|&pid| signal(pid, libc::SIGKILL));
+    assert!(
+        outcome.is_ok() && survivors.is_empty(),
+        "processes {survivors:?} outlived the killed wrapper"
+    );
+    assert_eq!(state.token, old_token);
+    assert!(
+        state.is_held(),
+        "the command was gone only after the lease ended: {state:?}"
+    );
+
+    // The next holder gets the lock once the server ends that lease.
+    let output = support::run(
+        lock_run(
+            TEST,
+            "job",
+            &["--ttl", "5", "--wait", "30"],
+            "echo $IDMINT_LOCK_TOKEN",
+        )
+        .stdin(Stdio::null()),
+    );
+    support::assert_exit(&output, 0);
+    let new_token: i64 = support::stdout(&output).trim().parse().unwrap();
+    assert!(new_token > old_token);
+}
+
+/// Waits for process `pid` (not necessarily a child of this test) to exit,
+/// on the kernel's word (a pidfd becomes readable), for at most `timeout`
+/// (a hang guard): whether it did.
+fn exits_within(pid: u32, timeout: Duration) -> bool {
+    // SAFETY: pidfd_open(2) on a pid; the fd it returns is closed below.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) } as libc::c_int;
+    if fd == -1 {
+        // ESRCH: gone already.
+        return std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+    }
+    let mut poll = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ready = loop {
+        // SAFETY: poll(2) on one pollfd this function owns.
+        let ready = unsafe { libc::poll(&mut poll, 1, timeout.as_millis() as libc::c_int) };
+        if ready != -1 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted
+        {
+            break ready;
+        }
+    };
+    // SAFETY: the fd pidfd_open returned, closed once.
+    unsafe { libc::close(fd) };
+    ready == 1
+}
+
+/// The guard COMMAND runs under can be killed with the wrapper at once
+/// (`kill -9` of both, the OOM killer): nothing is left to kill COMMAND's
+/// group then, and COMMAND dies with the guard (Linux `PR_SET_PDEATHSIG`).
+/// The wrapper is stopped first so that only the kernel can act.
+#[test]
+fn a_command_dies_with_its_guard_when_the_wrapper_cannot_act() {
+    const TEST: &str = "lock_cli_pdeathsig";
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let database = runtime.block_on(support::database(TEST));
+    let mut holder = lock_run(
+        TEST,
+        "job",
+        &["--ttl", "30"],
+        "echo $IDMINT_LOCK_TOKEN $$ $PPID; exec sleep 600",
+    )
+    .spawn()
+    .unwrap();
+    let [token, command, guard] = first_numbers(&mut holder);
+    let (command, guard) = (command as u32, guard as u32);
+    signal(holder.id(), libc::SIGSTOP);
+    signal(guard, libc::SIGKILL);
+    let gone = exits_within(command, GONE_LONG_AGO);
+    let state = job_state(&runtime, &database);
+    if !gone {
+        signal(command, libc::SIGKILL);
+    }
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    assert!(gone, "the command outlived its guard");
+    assert_eq!(state.token, token);
+    assert!(
+        state.is_held(),
+        "the command was gone only after the lease ended: {state:?}"
+    );
+}
+
+/// SIGINT, SIGTERM and SIGHUP sent to the wrapper reach COMMAND, whose code
+/// the wrapper exits with; what COMMAND left running in its group is killed
+/// before the lock is released.
+#[test]
+fn signals_reach_the_command_and_nothing_outlives_the_release() {
+    const TEST: &str = "lock_cli_signals";
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let database = runtime.block_on(support::database(TEST));
+    for (number, signal_name) in [
+        (libc::SIGINT, "INT"),
+        (libc::SIGTERM, "TERM"),
+        (libc::SIGHUP, "HUP"),
+    ] {
+        // The background `sleep` ignores SIGINT (an asynchronous list of a
+        // non-interactive shell does): it is left behind when the shell exits.
+        let script = format!(
+            "trap 'echo got {signal_name}; exit 42' {signal_name}; sleep 600 & echo ready; wait"
+        );
+        let mut command = lock_run(TEST, "job", &["--ttl", "30"], &script);
+        // The wrapper keeps a signal ignored when it started (as under
+        // `nohup`): start it with the signal's default disposition, whatever
+        // the test runner was started with.
+        // SAFETY: signal(2) is async-signal-safe, and the closure runs in the
+        // child between fork and exec.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut command, move || {
+                libc::signal(number, libc::SIG_DFL);
+                Ok(())
+            });
+        }
+        let mut holder = command.spawn().unwrap();
+        assert_eq!(first_line(&mut holder), "ready");
+        let rest = read_to_end(&mut holder);
+        signal(holder.id(), number);
+        let exited = exits_within(holder.id(), GONE_LONG_AGO);
+        if !exited {
+            holder.kill().unwrap();
+        }
+        let status = holder.wait().unwrap();
+        assert!(exited, "SIG{signal_name}: the wrapper did not exit");
+        let stderr = {
+            let mut text = String::new();
+            let _ = std::io::Read::read_to_string(holder.stderr.as_mut().unwrap(), &mut text);
+            text
+        };
+        assert_eq!(status.code(), Some(42), "SIG{signal_name}: {stderr}");
+        // Nothing holds the holder's stdout any more: the left-behind
+        // `sleep` was killed too.
+        let rest = rest
+            .recv_timeout(GONE_LONG_AGO)
+            .unwrap_or_else(|_| panic!("SIG{signal_name}: a process outlived the wrapper"));
+        assert_eq!(rest.trim(), format!("got {signal_name}"));
+        let state = job_state(&runtime, &database);
+        assert!(
+            !state.is_held(),
+            "SIG{signal_name}: not released: {state:?}"
+        );
+    }
+}
+
+/// A holder cut off from the database (a proxy that stops forwarding while
+/// its connections stay open) stops its command at the lease's local
+/// deadline, before the server can end the lease and give the lock to the
+/// next holder: whatever the driver is doing, and with the grace taken from
+/// within the TTL (the command ignores SIGTERM, so only the SIGKILL at the
+/// deadline stops it). Issue 18: it ran on 22 s after another process had
+/// the lock.
+#[test]
+fn a_partitioned_holder_stops_its_command_before_its_lease_can_expire() {
+    const TEST: &str = "lock_cli_partition";
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(support::database(TEST));
+    let proxy = crate::support::fault_proxy::FaultProxy::start();
+    // 10 s: the safety margin, a tenth, leaves a loaded machine a second
+    // between the SIGKILL and the server's end of the lease.
+    let mut holder = lock_run(
+        TEST,
+        "job",
+        &["--ttl", "10"],
+        "trap '' TERM; echo $IDMINT_LOCK_TOKEN $$; exec sleep 600",
+    );
+    let mut holder = holder.env("MONGODB_URI", proxy.uri()).spawn().unwrap();
+    let [old_token, command] = first_numbers(&mut holder);
+    let command = command as u32;
+    proxy.partition();
+
+    // The next holder, straight to the server, waits for the server to end
+    // the partitioned holder's lease ...
+    let mut next = lock_run(
+        TEST,
+        "job",
+        &["--ttl", "60", "--wait", "60"],
+        "echo $IDMINT_LOCK_TOKEN; read x",
+    )
+    .spawn()
+    .unwrap();
+    let new_token: i64 = first_line(&mut next).parse().unwrap();
+    // ... and while it runs, the partitioned holder's command is gone.
+    let overlapped = running(command);
+    if overlapped {
+        signal(command, libc::SIGKILL);
+    }
+    next.stdin.as_mut().unwrap().write_all(b"done\n").unwrap();
+    support::assert_exit(&next.wait_with_output().unwrap(), 0);
+    assert!(!overlapped, "two holders ran at once");
+    assert!(new_token > old_token);
+
+    let output = holder.wait_with_output().unwrap();
+    support::assert_exit(&output, 76);
+    let stderr = support::stderr(&output);
+    assert!(
+        stderr.contains(&format!("fencing token {old_token} is treated as lost"))
+            && stderr.contains("SIGTERM now, SIGKILL in"),
+        "{stderr}"
+    );
+    drop(proxy);
+}
+
+#[test]
+fn a_holder_paused_past_its_ttl_loses_the_lock_and_is_fenced_off() {
+    const TEST: &str = "lock_cli_sigstop";
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let database = runtime.block_on(support::database(TEST));
+    let mut paused = lock_run(
+        TEST,
+        "job",
+        &["--ttl", "1"],
+        "echo $IDMINT_LOCK_TOKEN; exec sleep 600",
+    )
+    .spawn()
+    .unwrap();
+    let old_token: i64 = first_line(&mut paused).parse().unwrap();
+    signal(paused.id(), libc::SIGSTOP);
+
+    // The next holder waits until the server ends the paused one's lease.
+    let mut next = lock_run(
+        TEST,
+        "job",
+        &["--ttl", "60", "--wait", "60"],
+        "echo $IDMINT_LOCK_TOKEN; read x",
+    )
+    .spawn()
+    .unwrap();
+    let new_token: i64 = first_line(&mut next).parse().unwrap();
+    assert!(new_token > old_token);
+
+    // Resumed, the paused one finds its lease lost, stops its command and says so.
+    signal(paused.id(), libc::SIGCONT);
+    let output = paused.wait_with_output().unwrap();
+    support::assert_exit(&output, 76);
+    let stderr = support::stderr(&output);
+    assert!(
+        stderr.contains("lost") && stderr.contains(&format!("token {old_token}")),
+        "{stderr}"
+    );
+
+    // Its fenced write is rejected once the new holder has written.
+    runtime.block_on(async {
+        let reports = database.collection::<Document>("reports");
+        reports.insert_one(doc! { "_id": "r" }).await.unwrap();
+        for (token, expected) in [(new_token, 1), (old_token, 0)] {
+            let mut filter = doc! { "_id": "r" };
+            filter.extend(fenced_filter("lockToken", token));
+            let set = fenced_set("lockToken", token);
+            let result = reports
+                .update_one(filter, doc! { "$set": set })
+                .await
+                .unwrap();
+            assert_eq!(result.matched_count, expected, "token {token}");
+        }
+        let state = Lock::new(&database, lock_name("job"))
+            .status()
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(state.token, new_token, "the stale holder changed the lock");
+        assert!(state.is_held());
+    });
+    next.stdin.as_mut().unwrap().write_all(b"done\n").unwrap();
+    support::assert_exit(&next.wait_with_output().unwrap(), 0);
+}
+
+#[test]
+fn a_client_an_hour_ahead_cannot_take_a_live_lock() {
+    const TEST: &str = "lock_cli_faketime";
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let database = runtime.block_on(support::database(TEST));
+    let lease = runtime.block_on(held(
+        &Lock::new(&database, lock_name("job")),
+        Duration::from_secs(60),
+    ));
+    let mut command = support::idmint(TEST);
+    support::fake_clock(&mut command, "+1h").args([
+        "lock", "run", "job", "--wait", "0", "--", "sh", "-c", "date +%s",
+    ]);
+    let output = support::run(&mut command);
+    support::assert_exit(&output, 75);
+    assert!(support::stderr(&output).contains("held by another owner"));
+    // The fast clock is real: the same client runs commands an hour ahead.
+    let ahead = support::run(support::fake_clock(&mut Command::new("date"), "+1h").arg("+%s"));
+    let ahead: i64 = support::stdout(&ahead).trim().parse().unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    assert!(ahead - now > 3000);
+    runtime.block_on(lease.release()).unwrap();
+}
+
+/// A COMMAND that cannot be started is a one-line error (exit 2), and the
+/// lock is released, not left to run out.
+#[test]
+fn a_command_that_cannot_start_is_one_line_and_releases_the_lock() {
+    const TEST: &str = "lock_cli_no_command";
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let database = runtime.block_on(support::database(TEST));
+    let output = support::run(
+        support::idmint(TEST)
+            .args(["lock", "run", "job", "--", "no-such-command-idmint-test"])
+            .stdin(Stdio::null()),
+    );
+    support::assert_exit(&output, 2);
+    assert_eq!(
+        support::stderr(&output).trim(),
+        "idmint: error: cannot run \"no-such-command-idmint-test\": No such file or directory (os error 2)"
+    );
+    let state = job_state(&runtime, &database);
+    assert!(!state.is_held(), "{state:?}");
+}

@@ -1,0 +1,75 @@
+//! Counters as tests make and read them: their names, their documents as
+//! stored, made and shown through `idmint`.
+
+use idmint::sequence::{CounterName, COUNTERS_COLLECTION};
+use mongodb::bson::{doc, Document};
+use mongodb::Database;
+use serde_json::Value;
+
+use super::database::database_handle;
+use super::process::{assert_exit, idmint, run, stdout};
+
+/// A counter's name from a test's literal.
+pub fn counter_name(text: &str) -> CounterName {
+    CounterName::new(text).unwrap()
+}
+
+/// Counter `name`'s document in `database` as stored, if there is one.
+pub async fn counter_document(database: &Database, name: &str) -> Option<Document> {
+    database
+        .collection::<Document>(COUNTERS_COLLECTION)
+        .find_one(doc! { "_id": name })
+        .await
+        .unwrap()
+}
+
+/// Counter `name`'s document in `test`'s database as stored, if there is
+/// one.
+pub async fn counter_doc(test: &str, name: &str) -> Option<Document> {
+    counter_document(&database_handle(test).await, name).await
+}
+
+/// Replaces counter `id` in `database` by `{_id: id, ..fields}`, as a hand
+/// edit would, and returns what it wrote.
+pub async fn replace_counter(database: &Database, id: &str, fields: Document) -> Document {
+    let mut document = doc! { "_id": id };
+    document.extend(fields);
+    database
+        .collection::<Document>(COUNTERS_COLLECTION)
+        .replace_one(doc! { "_id": id }, &document)
+        .await
+        .expect("replace the counter");
+    document
+}
+
+/// `idmint counter create NAME ARGS` in `test`'s database, which must
+/// succeed.
+pub fn create(test: &str, name: &str, args: &[&str]) {
+    assert_exit(
+        &run(idmint(test).args(["counter", "create", name]).args(args)),
+        0,
+    );
+}
+
+/// The number `field` of `idmint counter show NAME --json` in `test`'s
+/// database.
+pub fn counter_field(test: &str, name: &str, field: &str) -> u64 {
+    let output = run(idmint(test).args(["counter", "show", name, "--json"]));
+    assert_exit(&output, 0);
+    let shown: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    shown[field]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no {field} in {shown}"))
+}
+
+/// The worker leases of snowflake counter `name` in `test`'s database, as
+/// `idmint workers NAME --json` lists them (live or not).
+pub fn worker_leases(test: &str, name: &str) -> Vec<Value> {
+    let output = run(idmint(test).args(["workers", name, "--json"]));
+    assert_exit(&output, 0);
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    report["leases"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no leases in {report}"))
+        .clone()
+}
