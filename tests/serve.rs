@@ -662,6 +662,14 @@ fn a_policy_per_kind_lets_one_server_format_every_kind() {
     let body = format!(r#"{{"ids": ["{id}"], "counter": "ev"}}"#);
     let read = request(&service.address, "POST", "/v1/validate", &[], Some(&body)).json();
     assert_eq!(read["valid"], true, "{read}");
+    // A raw value (what `seq` prints) is read with the counter's layout, as
+    // `idmint validate --layout` reads it: one routing in the library.
+    let value = service.get("/v1/counters/ev/values").values()[0];
+    let body = format!(r#"{{"ids": ["{value}"], "counter": "ev"}}"#);
+    let raw = request(&service.address, "POST", "/v1/validate", &[], Some(&body)).json();
+    assert_eq!(raw["valid"], true, "{raw}");
+    assert_eq!(raw["results"][0]["parts"]["sequence"], value, "{raw}");
+    assert!(raw["results"][0]["parts"]["snowflake"]["worker"].is_u64(), "{raw}");
     assert!(service
         .admin("/metrics")
         .body

@@ -3,8 +3,7 @@
 use std::io::{self, BufRead, IsTerminal};
 
 use clap::Args;
-use idmint::parts::Layout;
-use idmint::policy::IdParts;
+use idmint::policy::{check_ids, IdParts};
 use serde::Serialize;
 
 use super::counter::rfc3339_micros;
@@ -76,43 +75,11 @@ impl ValidateCmd {
         } else {
             None
         };
-        // With a layout, a bare number is a raw snowflake value (what `seq`
-        // prints), read by the layout alone; the rest go to the policy, which
-        // is loaded only for them.
-        let raw: Vec<Option<Result<IdParts, String>>> = ids
-            .iter()
-            .map(|id| {
-                let layout = layout
-                    .as_ref()
-                    .filter(|_| self.prefix.as_deref().is_none_or(str::is_empty))?;
-                raw_snowflake(id, layout)
-            })
-            .collect();
-        let formatted: Vec<String> = ids
-            .iter()
-            .zip(&raw)
-            .filter(|(_, raw)| raw.is_none())
-            .map(|(id, _)| id.clone())
-            .collect();
-        let mut policy_verdicts = if formatted.is_empty() {
-            Vec::new()
-        } else {
-            self.policy
-                .load()?
-                .validate_many(&formatted, self.prefix.as_deref(), layout.as_ref())
-                .map_err(idmint::Error::from)?
-        }
-        .into_iter();
-        let verdicts: Vec<Result<IdParts, String>> = raw
-            .into_iter()
-            .map(|raw| {
-                raw.unwrap_or_else(|| match policy_verdicts.next() {
-                    Some(Ok(parts)) => Ok(parts),
-                    Some(Err(reason)) => Err(reason.to_string()),
-                    None => Err("the policy gave no verdict".to_string()),
-                })
-            })
-            .collect();
+        // Raw snowflake values by the layout, the rest by the policy,
+        // loaded only for them: the library's one routing.
+        let verdicts = check_ids(&ids, self.prefix.as_deref(), layout.as_ref(), || {
+            self.policy.load()
+        })?;
         let results: Vec<Checked> = ids
             .iter()
             .zip(&verdicts)
@@ -184,40 +151,6 @@ impl ValidateCmd {
             Outcome::Failure
         })
     }
-}
-
-/// `id` read as a raw snowflake value of `layout`, if it is a bare number:
-/// its parts as a policy reading it would give them (no prefix, the time the
-/// layout puts in it, the whole value as the sequence, its fields), or why it
-/// is not one. `None` when `id` is not a bare number.
-fn raw_snowflake(id: &str, layout: &Layout) -> Option<Result<IdParts, String>> {
-    if id.is_empty() || !id.bytes().all(|byte| byte.is_ascii_digit()) {
-        return None;
-    }
-    let too_large = || format!("not a snowflake value of layout {layout}: more than 63 bits");
-    let Ok(value) = id.parse::<u64>() else {
-        return Some(Err(too_large()));
-    };
-    let Some(parts) = layout.decompose(value) else {
-        return Some(Err(too_large()));
-    };
-    let micros = parts
-        .time
-        .checked_mul(layout.unit.millis())
-        .and_then(|ms| ms.checked_add(layout.epoch_ms))
-        .and_then(|ms| ms.checked_mul(1000));
-    let Some(timestamp_micros) = micros else {
-        return Some(Err(format!(
-            "not a snowflake value of layout {layout}: its time is past any date"
-        )));
-    };
-    Some(Ok(IdParts {
-        prefix: String::new(),
-        timestamp_micros,
-        sequence: value,
-        snowflake: Some(parts),
-        period: None,
-    }))
 }
 
 fn read_stdin() -> anyhow::Result<Vec<String>> {

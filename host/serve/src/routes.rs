@@ -27,6 +27,7 @@ use super::pool::Served;
 use super::slots::run_blocking;
 use super::state::AppState;
 use idmint::parts::Stamp;
+use idmint::policy::{check_ids, PolicyError};
 use idmint::sequence::{self, Clock, CounterKind, CounterName, Repeats, SystemClock};
 
 /// The state every handler shares.
@@ -381,7 +382,9 @@ pub(super) async fn validate(
     let ValidateRequest { ids, prefix, .. } = request;
     let slot = state.slots.acquire().await?;
     let (ids, verdicts) = run_blocking(slot, move || {
-        let verdicts = policy.validate_many(&ids, prefix.as_deref(), layout.as_ref());
+        let verdicts = check_ids(&ids, prefix.as_deref(), layout.as_ref(), || {
+            Ok::<_, PolicyError>(policy)
+        });
         (ids, verdicts)
     })
     .await?;
@@ -395,11 +398,11 @@ pub(super) async fn validate(
                 parts: Some(parts),
                 error: None,
             },
-            Err(invalid) => Checked {
+            Err(reason) => Checked {
                 id,
                 valid: false,
                 parts: None,
-                error: Some(invalid.to_string()),
+                error: Some(reason),
             },
         })
         .collect();

@@ -45,6 +45,7 @@
 
 pub mod activation;
 mod bindings;
+mod check_ids;
 pub mod compile_cache;
 mod contract;
 mod error;
@@ -64,6 +65,7 @@ mod tests;
 
 pub use crate::parts::{IdParts, Stamp};
 pub use activation::{ActivationOptions, ActivationReport};
+pub use check_ids::{check_ids, Verdict};
 pub use compile_cache::{CacheUsage, CompileCache, POLICY_CACHE_ENV};
 pub use error::PolicyError;
 pub use fit::{
