@@ -669,7 +669,10 @@ fn a_policy_per_kind_lets_one_server_format_every_kind() {
     let raw = request(&service.address, "POST", "/v1/validate", &[], Some(&body)).json();
     assert_eq!(raw["valid"], true, "{raw}");
     assert_eq!(raw["results"][0]["parts"]["sequence"], value, "{raw}");
-    assert!(raw["results"][0]["parts"]["snowflake"]["worker"].is_u64(), "{raw}");
+    assert!(
+        raw["results"][0]["parts"]["snowflake"]["worker"].is_u64(),
+        "{raw}"
+    );
     assert!(service
         .admin("/metrics")
         .body

@@ -1,6 +1,6 @@
 //! Exit codes, decided in one place from the error's typed cause.
 
-use idmint::{Error, ErrorClass};
+use idmint::ErrorClass;
 
 /// The command ran, but found invalid IDs or drift.
 pub const EXIT_FAILURE: u8 = 1;
@@ -77,39 +77,19 @@ pub fn code(class: ErrorClass) -> u8 {
 }
 
 /// The class of the first cause in `error`'s chain that idmint classifies:
-/// the library's errors classify themselves (`class()`); the CLI's own
-/// usage errors are bad input; a bare driver error is the database's.
+/// the service's and the library's errors, through their one boundary
+/// (`idmint_serve::class_of`, which ends in `idmint::ErrorClass::of`: the
+/// library's umbrella error and what it carries); the CLI's own usage
+/// errors are bad input; a bare driver error is the database's.
 pub fn class_of(error: &anyhow::Error) -> Option<ErrorClass> {
     error.chain().find_map(|cause| {
-        // The library's umbrella error, and each concept's error when it
-        // reached anyhow without the umbrella.
-        macro_rules! classified {
-            ($($error:ty),+) => {
-                $(if let Some(error) = cause.downcast_ref::<$error>() {
-                    return Some(error.class());
-                })+
-            };
-        }
-        classified!(
-            Error,
-            idmint::sequence::SequenceError,
-            idmint::policy::PolicyError,
-            idmint::policy::PolicyStoreError,
-            idmint::lock::LockError,
-            idmint::installer::InstallError,
-            idmint::tokens::AccessError,
-            idmint_serve::StartError,
-            idmint_serve::LimitsError
-        );
-        if cause.is::<idmint::config::ConnectError>()
-            || cause.is::<idmint::lock::InvalidLockName>()
-            || cause.is::<UsageError>()
-        {
-            return Some(ErrorClass::BadInput);
-        }
-        cause
-            .downcast_ref::<mongodb::error::Error>()
-            .map(|_| ErrorClass::Unavailable)
+        idmint_serve::class_of(cause)
+            .or_else(|| cause.is::<UsageError>().then_some(ErrorClass::BadInput))
+            .or_else(|| {
+                cause
+                    .downcast_ref::<mongodb::error::Error>()
+                    .map(|_| ErrorClass::Unavailable)
+            })
     })
 }
 

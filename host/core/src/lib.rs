@@ -33,7 +33,7 @@ pub mod sequence;
 pub mod tokens;
 
 pub use config::ConnectOptions;
-pub use error::{Error, ErrorClass};
+pub use error::{Classify, Error, ErrorClass};
 pub use minter::{LiveMinter, Minter};
 pub use parts::{IdParts, Stamp};
 pub use policy::{Policy, PolicyRuntime};

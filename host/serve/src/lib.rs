@@ -194,6 +194,18 @@ impl StartError {
     }
 }
 
+/// The class of `error` if it is one of the service's errors or the
+/// library's ([`idmint::ErrorClass::of`]); `None` for any other error.
+pub fn class_of(error: &(dyn std::error::Error + 'static)) -> Option<idmint::ErrorClass> {
+    if let Some(error) = error.downcast_ref::<StartError>() {
+        return Some(error.class());
+    }
+    if let Some(error) = error.downcast_ref::<LimitsError>() {
+        return Some(error.class());
+    }
+    idmint::ErrorClass::of(error)
+}
+
 /// The routes of each listener, registered with their documentation.
 #[derive(Clone)]
 struct Routes {

@@ -12,7 +12,7 @@
 
 use crate::config::ConnectError;
 use crate::installer::InstallError;
-use crate::lock::LockError;
+use crate::lock::{InvalidLockName, LockError};
 use crate::policy::{FitError, PolicyError, PolicyStoreError};
 use crate::sequence::SequenceError;
 use crate::tokens::AccessError;
@@ -21,31 +21,116 @@ pub use class::ErrorClass;
 
 pub(crate) mod class;
 
-/// Any error idmint's library can return.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum Error {
-    /// The connection options are unusable.
-    #[error(transparent)]
-    Connect(#[from] ConnectError),
-    /// Installing or inspecting the server-side functions failed.
-    #[error(transparent)]
-    Install(#[from] InstallError),
-    /// Handing out a sequence value failed.
-    #[error(transparent)]
-    Sequence(#[from] SequenceError),
-    /// Reading or writing the policies collection failed.
-    #[error(transparent)]
-    PolicyStore(#[from] PolicyStoreError),
-    /// Loading or running an ID policy failed.
-    #[error(transparent)]
-    Policy(#[from] PolicyError),
-    /// Taking, renewing or releasing a lock failed.
-    #[error(transparent)]
-    Lock(#[from] LockError),
-    /// Application tokens (`idmint serve`'s access) cannot be read or written.
-    #[error(transparent)]
-    Access(#[from] AccessError),
+/// An error that says what kind of failure it is: each of the library's
+/// errors, and the umbrella.
+pub trait Classify {
+    /// What kind of failure this is.
+    fn class(&self) -> ErrorClass;
+}
+
+/// The umbrella [`Error`], one variant per concept's error, and
+/// [`ErrorClass::of`], which knows the same errors (and those carried inside
+/// them, `also`): one list, so an error the umbrella carries is one a
+/// caller holding only a `dyn Error` can classify.
+macro_rules! umbrella {
+    (
+        carries { $( $(#[$doc:meta])* $variant:ident($error:ty), )+ }
+        also { $( $inner:ty ),+ $(,)? }
+    ) => {
+        /// Any error idmint's library can return.
+        #[derive(Debug, thiserror::Error)]
+        #[non_exhaustive]
+        pub enum Error {
+            $( $(#[$doc])* #[error(transparent)] $variant(#[from] $error), )+
+        }
+
+        impl Classify for Error {
+            fn class(&self) -> ErrorClass {
+                match self {
+                    $( Error::$variant(error) => Classify::class(error), )+
+                }
+            }
+        }
+
+        impl ErrorClass {
+            /// The class of `error` if it is one of the library's errors
+            /// (the umbrella, one it carries, or one carried inside those);
+            /// `None` for any other error.
+            pub fn of(error: &(dyn std::error::Error + 'static)) -> Option<ErrorClass> {
+                if let Some(error) = error.downcast_ref::<Error>() {
+                    return Some(Classify::class(error));
+                }
+                $( if let Some(error) = error.downcast_ref::<$error>() {
+                    return Some(Classify::class(error));
+                } )+
+                $( if let Some(error) = error.downcast_ref::<$inner>() {
+                    return Some(Classify::class(error));
+                } )+
+                None
+            }
+        }
+    };
+}
+
+umbrella! {
+    carries {
+        /// The connection options are unusable.
+        Connect(ConnectError),
+        /// Installing or inspecting the server-side functions failed.
+        Install(InstallError),
+        /// Handing out a sequence value failed.
+        Sequence(SequenceError),
+        /// Reading or writing the policies collection failed.
+        PolicyStore(PolicyStoreError),
+        /// Loading or running an ID policy failed.
+        Policy(PolicyError),
+        /// Taking, renewing or releasing a lock failed.
+        Lock(LockError),
+        /// Application tokens (`idmint serve`'s access) cannot be read or written.
+        Access(AccessError),
+    }
+    also { FitError, InvalidLockName }
+}
+
+/// Each concept's error classifies itself (its own `class()`).
+macro_rules! classified_by_their_own_class {
+    ($($error:ty),+) => {
+        $(impl Classify for $error {
+            fn class(&self) -> ErrorClass {
+                <$error>::class(self)
+            }
+        })+
+    };
+}
+
+classified_by_their_own_class!(
+    InstallError,
+    SequenceError,
+    PolicyStoreError,
+    PolicyError,
+    LockError,
+    AccessError
+);
+
+/// Unusable connection options are bad input.
+impl Classify for ConnectError {
+    fn class(&self) -> ErrorClass {
+        ErrorClass::BadInput
+    }
+}
+
+/// A policy that cannot serve a counter.
+impl Classify for FitError {
+    fn class(&self) -> ErrorClass {
+        ErrorClass::Unfit
+    }
+}
+
+/// A lock name that breaks the rules is bad input.
+impl Classify for InvalidLockName {
+    fn class(&self) -> ErrorClass {
+        ErrorClass::BadInput
+    }
 }
 
 /// A policy that cannot serve a counter is a policy error: its one home is
@@ -59,14 +144,28 @@ impl From<FitError> for Error {
 impl Error {
     /// What kind of failure this is.
     pub fn class(&self) -> ErrorClass {
-        match self {
-            Error::Connect(_) => ErrorClass::BadInput,
-            Error::Install(error) => error.class(),
-            Error::Sequence(error) => error.class(),
-            Error::PolicyStore(error) => error.class(),
-            Error::Policy(error) => error.class(),
-            Error::Lock(error) => error.class(),
-            Error::Access(error) => error.class(),
-        }
+        Classify::class(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lock::LockName;
+    use crate::sequence::CounterName;
+
+    /// What reaches a caller as `dyn Error` is classified whether it came
+    /// wrapped in the umbrella, as a concept's error, or as an error carried
+    /// inside one; anything else is not the library's.
+    #[test]
+    fn a_library_error_is_classified_however_it_arrives() {
+        let sequence = CounterName::new("a b").unwrap_err();
+        assert_eq!(ErrorClass::of(&sequence), Some(ErrorClass::BadInput));
+        let wrapped = Error::from(CounterName::new("a b").unwrap_err());
+        assert_eq!(ErrorClass::of(&wrapped), Some(ErrorClass::BadInput));
+        let lock_name = LockName::new("a b").unwrap_err();
+        assert_eq!(ErrorClass::of(&lock_name), Some(ErrorClass::BadInput));
+        let other = std::io::Error::other("not ours");
+        assert_eq!(ErrorClass::of(&other), None);
     }
 }
