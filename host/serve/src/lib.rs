@@ -55,6 +55,7 @@
 mod admin;
 mod admin_access;
 mod api;
+mod background;
 mod batcher;
 mod error;
 mod extract;
@@ -108,7 +109,6 @@ pub use pool::{CounterPool, Served};
 pub use slots::{PolicySlot, PolicySlots};
 pub use state::AppState;
 
-use idmint::policy::watch::SwapEvent;
 use idmint::policy::{ActivationOptions, FollowOptions, Policy, PolicyFollower, PolicyRuntime};
 use idmint::sequence::{Clock, CounterKind, CounterName, OpenOptions, SequenceError, SystemClock};
 use idmint::tokens::Access;
@@ -285,7 +285,7 @@ impl Server {
             idmint::policy::activation::check(&policy, &checks).map_err(idmint::Error::from)?;
             kind_policies.insert(kind, policy);
         }
-        let (follower, mut events) = first.follow()?;
+        let (follower, events) = first.follow()?;
         let tokens = if options.access_from_db {
             Some(
                 tokens::Tokens::from_database(database, options.tokens_max_age)
@@ -326,41 +326,11 @@ impl Server {
             admin_openapi: documents.admin,
             limits,
         });
-        let reporter = {
-            let state = Arc::downgrade(&state);
-            tokio::spawn(async move {
-                while let Some(event) = events.recv().await {
-                    let Some(state) = state.upgrade() else {
-                        return;
-                    };
-                    report(&state.metrics, &event);
-                }
-            })
-        };
-        // The monitor page's rates: the running totals, once a second.
-        let sampler = {
-            let state = Arc::downgrade(&state);
-            tokio::spawn(async move {
-                let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
-                loop {
-                    tick.tick().await;
-                    let Some(state) = state.upgrade() else {
-                        return;
-                    };
-                    let totals = state.metrics.totals();
-                    if let Ok(mut rates) = state.rates.lock() {
-                        rates.sample(totals);
-                    };
-                }
-            })
-        };
-        let mut tasks = vec![reporter, sampler];
-        if options.access_from_db {
-            tasks.push(tokio::spawn(AppState::reload_tokens(
-                Arc::downgrade(&state),
-                options.tokens_reload,
-            )));
-        }
+        let tasks = background::spawn(
+            &state,
+            events,
+            options.access_from_db.then_some(options.tokens_reload),
+        );
         Ok(Self {
             state,
             routes,
@@ -547,18 +517,4 @@ impl Drop for Server {
 /// A middleware function with the server's state.
 fn with_state<F, T>(state: &Arc<AppState>, f: F) -> FromFnLayer<F, Arc<AppState>, T> {
     from_fn_with_state(state.clone(), f)
-}
-
-/// Logs a policy event, in the words the library gives it, and counts it.
-fn report(metrics: &Metrics, event: &SwapEvent) {
-    match event {
-        SwapEvent::Swapped { .. } => metrics.policy_swapped(),
-        SwapEvent::Refused { .. } => metrics.policy_refused(),
-        _ => {}
-    }
-    if event.is_warning() {
-        tracing::warn!(event = event.kind(), "{event}");
-    } else {
-        tracing::info!(event = event.kind(), "{event}");
-    }
 }

@@ -1,0 +1,74 @@
+//! The tasks a server runs beside its listeners, each holding the state
+//! weakly so that it ends with the server: policy events logged and
+//! counted, the monitor page's rates sampled once a second, and the API
+//! tokens read again from the database when they come from it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+
+use idmint::policy::watch::SwapEvent;
+use idmint::policy::PolicyEvents;
+
+use super::metrics::Metrics;
+use super::state::AppState;
+
+/// Starts the background tasks of `state`: the reporter of `events`, the
+/// rate sampler, and, given `tokens_reload`, the tokens' reloader.
+pub(crate) fn spawn(
+    state: &Arc<AppState>,
+    mut events: PolicyEvents,
+    tokens_reload: Option<Duration>,
+) -> Vec<JoinHandle<()>> {
+    let reporter = {
+        let state = Arc::downgrade(state);
+        tokio::spawn(async move {
+            while let Some(event) = events.recv().await {
+                let Some(state) = state.upgrade() else {
+                    return;
+                };
+                report(&state.metrics, &event);
+            }
+        })
+    };
+    // The monitor page's rates: the running totals, once a second.
+    let sampler = {
+        let state = Arc::downgrade(state);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            loop {
+                tick.tick().await;
+                let Some(state) = state.upgrade() else {
+                    return;
+                };
+                let totals = state.metrics.totals();
+                if let Ok(mut rates) = state.rates.lock() {
+                    rates.sample(totals);
+                };
+            }
+        })
+    };
+    let mut tasks = vec![reporter, sampler];
+    if let Some(every) = tokens_reload {
+        tasks.push(tokio::spawn(AppState::reload_tokens(
+            Arc::downgrade(state),
+            every,
+        )));
+    }
+    tasks
+}
+
+/// Logs a policy event, in the words the library gives it, and counts it.
+fn report(metrics: &Metrics, event: &SwapEvent) {
+    match event {
+        SwapEvent::Swapped { .. } => metrics.policy_swapped(),
+        SwapEvent::Refused { .. } => metrics.policy_refused(),
+        _ => {}
+    }
+    if event.is_warning() {
+        tracing::warn!(event = event.kind(), "{event}");
+    } else {
+        tracing::info!(event = event.kind(), "{event}");
+    }
+}
