@@ -1,6 +1,6 @@
 function (key, expireMs) {
-  // idmint's lock acquire, the JavaScript twin of host/src/lock/lease.rs
-  // (acquire_pipeline); tests/lock.rs holds the two equal.
+  // idmint's lock acquire, the JavaScript twin of host/core/src/lock/handles.rs
+  // (acquire_pipeline); tests/lock_stored_functions.rs holds the two equal.
   //
   // Lock documents live in `locks`: {_id, owner, token, count, expiresAt,
   // acquiredAt}. One findAndModify upsert whose pipeline decides by the
@@ -49,7 +49,7 @@ function (key, expireMs) {
       ] }
     ] }
   ] };
-  // The lock's waiting line (host/src/lock/queue.rs): its live entries. A
+  // The lock's waiting line (host/core/src/lock/queue.rs): its live entries. A
   // free lock with live waiters is theirs first; these calls never wait in
   // line, so they take a free lock only when nobody waits.
   var waiting = { $filter: { input: { $cond: [{ $isArray: "$queue" }, "$queue", []] }, cond: { $gt: ["$$this.until", "$$NOW"] } } };

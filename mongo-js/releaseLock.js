@@ -1,6 +1,6 @@
 function (key, token) {
   // idmint's lock release, the JavaScript twin of Lease::release in
-  // host/src/lock/lease.rs: matches the owner AND the fencing token that
+  // host/core/src/lock/handles.rs: matches the owner AND the fencing token that
   // getLock returned ("<fencing token>:<owner>"), so it never frees a lock
   // that expired and was taken by someone else. Returns true when released,
   // false when the lock is no longer this holder's.
