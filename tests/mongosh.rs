@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
-use idmint::sequence::{CounterName, CounterSpec, CyclicCounter};
+use idmint::sequence::{CounterName, CounterSpec, CyclicCounter, OpenedCounter};
 use idmint::{installer, Clock, SystemClock};
 
 use crate::harness;

@@ -2,7 +2,7 @@
 //! unknown and corrupt counters.
 
 use idmint::sequence::{
-    CounterName, CounterSpec, CyclicCounter, SequenceError, COUNTERS_COLLECTION,
+    CounterName, CounterSpec, CyclicCounter, OpenedCounter, SequenceError, COUNTERS_COLLECTION,
 };
 use idmint::Stamp as Issued;
 use idmint::{Clock, SystemClock};

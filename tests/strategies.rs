@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use idmint::sequence::{
-    self, AutoIncrement, CounterKind, CounterName, CounterSpec, OpenOptions, SegmentAllocator,
-    SegmentOptions, Sequence, SequenceError, COUNTERS_COLLECTION, MAX_VALUE,
+    self, AutoIncrement, CounterKind, CounterName, CounterSpec, OpenOptions, OpenedCounter,
+    SegmentAllocator, SegmentOptions, Sequence, SequenceError, COUNTERS_COLLECTION, MAX_VALUE,
 };
 use mongodb::bson::{doc, Decimal128, Document};
 use mongodb::{Client, Database};

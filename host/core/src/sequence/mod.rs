@@ -22,21 +22,27 @@
 //!   month or year in the counter's time zone), decided by the server's clock.
 //!
 //! The layers, bottom up, with no import loop: `name`, `clock`, `error`,
-//! `settings`, `document` and `advance` are what every kind shares; `kind`
-//! says what a kind provides; `kinds/*` are the kinds; `registry` lists
-//! them and dispatches; this file is the public face.
+//! `settings`, `kind_trait` (what a kind provides), `counter/fields`,
+//! `counter/document` (the one reader a kind reads its counters with),
+//! `counter/prefixes` and `advance` are what every kind shares; `kinds/*`
+//! are the kinds; `registry` lists them, and `dispatch` makes from that list
+//! the types that dispatch on a kind; `counter/spec` (creating a counter),
+//! `counter/command` (the wire command), `opened` and `prefixes` use them;
+//! this file is the public face.
 //!
 //! All writes that hand out values use write concern majority with journal.
 
 mod advance;
 mod claims;
 mod clock;
-mod document;
+mod counter;
+mod dispatch;
 mod error;
-mod kind;
+mod kind_trait;
 mod kinds;
 mod known_shape;
 mod name;
+mod opened;
 pub mod prefixes;
 mod registry;
 mod settings;
@@ -45,10 +51,14 @@ use mongodb::bson::Document;
 use mongodb::Database;
 
 pub use clock::{Clock, SystemClock};
+pub use counter::command::take_command;
+pub use counter::document::{CounterDocument, Registered};
+pub use counter::prefixes::{MAX_PREFIXES, MAX_PREFIX_BYTES};
+pub use counter::spec::CounterSpec;
 pub use error::SequenceError;
-pub use kind::{
+pub use kind_trait::{
     group_thousands, BufferStats, ClientTime, CommandOptions, Fact, GiveBack, Handle, Headroom,
-    Held, Kind, LeaseStats, Repeats, Segments, Setting, ValueShape, MAX_BLOCK, MAX_VALUE,
+    Held, Kind, LeaseStats, Repeats, Segments, ValueShape, MAX_BLOCK, MAX_VALUE,
 };
 pub use kinds::autoinc::{AutoIncrement, Autoinc, AutoincState};
 pub use kinds::cyclic::{Cyclic, CyclicCounter, CyclicState, DEFAULT_MAXVAL, MAX_MAXVAL};
@@ -62,11 +72,9 @@ pub use kinds::snowflake::{
     SnowflakeOptions, SnowflakeState, WorkerLease, WORKERS_COLLECTION,
 };
 pub use name::{CounterName, MAX_COUNTER_NAME_LEN};
-pub use registry::{
-    take_command, CounterKind, CounterSpec, CounterState, KindState, OpenOptions, Sequence,
-    UnknownKind, MAX_PREFIXES, MAX_PREFIX_BYTES,
-};
-pub use settings::Settings;
+pub use opened::OpenedCounter;
+pub use registry::{CounterKind, CounterState, KindState, OpenOptions, Sequence, UnknownKind};
+pub use settings::{Setting, Settings};
 
 pub(crate) use registry::read_state;
 
@@ -89,7 +97,7 @@ pub async fn create(
     spec: &CounterSpec,
 ) -> Result<CounterState, SequenceError> {
     let write_concern = crate::mongo::durable_write_concern();
-    registry::create_in(&counters(database), name, spec, &write_concern).await
+    counter::spec::create_in(&counters(database), name, spec, &write_concern).await
 }
 
 /// One counter as [`list`] found it.
@@ -206,6 +214,18 @@ pub(crate) async fn find_counters(
         .try_collect()
         .await
         .map_err(|source| SequenceError::ListCounters { source })
+}
+
+impl CounterState {
+    /// The cyclic fields, if this is a cyclic counter.
+    pub fn cyclic(&self) -> Option<&CyclicState> {
+        self.of::<Cyclic>()
+    }
+
+    /// The layout its IDs are read with, if this is a snowflake counter.
+    pub fn snowflake_layout(&self) -> Option<&crate::parts::Layout> {
+        self.of::<SnowflakeKind>().map(|state| &state.layout)
+    }
 }
 
 /// Reads counter `name` in `database`.

@@ -3,7 +3,7 @@
 //! Two counters that format IDs with the same prefix can issue the same ID
 //! (two fresh counters both hand out 1, and a frozen clock gives them the same
 //! time), so each prefix, the empty one included, is owned by at most one
-//! counter (`prefixes` in its document, see `document.rs`), and an ID may only
+//! counter (`prefixes` in its document, see `counter/fields.rs`), and an ID may only
 //! be formatted with a prefix its counter owns ([`check_use`]).
 //!
 //! - A unique index on `prefixes` ([`PREFIXES_INDEX`], partial: counters that
@@ -35,8 +35,9 @@ use mongodb::{Collection, Database, IndexModel};
 use serde::Serialize;
 
 use super::claims::{self, Claimant};
-use super::document::{read_prefixes, Owned};
-use super::registry::{check_prefixes, read_state, MAX_PREFIXES};
+use super::counter::fields::{database_of, read_prefixes, Owned};
+use super::counter::prefixes::{check_prefixes, MAX_PREFIXES};
+use super::registry::read_state;
 use super::{CounterName, CounterState, SequenceError, COUNTERS_COLLECTION};
 use crate::mongo::{self, durable_write_concern};
 
@@ -263,7 +264,7 @@ pub(crate) async fn explain_duplicate(
         Err(SequenceError::UnknownCounter(_)) => {}
         _ => return SequenceError::CounterExists(name.clone()),
     }
-    prefix_taken(super::document::database_of(collection), name, prefixes).await
+    prefix_taken(database_of(collection), name, prefixes).await
 }
 
 /// The [`SequenceError::PrefixTaken`] for the first of `prefixes` another
@@ -405,7 +406,7 @@ async fn rewrite(
             attempts: 1,
         }),
         Err(error) if mongo::is_duplicate_key(&error) => {
-            let database = super::document::database_of(collection);
+            let database = database_of(collection);
             let new: Vec<String> = prefixes
                 .into_iter()
                 .filter(|prefix| !before.owns(prefix) || !before.prefixes_declared)

@@ -31,20 +31,20 @@ use std::ops::Range;
 use mongodb::bson::Bson;
 use serde::Serialize;
 
+use crate::mongo::collections::COUNTERS as COUNTERS_COLLECTION;
 use crate::mongo::{self, durable_write_concern};
 use crate::parts::Stamp;
 use crate::sequence::advance::{advance, Unmatched};
-use crate::sequence::document::database_of;
-use crate::sequence::document::{integer_in, read_integer, well_formed};
-use crate::sequence::kind::{
-    CommandOptions, Fact, Handle, Headroom, Kind, Repeats, Setting, ValueShape, MAX_VALUE,
+use crate::sequence::counter::document::{new_document, read};
+use crate::sequence::counter::fields::database_of;
+use crate::sequence::counter::fields::{integer_in, read_integer, well_formed};
+use crate::sequence::error::SequenceError;
+use crate::sequence::kind_trait::{
+    CommandOptions, Fact, Handle, Headroom, Kind, Repeats, ValueShape, MAX_VALUE,
 };
 use crate::sequence::known_shape::{KnownShape, ShapeCache};
-use crate::sequence::registry::{create_in, read_state};
-use crate::sequence::settings::Settings;
-use crate::sequence::{
-    CounterName, CounterSpec, CounterState, KindState, SequenceError, COUNTERS_COLLECTION,
-};
+use crate::sequence::name::CounterName;
+use crate::sequence::settings::{Setting, Settings};
 
 /// The fields a take never changes.
 const FIXED: &[&str] = &["kind", "prefix", "prefixes"];
@@ -157,22 +157,6 @@ impl AutoIncrement {
         &self.name
     }
 
-    /// Creates the counter; `spec` must be of kind autoinc.
-    pub async fn create(&self, spec: &CounterSpec) -> Result<CounterState, SequenceError> {
-        if spec.kind.as_str() != Autoinc::NAME {
-            return Err(SequenceError::InvalidSpec(format!(
-                "a {} spec given to an autoinc counter handle",
-                spec.kind
-            )));
-        }
-        create_in(&self.collection, &self.name, spec, &self.write_concern).await
-    }
-
-    /// Reads the counter as it is now.
-    pub async fn state(&self) -> Result<CounterState, SequenceError> {
-        read_state(&self.collection, &self.name).await
-    }
-
     /// Reserves the next `count` values in one round trip and returns them.
     pub async fn take(&self, count: u64) -> Result<RangeInclusive<u64>, SequenceError> {
         if count == 0 || count > MAX_VALUE {
@@ -182,17 +166,17 @@ impl AutoIncrement {
                 max: MAX_VALUE,
             });
         }
-        let unmatched = |state: CounterState| match state.kind {
-            KindState::Autoinc(counter) if counter.seq + count > MAX_VALUE => {
+        let unmatched = |counter: &AutoincState| {
+            if counter.seq + count > MAX_VALUE {
                 Unmatched::Fail(SequenceError::Exhausted {
                     name: self.name.clone(),
                     requested: count,
                     limit: MAX_VALUE,
                 })
+            } else {
+                // Replaced between the update and the read: try again.
+                Unmatched::Retry
             }
-            // Replaced between the update and the read: try again.
-            KindState::Autoinc(_) => Unmatched::Retry,
-            _ => Unmatched::Fail(self.wrong_kind(&state)),
         };
         let filter = take_filter(&self.name, count);
         self.known
@@ -200,7 +184,7 @@ impl AutoIncrement {
                 |shape| Some(short_pipeline(shape, count)),
                 || advance_pipeline(count),
                 |update| {
-                    advance(
+                    advance::<Autoinc>(
                         &self.collection,
                         &self.name,
                         &self.write_concern,
@@ -218,21 +202,14 @@ impl AutoIncrement {
     /// counter came back as it was; a well-formed one was advanced by
     /// `count`.
     fn taken(&self, after: &Document, count: u64) -> Result<RangeInclusive<u64>, SequenceError> {
-        let state = CounterState::from_document(&self.name, after)?;
-        match state.kind {
-            KindState::Autoinc(counter) if counter.seq >= count => {
-                Ok(counter.seq - count + 1..=counter.seq)
-            }
-            _ => Err(self.wrong_kind(&state)),
+        let counter = read::<Autoinc>(&self.name, after)?.kind;
+        if counter.seq < count {
+            return Err(SequenceError::CorruptCounter {
+                name: self.name.clone(),
+                reason: format!("seq is {} after a take of {count}", counter.seq),
+            });
         }
-    }
-
-    fn wrong_kind(&self, state: &CounterState) -> SequenceError {
-        SequenceError::WrongKind {
-            name: self.name.clone(),
-            expected: Autoinc::NAME,
-            found: state.kind().as_str(),
-        }
+        Ok(counter.seq - count + 1..=counter.seq)
     }
 
     /// [`AutoIncrement::take`], creating the counter first if it does not
@@ -247,12 +224,14 @@ impl AutoIncrement {
             Err(SequenceError::UnknownCounter(_)) => {}
             other => return other,
         }
-        let kind = Autoinc::NAME.parse().expect("autoinc is registered");
         // A counter made on first use owns no prefix: many processes make
         // counters this way, and none of them chose one.
-        let spec = CounterSpec::of(kind).start(start).prefixes(Vec::new());
+        let settings = Settings {
+            start: Some(start),
+            ..Settings::default()
+        };
         let now_ms = crate::sequence::Clock::now_micros(&crate::sequence::SystemClock) / 1000;
-        let mut document = spec.document(&self.name, now_ms)?;
+        let mut document = new_document::<Autoinc>(&self.name, &settings, &[], now_ms)?;
         let first = start;
         let last = first
             .checked_add(count - 1)
@@ -310,16 +289,14 @@ pub(crate) fn advance_pipeline(count: u64) -> Vec<Document> {
 }
 
 impl Handle for AutoIncrement {
+    type Of = Autoinc;
+
     fn name(&self) -> &CounterName {
         &self.name
     }
 
     fn database(&self) -> Database {
         database_of(&self.collection)
-    }
-
-    async fn state(&self) -> Result<CounterState, SequenceError> {
-        AutoIncrement::state(self).await
     }
 
     async fn take(&self, count: usize, client_micros: u64) -> Result<Vec<Stamp>, SequenceError> {
@@ -367,7 +344,7 @@ impl Handle for AutoIncrement {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sequence::document::SHARED_FIELDS;
+    use crate::sequence::counter::fields::SHARED_FIELDS;
 
     #[test]
     fn the_fixed_fields_are_the_shared_ones() {

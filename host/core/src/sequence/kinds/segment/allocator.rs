@@ -44,11 +44,13 @@ use tokio::task::JoinHandle;
 
 use super::counter::{SegmentCounter, Taken};
 use super::step;
+use crate::mongo::collections::COUNTERS as COUNTERS_COLLECTION;
 use crate::mongo::durable_write_concern;
 use crate::parts::Stamp;
-use crate::sequence::document::database_of;
-use crate::sequence::kind::{BufferStats, GiveBack, Handle, Held, Segments};
-use crate::sequence::{CounterName, CounterState, SequenceError, COUNTERS_COLLECTION};
+use crate::sequence::counter::fields::database_of;
+use crate::sequence::error::SequenceError;
+use crate::sequence::kind_trait::{BufferStats, GiveBack, Handle, Held, Segments};
+use crate::sequence::name::CounterName;
 
 /// How a process uses its segments.
 #[derive(Debug, Clone, PartialEq)]
@@ -222,12 +224,6 @@ impl SegmentAllocator {
     /// The counter's name.
     pub fn name(&self) -> &CounterName {
         &self.inner.counter.name
-    }
-
-    /// Reads the counter document as it is now.
-    pub async fn state(&self) -> Result<CounterState, SequenceError> {
-        let counter = &self.inner.counter;
-        crate::sequence::read_state(&counter.collection, &counter.name).await
     }
 
     /// What the allocator has done so far.
@@ -465,16 +461,14 @@ impl SegmentAllocator {
 }
 
 impl Handle for SegmentAllocator {
+    type Of = super::Segment;
+
     fn name(&self) -> &CounterName {
         SegmentAllocator::name(self)
     }
 
     fn database(&self) -> Database {
         database_of(&self.inner.counter.collection)
-    }
-
-    async fn state(&self) -> Result<CounterState, SequenceError> {
-        SegmentAllocator::state(self).await
     }
 
     async fn take(&self, count: usize, client_micros: u64) -> Result<Vec<Stamp>, SequenceError> {

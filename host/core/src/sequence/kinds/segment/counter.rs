@@ -7,11 +7,13 @@ use mongodb::bson::{doc, Document};
 use mongodb::options::WriteConcern;
 use mongodb::Collection;
 
-use super::{Segment, SegmentState, MAX_STEP};
+use super::{Segment, MAX_STEP};
 use crate::sequence::advance::{advance, Unmatched};
-use crate::sequence::document::well_formed;
-use crate::sequence::kind::{Kind, MAX_VALUE};
-use crate::sequence::{CounterName, CounterState, KindState, SequenceError};
+use crate::sequence::counter::document::read;
+use crate::sequence::counter::fields::well_formed;
+use crate::sequence::error::SequenceError;
+use crate::sequence::kind_trait::{Kind, MAX_VALUE};
+use crate::sequence::name::CounterName;
 
 /// One past the largest value a segment counter hands out.
 const LIMIT: u64 = MAX_VALUE + 1;
@@ -39,29 +41,29 @@ impl SegmentCounter {
     /// whatever becomes of this process.
     pub async fn take(&self, step: u64) -> Result<Taken, SequenceError> {
         let step = step.min(MAX_STEP);
-        let after = advance(
+        let after = advance::<Segment>(
             &self.collection,
             &self.name,
             &self.write_concern,
             fits_filter(&self.name, step),
             take_pipeline(step),
-            |state| match self.segment(&state) {
-                Ok(counter) if counter.max.saturating_add(step.max(counter.step)) > LIMIT => {
+            |counter| {
+                if counter.max.saturating_add(step.max(counter.step)) > LIMIT {
                     Unmatched::Fail(SequenceError::Exhausted {
                         name: self.name.clone(),
                         requested: step.max(counter.step),
                         limit: MAX_VALUE,
                     })
+                } else {
+                    // Replaced between the update and the read: try again.
+                    Unmatched::Retry
                 }
-                // Replaced between the update and the read: try again.
-                Ok(_) => Unmatched::Retry,
-                Err(error) => Unmatched::Fail(error),
             },
         )
         .await?;
         // A malformed counter came back as it was; a well-formed one was
         // advanced by max(step, its step), which it still holds.
-        let counter = self.segment(&CounterState::from_document(&self.name, &after)?)?;
+        let counter = read::<Segment>(&self.name, &after)?.kind;
         let taken = step.max(counter.step);
         Ok(Taken {
             values: counter.max - taken..counter.max,
@@ -85,18 +87,6 @@ impl SegmentCounter {
                 SequenceError::from_database(&self.name, "give back", "update", source)
             })?;
         Ok(result.modified_count == 1)
-    }
-
-    /// The segment fields of a counter, or why it is not a segment counter.
-    fn segment(&self, state: &CounterState) -> Result<SegmentState, SequenceError> {
-        match state.kind {
-            KindState::Segment(counter) => Ok(counter),
-            _ => Err(SequenceError::WrongKind {
-                name: self.name.clone(),
-                expected: Segment::NAME,
-                found: state.kind().as_str(),
-            }),
-        }
     }
 }
 

@@ -35,11 +35,11 @@ use serde::Serialize;
 
 pub use allocator::{SegmentAllocator, SegmentOptions, SegmentTaker};
 
-use crate::sequence::document::{integer_in, read_integer};
-use crate::sequence::kind::{
-    CommandOptions, Fact, Headroom, Kind, Repeats, Setting, ValueShape, MAX_VALUE,
+use crate::sequence::counter::fields::{integer_in, read_integer};
+use crate::sequence::kind_trait::{
+    CommandOptions, Fact, Headroom, Kind, Repeats, ValueShape, MAX_VALUE,
 };
-use crate::sequence::settings::Settings;
+use crate::sequence::settings::{Setting, Settings};
 use crate::sequence::{CounterName, SequenceError};
 
 /// A segment counter's default step: the smallest segment a process takes.

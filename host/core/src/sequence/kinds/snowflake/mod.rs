@@ -41,15 +41,19 @@ use serde::Serialize;
 use self::generator::{Generator, Stall};
 use self::lease::{Held as HeldLease, Leases};
 use crate::lease::{keep_renewed, Renewal};
+use crate::mongo::collections::COUNTERS;
 use crate::mongo::describe_value;
 use crate::parts::snowflake::date;
 use crate::parts::{Layout, Stamp, TimeUnit};
-use crate::sequence::document::read_integer;
-use crate::sequence::kind::{
-    CommandOptions, Fact, Handle, Headroom, Held, Kind, LeaseStats, Repeats, Setting, ValueShape,
+use crate::sequence::clock::{Clock, SystemClock};
+use crate::sequence::counter::document::{find, read};
+use crate::sequence::counter::fields::read_integer;
+use crate::sequence::error::SequenceError;
+use crate::sequence::kind_trait::{
+    CommandOptions, Fact, Handle, Headroom, Held, Kind, LeaseStats, Repeats, ValueShape,
 };
-use crate::sequence::settings::Settings;
-use crate::sequence::{Clock, CounterName, CounterState, SequenceError, SystemClock};
+use crate::sequence::name::CounterName;
+use crate::sequence::settings::{Setting, Settings};
 
 /// The snowflake kind (see the module docs).
 #[derive(Debug)]
@@ -339,11 +343,6 @@ impl Snowflake {
         self.inner.leases.counter()
     }
 
-    /// Reads the counter document as it is now.
-    pub async fn state(&self) -> Result<CounterState, SequenceError> {
-        crate::sequence::state(&self.inner.database, self.name()).await
-    }
-
     /// The layout.
     pub fn layout(&self) -> &Layout {
         self.inner.generator.layout()
@@ -477,8 +476,7 @@ pub async fn lifetimes(database: &Database, now_ms: u64) -> Result<Vec<Lifetime>
         .iter()
         .filter_map(|document| {
             let name = CounterName::new(document.get_str("_id").ok()?).ok()?;
-            let state = CounterState::from_document(&name, document).ok()?;
-            let bits = state.snowflake_layout()?;
+            let bits = read::<SnowflakeKind>(&name, document).ok()?.kind.layout;
             Some(Lifetime {
                 counter: name.to_string(),
                 runs_out_on: date(bits.runs_out_at_ms()),
@@ -496,14 +494,7 @@ pub async fn workers(
     database: &Database,
     name: &CounterName,
 ) -> Result<(Vec<WorkerLease>, i64), SequenceError> {
-    let state = crate::sequence::state(database, name).await?;
-    if state.snowflake_layout().is_none() {
-        return Err(SequenceError::WrongKind {
-            name: name.clone(),
-            expected: SnowflakeKind::NAME,
-            found: state.kind().as_str(),
-        });
-    }
+    find::<SnowflakeKind>(&database.collection(COUNTERS), name).await?;
     Leases::new(database, name.clone()).list().await
 }
 
@@ -615,16 +606,14 @@ async fn renew_forever(inner: std::sync::Weak<Inner>) {
 }
 
 impl Handle for Snowflake {
+    type Of = SnowflakeKind;
+
     fn name(&self) -> &CounterName {
         Snowflake::name(self)
     }
 
     fn database(&self) -> Database {
         self.inner.database.clone()
-    }
-
-    async fn state(&self) -> Result<CounterState, SequenceError> {
-        Snowflake::state(self).await
     }
 
     /// The IDs, each decomposed once into the stamp a policy formats.
