@@ -1,89 +1,312 @@
 #!/usr/bin/env python3
-"""Import cycles between the files of a Rust crate's src/ (`crate::`/`super::` paths).
+"""Import cycles between the files of a Rust crate's src/.
 
 Usage: scripts/import-cycles.py host/core/src [host/serve/src ...]; prints
 each cycle and exits 1 if a crate has one (scripts/test.sh runs it on every
-crate).
+crate; scripts/import-cycles-test.py holds it to its fixtures).
 
-A file imports a module path; the path resolves to the file that defines it
-(the deepest existing module file). A module file that only re-exports its
-children (`pub use child::X`) would make every child<->parent pair a cycle, so
-edges from a mod.rs/lib.rs to its own descendants are not counted: the
-question is whether files import *each other*, not whether a facade lists its
-children. Comments and unit-test modules are ignored."""
-import os, re, sys
+A file imports what its `use` declarations and its paths name: `crate::`,
+`super::` (as many as written, from the file's own module: `super` of
+`a/b.rs` and of `a/b/mod.rs` is `a`), `self::`, and a child module's name
+(`use child::X` or `child::f()` in a mod.rs). Use trees are read whole (`use super::{a, b::C}`).
+A path leads to the file that defines it: the deepest module file it names,
+then through that file's re-exports (`pub use x::Name`, `pub use x::*`) to the
+file the name is defined in. So a kind that imports `super::CounterState`
+from a facade imports the file that defines `CounterState`; a path through a
+file that is not a module file imports that file as well.
+
+A module file's own re-exports (`pub use child::X`, any visibility) are not
+imports: a facade listing its children would otherwise make every
+child<->parent pair a cycle. Its other uses of its children are imports, so a
+parent that calls a child which calls it back is a cycle. Comments, strings,
+`#[cfg(test)]` modules and paths into other crates are ignored."""
+import os
+import re
+import sys
+
+ITEM = re.compile(
+    r'\b(?:fn|struct|enum|trait|type|const|static|union|mod|macro_rules!)\s+(\w+)')
+USE = re.compile(r'(?<![\w:])(pub(?:\s*\([^)]*\))?\s+)?use\s+([^;]+);')
+PATH = re.compile(r'(?<![\w:])((?:crate|super|self)(?:\s*::\s*\w+)+)')
 
 
-def cycles(root):
-    files = {}
-    for d, _, fs in os.walk(root):
-        for f in fs:
-            if f.endswith('.rs'):
-                p = os.path.join(d, f)
-                rel = os.path.relpath(p, root)
-                parts = rel[:-3].split(os.sep)
-                if parts[-1] in ('mod', 'lib', 'main'):
-                    parts = parts[:-1]
-                files[tuple(parts)] = rel
-    def resolve(mod):
-        for n in range(len(mod), -1, -1):
-            if tuple(mod[:n]) in files:
-                return tuple(mod[:n])
-        return None
-    edges = {}
-    for mod, rel in files.items():
-        text = open(os.path.join(root, rel)).read()
-        text = re.sub(r'#\[cfg\(test\)\]\s*mod tests \{.*', '', text, flags=re.S)
-        text = re.sub(r'//.*', '', text)
-        base = list(mod) if rel.endswith(('mod.rs', 'lib.rs')) else list(mod[:-1])
-        targets = set()
-        for m in re.finditer(r'\b(crate|super)((?:::\w+)+)', text):
-            head, path = m.group(1), [p for p in m.group(2).split('::') if p]
-            if head == 'crate':
-                full = path
+def strip(text):
+    """The text without comments, string and char literals, and
+    `#[cfg(test)]` items (a block, matched by braces)."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith('//', i):
+            j = text.find('\n', i)
+            i = n if j < 0 else j
+        elif text.startswith('/*', i):
+            depth, i = 1, i + 2
+            while i < n and depth:
+                if text.startswith('/*', i):
+                    depth, i = depth + 1, i + 2
+                elif text.startswith('*/', i):
+                    depth, i = depth - 1, i + 2
+                else:
+                    i += 1
+        elif c == 'r' and re.match(r'r#*"', text[i:i + 10]) and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == '_')):
+            hashes = re.match(r'r(#*)"', text[i:]).group(1)
+            end = text.find('"' + hashes, i + 2 + len(hashes))
+            out.append('""')
+            i = n if end < 0 else end + 1 + len(hashes)
+        elif c == '"':
+            i += 1
+            while i < n and text[i] != '"':
+                i += 2 if text[i] == '\\' else 1
+            out.append('""')
+            i += 1
+        elif c == "'" and re.match(r"'(\\.|[^\\'])'", text[i:i + 12]) or (c == "'" and text.startswith("'\\", i)):
+            m = re.match(r"'(\\u\{[0-9a-fA-F]+\}|\\x[0-9a-fA-F]{2}|\\.|[^\\'])'", text[i:])
+            if m:
+                out.append("' '")
+                i += m.end()
             else:
-                full = base[:-1] + path if True else None
-                # `super` counts repeatedly
-            i = m.start()
-            n_super = 0
-            j = i
-            while text[j:j+7] == 'super::':
-                n_super += 1; j += 7
-            if head == 'super':
-                rest = text[j:]
-                rp = re.match(r'((?:\w+::)*\w+)', rest).group(1).split('::')
-                full = base[:len(base)-n_super] + rp
-            t = resolve(full)
-            if t is not None and t != mod:
-                # a facade listing its own descendants is not an import loop
-                if rel.endswith(('mod.rs', 'lib.rs')) and t[:len(mod)] == mod:
+                out.append(c)
+                i += 1
+        else:
+            out.append(c)
+            i += 1
+    text = ''.join(out)
+    # #[cfg(test)] followed by an item with a body: drop the item.
+    while True:
+        m = re.search(r'#\[cfg\(test\)\]', text)
+        if not m:
+            return text
+        start, j = m.start(), m.end()
+        depth = 0
+        while j < len(text):
+            if text[j] == ';' and depth == 0:
+                j += 1
+                break
+            if text[j] == '{':
+                depth += 1
+            elif text[j] == '}':
+                depth -= 1
+                if depth == 0:
+                    j += 1
+                    break
+            j += 1
+        text = text[:start] + text[j:]
+
+
+def use_tree(tree):
+    """The paths of a use tree, as (segments, name it binds) pairs:
+    `a::{b, c::D as E, f::*}` gives (a,b) b, (a,c,D) E, (a,f,*) *."""
+    tokens = re.findall(r'::|\w+|[{},*]', tree)
+    pos = 0
+
+    def parse(prefix):
+        nonlocal pos
+        found = []
+        path = list(prefix)
+        while pos < len(tokens):
+            t = tokens[pos]
+            if t == '{':
+                pos += 1
+                while tokens[pos] != '}':
+                    found += parse(path)
+                    if tokens[pos] == ',':
+                        pos += 1
+                pos += 1
+                return found
+            if t == '*':
+                pos += 1
+                found.append((path + ['*'], '*'))
+                return found
+            if t in ('}', ','):
+                break
+            if t == '::':
+                pos += 1
+                continue
+            if t == 'as':
+                alias = tokens[pos + 1]
+                pos += 2
+                found.append((path, alias))
+                return found
+            path.append(t)
+            pos += 1
+        if path != list(prefix):
+            name = path[-1]
+            if name == 'self':
+                path = path[:-1]
+                name = path[-1] if path else 'self'
+            found.append((path, name))
+        return found
+
+    return parse([])
+
+
+class Crate:
+    def __init__(self, root):
+        self.root = root
+        self.files = {}
+        for d, _, fs in os.walk(root):
+            for f in fs:
+                if f.endswith('.rs'):
+                    rel = os.path.relpath(os.path.join(d, f), root)
+                    parts = rel[:-3].split(os.sep)
+                    if parts[-1] in ('mod', 'lib', 'main'):
+                        parts = parts[:-1]
+                    self.files[tuple(parts)] = rel
+        self.text = {}
+        self.uses = {}      # module -> [(absolute path, bound name, is a re-export)]
+        self.exports = {}   # module -> {name: absolute path}, '*' -> [paths]
+        self.defines = {}   # module -> names of items defined in it
+        for mod, rel in self.files.items():
+            with open(os.path.join(root, rel), encoding='utf-8') as f:
+                text = strip(f.read())
+            uses, exports = [], {}
+            for m in USE.finditer(text):
+                public = m.group(1) is not None
+                for path, name in use_tree(m.group(2)):
+                    absolute = self.absolute(mod, path)
+                    if absolute is None:
+                        continue
+                    uses.append((absolute, name, public))
+                    if public:
+                        exports.setdefault(name, []).append(absolute)
+            self.uses[mod] = uses
+            self.exports[mod] = exports
+            self.text[mod] = USE.sub(' ', text)
+            self.defines[mod] = set(ITEM.findall(text))
+
+    def is_facade(self, mod):
+        return self.files[mod].endswith(('mod.rs', 'lib.rs', 'main.rs')) or mod == ()
+
+    def absolute(self, mod, path):
+        """`path` as written in module `mod`, from the crate's root; None if
+        it leads out of the crate."""
+        head = path[0]
+        if head == 'crate':
+            return path[1:]
+        if head == 'self':
+            return list(mod) + path[1:]
+        if head == 'super':
+            n = 0
+            while n < len(path) and path[n] == 'super':
+                n += 1
+            return list(mod[:max(len(mod) - n, 0)]) + path[n:]
+        if tuple(mod) + (head,) in self.files:
+            return list(mod) + path
+        return None
+
+    def targets(self, path):
+        """The files a use of `path` imports: the file that defines what it
+        names and, if the path names it through a file that is not a module
+        file (`use super::items::NAME` re-exported by items.rs), that file
+        too: it is named, so it is imported."""
+        for n in range(len(path), -1, -1):
+            if tuple(path[:n]) in self.files:
+                break
+        named = tuple(path[:n])
+        found = {self.target(path)}
+        if not self.is_facade(named):
+            found.add(named)
+        return found
+
+    def target(self, path, seen=()):
+        """The file (module) that defines what `path` names, through
+        re-exports."""
+        for n in range(len(path), -1, -1):
+            mod = tuple(path[:n])
+            if mod in self.files:
+                break
+        rest = path[n:]
+        if not rest or rest[0] == '*' or rest[0] in self.defines[mod]:
+            return mod
+        name = rest[0]
+        if (mod, name) in seen or len(seen) > 32:
+            return mod
+        seen = seen + ((mod, name),)
+        for exported in self.exports[mod].get(name, []):
+            return self.target(exported + rest[1:], seen)
+        for glob in self.exports[mod].get('*', []):
+            inner = self.target(glob[:-1], seen)
+            if self.provides(inner, name, seen):
+                return self.target(glob[:-1] + rest, seen)
+        return mod
+
+    def provides(self, mod, name, seen=()):
+        """Module `mod` defines or re-exports `name`."""
+        if name in self.defines[mod] or name in self.exports[mod]:
+            return True
+        if len(seen) > 32:
+            return False
+        return any(self.provides(self.target(glob[:-1], seen + ((mod, name),)), name,
+                                 seen + ((mod, name),))
+                   for glob in self.exports[mod].get('*', []))
+
+    def edges(self):
+        result = {}
+        for mod in self.files:
+            targets = set()
+            facade = self.is_facade(mod)
+            for path, _, public in self.uses[mod]:
+                if public and facade:
                     continue
-                targets.add(t)
-        edges[mod] = targets
-    # find cycles (Tarjan SCC)
-    index = {}; low = {}; stack = []; on = set(); sccs = []; counter = [0]
-    sys.setrecursionlimit(10000)
-    def strong(v):
-        index[v] = low[v] = counter[0]; counter[0] += 1; stack.append(v); on.add(v)
-        for w in edges.get(v, ()):
+                targets |= self.targets(path)
+            children = [f[-1] for f in self.files if len(f) == len(mod) + 1 and f[:-1] == mod]
+            paths = [PATH] + [re.compile(r'(?<![\w:])(' + re.escape(child) + r'(?:\s*::\s*\w+)+)')
+                              for child in children]
+            for m in (m for pattern in paths for m in pattern.finditer(self.text[mod])):
+                path = [p.strip() for p in m.group(1).split('::')]
+                absolute = self.absolute(mod, path)
+                if absolute is not None:
+                    targets |= self.targets(absolute)
+            targets.discard(mod)
+            result[mod] = targets
+        return result
+
+
+def strongly_connected(edges):
+    index, low, stack, on, found, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(edges.get(v, ())):
             if w not in index:
-                strong(w); low[v] = min(low[v], low[w])
+                visit(w)
+                low[v] = min(low[v], low[w])
             elif w in on:
                 low[v] = min(low[v], index[w])
         if low[v] == index[v]:
-            comp = []
+            component = []
             while True:
-                w = stack.pop(); on.discard(w); comp.append(w)
-                if w == v: break
-            if len(comp) > 1: sccs.append(comp)
-    for v in edges:
-        if v not in index: strong(v)
-    for comp in sccs:
-        print('cycle:', ' <-> '.join(files[c] for c in sorted(comp)))
-    print(f'{root}: {len(files)} files, {sum(len(t) for t in edges.values())} imports, {len(sccs)} cycles')
-    return len(sccs)
+                w = stack.pop()
+                on.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    sys.setrecursionlimit(10000)
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
 
 
-if __name__ == "__main__":
-    found = sum(cycles(root) for root in sys.argv[1:])
-    sys.exit(1 if found else 0)
+def cycles(root, out=sys.stdout):
+    """Prints the cycles of the crate at `root` and returns them (each a
+    sorted list of its files, relative to `root`)."""
+    crate = Crate(root)
+    edges = crate.edges()
+    found = sorted(sorted(crate.files[m] for m in component) for component in strongly_connected(edges))
+    for component in found:
+        print('cycle:', ' <-> '.join(component), file=out)
+    print(f'{root}: {len(crate.files)} files, {sum(len(t) for t in edges.values())} imports, '
+          f'{len(found)} cycles', file=out)
+    return found
+
+
+if __name__ == '__main__':
+    total = sum(len(cycles(root)) for root in sys.argv[1:])
+    sys.exit(1 if total else 0)

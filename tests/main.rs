@@ -8,6 +8,7 @@ mod cli;
 mod clocks;
 mod conformance;
 mod counter_kinds;
+mod docs;
 mod durability;
 mod installer;
 mod java_client;

@@ -1,11 +1,18 @@
-//! The README, followed in order, gives exactly what it shows.
+//! The README and the guides, each followed in order, give exactly what
+//! they show.
 //!
-//! [`readme_examples_run_in_order`] starts a fresh server and runs every
-//! example of `README.md` that has a `$ ` prompt, in ```` ```console ```` and
-//! ```` ```text ```` blocks, from top to bottom, in one database (`idmint`,
-//! the default), as a reader would; each command's output is compared with
-//! what the README shows under it. Every failing command is reported, with
-//! the README line it is on.
+//! Each markdown file with examples (`README.md`, `ARCHITECTURE.md`, every
+//! `docs/*.md` but the benchmark figures of `docs/BENCHMARKS.md`) is one
+//! test, named for it (`readme::docs_locks_md`), listed once in
+//! [`markdown_files!`]; [`every_markdown_file_with_examples_runs`] fails on
+//! a file with examples that is not listed. A file's test starts a fresh
+//! server of its own, so the file's examples run in a fresh database (the
+//! default, `idmint`) that no other file touched, as a reader who opens only
+//! that guide would: a guide that needs a counter shows the `$ ` commands
+//! that make it. The test runs every example that has a `$ ` prompt, in
+//! ```` ```console ```` and ```` ```text ```` blocks, from top to bottom, and
+//! compares each command's output with what the file shows under it. Every
+//! failing command is reported, with the file and line it is on.
 //!
 //! # Blocks
 //!
@@ -26,7 +33,7 @@
 //! # Markers
 //!
 //! An HTML comment on the line just before a block's opening fence (not shown
-//! when the README is rendered):
+//! when the file is rendered):
 //!
 //! - `<!-- readme-test: skip (REASON) -->`: the block is not run (a
 //!   benchmark: minutes, a tool CI does not have).
@@ -43,32 +50,32 @@
 //! As `sh -c '(exit S); COMMAND'`, S being the previous command's status so
 //! that `$?` means what it means in one shell, with stdin empty, in a fresh
 //! directory whose `target` is a symlink to the workspace's `target/` (the
-//! README's commands run from the workspace root), with `PATH` starting with
+//! files' commands run from the workspace root), with `PATH` starting with
 //! the directory of the `idmint` under test and of mongosh (`IDMINT_MONGOSH`),
 //! and without the caller's `IDMINT_*` and `RUST_LOG` variables.
 //!
 //! # Substitutions: ports only
 //!
-//! - MongoDB: the README tells the reader to `export MONGODB_URI=...` and its
-//!   commands use `$MONGODB_URI`; here `MONGODB_URI` is the fresh server's,
+//! - MongoDB: the README tells the reader to `export MONGODB_URI=...` and the
+//!   files' commands use `$MONGODB_URI`; here `MONGODB_URI` is the fresh server's,
 //!   `mongodb://127.0.0.1:PORT`.
-//! - HTTP: `idmint serve` listens on the README's `127.0.0.1:8080`. Here
+//! - HTTP: `idmint serve` listens on the files' `127.0.0.1:8080`. Here
 //!   `:8080` in a command becomes the port the running `idmint serve` said it
 //!   listens on (`listening on http://127.0.0.1:PORT`), or `:0` while none
 //!   runs, so the serve command itself takes a free port from the system
 //!   (no race with other processes); in output, `127.0.0.1:PORT` and
-//!   `localhost:PORT` read `:8080` again. Its admin listener, the README's
+//!   `localhost:PORT` read `:8080` again. Its admin listener, the files'
 //!   `127.0.0.1:8081`, is substituted the same way (`(admin on
 //!   http://127.0.0.1:PORT)`).
 //!
 //! # Normalisation
 //!
 //! ```` ```console ```` blocks are deterministic and compared byte for byte.
-//! ```` ```text ```` blocks show a live run: the README's text and the real
+//! ```` ```text ```` blocks show a live run: the file's text and the real
 //! output both go through these rules, and must then be equal, so that the
-//! README shows real values and the test compares all but what must vary:
+//! file shows real values and the test compares all but what must vary:
 //!
-//! | what varies | shape | becomes | README examples |
+//! | what varies | shape | becomes | examples |
 //! |---|---|---|---|
 //! | time in a cyclic ID | 22 digits after `-`: 20 of time, 2 of sequence | `<time>` + the 2 | `ORD-2026112309182178591401` |
 //! | a base32 snowflake ID | 13 Crockford characters after `-` | `<base32>` | `EVT-06YGFTZ8G0000` |
@@ -83,10 +90,10 @@
 //! A shape is a whole word: a run of letters and digits with no letter or
 //! digit next to it.
 //!
-//! # Updating the README
+//! # Updating the outputs
 //!
 //! `IDMINT_README_TEST=overwrite cargo test --test main readme` writes each
-//! real output that does not match (and its `? N`) into README.md in place of
+//! real output that does not match (and its `? N`) into its file in place of
 //! the one shown: the capture of a real run. Check the diff before committing.
 
 use std::collections::HashMap;
@@ -96,56 +103,132 @@ use std::process::{Child, Command, Stdio};
 
 use crate::harness::{self, OwnedServer, ServerConfig};
 
-/// The README's HTTP port, replaced by the one `idmint serve` listens on.
-const README_HTTP_PORT: &str = "8080";
-/// The README's admin port (`idmint serve --admin-listen`), replaced likewise.
-const README_ADMIN_PORT: &str = "8081";
+/// The files' HTTP port, replaced by the one `idmint serve` listens on.
+const SHOWN_HTTP_PORT: &str = "8080";
+/// The files' admin port (`idmint serve --admin-listen`), replaced likewise.
+const SHOWN_ADMIN_PORT: &str = "8081";
 /// What a marker comment starts with.
 const MARKER: &str = "<!-- readme-test:";
-/// The variable that makes the test write real outputs into the README.
+/// The variable that makes the test write real outputs into the files.
 const OVERWRITE_VAR: &str = "IDMINT_README_TEST";
 
+/// One test per markdown file with examples, and the list of them.
+macro_rules! markdown_files {
+    ($($test:ident => $path:literal),* $(,)?) => {
+        $(
+            #[test]
+            fn $test() {
+                examples_run_in_order($path);
+            }
+        )*
+        /// The files whose examples run, relative to the workspace root.
+        const MARKDOWN_FILES: &[&str] = &[$($path),*];
+    };
+}
+
+markdown_files! {
+    readme_md => "README.md",
+    docs_counter_kinds_md => "docs/counter-kinds.md",
+    docs_service_md => "docs/service.md",
+    docs_locks_md => "docs/locks.md",
+    docs_dba_md => "docs/dba.md",
+    docs_policies_md => "docs/policies.md",
+    docs_reference_md => "docs/reference.md",
+}
+
+/// The markdown files a reader is sent to: README.md, ARCHITECTURE.md and
+/// the guides of `docs/` (not `docs/BENCHMARKS.md`, measured figures).
+fn markdown_files_on_disk() -> Vec<String> {
+    let workspace = crate::harness::workspace_root();
+    let mut files: Vec<String> = ["README.md", "ARCHITECTURE.md"]
+        .into_iter()
+        .filter(|file| workspace.join(file).is_file())
+        .map(str::to_string)
+        .collect();
+    let docs = std::fs::read_dir(workspace.join("docs")).expect("read docs/");
+    let mut guides: Vec<String> = docs
+        .map(|entry| {
+            entry
+                .expect("a docs/ entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .filter(|name| name.ends_with(".md") && name != "BENCHMARKS.md")
+        .map(|name| format!("docs/{name}"))
+        .collect();
+    guides.sort();
+    files.extend(guides);
+    files
+}
+
 #[test]
-fn readme_examples_run_in_order() {
+fn every_markdown_file_with_examples_runs() {
+    let workspace = crate::harness::workspace_root();
+    let mut unlisted = Vec::new();
+    for file in markdown_files_on_disk() {
+        let text = std::fs::read_to_string(workspace.join(&file))
+            .unwrap_or_else(|error| panic!("read {file}: {error}"));
+        let blocks = parse(&text).unwrap_or_else(|error| panic!("{file}: {error}"));
+        if !blocks.is_empty() && !MARKDOWN_FILES.contains(&file.as_str()) {
+            unlisted.push(file);
+        }
+    }
+    assert!(
+        unlisted.is_empty(),
+        "markdown files with `$ ` examples that no test runs (list them in markdown_files!): {unlisted:?}"
+    );
+    for file in MARKDOWN_FILES {
+        assert!(
+            workspace.join(file).is_file(),
+            "{file} is listed in markdown_files! but does not exist"
+        );
+    }
+}
+
+/// Runs the examples of `file` (relative to the workspace root) in order,
+/// against a server of their own.
+fn examples_run_in_order(file: &str) {
     let workspace = crate::harness::workspace_root().to_path_buf();
-    let readme_path = workspace.join("README.md");
-    let readme = std::fs::read_to_string(&readme_path).expect("read README.md");
-    let blocks = parse(&readme).unwrap_or_else(|error| panic!("README.md: {error}"));
+    let path = workspace.join(file);
+    let text =
+        std::fs::read_to_string(&path).unwrap_or_else(|error| panic!("read {file}: {error}"));
+    let blocks = parse(&text).unwrap_or_else(|error| panic!("{file}: {error}"));
     assert!(
         blocks.iter().any(|block| !block.skip),
-        "README.md has no example to run"
+        "{file} has no example to run"
     );
 
-    // The README's policy examples use the check-digit fixture's component,
-    // which the tests build on first use (into target/policy-fixtures/).
+    // The policy examples use the check-digit fixture's component, which the
+    // tests build on first use (into target/policy-fixtures/).
     harness::fixture_policy("check-digit");
     let server = OwnedServer::start(ServerConfig::default());
     let dir = tempfile::tempdir().expect("a working directory");
     std::os::unix::fs::symlink(workspace.join("target"), dir.path().join("target"))
         .expect("link target/ into the working directory");
-    let mut session = Session::new(dir.path(), server.uri.trim_end_matches('/'));
+    let mut session = Session::new(file, dir.path(), server.uri.trim_end_matches('/'));
     for block in &blocks {
         session.run_block(block);
     }
 
     if std::env::var(OVERWRITE_VAR).as_deref() == Ok("overwrite") && !session.fixes.is_empty() {
-        std::fs::write(&readme_path, apply_fixes(&readme, &session.fixes))
-            .expect("write README.md");
+        std::fs::write(&path, apply_fixes(&text, &session.fixes))
+            .unwrap_or_else(|error| panic!("write {file}: {error}"));
         eprintln!(
-            "wrote {} real output(s) into README.md: check the diff",
+            "wrote {} real output(s) into {file}: check the diff",
             session.fixes.len()
         );
     }
     assert!(
         session.failures.is_empty(),
-        "{} README example(s) did not give what README.md shows \
+        "{} example(s) did not give what {file} shows \
          ({OVERWRITE_VAR}=overwrite writes the real outputs in):\n\n{}",
         session.failures.len(),
         session.failures.join("\n")
     );
 }
 
-/// A fenced block of the README with at least one `$ ` command.
+/// A fenced block of a file with at least one `$ ` command.
 #[derive(Debug, PartialEq)]
 struct Block {
     /// `console` (compared byte for byte) or `text` (normalised).
@@ -157,12 +240,12 @@ struct Block {
     commands: Vec<Example>,
 }
 
-/// One `$ ` command of a block and what the README shows for it.
+/// One `$ ` command of a block and what the file shows for it.
 #[derive(Debug, PartialEq)]
 struct Example {
     /// The command, continuation lines included.
     command: String,
-    /// The README's line number (1-based) of its `$ `.
+    /// The file's line number (1-based) of its `$ `.
     line: usize,
     /// Its `? N`, if given.
     status: Option<i32>,
@@ -170,7 +253,7 @@ struct Example {
     status_at: usize,
     /// The output lines shown.
     output: Vec<String>,
-    /// The 0-based line range of the README that holds them.
+    /// The 0-based line range of the file that holds them.
     output_lines: std::ops::Range<usize>,
 }
 
@@ -329,9 +412,11 @@ struct Background {
     drain: std::thread::JoinHandle<()>,
 }
 
-/// The state the README's commands share: the directory, the environment,
-/// the last status, the port of the running `idmint serve`.
+/// The state the commands of one file share: the directory, the
+/// environment, the last status, the port of the running `idmint serve`.
 struct Session {
+    /// The file, as failures name it.
+    file: String,
     dir: PathBuf,
     path: std::ffi::OsString,
     mongodb_uri: String,
@@ -342,19 +427,19 @@ struct Session {
     fixes: Vec<Fix>,
 }
 
-/// A real output to write into the README in place of the one shown.
+/// A real output to write into the file in place of the one shown.
 struct Fix {
     /// The `? N` line to write (None: none), and where it goes.
     status: Option<i32>,
     status_at: usize,
-    /// Whether the README has a `? N` line there now.
+    /// Whether the file has a `? N` line there now.
     had_status: bool,
     output: Vec<String>,
     output_lines: std::ops::Range<usize>,
 }
 
 impl Session {
-    fn new(dir: &Path, mongodb_uri: &str) -> Self {
+    fn new(file: &str, dir: &Path, mongodb_uri: &str) -> Self {
         let mut path = vec![Path::new(env!("CARGO_BIN_EXE_idmint"))
             .parent()
             .expect("the binary's directory")
@@ -369,6 +454,7 @@ impl Session {
             &std::env::var_os("PATH").unwrap_or_default(),
         ));
         Self {
+            file: file.to_string(),
             dir: dir.to_path_buf(),
             path: std::env::join_paths(path).expect("a PATH"),
             mongodb_uri: mongodb_uri.to_string(),
@@ -408,7 +494,8 @@ impl Session {
             );
             if !(status_ok && output_ok) {
                 self.failures.push(format!(
-                    "README.md line {}: $ {}\n  README shows{}:\n{}\n  real output (status {status}):\n{}\n",
+                    "{} line {}: $ {}\n  the file shows{}:\n{}\n  real output (status {status}):\n{}\n",
+                    self.file,
                     example.line,
                     example.command,
                     example
@@ -440,8 +527,8 @@ impl Session {
         let port = self.http_port.as_deref().unwrap_or("0");
         let admin = self.admin_port.as_deref().unwrap_or("0");
         let command = command
-            .replace(&format!(":{README_HTTP_PORT}"), &format!(":{port}"))
-            .replace(&format!(":{README_ADMIN_PORT}"), &format!(":{admin}"));
+            .replace(&format!(":{SHOWN_HTTP_PORT}"), &format!(":{port}"))
+            .replace(&format!(":{SHOWN_ADMIN_PORT}"), &format!(":{admin}"));
         format!("(exit {}); {command}", self.status)
     }
 
@@ -522,13 +609,13 @@ impl Session {
         (Background { child, drain }, shown)
     }
 
-    /// Real output as the README shows it: lines, the HTTP port read back
-    /// as the README's.
+    /// Real output as the files show it: lines, the HTTP port read back
+    /// as theirs.
     fn real_lines(&self, output: &[u8]) -> Vec<String> {
         let mut text = String::from_utf8_lossy(output).into_owned();
         let mut ports: Vec<(&String, &str)> = [
-            (&self.http_port, README_HTTP_PORT),
-            (&self.admin_port, README_ADMIN_PORT),
+            (&self.http_port, SHOWN_HTTP_PORT),
+            (&self.admin_port, SHOWN_ADMIN_PORT),
         ]
         .into_iter()
         .filter_map(|(port, readme)| Some((port.as_ref()?, readme)))
@@ -716,7 +803,7 @@ fn rfc3339_length(text: &str) -> Option<usize> {
     (bytes.get(at) == Some(&b'Z')).then_some(at + 1)
 }
 
-/// The README with each fix's output (and `? N` line) written in.
+/// The file with each fix's output (and `? N` line) written in.
 fn apply_fixes(readme: &str, fixes: &[Fix]) -> String {
     let mut lines: Vec<String> = readme.lines().map(str::to_string).collect();
     // From the bottom up, so that earlier line numbers stay right.

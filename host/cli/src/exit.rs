@@ -59,7 +59,7 @@ pub fn exit_code(error: &anyhow::Error) -> u8 {
     class_of(error).map_or(EXIT_USAGE, code)
 }
 
-/// The exit code of each class of failure: the one table (README, "Exit codes").
+/// The exit code of each class of failure: the one table (docs/reference.md, "Exit codes").
 pub fn code(class: ErrorClass) -> u8 {
     match class {
         ErrorClass::BadInput
@@ -101,7 +101,10 @@ pub fn class_of(error: &anyhow::Error) -> Option<ErrorClass> {
             idmint_serve::StartError,
             idmint_serve::LimitsError
         );
-        if cause.is::<idmint::config::ConnectError>() || cause.is::<UsageError>() {
+        if cause.is::<idmint::config::ConnectError>()
+            || cause.is::<idmint::lock::InvalidLockName>()
+            || cause.is::<UsageError>()
+        {
             return Some(ErrorClass::BadInput);
         }
         cause

@@ -29,14 +29,7 @@ use super::monitor::{
     View,
 };
 use super::routes::Shared;
-use super::AppState;
-
-/// The last answer of the database to a readiness ping, reused for
-/// `Limits::readiness_interval`.
-#[derive(Default)]
-pub(crate) struct ReadinessCache {
-    last: tokio::sync::Mutex<Option<(Instant, String)>>,
-}
+use super::state::AppState;
 
 impl AppState {
     /// `ok`, or why the database is not usable: asked at most once per

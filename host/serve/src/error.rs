@@ -264,7 +264,10 @@ impl From<SequenceError> for ApiError {
 
 impl From<PolicyError> for ApiError {
     fn from(error: PolicyError) -> Self {
-        Self::library(error.class(), None, error)
+        match error {
+            PolicyError::Fit(fit) => (*fit).into(),
+            other => Self::library(other.class(), None, other),
+        }
     }
 }
 
@@ -280,7 +283,6 @@ impl From<idmint::Error> for ApiError {
         match error {
             idmint::Error::Sequence(error) => error.into(),
             idmint::Error::Policy(error) => error.into(),
-            idmint::Error::Fit(error) => error.into(),
             other => Self::library(other.class(), None, other),
         }
     }

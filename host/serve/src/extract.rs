@@ -23,7 +23,7 @@ use std::sync::Arc;
 use axum::body::{Body, HttpBody};
 use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request, State};
 use axum::http::request::Parts;
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
 use axum::Json;
@@ -34,7 +34,8 @@ use idmint::sequence::CounterName;
 use idmint::tokens::App;
 
 use super::error::ApiError;
-use super::AppState;
+use super::state::AppState;
+use super::tokens::bearer;
 
 /// Who is calling: the app its token names, or anyone when the server
 /// requires no token.
@@ -102,15 +103,6 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
             .cloned()
             .ok_or(ApiError::Unauthenticated)
     }
-}
-
-/// The token of an `Authorization: Bearer TOKEN` header; the scheme is
-/// matched case-insensitively (RFC 9110, 11.1).
-pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
-    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, token) = value.trim_start().split_once(' ')?;
-    let token = token.trim();
-    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
 /// Middleware: the request's [`Caller`], from its headers alone (401 when
@@ -267,26 +259,5 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
                 }
                 _ => ApiError::BadRequest(rejection.body_text()),
             })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_bearer_scheme_is_matched_whatever_its_case() {
-        let headers = |value: &str| {
-            let mut headers = HeaderMap::new();
-            headers.insert(header::AUTHORIZATION, value.parse().unwrap());
-            headers
-        };
-        for value in ["Bearer tok", "bearer tok", "BEARER  tok ", " bEaReR tok"] {
-            assert_eq!(bearer(&headers(value)), Some("tok"), "{value:?}");
-        }
-        for value in ["Basic tok", "Bearer", "Bearer   ", "Bearertok"] {
-            assert_eq!(bearer(&headers(value)), None, "{value:?}");
-        }
-        assert_eq!(bearer(&HeaderMap::new()), None);
     }
 }

@@ -52,8 +52,8 @@
 //! connections), `pool`, `minters`, `slots`, `access` (tokens), `metrics`,
 //! `openapi` (the documents).
 
-mod access;
 mod admin;
+mod admin_access;
 mod api;
 mod batcher;
 mod error;
@@ -67,6 +67,8 @@ mod openapi;
 mod pool;
 mod routes;
 mod slots;
+mod state;
+mod tokens;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -88,7 +90,7 @@ use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-pub use access::{AdminAccess, AdminAccessError};
+pub use admin_access::{AdminAccess, AdminAccessError};
 pub use api::{
     Checked, CounterResponse, FetchReadiness, IdsQuery, IdsResponse, LeaseReadiness, RangesQuery,
     RangesResponse, Readiness, ValidateRequest, ValidateResponse, ValuesQuery, ValuesResponse,
@@ -104,6 +106,7 @@ pub use minters::{Minters, Prepared};
 pub use openapi::{AdminDoc, ApiDoc};
 pub use pool::{CounterPool, Served};
 pub use slots::{PolicySlot, PolicySlots};
+pub use state::AppState;
 
 use idmint::policy::watch::SwapEvent;
 use idmint::policy::{ActivationOptions, FollowOptions, Policy, PolicyFollower, PolicyRuntime};
@@ -191,53 +194,6 @@ impl StartError {
     }
 }
 
-/// What the handlers share.
-pub struct AppState {
-    database: Database,
-    pool: CounterPool,
-    minters: Minters,
-    follower: PolicyFollower,
-    kind_policies: HashMap<CounterKind, Policy>,
-    tokens: Option<access::Tokens>,
-    /// Who may use the admin listener.
-    admin: AdminAccess,
-    metrics: Metrics,
-    limits: Limits,
-    slots: PolicySlots,
-    readiness: admin::ReadinessCache,
-    /// Values and requests per second, for the monitor page.
-    rates: std::sync::Mutex<monitor::RateHistory>,
-    /// The monitor page's read of the database, shared by its viewers.
-    monitor_reads: monitor::SharedRead<monitor::DatabaseRead>,
-    /// The API listener's OpenAPI document, as JSON.
-    openapi: String,
-    /// The admin listener's OpenAPI document, as JSON.
-    admin_openapi: String,
-}
-
-impl AppState {
-    /// The policy that formats counters of `kind`: its own, if the server
-    /// was given one for the kind, else the followed one in service now.
-    fn policy_for(&self, kind: CounterKind) -> Policy {
-        self.kind_policies
-            .get(&kind)
-            .cloned()
-            .unwrap_or_else(|| self.follower.current())
-    }
-
-    /// Every policy in service, with the counters it formats: `any` for
-    /// the followed one, a kind for the others.
-    fn policies(&self) -> Vec<(String, Policy)> {
-        let mut policies = vec![("any".to_string(), self.follower.current())];
-        policies.extend(
-            self.kind_policies
-                .iter()
-                .map(|(kind, policy)| (kind.to_string(), policy.clone())),
-        );
-        policies
-    }
-}
-
 /// The routes of each listener, registered with their documentation.
 #[derive(Clone)]
 struct Routes {
@@ -320,12 +276,12 @@ impl Server {
         let (follower, mut events) = first.follow()?;
         let tokens = if options.access_from_db {
             Some(
-                access::Tokens::from_database(database, options.tokens_max_age)
+                tokens::Tokens::from_database(database, options.tokens_max_age)
                     .await
                     .map_err(idmint::Error::from)?,
             )
         } else {
-            options.access.map(access::Tokens::Fixed)
+            options.access.map(tokens::Tokens::Fixed)
         };
         let limits = options.limits;
         let (routes, api_document, admin_document) = Routes::new();
@@ -351,7 +307,7 @@ impl Server {
             admin: options.admin,
             metrics,
             slots: PolicySlots::new(limits.policy_slots, limits.policy_wait),
-            readiness: admin::ReadinessCache::default(),
+            readiness: state::ReadinessCache::default(),
             rates: Default::default(),
             monitor_reads: monitor::SharedRead::new(monitor::READ_REUSE),
             openapi: documents.api,
@@ -388,7 +344,7 @@ impl Server {
         };
         let mut tasks = vec![reporter, sampler];
         if options.access_from_db {
-            tasks.push(tokio::spawn(access::reload(
+            tasks.push(tokio::spawn(AppState::reload_tokens(
                 Arc::downgrade(&state),
                 options.tokens_reload,
             )));

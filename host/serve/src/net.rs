@@ -52,7 +52,7 @@ use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
 use tokio::time::Sleep;
 
-use super::AppState;
+use super::state::AppState;
 
 /// How one listener serves its connections.
 pub(crate) struct ConnectionOptions {

@@ -25,7 +25,7 @@ use super::error::{ApiError, ErrorBody, FailureCause};
 use super::extract::{ApiJson, ApiQuery, AppName, Caller, CounterPath, RawCounterPath};
 use super::pool::Served;
 use super::slots::run_blocking;
-use super::AppState;
+use super::state::AppState;
 use idmint::parts::Stamp;
 use idmint::sequence::{self, Clock, CounterKind, CounterName, Repeats, SystemClock};
 

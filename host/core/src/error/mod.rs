@@ -40,15 +40,20 @@ pub enum Error {
     /// Loading or running an ID policy failed.
     #[error(transparent)]
     Policy(#[from] PolicyError),
-    /// The policy cannot serve the counter (capacity, or time).
-    #[error(transparent)]
-    Fit(#[from] FitError),
     /// Taking, renewing or releasing a lock failed.
     #[error(transparent)]
     Lock(#[from] LockError),
     /// Application tokens (`idmint serve`'s access) cannot be read or written.
     #[error(transparent)]
     Access(#[from] AccessError),
+}
+
+/// A policy that cannot serve a counter is a policy error: its one home is
+/// [`PolicyError::Fit`].
+impl From<FitError> for Error {
+    fn from(error: FitError) -> Self {
+        Error::Policy(error.into())
+    }
 }
 
 impl Error {
@@ -60,7 +65,6 @@ impl Error {
             Error::Sequence(error) => error.class(),
             Error::PolicyStore(error) => error.class(),
             Error::Policy(error) => error.class(),
-            Error::Fit(_) => ErrorClass::Unfit,
             Error::Lock(error) => error.class(),
             Error::Access(error) => error.class(),
         }

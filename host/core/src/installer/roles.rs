@@ -11,8 +11,8 @@
 
 use mongodb::bson::{doc, Document};
 
-use super::items::MANIFEST_COLLECTION;
 use crate::lock::LOCKS_COLLECTION;
+use crate::mongo::collections::MANIFEST as MANIFEST_COLLECTION;
 use crate::policy::POLICIES_COLLECTION;
 use crate::sequence::WORKERS_COLLECTION;
 use crate::sequence::{COUNTERS_COLLECTION, PREFIXES_COLLECTION};

@@ -48,7 +48,6 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 use super::queue::Heir;
-use super::{Lease, Lock};
 use crate::lease::Deadline;
 
 /// The most handoffs in a row inside one process while someone waits in
@@ -59,21 +58,47 @@ pub const MAX_PASSES: u32 = 8;
 const PRUNE_FROM: usize = 64;
 
 /// The cohorts of one `Locks`, by lock name.
-#[derive(Default)]
-pub(crate) struct Cohorts {
-    by_name: Mutex<HashMap<String, Arc<Cohort>>>,
+/// What a cohort needs of a held lease and of the lock handle a waiter
+/// joins with (`lease.rs`'s `Lease` and `Lock`): the cohort decides who
+/// goes next, the lease's own code takes and gives back.
+pub(crate) trait Held: Send + Sized + 'static {
+    /// The handle a waiter joins with.
+    type Handle: Clone + Send + 'static;
+    /// The owner a handle takes the lock as.
+    fn owner_of(handle: &Self::Handle) -> &str;
+    /// The owner that holds this lease.
+    fn owner(&self) -> &str;
+    /// Its fencing token.
+    fn token(&self) -> i64;
+    /// Its deadline, as renewals move it.
+    fn deadline(&self) -> &Deadline;
+    /// Gives the lease back in the background: it was passed to a waiter
+    /// that had left.
+    fn release_later(self);
 }
 
-impl std::fmt::Debug for Cohorts {
+pub(crate) struct Cohorts<H: Held> {
+    by_name: Mutex<HashMap<String, Arc<Cohort<H>>>>,
+}
+
+impl<H: Held> Default for Cohorts<H> {
+    fn default() -> Self {
+        Self {
+            by_name: Mutex::default(),
+        }
+    }
+}
+
+impl<H: Held> std::fmt::Debug for Cohorts<H> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let names = self.by_name.lock().map(|m| m.len()).unwrap_or_default();
         f.debug_struct("Cohorts").field("names", &names).finish()
     }
 }
 
-impl Cohorts {
+impl<H: Held> Cohorts<H> {
     /// The cohort of lock `name`.
-    pub fn of(&self, name: &str) -> Arc<Cohort> {
+    pub fn of(&self, name: &str) -> Arc<Cohort<H>> {
         let mut by_name = self.by_name.lock().unwrap();
         if let Some(cohort) = by_name.get(name) {
             return cohort.clone();
@@ -95,17 +120,27 @@ impl Cohorts {
 }
 
 /// The calls of one process waiting for, or holding, one lock.
-#[derive(Default)]
-pub(crate) struct Cohort {
-    state: Mutex<State>,
+pub(crate) struct Cohort<H: Held> {
+    state: Mutex<State<H>>,
 }
 
-#[derive(Default)]
-struct State {
+impl<H: Held> Default for Cohort<H> {
+    fn default() -> Self {
+        Self {
+            state: Mutex::new(State {
+                leader: None,
+                queue: VecDeque::new(),
+                passes: 0,
+            }),
+        }
+    }
+}
+
+struct State<H: Held> {
     /// The call that waits in the stored line or holds the lock.
     leader: Option<Leader>,
     /// The calls waiting in the process, in order.
-    queue: VecDeque<Waiter>,
+    queue: VecDeque<Waiter<H>>,
     /// Handoffs in a row inside the process with someone in the stored line.
     passes: u32,
 }
@@ -125,11 +160,11 @@ struct Holding {
 }
 
 impl Holding {
-    fn of(lease: &Lease) -> Self {
+    fn of<H: Held>(lease: &H) -> Self {
         Self {
-            owner: lease.lock().owner().to_string(),
+            owner: lease.owner().to_string(),
             token: lease.token(),
-            deadline: lease.deadline_handle().clone(),
+            deadline: lease.deadline().clone(),
             releasing: false,
         }
     }
@@ -139,7 +174,7 @@ impl Holding {
     }
 }
 
-impl State {
+impl<H: Held> State<H> {
     /// The process's holding, if `(owner, token)` is it.
     fn holding(&mut self, owner: &str, token: i64) -> Option<&mut Holding> {
         self.leader
@@ -150,21 +185,21 @@ impl State {
 }
 
 /// A call waiting in the process.
-pub(crate) struct Waiter {
+pub(crate) struct Waiter<H: Held> {
     /// The handle it acquires through.
-    pub lock: Lock,
+    pub lock: H::Handle,
     /// Its acquire call.
     pub ticket: String,
     /// The lease it asks for.
     pub ttl: Duration,
-    turn: oneshot::Sender<Turn>,
+    turn: oneshot::Sender<Turn<H>>,
 }
 
-impl Waiter {
+impl<H: Held> Waiter<H> {
     /// The heir of a release that passes the lock to this call.
     pub fn heir(&self) -> Heir<'_> {
         Heir {
-            owner: self.lock.owner(),
+            owner: H::owner_of(&self.lock),
             ticket: &self.ticket,
             ttl: self.ttl,
         }
@@ -172,21 +207,17 @@ impl Waiter {
 
     /// Gives it the lease passed to it; if it stopped waiting meanwhile,
     /// the lease is released (passed on) instead.
-    pub fn hand(self, lease: Lease) {
+    pub fn hand(self, lease: H) {
         if let Err(Turn::Passed(lease)) = self.turn.send(Turn::Passed(Box::new(lease))) {
-            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-                runtime.spawn(async move {
-                    let _ = lease.release().await;
-                });
-            }
+            lease.release_later();
         }
     }
 }
 
 /// What a call waiting in the process is told.
-pub(crate) enum Turn {
+pub(crate) enum Turn<H: Held> {
     /// The lock was passed to it.
-    Passed(Box<Lease>),
+    Passed(Box<H>),
     /// It leads now: it waits in the stored line.
     Lead,
     /// A handle of its owner holds the lock: it re-enters.
@@ -194,15 +225,15 @@ pub(crate) enum Turn {
 }
 
 /// How a blocking acquire goes on after [`Cohort::join`].
-pub(crate) enum Joined {
+pub(crate) enum Joined<H: Held> {
     /// Its turn is now: it leads, or re-enters a holding of its own owner.
-    Now(Turn),
+    Now(Turn<H>),
     /// It waits in the process for its turn.
-    Queued(oneshot::Receiver<Turn>),
+    Queued(oneshot::Receiver<Turn<H>>),
 }
 
-impl Cohort {
-    fn state(&self) -> MutexGuard<'_, State> {
+impl<H: Held> Cohort<H> {
+    fn state(&self) -> MutexGuard<'_, State<H>> {
         self.state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -214,7 +245,7 @@ impl Cohort {
     }
 
     /// A blocking acquire by call `ticket` through `lock` for `ttl`.
-    pub fn join(&self, lock: &Lock, ticket: &str, ttl: Duration) -> Joined {
+    pub fn join(&self, lock: &H::Handle, ticket: &str, ttl: Duration) -> Joined<H> {
         let mut state = self.state();
         match &state.leader {
             None => {
@@ -227,7 +258,7 @@ impl Cohort {
             Some(Leader {
                 holding: Some(holding),
                 ..
-            }) if holding.owner == lock.owner() => Joined::Now(Turn::Reenter),
+            }) if holding.owner == H::owner_of(lock) => Joined::Now(Turn::Reenter),
             Some(_) => {
                 let (turn, receiver) = oneshot::channel();
                 state.queue.push_back(Waiter {
@@ -243,16 +274,16 @@ impl Cohort {
 
     /// The leader `ticket` holds the lock with `lease`. Calls of the same
     /// owner waiting in the process re-enter.
-    pub fn holds(&self, ticket: &str, lease: &Lease) {
+    pub fn holds(&self, ticket: &str, lease: &H) {
         let mut state = self.state();
         let Some(leader) = state.leader.as_mut().filter(|l| l.ticket == ticket) else {
             return;
         };
-        let owner = lease.lock().owner().to_string();
+        let owner = lease.owner().to_string();
         leader.holding = Some(Holding::of(lease));
         let (same_owner, others) = std::mem::take(&mut state.queue)
             .into_iter()
-            .partition::<VecDeque<_>, _>(|waiter| waiter.lock.owner() == owner);
+            .partition::<VecDeque<_>, _>(|waiter| H::owner_of(&waiter.lock) == owner);
         state.queue = others;
         for waiter in same_owner {
             let _ = waiter.turn.send(Turn::Reenter);
@@ -277,7 +308,7 @@ impl Cohort {
     /// reached or the holding is not the process's. Taken out of the queue;
     /// the release ends with [`Cohort::passed`], [`Cohort::kept`],
     /// [`Cohort::pass_failed`] or [`Cohort::ended`].
-    pub fn release_begins(&self, owner: &str, token: i64) -> Option<Waiter> {
+    pub fn release_begins(&self, owner: &str, token: i64) -> Option<Waiter<H>> {
         let mut state = self.state();
         let holding = state.holding(owner, token)?;
         holding.releasing = true;
@@ -289,7 +320,7 @@ impl Cohort {
 
     /// The lock was passed to `lease`, taken by call `ticket`;
     /// `line_waiting`: someone waits in the stored line.
-    pub fn passed(&self, ticket: &str, lease: &Lease, line_waiting: bool) {
+    pub fn passed(&self, ticket: &str, lease: &H, line_waiting: bool) {
         let mut state = self.state();
         state.passes = if line_waiting { state.passes + 1 } else { 0 };
         state.leader = Some(Leader {
@@ -300,7 +331,7 @@ impl Cohort {
 
     /// A release of holding `(owner, token)` left holds (re-entry): it goes
     /// on holding, and `heir` waits first again.
-    pub fn kept(&self, owner: &str, token: i64, heir: Option<Waiter>) {
+    pub fn kept(&self, owner: &str, token: i64, heir: Option<Waiter<H>>) {
         let mut state = self.state();
         if let Some(holding) = state.holding(owner, token) {
             holding.releasing = false;
@@ -313,7 +344,7 @@ impl Cohort {
     /// A release that was to pass the lock to `heir` failed (the lease was
     /// lost, or the answer never came): `heir` leads, and its first attempt
     /// finds out whether the lock became its own.
-    pub fn pass_failed(&self, heir: Waiter) {
+    pub fn pass_failed(&self, heir: Waiter<H>) {
         let mut state = self.state();
         state.passes = 0;
         if !lead(&mut state, heir) {
@@ -368,7 +399,7 @@ impl Cohort {
 
 /// The first call waiting in the process that still waits leads; none: no
 /// leader.
-fn promote(state: &mut State) {
+fn promote<H: Held>(state: &mut State<H>) {
     state.leader = None;
     while let Some(waiter) = state.queue.pop_front() {
         if lead(state, waiter) {
@@ -379,7 +410,7 @@ fn promote(state: &mut State) {
 
 /// Tells `waiter` it leads and makes it the leader; false (nothing
 /// changed) when it no longer waits.
-fn lead(state: &mut State, waiter: Waiter) -> bool {
+fn lead<H: Held>(state: &mut State<H>, waiter: Waiter<H>) -> bool {
     let ticket = waiter.ticket.clone();
     let told = waiter.turn.send(Turn::Lead).is_ok();
     if told {

@@ -2,20 +2,15 @@
 
 use std::time::Duration;
 
-use super::LockName;
+use super::name::{InvalidLockName, LockName};
 
 /// Why a lock could not be taken, released or renewed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum LockError {
     /// The lock name breaks the naming rules; nothing was sent to the server.
-    #[error("invalid lock name {name:?}: {reason}")]
-    InvalidName {
-        /// The name as given.
-        name: String,
-        /// Which rule it breaks.
-        reason: String,
-    },
+    #[error(transparent)]
+    InvalidName(#[from] InvalidLockName),
     /// A TTL or wait is out of range; nothing was sent to the server.
     #[error("invalid {what}: {value:?} is out of range {min:?}..={max:?}")]
     OutOfRange {
@@ -106,7 +101,7 @@ impl LockError {
     pub fn class(&self) -> crate::error::class::ErrorClass {
         use crate::error::class::ErrorClass;
         match self {
-            Self::InvalidName { .. } | Self::OutOfRange { .. } => ErrorClass::BadInput,
+            Self::InvalidName(_) | Self::OutOfRange { .. } => ErrorClass::BadInput,
             Self::Corrupt { .. } => ErrorClass::Conflict,
             Self::Busy { .. } => ErrorClass::Busy,
             Self::Lost { .. } | Self::Unrenewed { .. } => ErrorClass::Lost,

@@ -10,7 +10,7 @@ use mongodb::bson::{doc, Bson, Document};
 use mongodb::options::WriteConcern;
 use mongodb::{Collection, Database};
 
-use super::cohort::{Cohort, Cohorts};
+use super::cohort::{Cohort, Cohorts, Held, Joined, Turn};
 use super::document::{well_formed_expr, LOCK_FIELDS};
 use super::error::check_range;
 use super::queue;
@@ -29,7 +29,7 @@ pub struct Lock {
     owner: String,
     write_concern: WriteConcern,
     watchers: Arc<Watchers>,
-    cohorts: Arc<Cohorts>,
+    cohorts: Arc<Cohorts<Lease>>,
 }
 
 /// The locks of one database as one process uses them: every handle made
@@ -43,7 +43,7 @@ pub struct Lock {
 pub struct Locks {
     database: Database,
     watchers: Arc<Watchers>,
-    cohorts: Arc<Cohorts>,
+    cohorts: Arc<Cohorts<Lease>>,
 }
 
 impl Locks {
@@ -137,7 +137,7 @@ impl Lock {
     }
 
     /// The blocking acquires of this lock in the process (see `cohort`).
-    pub(crate) fn cohort(&self) -> Arc<Cohort> {
+    pub(crate) fn cohort(&self) -> Arc<LockCohort> {
         self.cohorts.of(self.name.as_str())
     }
 
@@ -396,6 +396,41 @@ impl Lease {
             None => cohort.ended(&lock.owner, self.token),
         }
         Ok(0)
+    }
+}
+
+/// The cohorts of this module's locks (see `cohort`).
+pub(crate) type LockCohort = Cohort<Lease>;
+/// A turn in a [`LockCohort`].
+pub(crate) type LockTurn = Turn<Lease>;
+/// Joining a [`LockCohort`].
+pub(crate) type LockJoined = Joined<Lease>;
+
+impl Held for Lease {
+    type Handle = Lock;
+
+    fn owner_of(handle: &Lock) -> &str {
+        handle.owner()
+    }
+
+    fn owner(&self) -> &str {
+        self.lock.owner()
+    }
+
+    fn token(&self) -> i64 {
+        self.token
+    }
+
+    fn deadline(&self) -> &Deadline {
+        self.deadline_handle()
+    }
+
+    fn release_later(self) {
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = self.release().await;
+            });
+        }
     }
 }
 

@@ -61,7 +61,7 @@ pub use document::LockState;
 pub use error::LockError;
 pub use fence::{fenced_filter, fenced_set};
 pub use lease::{acquire_pipeline, status_all, Acquired, Lease, Lock, Locks};
-pub use name::LockName;
+pub use name::{InvalidLockName, LockName};
 pub use wait::{WaitOptions, MAX_WAIT};
 pub use watch::LINGER;
 pub use watchdog::Watchdog;

@@ -3,8 +3,17 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::LockError;
 use crate::sequence::{CounterName, SequenceError};
+
+/// A lock name that breaks the naming rules; nothing was sent to the server.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid lock name {name:?}: {reason}")]
+pub struct InvalidLockName {
+    /// The name as given.
+    pub name: String,
+    /// Which rule it breaks.
+    pub reason: String,
+}
 
 /// A validated lock name: the same rules as [`CounterName`] (1 to 128 bytes of
 /// ASCII letters, digits and `_ - . :`, starting with a letter or digit).
@@ -13,13 +22,13 @@ pub struct LockName(CounterName);
 
 impl LockName {
     /// Checks `name` and wraps it.
-    pub fn new(name: impl Into<String>) -> Result<Self, LockError> {
+    pub fn new(name: impl Into<String>) -> Result<Self, InvalidLockName> {
         match CounterName::new(name) {
             Ok(name) => Ok(Self(name)),
             Err(SequenceError::InvalidCounterName { name, reason }) => {
-                Err(LockError::InvalidName { name, reason })
+                Err(InvalidLockName { name, reason })
             }
-            Err(other) => Err(LockError::InvalidName {
+            Err(other) => Err(InvalidLockName {
                 name: String::new(),
                 reason: other.to_string(),
             }),
@@ -33,7 +42,7 @@ impl LockName {
 }
 
 impl FromStr for LockName {
-    type Err = LockError;
+    type Err = InvalidLockName;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Self::new(s)
     }

@@ -19,8 +19,8 @@ use mongodb::change_stream::event::ChangeStreamEvent;
 use tokio::sync::broadcast;
 use tokio::time::Instant;
 
-use super::cohort::{Cohort, Joined, Turn};
 use super::error::check_range;
+use super::lease::{LockCohort as Cohort, LockJoined as Joined, LockTurn as Turn};
 use super::queue::REFRESH;
 use super::{Acquired, Lease, Lock, LockError, LockState};
 use crate::random;

@@ -20,7 +20,7 @@ mod live;
 
 use std::sync::Arc;
 
-use crate::policy::{check_serves, Policy, PolicyError, Stamp};
+use crate::policy::{check_serves, Policy, Stamp};
 use crate::sequence::{prefixes, Clock, CounterState, GiveBack, Sequence, MAX_BLOCK};
 use crate::Error;
 
@@ -73,12 +73,7 @@ impl Minter {
         prefix: String,
         clock: Arc<dyn Clock>,
     ) -> Result<Self, Error> {
-        check_serves(&policy, &state, &prefix, clock.now_micros()).map_err(
-            |error| match error {
-                PolicyError::Fit(fit) => Error::Fit(*fit),
-                other => Error::Policy(other),
-            },
-        )?;
+        check_serves(&policy, &state, &prefix, clock.now_micros())?;
         Ok(Self {
             sequence,
             state,

@@ -5,7 +5,7 @@
 //! The WIT files are the only thing the host shares with a policy: the guest
 //! points `wit_bindgen::generate!` at the same directory, and no Rust type
 //! crosses over. These generated types stay private to [`crate::policy`]:
-//! each version's adapter (`contract_v0_4.rs`, ...) converts them to and
+//! each version's adapter (`contract/v0_4.rs`, ...) converts them to and
 //! from the host's own types.
 
 /// Contract 0.4.0, the current one: periods.

@@ -17,7 +17,7 @@
 use std::io;
 use std::path::PathBuf;
 
-use super::fit::FitError;
+use super::fit_error::FitError;
 use super::types::FormatError;
 
 /// Why an ID policy could not be loaded or run.

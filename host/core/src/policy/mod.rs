@@ -47,11 +47,9 @@ pub mod activation;
 mod bindings;
 pub mod compile_cache;
 mod contract;
-mod contract_v0_2;
-mod contract_v0_3;
-mod contract_v0_4;
 mod error;
 pub mod fit;
+mod fit_error;
 mod fit_memo;
 pub mod follower;
 mod live;
@@ -70,8 +68,9 @@ pub use compile_cache::{CacheUsage, CompileCache, POLICY_CACHE_ENV};
 pub use error::PolicyError;
 pub use fit::{
     check_fit, check_prefix, check_prefix_reads_back, check_serves, writes, writes_period,
-    writes_time, FitError, Writes,
+    writes_time, Writes,
 };
+pub use fit_error::FitError;
 pub use follower::{FirstPolicy, FollowOptions, PolicyEvents, PolicyFollower};
 pub use live::LivePolicy;
 pub use runtime::{Compilations, Policy, PolicyRuntime, MAX_CONCURRENT_CALLS};

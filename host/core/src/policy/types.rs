@@ -5,7 +5,7 @@
 //! They mirror the records and variants of `guest/wit/policy.wit` but are
 //! plain Rust with `serde` support, so that the rest of idmint (the minter,
 //! the CLI's JSON output) never touches generated bindings. Each contract
-//! version's adapter (`contract_v0_4.rs`, ...) converts its bindings to and
+//! version's adapter (`contract/v0_4.rs`, ...) converts its bindings to and
 //! from them; the conversions every version shares are the macros below.
 
 use std::fmt;
@@ -177,7 +177,7 @@ impl fmt::Display for DisplayChar {
 /// Conversions the same in every contract version: `$wit` is one version's
 /// generated `types` module. `policy-info` and `invalid-id` have not changed
 /// since 0.2.0; what differs between versions is converted in each
-/// version's adapter (`contract_v0_4.rs`, ...), which calls this.
+/// version's adapter (`contract/v0_4.rs`, ...), which calls this.
 macro_rules! shared_conversions {
     ($wit:path) => {
         const _: () = {

@@ -1,15 +1,16 @@
-//! Contract 0.2.0 (`guest/wit/0.2.0/`): neither snowflake fields nor a
-//! period, and `validate` takes no layout. What the contract cannot carry
-//! is dropped on the way in and absent on the way out.
+//! Contract 0.3.0 (`guest/wit/0.3.0/`): snowflake fields, but no period.
+//! A period is dropped on the way in, and none comes back, so the fit
+//! check refuses such a policy for periodic counters.
 
-use super::bindings::v0_2::wit;
-use super::contract::adapter;
-use super::types::shared_conversions;
+use super::adapter::adapter;
 use crate::parts::{IdParts, Stamp};
+use crate::policy::bindings::v0_3::wit;
+use crate::policy::types::{shared_conversions, snowflake_conversions};
 
-adapter!(v0_2, "0.2.0", layout: no);
+adapter!(v0_3, "0.3.0", layout: yes);
 
-shared_conversions!(super::bindings::v0_2::wit);
+shared_conversions!(crate::policy::bindings::v0_3::wit);
+snowflake_conversions!(crate::policy::bindings::v0_3::wit);
 
 impl From<wit::FormatError> for FormatError {
     fn from(error: wit::FormatError) -> Self {
@@ -21,13 +22,14 @@ impl From<wit::FormatError> for FormatError {
     }
 }
 
-/// Snowflake fields and the period are dropped: 0.2.0 carries neither.
+/// The period is dropped: 0.3.0 cannot carry it.
 impl From<&IdParts> for wit::IdParts {
     fn from(parts: &IdParts) -> Self {
         wit::IdParts {
             prefix: parts.prefix.clone(),
             timestamp_micros: parts.timestamp_micros,
             sequence: parts.sequence,
+            snowflake: parts.snowflake.map(Into::into),
         }
     }
 }
@@ -38,18 +40,19 @@ impl From<wit::IdParts> for IdParts {
             prefix: parts.prefix,
             timestamp_micros: parts.timestamp_micros,
             sequence: parts.sequence,
-            snowflake: None,
+            snowflake: parts.snowflake.map(Into::into),
             period: None,
         }
     }
 }
 
-/// Snowflake fields and the period are dropped: 0.2.0 carries neither.
+/// The period is dropped: 0.3.0 cannot carry it.
 impl From<&Stamp> for wit::Stamp {
     fn from(stamp: &Stamp) -> Self {
         wit::Stamp {
             timestamp_micros: stamp.timestamp_micros,
             sequence: stamp.sequence,
+            snowflake: stamp.snowflake.map(Into::into),
         }
     }
 }

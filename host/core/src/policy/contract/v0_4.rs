@@ -2,15 +2,15 @@
 //! the host has goes across, the period of a periodic counter's value
 //! included.
 
-use super::bindings::v0_4::wit;
-use super::contract::adapter;
-use super::types::{shared_conversions, snowflake_conversions};
+use super::adapter::adapter;
 use crate::parts::{IdParts, Period, PeriodUnit, Stamp};
+use crate::policy::bindings::v0_4::wit;
+use crate::policy::types::{shared_conversions, snowflake_conversions};
 
 adapter!(v0_4, "0.4.0", layout: yes);
 
-shared_conversions!(super::bindings::v0_4::wit);
-snowflake_conversions!(super::bindings::v0_4::wit);
+shared_conversions!(crate::policy::bindings::v0_4::wit);
+snowflake_conversions!(crate::policy::bindings::v0_4::wit);
 
 impl From<wit::FormatError> for FormatError {
     fn from(error: wit::FormatError) -> Self {

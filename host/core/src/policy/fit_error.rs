@@ -1,0 +1,118 @@
+//! [`FitError`]: a policy cannot serve a counter (`fit.rs` finds it). Its
+//! one home: a [`PolicyError::Fit`](super::PolicyError::Fit) carries it
+//! everywhere else.
+
+use crate::sequence::CounterKind;
+
+/// A policy cannot serve a counter.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FitError {
+    /// The policy's sequence field cannot hold every value of the counter.
+    #[error(
+        "policy '{policy}' holds {capacity} sequence values (0 to {}), but {} \
+         hands out values up to {largest}: {advice}",
+        capacity - 1,
+        counter_phrase(*kind, counter)
+    )]
+    Capacity {
+        /// The policy's name.
+        policy: String,
+        /// The policy's sequence capacity.
+        capacity: u64,
+        /// The counter's name; empty for a counter described only by its
+        /// shape (`policy check --maxval N`).
+        counter: String,
+        /// The counter's kind.
+        kind: CounterKind,
+        /// The largest value the counter can hand out.
+        largest: u64,
+        /// What to do about it.
+        advice: &'static str,
+    },
+    /// The policy does not write the period, and the counter's values
+    /// restart in each period.
+    #[error(
+        "policy '{policy}' does not write the period into its IDs, and {} is \
+         periodic: its values restart at 1 in each period, so its IDs would repeat; use a \
+         policy that writes the period, such as the built-in decimal policy (--policy builtin:decimal)",
+        named(counter)
+    )]
+    NeedsPeriod {
+        /// The policy's name.
+        policy: String,
+        /// The counter's name.
+        counter: String,
+    },
+    /// The policy does not write the time, and the counter's values repeat.
+    #[error(
+        "policy '{policy}' does not write the time into its IDs, and {} is cyclic: \
+         its values repeat, so its IDs would repeat too; use an autoinc or segment counter with \
+         this policy, or a policy that writes the time",
+        named(counter)
+    )]
+    NeedsTime {
+        /// The policy's name.
+        policy: String,
+        /// The counter's name.
+        counter: String,
+    },
+    /// The policy does not read the prefix back alone out of an ID it
+    /// formats for the counter: another counter's prefix could then make
+    /// the same ID.
+    #[error(
+        "policy '{policy}' formats {id:?} for {} with prefix {prefix:?}, but reads it back {}: \
+         another counter's IDs could be the same; choose a prefix that does not end with what \
+         the policy writes after one (digits, a period's label and its dash)",
+        named(counter),
+        match read { Some(read) => format!("with prefix {read:?}"), None => "as invalid".to_string() }
+    )]
+    PrefixNotReadBack {
+        /// The policy's name.
+        policy: String,
+        /// The counter's name.
+        counter: String,
+        /// The prefix.
+        prefix: String,
+        /// The ID the policy formatted.
+        id: String,
+        /// The prefix the policy read back, if it read the ID at all.
+        read: Option<String>,
+    },
+}
+
+/// "autoinc counter 'invoices'", or "an autoinc counter" for a counter with
+/// no name (one described only by its shape).
+fn counter_phrase(kind: CounterKind, counter: &str) -> String {
+    if counter.is_empty() {
+        let article = if kind.as_str().starts_with(['a', 'e', 'i', 'o', 'u']) {
+            "an"
+        } else {
+            "a"
+        };
+        format!("{article} {kind} counter")
+    } else {
+        format!("{kind} counter '{counter}'")
+    }
+}
+
+/// "counter 'orders'", or "the counter" for a counter with no name.
+fn named(counter: &str) -> String {
+    if counter.is_empty() {
+        "the counter".to_string()
+    } else {
+        format!("counter '{counter}'")
+    }
+}
+
+impl FitError {
+    /// The counter the policy cannot serve.
+    pub fn counter(&self) -> &str {
+        match self {
+            FitError::Capacity { counter, .. }
+            | FitError::NeedsTime { counter, .. }
+            | FitError::NeedsPeriod { counter, .. }
+            | FitError::PrefixNotReadBack { counter, .. } => counter,
+        }
+    }
+}
