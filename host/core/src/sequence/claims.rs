@@ -29,7 +29,7 @@
 use mongodb::bson::{doc, DateTime, Document};
 use mongodb::{Collection, Database};
 
-use super::prefixes::owners;
+use super::counter::prefixes::owners;
 use super::{CounterName, SequenceError};
 use crate::mongo::{self, durable_write_concern};
 

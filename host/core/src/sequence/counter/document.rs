@@ -9,7 +9,7 @@
 //! [`CounterDocument::read_with`].
 
 use mongodb::bson::{doc, Document};
-use mongodb::Collection;
+use mongodb::{Collection, Database};
 use serde::Serialize;
 
 use super::fields::{read_kind, read_prefixes, DEFAULT_KIND};
@@ -152,4 +152,24 @@ pub(crate) fn new_document<K: Kind>(
     }
     document.insert("prefixes", prefixes);
     Ok(document)
+}
+
+/// The counter documents of `database` that match `filter`, by name, with
+/// only the fields `projection` names (empty: whole).
+pub(crate) async fn find_counters(
+    database: &Database,
+    filter: Document,
+    projection: Document,
+) -> Result<Vec<Document>, SequenceError> {
+    use futures_util::TryStreamExt;
+    database
+        .collection::<Document>(crate::mongo::collections::COUNTERS)
+        .find(filter)
+        .projection(projection)
+        .sort(mongodb::bson::doc! { "_id": 1 })
+        .await
+        .map_err(|source| SequenceError::ListCounters { source })?
+        .try_collect()
+        .await
+        .map_err(|source| SequenceError::ListCounters { source })
 }

@@ -7,16 +7,12 @@ use mongodb::bson::{doc, Document};
 use mongodb::options::WriteConcern;
 use mongodb::Collection;
 
-use super::{Segment, MAX_STEP};
+use super::{fits_filter, take_pipeline, Segment, LIMIT, MAX_STEP};
 use crate::sequence::advance::{advance, Unmatched};
 use crate::sequence::counter::document::read;
-use crate::sequence::counter::fields::well_formed;
 use crate::sequence::error::SequenceError;
 use crate::sequence::kind_trait::{Kind, MAX_VALUE};
 use crate::sequence::name::CounterName;
-
-/// One past the largest value a segment counter hands out.
-const LIMIT: u64 = MAX_VALUE + 1;
 
 /// A taken segment, with the counter's settings as they were.
 #[derive(Debug, Clone)]
@@ -88,31 +84,4 @@ impl SegmentCounter {
             })?;
         Ok(result.modified_count == 1)
     }
-}
-
-/// Matches the counter only if a segment of `max(step, $step)` values fits
-/// below the limit (a non-number never matches, and never reaches `$add`).
-pub(crate) fn fits_filter(name: &CounterName, step: u64) -> Document {
-    doc! {
-        "_id": name.as_str(),
-        "$expr": { "$and": [
-            { "$isNumber": "$max" },
-            { "$isNumber": "$step" },
-            { "$lte": [{ "$add": ["$max", { "$max": [step as i64, "$step"] }] }, LIMIT as i64] },
-        ]},
-    }
-}
-
-/// `max += max(step, $step)` on a well-formed segment counter; any other
-/// document is left as it is.
-pub(crate) fn take_pipeline(step: u64) -> Vec<Document> {
-    let advanced =
-        doc! { "max": { "$toLong": { "$add": ["$max", { "$max": [step as i64, "$step"] }] } } };
-    vec![doc! { "$replaceWith": {
-        "$cond": [
-            well_formed::<Segment>(),
-            { "$mergeObjects": ["$$ROOT", advanced] },
-            "$$ROOT",
-        ],
-    }}]
 }

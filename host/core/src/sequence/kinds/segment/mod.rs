@@ -35,12 +35,13 @@ use serde::Serialize;
 
 pub use allocator::{SegmentAllocator, SegmentOptions, SegmentTaker};
 
-use crate::sequence::counter::fields::{integer_in, read_integer};
+use crate::sequence::counter::fields::{integer_in, read_integer, well_formed};
+use crate::sequence::error::SequenceError;
 use crate::sequence::kind_trait::{
     CommandOptions, Fact, Headroom, Kind, Repeats, ValueShape, MAX_VALUE,
 };
+use crate::sequence::name::CounterName;
 use crate::sequence::settings::{Setting, Settings};
-use crate::sequence::{CounterName, SequenceError};
 
 /// A segment counter's default step: the smallest segment a process takes.
 pub const DEFAULT_STEP: u64 = 1000;
@@ -130,10 +131,7 @@ impl Kind for Segment {
         _count: u64,
         options: &CommandOptions,
     ) -> Result<(Document, Vec<Document>), SequenceError> {
-        Ok((
-            counter::fits_filter(name, options.step),
-            counter::take_pipeline(options.step),
-        ))
+        Ok((fits_filter(name, options.step), take_pipeline(options.step)))
     }
 
     async fn open(
@@ -144,4 +142,34 @@ impl Kind for Segment {
     ) -> Result<SegmentAllocator, SequenceError> {
         Ok(SegmentAllocator::new(database, name, options.clone()))
     }
+}
+
+/// One past the largest value a segment counter hands out.
+const LIMIT: u64 = MAX_VALUE + 1;
+
+/// Matches the counter only if a segment of `max(step, $step)` values fits
+/// below the limit (a non-number never matches, and never reaches `$add`).
+pub(crate) fn fits_filter(name: &CounterName, step: u64) -> Document {
+    doc! {
+        "_id": name.as_str(),
+        "$expr": { "$and": [
+            { "$isNumber": "$max" },
+            { "$isNumber": "$step" },
+            { "$lte": [{ "$add": ["$max", { "$max": [step as i64, "$step"] }] }, LIMIT as i64] },
+        ]},
+    }
+}
+
+/// `max += max(step, $step)` on a well-formed segment counter; any other
+/// document is left as it is.
+pub(crate) fn take_pipeline(step: u64) -> Vec<Document> {
+    let advanced =
+        doc! { "max": { "$toLong": { "$add": ["$max", { "$max": [step as i64, "$step"] }] } } };
+    vec![doc! { "$replaceWith": {
+        "$cond": [
+            well_formed::<Segment>(),
+            { "$mergeObjects": ["$$ROOT", advanced] },
+            "$$ROOT",
+        ],
+    }}]
 }

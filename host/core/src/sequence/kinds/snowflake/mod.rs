@@ -466,7 +466,7 @@ pub struct Lifetime {
 /// The layout lifetime of every snowflake counter in `database`, by name
 /// (a corrupt counter is skipped: `counter show` names what is wrong).
 pub async fn lifetimes(database: &Database, now_ms: u64) -> Result<Vec<Lifetime>, SequenceError> {
-    let documents = crate::sequence::find_counters(
+    let documents = crate::sequence::counter::document::find_counters(
         database,
         mongodb::bson::doc! { "kind": SnowflakeKind::NAME },
         mongodb::bson::doc! {},
