@@ -236,7 +236,8 @@ async fn the_stored_auto_increment_creates_a_missing_counter_the_host_shares() {
     .output()
     .unwrap();
     assert_eq!(numbers(&output), [100, 101]);
-    let host = idmint::sequence::AutoIncrement::new(&database, CounterName::new("visits").unwrap());
+    let host =
+        idmint::sequence::AutoincCounter::new(&database, CounterName::new("visits").unwrap());
     assert_eq!(host.take(2).await.unwrap(), 102..=103);
     let output = mongosh(TEST, "print(getNextSequence('visits'));")
         .output()

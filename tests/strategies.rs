@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use idmint::sequence::{
-    self, AutoIncrement, CounterKind, CounterName, CounterSpec, OpenOptions, OpenedCounter,
-    SegmentAllocator, SegmentOptions, Sequence, SequenceError, COUNTERS_COLLECTION, MAX_VALUE,
+    self, AutoincCounter, CounterKind, CounterName, CounterSpec, OpenOptions, OpenedCounter,
+    SegmentCounter, SegmentOptions, Sequence, SequenceError, COUNTERS_COLLECTION, MAX_VALUE,
 };
 use mongodb::bson::{doc, Decimal128, Document};
 use mongodb::{Client, Database};
@@ -121,7 +121,7 @@ async fn sixteen_racing_upserts_of_a_missing_counter_all_succeed_with_distinct_v
         let database = another_client(TEST).await;
         let barrier = barrier.clone();
         racers.push(tokio::spawn(async move {
-            let counter = AutoIncrement::new(&database, name("raced"));
+            let counter = AutoincCounter::new(&database, name("raced"));
             barrier.wait().await;
             counter.take_or_create(1, 1).await
         }));
@@ -211,11 +211,11 @@ async fn corrupt_counters_of_each_kind_are_reported_and_left_unchanged() {
         // ... and through the atomic update itself, which must not touch it.
         let kind = fields.get_str("kind").unwrap_or("cyclic");
         let error = match kind {
-            "autoinc" => AutoIncrement::new(&database, name(&id))
+            "autoinc" => AutoincCounter::new(&database, name(&id))
                 .take(1)
                 .await
                 .unwrap_err(),
-            "segment" => SegmentAllocator::new(&database, name(&id), SegmentOptions::default())
+            "segment" => SegmentCounter::new(&database, name(&id), SegmentOptions::default())
                 .next_value()
                 .await
                 .unwrap_err(),
@@ -257,7 +257,7 @@ async fn corrupt_counters_of_each_kind_are_reported_and_left_unchanged() {
     .await
     .unwrap();
     let before = raw_counter(&database, "cyc").await;
-    let error = AutoIncrement::new(&database, name("cyc"))
+    let error = AutoincCounter::new(&database, name("cyc"))
         .take(1)
         .await
         .unwrap_err();
@@ -276,7 +276,7 @@ async fn corrupt_counters_of_each_kind_are_reported_and_left_unchanged() {
 #[tokio::test]
 async fn auto_increment_reserves_blocks_in_one_round_trip_and_stops_at_its_limit() {
     let (database, log) = harness::monitored_database("autoinc_blocks").await;
-    let counter = AutoIncrement::new(&database, name("inv"));
+    let counter = AutoincCounter::new(&database, name("inv"));
     counter
         .create(&CounterSpec::of(CounterKind::Autoinc).start(42))
         .await
@@ -320,7 +320,7 @@ async fn the_next_segment_is_fetched_before_the_buffer_runs_dry() {
     .unwrap();
     // A fixed step (no adaptation), prefetch at 10%: Leaf's settings.
     let options = SegmentOptions::default().prefetch_at(0.1).max_step(100);
-    let allocator = SegmentAllocator::new(&database, name("seg"), options);
+    let allocator = SegmentCounter::new(&database, name("seg"), options);
     let fetches = || log.named("findAndModify").len();
 
     assert_eq!(
@@ -366,7 +366,7 @@ async fn many_takers_in_one_process_share_the_buffers() {
         )
         .await
         .unwrap();
-        let allocator = SegmentAllocator::new(&database, name(counter), SegmentOptions::default());
+        let allocator = SegmentCounter::new(&database, name(counter), SegmentOptions::default());
         let barrier = Arc::new(Barrier::new(8));
         let takers: Vec<_> = (0..8)
             .map(|_| {
@@ -421,8 +421,8 @@ async fn a_clean_shutdown_gives_back_the_unused_tail_unless_another_process_took
 
     // Two processes: A's segment is no longer the last one, so A gives
     // nothing back; B's is, and B does.
-    let a = SegmentAllocator::new(&database, name("seg"), SegmentOptions::default());
-    let b = SegmentAllocator::new(
+    let a = SegmentCounter::new(&database, name("seg"), SegmentOptions::default());
+    let b = SegmentCounter::new(
         &another_client(TEST).await,
         name("seg"),
         SegmentOptions::default(),
@@ -550,11 +550,11 @@ async fn the_printed_command_is_what_idmint_sends_and_runs_from_another_driver()
         .take(5, 12_345)
         .await
         .unwrap();
-    AutoIncrement::new(&database, name("a"))
+    AutoincCounter::new(&database, name("a"))
         .take(3)
         .await
         .unwrap();
-    let segments = SegmentAllocator::new(&database, name("s"), SegmentOptions::default());
+    let segments = SegmentCounter::new(&database, name("s"), SegmentOptions::default());
     segments.next_value().await.unwrap();
     segments.settled().await;
     let sent = log.named("findAndModify");
@@ -910,7 +910,7 @@ async fn an_autoinc_counter_is_judged_again_after_it_changed() {
         .insert_one(doc! { "_id": "ai", "kind": "autoinc", "seq": 0_i64, "prefixes": ["AI-"] })
         .await
         .unwrap();
-    let counter = AutoIncrement::new(&database, name("ai"));
+    let counter = AutoincCounter::new(&database, name("ai"));
     assert_eq!(counter.take(1).await.unwrap(), 1..=1);
     assert_eq!(counter.take(3).await.unwrap(), 2..=4);
     assert_eq!(counter.take(1).await.unwrap(), 5..=5);
@@ -959,7 +959,7 @@ async fn an_autoinc_counter_is_judged_again_after_it_changed() {
             .insert_one(doc! { "_id": &id, "kind": "autoinc", "seq": 0_i64, "prefixes": ["AI-"] })
             .await
             .unwrap();
-        let counter = AutoIncrement::new(&database, name(&id));
+        let counter = AutoincCounter::new(&database, name(&id));
         counter.take(1).await.unwrap();
         counter.take(1).await.unwrap();
         let corrupt = harness::replace_counter(&database, &id, fields).await;

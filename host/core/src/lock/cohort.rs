@@ -59,7 +59,7 @@ const PRUNE_FROM: usize = 64;
 
 /// The cohorts of one `Locks`, by lock name.
 /// What a cohort needs of a held lease and of the lock handle a waiter
-/// joins with (`lease.rs`'s `Lease` and `Lock`): the cohort decides who
+/// joins with (`locks.rs`'s `Lease` and `Lock`): the cohort decides who
 /// goes next, the lease's own code takes and gives back.
 pub(crate) trait Held: Send + Sized + 'static {
     /// The handle a waiter joins with.

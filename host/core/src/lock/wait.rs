@@ -20,7 +20,7 @@ use tokio::sync::broadcast;
 use tokio::time::Instant;
 
 use super::error::check_range;
-use super::lease::{LockCohort as Cohort, LockJoined as Joined, LockTurn as Turn};
+use super::locks::{LockCohort as Cohort, LockJoined as Joined, LockTurn as Turn};
 use super::queue::REFRESH;
 use super::{Acquired, Lease, Lock, LockError, LockState};
 use crate::random;

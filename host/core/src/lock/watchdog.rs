@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use super::{lease, Lease, LockError, LockName};
+use super::{locks, Lease, LockError, LockName};
 use crate::lease::{keep_renewed, Deadline, Renewal};
 
 /// Renews a lease in the background until stopped. [`Watchdog::expiring`]
@@ -41,7 +41,7 @@ impl Watchdog {
                     let (lock, deadline, last_failure) =
                         (lock.clone(), deadline.clone(), last_failure.clone());
                     async move {
-                        match lease::renew(&lock, token, ttl, &deadline).await {
+                        match locks::renew(&lock, token, ttl, &deadline).await {
                             Ok(()) => Renewal::Renewed,
                             Err(error @ LockError::Lost { .. }) => Renewal::Lost(error),
                             Err(error) => {

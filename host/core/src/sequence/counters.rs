@@ -6,7 +6,7 @@ use mongodb::Database;
 use super::counter::document::find_counters;
 use super::counter::spec::{create_in, CounterSpec};
 use super::error::SequenceError;
-use super::kinds::cyclic::{Cyclic, CyclicState};
+use super::kinds::cyclic::{CyclicKind, CyclicState};
 use super::kinds::snowflake::SnowflakeKind;
 use super::name::CounterName;
 use super::registry::{read_state, CounterState};
@@ -130,7 +130,7 @@ fn successor(start: &str) -> Option<String> {
 impl CounterState {
     /// The cyclic fields, if this is a cyclic counter.
     pub fn cyclic(&self) -> Option<&CyclicState> {
-        self.of::<Cyclic>()
+        self.of::<CyclicKind>()
     }
 
     /// The layout its IDs are read with, if this is a snowflake counter.

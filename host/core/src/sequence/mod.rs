@@ -13,12 +13,12 @@
 //!   ts}`: values 0..=maxval wrapping, each with a server-decided microsecond
 //!   timestamp so that per counter the pair (ts, val) only ever increases
 //!   whatever the clients' clocks do; a take reserves a block of pairs;
-//! - [`AutoIncrement`], seed 002's `$inc` counter `{_id, kind, seq}`;
-//! - [`SegmentAllocator`], seed 003's segments (Leaf, Tinyid) `{_id, kind,
+//! - [`AutoincCounter`], seed 002's `$inc` counter `{_id, kind, seq}`;
+//! - [`SegmentCounter`], seed 003's segments (Leaf, Tinyid) `{_id, kind,
 //!   max, step}`, handed out from memory with a double buffer;
-//! - [`Snowflake`], seed 001's snowflake IDs (uid-generator), made in the
+//! - [`SnowflakeCounter`], seed 001's snowflake IDs (uid-generator), made in the
 //!   process under a worker id leased in MongoDB;
-//! - [`Periodic`], values that restart at 1 at each period boundary (day,
+//! - [`PeriodicKind`], values that restart at 1 at each period boundary (day,
 //!   month or year in the counter's time zone), decided by the server's clock.
 //!
 //! The layers, bottom up, with no import loop: `name`, `clock`, `error`,
@@ -59,16 +59,16 @@ pub use kind_trait::{
     group_thousands, BufferStats, ClientTime, CommandOptions, Fact, GiveBack, Handle, Headroom,
     Held, Kind, LeaseStats, Repeats, Segments, ValueShape, MAX_BLOCK, MAX_VALUE,
 };
-pub use kinds::autoinc::{AutoIncrement, Autoinc, AutoincState};
-pub use kinds::cyclic::{Cyclic, CyclicCounter, CyclicState, DEFAULT_MAXVAL, MAX_MAXVAL};
-pub use kinds::periodic::{Periodic, PeriodicCounter, PeriodicState, DEFAULT_ZONE};
+pub use kinds::autoinc::{AutoincCounter, AutoincKind, AutoincState};
+pub use kinds::cyclic::{CyclicCounter, CyclicKind, CyclicState, DEFAULT_MAXVAL, MAX_MAXVAL};
+pub use kinds::periodic::{PeriodicCounter, PeriodicKind, PeriodicState, DEFAULT_ZONE};
 pub use kinds::segment::{
-    step, Segment, SegmentAllocator, SegmentOptions, SegmentState, SegmentTaker, DEFAULT_STEP,
+    step, SegmentCounter, SegmentKind, SegmentOptions, SegmentState, SegmentTaker, DEFAULT_STEP,
     MAX_STEP,
 };
 pub use kinds::snowflake::{
-    layout_of, lifetimes, workers, Lifetime, OnRollback, RollbackOptions, Snowflake, SnowflakeKind,
-    SnowflakeOptions, SnowflakeState, WorkerLease, WORKERS_COLLECTION,
+    layout_of, lifetimes, workers, Lifetime, OnRollback, RollbackOptions, SnowflakeCounter,
+    SnowflakeKind, SnowflakeOptions, SnowflakeState, WorkerLease, WORKERS_COLLECTION,
 };
 pub use name::{CounterName, MAX_COUNTER_NAME_LEN};
 pub use opened::OpenedCounter;

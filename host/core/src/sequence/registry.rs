@@ -7,11 +7,11 @@ use super::dispatch::registry;
 use super::kinds;
 
 registry! {
-    cyclic: Cyclic => kinds::cyclic::Cyclic,
-    autoinc: Autoinc => kinds::autoinc::Autoinc,
-    segment: Segment => kinds::segment::Segment,
+    cyclic: Cyclic => kinds::cyclic::CyclicKind,
+    autoinc: Autoinc => kinds::autoinc::AutoincKind,
+    segment: Segment => kinds::segment::SegmentKind,
     snowflake: Snowflake => kinds::snowflake::SnowflakeKind,
-    periodic: Periodic => kinds::periodic::Periodic,
+    periodic: Periodic => kinds::periodic::PeriodicKind,
 }
 
 #[cfg(test)]

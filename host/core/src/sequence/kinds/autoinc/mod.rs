@@ -14,7 +14,7 @@
 //! next ones with the short guard of [`KnownShape`], as the cyclic kind
 //! does.
 //!
-//! [`AutoIncrement::take_or_create`] creates a missing counter on first use.
+//! [`AutoincCounter::take_or_create`] creates a missing counter on first use.
 //! Many processes may do so at once: one insert wins, every other one fails
 //! with a duplicate key and takes from the counter that now exists, so all
 //! of them succeed with distinct values. The duplicate key never reaches the
@@ -54,7 +54,7 @@ const MOVING: &[&str] = &["seq"];
 
 /// The auto-increment kind (see the module docs).
 #[derive(Debug)]
-pub struct Autoinc;
+pub struct AutoincKind;
 
 /// An auto-increment counter's fields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -63,7 +63,7 @@ pub struct AutoincState {
     pub seq: u64,
 }
 
-impl Kind for Autoinc {
+impl Kind for AutoincKind {
     const NAME: &'static str = "autoinc";
     const SUMMARY: &'static str =
         "$inc auto-increment (seed 002): 1, 2, 3, ... one round trip per request";
@@ -73,7 +73,7 @@ impl Kind for Autoinc {
          decimal policy (--policy builtin:decimal)";
     type State = AutoincState;
     type Options = ();
-    type Handle = AutoIncrement;
+    type Handle = AutoincCounter;
 
     fn read(document: &Document) -> Result<AutoincState, String> {
         Ok(AutoincState {
@@ -127,21 +127,21 @@ impl Kind for Autoinc {
         name: CounterName,
         _state: &AutoincState,
         _options: &(),
-    ) -> Result<AutoIncrement, SequenceError> {
-        Ok(AutoIncrement::new(database, name))
+    ) -> Result<AutoincCounter, SequenceError> {
+        Ok(AutoincCounter::new(database, name))
     }
 }
 
 /// Handle on one auto-increment counter in `<db>.counters`.
 #[derive(Debug, Clone)]
-pub struct AutoIncrement {
+pub struct AutoincCounter {
     collection: Collection<Document>,
     name: CounterName,
     write_concern: WriteConcern,
     known: ShapeCache,
 }
 
-impl AutoIncrement {
+impl AutoincCounter {
     /// A handle on counter `name` in `database`, writing with majority + journal.
     pub fn new(database: &Database, name: CounterName) -> Self {
         Self {
@@ -184,7 +184,7 @@ impl AutoIncrement {
                 |shape| Some(short_pipeline(shape, count)),
                 || advance_pipeline(count),
                 |update| {
-                    advance::<Autoinc>(
+                    advance::<AutoincKind>(
                         &self.collection,
                         &self.name,
                         &self.write_concern,
@@ -202,7 +202,7 @@ impl AutoIncrement {
     /// counter came back as it was; a well-formed one was advanced by
     /// `count`.
     fn taken(&self, after: &Document, count: u64) -> Result<RangeInclusive<u64>, SequenceError> {
-        let counter = read::<Autoinc>(&self.name, after)?.kind;
+        let counter = read::<AutoincKind>(&self.name, after)?.kind;
         if counter.seq < count {
             return Err(SequenceError::CorruptCounter {
                 name: self.name.clone(),
@@ -212,7 +212,7 @@ impl AutoIncrement {
         Ok(counter.seq - count + 1..=counter.seq)
     }
 
-    /// [`AutoIncrement::take`], creating the counter first if it does not
+    /// [`AutoincCounter::take`], creating the counter first if it does not
     /// exist, so that its first value is `start` (race-safe: see the module
     /// docs). An existing counter is used as it is, whatever its start.
     pub async fn take_or_create(
@@ -231,7 +231,7 @@ impl AutoIncrement {
             ..Settings::default()
         };
         let now_ms = crate::sequence::Clock::now_micros(&crate::sequence::SystemClock) / 1000;
-        let mut document = new_document::<Autoinc>(&self.name, &settings, &[], now_ms)?;
+        let mut document = new_document::<AutoincKind>(&self.name, &settings, &[], now_ms)?;
         let first = start;
         let last = first
             .checked_add(count - 1)
@@ -281,15 +281,15 @@ pub(crate) fn advance_pipeline(count: u64) -> Vec<Document> {
     let count = count as i64;
     vec![doc! { "$replaceWith": {
         "$cond": [
-            well_formed::<Autoinc>(),
+            well_formed::<AutoincKind>(),
             { "$mergeObjects": ["$$ROOT", { "seq": { "$toLong": { "$add": ["$seq", count] } } }] },
             "$$ROOT",
         ],
     }}]
 }
 
-impl Handle for AutoIncrement {
-    type Of = Autoinc;
+impl Handle for AutoincCounter {
+    type Of = AutoincKind;
 
     fn name(&self) -> &CounterName {
         &self.name
@@ -300,14 +300,14 @@ impl Handle for AutoIncrement {
     }
 
     async fn take(&self, count: usize, client_micros: u64) -> Result<Vec<Stamp>, SequenceError> {
-        let taken = AutoIncrement::take(self, count as u64).await?;
+        let taken = AutoincCounter::take(self, count as u64).await?;
         Ok(taken
             .map(|value| Stamp::new(client_micros, value))
             .collect())
     }
 
     async fn take_ranges(&self, count: u64) -> Result<Vec<Range<u64>>, SequenceError> {
-        let taken = AutoIncrement::take(self, count).await?;
+        let taken = AutoincCounter::take(self, count).await?;
         // One round trip takes one run.
         Ok(std::iter::once(*taken.start()..*taken.end() + 1).collect())
     }
@@ -325,7 +325,7 @@ impl Handle for AutoIncrement {
         let result = self
             .collection
             .update_one(
-                doc! { "_id": self.name.as_str(), "kind": Autoinc::NAME, "seq": (run.end - 1) as i64 },
+                doc! { "_id": self.name.as_str(), "kind": AutoincKind::NAME, "seq": (run.end - 1) as i64 },
                 doc! { "$set": { "seq": (run.start - 1) as i64 } },
             )
             .write_concern(self.write_concern.clone())

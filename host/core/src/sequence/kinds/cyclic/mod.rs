@@ -14,7 +14,7 @@
 //! ts      = max(client_us, ts + (wrapped ? 1 : 0))
 //! ```
 //!
-//! It does so only when the document is well formed ([`Cyclic::guard`]);
+//! It does so only when the document is well formed ([`CyclicKind::guard`]);
 //! a malformed one is replaced by itself, that is left exactly as it was, and
 //! comes back for the Rust side to say what is wrong with it. The filter is
 //! the plain `{_id}`: a validity test in the filter (`$expr`) cost about a
@@ -70,7 +70,7 @@ const MOVING: &[&str] = &["val", "ts"];
 
 /// The cyclic kind (see the module docs).
 #[derive(Debug)]
-pub struct Cyclic;
+pub struct CyclicKind;
 
 /// A cyclic counter's fields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -83,7 +83,7 @@ pub struct CyclicState {
     pub ts: u64,
 }
 
-impl Kind for Cyclic {
+impl Kind for CyclicKind {
     const NAME: &'static str = "cyclic";
     const SUMMARY: &'static str =
         "the seed's serial number: 0..=maxval, wrapping, each value with a server-decided timestamp";
@@ -269,7 +269,7 @@ impl CyclicCounter {
     /// well-formed counter was advanced; a malformed one came back as it
     /// was, and the reader says what is wrong with it.
     fn unfold(&self, taken: &Document, count: usize) -> Result<Vec<Stamp>, SequenceError> {
-        let last = read::<Cyclic>(&self.name, taken)?.kind;
+        let last = read::<CyclicKind>(&self.name, taken)?.kind;
         Ok(unfold_block(last.ts, last.val, last.maxval, count))
     }
 
@@ -284,7 +284,7 @@ impl CyclicCounter {
 }
 
 impl Handle for CyclicCounter {
-    type Of = Cyclic;
+    type Of = CyclicKind;
 
     fn name(&self) -> &CounterName {
         &self.name
@@ -323,7 +323,7 @@ pub(crate) fn block_pipeline(count: i64, client_micros: Bson) -> Vec<Document> {
     };
     vec![doc! { "$replaceWith": {
         "$cond": [
-            well_formed::<Cyclic>(),
+            well_formed::<CyclicKind>(),
             { "$mergeObjects": ["$$ROOT", advanced] },
             "$$ROOT",
         ],

@@ -65,7 +65,7 @@ const ZONE_PATTERN: &str = "^[A-Za-z0-9_+/:-]{1,64}$";
 
 /// The periodic kind (see the module docs).
 #[derive(Debug)]
-pub struct Periodic;
+pub struct PeriodicKind;
 
 /// A periodic counter's fields.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -80,7 +80,7 @@ pub struct PeriodicState {
     pub seq: u64,
 }
 
-impl Kind for Periodic {
+impl Kind for PeriodicKind {
     const NAME: &'static str = "periodic";
     const SUMMARY: &'static str = "values that restart at 1 each day, month or year (in the \
          counter's time zone), decided by the server's clock";
@@ -320,7 +320,7 @@ pub(crate) fn take_pipeline(count: u64, unit: PeriodUnit, zone: &str) -> Vec<Doc
     vec![doc! { "$replaceWith": {
         "$cond": [
             { "$and": [
-                well_formed::<Periodic>(),
+                well_formed::<PeriodicKind>(),
                 { "$eq": ["$period", unit.as_str()] },
                 { "$eq": ["$zone", zone] },
             ]},
@@ -350,8 +350,8 @@ impl PeriodicCounter {
     /// zone are read on the first take).
     pub async fn open(database: &Database, name: CounterName) -> Result<Self, SequenceError> {
         let counters = database.collection(COUNTERS_COLLECTION);
-        let fields = find::<Periodic>(&counters, &name).await?.kind;
-        Periodic::open(database, name, &fields, &()).await
+        let fields = find::<PeriodicKind>(&counters, &name).await?.kind;
+        PeriodicKind::open(database, name, &fields, &()).await
     }
 
     /// The counter's name.
@@ -375,7 +375,7 @@ impl PeriodicCounter {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .clone();
-            let after = advance::<Periodic>(
+            let after = advance::<PeriodicKind>(
                 &self.collection,
                 &self.name,
                 &self.write_concern,
@@ -396,7 +396,7 @@ impl PeriodicCounter {
             .await?;
             // A malformed counter came back as it was: the reader says
             // what is wrong with it.
-            let fields = &read::<Periodic>(&self.name, &after)?.kind;
+            let fields = &read::<PeriodicKind>(&self.name, &after)?.kind;
             if fields.period != unit || fields.zone != zone {
                 // Changed by hand since it was read: nothing was taken; take
                 // again with the counter's new period and zone.
@@ -420,7 +420,7 @@ impl PeriodicCounter {
 }
 
 impl Handle for PeriodicCounter {
-    type Of = Periodic;
+    type Of = PeriodicKind;
 
     fn name(&self) -> &CounterName {
         &self.name

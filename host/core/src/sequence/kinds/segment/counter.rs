@@ -7,7 +7,7 @@ use mongodb::bson::{doc, Document};
 use mongodb::options::WriteConcern;
 use mongodb::Collection;
 
-use super::{fits_filter, take_pipeline, Segment, LIMIT, MAX_STEP};
+use super::{fits_filter, take_pipeline, SegmentKind, LIMIT, MAX_STEP};
 use crate::sequence::advance::{advance, Unmatched};
 use crate::sequence::counter::document::read;
 use crate::sequence::error::SequenceError;
@@ -25,19 +25,19 @@ pub(crate) struct Taken {
 
 /// The database side of a segment counter.
 #[derive(Debug, Clone)]
-pub(crate) struct SegmentCounter {
+pub(crate) struct SegmentStore {
     pub collection: Collection<Document>,
     pub name: CounterName,
     pub write_concern: WriteConcern,
 }
 
-impl SegmentCounter {
+impl SegmentStore {
     /// Takes the next segment of `step` values (at least the document's own
     /// step) with one atomic update; the values are consumed from then on,
     /// whatever becomes of this process.
     pub async fn take(&self, step: u64) -> Result<Taken, SequenceError> {
         let step = step.min(MAX_STEP);
-        let after = advance::<Segment>(
+        let after = advance::<SegmentKind>(
             &self.collection,
             &self.name,
             &self.write_concern,
@@ -59,7 +59,7 @@ impl SegmentCounter {
         .await?;
         // A malformed counter came back as it was; a well-formed one was
         // advanced by max(step, its step), which it still holds.
-        let counter = read::<Segment>(&self.name, &after)?.kind;
+        let counter = read::<SegmentKind>(&self.name, &after)?.kind;
         let taken = step.max(counter.step);
         Ok(Taken {
             values: counter.max - taken..counter.max,
@@ -74,7 +74,7 @@ impl SegmentCounter {
         let result = self
             .collection
             .update_one(
-                doc! { "_id": self.name.as_str(), "kind": Segment::NAME, "max": end as i64 },
+                doc! { "_id": self.name.as_str(), "kind": SegmentKind::NAME, "max": end as i64 },
                 doc! { "$set": { "max": from as i64 } },
             )
             .write_concern(self.write_concern.clone())

@@ -10,13 +10,13 @@
 //! - **Adaptive step** ([`step`]): each request asks for a segment sized so
 //!   that it lasts about [`SegmentOptions::target_lifetime`], between the
 //!   document's `step` and [`SegmentOptions::max_step`].
-//! - **Many takers** (tasks or threads) share one [`SegmentAllocator`]:
+//! - **Many takers** (tasks or threads) share one [`SegmentCounter`]:
 //!   values are unique across processes and increasing within one.
 //! - **Consumed when fetched.** The update is durable (majority, journal)
 //!   before a value of the segment is handed out, so a process killed with
 //!   `-9` loses the rest of its segments but never causes a value to be
 //!   issued twice.
-//! - **Clean shutdown gives back** ([`SegmentAllocator::close`]) the unused
+//! - **Clean shutdown gives back** ([`SegmentCounter::close`]) the unused
 //!   tail of the last segment, if no process took a segment since: one
 //!   conditional update on `max`. Restarts then waste nothing (Leaf wastes
 //!   the rest of both buffers, its issues #15 and #78).
@@ -33,7 +33,7 @@ use mongodb::bson::{doc, Bson, Document};
 use mongodb::Database;
 use serde::Serialize;
 
-pub use allocator::{SegmentAllocator, SegmentOptions, SegmentTaker};
+pub use allocator::{SegmentCounter, SegmentOptions, SegmentTaker};
 
 use crate::sequence::counter::fields::{integer_in, read_integer, well_formed};
 use crate::sequence::error::SequenceError;
@@ -51,7 +51,7 @@ pub const MAX_STEP: u64 = 100_000_000;
 
 /// The segment kind (see the module docs).
 #[derive(Debug)]
-pub struct Segment;
+pub struct SegmentKind;
 
 /// A segment counter's fields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -62,7 +62,7 @@ pub struct SegmentState {
     pub step: u64,
 }
 
-impl Kind for Segment {
+impl Kind for SegmentKind {
     const NAME: &'static str = "segment";
     const SUMMARY: &'static str =
         "segment allocation (seed 003, Meituan Leaf): a process takes a whole range with one update";
@@ -72,7 +72,7 @@ impl Kind for Segment {
          decimal policy (--policy builtin:decimal)";
     type State = SegmentState;
     type Options = SegmentOptions;
-    type Handle = SegmentAllocator;
+    type Handle = SegmentCounter;
 
     fn read(document: &Document) -> Result<SegmentState, String> {
         Ok(SegmentState {
@@ -139,8 +139,8 @@ impl Kind for Segment {
         name: CounterName,
         _state: &SegmentState,
         options: &SegmentOptions,
-    ) -> Result<SegmentAllocator, SequenceError> {
-        Ok(SegmentAllocator::new(database, name, options.clone()))
+    ) -> Result<SegmentCounter, SequenceError> {
+        Ok(SegmentCounter::new(database, name, options.clone()))
     }
 }
 
@@ -167,7 +167,7 @@ pub(crate) fn take_pipeline(step: u64) -> Vec<Document> {
         doc! { "max": { "$toLong": { "$add": ["$max", { "$max": [step as i64, "$step"] }] } } };
     vec![doc! { "$replaceWith": {
         "$cond": [
-            well_formed::<Segment>(),
+            well_formed::<SegmentKind>(),
             { "$mergeObjects": ["$$ROOT", advanced] },
             "$$ROOT",
         ],

@@ -1,7 +1,7 @@
 //! Snowflake IDs (seed 001, as Baidu's uid-generator and Twitter's snowflake
 //! make them), with MongoDB as the only coordinator: a 64-bit ID of time,
 //! worker id and sequence ([`Layout`]), issued from memory by a
-//! [`Snowflake`] whose worker id is leased ([`lease`]) and whose generator
+//! [`SnowflakeCounter`] whose worker id is leased ([`lease`]) and whose generator
 //! fails closed and never repeats an ID when the clock goes back
 //! ([`generator`]).
 //!
@@ -10,7 +10,7 @@
 //! after creation. The leases live in the `workers` collection.
 //!
 //! `mod.rs` holds the kind (settings, creation, reading the document) and
-//! [`Snowflake`] (claiming a worker id, the renewer, `close`), `lease.rs`
+//! [`SnowflakeCounter`] (claiming a worker id, the renewer, `close`), `lease.rs`
 //! the worker-lease documents and their time reservation, `generator.rs`
 //! the word IDs are taken from and its fail-closed checks. This folder owns
 //! its counters' documents (read only) and their `workers` documents
@@ -93,7 +93,7 @@ impl Kind for SnowflakeKind {
          base32 policy (--policy builtin:base32)";
     type State = SnowflakeState;
     type Options = SnowflakeOptions;
-    type Handle = Snowflake;
+    type Handle = SnowflakeCounter;
 
     fn read(document: &Document) -> Result<SnowflakeState, String> {
         let unit = match document.get("unit") {
@@ -206,12 +206,12 @@ impl Kind for SnowflakeKind {
         name: CounterName,
         state: &SnowflakeState,
         options: &SnowflakeOptions,
-    ) -> Result<Snowflake, SequenceError> {
-        Snowflake::start(database, name, state.layout, options.clone()).await
+    ) -> Result<SnowflakeCounter, SequenceError> {
+        SnowflakeCounter::start(database, name, state.layout, options.clone()).await
     }
 }
 
-/// How a [`Snowflake`] holds its worker id and treats the clock.
+/// How a [`SnowflakeCounter`] holds its worker id and treats the clock.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct SnowflakeOptions {
@@ -276,7 +276,7 @@ struct Inner {
     renewer: std::sync::Mutex<Option<JoinHandle<()>>>,
 }
 
-/// The worker lease a [`Snowflake`] holds, and whether it was closed.
+/// The worker lease a [`SnowflakeCounter`] holds, and whether it was closed.
 #[derive(Debug, Default)]
 struct Holding {
     held: Option<HeldLease>,
@@ -286,11 +286,11 @@ struct Holding {
 /// Issues snowflake IDs of one counter from this process (see the module
 /// docs). Cheap to clone: clones share the generator and the lease.
 #[derive(Clone)]
-pub struct Snowflake {
+pub struct SnowflakeCounter {
     inner: Arc<Inner>,
 }
 
-impl std::fmt::Debug for Snowflake {
+impl std::fmt::Debug for SnowflakeCounter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Snowflake")
             .field("layout", self.inner.generator.layout())
@@ -299,7 +299,7 @@ impl std::fmt::Debug for Snowflake {
     }
 }
 
-impl Snowflake {
+impl SnowflakeCounter {
     /// Leases a worker id for counter `name` (whose layout is `layout`) and
     /// starts renewing it in the background.
     pub async fn start(
@@ -311,7 +311,7 @@ impl Snowflake {
         Self::start_with_clock(database, name, layout, options, Arc::new(SystemClock)).await
     }
 
-    /// [`Snowflake::start`] with a clock of the caller's (tests step it back).
+    /// [`SnowflakeCounter::start`] with a clock of the caller's (tests step it back).
     pub async fn start_with_clock(
         database: &Database,
         name: CounterName,
@@ -580,7 +580,7 @@ impl Inner {
 }
 
 /// Renews the lease every third of its TTL (the lease primitive's
-/// `keep_renewed`) until the [`Snowflake`] is dropped or closed. A failed
+/// `keep_renewed`) until the [`SnowflakeCounter`] is dropped or closed. A failed
 /// renewal is retried soon; meanwhile the deadline runs out and the
 /// generator issues nothing.
 async fn renew_forever(inner: std::sync::Weak<Inner>) {
@@ -605,11 +605,11 @@ async fn renew_forever(inner: std::sync::Weak<Inner>) {
     .await;
 }
 
-impl Handle for Snowflake {
+impl Handle for SnowflakeCounter {
     type Of = SnowflakeKind;
 
     fn name(&self) -> &CounterName {
-        Snowflake::name(self)
+        SnowflakeCounter::name(self)
     }
 
     fn database(&self) -> Database {
@@ -619,7 +619,7 @@ impl Handle for Snowflake {
     /// The IDs, each decomposed once into the stamp a policy formats.
     async fn take(&self, count: usize, _client_micros: u64) -> Result<Vec<Stamp>, SequenceError> {
         let layout = *self.layout();
-        let ids = Snowflake::take(self, count).await?;
+        let ids = SnowflakeCounter::take(self, count).await?;
         Ok(ids
             .into_iter()
             .map(|id| Stamp::snowflake(id, &layout).expect("the generator issues 63-bit IDs"))
@@ -627,7 +627,7 @@ impl Handle for Snowflake {
     }
 
     async fn close(&self) -> Result<crate::sequence::GiveBack, SequenceError> {
-        Snowflake::close(self).await?;
+        SnowflakeCounter::close(self).await?;
         Ok(crate::sequence::GiveBack::default())
     }
 
