@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use idmint::sequence::{CounterName, CounterSpec, CyclicCounter};
+use idmint::sequence::{CounterName, CounterSpec, CyclicCounter, OpenedCounter};
 use idmint::Stamp as Issued;
 use idmint::{Clock, Minter, PolicyRuntime};
 

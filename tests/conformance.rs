@@ -13,7 +13,7 @@
 
 use idmint::installer;
 use idmint::sequence::{
-    AutoIncrement, CounterKind, CounterName, CounterSpec, CyclicCounter, PeriodicCounter,
+    AutoincCounter, CounterKind, CounterName, CounterSpec, CyclicCounter, PeriodicCounter,
 };
 use mongodb::bson::{doc, Decimal128, Document};
 use mongodb::Database;
@@ -34,9 +34,9 @@ enum Twin {
     /// `CyclicCounter::next` and `getNextUniqueStamp(name, clock)`: the
     /// pair (ts, val).
     Cyclic,
-    /// `AutoIncrement::take(1)` and `getNextSequence(name)`.
+    /// `AutoincCounter::take(1)` and `getNextSequence(name)`.
     Autoinc,
-    /// `AutoIncrement::take_or_create(1, START)` and `getNextSequence(name,
+    /// `AutoincCounter::take_or_create(1, START)` and `getNextSequence(name,
     /// {upsert: true, start: START})`.
     AutoincUpsert,
     /// `PeriodicCounter::take(1)` and `getNextPeriodic(name)`.
@@ -466,7 +466,7 @@ async fn the_stored_function_and_the_pipeline_agree_on_every_case() {
     for case in &cases {
         let name = CounterName::new(case.name).unwrap();
         let cyclic = CyclicCounter::new(&rust_db, name.clone());
-        let autoinc = AutoIncrement::new(&rust_db, name.clone());
+        let autoinc = AutoincCounter::new(&rust_db, name.clone());
         let periodic = match case.twin {
             Twin::Periodic => Some(PeriodicCounter::open(&rust_db, name).await),
             _ => None,

@@ -1,7 +1,9 @@
 //! The cyclic counter against the server: the seed's own test, wrap-around,
 //! unknown and corrupt counters.
 
-use idmint::sequence::{CounterSpec, CyclicCounter, SequenceError, COUNTERS_COLLECTION};
+use idmint::sequence::{
+    CounterSpec, CyclicCounter, OpenedCounter, SequenceError, COUNTERS_COLLECTION,
+};
 use idmint::Stamp as Issued;
 use idmint::{Clock, SystemClock};
 use mongodb::bson::{doc, Bson, Decimal128, Document};

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use idmint::config::ConnectOptions;
-use idmint::sequence::{CounterName, CounterSpec, CyclicCounter};
+use idmint::sequence::{CounterName, CounterSpec, CyclicCounter, OpenedCounter};
 use idmint::{Clock, SystemClock};
 
 use crate::support::{wait, OwnedServer, ServerConfig};

@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use idmint::sequence::{
-    self, AutoIncrement, CounterKind, CounterSpec, OpenOptions, SegmentAllocator, SegmentOptions,
-    Sequence, SequenceError, COUNTERS_COLLECTION, MAX_VALUE,
+    self, AutoincCounter, CounterKind, CounterSpec, OpenOptions, OpenedCounter, SegmentCounter,
+    SegmentOptions, Sequence, SequenceError, COUNTERS_COLLECTION, MAX_VALUE,
 };
 use mongodb::bson::{doc, Decimal128, Document};
 use tokio::sync::Barrier;
@@ -103,7 +103,7 @@ async fn sixteen_racing_upserts_of_a_missing_counter_all_succeed_with_distinct_v
         let database = database_handle(TEST).await;
         let barrier = barrier.clone();
         racers.push(tokio::spawn(async move {
-            let counter = AutoIncrement::new(&database, counter_name("raced"));
+            let counter = AutoincCounter::new(&database, counter_name("raced"));
             barrier.wait().await;
             counter.take_or_create(1, 1).await
         }));
@@ -193,12 +193,12 @@ async fn corrupt_counters_of_each_kind_are_reported_and_left_unchanged() {
         // ... and through the atomic update itself, which must not touch it.
         let kind = fields.get_str("kind").unwrap_or("cyclic");
         let error = match kind {
-            "autoinc" => AutoIncrement::new(&database, counter_name(&id))
+            "autoinc" => AutoincCounter::new(&database, counter_name(&id))
                 .take(1)
                 .await
                 .unwrap_err(),
             "segment" => {
-                SegmentAllocator::new(&database, counter_name(&id), SegmentOptions::default())
+                SegmentCounter::new(&database, counter_name(&id), SegmentOptions::default())
                     .next_value()
                     .await
                     .unwrap_err()
@@ -241,7 +241,7 @@ async fn corrupt_counters_of_each_kind_are_reported_and_left_unchanged() {
     .await
     .unwrap();
     let before = counter_document(&database, "cyc").await;
-    let error = AutoIncrement::new(&database, counter_name("cyc"))
+    let error = AutoincCounter::new(&database, counter_name("cyc"))
         .take(1)
         .await
         .unwrap_err();
@@ -260,7 +260,7 @@ async fn corrupt_counters_of_each_kind_are_reported_and_left_unchanged() {
 #[tokio::test]
 async fn auto_increment_reserves_blocks_in_one_round_trip_and_stops_at_its_limit() {
     let (database, log) = support::monitored_database("autoinc_blocks").await;
-    let counter = AutoIncrement::new(&database, counter_name("inv"));
+    let counter = AutoincCounter::new(&database, counter_name("inv"));
     counter
         .create(&CounterSpec::of(CounterKind::Autoinc).start(42))
         .await
@@ -304,7 +304,7 @@ async fn the_next_segment_is_fetched_before_the_buffer_runs_dry() {
     .unwrap();
     // A fixed step (no adaptation), prefetch at 10%: Leaf's settings.
     let options = SegmentOptions::default().prefetch_at(0.1).max_step(100);
-    let allocator = SegmentAllocator::new(&database, counter_name("seg"), options);
+    let allocator = SegmentCounter::new(&database, counter_name("seg"), options);
     let fetches = || log.named("findAndModify").len();
 
     assert_eq!(
@@ -351,7 +351,7 @@ async fn many_takers_in_one_process_share_the_buffers() {
         .await
         .unwrap();
         let allocator =
-            SegmentAllocator::new(&database, counter_name(counter), SegmentOptions::default());
+            SegmentCounter::new(&database, counter_name(counter), SegmentOptions::default());
         let barrier = Arc::new(Barrier::new(8));
         let takers: Vec<_> = (0..8)
             .map(|_| {
@@ -406,8 +406,8 @@ async fn a_clean_shutdown_gives_back_the_unused_tail_unless_another_process_took
 
     // Two processes: A's segment is no longer the last one, so A gives
     // nothing back; B's is, and B does.
-    let a = SegmentAllocator::new(&database, counter_name("seg"), SegmentOptions::default());
-    let b = SegmentAllocator::new(
+    let a = SegmentCounter::new(&database, counter_name("seg"), SegmentOptions::default());
+    let b = SegmentCounter::new(
         &database_handle(TEST).await,
         counter_name("seg"),
         SegmentOptions::default(),
@@ -535,11 +535,11 @@ async fn the_printed_command_is_what_idmint_sends_and_runs_from_another_driver()
         .take(5, 12_345)
         .await
         .unwrap();
-    AutoIncrement::new(&database, counter_name("a"))
+    AutoincCounter::new(&database, counter_name("a"))
         .take(3)
         .await
         .unwrap();
-    let segments = SegmentAllocator::new(&database, counter_name("s"), SegmentOptions::default());
+    let segments = SegmentCounter::new(&database, counter_name("s"), SegmentOptions::default());
     segments.next_value().await.unwrap();
     segments.settled().await;
     let sent = log.named("findAndModify");
@@ -906,7 +906,7 @@ async fn an_autoinc_counter_is_judged_again_after_it_changed() {
         .insert_one(doc! { "_id": "ai", "kind": "autoinc", "seq": 0_i64, "prefixes": ["AI-"] })
         .await
         .unwrap();
-    let counter = AutoIncrement::new(&database, counter_name("ai"));
+    let counter = AutoincCounter::new(&database, counter_name("ai"));
     assert_eq!(counter.take(1).await.unwrap(), 1..=1);
     assert_eq!(counter.take(3).await.unwrap(), 2..=4);
     assert_eq!(counter.take(1).await.unwrap(), 5..=5);
@@ -955,7 +955,7 @@ async fn an_autoinc_counter_is_judged_again_after_it_changed() {
             .insert_one(doc! { "_id": &id, "kind": "autoinc", "seq": 0_i64, "prefixes": ["AI-"] })
             .await
             .unwrap();
-        let counter = AutoIncrement::new(&database, counter_name(&id));
+        let counter = AutoincCounter::new(&database, counter_name(&id));
         counter.take(1).await.unwrap();
         counter.take(1).await.unwrap();
         let corrupt = support::replace_counter(&database, &id, fields).await;

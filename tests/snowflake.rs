@@ -392,7 +392,7 @@ async fn snowflake_ids_format_through_the_base32_policy() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_lease_write_is_durable() {
     use idmint::sequence::{self, CounterKind, CounterName, CounterSpec};
-    use idmint::sequence::{Snowflake, SnowflakeOptions};
+    use idmint::sequence::{SnowflakeCounter, SnowflakeOptions};
     let (database, log) = support::monitored_database("snowflake_durable_leases").await;
     let name = CounterName::new("ids").unwrap();
     sequence::create(&database, &name, &CounterSpec::of(CounterKind::Snowflake))
@@ -402,7 +402,7 @@ async fn every_lease_write_is_durable() {
     for _ in 0..2 {
         // The first run inserts the lease, the second takes the released one over.
         let snowflake =
-            Snowflake::start(&database, name.clone(), layout, SnowflakeOptions::default())
+            SnowflakeCounter::start(&database, name.clone(), layout, SnowflakeOptions::default())
                 .await
                 .unwrap();
         snowflake.take(10).await.unwrap();
@@ -433,16 +433,17 @@ async fn every_lease_write_is_durable() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_close_changes_nothing() {
     use idmint::sequence::{self, CounterKind, CounterName, CounterSpec};
-    use idmint::sequence::{Snowflake, SnowflakeOptions};
+    use idmint::sequence::{SnowflakeCounter, SnowflakeOptions};
     let database = support::database("snowflake_second_close").await;
     let name = CounterName::new("ids").unwrap();
     sequence::create(&database, &name, &CounterSpec::of(CounterKind::Snowflake))
         .await
         .unwrap();
     let layout = Layout::default();
-    let snowflake = Snowflake::start(&database, name.clone(), layout, SnowflakeOptions::default())
-        .await
-        .unwrap();
+    let snowflake =
+        SnowflakeCounter::start(&database, name.clone(), layout, SnowflakeOptions::default())
+            .await
+            .unwrap();
     let ids = snowflake.take(10).await.unwrap();
     snowflake.close().await.unwrap();
     let released = support::documents(&database, "workers").await;
@@ -461,7 +462,7 @@ async fn a_second_close_changes_nothing() {
     // Closed, it issues nothing.
     assert!(snowflake.take(1).await.is_err());
     // The next holder of worker 0 starts after the IDs issued.
-    let next = Snowflake::start(&database, name, layout, SnowflakeOptions::default())
+    let next = SnowflakeCounter::start(&database, name, layout, SnowflakeOptions::default())
         .await
         .unwrap();
     let after = next.take(1).await.unwrap();

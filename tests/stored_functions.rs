@@ -5,7 +5,7 @@
 
 use std::process::{Output, Stdio};
 
-use idmint::sequence::{CounterName, CounterSpec, CyclicCounter};
+use idmint::sequence::{CounterName, CounterSpec, CyclicCounter, OpenedCounter};
 use idmint::{installer, Clock, SystemClock};
 
 use crate::support::{self, mongosh::shell};
@@ -201,7 +201,8 @@ async fn the_stored_auto_increment_creates_a_missing_counter_the_host_shares() {
     .output()
     .unwrap();
     assert_eq!(numbers(&output), [100, 101]);
-    let host = idmint::sequence::AutoIncrement::new(&database, CounterName::new("visits").unwrap());
+    let host =
+        idmint::sequence::AutoincCounter::new(&database, CounterName::new("visits").unwrap());
     assert_eq!(host.take(2).await.unwrap(), 102..=103);
     let output = shell(TEST, "print(getNextSequence('visits'));")
         .output()

@@ -1,7 +1,7 @@
 //! `idmint seq NAME`: raw sequence values, from a counter of any kind.
 
 use clap::Args;
-use idmint::sequence::{AutoIncrement, CounterName, Sequence, SequenceError, MAX_BLOCK};
+use idmint::sequence::{AutoincCounter, CounterName, Sequence, SequenceError, MAX_BLOCK};
 use idmint::{Clock, SystemClock};
 use serde::Serialize;
 
@@ -50,7 +50,7 @@ impl SeqCmd {
         let sequence = match Sequence::open(&database, name.clone(), &options).await {
             Ok((sequence, _)) => sequence,
             Err(SequenceError::UnknownCounter(_)) if self.upsert => {
-                let autoinc = AutoIncrement::new(&database, name);
+                let autoinc = AutoincCounter::new(&database, name);
                 let first = left.min(MAX_BLOCK as u64);
                 let taken = autoinc
                     .take_or_create(first, self.start.unwrap_or(1))

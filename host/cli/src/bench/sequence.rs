@@ -14,13 +14,13 @@
 //!   [`BLOCK`] values per round trip ([`CyclicCounter::take`]).
 //! - `autoinc`: the auto-increment counter, one value per round trip.
 //! - `seed_cas`: the seed's find + conditional update retry loop.
-//! - `segment`: values handed out by one process's [`SegmentAllocator`]
+//! - `segment`: values handed out by one process's [`SegmentCounter`]
 //!   from its buffers, one value per call, with the segment fetches it made
 //!   per million values.
 //! - `segment_batched`: the same, each client through a
 //!   [`SegmentTaker`](idmint::sequence::SegmentTaker) of its own that takes
 //!   256 values at a time from the shared buffers.
-//! - `snowflake`: IDs issued by one process's [`Snowflake`] generator, one
+//! - `snowflake`: IDs issued by one process's [`SnowflakeCounter`] generator, one
 //!   per call, with layout 41,8,14 (16,384 per ms); every ID of the run is
 //!   kept and checked for duplicates afterwards, and a duplicate fails the
 //!   benchmark.
@@ -53,8 +53,8 @@ use serde::Serialize;
 use idmint::mongo::durable_write_concern;
 use idmint::policy::{PolicyError, PolicyRuntime, Stamp};
 use idmint::sequence::{
-    self, AutoIncrement, Clock, CounterKind, CounterName, CounterSpec, CyclicCounter,
-    SegmentAllocator, SegmentOptions, SequenceError, Settings, Snowflake, SnowflakeOptions,
+    self, AutoincCounter, Clock, CounterKind, CounterName, CounterSpec, CyclicCounter,
+    SegmentCounter, SegmentOptions, SequenceError, Settings, SnowflakeCounter, SnowflakeOptions,
     SystemClock, COUNTERS_COLLECTION,
 };
 
@@ -277,11 +277,11 @@ async fn run_slice(
     let spec = spec.prefixes(vec![format!("{name}-")]);
     sequence::create(database, &name, &spec).await?;
     let counter = CyclicCounter::new(database, name.clone());
-    let autoinc = AutoIncrement::new(database, name.clone());
-    let segments = SegmentAllocator::new(database, name.clone(), SegmentOptions::default());
+    let autoinc = AutoincCounter::new(database, name.clone());
+    let segments = SegmentCounter::new(database, name.clone(), SegmentOptions::default());
     let snowflake = match mode {
         BenchMode::Snowflake => Some(
-            Snowflake::start(
+            SnowflakeCounter::start(
                 database,
                 name.clone(),
                 idmint::sequence::layout_of(&spec.settings),

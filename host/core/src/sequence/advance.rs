@@ -9,7 +9,9 @@ use mongodb::bson::Document;
 use mongodb::options::{ReturnDocument, WriteConcern};
 use mongodb::Collection;
 
-use super::{read_state, CounterName, CounterState, SequenceError};
+use super::counter::document::{find, Registered};
+use super::error::SequenceError;
+use super::name::CounterName;
 
 /// How many times an update that matched nothing is tried again before the
 /// counter is reported [`SequenceError::Contended`].
@@ -23,16 +25,17 @@ pub(crate) enum Unmatched {
     Fail(SequenceError),
 }
 
-/// Runs `update` on counter `name` under `filter` (see the module docs) and
-/// returns the counter as it is after the update; `unmatched` says what to
-/// do with the counter as read when nothing matched.
-pub(crate) async fn advance(
+/// Runs `update` on counter `name` of kind `K` under `filter` (see the
+/// module docs) and returns the counter as it is after the update;
+/// `unmatched` says what to do with the kind's fields as read when nothing
+/// matched (a counter of another kind is refused by the read).
+pub(crate) async fn advance<K: Registered>(
     collection: &Collection<Document>,
     name: &CounterName,
     write_concern: &WriteConcern,
     filter: Document,
     update: Vec<Document>,
-    unmatched: impl Fn(CounterState) -> Unmatched,
+    unmatched: impl Fn(&K::State) -> Unmatched,
 ) -> Result<Document, SequenceError> {
     for _ in 0..RETRIES {
         let after = collection
@@ -45,7 +48,7 @@ pub(crate) async fn advance(
             })?;
         match after {
             Some(after) => return Ok(after),
-            None => match unmatched(read_state(collection, name).await?) {
+            None => match unmatched(&find::<K>(collection, name).await?.kind) {
                 Unmatched::Retry => continue,
                 Unmatched::Fail(error) => return Err(error),
             },

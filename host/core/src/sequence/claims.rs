@@ -3,7 +3,7 @@
 //! never handed to a new owner.
 //!
 //! Who owns a prefix *now* is in the counters' own documents (`prefixes`,
-//! see `document.rs`), and that is what a take checks. Who owned it *ever*
+//! see `counter/fields.rs`), and that is what a take checks. Who owned it *ever*
 //! is here: once counter `a` has formatted `INV-000000001`, a counter `b`
 //! given `INV-` would format it again (both start at 1), and so would a new
 //! counter named `a` after the first was deleted. A document here is keyed
@@ -29,7 +29,7 @@
 use mongodb::bson::{doc, DateTime, Document};
 use mongodb::{Collection, Database};
 
-use super::prefixes::owners;
+use super::counter::prefixes::owners;
 use super::{CounterName, SequenceError};
 use crate::mongo::{self, durable_write_concern};
 

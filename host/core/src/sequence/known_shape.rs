@@ -2,7 +2,7 @@
 //! formed, the next takes through the same handle check only that the
 //! counter is still that document.
 //!
-//! The full guard ([`well_formed`](super::document::well_formed)) restates
+//! The full guard ([`well_formed`](super::counter::fields::well_formed)) restates
 //! every reading rule on the server (60 operators and field paths for a
 //! cyclic counter), and the server parses all of them on every take. Between two takes of a hot counter
 //! nothing but its moving fields (a cyclic counter's `val` and `ts`)

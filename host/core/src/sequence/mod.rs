@@ -13,225 +13,68 @@
 //!   ts}`: values 0..=maxval wrapping, each with a server-decided microsecond
 //!   timestamp so that per counter the pair (ts, val) only ever increases
 //!   whatever the clients' clocks do; a take reserves a block of pairs;
-//! - [`AutoIncrement`], seed 002's `$inc` counter `{_id, kind, seq}`;
-//! - [`SegmentAllocator`], seed 003's segments (Leaf, Tinyid) `{_id, kind,
+//! - [`AutoincCounter`], seed 002's `$inc` counter `{_id, kind, seq}`;
+//! - [`SegmentCounter`], seed 003's segments (Leaf, Tinyid) `{_id, kind,
 //!   max, step}`, handed out from memory with a double buffer;
-//! - [`Snowflake`], seed 001's snowflake IDs (uid-generator), made in the
+//! - [`SnowflakeCounter`], seed 001's snowflake IDs (uid-generator), made in the
 //!   process under a worker id leased in MongoDB;
-//! - [`Periodic`], values that restart at 1 at each period boundary (day,
+//! - [`PeriodicKind`], values that restart at 1 at each period boundary (day,
 //!   month or year in the counter's time zone), decided by the server's clock.
 //!
 //! The layers, bottom up, with no import loop: `name`, `clock`, `error`,
-//! `settings`, `document` and `advance` are what every kind shares; `kind`
-//! says what a kind provides; `kinds/*` are the kinds; `registry` lists
-//! them and dispatches; this file is the public face.
+//! `settings`, `kind_trait` (what a kind provides), `counter/fields`,
+//! `counter/document` (the one reader a kind reads its counters with),
+//! `counter/prefixes` and `advance` are what every kind shares; `kinds/*`
+//! are the kinds; `registry` lists them, and `dispatch` makes from that list
+//! the types that dispatch on a kind; `counter/spec` (creating a counter),
+//! `counter/command` (the wire command), `opened` and `prefixes` use them;
+//! this file is the public face.
 //!
 //! All writes that hand out values use write concern majority with journal.
 
 mod advance;
 mod claims;
 mod clock;
-mod document;
+mod counter;
+mod counters;
+mod dispatch;
 mod error;
-mod kind;
+mod kind_trait;
 mod kinds;
 mod known_shape;
 mod name;
+mod opened;
 pub mod prefixes;
 mod registry;
 mod settings;
 
-use mongodb::bson::Document;
-use mongodb::Database;
-
 pub use clock::{Clock, SystemClock};
+pub use counter::command::take_command;
+pub use counter::document::{CounterDocument, Registered};
+pub use counter::prefixes::{MAX_PREFIXES, MAX_PREFIX_BYTES};
+pub use counter::spec::CounterSpec;
+pub use counters::{count, create, list, list_page, state, Listed};
 pub use error::SequenceError;
-pub use kind::{
+pub use kind_trait::{
     group_thousands, BufferStats, ClientTime, CommandOptions, Fact, GiveBack, Handle, Headroom,
-    Held, Kind, LeaseStats, Repeats, Segments, Setting, ValueShape, MAX_BLOCK, MAX_VALUE,
+    Held, Kind, LeaseStats, Repeats, Segments, ValueShape, MAX_BLOCK, MAX_VALUE,
 };
-pub use kinds::autoinc::{AutoIncrement, Autoinc, AutoincState};
-pub use kinds::cyclic::{Cyclic, CyclicCounter, CyclicState, DEFAULT_MAXVAL, MAX_MAXVAL};
-pub use kinds::periodic::{Periodic, PeriodicCounter, PeriodicState, DEFAULT_ZONE};
+pub use kinds::autoinc::{AutoincCounter, AutoincKind, AutoincState};
+pub use kinds::cyclic::{CyclicCounter, CyclicKind, CyclicState, DEFAULT_MAXVAL, MAX_MAXVAL};
+pub use kinds::periodic::{PeriodicCounter, PeriodicKind, PeriodicState, DEFAULT_ZONE};
 pub use kinds::segment::{
-    step, Segment, SegmentAllocator, SegmentOptions, SegmentState, SegmentTaker, DEFAULT_STEP,
+    step, SegmentCounter, SegmentKind, SegmentOptions, SegmentState, SegmentTaker, DEFAULT_STEP,
     MAX_STEP,
 };
 pub use kinds::snowflake::{
-    layout_of, lifetimes, workers, Lifetime, OnRollback, RollbackOptions, Snowflake, SnowflakeKind,
-    SnowflakeOptions, SnowflakeState, WorkerLease, WORKERS_COLLECTION,
+    layout_of, lifetimes, workers, Lifetime, OnRollback, RollbackOptions, SnowflakeCounter,
+    SnowflakeKind, SnowflakeOptions, SnowflakeState, WorkerLease, WORKERS_COLLECTION,
 };
 pub use name::{CounterName, MAX_COUNTER_NAME_LEN};
-pub use registry::{
-    take_command, CounterKind, CounterSpec, CounterState, KindState, OpenOptions, Sequence,
-    UnknownKind, MAX_PREFIXES, MAX_PREFIX_BYTES,
-};
-pub use settings::Settings;
-
-pub(crate) use registry::read_state;
+pub use opened::OpenedCounter;
+pub use registry::{CounterKind, CounterState, KindState, OpenOptions, Sequence, UnknownKind};
+pub use settings::{Setting, Settings};
 
 /// The collection that holds counter documents (the seed's name).
 pub use crate::mongo::collections::COUNTERS as COUNTERS_COLLECTION;
 pub use claims::PREFIXES_COLLECTION;
-
-/// The counters collection of `database`.
-fn counters(database: &Database) -> mongodb::Collection<Document> {
-    database.collection(COUNTERS_COLLECTION)
-}
-
-/// Creates counter `name` in `database` as `spec` says (write concern
-/// majority with journal). Fails with [`SequenceError::CounterExists`] if a
-/// counter of that name exists, of any kind; a bad setting is refused
-/// before anything is written.
-pub async fn create(
-    database: &Database,
-    name: &CounterName,
-    spec: &CounterSpec,
-) -> Result<CounterState, SequenceError> {
-    let write_concern = crate::mongo::durable_write_concern();
-    registry::create_in(&counters(database), name, spec, &write_concern).await
-}
-
-/// One counter as [`list`] found it.
-#[derive(Debug, Clone)]
-pub struct Listed {
-    /// The document's `_id`, as text (an `_id` that is not a string is
-    /// shown as the server prints it).
-    pub name: String,
-    /// The counter, or what is wrong with its document.
-    pub state: Result<CounterState, String>,
-}
-
-impl Listed {
-    /// A counter document as listed.
-    fn of(document: &Document) -> Self {
-        let id = match document.get("_id") {
-            Some(mongodb::bson::Bson::String(id)) => id.clone(),
-            Some(other) => other.to_string(),
-            None => String::new(),
-        };
-        let state = CounterName::new(&id)
-            .map_err(|error| error.to_string())
-            .and_then(|name| {
-                CounterState::from_document(&name, document).map_err(|error| error.to_string())
-            });
-        Listed { name: id, state }
-    }
-}
-
-/// Every counter in `database`, by name: a malformed document is listed
-/// with what is wrong with it rather than failing the list. Reads only.
-pub async fn list(database: &Database) -> Result<Vec<Listed>, SequenceError> {
-    let documents = find_counters(database, mongodb::bson::doc! {}, mongodb::bson::doc! {}).await?;
-    Ok(documents.iter().map(Listed::of).collect())
-}
-
-/// One page of the counters whose name starts with `start` (every counter
-/// when it is empty), by name: the `limit` after the first `skip`, listed
-/// as [`list`] lists them. A range of `_id`, so the server answers from its
-/// index whatever the number of counters. Reads only.
-pub async fn list_page(
-    database: &Database,
-    start: &str,
-    skip: u64,
-    limit: u64,
-) -> Result<Vec<Listed>, SequenceError> {
-    use futures_util::TryStreamExt;
-    let documents: Vec<Document> = counters(database)
-        .find(names_starting_with(start))
-        .sort(mongodb::bson::doc! { "_id": 1 })
-        .skip(skip)
-        .limit(i64::try_from(limit).unwrap_or(i64::MAX))
-        .await
-        .map_err(|source| SequenceError::ListCounters { source })?
-        .try_collect()
-        .await
-        .map_err(|source| SequenceError::ListCounters { source })?;
-    Ok(documents.iter().map(Listed::of).collect())
-}
-
-/// How many counters' names start with `start` (every counter when it is
-/// empty). Reads only.
-pub async fn count(database: &Database, start: &str) -> Result<u64, SequenceError> {
-    counters(database)
-        .count_documents(names_starting_with(start))
-        .await
-        .map_err(|source| SequenceError::ListCounters { source })
-}
-
-/// The filter of the counters whose name starts with `start`: the names
-/// from `start` up to the first string after every name that starts with
-/// it (the server compares strings by code point), or every document when
-/// `start` is empty.
-fn names_starting_with(start: &str) -> Document {
-    if start.is_empty() {
-        return mongodb::bson::doc! {};
-    }
-    let mut range = mongodb::bson::doc! { "$gte": start };
-    if let Some(after) = successor(start) {
-        range.insert("$lt", after);
-    }
-    mongodb::bson::doc! { "_id": range }
-}
-
-/// The least string greater than every string that starts with `start`:
-/// `start` with its last character that has a next one raised by one and
-/// what follows it dropped; `None` when there is none.
-fn successor(start: &str) -> Option<String> {
-    let mut chars: Vec<char> = start.chars().collect();
-    while let Some(last) = chars.pop() {
-        let next = (last as u32 + 1..=char::MAX as u32).find_map(char::from_u32);
-        if let Some(next) = next {
-            chars.push(next);
-            return Some(chars.into_iter().collect());
-        }
-    }
-    None
-}
-
-/// The counter documents of `database` that match `filter`, by name, with
-/// only the fields `projection` names (empty: whole).
-pub(crate) async fn find_counters(
-    database: &Database,
-    filter: Document,
-    projection: Document,
-) -> Result<Vec<Document>, SequenceError> {
-    use futures_util::TryStreamExt;
-    counters(database)
-        .find(filter)
-        .projection(projection)
-        .sort(mongodb::bson::doc! { "_id": 1 })
-        .await
-        .map_err(|source| SequenceError::ListCounters { source })?
-        .try_collect()
-        .await
-        .map_err(|source| SequenceError::ListCounters { source })
-}
-
-/// Reads counter `name` in `database`.
-pub async fn state(database: &Database, name: &CounterName) -> Result<CounterState, SequenceError> {
-    read_state(&counters(database), name).await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_successor_of_a_start_bounds_every_name_that_starts_with_it() {
-        assert_eq!(successor("cust-1").as_deref(), Some("cust-2"));
-        assert_eq!(successor("a:z").as_deref(), Some("a:{"));
-        assert_eq!(successor("a\u{10FFFF}").as_deref(), Some("b"));
-        assert_eq!(successor("\u{10FFFF}"), None);
-        // The character after U+D7FF is U+E000: surrogates are skipped.
-        assert_eq!(successor("\u{D7FF}").as_deref(), Some("\u{E000}"));
-        let after = successor("cust-1").unwrap();
-        for name in ["cust-1", "cust-1.2026", "cust-1zzz", "cust-1\u{10FFFF}"] {
-            assert!(name >= "cust-1" && name < after.as_str(), "{name}");
-        }
-        for name in ["cust", "cust-", "cust-0zzz", "cust-2"] {
-            assert!(!(name >= "cust-1" && name < after.as_str()), "{name}");
-        }
-        assert_eq!(names_starting_with(""), mongodb::bson::doc! {});
-    }
-}

@@ -3,7 +3,7 @@
 //! Two counters that format IDs with the same prefix can issue the same ID
 //! (two fresh counters both hand out 1, and a frozen clock gives them the same
 //! time), so each prefix, the empty one included, is owned by at most one
-//! counter (`prefixes` in its document, see `document.rs`), and an ID may only
+//! counter (`prefixes` in its document, see `counter/fields.rs`), and an ID may only
 //! be formatted with a prefix its counter owns ([`check_use`]).
 //!
 //! - A unique index on `prefixes` ([`PREFIXES_INDEX`], partial: counters that
@@ -29,92 +29,21 @@
 //! read by a scan.
 
 use futures_util::TryStreamExt;
-use mongodb::bson::{doc, Bson, Document};
-use mongodb::options::IndexOptions;
-use mongodb::{Collection, Database, IndexModel};
+use mongodb::bson::{doc, Document};
+use mongodb::{Collection, Database};
 use serde::Serialize;
 
 use super::claims::{self, Claimant};
-use super::document::{read_prefixes, Owned};
-use super::registry::{check_prefixes, read_state, MAX_PREFIXES};
+use super::counter::fields::{database_of, read_prefixes, Owned};
+use super::counter::prefixes::{check_prefixes, MAX_PREFIXES};
+use super::registry::read_state;
 use super::{CounterName, CounterState, SequenceError, COUNTERS_COLLECTION};
 use crate::mongo::{self, durable_write_concern};
 
-/// The name of the unique index on the counters' `prefixes`.
-pub const PREFIXES_INDEX: &str = "idmint_prefixes";
-
-/// The name of the index that finds the counters owning a prefix
-/// undeclared (documents without `prefixes`).
-pub const UNDECLARED_PREFIXES_INDEX: &str = "idmint_undeclared_prefixes";
-
-/// The unique index that keeps two counters from owning one prefix.
-pub fn index_model() -> IndexModel {
-    IndexModel::builder()
-        .keys(doc! { "prefixes": 1 })
-        .options(
-            IndexOptions::builder()
-                .name(PREFIXES_INDEX.to_string())
-                .unique(true)
-                // A counter that owns no prefix (raw values only) has an
-                // empty array, which a unique index would see as one value
-                // shared by all of them.
-                .partial_filter_expression(doc! { "prefixes.0": { "$exists": true } })
-                .build(),
-        )
-        .build()
-}
-
-/// The index that finds the counters owning a prefix undeclared: by their
-/// default prefix, and among those the ones without `prefixes` (the key
-/// null) apart from the ones that own no prefix (an empty array).
-pub fn undeclared_index_model() -> IndexModel {
-    IndexModel::builder()
-        .keys(doc! { "prefix": 1, "prefixes": 1 })
-        .options(
-            IndexOptions::builder()
-                .name(UNDECLARED_PREFIXES_INDEX.to_string())
-                .build(),
-        )
-        .build()
-}
-
-/// Creates the indexes if they are missing (idempotent), in one command.
-pub(crate) async fn ensure_index(
-    collection: &Collection<Document>,
-    name: &CounterName,
-) -> Result<(), SequenceError> {
-    collection
-        .create_indexes([index_model(), undeclared_index_model()])
-        .await
-        .map(drop)
-        .map_err(|source| {
-            SequenceError::from_database(name, "index the prefixes of", "createIndex", source)
-        })
-}
-
-/// The filter of the counters that own `prefix`, declared or not: each
-/// clause one an index serves (see the module docs).
-fn owning(prefix: &str) -> Document {
-    // The undeclared owner of the empty prefix has `prefix` "" or none.
-    let default: Bson = if prefix.is_empty() {
-        doc! { "$in": ["", null] }.into()
-    } else {
-        prefix.into()
-    };
-    doc! { "$or": [
-        { "prefixes": prefix, "prefixes.0": { "$exists": true } },
-        { "prefix": default, "prefixes": { "$exists": false } },
-    ]}
-}
-
-/// The names of the counters that own `prefix`, by name.
-pub async fn owners(database: &Database, prefix: &str) -> Result<Vec<String>, SequenceError> {
-    let documents = super::find_counters(database, owning(prefix), doc! { "_id": 1 }).await?;
-    Ok(documents
-        .iter()
-        .filter_map(|document| document.get_str("_id").ok().map(str::to_string))
-        .collect())
-}
+pub(crate) use super::counter::prefixes::ensure_index;
+pub use super::counter::prefixes::{
+    index_model, owners, undeclared_index_model, PREFIXES_INDEX, UNDECLARED_PREFIXES_INDEX,
+};
 
 /// Fails unless counter `state` may format IDs with `prefix`: it owns it, and
 /// no other counter does (which only a document without declared prefixes
@@ -263,7 +192,7 @@ pub(crate) async fn explain_duplicate(
         Err(SequenceError::UnknownCounter(_)) => {}
         _ => return SequenceError::CounterExists(name.clone()),
     }
-    prefix_taken(super::document::database_of(collection), name, prefixes).await
+    prefix_taken(database_of(collection), name, prefixes).await
 }
 
 /// The [`SequenceError::PrefixTaken`] for the first of `prefixes` another
@@ -405,7 +334,7 @@ async fn rewrite(
             attempts: 1,
         }),
         Err(error) if mongo::is_duplicate_key(&error) => {
-            let database = super::document::database_of(collection);
+            let database = database_of(collection);
             let new: Vec<String> = prefixes
                 .into_iter()
                 .filter(|prefix| !before.owns(prefix) || !before.prefixes_declared)

@@ -1,9 +1,8 @@
 //! The settings of a new counter, as `counter create` takes them: every
 //! setting any kind takes, each optional. A kind reads those it takes
-//! ([`Kind::SETTINGS`](super::kind::Kind::SETTINGS)); the registry refuses
+//! ([`Kind::SETTINGS`](super::kind_trait::Kind::SETTINGS)); the registry refuses
 //! the others, naming the kinds they apply to.
 
-use super::kind::Setting;
 use crate::parts::{PeriodUnit, TimeUnit};
 
 /// Settings of a new counter (see the module docs). Defaults are the kind's.
@@ -44,5 +43,42 @@ impl Settings {
         .into_iter()
         .filter_map(|(setting, given)| given.then_some(setting))
         .collect()
+    }
+}
+
+/// A setting of `counter create`; each kind takes some ([`Kind::SETTINGS`](super::kind_trait::Kind::SETTINGS)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Setting {
+    /// `--max`: a cyclic counter's largest value.
+    Maxval,
+    /// `--start`: the first value.
+    Start,
+    /// `--step`: the smallest segment.
+    Step,
+    /// `--layout`: snowflake bits.
+    Layout,
+    /// `--unit`: snowflake time unit.
+    Unit,
+    /// `--epoch`: snowflake epoch.
+    Epoch,
+    /// `--period`: day, month or year.
+    Period,
+    /// `--zone`: the time zone periods are counted in.
+    Zone,
+}
+
+impl Setting {
+    /// The setting's name in messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Maxval => "maxval",
+            Self::Start => "start",
+            Self::Step => "step",
+            Self::Layout => "layout",
+            Self::Unit => "unit",
+            Self::Epoch => "epoch",
+            Self::Period => "period",
+            Self::Zone => "zone",
+        }
     }
 }

@@ -14,7 +14,7 @@
 //! next ones with the short guard of [`KnownShape`], as the cyclic kind
 //! does.
 //!
-//! [`AutoIncrement::take_or_create`] creates a missing counter on first use.
+//! [`AutoincCounter::take_or_create`] creates a missing counter on first use.
 //! Many processes may do so at once: one insert wins, every other one fails
 //! with a duplicate key and takes from the counter that now exists, so all
 //! of them succeed with distinct values. The duplicate key never reaches the
@@ -31,20 +31,20 @@ use std::ops::Range;
 use mongodb::bson::Bson;
 use serde::Serialize;
 
+use crate::mongo::collections::COUNTERS as COUNTERS_COLLECTION;
 use crate::mongo::{self, durable_write_concern};
 use crate::parts::Stamp;
 use crate::sequence::advance::{advance, Unmatched};
-use crate::sequence::document::database_of;
-use crate::sequence::document::{integer_in, read_integer, well_formed};
-use crate::sequence::kind::{
-    CommandOptions, Fact, Handle, Headroom, Kind, Repeats, Setting, ValueShape, MAX_VALUE,
+use crate::sequence::counter::document::{new_document, read};
+use crate::sequence::counter::fields::database_of;
+use crate::sequence::counter::fields::{integer_in, read_integer, well_formed};
+use crate::sequence::error::SequenceError;
+use crate::sequence::kind_trait::{
+    CommandOptions, Fact, Handle, Headroom, Kind, Repeats, ValueShape, MAX_VALUE,
 };
 use crate::sequence::known_shape::{KnownShape, ShapeCache};
-use crate::sequence::registry::{create_in, read_state};
-use crate::sequence::settings::Settings;
-use crate::sequence::{
-    CounterName, CounterSpec, CounterState, KindState, SequenceError, COUNTERS_COLLECTION,
-};
+use crate::sequence::name::CounterName;
+use crate::sequence::settings::{Setting, Settings};
 
 /// The fields a take never changes.
 const FIXED: &[&str] = &["kind", "prefix", "prefixes"];
@@ -54,7 +54,7 @@ const MOVING: &[&str] = &["seq"];
 
 /// The auto-increment kind (see the module docs).
 #[derive(Debug)]
-pub struct Autoinc;
+pub struct AutoincKind;
 
 /// An auto-increment counter's fields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -63,7 +63,7 @@ pub struct AutoincState {
     pub seq: u64,
 }
 
-impl Kind for Autoinc {
+impl Kind for AutoincKind {
     const NAME: &'static str = "autoinc";
     const SUMMARY: &'static str =
         "$inc auto-increment (seed 002): 1, 2, 3, ... one round trip per request";
@@ -73,7 +73,7 @@ impl Kind for Autoinc {
          decimal policy (--policy builtin:decimal)";
     type State = AutoincState;
     type Options = ();
-    type Handle = AutoIncrement;
+    type Handle = AutoincCounter;
 
     fn read(document: &Document) -> Result<AutoincState, String> {
         Ok(AutoincState {
@@ -127,21 +127,21 @@ impl Kind for Autoinc {
         name: CounterName,
         _state: &AutoincState,
         _options: &(),
-    ) -> Result<AutoIncrement, SequenceError> {
-        Ok(AutoIncrement::new(database, name))
+    ) -> Result<AutoincCounter, SequenceError> {
+        Ok(AutoincCounter::new(database, name))
     }
 }
 
 /// Handle on one auto-increment counter in `<db>.counters`.
 #[derive(Debug, Clone)]
-pub struct AutoIncrement {
+pub struct AutoincCounter {
     collection: Collection<Document>,
     name: CounterName,
     write_concern: WriteConcern,
     known: ShapeCache,
 }
 
-impl AutoIncrement {
+impl AutoincCounter {
     /// A handle on counter `name` in `database`, writing with majority + journal.
     pub fn new(database: &Database, name: CounterName) -> Self {
         Self {
@@ -157,22 +157,6 @@ impl AutoIncrement {
         &self.name
     }
 
-    /// Creates the counter; `spec` must be of kind autoinc.
-    pub async fn create(&self, spec: &CounterSpec) -> Result<CounterState, SequenceError> {
-        if spec.kind.as_str() != Autoinc::NAME {
-            return Err(SequenceError::InvalidSpec(format!(
-                "a {} spec given to an autoinc counter handle",
-                spec.kind
-            )));
-        }
-        create_in(&self.collection, &self.name, spec, &self.write_concern).await
-    }
-
-    /// Reads the counter as it is now.
-    pub async fn state(&self) -> Result<CounterState, SequenceError> {
-        read_state(&self.collection, &self.name).await
-    }
-
     /// Reserves the next `count` values in one round trip and returns them.
     pub async fn take(&self, count: u64) -> Result<RangeInclusive<u64>, SequenceError> {
         if count == 0 || count > MAX_VALUE {
@@ -182,17 +166,17 @@ impl AutoIncrement {
                 max: MAX_VALUE,
             });
         }
-        let unmatched = |state: CounterState| match state.kind {
-            KindState::Autoinc(counter) if counter.seq + count > MAX_VALUE => {
+        let unmatched = |counter: &AutoincState| {
+            if counter.seq + count > MAX_VALUE {
                 Unmatched::Fail(SequenceError::Exhausted {
                     name: self.name.clone(),
                     requested: count,
                     limit: MAX_VALUE,
                 })
+            } else {
+                // Replaced between the update and the read: try again.
+                Unmatched::Retry
             }
-            // Replaced between the update and the read: try again.
-            KindState::Autoinc(_) => Unmatched::Retry,
-            _ => Unmatched::Fail(self.wrong_kind(&state)),
         };
         let filter = take_filter(&self.name, count);
         self.known
@@ -200,7 +184,7 @@ impl AutoIncrement {
                 |shape| Some(short_pipeline(shape, count)),
                 || advance_pipeline(count),
                 |update| {
-                    advance(
+                    advance::<AutoincKind>(
                         &self.collection,
                         &self.name,
                         &self.write_concern,
@@ -218,24 +202,17 @@ impl AutoIncrement {
     /// counter came back as it was; a well-formed one was advanced by
     /// `count`.
     fn taken(&self, after: &Document, count: u64) -> Result<RangeInclusive<u64>, SequenceError> {
-        let state = CounterState::from_document(&self.name, after)?;
-        match state.kind {
-            KindState::Autoinc(counter) if counter.seq >= count => {
-                Ok(counter.seq - count + 1..=counter.seq)
-            }
-            _ => Err(self.wrong_kind(&state)),
+        let counter = read::<AutoincKind>(&self.name, after)?.kind;
+        if counter.seq < count {
+            return Err(SequenceError::CorruptCounter {
+                name: self.name.clone(),
+                reason: format!("seq is {} after a take of {count}", counter.seq),
+            });
         }
+        Ok(counter.seq - count + 1..=counter.seq)
     }
 
-    fn wrong_kind(&self, state: &CounterState) -> SequenceError {
-        SequenceError::WrongKind {
-            name: self.name.clone(),
-            expected: Autoinc::NAME,
-            found: state.kind().as_str(),
-        }
-    }
-
-    /// [`AutoIncrement::take`], creating the counter first if it does not
+    /// [`AutoincCounter::take`], creating the counter first if it does not
     /// exist, so that its first value is `start` (race-safe: see the module
     /// docs). An existing counter is used as it is, whatever its start.
     pub async fn take_or_create(
@@ -247,12 +224,14 @@ impl AutoIncrement {
             Err(SequenceError::UnknownCounter(_)) => {}
             other => return other,
         }
-        let kind = Autoinc::NAME.parse().expect("autoinc is registered");
         // A counter made on first use owns no prefix: many processes make
         // counters this way, and none of them chose one.
-        let spec = CounterSpec::of(kind).start(start).prefixes(Vec::new());
+        let settings = Settings {
+            start: Some(start),
+            ..Settings::default()
+        };
         let now_ms = crate::sequence::Clock::now_micros(&crate::sequence::SystemClock) / 1000;
-        let mut document = spec.document(&self.name, now_ms)?;
+        let mut document = new_document::<AutoincKind>(&self.name, &settings, &[], now_ms)?;
         let first = start;
         let last = first
             .checked_add(count - 1)
@@ -302,14 +281,16 @@ pub(crate) fn advance_pipeline(count: u64) -> Vec<Document> {
     let count = count as i64;
     vec![doc! { "$replaceWith": {
         "$cond": [
-            well_formed::<Autoinc>(),
+            well_formed::<AutoincKind>(),
             { "$mergeObjects": ["$$ROOT", { "seq": { "$toLong": { "$add": ["$seq", count] } } }] },
             "$$ROOT",
         ],
     }}]
 }
 
-impl Handle for AutoIncrement {
+impl Handle for AutoincCounter {
+    type Of = AutoincKind;
+
     fn name(&self) -> &CounterName {
         &self.name
     }
@@ -318,19 +299,15 @@ impl Handle for AutoIncrement {
         database_of(&self.collection)
     }
 
-    async fn state(&self) -> Result<CounterState, SequenceError> {
-        AutoIncrement::state(self).await
-    }
-
     async fn take(&self, count: usize, client_micros: u64) -> Result<Vec<Stamp>, SequenceError> {
-        let taken = AutoIncrement::take(self, count as u64).await?;
+        let taken = AutoincCounter::take(self, count as u64).await?;
         Ok(taken
             .map(|value| Stamp::new(client_micros, value))
             .collect())
     }
 
     async fn take_ranges(&self, count: u64) -> Result<Vec<Range<u64>>, SequenceError> {
-        let taken = AutoIncrement::take(self, count).await?;
+        let taken = AutoincCounter::take(self, count).await?;
         // One round trip takes one run.
         Ok(std::iter::once(*taken.start()..*taken.end() + 1).collect())
     }
@@ -348,7 +325,7 @@ impl Handle for AutoIncrement {
         let result = self
             .collection
             .update_one(
-                doc! { "_id": self.name.as_str(), "kind": Autoinc::NAME, "seq": (run.end - 1) as i64 },
+                doc! { "_id": self.name.as_str(), "kind": AutoincKind::NAME, "seq": (run.end - 1) as i64 },
                 doc! { "$set": { "seq": (run.start - 1) as i64 } },
             )
             .write_concern(self.write_concern.clone())
@@ -367,7 +344,7 @@ impl Handle for AutoIncrement {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sequence::document::SHARED_FIELDS;
+    use crate::sequence::counter::fields::SHARED_FIELDS;
 
     #[test]
     fn the_fixed_fields_are_the_shared_ones() {

@@ -14,7 +14,7 @@
 //! ts      = max(client_us, ts + (wrapped ? 1 : 0))
 //! ```
 //!
-//! It does so only when the document is well formed ([`Cyclic::guard`]);
+//! It does so only when the document is well formed ([`CyclicKind::guard`]);
 //! a malformed one is replaced by itself, that is left exactly as it was, and
 //! comes back for the Rust side to say what is wrong with it. The filter is
 //! the plain `{_id}`: a validity test in the filter (`$expr`) cost about a
@@ -40,19 +40,21 @@ use mongodb::options::{ReturnDocument, WriteConcern};
 use mongodb::{Collection, Database};
 use serde::Serialize;
 
+use crate::mongo::collections::COUNTERS as COUNTERS_COLLECTION;
 use crate::mongo::durable_write_concern;
 use crate::parts::Stamp;
-use crate::sequence::document::database_of;
+use crate::sequence::counter::document::read;
+use crate::sequence::counter::fields::database_of;
 #[cfg(test)]
-use crate::sequence::document::SHARED_FIELDS;
-use crate::sequence::document::{integer_in, read_integer, well_formed};
-use crate::sequence::kind::{
-    check_block, ClientTime, CommandOptions, Fact, Handle, Kind, Repeats, Setting, ValueShape,
+use crate::sequence::counter::fields::SHARED_FIELDS;
+use crate::sequence::counter::fields::{integer_in, read_integer, well_formed};
+use crate::sequence::error::SequenceError;
+use crate::sequence::kind_trait::{
+    check_block, ClientTime, CommandOptions, Fact, Handle, Kind, Repeats, ValueShape,
 };
 use crate::sequence::known_shape::{KnownShape, ShapeCache};
-use crate::sequence::registry::{create_in, read_state};
-use crate::sequence::settings::Settings;
-use crate::sequence::{CounterName, CounterSpec, CounterState, SequenceError, COUNTERS_COLLECTION};
+use crate::sequence::name::CounterName;
+use crate::sequence::settings::{Setting, Settings};
 
 /// The seed's default: two-digit sequences, 0 to 99.
 pub const DEFAULT_MAXVAL: u64 = 99;
@@ -68,7 +70,7 @@ const MOVING: &[&str] = &["val", "ts"];
 
 /// The cyclic kind (see the module docs).
 #[derive(Debug)]
-pub struct Cyclic;
+pub struct CyclicKind;
 
 /// A cyclic counter's fields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -81,7 +83,7 @@ pub struct CyclicState {
     pub ts: u64,
 }
 
-impl Kind for Cyclic {
+impl Kind for CyclicKind {
     const NAME: &'static str = "cyclic";
     const SUMMARY: &'static str =
         "the seed's serial number: 0..=maxval, wrapping, each value with a server-decided timestamp";
@@ -214,23 +216,6 @@ impl CyclicCounter {
         &self.name
     }
 
-    /// Creates the counter with `val: 0`; the first value handed out is 1.
-    /// `spec` must be of kind cyclic.
-    pub async fn create(&self, spec: &CounterSpec) -> Result<CounterState, SequenceError> {
-        if spec.kind.as_str() != Cyclic::NAME {
-            return Err(SequenceError::InvalidSpec(format!(
-                "a {} spec given to a cyclic counter handle",
-                spec.kind
-            )));
-        }
-        create_in(&self.collection, &self.name, spec, &self.write_concern).await
-    }
-
-    /// Reads the counter as it is now.
-    pub async fn state(&self) -> Result<CounterState, SequenceError> {
-        read_state(&self.collection, &self.name).await
-    }
-
     /// Hands out the next value: [`CyclicCounter::take`] of one.
     pub async fn next(&self, client_micros: u64) -> Result<Stamp, SequenceError> {
         let mut block = self.take(1, client_micros).await?;
@@ -282,16 +267,9 @@ impl CyclicCounter {
 
     /// The `count` pairs a take reserved, from the counter after it: a
     /// well-formed counter was advanced; a malformed one came back as it
-    /// was, and `from_document` says what is wrong with it.
+    /// was, and the reader says what is wrong with it.
     fn unfold(&self, taken: &Document, count: usize) -> Result<Vec<Stamp>, SequenceError> {
-        let state = CounterState::from_document(&self.name, taken)?;
-        let Some(last) = state.cyclic() else {
-            return Err(SequenceError::WrongKind {
-                name: self.name.clone(),
-                expected: Cyclic::NAME,
-                found: state.kind().as_str(),
-            });
-        };
+        let last = read::<CyclicKind>(&self.name, taken)?.kind;
         Ok(unfold_block(last.ts, last.val, last.maxval, count))
     }
 
@@ -306,16 +284,14 @@ impl CyclicCounter {
 }
 
 impl Handle for CyclicCounter {
+    type Of = CyclicKind;
+
     fn name(&self) -> &CounterName {
         &self.name
     }
 
     fn database(&self) -> Database {
         database_of(&self.collection)
-    }
-
-    async fn state(&self) -> Result<CounterState, SequenceError> {
-        CyclicCounter::state(self).await
     }
 
     async fn take(&self, count: usize, client_micros: u64) -> Result<Vec<Stamp>, SequenceError> {
@@ -347,7 +323,7 @@ pub(crate) fn block_pipeline(count: i64, client_micros: Bson) -> Vec<Document> {
     };
     vec![doc! { "$replaceWith": {
         "$cond": [
-            well_formed::<Cyclic>(),
+            well_formed::<CyclicKind>(),
             { "$mergeObjects": ["$$ROOT", advanced] },
             "$$ROOT",
         ],

@@ -40,20 +40,22 @@ use mongodb::options::WriteConcern;
 use mongodb::{Collection, Database};
 use serde::Serialize;
 
+use crate::mongo::collections::COUNTERS as COUNTERS_COLLECTION;
 use crate::mongo::durable_write_concern;
 use crate::parts::{Period, PeriodUnit, Stamp};
 use crate::sequence::advance::{advance, Unmatched};
-use crate::sequence::document::database_of;
-use crate::sequence::document::{integer_in, read_integer, read_string, well_formed};
-use crate::sequence::kind::{
-    CommandOptions, Fact, Handle, Headroom, Kind, Repeats, Setting, ValueShape, MAX_VALUE,
+use crate::sequence::counter::document::{find, read};
+use crate::sequence::counter::fields::database_of;
+use crate::sequence::counter::fields::{integer_in, read_integer, read_string, well_formed};
+use crate::sequence::error::SequenceError;
+use crate::sequence::kind_trait::{
+    CommandOptions, Fact, Handle, Headroom, Kind, Repeats, ValueShape, MAX_VALUE,
 };
-use crate::sequence::registry::read_state;
-use crate::sequence::settings::Settings;
-use crate::sequence::{CounterName, CounterState, KindState, SequenceError, COUNTERS_COLLECTION};
+use crate::sequence::name::CounterName;
+use crate::sequence::settings::{Setting, Settings};
 
 /// The zone of a counter created without `--zone`.
-pub const DEFAULT_ZONE: &str = "UTC";
+pub use crate::sequence::kind_trait::DEFAULT_ZONE;
 
 /// What a zone's name may be made of (checked here and on the server): an
 /// IANA name (`America/Argentina/Buenos_Aires`), `UTC`, or an offset
@@ -63,7 +65,7 @@ const ZONE_PATTERN: &str = "^[A-Za-z0-9_+/:-]{1,64}$";
 
 /// The periodic kind (see the module docs).
 #[derive(Debug)]
-pub struct Periodic;
+pub struct PeriodicKind;
 
 /// A periodic counter's fields.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -78,7 +80,7 @@ pub struct PeriodicState {
     pub seq: u64,
 }
 
-impl Kind for Periodic {
+impl Kind for PeriodicKind {
     const NAME: &'static str = "periodic";
     const SUMMARY: &'static str = "values that restart at 1 each day, month or year (in the \
          counter's time zone), decided by the server's clock";
@@ -318,7 +320,7 @@ pub(crate) fn take_pipeline(count: u64, unit: PeriodUnit, zone: &str) -> Vec<Doc
     vec![doc! { "$replaceWith": {
         "$cond": [
             { "$and": [
-                well_formed::<Periodic>(),
+                well_formed::<PeriodicKind>(),
                 { "$eq": ["$period", unit.as_str()] },
                 { "$eq": ["$zone", zone] },
             ]},
@@ -347,25 +349,14 @@ impl PeriodicCounter {
     /// A handle on periodic counter `name` in `database` (its period and
     /// zone are read on the first take).
     pub async fn open(database: &Database, name: CounterName) -> Result<Self, SequenceError> {
-        let state = crate::sequence::state(database, &name).await?;
-        match &state.kind {
-            KindState::Periodic(fields) => Periodic::open(database, name, fields, &()).await,
-            _ => Err(SequenceError::WrongKind {
-                name,
-                expected: Periodic::NAME,
-                found: state.kind().as_str(),
-            }),
-        }
+        let counters = database.collection(COUNTERS_COLLECTION);
+        let fields = find::<PeriodicKind>(&counters, &name).await?.kind;
+        PeriodicKind::open(database, name, &fields, &()).await
     }
 
     /// The counter's name.
     pub fn name(&self) -> &CounterName {
         &self.name
-    }
-
-    /// Reads the counter as it is now.
-    pub async fn state(&self) -> Result<CounterState, SequenceError> {
-        read_state(&self.collection, &self.name).await
     }
 
     /// Takes the next `count` values of the period the server's clock is in
@@ -384,31 +375,28 @@ impl PeriodicCounter {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .clone();
-            let after = advance(
+            let after = advance::<PeriodicKind>(
                 &self.collection,
                 &self.name,
                 &self.write_concern,
                 take_filter(&self.name, count, unit, &zone),
                 take_pipeline(count, unit, &zone),
-                |state| match &state.kind {
-                    KindState::Periodic(fields) if fields.seq + count > MAX_VALUE => {
+                |fields| {
+                    if fields.seq + count > MAX_VALUE {
                         Unmatched::Fail(SequenceError::Exhausted {
                             name: self.name.clone(),
                             requested: count,
                             limit: MAX_VALUE,
                         })
+                    } else {
+                        Unmatched::Retry
                     }
-                    KindState::Periodic(_) => Unmatched::Retry,
-                    _ => Unmatched::Fail(self.wrong_kind(&state)),
                 },
             )
             .await?;
-            // A malformed counter came back as it was: `from_document` says
+            // A malformed counter came back as it was: the reader says
             // what is wrong with it.
-            let state = CounterState::from_document(&self.name, &after)?;
-            let KindState::Periodic(fields) = &state.kind else {
-                return Err(self.wrong_kind(&state));
-            };
+            let fields = &read::<PeriodicKind>(&self.name, &after)?.kind;
             if fields.period != unit || fields.zone != zone {
                 // Changed by hand since it was read: nothing was taken; take
                 // again with the counter's new period and zone.
@@ -429,27 +417,17 @@ impl PeriodicCounter {
             attempts: RETRIES,
         })
     }
-
-    fn wrong_kind(&self, state: &CounterState) -> SequenceError {
-        SequenceError::WrongKind {
-            name: self.name.clone(),
-            expected: Periodic::NAME,
-            found: state.kind().as_str(),
-        }
-    }
 }
 
 impl Handle for PeriodicCounter {
+    type Of = PeriodicKind;
+
     fn name(&self) -> &CounterName {
         &self.name
     }
 
     fn database(&self) -> Database {
         database_of(&self.collection)
-    }
-
-    async fn state(&self) -> Result<CounterState, SequenceError> {
-        PeriodicCounter::state(self).await
     }
 
     async fn take(&self, count: usize, client_micros: u64) -> Result<Vec<Stamp>, SequenceError> {

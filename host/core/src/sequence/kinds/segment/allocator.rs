@@ -10,13 +10,13 @@
 //! - **Adaptive step** ([`step`]): each request asks for a segment sized so
 //!   that it lasts about [`SegmentOptions::target_lifetime`], between the
 //!   document's `step` and [`SegmentOptions::max_step`].
-//! - **Many takers** (tasks or threads) share one [`SegmentAllocator`]:
+//! - **Many takers** (tasks or threads) share one [`SegmentCounter`]:
 //!   values are unique across processes and increasing within one.
 //! - **Consumed when fetched.** The update is durable (majority, journal)
 //!   before a value of the segment is handed out, so a process killed with
 //!   `-9` loses the rest of its segments but never causes a value to be
 //!   issued twice.
-//! - **Clean shutdown gives back** ([`SegmentAllocator::close`]) the unused
+//! - **Clean shutdown gives back** ([`SegmentCounter::close`]) the unused
 //!   tail of the last segment, if no process took a segment since: one
 //!   conditional update on `max`. Restarts then waste nothing (Leaf wastes
 //!   the rest of both buffers, its issues #15 and #78).
@@ -25,7 +25,7 @@
 //!   (`idmint seq --count N`) prefetches nothing it cannot use and asks for
 //!   no more than it still wants, so short runs side by side lose at most the
 //!   tail of one segment each, where the 10% prefetch made each lose two.
-//! - **Runs not handed out are given back** ([`SegmentAllocator::give_back`])
+//! - **Runs not handed out are given back** ([`SegmentCounter::give_back`])
 //!   while no later value has been taken, so a ranges request that fails
 //!   halfway (a later fetch fails) loses nothing.
 //! - **Deadlines.** A fetch that waits longer than
@@ -42,13 +42,15 @@ use mongodb::Database;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
-use super::counter::{SegmentCounter, Taken};
+use super::counter::{SegmentStore, Taken};
 use super::step;
+use crate::mongo::collections::COUNTERS as COUNTERS_COLLECTION;
 use crate::mongo::durable_write_concern;
 use crate::parts::Stamp;
-use crate::sequence::document::database_of;
-use crate::sequence::kind::{BufferStats, GiveBack, Handle, Held, Segments};
-use crate::sequence::{CounterName, CounterState, SequenceError, COUNTERS_COLLECTION};
+use crate::sequence::counter::fields::database_of;
+use crate::sequence::error::SequenceError;
+use crate::sequence::kind_trait::{BufferStats, GiveBack, Handle, Held, Segments};
+use crate::sequence::name::CounterName;
 
 /// How a process uses its segments.
 #[derive(Debug, Clone, PartialEq)]
@@ -178,7 +180,7 @@ impl State {
 }
 
 struct Inner {
-    counter: SegmentCounter,
+    counter: SegmentStore,
     options: SegmentOptions,
     state: Mutex<State>,
     /// Woken whenever a fetch ends (well or not).
@@ -188,11 +190,11 @@ struct Inner {
 /// Hands out the values of a segment counter from memory, many takers at
 /// once (see the module docs). Cheap to clone: clones share the buffers.
 #[derive(Clone)]
-pub struct SegmentAllocator {
+pub struct SegmentCounter {
     inner: Arc<Inner>,
 }
 
-impl std::fmt::Debug for SegmentAllocator {
+impl std::fmt::Debug for SegmentCounter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SegmentAllocator")
             .field("counter", &self.inner.counter.name)
@@ -201,13 +203,13 @@ impl std::fmt::Debug for SegmentAllocator {
     }
 }
 
-impl SegmentAllocator {
+impl SegmentCounter {
     /// An allocator on segment counter `name` in `database`. Nothing is
     /// fetched until the first value is asked for.
     pub fn new(database: &Database, name: CounterName, options: SegmentOptions) -> Self {
         Self {
             inner: Arc::new(Inner {
-                counter: SegmentCounter {
+                counter: SegmentStore {
                     collection: database.collection(COUNTERS_COLLECTION),
                     name,
                     write_concern: durable_write_concern(),
@@ -222,12 +224,6 @@ impl SegmentAllocator {
     /// The counter's name.
     pub fn name(&self) -> &CounterName {
         &self.inner.counter.name
-    }
-
-    /// Reads the counter document as it is now.
-    pub async fn state(&self) -> Result<CounterState, SequenceError> {
-        let counter = &self.inner.counter;
-        crate::sequence::read_state(&counter.collection, &counter.name).await
     }
 
     /// What the allocator has done so far.
@@ -308,7 +304,7 @@ impl SegmentAllocator {
     /// ranges, not a value each (Tinyid's client-side segments).
     ///
     /// If a fetch fails halfway, the runs already taken are given back
-    /// ([`SegmentAllocator::give_back`]) before the error is returned.
+    /// ([`SegmentCounter::give_back`]) before the error is returned.
     pub async fn take_ranges(&self, count: u64) -> Result<Vec<Range<u64>>, SequenceError> {
         let mut ranges: Vec<Range<u64>> = Vec::new();
         let mut left = count;
@@ -464,21 +460,19 @@ impl SegmentAllocator {
     }
 }
 
-impl Handle for SegmentAllocator {
+impl Handle for SegmentCounter {
+    type Of = super::SegmentKind;
+
     fn name(&self) -> &CounterName {
-        SegmentAllocator::name(self)
+        SegmentCounter::name(self)
     }
 
     fn database(&self) -> Database {
         database_of(&self.inner.counter.collection)
     }
 
-    async fn state(&self) -> Result<CounterState, SequenceError> {
-        SegmentAllocator::state(self).await
-    }
-
     async fn take(&self, count: usize, client_micros: u64) -> Result<Vec<Stamp>, SequenceError> {
-        let values = SegmentAllocator::take(self, count).await?;
+        let values = SegmentCounter::take(self, count).await?;
         Ok(values
             .into_iter()
             .map(|value| Stamp::new(client_micros, value))
@@ -486,15 +480,15 @@ impl Handle for SegmentAllocator {
     }
 
     async fn take_ranges(&self, count: u64) -> Result<Vec<Range<u64>>, SequenceError> {
-        SegmentAllocator::take_ranges(self, count).await
+        SegmentCounter::take_ranges(self, count).await
     }
 
     async fn give_back(&self, runs: &[Range<u64>]) -> Result<u64, SequenceError> {
-        Ok(SegmentAllocator::give_back(self, runs))
+        Ok(SegmentCounter::give_back(self, runs))
     }
 
     async fn close(&self) -> Result<GiveBack, SequenceError> {
-        SegmentAllocator::close(self).await
+        SegmentCounter::close(self).await
     }
 
     fn held(&self) -> Held {
@@ -505,11 +499,11 @@ impl Handle for SegmentAllocator {
     }
 }
 
-/// One task's handle on a [`SegmentAllocator`] (see
-/// [`SegmentAllocator::taker`]).
+/// One task's handle on a [`SegmentCounter`] (see
+/// [`SegmentCounter::taker`]).
 #[derive(Debug)]
 pub struct SegmentTaker {
-    allocator: SegmentAllocator,
+    allocator: SegmentCounter,
     local: Range<u64>,
     batch: u64,
 }

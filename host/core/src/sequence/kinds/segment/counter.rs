@@ -7,14 +7,12 @@ use mongodb::bson::{doc, Document};
 use mongodb::options::WriteConcern;
 use mongodb::Collection;
 
-use super::{Segment, SegmentState, MAX_STEP};
+use super::{fits_filter, take_pipeline, SegmentKind, LIMIT, MAX_STEP};
 use crate::sequence::advance::{advance, Unmatched};
-use crate::sequence::document::well_formed;
-use crate::sequence::kind::{Kind, MAX_VALUE};
-use crate::sequence::{CounterName, CounterState, KindState, SequenceError};
-
-/// One past the largest value a segment counter hands out.
-const LIMIT: u64 = MAX_VALUE + 1;
+use crate::sequence::counter::document::read;
+use crate::sequence::error::SequenceError;
+use crate::sequence::kind_trait::{Kind, MAX_VALUE};
+use crate::sequence::name::CounterName;
 
 /// A taken segment, with the counter's settings as they were.
 #[derive(Debug, Clone)]
@@ -27,41 +25,41 @@ pub(crate) struct Taken {
 
 /// The database side of a segment counter.
 #[derive(Debug, Clone)]
-pub(crate) struct SegmentCounter {
+pub(crate) struct SegmentStore {
     pub collection: Collection<Document>,
     pub name: CounterName,
     pub write_concern: WriteConcern,
 }
 
-impl SegmentCounter {
+impl SegmentStore {
     /// Takes the next segment of `step` values (at least the document's own
     /// step) with one atomic update; the values are consumed from then on,
     /// whatever becomes of this process.
     pub async fn take(&self, step: u64) -> Result<Taken, SequenceError> {
         let step = step.min(MAX_STEP);
-        let after = advance(
+        let after = advance::<SegmentKind>(
             &self.collection,
             &self.name,
             &self.write_concern,
             fits_filter(&self.name, step),
             take_pipeline(step),
-            |state| match self.segment(&state) {
-                Ok(counter) if counter.max.saturating_add(step.max(counter.step)) > LIMIT => {
+            |counter| {
+                if counter.max.saturating_add(step.max(counter.step)) > LIMIT {
                     Unmatched::Fail(SequenceError::Exhausted {
                         name: self.name.clone(),
                         requested: step.max(counter.step),
                         limit: MAX_VALUE,
                     })
+                } else {
+                    // Replaced between the update and the read: try again.
+                    Unmatched::Retry
                 }
-                // Replaced between the update and the read: try again.
-                Ok(_) => Unmatched::Retry,
-                Err(error) => Unmatched::Fail(error),
             },
         )
         .await?;
         // A malformed counter came back as it was; a well-formed one was
         // advanced by max(step, its step), which it still holds.
-        let counter = self.segment(&CounterState::from_document(&self.name, &after)?)?;
+        let counter = read::<SegmentKind>(&self.name, &after)?.kind;
         let taken = step.max(counter.step);
         Ok(Taken {
             values: counter.max - taken..counter.max,
@@ -76,7 +74,7 @@ impl SegmentCounter {
         let result = self
             .collection
             .update_one(
-                doc! { "_id": self.name.as_str(), "kind": Segment::NAME, "max": end as i64 },
+                doc! { "_id": self.name.as_str(), "kind": SegmentKind::NAME, "max": end as i64 },
                 doc! { "$set": { "max": from as i64 } },
             )
             .write_concern(self.write_concern.clone())
@@ -86,43 +84,4 @@ impl SegmentCounter {
             })?;
         Ok(result.modified_count == 1)
     }
-
-    /// The segment fields of a counter, or why it is not a segment counter.
-    fn segment(&self, state: &CounterState) -> Result<SegmentState, SequenceError> {
-        match state.kind {
-            KindState::Segment(counter) => Ok(counter),
-            _ => Err(SequenceError::WrongKind {
-                name: self.name.clone(),
-                expected: Segment::NAME,
-                found: state.kind().as_str(),
-            }),
-        }
-    }
-}
-
-/// Matches the counter only if a segment of `max(step, $step)` values fits
-/// below the limit (a non-number never matches, and never reaches `$add`).
-pub(crate) fn fits_filter(name: &CounterName, step: u64) -> Document {
-    doc! {
-        "_id": name.as_str(),
-        "$expr": { "$and": [
-            { "$isNumber": "$max" },
-            { "$isNumber": "$step" },
-            { "$lte": [{ "$add": ["$max", { "$max": [step as i64, "$step"] }] }, LIMIT as i64] },
-        ]},
-    }
-}
-
-/// `max += max(step, $step)` on a well-formed segment counter; any other
-/// document is left as it is.
-pub(crate) fn take_pipeline(step: u64) -> Vec<Document> {
-    let advanced =
-        doc! { "max": { "$toLong": { "$add": ["$max", { "$max": [step as i64, "$step"] }] } } };
-    vec![doc! { "$replaceWith": {
-        "$cond": [
-            well_formed::<Segment>(),
-            { "$mergeObjects": ["$$ROOT", advanced] },
-            "$$ROOT",
-        ],
-    }}]
 }

@@ -10,13 +10,13 @@
 //! - **Adaptive step** ([`step`]): each request asks for a segment sized so
 //!   that it lasts about [`SegmentOptions::target_lifetime`], between the
 //!   document's `step` and [`SegmentOptions::max_step`].
-//! - **Many takers** (tasks or threads) share one [`SegmentAllocator`]:
+//! - **Many takers** (tasks or threads) share one [`SegmentCounter`]:
 //!   values are unique across processes and increasing within one.
 //! - **Consumed when fetched.** The update is durable (majority, journal)
 //!   before a value of the segment is handed out, so a process killed with
 //!   `-9` loses the rest of its segments but never causes a value to be
 //!   issued twice.
-//! - **Clean shutdown gives back** ([`SegmentAllocator::close`]) the unused
+//! - **Clean shutdown gives back** ([`SegmentCounter::close`]) the unused
 //!   tail of the last segment, if no process took a segment since: one
 //!   conditional update on `max`. Restarts then waste nothing (Leaf wastes
 //!   the rest of both buffers, its issues #15 and #78).
@@ -33,14 +33,15 @@ use mongodb::bson::{doc, Bson, Document};
 use mongodb::Database;
 use serde::Serialize;
 
-pub use allocator::{SegmentAllocator, SegmentOptions, SegmentTaker};
+pub use allocator::{SegmentCounter, SegmentOptions, SegmentTaker};
 
-use crate::sequence::document::{integer_in, read_integer};
-use crate::sequence::kind::{
-    CommandOptions, Fact, Headroom, Kind, Repeats, Setting, ValueShape, MAX_VALUE,
+use crate::sequence::counter::fields::{integer_in, read_integer, well_formed};
+use crate::sequence::error::SequenceError;
+use crate::sequence::kind_trait::{
+    CommandOptions, Fact, Headroom, Kind, Repeats, ValueShape, MAX_VALUE,
 };
-use crate::sequence::settings::Settings;
-use crate::sequence::{CounterName, SequenceError};
+use crate::sequence::name::CounterName;
+use crate::sequence::settings::{Setting, Settings};
 
 /// A segment counter's default step: the smallest segment a process takes.
 pub const DEFAULT_STEP: u64 = 1000;
@@ -50,7 +51,7 @@ pub const MAX_STEP: u64 = 100_000_000;
 
 /// The segment kind (see the module docs).
 #[derive(Debug)]
-pub struct Segment;
+pub struct SegmentKind;
 
 /// A segment counter's fields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -61,7 +62,7 @@ pub struct SegmentState {
     pub step: u64,
 }
 
-impl Kind for Segment {
+impl Kind for SegmentKind {
     const NAME: &'static str = "segment";
     const SUMMARY: &'static str =
         "segment allocation (seed 003, Meituan Leaf): a process takes a whole range with one update";
@@ -71,7 +72,7 @@ impl Kind for Segment {
          decimal policy (--policy builtin:decimal)";
     type State = SegmentState;
     type Options = SegmentOptions;
-    type Handle = SegmentAllocator;
+    type Handle = SegmentCounter;
 
     fn read(document: &Document) -> Result<SegmentState, String> {
         Ok(SegmentState {
@@ -130,10 +131,7 @@ impl Kind for Segment {
         _count: u64,
         options: &CommandOptions,
     ) -> Result<(Document, Vec<Document>), SequenceError> {
-        Ok((
-            counter::fits_filter(name, options.step),
-            counter::take_pipeline(options.step),
-        ))
+        Ok((fits_filter(name, options.step), take_pipeline(options.step)))
     }
 
     async fn open(
@@ -141,7 +139,37 @@ impl Kind for Segment {
         name: CounterName,
         _state: &SegmentState,
         options: &SegmentOptions,
-    ) -> Result<SegmentAllocator, SequenceError> {
-        Ok(SegmentAllocator::new(database, name, options.clone()))
+    ) -> Result<SegmentCounter, SequenceError> {
+        Ok(SegmentCounter::new(database, name, options.clone()))
     }
+}
+
+/// One past the largest value a segment counter hands out.
+const LIMIT: u64 = MAX_VALUE + 1;
+
+/// Matches the counter only if a segment of `max(step, $step)` values fits
+/// below the limit (a non-number never matches, and never reaches `$add`).
+pub(crate) fn fits_filter(name: &CounterName, step: u64) -> Document {
+    doc! {
+        "_id": name.as_str(),
+        "$expr": { "$and": [
+            { "$isNumber": "$max" },
+            { "$isNumber": "$step" },
+            { "$lte": [{ "$add": ["$max", { "$max": [step as i64, "$step"] }] }, LIMIT as i64] },
+        ]},
+    }
+}
+
+/// `max += max(step, $step)` on a well-formed segment counter; any other
+/// document is left as it is.
+pub(crate) fn take_pipeline(step: u64) -> Vec<Document> {
+    let advanced =
+        doc! { "max": { "$toLong": { "$add": ["$max", { "$max": [step as i64, "$step"] }] } } };
+    vec![doc! { "$replaceWith": {
+        "$cond": [
+            well_formed::<SegmentKind>(),
+            { "$mergeObjects": ["$$ROOT", advanced] },
+            "$$ROOT",
+        ],
+    }}]
 }

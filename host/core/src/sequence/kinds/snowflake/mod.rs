@@ -1,7 +1,7 @@
 //! Snowflake IDs (seed 001, as Baidu's uid-generator and Twitter's snowflake
 //! make them), with MongoDB as the only coordinator: a 64-bit ID of time,
 //! worker id and sequence ([`Layout`]), issued from memory by a
-//! [`Snowflake`] whose worker id is leased ([`lease`]) and whose generator
+//! [`SnowflakeCounter`] whose worker id is leased ([`lease`]) and whose generator
 //! fails closed and never repeats an ID when the clock goes back
 //! ([`generator`]).
 //!
@@ -10,7 +10,7 @@
 //! after creation. The leases live in the `workers` collection.
 //!
 //! `mod.rs` holds the kind (settings, creation, reading the document) and
-//! [`Snowflake`] (claiming a worker id, the renewer, `close`), `lease.rs`
+//! [`SnowflakeCounter`] (claiming a worker id, the renewer, `close`), `lease.rs`
 //! the worker-lease documents and their time reservation, `generator.rs`
 //! the word IDs are taken from and its fail-closed checks. This folder owns
 //! its counters' documents (read only) and their `workers` documents
@@ -41,15 +41,19 @@ use serde::Serialize;
 use self::generator::{Generator, Stall};
 use self::lease::{Held as HeldLease, Leases};
 use crate::lease::{keep_renewed, Renewal};
+use crate::mongo::collections::COUNTERS;
 use crate::mongo::describe_value;
 use crate::parts::snowflake::date;
 use crate::parts::{Layout, Stamp, TimeUnit};
-use crate::sequence::document::read_integer;
-use crate::sequence::kind::{
-    CommandOptions, Fact, Handle, Headroom, Held, Kind, LeaseStats, Repeats, Setting, ValueShape,
+use crate::sequence::clock::{Clock, SystemClock};
+use crate::sequence::counter::document::{find, read};
+use crate::sequence::counter::fields::read_integer;
+use crate::sequence::error::SequenceError;
+use crate::sequence::kind_trait::{
+    CommandOptions, Fact, Handle, Headroom, Held, Kind, LeaseStats, Repeats, ValueShape,
 };
-use crate::sequence::settings::Settings;
-use crate::sequence::{Clock, CounterName, CounterState, SequenceError, SystemClock};
+use crate::sequence::name::CounterName;
+use crate::sequence::settings::{Setting, Settings};
 
 /// The snowflake kind (see the module docs).
 #[derive(Debug)]
@@ -89,7 +93,7 @@ impl Kind for SnowflakeKind {
          base32 policy (--policy builtin:base32)";
     type State = SnowflakeState;
     type Options = SnowflakeOptions;
-    type Handle = Snowflake;
+    type Handle = SnowflakeCounter;
 
     fn read(document: &Document) -> Result<SnowflakeState, String> {
         let unit = match document.get("unit") {
@@ -202,12 +206,12 @@ impl Kind for SnowflakeKind {
         name: CounterName,
         state: &SnowflakeState,
         options: &SnowflakeOptions,
-    ) -> Result<Snowflake, SequenceError> {
-        Snowflake::start(database, name, state.layout, options.clone()).await
+    ) -> Result<SnowflakeCounter, SequenceError> {
+        SnowflakeCounter::start(database, name, state.layout, options.clone()).await
     }
 }
 
-/// How a [`Snowflake`] holds its worker id and treats the clock.
+/// How a [`SnowflakeCounter`] holds its worker id and treats the clock.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct SnowflakeOptions {
@@ -272,7 +276,7 @@ struct Inner {
     renewer: std::sync::Mutex<Option<JoinHandle<()>>>,
 }
 
-/// The worker lease a [`Snowflake`] holds, and whether it was closed.
+/// The worker lease a [`SnowflakeCounter`] holds, and whether it was closed.
 #[derive(Debug, Default)]
 struct Holding {
     held: Option<HeldLease>,
@@ -282,11 +286,11 @@ struct Holding {
 /// Issues snowflake IDs of one counter from this process (see the module
 /// docs). Cheap to clone: clones share the generator and the lease.
 #[derive(Clone)]
-pub struct Snowflake {
+pub struct SnowflakeCounter {
     inner: Arc<Inner>,
 }
 
-impl std::fmt::Debug for Snowflake {
+impl std::fmt::Debug for SnowflakeCounter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Snowflake")
             .field("layout", self.inner.generator.layout())
@@ -295,7 +299,7 @@ impl std::fmt::Debug for Snowflake {
     }
 }
 
-impl Snowflake {
+impl SnowflakeCounter {
     /// Leases a worker id for counter `name` (whose layout is `layout`) and
     /// starts renewing it in the background.
     pub async fn start(
@@ -307,7 +311,7 @@ impl Snowflake {
         Self::start_with_clock(database, name, layout, options, Arc::new(SystemClock)).await
     }
 
-    /// [`Snowflake::start`] with a clock of the caller's (tests step it back).
+    /// [`SnowflakeCounter::start`] with a clock of the caller's (tests step it back).
     pub async fn start_with_clock(
         database: &Database,
         name: CounterName,
@@ -337,11 +341,6 @@ impl Snowflake {
     /// The counter's name.
     pub fn name(&self) -> &CounterName {
         self.inner.leases.counter()
-    }
-
-    /// Reads the counter document as it is now.
-    pub async fn state(&self) -> Result<CounterState, SequenceError> {
-        crate::sequence::state(&self.inner.database, self.name()).await
     }
 
     /// The layout.
@@ -467,7 +466,7 @@ pub struct Lifetime {
 /// The layout lifetime of every snowflake counter in `database`, by name
 /// (a corrupt counter is skipped: `counter show` names what is wrong).
 pub async fn lifetimes(database: &Database, now_ms: u64) -> Result<Vec<Lifetime>, SequenceError> {
-    let documents = crate::sequence::find_counters(
+    let documents = crate::sequence::counter::document::find_counters(
         database,
         mongodb::bson::doc! { "kind": SnowflakeKind::NAME },
         mongodb::bson::doc! {},
@@ -477,8 +476,7 @@ pub async fn lifetimes(database: &Database, now_ms: u64) -> Result<Vec<Lifetime>
         .iter()
         .filter_map(|document| {
             let name = CounterName::new(document.get_str("_id").ok()?).ok()?;
-            let state = CounterState::from_document(&name, document).ok()?;
-            let bits = state.snowflake_layout()?;
+            let bits = read::<SnowflakeKind>(&name, document).ok()?.kind.layout;
             Some(Lifetime {
                 counter: name.to_string(),
                 runs_out_on: date(bits.runs_out_at_ms()),
@@ -496,14 +494,7 @@ pub async fn workers(
     database: &Database,
     name: &CounterName,
 ) -> Result<(Vec<WorkerLease>, i64), SequenceError> {
-    let state = crate::sequence::state(database, name).await?;
-    if state.snowflake_layout().is_none() {
-        return Err(SequenceError::WrongKind {
-            name: name.clone(),
-            expected: SnowflakeKind::NAME,
-            found: state.kind().as_str(),
-        });
-    }
+    find::<SnowflakeKind>(&database.collection(COUNTERS), name).await?;
     Leases::new(database, name.clone()).list().await
 }
 
@@ -589,7 +580,7 @@ impl Inner {
 }
 
 /// Renews the lease every third of its TTL (the lease primitive's
-/// `keep_renewed`) until the [`Snowflake`] is dropped or closed. A failed
+/// `keep_renewed`) until the [`SnowflakeCounter`] is dropped or closed. A failed
 /// renewal is retried soon; meanwhile the deadline runs out and the
 /// generator issues nothing.
 async fn renew_forever(inner: std::sync::Weak<Inner>) {
@@ -614,23 +605,21 @@ async fn renew_forever(inner: std::sync::Weak<Inner>) {
     .await;
 }
 
-impl Handle for Snowflake {
+impl Handle for SnowflakeCounter {
+    type Of = SnowflakeKind;
+
     fn name(&self) -> &CounterName {
-        Snowflake::name(self)
+        SnowflakeCounter::name(self)
     }
 
     fn database(&self) -> Database {
         self.inner.database.clone()
     }
 
-    async fn state(&self) -> Result<CounterState, SequenceError> {
-        Snowflake::state(self).await
-    }
-
     /// The IDs, each decomposed once into the stamp a policy formats.
     async fn take(&self, count: usize, _client_micros: u64) -> Result<Vec<Stamp>, SequenceError> {
         let layout = *self.layout();
-        let ids = Snowflake::take(self, count).await?;
+        let ids = SnowflakeCounter::take(self, count).await?;
         Ok(ids
             .into_iter()
             .map(|id| Stamp::snowflake(id, &layout).expect("the generator issues 63-bit IDs"))
@@ -638,7 +627,7 @@ impl Handle for Snowflake {
     }
 
     async fn close(&self) -> Result<crate::sequence::GiveBack, SequenceError> {
-        Snowflake::close(self).await?;
+        SnowflakeCounter::close(self).await?;
         Ok(crate::sequence::GiveBack::default())
     }
 

@@ -24,8 +24,8 @@
 
 use mongodb::bson::{doc, Bson, Document};
 
-use super::kind::Kind;
 use crate::mongo::describe_value;
+use crate::sequence::kind_trait::Kind;
 
 /// The fields every counter's rules read, whatever its kind.
 #[cfg(test)]

@@ -19,8 +19,9 @@ use mongodb::bson::{Bson, Document};
 use mongodb::Database;
 use serde::Serialize;
 
-use super::settings::Settings;
-use super::{CounterName, SequenceError};
+use super::error::SequenceError;
+use super::name::CounterName;
+use super::settings::{Setting, Settings};
 use crate::parts::Stamp;
 
 /// One kind of counter (see the module docs). Implemented by a unit type in
@@ -109,14 +110,14 @@ pub trait Kind: 'static {
 /// An opened counter of one kind.
 #[allow(async_fn_in_trait)]
 pub trait Handle {
+    /// The kind it is a handle of.
+    type Of: Kind;
+
     /// The counter's name.
     fn name(&self) -> &CounterName;
 
     /// The database the counter is in.
     fn database(&self) -> Database;
-
-    /// Reads the counter as it is now.
-    async fn state(&self) -> Result<super::CounterState, SequenceError>;
 
     /// Takes `count` values, 1 to [`MAX_BLOCK`], in one round trip (or from
     /// memory), in the order issued. `client_micros` is the caller's clock.
@@ -170,43 +171,6 @@ pub(crate) fn check_block(name: &CounterName, count: usize) -> Result<(), Sequen
             requested: count,
             max: MAX_BLOCK,
         })
-    }
-}
-
-/// A setting of `counter create`; each kind takes some ([`Kind::SETTINGS`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Setting {
-    /// `--max`: a cyclic counter's largest value.
-    Maxval,
-    /// `--start`: the first value.
-    Start,
-    /// `--step`: the smallest segment.
-    Step,
-    /// `--layout`: snowflake bits.
-    Layout,
-    /// `--unit`: snowflake time unit.
-    Unit,
-    /// `--epoch`: snowflake epoch.
-    Epoch,
-    /// `--period`: day, month or year.
-    Period,
-    /// `--zone`: the time zone periods are counted in.
-    Zone,
-}
-
-impl Setting {
-    /// The setting's name in messages.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Maxval => "maxval",
-            Self::Start => "start",
-            Self::Step => "step",
-            Self::Layout => "layout",
-            Self::Unit => "unit",
-            Self::Epoch => "epoch",
-            Self::Period => "period",
-            Self::Zone => "zone",
-        }
     }
 }
 
@@ -439,7 +403,7 @@ impl Default for CommandOptions {
             step: 0,
             client: ClientTime::ServerNow,
             period: crate::parts::PeriodUnit::Year,
-            zone: super::DEFAULT_ZONE.to_string(),
+            zone: DEFAULT_ZONE.to_string(),
         }
     }
 }
@@ -465,6 +429,10 @@ impl CommandOptions {
         self
     }
 }
+
+/// The time zone a periodic counter counts its periods in unless told
+/// otherwise.
+pub const DEFAULT_ZONE: &str = "UTC";
 
 /// The clock a cyclic counter's timestamps are floored at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

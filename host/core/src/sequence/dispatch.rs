@@ -1,0 +1,470 @@
+//! The dispatch the registry (`registry.rs`) is made of: from the list of
+//! kinds, [`registry!`] makes the types every caller uses, each one
+//! dispatching to the kind (`kind_trait.rs`'s [`Kind`](super::kind_trait::Kind)
+//! and [`Handle`](super::kind_trait::Handle)):
+//!
+//! - `CounterKind`: which kind, by name;
+//! - `KindState` and `CounterState`: a counter document, read;
+//! - `Registered` for each kind: how a kind's reader refuses another kind;
+//! - `Sequence`: an opened counter, whatever its kind: the seam every ID
+//!   path serves over;
+//! - `OpenOptions`: how each kind is opened.
+//!
+//! No kind is named here: only the list names them.
+
+/// Makes the registry's types from the list of kinds: one
+/// `field: Variant => KindType,` line per kind, the default kind first.
+macro_rules! registry {
+    ($($field:ident: $variant:ident => $kind:ty,)+) => {
+        use std::fmt;
+        use std::ops::Range;
+        use std::str::FromStr;
+
+        use mongodb::bson::Document;
+        use mongodb::{Collection, Database};
+        use serde::Serialize;
+
+        use $crate::parts::Stamp;
+        use $crate::sequence::counter::document::{
+            corrupt, find_with, new_document, CounterDocument, Registered,
+        };
+        use $crate::sequence::counter::fields::well_formed;
+        use $crate::sequence::error::SequenceError;
+        use $crate::sequence::kind_trait::{
+            check_block, CommandOptions, Fact, GiveBack, Handle, Headroom, Held, Kind, ValueShape,
+        };
+        use $crate::sequence::name::CounterName;
+        use $crate::sequence::settings::{Setting, Settings};
+        use $crate::mongo::collections::COUNTERS as COUNTERS_COLLECTION;
+
+        /// A `kind` that idmint does not know.
+        #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+        #[error("unknown counter kind {0:?}: idmint knows {known}", known = CounterKind::names())]
+        pub struct UnknownKind(pub String);
+
+        /// The kinds of counter idmint knows. A document without a `kind`
+        /// field is the first one, cyclic, so the seed's `{_id, val,
+        /// maxval}` keeps working.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+        #[serde(rename_all = "lowercase")]
+        pub enum CounterKind {
+            $(
+                #[doc = concat!("A ", stringify!($field), " counter (`kinds/", stringify!($field), "/`).")]
+                $variant,
+            )+
+        }
+
+        impl CounterKind {
+            /// Every kind, in the order the documentation lists them.
+            pub const ALL: &'static [CounterKind] = &[$(Self::$variant),+];
+
+            /// The kind's name: the value of the document's `kind` field.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$variant => <$kind as Kind>::NAME,)+
+                }
+            }
+
+            /// One line saying what the kind is.
+            pub fn summary(self) -> &'static str {
+                match self {
+                    $(Self::$variant => <$kind as Kind>::SUMMARY,)+
+                }
+            }
+
+            /// Whether counters of this kind hand out runs of consecutive
+            /// values ([`Sequence::take_ranges`]).
+            pub fn hands_out_runs(self) -> bool {
+                match self {
+                    $(Self::$variant => <$kind as Kind>::RUNS,)+
+                }
+            }
+
+            /// The settings `counter create` takes for this kind.
+            pub fn settings(self) -> &'static [Setting] {
+                match self {
+                    $(Self::$variant => <$kind as Kind>::SETTINGS,)+
+                }
+            }
+
+            /// What to use instead of a policy that cannot hold this kind's values.
+            pub fn fit_advice(self) -> &'static str {
+                match self {
+                    $(Self::$variant => <$kind as Kind>::FIT_ADVICE,)+
+                }
+            }
+
+            /// The document of a new counter `name` of this kind made at
+            /// `now_ms` from `settings` (only the kind's own), owning
+            /// `prefixes` (already checked).
+            pub(crate) fn new_document(
+                self,
+                name: &CounterName,
+                settings: &Settings,
+                prefixes: &[String],
+                now_ms: u64,
+            ) -> Result<Document, SequenceError> {
+                match self {
+                    $(Self::$variant => new_document::<$kind>(name, settings, prefixes, now_ms),)+
+                }
+            }
+
+            /// What the server must be able to evaluate before a new
+            /// counter of this kind with `fields` is written.
+            pub(crate) fn creation_check(self, fields: &Document) -> Option<(Document, String)> {
+                match self {
+                    $(Self::$variant => <$kind as Kind>::creation_check(fields),)+
+                }
+            }
+
+            /// The filter and update that take `count` values of counter
+            /// `name` of this kind in one `findAndModify`.
+            pub(crate) fn take_command(
+                self,
+                name: &CounterName,
+                count: u64,
+                options: &CommandOptions,
+            ) -> Result<(Document, Vec<Document>), SequenceError> {
+                match self {
+                    $(Self::$variant => <$kind as Kind>::take_command(name, count, options),)+
+                }
+            }
+
+            /// The server-side expression true only while a document is a
+            /// well-formed counter of this kind.
+            pub(crate) fn well_formed(self) -> Document {
+                match self {
+                    $(Self::$variant => well_formed::<$kind>(),)+
+                }
+            }
+
+            /// Reads the kind's fields of a counter document.
+            fn read(self, document: &Document) -> Result<KindState, String> {
+                Ok(match self {
+                    $(Self::$variant => KindState::$variant(<$kind as Kind>::read(document)?),)+
+                })
+            }
+        }
+
+        /// The fields of each kind of counter, as read.
+        #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+        #[serde(tag = "kind", rename_all = "lowercase")]
+        pub enum KindState {
+            $(
+                #[doc = concat!("The fields of a ", stringify!($field), " counter.")]
+                $variant(<$kind as Kind>::State),
+            )+
+        }
+
+        impl KindState {
+            /// The kind.
+            pub fn kind(&self) -> CounterKind {
+                match self {
+                    $(Self::$variant(_) => CounterKind::$variant,)+
+                }
+            }
+
+            /// The kind's fields.
+            fn fields(&self) -> &dyn std::any::Any {
+                match self {
+                    $(Self::$variant(state) => state,)+
+                }
+            }
+
+            /// What a policy must know about the counter's values.
+            pub fn shape(&self) -> ValueShape {
+                match self {
+                    $(Self::$variant(state) => <$kind as Kind>::shape(state),)+
+                }
+            }
+
+            /// What the counter says about itself at `now_ms`.
+            pub fn facts(&self, now_ms: u64) -> Vec<Fact> {
+                match self {
+                    $(Self::$variant(state) => <$kind as Kind>::facts(state, now_ms),)+
+                }
+            }
+
+            /// How much of what the counter can hand out is used at `now_ms`
+            /// (`None`: it never runs out).
+            pub fn headroom(&self, now_ms: u64) -> Option<Headroom> {
+                match self {
+                    $(Self::$variant(state) => <$kind as Kind>::headroom(state, now_ms),)+
+                }
+            }
+        }
+
+        /// How each kind of counter is opened.
+        #[derive(Debug, Clone, Default)]
+        #[non_exhaustive]
+        pub struct OpenOptions {
+            $(
+                #[doc = concat!("How a ", stringify!($field), " counter is opened.")]
+                pub $field: <$kind as Kind>::Options,
+            )+
+        }
+
+        /// One opened counter, whatever its kind: the seam every ID path
+        /// serves over. Cheap to clone: clones share what the counter holds.
+        #[derive(Debug, Clone)]
+        pub enum Sequence {
+            $(
+                #[doc = concat!("An opened ", stringify!($field), " counter.")]
+                $variant(<$kind as Kind>::Handle),
+            )+
+        }
+
+        $(
+            impl From<<$kind as Kind>::Handle> for Sequence {
+                fn from(handle: <$kind as Kind>::Handle) -> Self {
+                    Sequence::$variant(handle)
+                }
+            }
+        )+
+
+        impl Sequence {
+            /// Opens counter `name`, of whatever kind its document says,
+            /// with the state it has now. An unknown, corrupt or
+            /// unknown-kind counter is an error, and nothing is modified.
+            pub async fn open(
+                database: &Database,
+                name: CounterName,
+                options: &OpenOptions,
+            ) -> Result<(Self, CounterState), SequenceError> {
+                let state = read_state(&database.collection(COUNTERS_COLLECTION), &name).await?;
+                let sequence = Self::open_read(database, name, &state, options).await?;
+                Ok((sequence, state))
+            }
+
+            /// Opens counter `name` whose document was just read as `state`.
+            pub async fn open_read(
+                database: &Database,
+                name: CounterName,
+                state: &CounterState,
+                options: &OpenOptions,
+            ) -> Result<Self, SequenceError> {
+                Ok(match &state.kind {
+                    $(KindState::$variant(fields) => Sequence::$variant(
+                        <$kind as Kind>::open(database, name, fields, &options.$field).await?,
+                    ),)+
+                })
+            }
+
+            /// The counter's name.
+            pub fn name(&self) -> &CounterName {
+                match self {
+                    $(Self::$variant(handle) => Handle::name(handle),)+
+                }
+            }
+
+            /// The counter's kind.
+            pub fn kind(&self) -> CounterKind {
+                match self {
+                    $(Self::$variant(_) => CounterKind::$variant,)+
+                }
+            }
+
+            /// The database the counter is in.
+            pub fn database(&self) -> Database {
+                match self {
+                    $(Self::$variant(handle) => Handle::database(handle),)+
+                }
+            }
+
+            /// Reserves `count` values, 1 to [`MAX_BLOCK`](crate::sequence::MAX_BLOCK), in one
+            /// round trip (segment and snowflake counters: from memory), and
+            /// returns them in the order issued, each a [`Stamp`] ready for
+            /// a policy. `client_micros` is the caller's clock: the floor of
+            /// a cyclic counter's timestamps, and the timestamp given to the
+            /// values of the kinds whose values carry no time of their own.
+            pub async fn take(
+                &self,
+                count: usize,
+                client_micros: u64,
+            ) -> Result<Vec<Stamp>, SequenceError> {
+                check_block(self.name(), count)?;
+                match self {
+                    $(Self::$variant(handle) => Handle::take(handle, count, client_micros).await,)+
+                }
+            }
+
+            /// Reserves `count` values (any number) as runs of consecutive
+            /// values, for callers that hand them out themselves (kinds
+            /// that [hand out runs](CounterKind::hands_out_runs)). For the
+            /// others: [`SequenceError::NoRuns`], and nothing is taken.
+            pub async fn take_ranges(&self, count: u64) -> Result<Vec<Range<u64>>, SequenceError> {
+                if !self.kind().hands_out_runs() {
+                    return Err(SequenceError::NoRuns {
+                        name: self.name().clone(),
+                        kind: self.kind().as_str(),
+                    });
+                }
+                match self {
+                    $(Self::$variant(handle) => Handle::take_ranges(handle, count).await,)+
+                }
+            }
+
+            /// Gives back runs taken with [`Sequence::take_ranges`] that
+            /// could not be handed out, where no later value has been taken
+            /// since (see [`Handle::give_back`]); returns how many values
+            /// were given back.
+            pub async fn give_back(&self, runs: &[Range<u64>]) -> Result<u64, SequenceError> {
+                match self {
+                    $(Self::$variant(handle) => Handle::give_back(handle, runs).await,)+
+                }
+            }
+
+            /// Ends the use of the counter: what this process holds is given
+            /// back (a segment's unused tail) or released (a worker lease).
+            pub async fn close(&self) -> Result<GiveBack, SequenceError> {
+                match self {
+                    $(Self::$variant(handle) => Handle::close(handle).await,)+
+                }
+            }
+
+            /// Passes `result` through; if it is an error, closes the
+            /// sequence first (its close error, if any, is dropped: the
+            /// first error is the one to report). For a caller that opened
+            /// a counter and then failed before using it: a snowflake
+            /// counter's worker lease is released at once rather than left
+            /// live until it expires.
+            pub async fn close_on_error<T, E>(&self, result: Result<T, E>) -> Result<T, E> {
+                if result.is_err() {
+                    let _ = self.close().await;
+                }
+                result
+            }
+
+            /// Reads the counter as it is now.
+            pub async fn state(&self) -> Result<CounterState, SequenceError> {
+                read_state(&self.database().collection(COUNTERS_COLLECTION), self.name()).await
+            }
+
+            /// What this process holds of the counter (buffers, a lease).
+            pub fn held(&self) -> Held {
+                match self {
+                    $(Self::$variant(handle) => Handle::held(handle),)+
+                }
+            }
+        }
+
+        impl CounterKind {
+            /// The kinds' names as a sentence: `cyclic, autoinc, ... and periodic`.
+            pub fn names() -> String {
+                let names: Vec<&str> = Self::ALL.iter().map(|kind| kind.as_str()).collect();
+                match names.split_last() {
+                    Some((last, [])) => last.to_string(),
+                    Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+                    None => String::new(),
+                }
+            }
+
+            /// The kinds whose settings include `setting`, as a sentence.
+            pub(crate) fn taking(setting: Setting) -> String {
+                let names: Vec<&str> = Self::ALL
+                    .iter()
+                    .filter(|kind| kind.settings().contains(&setting))
+                    .map(|kind| kind.as_str())
+                    .collect();
+                match names.split_last() {
+                    Some((last, [])) => last.to_string(),
+                    Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+                    None => "no".to_string(),
+                }
+            }
+        }
+
+        impl fmt::Display for CounterKind {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl FromStr for CounterKind {
+            type Err = UnknownKind;
+
+            fn from_str(text: &str) -> Result<Self, Self::Err> {
+                Self::ALL
+                    .iter()
+                    .copied()
+                    .find(|kind| kind.as_str() == text)
+                    .ok_or_else(|| UnknownKind(text.to_string()))
+            }
+        }
+
+        /// A well-formed counter of any kind, as read from the server.
+        pub type CounterState = CounterDocument<KindState>;
+
+        impl CounterDocument<KindState> {
+            /// Reads a counter document, or says what is wrong with it.
+            pub fn from_document(
+                name: &CounterName,
+                document: &Document,
+            ) -> Result<Self, SequenceError> {
+                Self::read_with(name, document, |text| {
+                    let kind: CounterKind =
+                        text.parse().map_err(|_| SequenceError::UnknownKind {
+                            name: name.clone(),
+                            kind: text.to_string(),
+                            known: CounterKind::names(),
+                        })?;
+                    kind.read(document).map_err(|reason| corrupt(name, reason))
+                })
+            }
+
+            /// The counter's kind.
+            pub fn kind(&self) -> CounterKind {
+                self.kind.kind()
+            }
+
+            /// What a policy must know about this counter's values.
+            pub fn shape(&self) -> ValueShape {
+                self.kind.shape()
+            }
+
+            /// What the counter says about itself at `now_ms`, in order.
+            pub fn facts(&self, now_ms: u64) -> Vec<Fact> {
+                self.kind.facts(now_ms)
+            }
+
+            /// How much of what the counter can hand out is used at `now_ms`
+            /// (`None`: it never runs out).
+            pub fn headroom(&self, now_ms: u64) -> Option<Headroom> {
+                self.kind.headroom(now_ms)
+            }
+
+            /// The fields of kind `K`, if this is a counter of that kind.
+            pub fn of<K: Kind>(&self) -> Option<&K::State> {
+                if self.kind().as_str() != K::NAME {
+                    return None;
+                }
+                self.kind.fields().downcast_ref()
+            }
+        }
+
+        /// Reads counter `name` from `collection` as it is now, whatever its kind.
+        pub(crate) async fn read_state(
+            collection: &Collection<Document>,
+            name: &CounterName,
+        ) -> Result<CounterState, SequenceError> {
+            find_with(collection, name, CounterState::from_document).await
+        }
+
+        $(
+            impl Registered for $kind {
+                fn refuse(name: &CounterName, document: &Document) -> SequenceError {
+                    match CounterState::from_document(name, document) {
+                        Err(error) => error,
+                        Ok(state) => SequenceError::WrongKind {
+                            name: name.clone(),
+                            expected: <$kind as Kind>::NAME,
+                            found: state.kind().as_str(),
+                        },
+                    }
+                }
+            }
+        )+
+    };
+}
+
+pub(crate) use registry;
