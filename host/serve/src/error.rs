@@ -262,6 +262,12 @@ impl From<SequenceError> for ApiError {
     }
 }
 
+impl From<idmint::sequence::InvalidCounterName> for ApiError {
+    fn from(error: idmint::sequence::InvalidCounterName) -> Self {
+        idmint::sequence::SequenceError::from(error).into()
+    }
+}
+
 impl From<PolicyError> for ApiError {
     fn from(error: PolicyError) -> Self {
         match error {

@@ -14,7 +14,7 @@ use crate::config::ConnectError;
 use crate::installer::InstallError;
 use crate::lock::{InvalidLockName, LockError};
 use crate::policy::{FitError, PolicyError, PolicyStoreError};
-use crate::sequence::SequenceError;
+use crate::sequence::{InvalidCounterName, SequenceError};
 use crate::tokens::AccessError;
 
 pub use class::ErrorClass;
@@ -89,7 +89,7 @@ umbrella! {
         /// Application tokens (`idmint serve`'s access) cannot be read or written.
         Access(AccessError),
     }
-    also { FitError, InvalidLockName }
+    also { FitError, InvalidLockName, InvalidCounterName }
 }
 
 /// Each concept's error classifies itself (its own `class()`).
@@ -123,6 +123,21 @@ impl Classify for ConnectError {
 impl Classify for FitError {
     fn class(&self) -> ErrorClass {
         ErrorClass::Unfit
+    }
+}
+
+/// A counter name that breaks the rules is bad input.
+impl Classify for InvalidCounterName {
+    fn class(&self) -> ErrorClass {
+        ErrorClass::BadInput
+    }
+}
+
+/// A counter name that breaks the rules is a sequence error (its one home:
+/// [`SequenceError::InvalidCounterName`]).
+impl From<InvalidCounterName> for Error {
+    fn from(error: InvalidCounterName) -> Self {
+        Error::Sequence(error.into())
     }
 }
 

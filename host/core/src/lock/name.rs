@@ -3,7 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::sequence::{CounterName, SequenceError};
+use crate::sequence::CounterName;
 
 /// A lock name that breaks the naming rules; nothing was sent to the server.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -23,16 +23,12 @@ pub struct LockName(CounterName);
 impl LockName {
     /// Checks `name` and wraps it.
     pub fn new(name: impl Into<String>) -> Result<Self, InvalidLockName> {
-        match CounterName::new(name) {
-            Ok(name) => Ok(Self(name)),
-            Err(SequenceError::InvalidCounterName { name, reason }) => {
-                Err(InvalidLockName { name, reason })
-            }
-            Err(other) => Err(InvalidLockName {
-                name: String::new(),
-                reason: other.to_string(),
-            }),
-        }
+        CounterName::new(name)
+            .map(Self)
+            .map_err(|invalid| InvalidLockName {
+                name: invalid.name,
+                reason: invalid.reason,
+            })
     }
 
     /// The name as a string.

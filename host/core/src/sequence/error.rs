@@ -1,6 +1,6 @@
 //! Errors of the sequence strategies.
 
-use super::CounterName;
+use super::name::{CounterName, InvalidCounterName};
 use crate::error::class::ErrorClass;
 
 /// Why a sequence value could not be handed out (or a counter not created).
@@ -8,13 +8,8 @@ use crate::error::class::ErrorClass;
 #[non_exhaustive]
 pub enum SequenceError {
     /// The counter name breaks the naming rules; nothing was sent to the server.
-    #[error("invalid counter name {name:?}: {reason}")]
-    InvalidCounterName {
-        /// The name as given.
-        name: String,
-        /// Which rule it breaks.
-        reason: String,
-    },
+    #[error(transparent)]
+    InvalidCounterName(#[from] InvalidCounterName),
     /// No counter document has this name.
     #[error("counter '{0}' does not exist (create it with `idmint counter create {0}`)")]
     UnknownCounter(CounterName),
@@ -354,7 +349,7 @@ impl SequenceError {
     /// What kind of failure this is (`crate::error::class::ErrorClass`).
     pub fn class(&self) -> ErrorClass {
         match self {
-            Self::InvalidCounterName { .. }
+            Self::InvalidCounterName(_)
             | Self::InvalidSpec(_)
             | Self::NoCommand { .. }
             | Self::TooMany { .. }

@@ -70,7 +70,7 @@ pub use kinds::snowflake::{
     layout_of, lifetimes, workers, Lifetime, OnRollback, RollbackOptions, SnowflakeCounter,
     SnowflakeKind, SnowflakeOptions, SnowflakeState, WorkerLease, WORKERS_COLLECTION,
 };
-pub use name::{CounterName, MAX_COUNTER_NAME_LEN};
+pub use name::{CounterName, InvalidCounterName, MAX_COUNTER_NAME_LEN};
 pub use opened::OpenedCounter;
 pub use registry::{CounterKind, CounterState, KindState, OpenOptions, Sequence, UnknownKind};
 pub use settings::{Setting, Settings};

@@ -3,10 +3,20 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::SequenceError;
-
 /// The longest counter name accepted, in bytes.
 pub const MAX_COUNTER_NAME_LEN: usize = 128;
+
+/// A counter name that breaks the naming rules; nothing was sent to the
+/// server. A [`SequenceError::InvalidCounterName`](super::SequenceError)
+/// carries it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid counter name {name:?}: {reason}")]
+pub struct InvalidCounterName {
+    /// The name as given.
+    pub name: String,
+    /// Which rule it breaks.
+    pub reason: String,
+}
 
 /// A validated counter name.
 ///
@@ -20,7 +30,7 @@ pub struct CounterName(String);
 
 impl CounterName {
     /// Checks `name` and wraps it.
-    pub fn new(name: impl Into<String>) -> Result<Self, SequenceError> {
+    pub fn new(name: impl Into<String>) -> Result<Self, InvalidCounterName> {
         let name = name.into();
         let problem = if name.is_empty() {
             Some("it is empty".to_string())
@@ -37,7 +47,7 @@ impl CounterName {
                 .map(|(at, c)| format!("character {c:?} at byte {at} is not allowed (use letters, digits, _ - . :)"))
         };
         match problem {
-            Some(reason) => Err(SequenceError::InvalidCounterName { name, reason }),
+            Some(reason) => Err(InvalidCounterName { name, reason }),
             None => Ok(Self(name)),
         }
     }
@@ -49,7 +59,7 @@ impl CounterName {
 }
 
 impl FromStr for CounterName {
-    type Err = SequenceError;
+    type Err = InvalidCounterName;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Self::new(s)
     }
