@@ -225,11 +225,16 @@ pub async fn run(
         .delete_many(doc! { "_id": { "$regex": "^bench\\." } })
         .await
         .map_err(cleanup_error)?;
-    database
-        .collection::<Document>(idmint::sequence::WORKERS_COLLECTION)
-        .delete_many(doc! { "counter": { "$regex": "^bench\\." } })
-        .await
-        .map_err(cleanup_error)?;
+    for history in [
+        idmint::sequence::WORKERS_COLLECTION,
+        idmint::sequence::PREFIXES_COLLECTION,
+    ] {
+        database
+            .collection::<Document>(history)
+            .delete_many(doc! { "counter": { "$regex": "^bench\\." } })
+            .await
+            .map_err(cleanup_error)?;
+    }
     Ok(BenchReport { results })
 }
 
@@ -273,8 +278,14 @@ async fn run_slice(
         kind => CounterSpec::of(kind),
     };
     // A prefix of its own, as a counter in production owns one (two bench
-    // counters may not both own the empty prefix).
-    let spec = spec.prefixes(vec![format!("{name}-")]);
+    // counters may not both own the empty prefix), and a new one for each
+    // slice: the counter is made afresh, and a prefix once owned is never
+    // owned again (the prefix history).
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos();
+    let spec = spec.prefixes(vec![format!("{name}-{started:x}-")]);
     sequence::create(database, &name, &spec).await?;
     let counter = CyclicCounter::new(database, name.clone());
     let autoinc = AutoincCounter::new(database, name.clone());
