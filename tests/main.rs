@@ -10,6 +10,7 @@ mod harness {
     pub use crate::support::*;
 }
 
+mod bench;
 mod cli;
 mod clocks;
 mod conformance;

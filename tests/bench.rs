@@ -1,0 +1,58 @@
+//! `idmint bench`: it runs to the end against a real server, so that the
+//! figures in docs/BENCHMARKS.md can be measured again.
+
+use serde_json::Value;
+
+use crate::support::service::block_on;
+use crate::support::{self, assert_exit, idmint, run, stdout};
+
+/// Every sequence mode is measured, each in several slices with a counter
+/// made afresh for each (the prefix history must not refuse the second),
+/// and hands out values; the bench leaves none of its counters, claims or
+/// leases behind.
+#[test]
+fn the_sequence_bench_measures_every_mode_and_cleans_up() {
+    const TEST: &str = "bench_sequence";
+    block_on(support::database(TEST));
+    let output = run(idmint(TEST).args([
+        "bench",
+        "--only",
+        "sequence",
+        "--seconds",
+        "0.3",
+        "--concurrency",
+        "1,2",
+        "--json",
+    ]));
+    assert_exit(&output, 0);
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let results = report["results"].as_array().unwrap();
+    let modes = [
+        "raw_inc",
+        "pipeline",
+        "pipeline_block",
+        "autoinc",
+        "seed_cas",
+        "segment",
+        "segment_batched",
+        "snowflake",
+    ];
+    for concurrency in [1, 2] {
+        for mode in modes {
+            let result = results
+                .iter()
+                .find(|r| r["mode"] == mode && r["concurrency"] == concurrency)
+                .unwrap_or_else(|| panic!("no {mode} at {concurrency} in {report}"));
+            assert!(result["ops"].as_u64().unwrap() > 0, "{result}");
+        }
+    }
+    let left = block_on(async {
+        let database = support::database_handle(TEST).await;
+        let mut left = Vec::new();
+        for collection in ["counters", "prefixes", "workers"] {
+            left.extend(support::documents(&database, collection).await);
+        }
+        left
+    });
+    assert!(left.is_empty(), "the bench left {left:?}");
+}
