@@ -1,6 +1,6 @@
 function (keyName, options) {
   // idmint's auto-increment sequence (seed 002), the JavaScript twin of the
-  // host's host/src/sequence/autoinc.rs; tests/conformance.rs holds the two
+  // host's host/core/src/sequence/kinds/autoinc/mod.rs; tests/conformance.rs holds the two
   // equal.
   //
   // Counter documents live in `counters`: {_id, kind: "autoinc", seq, prefix?},

@@ -60,7 +60,7 @@ pub trait Kind: 'static {
     /// only while the kind's fields are well formed. The common terms (the
     /// kind itself, the prefix) are added by `document::well_formed`; an
     /// update that advances a counter applies only under them, so a malformed
-    /// document is never modified. `tests/sequence.rs` holds the two to the
+    /// document is never modified. `tests/cyclic.rs` holds the two to the
     /// same verdict.
     fn guard() -> Vec<Bson>;
 

@@ -12,7 +12,7 @@ use crate::sequence::registry::CounterKind;
 /// of `kind` (a segment counter: one segment of at least `step` values),
 /// with `new: true` and write concern majority with journal: what `idmint
 /// pipeline` prints for applications in other languages. Its update is the
-/// one the library sends (`tests/strategies.rs` holds the two equal); its
+/// one the library sends (`tests/kinds.rs` holds the two equal); its
 /// filter is the library's with the kind's guard added (`guarded`).
 /// Run it with any driver's `runCommand`: the document in `value` is the
 /// counter after the update, and a `value` of null means that nothing was

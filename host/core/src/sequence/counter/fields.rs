@@ -2,7 +2,7 @@
 //! server-side aggregation expression ([`well_formed`]), so that an atomic
 //! update leaves a malformed counter exactly as it is, and in Rust (the
 //! readers here and each kind's [`Kind::read`]), to say precisely what is
-//! wrong with one. `tests/sequence.rs` holds the two to the same verdict on
+//! wrong with one. `tests/cyclic.rs` holds the two to the same verdict on
 //! every corrupt case.
 //!
 //! Every counter is `{_id: name, kind?, prefix?, prefixes?, ...}`:

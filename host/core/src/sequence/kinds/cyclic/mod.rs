@@ -314,7 +314,7 @@ impl Handle for CyclicCounter {
 ///
 /// A block of one, the common case, is the one-value rule as written, with
 /// half the operators of the closed form (the server parses the update on
-/// every call); `tests/sequence.rs` holds both to the rule on the server.
+/// every call); `tests/cyclic.rs` holds both to the rule on the server.
 pub(crate) fn block_pipeline(count: i64, client_micros: Bson) -> Vec<Document> {
     let advanced = if count == 1 {
         one_value(client_micros)
