@@ -42,6 +42,7 @@ use mongodb::Database;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
+use super::buffers::{fill, unused_tail, Buffer, State};
 use super::counter::{SegmentStore, Taken};
 use super::step;
 use crate::mongo::collections::COUNTERS as COUNTERS_COLLECTION;
@@ -124,58 +125,6 @@ impl SegmentOptions {
     pub fn fetch_timeout(mut self, timeout: Duration) -> Self {
         self.fetch_timeout = timeout;
         self
-    }
-}
-
-/// One buffered segment: values `next..end` are left.
-#[derive(Debug, Clone, Copy, Default)]
-struct Buffer {
-    start: u64,
-    next: u64,
-    end: u64,
-    /// Once `next` reaches this, the following segment is fetched.
-    prefetch_from: u64,
-}
-
-impl Buffer {
-    fn new(values: Range<u64>, prefetch_at: f64) -> Self {
-        let len = values.end - values.start;
-        let used = ((len as f64) * prefetch_at).ceil() as u64;
-        Self {
-            start: values.start,
-            next: values.start,
-            end: values.end,
-            prefetch_from: values.start + used.min(len),
-        }
-    }
-
-    fn is_empty(&self) -> bool {
-        self.next >= self.end
-    }
-
-    fn left(&self) -> u64 {
-        self.end.saturating_sub(self.next)
-    }
-}
-
-#[derive(Debug, Default)]
-struct State {
-    current: Buffer,
-    following: Option<Buffer>,
-    fetching: bool,
-    closed: bool,
-    /// The step of the next request (0: not known until the first fetch).
-    step: u64,
-    last_fetch: Option<Instant>,
-    /// When the fetch in flight started.
-    fetch_started: Option<Instant>,
-    stats: BufferStats,
-}
-
-impl State {
-    /// Values buffered: the rest of the current segment and the following.
-    fn buffered(&self) -> u64 {
-        self.current.left() + self.following.map_or(0, |following| following.left())
     }
 }
 
@@ -653,94 +602,5 @@ async fn join(
         Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
         // Cancelled: the runtime is shutting down.
         Err(_) => Err(SequenceError::Closed(name.clone())),
-    }
-}
-
-/// Moves values into `values` until it holds `count` or both buffers are
-/// empty, switching to the following segment when the current one runs out.
-fn fill(state: &mut State, count: usize, values: &mut Vec<u64>) {
-    while values.len() < count {
-        if state.current.is_empty() {
-            match state.following.take() {
-                Some(following) => state.current = following,
-                None => return,
-            }
-        }
-        let current = &mut state.current;
-        let wanted = (count - values.len()) as u64;
-        let end = current.end.min(current.next + wanted);
-        values.extend(current.next..end);
-        state.stats.values += end - current.next;
-        current.next = end;
-    }
-}
-
-/// The values this process can give back: the unused tail of its last
-/// segment, extended over the rest of the current one when the two are
-/// contiguous. `None` when nothing is left.
-fn unused_tail(state: &State) -> Option<Range<u64>> {
-    let current = state.current;
-    let tail = match state.following {
-        Some(following) if current.end == following.start => current.next..following.end,
-        Some(following) => following.start..following.end,
-        None => current.next..current.end,
-    };
-    (tail.start < tail.end).then_some(tail)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn buffer(values: Range<u64>, used: u64) -> Buffer {
-        let mut buffer = Buffer::new(values, 0.1);
-        buffer.next += used;
-        buffer
-    }
-
-    #[test]
-    fn fill_spans_the_two_buffers_in_order() {
-        let mut state = State {
-            current: buffer(10..13, 1),
-            following: Some(buffer(20..30, 0)),
-            ..State::default()
-        };
-        let mut values = Vec::new();
-        fill(&mut state, 5, &mut values);
-        assert_eq!(values, [11, 12, 20, 21, 22]);
-        assert!(state.following.is_none());
-        assert_eq!(state.current.next, 23);
-        assert_eq!(state.stats.values, 5);
-    }
-
-    #[test]
-    fn the_prefetch_point_is_the_share_used() {
-        assert_eq!(Buffer::new(100..200, 0.1).prefetch_from, 110);
-        assert_eq!(Buffer::new(100..200, 0.0).prefetch_from, 100);
-        assert_eq!(Buffer::new(100..101, 0.1).prefetch_from, 101);
-    }
-
-    #[test]
-    fn the_tail_given_back_is_what_is_unused_at_the_end() {
-        let tail = |current, following| {
-            unused_tail(&State {
-                current,
-                following,
-                ..State::default()
-            })
-        };
-        assert_eq!(tail(buffer(0..100, 40), None), Some(40..100));
-        // Contiguous buffers: the rest of both.
-        assert_eq!(
-            tail(buffer(0..100, 40), Some(buffer(100..200, 0))),
-            Some(40..200)
-        );
-        // Another process took 100..150 in between: only the last segment.
-        assert_eq!(
-            tail(buffer(0..100, 40), Some(buffer(150..250, 0))),
-            Some(150..250)
-        );
-        assert_eq!(tail(buffer(0..100, 100), None), None);
-        assert_eq!(tail(Buffer::default(), None), None);
     }
 }

@@ -26,6 +26,7 @@
 //! folder; it must not touch another kind's documents.
 
 mod allocator;
+mod buffers;
 mod counter;
 pub mod step;
 
