@@ -16,7 +16,7 @@ use idmint::sequence::{
 use mongodb::bson::Bson;
 
 use super::exit::UsageError;
-use super::setting_help::setting_help;
+use super::setting_help::{kinds_help, setting_help};
 use super::{ConnectArgs, Outcome, Output};
 
 /// Arguments of `idmint pipeline`.
@@ -31,9 +31,10 @@ pub struct PipelineCmd {
     pub count: u64,
     #[arg(long, value_name = "N", help = setting_help(Setting::Step, "the smallest segment to take (the document's step wins if larger) [default: 1000]"))]
     pub step: Option<u64>,
-    /// cyclic: a fixed client clock reading, microseconds since the epoch
-    /// (default: the server's clock, `$$NOW`, so the app reads none).
-    #[arg(long, value_name = "MICROS")]
+    #[arg(long, value_name = "MICROS", help = kinds_help(
+        CounterKind::ALL.iter().copied().filter(|kind| kind.reads_client_clock()),
+        "a fixed client clock reading, microseconds since the epoch (default: the server's clock, `$$NOW`, so the app reads none)",
+    ))]
     pub client_micros: Option<u64>,
     #[arg(long, value_parser = clap::value_parser!(PeriodUnit), help = setting_help(Setting::Period, "the counter's period, day, month or year [default: the counter's, else year]"))]
     pub period: Option<PeriodUnit>,
@@ -169,8 +170,13 @@ impl PipelineCmd {
                 CounterKind::names_where(|kind| kind.settings().contains(&setting)),
             )
         });
-        let client_time = (self.client_micros.is_some() && target.kind != CounterKind::Cyclic)
-            .then(|| ("--client-micros", CounterKind::Cyclic.to_string()));
+        let client_time =
+            (self.client_micros.is_some() && !target.kind.reads_client_clock()).then(|| {
+                (
+                    "--client-micros",
+                    CounterKind::names_where(CounterKind::reads_client_clock),
+                )
+            });
         match settings.or(client_time) {
             Some((flag, kinds)) => Err(UsageError(format!(
                 "{flag} applies to {kinds} counters; counter '{}' is {}",

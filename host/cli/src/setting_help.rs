@@ -6,9 +6,12 @@ use idmint::sequence::{CounterKind, Setting};
 
 /// `autoinc, segment: TEXT`: the kinds that take `setting`, then `text`.
 pub fn setting_help(setting: Setting, text: &str) -> String {
-    let kinds: Vec<&str> = CounterKind::taking(setting)
-        .map(CounterKind::as_str)
-        .collect();
+    kinds_help(CounterKind::taking(setting), text)
+}
+
+/// `autoinc, segment: TEXT`: the `kinds` a flag applies to, then `text`.
+pub fn kinds_help(kinds: impl Iterator<Item = CounterKind>, text: &str) -> String {
+    let kinds: Vec<&str> = kinds.map(CounterKind::as_str).collect();
     format!("{}: {text}", kinds.join(", "))
 }
 

@@ -91,6 +91,14 @@ macro_rules! registry {
                 }
             }
 
+            /// Whether the kind's take command reads a client clock
+            /// (`idmint pipeline --client-micros`).
+            pub fn reads_client_clock(self) -> bool {
+                match self {
+                    $(Self::$variant => <$kind as Kind>::READS_CLIENT_CLOCK,)+
+                }
+            }
+
             /// What to use instead of a policy that cannot hold this kind's values.
             pub fn fit_advice(self) -> &'static str {
                 match self {
