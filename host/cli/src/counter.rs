@@ -13,7 +13,7 @@ use serde::{Serialize, Serializer};
 
 use super::layout_args::LayoutArgs;
 use super::policy_args::PolicyArgs;
-use super::setting_help::setting_help;
+use super::setting_help::{kinds_summary, setting_help};
 use super::{ConnectArgs, Outcome, Output};
 
 /// `idmint counter ...`
@@ -62,12 +62,7 @@ pub struct PrefixArgs {
 pub struct CreateArgs {
     /// The counter's name: letters, digits, _ - . : (at most 128).
     pub name: String,
-    /// cyclic: values 0..=max wrapping, with a server timestamp (IDs carry the
-    /// time); autoinc: 1, 2, 3, ... one round trip per request; segment: ranges
-    /// taken a step at a time and handed out from memory (fastest); snowflake:
-    /// 64-bit IDs made in the process under a leased worker id; periodic:
-    /// values restarting at 1 each day, month or year.
-    #[arg(long, default_value = "cyclic", value_parser = clap::value_parser!(CounterKind))]
+    #[arg(long, default_value_t = CounterKind::DEFAULT, value_parser = clap::value_parser!(CounterKind), help = kinds_summary())]
     pub kind: CounterKind,
     #[arg(long = "max", value_name = "N", help = setting_help(Setting::Maxval, "the largest value; the one after it is 0 [default: 99]"))]
     pub maxval: Option<u64>,

@@ -1,6 +1,7 @@
-//! The help of a flag that sets one of a counter's settings, led by the
-//! kinds that take it: each kind's declared settings say which, so no list
-//! of kinds is written here.
+//! The help of the flags that name a kind or set one of a counter's
+//! settings, made from the registry: `--kind` says what each kind is, a
+//! setting's flag is led by the kinds whose declared settings take it, so no
+//! list of kinds is written here.
 
 use idmint::sequence::{CounterKind, Setting};
 
@@ -13,6 +14,15 @@ pub fn setting_help(setting: Setting, text: &str) -> String {
 pub fn kinds_help(kinds: impl Iterator<Item = CounterKind>, text: &str) -> String {
     let kinds: Vec<&str> = kinds.map(CounterKind::as_str).collect();
     format!("{}: {text}", kinds.join(", "))
+}
+
+/// What each kind is, `KIND: SUMMARY` joined by `; `: the help of `--kind`.
+pub fn kinds_summary() -> String {
+    let kinds: Vec<String> = CounterKind::ALL
+        .iter()
+        .map(|kind| format!("{kind}: {}", kind.summary()))
+        .collect();
+    kinds.join("; ")
 }
 
 #[cfg(test)]
