@@ -624,3 +624,18 @@ async fn a_counter_the_stored_function_creates_is_the_hosts() {
         [fields(&expected)]
     );
 }
+
+/// The stored JavaScript knows the kinds the host knows, in the same order:
+/// `readCounter.js`'s list is held equal to the registry's, so a kind added
+/// to one and not the other fails here.
+#[test]
+fn the_stored_javascript_knows_the_hosts_kinds() {
+    let source = include_str!("../mongo-js/readCounter.js");
+    let listed = source
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("var KINDS = "))
+        .expect("readCounter.js lists its KINDS");
+    let listed: Vec<String> = serde_json::from_str(listed.trim_end_matches(';')).unwrap();
+    let host: Vec<&str> = CounterKind::ALL.iter().map(|kind| kind.as_str()).collect();
+    assert_eq!(listed, host);
+}

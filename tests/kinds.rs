@@ -870,6 +870,14 @@ async fn the_printed_command_takes_new_values_or_nothing_for_every_kind() {
             "--zone applies to periodic counters; counter 'a' is an autoinc counter",
         ),
         (
+            &["s", "--client-micros", "5"][..],
+            "--client-micros applies to cyclic counters; counter 's' is a segment counter",
+        ),
+        (
+            &["credit-notes", "--step", "10"][..],
+            "--step applies to segment counters; counter 'credit-notes' is a periodic counter",
+        ),
+        (
             &["ghost", "--kind", "periodic", "--zone", "$zone"][..],
             "zone \"$zone\" is not a time zone name",
         ),

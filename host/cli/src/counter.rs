@@ -5,7 +5,7 @@ use std::fmt::Write;
 use clap::{Args, Subcommand};
 use idmint::parts::PeriodUnit;
 use idmint::sequence::{
-    self, CounterKind, CounterName, CounterSpec, CounterState, SequenceError, Settings,
+    self, CounterKind, CounterName, CounterSpec, CounterState, SequenceError, Setting, Settings,
 };
 use idmint::Clock;
 use serde::ser::SerializeMap;
@@ -13,6 +13,7 @@ use serde::{Serialize, Serializer};
 
 use super::layout_args::LayoutArgs;
 use super::policy_args::PolicyArgs;
+use super::setting_help::{kinds_summary, setting_help};
 use super::{ConnectArgs, Outcome, Output};
 
 /// `idmint counter ...`
@@ -61,30 +62,19 @@ pub struct PrefixArgs {
 pub struct CreateArgs {
     /// The counter's name: letters, digits, _ - . : (at most 128).
     pub name: String,
-    /// cyclic: values 0..=max wrapping, with a server timestamp (IDs carry the
-    /// time); autoinc: 1, 2, 3, ... one round trip per request; segment: ranges
-    /// taken a step at a time and handed out from memory (fastest); snowflake:
-    /// 64-bit IDs made in the process under a leased worker id; periodic:
-    /// values restarting at 1 each day, month or year.
-    #[arg(long, default_value = "cyclic", value_parser = clap::value_parser!(CounterKind))]
+    #[arg(long, default_value_t = CounterKind::DEFAULT, value_parser = clap::value_parser!(CounterKind), help = kinds_summary())]
     pub kind: CounterKind,
-    /// cyclic: the largest value; the one after it is 0 [default: 99].
-    #[arg(long = "max", value_name = "N")]
+    #[arg(long = "max", value_name = "N", help = setting_help(Setting::Maxval, "the largest value; the one after it is 0 [default: 99]"))]
     pub maxval: Option<u64>,
-    /// autoinc, segment: the first value handed out [default: 1].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", help = setting_help(Setting::Start, "the first value handed out [default: 1]"))]
     pub start: Option<u64>,
-    /// segment: the smallest segment a process takes [default: 1000].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", help = setting_help(Setting::Step, "the smallest segment a process takes [default: 1000]"))]
     pub step: Option<u64>,
     #[command(flatten)]
     pub snowflake: LayoutArgs,
-    /// periodic: how long a period lasts, day, month or year [default: year].
-    #[arg(long, value_parser = clap::value_parser!(PeriodUnit))]
+    #[arg(long, value_parser = clap::value_parser!(PeriodUnit), help = setting_help(Setting::Period, "how long a period lasts, day, month or year [default: year]"))]
     pub period: Option<PeriodUnit>,
-    /// periodic: the time zone periods are counted in, an IANA name such as
-    /// Europe/Paris, or UTC [default: UTC].
-    #[arg(long, value_name = "ZONE")]
+    #[arg(long, value_name = "ZONE", help = setting_help(Setting::Zone, "the time zone periods are counted in, an IANA name such as Europe/Paris, or UTC [default: UTC]"))]
     pub zone: Option<String>,
     /// A prefix this counter's IDs use, owned by this counter alone (checked
     /// against the policy); repeat it for more, the first is the default

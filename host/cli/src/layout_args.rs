@@ -4,19 +4,18 @@
 use clap::Args;
 use idmint::parts::snowflake::parse_date;
 use idmint::parts::{Layout, TimeUnit};
-use idmint::sequence::{layout_of, SequenceError, Settings};
+use idmint::sequence::{layout_of, SequenceError, Setting, Settings};
+
+use super::setting_help::setting_help;
 
 /// A snowflake layout.
 #[derive(Debug, Clone, Args)]
 pub struct LayoutArgs {
-    /// snowflake: bits of time, worker id and sequence, adding up to 63 [default: 41,10,12].
-    #[arg(long, value_name = "TIME,WORKER,SEQ")]
+    #[arg(long, value_name = "TIME,WORKER,SEQ", help = setting_help(Setting::Layout, "bits of time, worker id and sequence, adding up to 63 [default: 41,10,12]"))]
     pub layout: Option<String>,
-    /// snowflake: the time unit, ms or s [default: ms].
-    #[arg(long, value_parser = clap::value_parser!(TimeUnit))]
+    #[arg(long, value_parser = clap::value_parser!(TimeUnit), help = setting_help(Setting::Unit, "the time unit, ms or s [default: ms]"))]
     pub unit: Option<TimeUnit>,
-    /// snowflake: the epoch, a date YYYY-MM-DD (UTC), not in the future [default: 2025-01-01].
-    #[arg(long, value_name = "YYYY-MM-DD")]
+    #[arg(long, value_name = "YYYY-MM-DD", help = setting_help(Setting::Epoch, "the epoch, a date YYYY-MM-DD (UTC), not in the future [default: 2025-01-01]"))]
     pub epoch: Option<String>,
 }
 

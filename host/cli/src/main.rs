@@ -22,6 +22,7 @@ mod policy;
 mod policy_args;
 mod seq;
 mod serve;
+mod setting_help;
 mod shell_loader;
 mod status;
 mod token;

@@ -11,11 +11,12 @@ use clap::Args;
 use idmint::parts::PeriodUnit;
 use idmint::sequence::{
     take_command, ClientTime, CommandOptions, CounterKind, CounterName, KindState, SequenceError,
-    DEFAULT_STEP, DEFAULT_ZONE,
+    Setting, DEFAULT_STEP, DEFAULT_ZONE,
 };
 use mongodb::bson::Bson;
 
 use super::exit::UsageError;
+use super::setting_help::{kinds_help, setting_help};
 use super::{ConnectArgs, Outcome, Output};
 
 /// Arguments of `idmint pipeline`.
@@ -23,27 +24,21 @@ use super::{ConnectArgs, Outcome, Output};
 pub struct PipelineCmd {
     /// The counter's name.
     pub name: String,
-    /// The counter's kind [default: the counter's, else cyclic].
-    #[arg(long, value_parser = clap::value_parser!(CounterKind))]
+    #[arg(long, value_parser = clap::value_parser!(CounterKind), help = format!("The counter's kind [default: the counter's, else {}]", CounterKind::DEFAULT))]
     pub kind: Option<CounterKind>,
     /// cyclic, autoinc, periodic: how many values one call takes.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub count: u64,
-    /// segment: the smallest segment to take (the document's step wins if
-    /// larger) [default: 1000].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", help = setting_help(Setting::Step, "the smallest segment to take (the document's step wins if larger) [default: 1000]"))]
     pub step: Option<u64>,
-    /// cyclic: a fixed client clock reading, microseconds since the epoch
-    /// (default: the server's clock, `$$NOW`, so the app reads none).
-    #[arg(long, value_name = "MICROS")]
+    #[arg(long, value_name = "MICROS", help = kinds_help(
+        CounterKind::ALL.iter().copied().filter(|kind| kind.reads_client_clock()),
+        "a fixed client clock reading, microseconds since the epoch (default: the server's clock, `$$NOW`, so the app reads none)",
+    ))]
     pub client_micros: Option<u64>,
-    /// periodic: the counter's period, day, month or year [default: the
-    /// counter's, else year].
-    #[arg(long, value_parser = clap::value_parser!(PeriodUnit))]
+    #[arg(long, value_parser = clap::value_parser!(PeriodUnit), help = setting_help(Setting::Period, "the counter's period, day, month or year [default: the counter's, else year]"))]
     pub period: Option<PeriodUnit>,
-    /// periodic: the counter's time zone, an IANA name or UTC [default: the
-    /// counter's, else UTC].
-    #[arg(long, value_name = "ZONE")]
+    #[arg(long, value_name = "ZONE", help = setting_help(Setting::Zone, "the counter's time zone, an IANA name or UTC [default: the counter's, else UTC]"))]
     pub zone: Option<String>,
     #[command(flatten)]
     pub connect: ConnectArgs,
@@ -115,7 +110,7 @@ impl PipelineCmd {
     fn target_of_flags(&self) -> Target {
         let (period, zone) = Self::default_period();
         Target {
-            kind: self.kind.unwrap_or(CounterKind::Cyclic),
+            kind: self.kind.unwrap_or(CounterKind::DEFAULT),
             period: (
                 self.period.unwrap_or(period),
                 self.zone.clone().unwrap_or(zone),
@@ -140,14 +135,19 @@ impl PipelineCmd {
         if let Some(kind) = self.kind.filter(|kind| *kind != stored.kind) {
             return differs("kind", kind.as_str(), stored.kind.as_str());
         }
-        if stored.kind != CounterKind::Periodic {
-            return Ok(());
-        }
+        let takes = |setting| stored.kind.settings().contains(&setting);
         let (period, zone) = &stored.period;
-        if let Some(given) = self.period.filter(|given| given != period) {
+        if let Some(given) = self
+            .period
+            .filter(|given| takes(Setting::Period) && given != period)
+        {
             return differs("period", given.as_str(), period.as_str());
         }
-        if let Some(given) = self.zone.as_deref().filter(|given| given != zone) {
+        if let Some(given) = self
+            .zone
+            .as_deref()
+            .filter(|given| takes(Setting::Zone) && given != zone)
+        {
             return differs("zone", given, zone);
         }
         Ok(())
@@ -156,22 +156,30 @@ impl PipelineCmd {
     /// Refuses a flag of another kind than the command's, which would be
     /// ignored.
     fn check_flags_apply(&self, target: &Target) -> anyhow::Result<()> {
-        let given = [
-            ("--period", self.period.is_some(), CounterKind::Periodic),
-            ("--zone", self.zone.is_some(), CounterKind::Periodic),
-            ("--step", self.step.is_some(), CounterKind::Segment),
+        let settings = [
+            ("--period", self.period.is_some(), Setting::Period),
+            ("--zone", self.zone.is_some(), Setting::Zone),
+            ("--step", self.step.is_some(), Setting::Step),
+        ]
+        .into_iter()
+        .filter(|(_, given, _)| *given)
+        .find(|(_, _, setting)| !target.kind.settings().contains(setting))
+        .map(|(flag, _, setting)| {
             (
-                "--client-micros",
-                self.client_micros.is_some(),
-                CounterKind::Cyclic,
-            ),
-        ];
-        match given
-            .into_iter()
-            .find(|(_, given, kind)| *given && *kind != target.kind)
-        {
-            Some((flag, _, kind)) => Err(UsageError(format!(
-                "{flag} applies to {kind} counters; counter '{}' is {}",
+                flag,
+                CounterKind::names_where(|kind| kind.settings().contains(&setting)),
+            )
+        });
+        let client_time =
+            (self.client_micros.is_some() && !target.kind.reads_client_clock()).then(|| {
+                (
+                    "--client-micros",
+                    CounterKind::names_where(CounterKind::reads_client_clock),
+                )
+            });
+        match settings.or(client_time) {
+            Some((flag, kinds)) => Err(UsageError(format!(
+                "{flag} applies to {kinds} counters; counter '{}' is {}",
                 self.name,
                 with_article(target.kind)
             ))
@@ -190,12 +198,15 @@ impl PipelineCmd {
                 self.connect.db
             )
         };
-        let settings = match target.kind {
-            CounterKind::Periodic => format!(
-                "a periodic counter of a {} in {}",
-                target.period.0, target.period.1
-            ),
-            kind => with_article(kind),
+        let settings = if target.kind.settings().contains(&Setting::Period) {
+            format!(
+                "{} of a {} in {}",
+                with_article(target.kind),
+                target.period.0,
+                target.period.1
+            )
+        } else {
+            with_article(target.kind)
         };
         format!(
             "{why}: the command is built from the flags alone, for {settings}; it takes \

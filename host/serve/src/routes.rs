@@ -249,7 +249,11 @@ pub(super) async fn ranges(
     let name = &counter.name;
     let served = state
         .counter_of_kind(name, CounterKind::hands_out_runs, |kind| {
-            format!("counter '{name}' is {} {kind} counter; ranges are served for autoinc and segment counters only", article(kind))
+            format!(
+                "counter '{name}' is {} {kind} counter; ranges are served for {} counters only",
+                article(kind),
+                CounterKind::names_where(CounterKind::hands_out_runs)
+            )
         })
         .await?;
     // Taken in a task of its own: a request abandoned meanwhile (its time

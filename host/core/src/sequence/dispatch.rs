@@ -58,6 +58,10 @@ macro_rules! registry {
             /// Every kind, in the order the documentation lists them.
             pub const ALL: &'static [CounterKind] = &[$(Self::$variant),+];
 
+            /// The default kind, the registry's first: a document without a
+            /// `kind` field is one.
+            pub const DEFAULT: CounterKind = Self::ALL[0];
+
             /// The kind's name: the value of the document's `kind` field.
             pub fn as_str(self) -> &'static str {
                 match self {
@@ -84,6 +88,14 @@ macro_rules! registry {
             pub fn settings(self) -> &'static [Setting] {
                 match self {
                     $(Self::$variant => <$kind as Kind>::SETTINGS,)+
+                }
+            }
+
+            /// Whether the kind's take command reads a client clock
+            /// (`idmint pipeline --client-micros`).
+            pub fn reads_client_clock(self) -> bool {
+                match self {
+                    $(Self::$variant => <$kind as Kind>::READS_CLIENT_CLOCK,)+
                 }
             }
 
@@ -351,26 +363,36 @@ macro_rules! registry {
         impl CounterKind {
             /// The kinds' names as a sentence: `cyclic, autoinc, ... and periodic`.
             pub fn names() -> String {
-                let names: Vec<&str> = Self::ALL.iter().map(|kind| kind.as_str()).collect();
-                match names.split_last() {
-                    Some((last, [])) => last.to_string(),
-                    Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
-                    None => String::new(),
-                }
+                Self::names_where(|_| true)
             }
 
-            /// The kinds whose settings include `setting`, as a sentence.
-            pub(crate) fn taking(setting: Setting) -> String {
+            /// The names of the kinds for which `keep` holds, as a sentence
+            /// (`autoinc and segment`), or `no` when there are none.
+            pub fn names_where(keep: impl Fn(CounterKind) -> bool) -> String {
                 let names: Vec<&str> = Self::ALL
                     .iter()
-                    .filter(|kind| kind.settings().contains(&setting))
-                    .map(|kind| kind.as_str())
+                    .copied()
+                    .filter(|kind| keep(*kind))
+                    .map(CounterKind::as_str)
                     .collect();
                 match names.split_last() {
                     Some((last, [])) => last.to_string(),
                     Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
                     None => "no".to_string(),
                 }
+            }
+
+            /// The kinds whose settings include `setting`.
+            pub fn taking(setting: Setting) -> impl Iterator<Item = CounterKind> {
+                Self::ALL
+                    .iter()
+                    .copied()
+                    .filter(move |kind| kind.settings().contains(&setting))
+            }
+
+            /// The kinds whose settings include `setting`, as a sentence.
+            pub(crate) fn taking_names(setting: Setting) -> String {
+                Self::names_where(|kind| kind.settings().contains(&setting))
             }
         }
 

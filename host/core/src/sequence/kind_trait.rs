@@ -44,6 +44,9 @@ pub trait Kind: 'static {
     /// What a policy that cannot hold this kind's values should be replaced
     /// with, said to the user.
     const FIT_ADVICE: &'static str;
+    /// Whether the kind's take command reads a client clock (the
+    /// `client` of [`CommandOptions`]); none but those that say so.
+    const READS_CLIENT_CLOCK: bool = false;
 
     /// The kind's own fields of a counter document.
     type State: Debug + Clone + PartialEq + Eq + Serialize + Send + Sync + 'static;

@@ -98,7 +98,7 @@ impl CounterSpec {
             return Err(SequenceError::InvalidSpec(format!(
                 "{} applies to {} counters, not to {kind} ones",
                 setting.as_str(),
-                CounterKind::taking(setting)
+                CounterKind::taking_names(setting)
             )));
         }
         check_prefixes(&self.prefixes)?;

@@ -91,6 +91,7 @@ impl Kind for CyclicKind {
     const RUNS: bool = false;
     const FIT_ADVICE: &'static str =
         "use a counter with a smaller maxval or a policy with a larger sequence";
+    const READS_CLIENT_CLOCK: bool = true;
     type State = CyclicState;
     type Options = ();
     type Handle = CyclicCounter;
