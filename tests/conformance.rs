@@ -531,19 +531,10 @@ async fn the_stored_function_and_the_pipeline_agree_on_every_case() {
          }}",
         calls = Value::Array(calls)
     );
-    let output = shell_in(&support::database_name("conformance_js"), &script)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "mongosh: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let js: Vec<Value> = String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter(|line| line.starts_with('{'))
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect();
+    let js = support::mongosh::json_lines(&mut shell_in(
+        &support::database_name("conformance_js"),
+        &script,
+    ));
 
     assert_eq!(js.len(), rust.len(), "one outcome per call");
     for (rust, js) in rust.iter().zip(&js) {

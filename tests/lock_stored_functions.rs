@@ -10,19 +10,7 @@ use serde_json::{json, Value};
 use crate::support::{self, held, lock_name};
 
 fn mongosh_lines(test: &str, script: &str) -> Vec<Value> {
-    let output = crate::support::mongosh::shell(test, script)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "mongosh: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter(|line| line.starts_with('{'))
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect()
+    crate::support::mongosh::json_lines(&mut crate::support::mongosh::shell(test, script))
 }
 
 fn lock_cases() -> Vec<Document> {

@@ -47,16 +47,7 @@ impl Connection {
             raw.push(byte[0]);
         }
         let head = String::from_utf8(raw).unwrap();
-        let mut lines = head.lines();
-        let status = lines
-            .next()
-            .and_then(|line| line.split(' ').nth(1))
-            .and_then(|code| code.parse().ok())
-            .expect("a status line");
-        let headers: std::collections::HashMap<String, String> = lines
-            .filter_map(|line| line.split_once(": "))
-            .map(|(name, value)| (name.to_ascii_lowercase(), value.to_string()))
-            .collect();
+        let (status, headers) = crate::support::service::status_and_headers(&head);
         let length: usize = headers["content-length"].parse().unwrap();
         let mut body = vec![0u8; length];
         self.0.read_exact(&mut body).unwrap();

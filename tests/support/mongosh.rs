@@ -52,3 +52,20 @@ pub fn shell_in(database: &str, script: &str) -> Command {
 pub fn shell(test: &str, script: &str) -> Command {
     shell_in(&database_name(test), script)
 }
+
+/// Runs `command` (a mongosh made here), fails the test unless it succeeds,
+/// and returns the JSON objects it printed, one a line (other lines, such
+/// as mongosh's notices, are skipped).
+pub fn json_lines(command: &mut Command) -> Vec<serde_json::Value> {
+    let output = command.output().expect("run mongosh");
+    assert!(
+        output.status.success(),
+        "mongosh: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter(|line| line.starts_with('{'))
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}

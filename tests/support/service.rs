@@ -174,6 +174,16 @@ pub fn request(
     let mut raw = String::new();
     stream.read_to_string(&mut raw).expect("read the answer");
     let (head, body) = raw.split_once("\r\n\r\n").expect("an HTTP answer");
+    let (status, headers) = status_and_headers(head);
+    Answer {
+        status,
+        headers,
+        body: body.to_string(),
+    }
+}
+
+/// The status of an HTTP answer's head and its headers, names lowercased.
+pub fn status_and_headers(head: &str) -> (u16, HashMap<String, String>) {
     let mut lines = head.lines();
     let status = lines
         .next()
@@ -184,11 +194,7 @@ pub fn request(
         .filter_map(|line| line.split_once(": "))
         .map(|(name, value)| (name.to_ascii_lowercase(), value.to_string()))
         .collect();
-    Answer {
-        status,
-        headers,
-        body: body.to_string(),
-    }
+    (status, headers)
 }
 
 /// Asserts an error answer: its status, its `error` kind, and a message
