@@ -24,6 +24,14 @@ command -v curl >/dev/null 2>&1 || apt_install curl
 python3 scripts/import-cycles-test.py
 python3 scripts/import-cycles.py host/core/src host/serve/src host/cli/src
 
+# The CLI with the test-only sixth kind of counter, for tests/test_kind.rs: a
+# binary of its own beside the one the other tests run (built first: the
+# build below puts target/debug/idmint back as it must be).
+cargo build --locked -p idmint-cli --features idmint-cli/test-kind
+mkdir -p target/test-kind
+cp target/debug/idmint target/test-kind/idmint
+export IDMINT_TEST_KIND_BIN="$PWD/target/test-kind/idmint"
+
 # test-hooks: the crash hook the installer tests use; never in a user's build.
 cargo test --workspace --locked --features idmint-cli/test-hooks "$@"
 

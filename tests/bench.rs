@@ -27,21 +27,20 @@ fn the_sequence_bench_measures_every_mode_and_cleans_up() {
     assert_exit(&output, 0);
     let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
     let results = report["results"].as_array().unwrap();
-    let modes = [
-        "raw_inc",
-        "pipeline",
-        "pipeline_block",
-        "autoinc",
-        "seed_cas",
-        "segment",
-        "segment_batched",
-        "snowflake",
-    ];
+    // The yardsticks, then each kind the registry lists, one value and a
+    // block per take.
+    let kinds = idmint::sequence::CounterKind::ALL
+        .iter()
+        .flat_map(|kind| [kind.to_string(), format!("{kind}_block")]);
+    let modes: Vec<String> = ["raw_inc".to_string(), "seed_cas".to_string()]
+        .into_iter()
+        .chain(kinds)
+        .collect();
     for concurrency in [1, 2] {
-        for mode in modes {
+        for mode in &modes {
             let result = results
                 .iter()
-                .find(|r| r["mode"] == mode && r["concurrency"] == concurrency)
+                .find(|r| r["mode"] == mode.as_str() && r["concurrency"] == concurrency)
                 .unwrap_or_else(|| panic!("no {mode} at {concurrency} in {report}"));
             assert!(result["ops"].as_u64().unwrap() > 0, "{result}");
         }

@@ -42,3 +42,4 @@ mod serve_inprocess;
 mod serve_schema;
 mod snowflake;
 mod stored_functions;
+mod test_kind;

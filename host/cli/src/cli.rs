@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::connect;
+use crate::setting_help::kinds_list;
 use crate::{
     bench, counter, exit, install, lock, next, pipeline, policy, seq, serve, shell_loader, status,
     token, uninstall, validate, workers, ConnectArgs, Outcome, Output, EXIT_USAGE,
@@ -38,8 +39,8 @@ pub enum Command {
     Status(status::StatusCmd),
     /// Remove what idmint installed (and, when asked, its data).
     Uninstall(uninstall::UninstallCmd),
-    /// Create or inspect counters (cyclic, autoinc, segment, snowflake, periodic).
-    #[command(subcommand)]
+    /// Create or inspect counters (of each kind idmint knows).
+    #[command(subcommand, about = format!("Create or inspect counters ({})", kinds_list()))]
     Counter(counter::CounterCmd),
     /// Hand out raw sequence values, one per line, from a counter of any kind.
     Seq(seq::SeqCmd),
@@ -51,9 +52,8 @@ pub enum Command {
     Policy(policy::PolicyCmd),
     /// Check IDs (arguments, or one per line on stdin) against the policy.
     Validate(validate::ValidateCmd),
-    /// Measure throughput: sequence values by strategy (raw $inc, cyclic one at a time and in
-    /// blocks, autoinc, the seed's CAS loop, segments, snowflake) and formatting (wasm policy vs
-    /// native Rust).
+    /// Measure throughput: sequence values of each kind of counter, one at a time and in blocks,
+    /// against a raw $inc and the seed's CAS loop, and formatting (wasm policy vs native Rust).
     Bench(bench::BenchCmd),
     /// Distributed locks: run a command under a lease, show or force-release locks.
     #[command(subcommand)]

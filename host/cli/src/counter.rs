@@ -13,13 +13,14 @@ use serde::{Serialize, Serializer};
 
 use super::layout_args::LayoutArgs;
 use super::policy_args::PolicyArgs;
-use super::setting_help::{kinds_summary, setting_help};
+use super::setting_help::{kinds_choice, kinds_summary, setting_help};
 use super::{ConnectArgs, Outcome, Output};
 
 /// `idmint counter ...`
 #[derive(Debug, Subcommand)]
 pub enum CounterCmd {
-    /// Create a counter: cyclic (the default), autoinc, segment, snowflake or periodic.
+    /// Create a counter, of any kind idmint knows.
+    #[command(about = format!("Create a counter: {}", kinds_choice()))]
     Create(CreateArgs),
     /// Show a counter's kind and state.
     Show(ShowArgs),

@@ -25,6 +25,28 @@ pub fn kinds_summary() -> String {
     kinds.join("; ")
 }
 
+/// The kinds' names, in the registry's order: `cyclic, autoinc, ...`.
+pub fn kinds_list() -> String {
+    let names: Vec<&str> = CounterKind::ALL.iter().map(|kind| kind.as_str()).collect();
+    names.join(", ")
+}
+
+/// The kinds' names to choose from, the default marked: `cyclic (the
+/// default), autoinc, ... or periodic`.
+pub fn kinds_choice() -> String {
+    let names: Vec<String> = CounterKind::ALL
+        .iter()
+        .map(|&kind| match kind == CounterKind::DEFAULT {
+            true => format!("{kind} (the default)"),
+            false => kind.to_string(),
+        })
+        .collect();
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => names.concat(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -78,7 +78,7 @@ pub async fn run(
     }
     let seconds = start.elapsed().as_secs_f64();
     let mut results = vec![BenchResult {
-        mode: "lock_uncontended",
+        mode: "lock_uncontended".into(),
         concurrency: 1,
         ops_per_sec: pairs as f64 / seconds,
         ops: pairs,
@@ -188,7 +188,7 @@ fn handoffs(mode: &'static str, start: Instant, events: &Events) -> (BenchResult
     let count = latencies.len() as u64;
     (
         BenchResult {
-            mode,
+            mode: mode.into(),
             concurrency: CONTENDERS,
             ops_per_sec: count as f64 / seconds,
             ops: count,

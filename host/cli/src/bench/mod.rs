@@ -12,6 +12,7 @@ mod sequence;
 mod swap;
 
 use self::sequence::{BenchMode, BenchOptions, FormatBenchOptions};
+use idmint::sequence::CounterKind;
 
 use super::{ConnectArgs, Outcome, Output};
 
@@ -36,8 +37,8 @@ pub struct BenchCmd {
 pub enum Only {
     /// Sequence and format.
     All,
-    /// Sequence modes only (needs the database): raw_inc, pipeline,
-    /// pipeline_block, autoinc, seed_cas, segment, segment_batched, snowflake.
+    /// Sequence modes only (needs the database): raw_inc, seed_cas, then
+    /// each kind of counter, one value per take and 100 per take (KIND_block).
     Sequence,
     /// Format modes only (no database is contacted).
     Format,
@@ -135,11 +136,14 @@ impl BenchCmd {
                 );
             }
             for &concurrency in &self.concurrency {
-                for (mode, yardstick) in [
-                    (BenchMode::Pipeline, BenchMode::RawInc),
-                    (BenchMode::PipelineBlock, BenchMode::Pipeline),
-                    (BenchMode::Autoinc, BenchMode::RawInc),
-                ] {
+                // Each kind against a plain `$inc`, and its blocks against it.
+                let pairs = CounterKind::ALL.iter().flat_map(|&kind| {
+                    [
+                        (BenchMode::Each(kind), BenchMode::RawInc),
+                        (BenchMode::Block(kind), BenchMode::Each(kind)),
+                    ]
+                });
+                for (mode, yardstick) in pairs {
                     if let Some(ratio) = report.ratio(mode, yardstick, concurrency) {
                         let _ = writeln!(
                             text,

@@ -3,27 +3,26 @@
 //! ([`seed_cas`], the seed's loop; [`native_format`], the default format in
 //! plain Rust).
 //!
-//! The sequence benchmark: how many values per second each strategy hands
-//! out, against the two yardsticks.
+//! The sequence benchmark: how many values per second each kind of counter
+//! hands out, against two yardsticks that are not idmint's counters.
 //!
 //! - `raw_inc`: a plain `findOneAndUpdate` with `$inc`, no wrap and no
 //!   timestamp: the limit of one hot document, one value per round trip.
-//! - `pipeline`: idmint's cyclic counter, one value per round trip
-//!   ([`CyclicCounter::next`]).
-//! - `pipeline_block`: the cyclic counter reserving blocks of
-//!   [`BLOCK`] values per round trip ([`CyclicCounter::take`]).
-//! - `autoinc`: the auto-increment counter, one value per round trip.
 //! - `seed_cas`: the seed's find + conditional update retry loop.
-//! - `segment`: values handed out by one process's [`SegmentCounter`]
-//!   from its buffers, one value per call, with the segment fetches it made
-//!   per million values.
-//! - `segment_batched`: the same, each client through a
-//!   [`SegmentTaker`](idmint::sequence::SegmentTaker) of its own that takes
-//!   256 values at a time from the shared buffers.
-//! - `snowflake`: IDs issued by one process's [`SnowflakeCounter`] generator, one
-//!   per call, with layout 41,8,14 (16,384 per ms); every ID of the run is
-//!   kept and checked for duplicates afterwards, and a duplicate fails the
-//!   benchmark.
+//! - one mode per kind the registry lists, named after it (`autoinc`, ...):
+//!   a counter of that kind opened through the library's one seam
+//!   ([`Sequence`]), one value per take; a kind that takes its values from
+//!   memory (a segment's buffers, a snowflake generator) hands them out
+//!   without a round trip.
+//! - `<kind>_block`: the same, [`BLOCK`] values per take.
+//!
+//! No mode names a kind: the kinds come from [`CounterKind::ALL`], and each
+//! counter is made with the settings that keep it from wrapping or running
+//! short during a run, where its kind takes them (the largest cycle, the
+//! snowflake layout with the most sequence bits). A kind that buffers
+//! values reports the fetches it made per million values. The values of a
+//! kind whose values never repeat are all kept and checked afterwards: a
+//! value handed out twice fails the benchmark.
 //!
 //! The format benchmark ([`run_format`]) measures the other half of an ID,
 //! on one thread and with no database:
@@ -53,70 +52,66 @@ use serde::Serialize;
 use idmint::mongo::durable_write_concern;
 use idmint::policy::{PolicyError, PolicyRuntime, Stamp};
 use idmint::sequence::{
-    self, AutoincCounter, Clock, CounterKind, CounterName, CounterSpec, CyclicCounter,
-    SegmentCounter, SegmentOptions, SequenceError, Settings, SnowflakeCounter, SnowflakeOptions,
-    SystemClock, COUNTERS_COLLECTION,
+    self, Clock, CounterKind, CounterName, CounterSpec, OpenOptions, Repeats, Sequence,
+    SequenceError, Setting, Settings, SystemClock, COUNTERS_COLLECTION, MAX_MAXVAL,
 };
 
-/// Values per round trip in `pipeline_block`.
+/// Values per take in the `<kind>_block` modes.
 pub const BLOCK: usize = 100;
 
-/// What is measured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+/// How many takes a client makes before it lets the others run: kinds that
+/// hand out values from memory would otherwise keep a thread to themselves.
+const YIELD_EVERY: u64 = 4096;
+
+/// What is measured (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BenchMode {
     /// `findOneAndUpdate` + `$inc`.
     RawInc,
-    /// idmint's cyclic pipeline update, one value per round trip.
-    Pipeline,
-    /// The cyclic pipeline update, [`BLOCK`] values per round trip.
-    PipelineBlock,
-    /// The auto-increment counter, one value per round trip.
-    Autoinc,
     /// The seed's CAS loop.
     SeedCas,
-    /// One process's segment allocator, shared by its clients.
-    Segment,
-    /// The same, each client through a taker of its own (batches of 256).
-    SegmentBatched,
-    /// One process's snowflake generator.
-    Snowflake,
+    /// A counter of this kind, one value per take.
+    Each(CounterKind),
+    /// A counter of this kind, [`BLOCK`] values per take.
+    Block(CounterKind),
 }
 
 impl BenchMode {
-    /// Every mode, in report order.
-    pub const ALL: [BenchMode; 8] = [
-        BenchMode::RawInc,
-        BenchMode::Pipeline,
-        BenchMode::PipelineBlock,
-        BenchMode::Autoinc,
-        BenchMode::SeedCas,
-        BenchMode::Segment,
-        BenchMode::SegmentBatched,
-        BenchMode::Snowflake,
-    ];
+    /// Every mode, in report order: the yardsticks, then each kind's two.
+    pub fn all() -> Vec<BenchMode> {
+        let kinds = CounterKind::ALL
+            .iter()
+            .flat_map(|&kind| [BenchMode::Each(kind), BenchMode::Block(kind)]);
+        [BenchMode::RawInc, BenchMode::SeedCas]
+            .into_iter()
+            .chain(kinds)
+            .collect()
+    }
 
     /// The mode's name in reports.
-    pub fn name(self) -> &'static str {
+    pub fn name(self) -> String {
         match self {
-            BenchMode::RawInc => "raw_inc",
-            BenchMode::Pipeline => "pipeline",
-            BenchMode::PipelineBlock => "pipeline_block",
-            BenchMode::Autoinc => "autoinc",
-            BenchMode::SeedCas => "seed_cas",
-            BenchMode::Segment => "segment",
-            BenchMode::SegmentBatched => "segment_batched",
-            BenchMode::Snowflake => "snowflake",
+            BenchMode::RawInc => "raw_inc".to_string(),
+            BenchMode::SeedCas => "seed_cas".to_string(),
+            BenchMode::Each(kind) => kind.as_str().to_string(),
+            BenchMode::Block(kind) => format!("{kind}_block"),
         }
     }
 
-    /// The kind of counter the mode uses.
+    /// The kind of counter the mode uses: the yardsticks work on the seed's
+    /// document, a counter of the default kind.
     fn kind(self) -> CounterKind {
         match self {
-            BenchMode::Autoinc => CounterKind::Autoinc,
-            BenchMode::Segment | BenchMode::SegmentBatched => CounterKind::Segment,
-            BenchMode::Snowflake => CounterKind::Snowflake,
-            _ => CounterKind::Cyclic,
+            BenchMode::RawInc | BenchMode::SeedCas => CounterKind::DEFAULT,
+            BenchMode::Each(kind) | BenchMode::Block(kind) => kind,
+        }
+    }
+
+    /// Values per take.
+    fn per_take(self) -> usize {
+        match self {
+            BenchMode::Block(_) => BLOCK,
+            _ => 1,
         }
     }
 }
@@ -147,7 +142,7 @@ impl Default for BenchOptions {
 #[derive(Debug, Clone, Serialize)]
 pub struct BenchResult {
     /// The mode's name.
-    pub mode: &'static str,
+    pub mode: String,
     /// Concurrent clients.
     pub concurrency: usize,
     /// Values handed out per second.
@@ -156,7 +151,8 @@ pub struct BenchResult {
     pub ops: u64,
     /// Seconds measured.
     pub seconds: f64,
-    /// Segment mode: segments fetched from the database per million values.
+    /// A kind that buffers values: ranges fetched from the database per
+    /// million values.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fetches_per_million: Option<f64>,
 }
@@ -188,23 +184,26 @@ pub async fn run(
     options: &BenchOptions,
 ) -> Result<BenchReport, SequenceError> {
     let collection: Collection<Document> = database.collection(COUNTERS_COLLECTION);
+    let modes = BenchMode::all();
     let mut results = Vec::new();
     for &concurrency in &options.concurrencies {
-        let mut totals = [Slice::default(); BenchMode::ALL.len()];
+        let mut totals = vec![Slice::default(); modes.len()];
         for slice in 0..options.slices.max(1) {
             // Rotate which mode goes first so no mode always runs on a cold server.
-            for offset in 0..BenchMode::ALL.len() {
-                let index = (offset + slice as usize) % BenchMode::ALL.len();
-                let mode = BenchMode::ALL[index];
+            for offset in 0..modes.len() {
+                let index = (offset + slice as usize) % modes.len();
                 let slice_time = options.duration / options.slices.max(1);
                 let measured =
-                    run_slice(database, &collection, mode, concurrency, slice_time).await?;
+                    run_slice(database, &collection, modes[index], concurrency, slice_time).await?;
                 totals[index].ops += measured.ops;
                 totals[index].elapsed += measured.elapsed;
-                totals[index].fetches += measured.fetches;
+                totals[index].fetches = match (totals[index].fetches, measured.fetches) {
+                    (Some(total), Some(more)) => Some(total + more),
+                    (total, more) => total.or(more),
+                };
             }
         }
-        for (mode, total) in BenchMode::ALL.into_iter().zip(totals) {
+        for (mode, total) in modes.iter().zip(totals) {
             let seconds = total.elapsed.as_secs_f64();
             results.push(BenchResult {
                 mode: mode.name(),
@@ -212,8 +211,9 @@ pub async fn run(
                 ops_per_sec: total.ops as f64 / seconds,
                 ops: total.ops,
                 seconds,
-                fetches_per_million: matches!(mode, BenchMode::Segment | BenchMode::SegmentBatched)
-                    .then(|| total.fetches as f64 * 1e6 / total.ops.max(1) as f64),
+                fetches_per_million: total
+                    .fetches
+                    .map(|fetches| fetches as f64 * 1e6 / total.ops.max(1) as f64),
             });
         }
     }
@@ -243,12 +243,28 @@ pub async fn run(
 struct Slice {
     ops: u64,
     elapsed: Duration,
-    fetches: u64,
+    /// Ranges fetched, for a kind that buffers values.
+    fetches: Option<u64>,
 }
 
 fn bench_counter(mode: BenchMode) -> CounterName {
     // The names are constants that satisfy the naming rules.
     CounterName::new(format!("bench.{}", mode.name())).unwrap_or_else(|_| unreachable!())
+}
+
+/// The spec of a fresh counter of `kind` that will not wrap or run short
+/// during a run: the settings below, each where the kind takes it.
+fn spec_for(kind: CounterKind) -> CounterSpec {
+    let mut settings = Settings::default();
+    let takes = |setting| kind.settings().contains(&setting);
+    if takes(Setting::Maxval) {
+        settings.maxval = Some(MAX_MAXVAL);
+    }
+    if takes(Setting::Layout) {
+        // 16,384 values per millisecond.
+        settings.layout = Some((41, 8, 14));
+    }
+    CounterSpec::of(kind).settings(settings)
 }
 
 /// Runs `concurrency` tasks on `mode` for `time`; returns values handed out and time taken.
@@ -268,15 +284,6 @@ async fn run_slice(
             name: name.clone(),
             source,
         })?;
-    let spec = match mode.kind() {
-        CounterKind::Cyclic => CounterSpec::default().maxval(idmint::sequence::MAX_MAXVAL),
-        CounterKind::Snowflake => {
-            let mut settings = Settings::default();
-            settings.layout = Some((41, 8, 14));
-            CounterSpec::of(CounterKind::Snowflake).settings(settings)
-        }
-        kind => CounterSpec::of(kind),
-    };
     // A prefix of its own, as a counter in production owns one (two bench
     // counters may not both own the empty prefix), and a new one for each
     // slice: the counter is made afresh, and a prefix once owned is never
@@ -285,40 +292,33 @@ async fn run_slice(
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default()
         .as_nanos();
-    let spec = spec.prefixes(vec![format!("{name}-{started:x}-")]);
+    let spec = spec_for(mode.kind()).prefixes(vec![format!("{name}-{started:x}-")]);
     sequence::create(database, &name, &spec).await?;
-    let counter = CyclicCounter::new(database, name.clone());
-    let autoinc = AutoincCounter::new(database, name.clone());
-    let segments = SegmentCounter::new(database, name.clone(), SegmentOptions::default());
-    let snowflake = match mode {
-        BenchMode::Snowflake => Some(
-            SnowflakeCounter::start(
-                database,
-                name.clone(),
-                idmint::sequence::layout_of(&spec.settings),
-                SnowflakeOptions::default(),
-            )
-            .await?,
-        ),
-        _ => None,
+    let opened = match mode {
+        BenchMode::Each(_) | BenchMode::Block(_) => {
+            Some(Sequence::open(database, name.clone(), &OpenOptions::default()).await?)
+        }
+        BenchMode::RawInc | BenchMode::SeedCas => None,
     };
+    // The values of a kind that never repeats them are checked afterwards.
+    let keep_values = opened
+        .as_ref()
+        .is_some_and(|(_, state)| state.shape().repeats == Repeats::Never);
+    let counter = opened.map(|(counter, _)| counter);
     let started = Instant::now();
     let deadline = started + time;
     let workers = (0..concurrency).map(|_| {
         let counter = counter.clone();
-        let autoinc = autoinc.clone();
-        let segments = segments.clone();
-        let mut taker = segments.taker(256);
-        let snowflake = snowflake.clone();
         let collection = collection.clone();
         let name = name.clone();
         tokio::spawn(async move {
             let write_concern = durable_write_concern();
             let mut ops = 0_u64;
-            let mut ids = Vec::new();
+            let mut takes = 0_u64;
+            let mut values = Vec::new();
             while Instant::now() < deadline {
-                match mode {
-                    BenchMode::RawInc => {
+                match (mode, &counter) {
+                    (BenchMode::RawInc, _) => {
                         collection
                             .find_one_and_update(
                                 doc! { "_id": name.as_str() },
@@ -331,82 +331,58 @@ async fn run_slice(
                                 name: name.clone(),
                                 source,
                             })?;
+                        ops += 1;
                     }
-                    BenchMode::Pipeline => {
-                        counter.next(SystemClock.now_micros()).await?;
-                    }
-                    BenchMode::PipelineBlock => {
-                        counter.take(BLOCK, SystemClock.now_micros()).await?;
-                        ops += BLOCK as u64 - 1;
-                    }
-                    BenchMode::Autoinc => {
-                        autoinc.take(1).await?;
-                    }
-                    BenchMode::SeedCas => {
+                    (BenchMode::SeedCas, _) => {
                         seed_cas::next_value(&collection, &name, &write_concern).await?;
+                        ops += 1;
                     }
-                    BenchMode::Segment => {
-                        // One value per call; the clock is read once per
-                        // burst, and the task yields between bursts so that
-                        // every client gets its turn on the two threads.
-                        const BURST: u64 = 4096;
-                        for _ in 0..BURST {
-                            std::hint::black_box(segments.next_value().await?);
+                    (_, Some(counter)) => {
+                        let stamps = counter
+                            .take(mode.per_take(), SystemClock.now_micros())
+                            .await?;
+                        ops += stamps.len() as u64;
+                        if keep_values {
+                            values.extend(stamps.iter().map(|stamp| stamp.sequence));
                         }
-                        ops += BURST - 1;
-                        tokio::task::yield_now().await;
                     }
-                    BenchMode::SegmentBatched => {
-                        const BURST: u64 = 4096;
-                        for _ in 0..BURST {
-                            std::hint::black_box(taker.next_value().await?);
-                        }
-                        ops += BURST - 1;
-                        tokio::task::yield_now().await;
-                    }
-                    BenchMode::Snowflake => {
-                        const BURST: u64 = 4096;
-                        let snowflake = snowflake.as_ref().expect("started above");
-                        for _ in 0..BURST {
-                            ids.push(snowflake.next_id().await?);
-                        }
-                        ops += BURST - 1;
-                        tokio::task::yield_now().await;
-                    }
+                    (_, None) => unreachable!("a kind's mode opens its counter"),
                 }
-                ops += 1;
+                takes += 1;
+                if takes.is_multiple_of(YIELD_EVERY) {
+                    tokio::task::yield_now().await;
+                }
             }
-            Ok::<(u64, Vec<u64>), SequenceError>((ops, ids))
+            Ok::<(u64, Vec<u64>), SequenceError>((ops, values))
         })
     });
-    let mut ops = 0;
     let joined = match try_join_all(workers).await {
         Ok(joined) => joined,
         Err(error) => std::panic::resume_unwind(error.into_panic()),
     };
     let elapsed = started.elapsed();
-    let mut ids = Vec::new();
+    let mut ops = 0;
+    let mut values = Vec::new();
     for result in joined {
-        let (task_ops, task_ids) = result?;
+        let (task_ops, task_values) = result?;
         ops += task_ops;
-        ids.extend(task_ids);
+        values.extend(task_values);
     }
-    if let Some(snowflake) = snowflake {
-        snowflake.close().await?;
-        // The benchmark's own check: no ID of the run issued twice.
-        let issued = ids.len();
-        ids.sort_unstable();
-        ids.dedup();
-        if ids.len() != issued {
-            return Err(SequenceError::InvalidSpec(format!(
-                "the snowflake benchmark issued {} duplicate IDs",
-                issued - ids.len()
-            )));
-        }
+    let mut fetches = None;
+    if let Some(counter) = counter {
+        fetches = counter.held().buffers.map(|buffers| buffers.fetches);
+        counter.close().await?;
     }
-    let fetches = segments.stats().fetches;
-    if matches!(mode, BenchMode::Segment | BenchMode::SegmentBatched) {
-        segments.close().await?;
+    // The benchmark's own check: no value of the run handed out twice.
+    let issued = values.len();
+    values.sort_unstable();
+    values.dedup();
+    if values.len() != issued {
+        return Err(SequenceError::InvalidSpec(format!(
+            "the {} benchmark handed out {} values twice",
+            mode.name(),
+            issued - values.len()
+        )));
     }
     Ok(Slice {
         ops,
@@ -496,7 +472,7 @@ pub fn run_format(options: &FormatBenchOptions) -> Result<Vec<BenchResult>, Poli
         .into_iter()
         .zip(totals)
         .map(|(mode, (ops, elapsed))| BenchResult {
-            mode: mode.name(),
+            mode: mode.name().into(),
             concurrency: 1,
             ops_per_sec: ops as f64 / elapsed.as_secs_f64(),
             ops,

@@ -15,7 +15,7 @@
 /// Makes the registry's types from the list of kinds: one
 /// `field: Variant => KindType,` line per kind, the default kind first.
 macro_rules! registry {
-    ($($field:ident: $variant:ident => $kind:ty,)+) => {
+    ($($(#[$meta:meta])* $field:ident: $variant:ident => $kind:ty,)+) => {
         use std::fmt;
         use std::ops::Range;
         use std::str::FromStr;
@@ -49,6 +49,7 @@ macro_rules! registry {
         #[serde(rename_all = "lowercase")]
         pub enum CounterKind {
             $(
+                $(#[$meta])*
                 #[doc = concat!("A ", stringify!($field), " counter (`kinds/", stringify!($field), "/`).")]
                 $variant,
             )+
@@ -56,7 +57,7 @@ macro_rules! registry {
 
         impl CounterKind {
             /// Every kind, in the order the documentation lists them.
-            pub const ALL: &'static [CounterKind] = &[$(Self::$variant),+];
+            pub const ALL: &'static [CounterKind] = &[$($(#[$meta])* Self::$variant),+];
 
             /// The default kind, the registry's first: a document without a
             /// `kind` field is one.
@@ -65,14 +66,14 @@ macro_rules! registry {
             /// The kind's name: the value of the document's `kind` field.
             pub fn as_str(self) -> &'static str {
                 match self {
-                    $(Self::$variant => <$kind as Kind>::NAME,)+
+                    $($(#[$meta])* Self::$variant => <$kind as Kind>::NAME,)+
                 }
             }
 
             /// One line saying what the kind is.
             pub fn summary(self) -> &'static str {
                 match self {
-                    $(Self::$variant => <$kind as Kind>::SUMMARY,)+
+                    $($(#[$meta])* Self::$variant => <$kind as Kind>::SUMMARY,)+
                 }
             }
 
@@ -80,14 +81,14 @@ macro_rules! registry {
             /// values ([`Sequence::take_ranges`]).
             pub fn hands_out_runs(self) -> bool {
                 match self {
-                    $(Self::$variant => <$kind as Kind>::RUNS,)+
+                    $($(#[$meta])* Self::$variant => <$kind as Kind>::RUNS,)+
                 }
             }
 
             /// The settings `counter create` takes for this kind.
             pub fn settings(self) -> &'static [Setting] {
                 match self {
-                    $(Self::$variant => <$kind as Kind>::SETTINGS,)+
+                    $($(#[$meta])* Self::$variant => <$kind as Kind>::SETTINGS,)+
                 }
             }
 
@@ -95,14 +96,14 @@ macro_rules! registry {
             /// (`idmint pipeline --client-micros`).
             pub fn reads_client_clock(self) -> bool {
                 match self {
-                    $(Self::$variant => <$kind as Kind>::READS_CLIENT_CLOCK,)+
+                    $($(#[$meta])* Self::$variant => <$kind as Kind>::READS_CLIENT_CLOCK,)+
                 }
             }
 
             /// What to use instead of a policy that cannot hold this kind's values.
             pub fn fit_advice(self) -> &'static str {
                 match self {
-                    $(Self::$variant => <$kind as Kind>::FIT_ADVICE,)+
+                    $($(#[$meta])* Self::$variant => <$kind as Kind>::FIT_ADVICE,)+
                 }
             }
 
@@ -117,7 +118,7 @@ macro_rules! registry {
                 now_ms: u64,
             ) -> Result<Document, SequenceError> {
                 match self {
-                    $(Self::$variant => new_document::<$kind>(name, settings, prefixes, now_ms),)+
+                    $($(#[$meta])* Self::$variant => new_document::<$kind>(name, settings, prefixes, now_ms),)+
                 }
             }
 
@@ -125,7 +126,7 @@ macro_rules! registry {
             /// counter of this kind with `fields` is written.
             pub(crate) fn creation_check(self, fields: &Document) -> Option<(Document, String)> {
                 match self {
-                    $(Self::$variant => <$kind as Kind>::creation_check(fields),)+
+                    $($(#[$meta])* Self::$variant => <$kind as Kind>::creation_check(fields),)+
                 }
             }
 
@@ -138,7 +139,7 @@ macro_rules! registry {
                 options: &CommandOptions,
             ) -> Result<(Document, Vec<Document>), SequenceError> {
                 match self {
-                    $(Self::$variant => <$kind as Kind>::take_command(name, count, options),)+
+                    $($(#[$meta])* Self::$variant => <$kind as Kind>::take_command(name, count, options),)+
                 }
             }
 
@@ -146,14 +147,14 @@ macro_rules! registry {
             /// well-formed counter of this kind.
             pub(crate) fn well_formed(self) -> Document {
                 match self {
-                    $(Self::$variant => well_formed::<$kind>(),)+
+                    $($(#[$meta])* Self::$variant => well_formed::<$kind>(),)+
                 }
             }
 
             /// Reads the kind's fields of a counter document.
             fn read(self, document: &Document) -> Result<KindState, String> {
                 Ok(match self {
-                    $(Self::$variant => KindState::$variant(<$kind as Kind>::read(document)?),)+
+                    $($(#[$meta])* Self::$variant => KindState::$variant(<$kind as Kind>::read(document)?),)+
                 })
             }
         }
@@ -163,6 +164,7 @@ macro_rules! registry {
         #[serde(tag = "kind", rename_all = "lowercase")]
         pub enum KindState {
             $(
+                $(#[$meta])*
                 #[doc = concat!("The fields of a ", stringify!($field), " counter.")]
                 $variant(<$kind as Kind>::State),
             )+
@@ -172,28 +174,28 @@ macro_rules! registry {
             /// The kind.
             pub fn kind(&self) -> CounterKind {
                 match self {
-                    $(Self::$variant(_) => CounterKind::$variant,)+
+                    $($(#[$meta])* Self::$variant(_) => CounterKind::$variant,)+
                 }
             }
 
             /// The kind's fields.
             fn fields(&self) -> &dyn std::any::Any {
                 match self {
-                    $(Self::$variant(state) => state,)+
+                    $($(#[$meta])* Self::$variant(state) => state,)+
                 }
             }
 
             /// What a policy must know about the counter's values.
             pub fn shape(&self) -> ValueShape {
                 match self {
-                    $(Self::$variant(state) => <$kind as Kind>::shape(state),)+
+                    $($(#[$meta])* Self::$variant(state) => <$kind as Kind>::shape(state),)+
                 }
             }
 
             /// What the counter says about itself at `now_ms`.
             pub fn facts(&self, now_ms: u64) -> Vec<Fact> {
                 match self {
-                    $(Self::$variant(state) => <$kind as Kind>::facts(state, now_ms),)+
+                    $($(#[$meta])* Self::$variant(state) => <$kind as Kind>::facts(state, now_ms),)+
                 }
             }
 
@@ -201,7 +203,7 @@ macro_rules! registry {
             /// (`None`: it never runs out).
             pub fn headroom(&self, now_ms: u64) -> Option<Headroom> {
                 match self {
-                    $(Self::$variant(state) => <$kind as Kind>::headroom(state, now_ms),)+
+                    $($(#[$meta])* Self::$variant(state) => <$kind as Kind>::headroom(state, now_ms),)+
                 }
             }
         }
@@ -211,6 +213,7 @@ macro_rules! registry {
         #[non_exhaustive]
         pub struct OpenOptions {
             $(
+                $(#[$meta])*
                 #[doc = concat!("How a ", stringify!($field), " counter is opened.")]
                 pub $field: <$kind as Kind>::Options,
             )+
@@ -221,12 +224,14 @@ macro_rules! registry {
         #[derive(Debug, Clone)]
         pub enum Sequence {
             $(
+                $(#[$meta])*
                 #[doc = concat!("An opened ", stringify!($field), " counter.")]
                 $variant(<$kind as Kind>::Handle),
             )+
         }
 
         $(
+            $(#[$meta])*
             impl From<<$kind as Kind>::Handle> for Sequence {
                 fn from(handle: <$kind as Kind>::Handle) -> Self {
                     Sequence::$variant(handle)
@@ -256,7 +261,7 @@ macro_rules! registry {
                 options: &OpenOptions,
             ) -> Result<Self, SequenceError> {
                 Ok(match &state.kind {
-                    $(KindState::$variant(fields) => Sequence::$variant(
+                    $($(#[$meta])* KindState::$variant(fields) => Sequence::$variant(
                         <$kind as Kind>::open(database, name, fields, &options.$field).await?,
                     ),)+
                 })
@@ -265,21 +270,21 @@ macro_rules! registry {
             /// The counter's name.
             pub fn name(&self) -> &CounterName {
                 match self {
-                    $(Self::$variant(handle) => Handle::name(handle),)+
+                    $($(#[$meta])* Self::$variant(handle) => Handle::name(handle),)+
                 }
             }
 
             /// The counter's kind.
             pub fn kind(&self) -> CounterKind {
                 match self {
-                    $(Self::$variant(_) => CounterKind::$variant,)+
+                    $($(#[$meta])* Self::$variant(_) => CounterKind::$variant,)+
                 }
             }
 
             /// The database the counter is in.
             pub fn database(&self) -> Database {
                 match self {
-                    $(Self::$variant(handle) => Handle::database(handle),)+
+                    $($(#[$meta])* Self::$variant(handle) => Handle::database(handle),)+
                 }
             }
 
@@ -296,7 +301,7 @@ macro_rules! registry {
             ) -> Result<Vec<Stamp>, SequenceError> {
                 check_block(self.name(), count)?;
                 match self {
-                    $(Self::$variant(handle) => Handle::take(handle, count, client_micros).await,)+
+                    $($(#[$meta])* Self::$variant(handle) => Handle::take(handle, count, client_micros).await,)+
                 }
             }
 
@@ -312,7 +317,7 @@ macro_rules! registry {
                     });
                 }
                 match self {
-                    $(Self::$variant(handle) => Handle::take_ranges(handle, count).await,)+
+                    $($(#[$meta])* Self::$variant(handle) => Handle::take_ranges(handle, count).await,)+
                 }
             }
 
@@ -322,7 +327,7 @@ macro_rules! registry {
             /// were given back.
             pub async fn give_back(&self, runs: &[Range<u64>]) -> Result<u64, SequenceError> {
                 match self {
-                    $(Self::$variant(handle) => Handle::give_back(handle, runs).await,)+
+                    $($(#[$meta])* Self::$variant(handle) => Handle::give_back(handle, runs).await,)+
                 }
             }
 
@@ -330,7 +335,7 @@ macro_rules! registry {
             /// back (a segment's unused tail) or released (a worker lease).
             pub async fn close(&self) -> Result<GiveBack, SequenceError> {
                 match self {
-                    $(Self::$variant(handle) => Handle::close(handle).await,)+
+                    $($(#[$meta])* Self::$variant(handle) => Handle::close(handle).await,)+
                 }
             }
 
@@ -355,7 +360,7 @@ macro_rules! registry {
             /// What this process holds of the counter (buffers, a lease).
             pub fn held(&self) -> Held {
                 match self {
-                    $(Self::$variant(handle) => Handle::held(handle),)+
+                    $($(#[$meta])* Self::$variant(handle) => Handle::held(handle),)+
                 }
             }
         }
@@ -473,6 +478,7 @@ macro_rules! registry {
         }
 
         $(
+            $(#[$meta])*
             impl Registered for $kind {
                 fn refuse(name: &CounterName, document: &Document) -> SequenceError {
                     match CounterState::from_document(name, document) {

@@ -1,5 +1,6 @@
 //! The registry: the one place that lists the kinds of counter. Adding a
-//! kind is its folder under `kinds/` and one line below; every type that
+//! kind is its folder under `kinds/` and one line below (a line may carry a
+//! `#[cfg]`, as the test-only kind's does); every type that
 //! dispatches on a kind (`CounterKind`, `KindState`, `CounterState`,
 //! `Sequence`, `OpenOptions`) is made from this list by `dispatch.rs`.
 
@@ -12,6 +13,8 @@ registry! {
     segment: Segment => kinds::segment::SegmentKind,
     snowflake: Snowflake => kinds::snowflake::SnowflakeKind,
     periodic: Periodic => kinds::periodic::PeriodicKind,
+    #[cfg(feature = "test-kind")]
+    tally: Tally => kinds::tally::TallyKind,
 }
 
 #[cfg(test)]

@@ -11,3 +11,5 @@ pub mod cyclic;
 pub mod periodic;
 pub mod segment;
 pub mod snowflake;
+#[cfg(feature = "test-kind")]
+pub mod tally;
