@@ -968,6 +968,28 @@ async fn a_policy_is_compiled_once_per_content_and_a_changed_file_afresh() {
     );
     assert!(!scratch.path().join("rel").exists());
 
+    // A directory that cannot be made (under a file): the command says why
+    // and exits 1; IDs are made all the same, compiled in the process.
+    let file = scratch.path().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let unusable = file.join("cache");
+    let out = run(support::idmint(test)
+        .env("IDMINT_POLICY_CACHE", &unusable)
+        .args(["policy", "cache"]));
+    assert_exit(&out, 1);
+    assert!(
+        support::stdout(&out).contains(&format!(
+            "compiled policies cannot be kept in {}: ",
+            unusable.display()
+        )),
+        "{}",
+        support::stdout(&out)
+    );
+    let out = run(support::idmint(test)
+        .env("IDMINT_POLICY_CACHE", &unusable)
+        .args(["next", "c", "--count", "1"]));
+    assert_exit(&out, 0);
+
     // Off: nothing is kept, and IDs are made all the same.
     let out = run(support::idmint(test)
         .env("IDMINT_POLICY_CACHE", "off")

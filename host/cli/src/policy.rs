@@ -294,6 +294,9 @@ struct CacheView {
     usage: CacheUsage,
     /// Whether it was emptied.
     cleared: bool,
+    /// Why compiled policies cannot be kept there, if they cannot (exit 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    problem: Option<String>,
 }
 
 impl CacheCmd {
@@ -306,23 +309,31 @@ impl CacheCmd {
         let where_ = directory
             .as_ref()
             .map_or_else(String::new, |dir| format!(" in {}", dir.display()));
-        let usage = if self.clear {
-            cache.clear()
-        } else {
-            cache.usage()
+        // A directory that cannot be made holds nothing to show or clear.
+        let problem = cache.problem();
+        let usage = match (&problem, self.clear) {
+            (Some(_), _) => Ok(CacheUsage::default()),
+            (None, true) => cache.clear(),
+            (None, false) => cache.usage(),
         }
         .with_context(|| format!("cannot read the compiled policies{where_}"))?;
         let view = CacheView {
             directory,
             usage,
             cleared: self.clear,
+            problem,
         };
-        output.report(&view, || match &view.directory {
-            None => format!(
+        output.report(&view, || match (&view.directory, &view.problem) {
+            (None, _) => format!(
                 "compiled policies are not kept ({POLICY_CACHE_ENV}=off, or no home directory): \
                  each process compiles its policy"
             ),
-            Some(dir) => format!(
+            (Some(dir), Some(problem)) => format!(
+                "compiled policies cannot be kept in {}: {problem}; each process compiles its \
+                 policy (set {POLICY_CACHE_ENV} to a directory it can write, or to off)",
+                dir.display()
+            ),
+            (Some(dir), None) => format!(
                 "compiled policies{}: {} ({} entries, {} bytes){}",
                 if self.clear { " cleared" } else { "" },
                 dir.display(),
@@ -335,6 +346,9 @@ impl CacheCmd {
                 }
             ),
         })?;
-        Ok(Outcome::Success)
+        Ok(match view.problem {
+            Some(_) => Outcome::Failure,
+            None => Outcome::Success,
+        })
     }
 }

@@ -225,6 +225,12 @@ impl ServeCmd {
         init_logging(self.log_format);
 
         let runtime = PolicyRuntime::new().map_err(idmint::Error::from)?;
+        if let Some(problem) = runtime.cache_problem() {
+            tracing::warn!(
+                problem,
+                "compiled policies cannot be kept between processes: this one compiles its own"
+            );
+        }
         let local = self.policy.load_with(&runtime)?;
         options.kind_policies = self.kind_policies(&runtime)?;
         let database = self.connect.connect().await?;

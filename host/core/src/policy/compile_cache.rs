@@ -113,6 +113,13 @@ impl CompileCache {
         Ok(usage)
     }
 
+    /// Why compiled policies cannot be kept in the directory (one that
+    /// cannot be made, say), or `None` when they can or the cache is off:
+    /// a runtime then compiles in the process, every time.
+    pub fn problem(&self) -> Option<String> {
+        self.wasmtime_cache().err()
+    }
+
     /// The wasmtime cache over the directory, or why there is none.
     pub(crate) fn wasmtime_cache(&self) -> Result<Option<wasmtime::Cache>, String> {
         let Some(directory) = self.directory() else {
