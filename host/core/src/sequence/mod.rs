@@ -30,6 +30,9 @@
 //! `counter/command` (the wire command), `opened` and `prefixes` use them;
 //! this file is the public face.
 //!
+//! `striping` is the arithmetic of striped counters' lanes (issue 34), not
+//! yet used by a kind.
+//!
 //! All writes that hand out values use write concern majority with journal.
 
 mod advance;
@@ -47,6 +50,7 @@ mod opened;
 pub mod prefixes;
 mod registry;
 mod settings;
+pub mod striping;
 
 pub use clock::{Clock, SystemClock};
 pub use counter::command::take_command;
