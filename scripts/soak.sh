@@ -12,7 +12,7 @@
 #   scripts/soak.sh --check DIR        the checker again on a kept run
 #
 # Self-contained like scripts/test.sh: installs what it needs (the test
-# server, mongosh, libfaketime), builds idmint (debug; SOAK_RELEASE=1 for a
+# server, mongosh, libfaketime, Java 17), builds idmint (debug; SOAK_RELEASE=1 for a
 # release build, or SOAK_BIN=PATH to use a binary as it is), starts its own
 # database server on a data dir of its own, its proxies and its serve
 # instances, loopback only, and stops all of them when it ends or on Ctrl-C.
@@ -33,6 +33,7 @@ done
 ensure_server
 ensure_mongosh
 ensure_faketime
+ensure_java
 
 if [ -n "${SOAK_BIN:-}" ]; then
   idmint="$SOAK_BIN"

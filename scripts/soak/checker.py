@@ -127,25 +127,26 @@ def check_locks(records):
     return {"holds": holds, "fenced_off": fenced_off}, overlaps, fencing
 
 
-def availability(attempts, start, end):
-    """Per row, the share of whole seconds of the run in which it
-    acknowledged at least one value."""
+def availability(attempts, start, end, by=_row):
+    """Per row (or per path), the share of whole seconds of the run in which
+    it acknowledged at least one value."""
     seconds = max(1, math.floor(end - start))
     acked = defaultdict(set)
     for record in attempts:
         if record.get("raw"):
-            acked[_row(record)].add(math.floor(record["t1"] - start))
+            acked[by(record)].add(math.floor(record["t1"] - start))
     return {row: round(len({s for s in secs if 0 <= s < seconds}) / seconds, 3)
             for row, secs in acked.items()}
 
 
-def recovery(attempts, faults, window=10.0):
-    """For each fault, how long after it ended every row that was acknowledging
-    values before it acknowledged one again (null: not before the run ended)."""
+def recovery(attempts, faults, window=3.0):
+    """For each fault, how long after it ended every client path that was
+    acknowledging values just before it (within `window` seconds)
+    acknowledged one again (null: not before the run ended)."""
     acks = defaultdict(list)
     for record in attempts:
         if record.get("raw"):
-            acks[_row(record)].append(record["t1"])
+            acks[record["path"]].append(record["t1"])
     for times in acks.values():
         times.sort()
     out = []
@@ -177,6 +178,7 @@ def check(attempts, lock_records, faults, start, end, shutdown=None):
     rows, duplicates, order, gaps, lost = check_values(attempts)
     locks, overlaps, fencing = check_locks(lock_records)
     avail = availability(attempts, start, end)
+    path_avail = availability(attempts, start, end, by=lambda record: record["path"])
     recoveries = recovery(attempts, faults)
     by_type = defaultdict(list)
     for item in recoveries:
@@ -187,7 +189,7 @@ def check(attempts, lock_records, faults, start, end, shutdown=None):
         faults_summary[fault] = {
             "injected": len(times),
             "recovery_max_s": known[-1] if known else None,
-            "recovery_median_s": known[len(known) // 2] if known else None,
+            "recovery_median_s": known[(len(known) - 1) // 2] if known else None,
             "not_recovered": sum(1 for t in times if t is None),
         }
     for row, counts in rows.items():
@@ -220,6 +222,7 @@ def check(attempts, lock_records, faults, start, end, shutdown=None):
         "locks": locks,
         "gaps": gaps,
         "rows": dict(sorted(rows.items())),
+        "path_availability": dict(sorted(path_avail.items())),
         "silent_rows": sorted(row for row, r in rows.items() if r["values"] == 0),
         "faults": faults_summary,
         "recoveries": recoveries,

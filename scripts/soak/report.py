@@ -19,6 +19,10 @@ def table(result, schedule_seed=None):
     lines.append(f"{'total':<24}{t['attempted']:>10}{t['ok']:>8}{t['fail']:>7}{t['unknown']:>8}"
                  f"{t['acknowledged_values']:>9}")
     lines.append("")
+    lines.append("availability per path (share of seconds with a value acknowledged): "
+                 + ", ".join(f"{path} {share:.2f}"
+                             for path, share in result["path_availability"].items()))
+    lines.append("")
     lines.append(f"{'fault':<14}{'injected':>9}{'recovery median':>17}{'max':>8}{'not recovered':>15}")
     for fault, f in result["faults"].items():
         med = "-" if f["recovery_median_s"] is None else f"{f['recovery_median_s']:.1f} s"

@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -31,7 +32,8 @@ from cluster import DbServer, Proxy, Serve, kill_all, set_pgid_file, spawn  # no
 from ids import KINDS  # noqa: E402
 from nemesis import Nemesis  # noqa: E402
 from schedule import FAULTS, make_schedule  # noqa: E402
-from workload import CliLoop, HttpClient, LockHolder, Mongosh, Recorder, Stream  # noqa: E402
+from workload import (CliLoop, HttpClient, JavaClient, LockHolder, Mongosh, Recorder,  # noqa: E402
+                      Stream)
 
 REPO = os.path.dirname(os.path.dirname(HERE))
 PREFIX = {"cyclic": "CY-", "autoinc": "AI-", "segment": "SG-", "snowflake": "SF-",
@@ -67,9 +69,22 @@ def names(args):
     made from them)."""
     takers = [f"cli-seq-{k}" for k in KINDS if k != "cyclic"] + [f"cli-next-{k}" for k in KINDS]
     takers += [f"stream-{k}" for k in KINDS] + ["mongosh"]
+    if args.java:
+        takers.append("java")
     serves = [f"serve-{i}" for i in range(3)]
     holders = [f"lock-{lock}-{i}" for lock in LOCKS for i in range(2)]
     return takers, serves, holders
+
+
+def build_java(out):
+    """Compiles the Java client and SoakClient.java; the classes' directory."""
+    classes = os.path.join(out, "java-classes")
+    sources = [os.path.join(root, name)
+               for root, _, files in os.walk(os.path.join(REPO, "clients", "java", "src"))
+               for name in files if name.endswith(".java")]
+    subprocess.run(["javac", "--release", "17", "-d", classes, *sources,
+                    os.path.join(HERE, "SoakClient.java")], check=True)
+    return classes
 
 
 def evaluate(out):
@@ -186,6 +201,10 @@ def run(args):
                        seed_rng.random())
             cluster.takers[d.name] = d
         mongosh_uri = uris["cut"].replace("/?", "/soak?", 1) + "&serverSelectionTimeoutMS=3000"
+        if args.java:
+            d = JavaClient(build_java(out), counters, list(cluster.serves.values()), out,
+                           seed_rng.random())
+            cluster.takers[d.name] = d
         d = Mongosh(args.mongosh, mongosh_uri, counters,
                     os.path.join(REPO, "mongo-js", "shell", "idmint-loader.js"), out,
                     seed_rng.random())
@@ -254,6 +273,7 @@ def main():
     parser.add_argument("--server-bin", help="secantusd-rs")
     parser.add_argument("--mongosh", help="mongosh")
     parser.add_argument("--keep-data", action="store_true", help="keep the database's data dir")
+    parser.add_argument("--no-java", action="store_true", help="leave the Java client out")
     parser.add_argument("--check", metavar="DIR", help="only check a kept run's directory")
     parser.add_argument("--self-test", action="store_true")
     args = parser.parse_args()
@@ -266,6 +286,7 @@ def main():
             sys.exit(finish(args.check, json.load(file)))
     if not (args.bin and args.server_bin and args.mongosh):
         parser.error("--bin, --server-bin and --mongosh are needed (scripts/soak.sh gives them)")
+    args.java = bool(shutil.which("javac") and shutil.which("java")) and not args.no_java
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(2**31)
     if args.out is None:

@@ -415,3 +415,70 @@ def slow_clients(serve, counter, seconds, count=12):
     for sock in sockets:
         sock.close()
     return len(sockets)
+
+
+class JavaClient(Driver):
+    """SoakClient.java: the Java client's ValueClient (a segment counter) and
+    IdClient (a cyclic counter) in several threads over every serve
+    instance; restarted when it dies. Batches prefetched and not handed out
+    are gaps, which these two kinds allow."""
+
+    def __init__(self, classes, counters, serves, out, seed, threads=3):
+        super().__init__("java", seed)
+        self.classes, self.counters, self.serves, self.threads = classes, counters, serves, threads
+        self.recorder = Recorder(os.path.join(out, "logs", f"{self.name}.jsonl"))
+
+    def run(self):
+        segment, _ = self.counters["segment"]
+        cyclic, prefix = self.counters["cyclic"]
+        while not self.stopping.is_set():
+            process = spawn(["java", "-cp", self.classes, "SoakClient", segment, cyclic, prefix,
+                             str(self.threads)] + [s.url() + "/" for s in self.serves],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+            self.current = process
+            closer = threading.Thread(target=self._close_on_stop, args=(process,), daemon=True)
+            closer.start()
+            for line in process.stdout:
+                parts = line.decode(errors="replace").strip().split(" ", 3)
+                if len(parts) < 3:
+                    continue
+                now = float(parts[1])
+                if parts[0] == "V":
+                    record = {"path": "java-value", "kind": "segment", "counter": segment,
+                              "status": "ok", "raw": [int(parts[2])]}
+                elif parts[0] == "I":
+                    record = {"path": "java-id", "kind": "cyclic", "counter": cyclic,
+                              "status": "ok"}
+                    try:
+                        record["raw"] = [parse_id("cyclic", prefix, parts[2])]
+                    except UnreadableId as error:
+                        record.update(raw=[], status="fail", err=str(error), unreadable=True)
+                else:
+                    is_value = parts[2] == "V"
+                    record = {"path": "java-value" if is_value else "java-id",
+                              "kind": "segment" if is_value else "cyclic",
+                              "counter": segment if is_value else cyclic, "status": "fail",
+                              "raw": [], "err": parts[3][-300:] if len(parts) > 3 else ""}
+                record.update(t0=now, t1=now, n=1, scope=None)
+                self.recorder.write(record)
+            returncode = process.wait()
+            if not self.stopping.is_set():
+                for path, kind in (("java-value", "segment"), ("java-id", "cyclic")):
+                    self.recorder.write({"path": path, "kind": kind,
+                                         "counter": self.counters[kind][0], "t0": time.time(),
+                                         "t1": time.time(), "status": "unknown", "n": None,
+                                         "raw": [], "scope": None, "rc": returncode})
+                self.stopping.wait(0.5)
+        self.recorder.close()
+
+    def _close_on_stop(self, process):
+        while process.poll() is None:
+            if self.stopping.wait(0.2):
+                signal_group(process, signal.SIGCONT)
+                try:
+                    process.stdin.close()
+                    process.wait(timeout=10)
+                except (OSError, subprocess.TimeoutExpired):
+                    signal_group(process, signal.SIGKILL)
+                return
