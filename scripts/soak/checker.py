@@ -26,6 +26,10 @@ from ids import order_key, unique_key
 # (or an error) answer could have taken is a lost value.
 GAP_CHECKED = ("autoinc", "periodic")
 
+# A path whose acknowledgements are usually further apart than this (the
+# stored JavaScript twins, under contention) is left out of recovery times.
+SPARSE = 1.0
+
 
 def _row(record):
     return f"{record['path']}/{record['kind']}"
@@ -147,8 +151,11 @@ def recovery(attempts, faults, window=3.0):
     for record in attempts:
         if record.get("raw"):
             acks[record["path"]].append(record["t1"])
-    for times in acks.values():
+    for path, times in list(acks.items()):
         times.sort()
+        gaps = sorted(b - a for a, b in zip(times, times[1:]))
+        if not gaps or gaps[len(gaps) // 2] > SPARSE:
+            del acks[path]  # too sparse to time a recovery by
     out = []
     for fault in faults:
         worst, worst_row = 0.0, None
