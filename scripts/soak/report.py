@@ -58,7 +58,9 @@ FAULT_COLORS = {"kill": "#d62728", "stop": "#ff7f0e", "partition": "#9467bd", "c
 
 
 def svg(attempts, faults, start, end, title):
-    """Values acknowledged per second, one line per path, faults as bands."""
+    """One lane per client path: a bar per second, as tall as the values it
+    acknowledged that second (to the lane's own peak); an empty second is a
+    gap in the lane. Faults are bands across every lane, named below."""
     seconds = max(1, math.ceil(end - start))
     per = defaultdict(lambda: [0] * seconds)
     for record in attempts:
@@ -66,46 +68,42 @@ def svg(attempts, faults, start, end, title):
         if record.get("raw") and 0 <= second < seconds:
             per[record["path"]][second] += len(record["raw"])
     paths = sorted(per)
-    width, height, left, top, plot_h = 1100, 180 + 22 * len(paths), 60, 30, 300
-    height = top + plot_h + 60 + 18 * len(paths)
+    left, top, lane, width = 90, 30, 44, 1200
+    plot_h = lane * max(1, len(paths))
+    height = top + plot_h + 110
     scale_x = (width - left - 20) / seconds
-    peak = max([max(v) for v in per.values()] + [1])
-    log_peak = math.log10(peak + 1)
-
-    def y(value):
-        return top + plot_h - (math.log10(value + 1) / log_peak) * plot_h
-
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
            f'font-family="sans-serif" font-size="11">',
            f'<rect width="{width}" height="{height}" fill="white"/>',
-           f'<text x="{left}" y="18" font-size="13">{escape(title)}</text>']
+           f'<text x="{left}" y="18" font-size="13">{escape(title)}: values acknowledged per '
+           f'second, per path (each lane to its own peak); faults as bands</text>']
     for fault in faults:
         x0 = left + (fault["start"] - start) * scale_x
         x1 = max(x0 + 2, left + (fault["end"] - start) * scale_x)
         color = FAULT_COLORS.get(fault["fault"].split("-")[0], "#999")
         out.append(f'<rect x="{x0:.1f}" y="{top}" width="{x1 - x0:.1f}" height="{plot_h}" '
-                   f'fill="{color}" opacity="0.25"><title>{escape(fault["fault"])} '
+                   f'fill="{color}" opacity="0.3"><title>{escape(fault["fault"])} '
                    f'{escape(str(fault.get("target")))}</title></rect>')
-        out.append(f'<text x="{x0:.1f}" y="{top + plot_h + 12}" font-size="8" '
-                   f'transform="rotate(45 {x0:.1f} {top + plot_h + 12})">'
-                   f'{escape(fault["fault"])}</text>')
-    out.append(f'<line x1="{left}" y1="{top + plot_h}" x2="{width - 20}" y2="{top + plot_h}" '
-               f'stroke="black"/>')
-    out.append(f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" stroke="black"/>')
-    for tick in [1, 10, 100, 1000, 10000, 100000]:
-        if tick <= peak * 1.01:
-            out.append(f'<text x="{left - 5}" y="{y(tick) + 4:.1f}" text-anchor="end">{tick}</text>')
-    for s in range(0, seconds + 1, max(10, seconds // 10 // 10 * 10 or 10)):
-        out.append(f'<text x="{left + s * scale_x:.1f}" y="{top + plot_h + 40}" '
-                   f'text-anchor="middle">{s}s</text>')
+        out.append(f'<text x="{x0:.1f}" y="{top + plot_h + 30}" font-size="9" '
+                   f'transform="rotate(60 {x0:.1f} {top + plot_h + 30})">'
+                   f'{escape(fault["fault"])} {escape(str(fault.get("target") or ""))}</text>')
     for i, path in enumerate(paths):
         color = COLORS[i % len(COLORS)]
-        points = " ".join(f"{left + (s + 0.5) * scale_x:.1f},{y(v):.1f}"
-                          for s, v in enumerate(per[path]))
-        out.append(f'<polyline fill="none" stroke="{color}" stroke-width="1.2" points="{points}"/>')
-        ly = top + plot_h + 58 + 16 * i
-        out.append(f'<rect x="{left}" y="{ly - 9}" width="10" height="10" fill="{color}"/>')
-        out.append(f'<text x="{left + 15}" y="{ly}">{escape(path)}: values acknowledged per '
-                   f'second (log scale)</text>')
+        base = top + (i + 1) * lane
+        peak = max(per[path]) or 1
+        out.append(f'<text x="{left - 6}" y="{base - lane / 2 + 4:.1f}" text-anchor="end">'
+                   f'{escape(path)}</text>')
+        out.append(f'<line x1="{left}" y1="{base}" x2="{width - 20}" y2="{base}" '
+                   f'stroke="#ccc"/>')
+        for second, value in enumerate(per[path]):
+            if value:
+                h = max(1.0, (lane - 6) * value / peak)
+                out.append(f'<rect x="{left + second * scale_x:.1f}" y="{base - h:.1f}" '
+                           f'width="{max(0.8, scale_x - 0.4):.1f}" height="{h:.1f}" '
+                           f'fill="{color}"/>')
+    step = 10 if seconds <= 200 else 30
+    for s in range(0, seconds + 1, step):
+        out.append(f'<text x="{left + s * scale_x:.1f}" y="{top + plot_h + 14}" '
+                   f'text-anchor="middle">{s}s</text>')
     out.append("</svg>")
     return "\n".join(out)
