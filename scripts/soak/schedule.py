@@ -31,7 +31,9 @@ def make_schedule(seed, seconds, takers, serves, holders):
     once before any comes twice, in a seeded order."""
     rng = random.Random(seed)
     window = max(0.0, seconds - WARM_UP - COOL_DOWN)
-    slots = int(window // SLOT)
+    # A short run packs its faults closer, so that every kind still comes once.
+    slot = max(6.0, min(SLOT, window / len(FAULTS)))
+    slots = int(window / slot + 1e-9)
     kinds = []
     while len(kinds) < slots:
         round_ = list(FAULTS)
@@ -40,8 +42,8 @@ def make_schedule(seed, seconds, takers, serves, holders):
     kinds = kinds[:slots]
     schedule = []
     for i, fault in enumerate(kinds):
-        at = WARM_UP + i * SLOT + rng.uniform(0.0, 2.0)
-        duration = round(rng.uniform(2.0, 6.0), 2)
+        at = WARM_UP + i * slot + rng.uniform(0.0, slot / 5)
+        duration = round(rng.uniform(2.0, min(6.0, slot / 2)), 2)
         event = {"at": round(at, 2), "fault": fault, "duration": duration, "target": None}
         if fault in ("kill-taker", "stop-taker"):
             event["target"] = rng.choice(takers)

@@ -76,6 +76,18 @@ def names(args):
     return takers, serves, holders
 
 
+def broken_binary(args):
+    """A wrapper of the real binary that breaks one promise (broken.py)."""
+    os.environ.update(SOAK_REAL_IDMINT=args.bin, SOAK_BROKEN=args.broken)
+    os.makedirs(args.out, exist_ok=True)
+    wrapper = os.path.join(os.path.abspath(args.out), "broken-idmint")
+    with open(wrapper, "w", encoding="utf-8") as file:
+        file.write(f'#!/bin/sh\nexec "{sys.executable}" "{os.path.join(HERE, "broken.py")}" "$@"\n')
+    os.chmod(wrapper, 0o755)
+    log(f"a deliberately broken idmint ({args.broken}): {wrapper}")
+    return wrapper
+
+
 def build_java(out):
     """Compiles the Java client and SoakClient.java; the classes' directory."""
     classes = os.path.join(out, "java-classes")
@@ -113,7 +125,9 @@ def finish(out, meta):
           f"{os.path.join(out, 'timeline.svg')}")
     if not result["valid"]:
         first = result["first_violation"]
-        print(f"soak: INVALID: first {first['violation']}: {json.dumps(first['example'])}")
+        at = first["example"].get("t")
+        when = f" at +{at - meta['start']:.1f} s" if at else ""
+        print(f"soak: INVALID: first {first['violation']}{when}: {json.dumps(first['example'])}")
         print("soak: faults around it: " + ("; ".join(first["faults_around"]) or "none"))
         return 1
     return 0
@@ -273,6 +287,8 @@ def main():
     parser.add_argument("--server-bin", help="secantusd-rs")
     parser.add_argument("--mongosh", help="mongosh")
     parser.add_argument("--keep-data", action="store_true", help="keep the database's data dir")
+    parser.add_argument("--broken", choices=["duplicate", "lock"],
+                        help="run a deliberately broken idmint (broken.py): the run must be invalid")
     parser.add_argument("--no-java", action="store_true", help="leave the Java client out")
     parser.add_argument("--check", metavar="DIR", help="only check a kept run's directory")
     parser.add_argument("--self-test", action="store_true")
@@ -292,6 +308,8 @@ def main():
     if args.out is None:
         args.out = os.path.join(os.environ.get("TMPDIR", "/tmp"),
                                 f"idmint-soak-{args.seed}-{int(time.time())}")
+    if args.broken:
+        args.bin = broken_binary(args)
     try:
         sys.exit(run(args))
     except Exception:  # noqa: BLE001

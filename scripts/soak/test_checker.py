@@ -133,6 +133,10 @@ class ScheduleTest(unittest.TestCase):
         self.assertEqual(make_schedule(7, 300, *targets), make_schedule(7, 300, *targets))
         self.assertNotEqual(make_schedule(7, 300, *targets), make_schedule(8, 300, *targets))
 
+    def test_two_minutes_inject_every_fault_kind_once(self):
+        schedule = make_schedule(1, 120, ["t"], ["s"], ["h"])
+        self.assertEqual(sorted(e["fault"] for e in schedule), sorted(FAULTS))
+
     def test_five_minutes_inject_every_fault_kind_twice(self):
         schedule = make_schedule(1, 300, ["t"], ["s"], ["h"])
         for fault in FAULTS:
