@@ -85,9 +85,16 @@ def wait_for_line(path, needle, process, timeout=60.0):
 
 
 def libfaketime():
-    found = sorted(glob.glob("/usr/lib/*/faketime/libfaketime.so.1")) + \
-        sorted(glob.glob("/usr/lib/faketime/libfaketime.so.1"))
-    return found[0] if found else None
+    """libfaketime's thread-safe build where there is one: the server reads
+    the clock file from many threads, and the plain build parses it into one
+    static buffer, so a thread can read another's half-written copy, fail to
+    parse it and exit the server (seen in a soak run)."""
+    for name in ("libfaketimeMT.so.1", "libfaketime.so.1"):
+        found = sorted(glob.glob(f"/usr/lib/*/faketime/{name}")) + \
+            sorted(glob.glob(f"/usr/lib/faketime/{name}"))
+        if found:
+            return found[0]
+    return None
 
 
 class DbServer:
@@ -103,6 +110,8 @@ class DbServer:
         self.port = 0
         self.process = None
         self.offset = 0  # seconds the server's clock is behind, never ahead
+        self.lock = threading.Lock()  # the nemesis and the supervisor, one at a time
+        self.exits = 0  # exits nobody asked for
         self.faketime = libfaketime()
         self.set_clock("+0")
 
@@ -142,6 +151,10 @@ class DbServer:
         signal_group(self.process, signal.SIGKILL)
         if self.process:
             self.process.wait()
+
+    def exited_unasked(self):
+        """The server's exit status if it ended with nobody killing it."""
+        return self.process.poll() if self.process is not None else None
 
     def restart(self):
         self.kill9()

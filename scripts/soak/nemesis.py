@@ -7,6 +7,36 @@ import time
 from workload import slow_clients
 
 
+class Supervisor(threading.Thread):
+    """Restarts the database server if it exits with nobody asking (not a
+    fault of the schedule: a harness event), and records it as fault
+    "db-exited" with its exit status, so that a run goes on and says so."""
+
+    def __init__(self, db, recorder):
+        super().__init__(name="supervisor", daemon=True)
+        self.db, self.recorder = db, recorder
+        self.stopping = threading.Event()
+
+    def stop(self):
+        self.stopping.set()
+
+    def run(self):
+        while not self.stopping.wait(0.5):
+            with self.db.lock:
+                status = self.db.exited_unasked()
+                if status is None:
+                    continue
+                start = time.time()
+                self.db.exits += 1
+                try:
+                    self.db.restart()
+                    detail = f"exited by itself (status {status}); restarted: see db.log"
+                except RuntimeError as error:
+                    detail = f"exited by itself (status {status}); restart failed: {error}"
+            self.recorder.write({"fault": "db-exited", "target": "db", "start": start,
+                                 "end": time.time(), "detail": detail})
+
+
 class Nemesis(threading.Thread):
     def __init__(self, schedule, start, cluster, recorder):
         super().__init__(name="nemesis", daemon=True)
@@ -33,8 +63,11 @@ class Nemesis(threading.Thread):
                 detail = self.apply(event)
             except Exception as error:  # noqa: BLE001 - recorded, the run goes on
                 detail = f"error: {type(error).__name__}: {error}"
-            self.recorder.write({"fault": event["fault"], "target": event["target"],
-                                 "start": start, "end": time.time(), "detail": detail})
+            record = {"fault": event["fault"], "target": event["target"], "start": start,
+                      "end": time.time(), "detail": detail}
+            if event["target"] in self.cluster.holders:
+                record["lock"] = self.cluster.holders[event["target"]].lock
+            self.recorder.write(record)
 
     def apply(self, event):
         fault, target, duration = event["fault"], event["target"], event["duration"]
@@ -64,9 +97,10 @@ class Nemesis(threading.Thread):
             opened = slow_clients(c.serves[target], c.slow_counter, duration)
             return f"{opened} slow connections"
         if fault == "kill-db":
-            c.db.kill9()
-            self.hold(duration)
-            c.db.restart()
+            with c.db.lock:
+                c.db.kill9()
+                self.hold(duration)
+                c.db.restart()
             return "killed and restarted"
         if fault == "stop-db":
             c.db.stop()
@@ -102,6 +136,14 @@ class Nemesis(threading.Thread):
             self.hold(duration)
             holder.resume()
             return "stopped (SIGTSTP) and continued"
+        if fault == "freeze-holder":
+            holder = c.holders[target]
+            frozen = holder.freeze()
+            if not frozen:
+                return "no lock run running"
+            self.hold(duration)
+            holder.thaw(frozen)
+            return f"froze {len(frozen)} processes (lock run, its guard, COMMAND) and continued"
         if fault == "kill-lock":
             return "killed" if c.holders[target].kill9() else "no lock run running"
         raise ValueError(f"unknown fault {fault}")

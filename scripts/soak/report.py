@@ -32,7 +32,9 @@ def table(result, schedule_seed=None):
     locks = result["locks"]
     runs = result.get("lock_runs", {})
     lines.append(f"locks: {locks['holds']} holds written to the fenced store, "
-                 f"{locks['fenced_off']} stale writes refused by it; lock run exits: "
+                 f"{locks['fenced_off']} stale writes refused by it, "
+                 f"{locks.get('fenced_overlaps', 0)} overlaps of a frozen holder fenced off; "
+                 f"lock run exits: "
                  + ", ".join(f"{code}: {count}" for code, count in sorted(runs.items())))
     gaps = ", ".join(f"{name} {g['missing']} missing (bound {g['unanswered_bound']})"
                      for name, g in result["gaps"].items())
@@ -40,6 +42,10 @@ def table(result, schedule_seed=None):
     if result["shutdown_s"]:
         lines.append("shutdown: " + ", ".join(f"{name} {s if s is not None else 'killed'} s"
                                              for name, s in sorted(result["shutdown_s"].items())))
+    exits = result["faults"].get("db-exited", {}).get("injected", 0)
+    if exits:
+        lines.append(f"the database server exited by itself {exits} time(s), and was restarted: "
+                     f"not a fault of the schedule; see db.log")
     if result["silent_rows"]:
         lines.append("paths that acknowledged nothing: " + ", ".join(result["silent_rows"]))
     lines.append("")

@@ -18,31 +18,35 @@ FAULTS = {
     "clock-freeze": "the database server's clock frozen for DURATION, then going on from there",
     "tstp-lock": "Ctrl-Z (SIGTSTP) of a lock run for DURATION, then SIGCONT",
     "kill-lock": "kill -9 of a lock run (its guard kills COMMAND)",
+    "freeze-holder": "SIGSTOP of a lock run and its COMMAND together past the lease (8-10 s), "
+                     "as a frozen machine: the case the fencing token is for",
 }
 
 WARM_UP = 12.0
 COOL_DOWN = 12.0
-SLOT = 10.0
+SLOT = 9.0
+FREEZE = (8.0, 10.0)  # freeze-holder: past the soak's 5 s lock TTL
 
 
 def make_schedule(seed, seconds, takers, serves, holders):
     """The list of faults: {"at" (s from the start), "fault", "target",
-    "duration", "seconds"?}, none overlapping another. Every fault kind comes
-    once before any comes twice, in a seeded order."""
+    "duration", "seconds"?}, one after another, none overlapping. Every fault
+    kind comes once before any comes twice, in a seeded order; a short run
+    packs them closer (down to 5 s apart) so that each still comes once."""
     rng = random.Random(seed)
-    window = max(0.0, seconds - WARM_UP - COOL_DOWN)
-    # A short run packs its faults closer, so that every kind still comes once.
-    slot = max(6.0, min(SLOT, window / len(FAULTS)))
-    slots = int(window / slot + 1e-9)
-    kinds = []
-    while len(kinds) < slots:
-        round_ = list(FAULTS)
-        rng.shuffle(round_)
-        kinds.extend(round_)
-    kinds = kinds[:slots]
+    last = seconds - COOL_DOWN
+    window = max(0.0, last - WARM_UP)
+    # A freeze-holder lasts longer than a slot: leave room for it.
+    slot = max(5.0, min(SLOT, (window - FREEZE[1]) / len(FAULTS)))
     schedule = []
-    for i, fault in enumerate(kinds):
-        at = WARM_UP + i * slot + rng.uniform(0.0, slot / 5)
+    round_ = []
+    t = WARM_UP
+    while True:
+        if not round_:
+            round_ = list(FAULTS)
+            rng.shuffle(round_)
+        fault = round_.pop(0)
+        at = t + rng.uniform(0.0, slot / 10)
         duration = round(rng.uniform(2.0, min(6.0, slot / 2)), 2)
         event = {"at": round(at, 2), "fault": fault, "duration": duration, "target": None}
         if fault in ("kill-taker", "stop-taker"):
@@ -55,11 +59,15 @@ def make_schedule(seed, seconds, takers, serves, holders):
             event["target"] = "proxy-partition"
         elif fault == "cut":
             event["target"] = "proxy-cut"
-        elif fault in ("tstp-lock", "kill-lock"):
+        elif fault in ("tstp-lock", "kill-lock", "freeze-holder"):
             event["target"] = rng.choice(holders)
         if fault in ("kill-taker", "kill-lock", "clock-back"):
             event["duration"] = 0.0
+        if fault == "freeze-holder":
+            event["duration"] = round(rng.uniform(*FREEZE), 2)
         if fault == "clock-back":
             event["seconds"] = rng.randint(5, 30)
+        if at + event["duration"] > last:
+            return schedule
         schedule.append(event)
-    return schedule
+        t = at + max(slot, event["duration"] + slot / 2)

@@ -30,7 +30,7 @@ import checker  # noqa: E402
 import report  # noqa: E402
 from cluster import DbServer, Proxy, Serve, kill_all, set_pgid_file, spawn  # noqa: E402
 from ids import KINDS  # noqa: E402
-from nemesis import Nemesis  # noqa: E402
+from nemesis import Nemesis, Supervisor  # noqa: E402
 from schedule import FAULTS, make_schedule  # noqa: E402
 from workload import (CliLoop, HttpClient, JavaClient, LockHolder, Mongosh, Recorder,  # noqa: E402
                       Stream)
@@ -167,7 +167,7 @@ def run(args):
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
-    nemesis = None
+    nemesis = supervisor = None
     try:
         cluster.db = db = DbServer(args.server_bin, out)
         if not db.faketime:
@@ -236,8 +236,10 @@ def run(args):
         meta["start"] = time.time()
         for driver in drivers:
             driver.start()
-        nemesis = Nemesis(schedule, meta["start"],
-                          cluster, Recorder(os.path.join(out, "faults.jsonl")))
+        faults = Recorder(os.path.join(out, "faults.jsonl"))
+        supervisor = Supervisor(db, faults)
+        supervisor.start()
+        nemesis = Nemesis(schedule, meta["start"], cluster, faults)
         nemesis.start()
         log(f"running {len(drivers)} drivers for {args.minutes} min")
         end = meta["start"] + seconds
@@ -248,6 +250,7 @@ def run(args):
         nemesis.stop()
         nemesis.join(timeout=60)
         meta["end"] = time.time()
+        meta["db_exits_unasked"] = db.exits
         log("stopping the drivers")
         for driver in drivers:
             driver.stop()
@@ -265,6 +268,9 @@ def run(args):
     finally:
         if nemesis is not None:
             nemesis.stop()
+        if supervisor is not None:
+            supervisor.stop()
+            supervisor.join(timeout=10)
         for driver in drivers:
             driver.stop()
         for proxy in cluster.proxies.values():

@@ -108,6 +108,23 @@ class CheckerTest(unittest.TestCase):
         self.assertEqual(result["locks"]["fenced_off"], 1)
         self.assertEqual(result["first_violation"]["violation"], "overlap")
 
+    def test_a_frozen_holders_stale_writes_refused_by_the_fence_are_no_violation(self):
+        freeze = {"fault": "freeze-holder", "target": "h", "lock": "a", "start": START + 2.2,
+                  "end": START + 3.4}
+        stale = [{"lock": "a", "token": 1, "event": "beat", "t": START + 3.5, "accepted": False}]
+        locks = clean_locks()[:1] + clean_locks()[2:] + stale
+        result = check(clean_attempts(), locks, [freeze], START, START + 10)
+        self.assertTrue(result["valid"], result["first_violation"])
+        self.assertEqual(result["locks"]["fenced_overlaps"], 1)
+        # Without the freeze it is an overlap: lock run let COMMAND outlive its lease.
+        self.assertEqual(check(clean_attempts(), locks, [], START, START + 10)["lock_overlaps"], 1)
+        # And a stale write the store accepted is a violation, frozen or not.
+        accepted = [dict(stale[0], accepted=True)]
+        result = check(clean_attempts(), clean_locks()[:1] + clean_locks()[2:] + accepted,
+                       [freeze], START, START + 10)
+        self.assertFalse(result["valid"])
+        self.assertEqual(result["fencing_violations"], 1)
+
     def test_a_planted_fencing_violation_is_invalid(self):
         locks = clean_locks() + [
             {"lock": "a", "token": 1, "event": "beat", "t": START + 5, "accepted": True},

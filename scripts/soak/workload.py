@@ -357,6 +357,27 @@ class LockHolder(Driver):
     def resume(self):
         return _signal_pid(self.current, signal.SIGCONT)
 
+    def freeze(self):
+        """SIGSTOP to `lock run` and every process under it, as a machine
+        frozen whole; the pids stopped."""
+        if self.current is None or self.current.poll() is not None:
+            return []
+        pids = _descendants(self.current.pid)
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGSTOP)
+            except ProcessLookupError:
+                pass
+        return pids
+
+    @staticmethod
+    def thaw(pids):
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+
     def run(self):
         while not self.stopping.is_set():
             t0 = time.time()
@@ -370,6 +391,27 @@ class LockHolder(Driver):
             self.runs.write({"holder": self.name, "lock": self.lock, "t0": t0, "t1": time.time(),
                              "rc": returncode, "err": stderr[-300:]})
             self.stopping.wait(self.rng.uniform(0.0, 0.3))
+
+
+def _descendants(root):
+    """root and every process under it, from /proc."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as file:
+                stat = file.read()
+        except OSError:
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(parent, []).append(int(entry))
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, []))
+    return found
 
 
 def _signal_pid(process, sig):
