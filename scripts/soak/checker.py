@@ -258,7 +258,7 @@ def check(attempts, lock_records, faults, start, end, shutdown=None):
     }
 
 
-def _read_jsonl(path):
+def read_jsonl(path):
     with open(path, encoding="utf-8") as file:
         for line in file:
             line = line.strip()
@@ -275,15 +275,15 @@ def load(out):
     logs = os.path.join(out, "logs")
     for name in sorted(os.listdir(logs)):
         if name.endswith(".jsonl"):
-            attempts.extend(_read_jsonl(os.path.join(logs, name)))
+            attempts.extend(read_jsonl(os.path.join(logs, name)))
     lock_records = []
     locks = os.path.join(out, "locks")
     if os.path.isdir(locks):
         for name in sorted(os.listdir(locks)):
             if name.endswith(".jsonl"):
-                lock_records.extend(_read_jsonl(os.path.join(locks, name)))
+                lock_records.extend(read_jsonl(os.path.join(locks, name)))
     faults_path = os.path.join(out, "faults.jsonl")
-    faults = list(_read_jsonl(faults_path)) if os.path.exists(faults_path) else []
+    faults = list(read_jsonl(faults_path)) if os.path.exists(faults_path) else []
     with open(os.path.join(out, "meta.json"), encoding="utf-8") as file:
         meta = json.load(file)
     return attempts, lock_records, faults, meta

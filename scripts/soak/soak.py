@@ -104,7 +104,7 @@ def evaluate(out):
     runs_path = os.path.join(out, "lockruns.jsonl")
     runs = Counter()
     if os.path.exists(runs_path):
-        for record in checker._read_jsonl(runs_path):
+        for record in checker.read_jsonl(runs_path):
             runs[str(record["rc"])] += 1
     result["lock_runs"] = dict(runs)
     return result
