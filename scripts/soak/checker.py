@@ -193,9 +193,11 @@ def recovery(attempts, faults, window=3.0):
     return out
 
 
-def _faults_around(faults, t, before=10.0, after=2.0):
-    return [f"{f['fault']}({f.get('target')}) {f['start']:.3f}..{f['end']:.3f}" for f in faults
-            if f["start"] - after <= t and f["end"] + before >= t]
+def _faults_around(faults, t, start, before=10.0, after=2.0):
+    """The faults from `before` seconds before t to `after` after it, their
+    times in seconds from the run's start."""
+    return [f"{f['fault']}({f.get('target')}) +{f['start'] - start:.1f}..+{f['end'] - start:.1f} s"
+            for f in faults if f["start"] - after <= t and f["end"] + before >= t]
 
 
 def check(attempts, lock_records, faults, start, end, shutdown=None):
@@ -227,7 +229,8 @@ def check(attempts, lock_records, faults, start, end, shutdown=None):
         timed = [v for v in violations if v[1].get("t") is not None]
         what, example = min(timed, key=lambda v: v[1]["t"]) if timed else violations[0]
         first = {"violation": what, "example": example,
-                 "faults_around": _faults_around(faults, example["t"]) if example.get("t") else []}
+                 "faults_around": (_faults_around(faults, example["t"], start)
+                                   if example.get("t") else [])}
     totals = {
         "attempted": sum(r["attempted"] for r in rows.values()),
         "acknowledged_values": sum(r["values"] for r in rows.values()),
