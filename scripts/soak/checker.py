@@ -42,6 +42,7 @@ def _example(record):
 def check_values(attempts):
     """Counts, duplicates, order violations and gaps of the attempts."""
     rows = defaultdict(lambda: {"attempted": 0, "ok": 0, "fail": 0, "unknown": 0, "values": 0})
+    malformed = []
     seen = {}
     duplicates = []
     last_in_scope = {}
@@ -54,6 +55,9 @@ def check_values(attempts):
         row[record["status"]] += 1
         raw_values = record.get("raw") or []
         row["values"] += len(raw_values)
+        if record.get("unreadable"):
+            malformed.append({"t": record["t1"], "record": _example(record),
+                              "err": record.get("err")})
         counter = by_counter[record["counter"]]
         counter["kind"] = record["kind"]
         if record["status"] != "ok":
@@ -95,7 +99,7 @@ def check_values(attempts):
         gaps[name] = {"missing": missing, "unanswered_bound": bound}
         if bound is not None and missing > bound:
             lost.append({"counter": name, "missing": missing, "unanswered_bound": bound, "t": None})
-    return dict(rows), duplicates, order, gaps, lost
+    return dict(rows), duplicates, order, gaps, lost, malformed
 
 
 def check_locks(records, faults=()):
@@ -202,7 +206,7 @@ def _faults_around(faults, t, start, before=10.0, after=2.0):
 
 def check(attempts, lock_records, faults, start, end, shutdown=None):
     """The verdict of one run, as result.json holds it."""
-    rows, duplicates, order, gaps, lost = check_values(attempts)
+    rows, duplicates, order, gaps, lost, malformed = check_values(attempts)
     locks, overlaps, fencing = check_locks(lock_records, faults)
     avail = availability(attempts, start, end)
     path_avail = availability(attempts, start, end, by=lambda record: record["path"])
@@ -222,6 +226,7 @@ def check(attempts, lock_records, faults, start, end, shutdown=None):
     for row, counts in rows.items():
         counts["availability"] = avail.get(row, 0.0)
     violations = ([("duplicate", d) for d in duplicates] + [("order", o) for o in order]
+                  + [("malformed", m) for m in malformed]
                   + [("lost", x) for x in lost] + [("overlap", o) for o in overlaps]
                   + [("fencing", f) for f in fencing])
     first = None
@@ -244,6 +249,7 @@ def check(attempts, lock_records, faults, start, end, shutdown=None):
         "totals": totals,
         "duplicated": len(duplicates),
         "order_violations": len(order),
+        "malformed": len(malformed),
         "lost": sum(x["missing"] - x["unanswered_bound"] for x in lost),
         "lock_overlaps": len(overlaps),
         "fencing_violations": len(fencing),
@@ -257,6 +263,7 @@ def check(attempts, lock_records, faults, start, end, shutdown=None):
         "shutdown_s": shutdown or {},
         "first_violation": first,
         "examples": {"duplicates": duplicates[:5], "order": order[:5], "lost": lost[:5],
+                     "malformed": malformed[:5],
                      "overlaps": overlaps[:5], "fencing": fencing[:5]},
     }
 

@@ -13,6 +13,11 @@ Formatted IDs are read back into the same keys, so that an ID handed out by
 """
 
 import calendar
+import re
+
+# The check-digit policy (guest/check-digit) that the soak swaps in live:
+# PREFIX + yyyyMMddTHHmmss.ffffffZ-SSS-C.
+CHECK_DIGIT = re.compile(r"^(\d{8})T(\d{6})\.(\d{6})Z-(\d{3})-(\d)$")
 
 KINDS = ("cyclic", "autoinc", "segment", "snowflake", "periodic")
 
@@ -38,6 +43,10 @@ def parse_id(kind, prefix, text):
         raise UnreadableId(f"{text!r} does not start with {prefix!r}")
     rest = text[len(prefix):]
     if kind == "cyclic":
+        swapped = CHECK_DIGIT.match(rest)
+        if swapped:
+            date, clock, micros, sequence, _ = swapped.groups()
+            rest = date + clock + micros + sequence[1:] if sequence[0] == "0" else ""
         # yyyyMMddHHmmss, 6 digits of microseconds, 2 of sequence (UTC).
         if len(rest) != 22 or not rest.isdigit():
             raise UnreadableId(f"{text!r}: not 22 digits after the prefix")

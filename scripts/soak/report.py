@@ -51,6 +51,7 @@ def table(result, schedule_seed=None):
     lines.append("")
     lines.append(f"duplicated: {result['duplicated']}   lost: {result['lost']}   "
                  f"order violations: {result['order_violations']}   "
+                 f"malformed: {result.get('malformed', 0)}   "
                  f"lock overlaps: {result['lock_overlaps']}   "
                  f"fencing violations: {result['fencing_violations']}")
     lines.append(f"valid: {str(result['valid']).lower()}")

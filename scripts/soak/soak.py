@@ -32,8 +32,8 @@ from cluster import DbServer, Proxy, Serve, kill_all, set_pgid_file, spawn  # no
 from ids import KINDS  # noqa: E402
 from nemesis import Nemesis, Supervisor  # noqa: E402
 from schedule import FAULTS, make_schedule  # noqa: E402
-from workload import (CliLoop, HttpClient, JavaClient, LockHolder, Mongosh, Recorder,  # noqa: E402
-                      Stream)
+from workload import (CliLoop, HttpClient, JavaClient, LockHolder, Mongosh,  # noqa: E402
+                      PolicySwapper, Recorder, Stream)
 
 REPO = os.path.dirname(os.path.dirname(HERE))
 PREFIX = {"cyclic": "CY-", "autoinc": "AI-", "segment": "SG-", "snowflake": "SF-",
@@ -86,6 +86,14 @@ def broken_binary(args):
     os.chmod(wrapper, 0o755)
     log(f"a deliberately broken idmint ({args.broken}): {wrapper}")
     return wrapper
+
+
+def check_digit_policy():
+    """The check-digit policy component the tests build, if it is there."""
+    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(REPO, "target"))
+    path = os.path.join(target, "policy-fixtures", "wasm32-wasip2", "release",
+                        "idmint_policy_check_digit.wasm")
+    return path if os.path.exists(path) else None
 
 
 def build_java(out):
@@ -219,6 +227,15 @@ def run(args):
             d = JavaClient(build_java(out), counters, list(cluster.serves.values()), out,
                            seed_rng.random())
             cluster.takers[d.name] = d
+        faults = Recorder(os.path.join(out, "faults.jsonl"))
+        swap_policy = check_digit_policy()
+        swapper = None
+        if swap_policy:
+            idmint_ok(args.bin, env("direct"), "policy", "push", swap_policy)
+            swap_stream = Stream("cyclic", *counters["cyclic"], args.bin, env("direct"), out,
+                                 seed_rng.random(), follow_db=True)
+        else:
+            log("no check-digit policy built (the tests build it): no live policy swap")
         d = Mongosh(args.mongosh, mongosh_uri, counters,
                     os.path.join(REPO, "mongo-js", "shell", "idmint-loader.js"), out,
                     seed_rng.random())
@@ -233,10 +250,13 @@ def run(args):
         drivers += [HttpClient(i, counters, list(cluster.serves.values()), out, seed_rng.random())
                     for i in range(3)]
         assert sorted(cluster.takers) == sorted(takers)
+        if swap_policy:
+            # Not a target of the nemesis: the schedule stays the same without it.
+            swapper = PolicySwapper(args.bin, env("direct"), faults)
+            drivers += [swap_stream, swapper]
         meta["start"] = time.time()
         for driver in drivers:
             driver.start()
-        faults = Recorder(os.path.join(out, "faults.jsonl"))
         supervisor = Supervisor(db, faults)
         supervisor.start()
         nemesis = Nemesis(schedule, meta["start"], cluster, faults)

@@ -74,6 +74,17 @@ class CheckerTest(unittest.TestCase):
         snowflake = parse_id("snowflake", "SF-", "SF-06ZMWGY0R0000")
         self.assertEqual(snowflake, 251810734986493952)
 
+    def test_an_id_of_the_swapped_in_policy_reads_back_as_the_default_ones(self):
+        self.assertEqual(parse_id("cyclic", "CY-", "CY-20261126T204557.419713Z-016-3"),
+                         parse_id("cyclic", "CY-", "CY-2026112620455741971316"))
+
+    def test_a_malformed_id_is_invalid(self):
+        bad = dict(attempt("stream", "cyclic", "cy", START + 3, []), status="fail",
+                   unreadable=True, err="not 22 digits")
+        result = check(clean_attempts() + [bad], [], [], START, START + 10)
+        self.assertFalse(result["valid"])
+        self.assertEqual(result["malformed"], 1)
+
     def test_a_cyclic_value_repeated_at_another_time_is_no_duplicate(self):
         attempts = [attempt("stream", "cyclic", "cy", START + 1, [[5000, 7]]),
                     attempt("cli-next", "cyclic", "cy", START + 2, [[5001, 7]])]

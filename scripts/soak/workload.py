@@ -135,10 +135,13 @@ class CliLoop(Driver):
 class Stream(Driver):
     """One `idmint next COUNTER --stream`, restarted after it dies."""
 
-    def __init__(self, kind, counter, prefix, idmint, env, out, seed, rate=40):
-        super().__init__(f"stream-{kind}", seed)
+    def __init__(self, kind, counter, prefix, idmint, env, out, seed, rate=40, follow_db=False):
+        super().__init__(f"stream-swap-{kind}" if follow_db else f"stream-{kind}", seed)
         self.kind, self.counter, self.prefix = kind, counter, prefix
         self.idmint, self.env, self.rate = idmint, env, rate
+        # --policy-from-db: the policy the database names, swapped live.
+        self.policy = ["--policy-from-db"] if follow_db else ["--policy", POLICY[kind]]
+        self.path = "stream-swap" if follow_db else "stream"
         self.recorder = Recorder(os.path.join(out, "logs", f"{self.name}.jsonl"))
         self.incarnations = 0
         self.shutdown_s = None
@@ -148,7 +151,7 @@ class Stream(Driver):
             self.incarnations += 1
             scope = self.name if self.kind in SERVER_ORDERED else f"{self.name}#{self.incarnations}"
             process = spawn([self.idmint, "next", self.counter, "--stream", "--rate",
-                             str(self.rate), "--policy", POLICY[self.kind]],
+                             str(self.rate), *self.policy],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.env)
             self.current = process
             stopper = threading.Thread(target=self._interrupt_on_stop, args=(process,),
@@ -160,8 +163,10 @@ class Stream(Driver):
                 if not text:
                     continue
                 now = time.time()
-                record = {"path": "stream", "kind": self.kind, "counter": self.counter,
+                record = {"path": self.path, "kind": self.kind, "counter": self.counter,
                           "t0": t0, "t1": now, "status": "ok", "n": 1, "scope": scope}
+                if self.path == "stream-swap":
+                    record["id"] = text  # which policy wrote it shows
                 try:
                     record["raw"] = [parse_id(self.kind, self.prefix, text)]
                 except UnreadableId as error:
@@ -172,7 +177,7 @@ class Stream(Driver):
             returncode = process.wait()
             if returncode != 0 or not self.stopping.is_set():
                 # What it had taken and not printed: at most a block (1,000).
-                self.recorder.write({"path": "stream", "kind": self.kind, "counter": self.counter,
+                self.recorder.write({"path": self.path, "kind": self.kind, "counter": self.counter,
                                      "t0": t0, "t1": time.time(),
                                      "status": _status(returncode, False), "n": 1000, "raw": [],
                                      "scope": scope, "rc": returncode, "err": stderr[-300:]})
@@ -457,6 +462,32 @@ def slow_clients(serve, counter, seconds, count=12):
     for sock in sockets:
         sock.close()
     return len(sockets)
+
+
+class PolicySwapper(Driver):
+    """Every `period` seconds, activates the stored check-digit policy or
+    rolls back to none, in turn, under the streams that follow the database
+    (`--policy-from-db`); each swap is recorded beside the faults."""
+
+    def __init__(self, idmint, env, faults, period=15.0):
+        super().__init__("policy-swapper", 0)
+        self.idmint, self.env, self.faults, self.period = idmint, env, faults, period
+
+    def run(self):
+        active = False
+        while not self.stopping.wait(self.period):
+            command = ["policy", "rollback"] if active else ["policy", "activate", "1"]
+            start = time.time()
+            try:
+                result = subprocess.run([self.idmint, *command], env=self.env,
+                                        capture_output=True, text=True, timeout=60)
+                if result.returncode == 0:
+                    active = not active
+                detail = (result.stdout or result.stderr).strip()[:200]
+            except subprocess.TimeoutExpired:
+                detail = f"idmint {' '.join(command)}: no answer in 60 s"
+            self.faults.write({"fault": "policy-swap", "target": "policies", "start": start,
+                               "end": time.time(), "detail": detail})
 
 
 class JavaClient(Driver):
