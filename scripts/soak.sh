@@ -49,15 +49,21 @@ fi
 idmint="$(cd "$(dirname "$idmint")" && pwd)/$(basename "$idmint")"
 
 # The orchestrator cleans up after itself; should it die, what it started is
-# listed in OUT/pgids (one process group each) and killed here.
+# listed in OUT/pgids (one process group each) and killed here: only groups
+# still led by one of the soak's own programs, since a pid may be reused.
 pgids="$(mktemp "${TMPDIR:-/tmp}/idmint-soak-pgids.XXXXXX")"
 cleanup() {
-  local out
+  local out pgid command
   out="$(sed -n 's/^soak: seed .* out \(.*\); schedule.*/\1/p' "$pgids.log" 2>/dev/null | head -n 1)"
   if [ -n "$out" ] && [ -f "$out/pgids" ]; then
     while read -r pgid; do
-      kill -CONT -- "-$pgid" 2>/dev/null || true
-      kill -KILL -- "-$pgid" 2>/dev/null || true
+      command="$( { tr '\0' ' ' <"/proc/$pgid/cmdline"; } 2>/dev/null || true)"
+      case "$command" in
+        "$idmint "*|"$IDMINT_TEST_SERVER_BIN "*|*mongosh*/soak\?*|*SoakClient*|*scripts/soak/*)
+          kill -CONT -- "-$pgid" 2>/dev/null || true
+          kill -KILL -- "-$pgid" 2>/dev/null || true
+          ;;
+      esac
     done <"$out/pgids"
   fi
   rm -f "$pgids" "$pgids.log"
