@@ -1,0 +1,304 @@
+"""The soak's checker: a pure function over what the clients recorded.
+
+Inputs (see `load`): attempt records, one JSON object per line, written by
+the workload drivers; the fenced store's records of the lock holders'
+COMMANDs; the faults the nemesis injected; the run's start and end.
+
+An attempt record: {"path", "kind", "counter", "t0", "t1", "status":
+"ok"|"fail"|"unknown", "n": values asked (null: unknown), "raw": [raw keys
+acknowledged], "scope": order scope or null, "err"?}. A raw key is an int or
+a [first, value] pair (ids.py). Values printed by a process that was then
+killed are acknowledged (the client read them) inside an unknown attempt.
+
+A lock record: {"lock", "token", "event": "start"|"beat"|"end", "t",
+"accepted": bool, "pid"}, in the order the store took them (under flock).
+"""
+
+import json
+import math
+import os
+from collections import defaultdict
+
+from ids import order_key, unique_key
+
+# Kinds whose values leave gaps only where an answer was lost
+# (docs/counter-kinds.md, "gaps"): a gap larger than the attempts that got no
+# (or an error) answer could have taken is a lost value.
+GAP_CHECKED = ("autoinc", "periodic")
+
+# A path whose acknowledgements are usually further apart than this (the
+# stored JavaScript twins, under contention) is left out of recovery times.
+SPARSE = 1.0
+
+
+def _row(record):
+    return f"{record['path']}/{record['kind']}"
+
+
+def _example(record):
+    return {key: record.get(key) for key in ("path", "kind", "counter", "t0", "t1", "status", "scope")}
+
+
+def check_values(attempts):
+    """Counts, duplicates, order violations and gaps of the attempts."""
+    rows = defaultdict(lambda: {"attempted": 0, "ok": 0, "fail": 0, "unknown": 0, "values": 0})
+    malformed = []
+    seen = {}
+    duplicates = []
+    last_in_scope = {}
+    order = []
+    by_counter = defaultdict(lambda: {"kind": None, "values": defaultdict(set), "unanswered": 0,
+                                      "unbounded": False})
+    for record in attempts:
+        row = rows[_row(record)]
+        row["attempted"] += 1
+        row[record["status"]] += 1
+        raw_values = record.get("raw") or []
+        row["values"] += len(raw_values)
+        if record.get("unreadable"):
+            malformed.append({"t": record["t1"], "record": _example(record),
+                              "err": record.get("err")})
+        counter = by_counter[record["counter"]]
+        counter["kind"] = record["kind"]
+        if record["status"] != "ok":
+            asked = record.get("n")
+            if asked is None:
+                counter["unbounded"] = True
+            else:
+                counter["unanswered"] += max(0, asked - len(raw_values))
+        for raw in raw_values:
+            key = unique_key(record["kind"], record["counter"], raw)
+            if key in seen:
+                duplicates.append({"key": list(key), "t": record["t1"], "first": seen[key],
+                                   "second": _example(record)})
+            else:
+                seen[key] = _example(record)
+            if record["kind"] in GAP_CHECKED:
+                group = raw[0] if isinstance(raw, list) else ""
+                value = raw[1] if isinstance(raw, list) else raw
+                counter["values"][group].add(value)
+            scope = record.get("scope")
+            if scope is not None:
+                scope = f"{scope}:{record['counter']}"  # order is promised per counter
+                now = order_key(raw)
+                before = last_in_scope.get(scope)
+                if before is not None and now <= before[0]:
+                    order.append({"scope": scope, "t": record["t1"], "before": list(before[0]),
+                                  "after": list(now), "before_t": before[1],
+                                  "record": _example(record)})
+                last_in_scope[scope] = (now, record["t1"])
+    gaps = {}
+    lost = []
+    for name, counter in sorted(by_counter.items()):
+        if counter["kind"] not in GAP_CHECKED or not counter["values"]:
+            continue
+        missing = 0
+        for values in counter["values"].values():
+            missing += max(values) - len(values)  # values start at 1 in each period
+        bound = None if counter["unbounded"] else counter["unanswered"]
+        gaps[name] = {"missing": missing, "unanswered_bound": bound}
+        if bound is not None and missing > bound:
+            lost.append({"counter": name, "missing": missing, "unanswered_bound": bound, "t": None})
+    return dict(rows), duplicates, order, gaps, lost, malformed
+
+
+def check_locks(records, faults=()):
+    """Overlaps (two tokens of one lock running at once, by the COMMANDs'
+    own timestamps) and fencing violations (a write accepted after a higher
+    token's).
+
+    An overlap is *fenced*, and no violation, when its older holder was
+    frozen whole (a freeze-holder fault: `lock run` and COMMAND stopped
+    together past the lease, the case docs/locks.md leaves to the fencing
+    token), the newer holder took the lock during that freeze, and every write
+    the older one made from then on was refused by the store."""
+    spans = defaultdict(dict)
+    writes = defaultdict(list)
+    highest = {}
+    fencing = []
+    fenced_off = 0
+    for record in records:
+        lock, token = record["lock"], record["token"]
+        span = spans[lock].setdefault(token, [record["t"], record["t"]])
+        span[0] = min(span[0], record["t"])
+        span[1] = max(span[1], record["t"])
+        writes[(lock, token)].append((record["t"], record["accepted"]))
+        if record["accepted"]:
+            if lock in highest and token < highest[lock]:
+                fencing.append({"lock": lock, "token": token, "after_token": highest[lock],
+                                "t": record["t"]})
+            highest[lock] = max(highest.get(lock, token), token)
+        else:
+            fenced_off += 1
+    freezes = [f for f in faults if f["fault"] == "freeze-holder" and f.get("lock")]
+
+    def fenced(lock, older, newer_start):
+        if any(accepted for t, accepted in writes[(lock, older)] if t >= newer_start):
+            return False
+        return any(f["lock"] == lock and f["start"] <= newer_start <= f["end"] + 1.0
+                   for f in freezes)
+
+    overlaps, fenced_overlaps = [], []
+    for lock, by_token in sorted(spans.items()):
+        ordered = sorted(by_token.items(), key=lambda item: item[1][0])
+        for i, (token, (start, end)) in enumerate(ordered):
+            for other, (other_start, other_end) in ordered[i + 1:]:
+                if other_start >= end:
+                    break
+                overlap = {"lock": lock, "tokens": [token, other], "t": other_start,
+                           "spans": [[start, end], [other_start, other_end]]}
+                (fenced_overlaps if fenced(lock, token, other_start) else overlaps).append(overlap)
+    holds = sum(len(by_token) for by_token in spans.values())
+    return ({"holds": holds, "fenced_off": fenced_off, "fenced_overlaps": len(fenced_overlaps)},
+            overlaps, fencing)
+
+
+def availability(attempts, start, end, by=_row):
+    """Per row (or per path), the share of whole seconds of the run in which
+    it acknowledged at least one value."""
+    seconds = max(1, math.floor(end - start))
+    acked = defaultdict(set)
+    for record in attempts:
+        if record.get("raw"):
+            acked[by(record)].add(math.floor(record["t1"] - start))
+    return {row: round(len({s for s in secs if 0 <= s < seconds}) / seconds, 3)
+            for row, secs in acked.items()}
+
+
+def recovery(attempts, faults, window=3.0):
+    """For each fault, how long after it ended every client path that was
+    acknowledging values just before it (within `window` seconds)
+    acknowledged one again (null: not before the run ended)."""
+    acks = defaultdict(list)
+    for record in attempts:
+        if record.get("raw"):
+            acks[record["path"]].append(record["t1"])
+    for path, times in list(acks.items()):
+        times.sort()
+        gaps = sorted(b - a for a, b in zip(times, times[1:]))
+        if not gaps or gaps[len(gaps) // 2] > SPARSE:
+            del acks[path]  # too sparse to time a recovery by
+    out = []
+    for fault in faults:
+        worst, worst_row = 0.0, None
+        for row, times in acks.items():
+            before = [t for t in times if fault["start"] - window <= t < fault["start"]]
+            if not before:
+                continue
+            after = next((t for t in times if t >= fault["end"]), None)
+            took = None if after is None else after - fault["end"]
+            if took is None or (worst is not None and took > worst):
+                worst, worst_row = took, row
+            if took is None:
+                break
+        out.append({"fault": fault["fault"], "target": fault.get("target"), "start": fault["start"],
+                    "end": fault["end"], "recovery_s": None if worst is None else round(worst, 3),
+                    "slowest": worst_row})
+    return out
+
+
+def _faults_around(faults, t, start, before=10.0, after=2.0):
+    """The faults from `before` seconds before t to `after` after it, their
+    times in seconds from the run's start."""
+    return [f"{f['fault']}({f.get('target')}) +{f['start'] - start:.1f}..+{f['end'] - start:.1f} s"
+            for f in faults if f["start"] - after <= t and f["end"] + before >= t]
+
+
+def check(attempts, lock_records, faults, start, end, shutdown=None):
+    """The verdict of one run, as result.json holds it."""
+    rows, duplicates, order, gaps, lost, malformed = check_values(attempts)
+    locks, overlaps, fencing = check_locks(lock_records, faults)
+    avail = availability(attempts, start, end)
+    path_avail = availability(attempts, start, end, by=lambda record: record["path"])
+    recoveries = recovery(attempts, faults)
+    by_type = defaultdict(list)
+    for item in recoveries:
+        by_type[item["fault"]].append(item["recovery_s"])
+    faults_summary = {}
+    for fault, times in sorted(by_type.items()):
+        known = sorted(t for t in times if t is not None)
+        faults_summary[fault] = {
+            "injected": len(times),
+            "recovery_max_s": known[-1] if known else None,
+            "recovery_median_s": known[(len(known) - 1) // 2] if known else None,
+            "not_recovered": sum(1 for t in times if t is None),
+        }
+    for row, counts in rows.items():
+        counts["availability"] = avail.get(row, 0.0)
+    violations = ([("duplicate", d) for d in duplicates] + [("order", o) for o in order]
+                  + [("malformed", m) for m in malformed]
+                  + [("lost", x) for x in lost] + [("overlap", o) for o in overlaps]
+                  + [("fencing", f) for f in fencing])
+    first = None
+    if violations:
+        timed = [v for v in violations if v[1].get("t") is not None]
+        what, example = min(timed, key=lambda v: v[1]["t"]) if timed else violations[0]
+        first = {"violation": what, "example": example,
+                 "faults_around": (_faults_around(faults, example["t"], start)
+                                   if example.get("t") else [])}
+    totals = {
+        "attempted": sum(r["attempted"] for r in rows.values()),
+        "acknowledged_values": sum(r["values"] for r in rows.values()),
+        "ok": sum(r["ok"] for r in rows.values()),
+        "fail": sum(r["fail"] for r in rows.values()),
+        "unknown": sum(r["unknown"] for r in rows.values()),
+    }
+    return {
+        "valid": not violations,
+        "seconds": round(end - start, 1),
+        "totals": totals,
+        "duplicated": len(duplicates),
+        "order_violations": len(order),
+        "malformed": len(malformed),
+        "lost": sum(x["missing"] - x["unanswered_bound"] for x in lost),
+        "lock_overlaps": len(overlaps),
+        "fencing_violations": len(fencing),
+        "locks": locks,
+        "gaps": gaps,
+        "rows": dict(sorted(rows.items())),
+        "path_availability": dict(sorted(path_avail.items())),
+        "silent_rows": sorted(row for row, r in rows.items() if r["values"] == 0),
+        "faults": faults_summary,
+        "recoveries": recoveries,
+        "shutdown_s": shutdown or {},
+        "first_violation": first,
+        "examples": {"duplicates": duplicates[:5], "order": order[:5], "lost": lost[:5],
+                     "malformed": malformed[:5],
+                     "overlaps": overlaps[:5], "fencing": fencing[:5]},
+    }
+
+
+def read_jsonl(path):
+    with open(path, encoding="utf-8") as file:
+        for line in file:
+            line = line.strip()
+            if line:
+                try:
+                    yield json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # a line cut by a kill -9 of its writer
+
+
+def load(out):
+    """Reads a run's directory: (attempts, lock records, faults, meta)."""
+    attempts = []
+    logs = os.path.join(out, "logs")
+    for name in sorted(os.listdir(logs)):
+        if name.endswith(".jsonl"):
+            attempts.extend(read_jsonl(os.path.join(logs, name)))
+    lock_records = []
+    locks = os.path.join(out, "locks")
+    if os.path.isdir(locks):
+        for name in sorted(os.listdir(locks)):
+            if name.endswith(".jsonl"):
+                lock_records.extend(read_jsonl(os.path.join(locks, name)))
+    faults_path = os.path.join(out, "faults.jsonl")
+    faults = list(read_jsonl(faults_path)) if os.path.exists(faults_path) else []
+    with open(os.path.join(out, "meta.json"), encoding="utf-8") as file:
+        meta = json.load(file)
+    return attempts, lock_records, faults, meta
+
+
+def check_dir(out):
+    attempts, lock_records, faults, meta = load(out)
+    return check(attempts, lock_records, faults, meta["start"], meta["end"], meta.get("shutdown_s"))

@@ -1,0 +1,349 @@
+"""The soak: every kind, every client path and every fault at once, checked.
+
+    soak.py --bin IDMINT --server-bin SECANTUSD --mongosh MONGOSH
+            [--minutes M] [--seed S] [--out DIR]
+    soak.py --check DIR     the checker again, on a kept run
+    soak.py --self-test     the checker's own tests (planted violations)
+
+scripts/soak.sh installs the tools and builds idmint, then runs this.
+Exit: 0 valid, 1 invalid (a duplicate, loss, order violation, lock overlap
+or fencing violation), 2 the harness itself failed, 130 interrupted.
+"""
+
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import unittest
+from collections import Counter
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
+
+import checker  # noqa: E402
+import report  # noqa: E402
+from cluster import DbServer, Proxy, Serve, kill_all, set_pgid_file, spawn  # noqa: E402
+from ids import KINDS  # noqa: E402
+from nemesis import Nemesis, Supervisor  # noqa: E402
+from schedule import FAULTS, make_schedule  # noqa: E402
+from workload import (CliLoop, HttpClient, JavaClient, LockHolder, Mongosh,  # noqa: E402
+                      PolicySwapper, Recorder, Stream)
+
+REPO = os.path.dirname(os.path.dirname(HERE))
+PREFIX = {"cyclic": "CY-", "autoinc": "AI-", "segment": "SG-", "snowflake": "SF-",
+          "periodic": "PD-"}
+LOCKS = ["soak-lock-a", "soak-lock-b"]
+
+
+class Cluster:
+    """What the nemesis reaches: the processes by name."""
+
+    def __init__(self):
+        self.db = None
+        self.proxies = {}
+        self.serves = {}
+        self.takers = {}
+        self.holders = {}
+        self.slow_counter = "soak-segment"
+
+
+def log(message):
+    print(f"soak: {message}", flush=True)
+
+
+def idmint_ok(idmint, env, *args):
+    result = subprocess.run([idmint, *args], env=env, capture_output=True, text=True, timeout=120)
+    if result.returncode != 0:
+        raise RuntimeError(f"idmint {' '.join(args)} exited {result.returncode}: {result.stderr}")
+    return result.stdout
+
+
+def names(args):
+    """The targets' names, fixed before anything starts (the schedule is
+    made from them)."""
+    takers = [f"cli-seq-{k}" for k in KINDS if k != "cyclic"] + [f"cli-next-{k}" for k in KINDS]
+    takers += [f"stream-{k}" for k in KINDS] + ["mongosh"]
+    if args.java:
+        takers.append("java")
+    serves = [f"serve-{i}" for i in range(3)]
+    holders = [f"lock-{lock}-{i}" for lock in LOCKS for i in range(2)]
+    return takers, serves, holders
+
+
+def broken_binary(args):
+    """A wrapper of the real binary that breaks one promise (broken.py)."""
+    os.environ.update(SOAK_REAL_IDMINT=args.bin, SOAK_BROKEN=args.broken)
+    os.makedirs(args.out, exist_ok=True)
+    wrapper = os.path.join(os.path.abspath(args.out), "broken-idmint")
+    with open(wrapper, "w", encoding="utf-8") as file:
+        file.write(f'#!/bin/sh\nexec "{sys.executable}" "{os.path.join(HERE, "broken.py")}" "$@"\n')
+    os.chmod(wrapper, 0o755)
+    log(f"a deliberately broken idmint ({args.broken}): {wrapper}")
+    return wrapper
+
+
+def check_digit_policy():
+    """The check-digit policy component the tests build, if it is there."""
+    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(REPO, "target"))
+    path = os.path.join(target, "policy-fixtures", "wasm32-wasip2", "release",
+                        "idmint_policy_check_digit.wasm")
+    return path if os.path.exists(path) else None
+
+
+def build_java(out):
+    """Compiles the Java client and SoakClient.java; the classes' directory."""
+    classes = os.path.join(out, "java-classes")
+    sources = [os.path.join(root, name)
+               for root, _, files in os.walk(os.path.join(REPO, "clients", "java", "src"))
+               for name in files if name.endswith(".java")]
+    subprocess.run(["javac", "--release", "17", "-d", classes, *sources,
+                    os.path.join(HERE, "SoakClient.java")], check=True)
+    return classes
+
+
+def evaluate(out):
+    result = checker.check_dir(out)
+    runs_path = os.path.join(out, "lockruns.jsonl")
+    runs = Counter()
+    if os.path.exists(runs_path):
+        for record in checker.read_jsonl(runs_path):
+            runs[str(record["rc"])] += 1
+    result["lock_runs"] = dict(runs)
+    return result
+
+
+def finish(out, meta):
+    result = evaluate(out)
+    result["seed"] = meta.get("seed")
+    result["minutes"] = meta.get("minutes")
+    with open(os.path.join(out, "result.json"), "w", encoding="utf-8") as file:
+        json.dump(result, file, indent=1)
+    attempts, _, faults, _ = checker.load(out)
+    with open(os.path.join(out, "timeline.svg"), "w", encoding="utf-8") as file:
+        file.write(report.svg(attempts, faults, meta["start"], meta["end"],
+                              f"idmint soak, seed {meta.get('seed')}, {meta.get('minutes')} min"))
+    print(report.table(result))
+    print(f"soak: result {os.path.join(out, 'result.json')}, timeline "
+          f"{os.path.join(out, 'timeline.svg')}")
+    if not result["valid"]:
+        first = result["first_violation"]
+        at = first["example"].get("t")
+        when = f" at +{at - meta['start']:.1f} s" if at else ""
+        print(f"soak: INVALID: first {first['violation']}{when}: {json.dumps(first['example'])}")
+        print("soak: faults around it: " + ("; ".join(first["faults_around"]) or "none"))
+        return 1
+    return 0
+
+
+def run(args):
+    out = os.path.abspath(args.out)
+    os.makedirs(os.path.join(out, "logs"), exist_ok=True)
+    os.makedirs(os.path.join(out, "locks"), exist_ok=True)
+    set_pgid_file(os.path.join(out, "pgids"))
+    seconds = args.minutes * 60
+    takers, serves, holders = names(args)
+    schedule = make_schedule(args.seed, seconds, takers, serves, holders)
+    with open(os.path.join(out, "schedule.json"), "w", encoding="utf-8") as file:
+        json.dump({"seed": args.seed, "minutes": args.minutes, "faults": FAULTS,
+                   "schedule": schedule}, file, indent=1)
+    log(f"seed {args.seed}, {args.minutes} min, out {out}; schedule "
+        f"({len(schedule)} faults, OUT/schedule.json):")
+    for event in schedule:
+        extra = f" {event['seconds']} s" if "seconds" in event else ""
+        print(f"  +{event['at']:7.2f}s  {event['fault']:<13} {event['target'] or '':<22} "
+              f"{event['duration']:.2f} s{extra}", flush=True)
+    counts = Counter(event["fault"] for event in schedule)
+    log("faults by kind: " + ", ".join(f"{k} {counts.get(k, 0)}" for k in FAULTS))
+
+    cluster = Cluster()
+    meta = {"seed": args.seed, "minutes": args.minutes, "bin": args.bin}
+    drivers = []
+    interrupted = threading.Event()
+
+    def on_signal(signum, _frame):
+        if interrupted.is_set():
+            kill_all()
+            os._exit(130)
+        log(f"signal {signum}: stopping (again to kill everything at once)")
+        interrupted.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    nemesis = supervisor = None
+    try:
+        cluster.db = db = DbServer(args.server_bin, out)
+        if not db.faketime:
+            log("libfaketime not found: the clock faults are skipped")
+        db.start()
+        log(f"database server on {db.uri()} (data {db.data})")
+        proxy_seed = random.Random(args.seed).randrange(2**32)
+        for name in ("proxy-partition", "proxy-cut"):
+            cluster.proxies[name] = Proxy(name, db.port, proxy_seed, out)
+        uris = {"direct": db.uri(), "partition": cluster.proxies["proxy-partition"].uri(),
+                "cut": cluster.proxies["proxy-cut"].uri()}
+        base = dict(os.environ, IDMINT_DB="soak", IDMINT_SERVER_TIMEOUT="3")
+        base.pop("IDMINT_POLICY", None)
+
+        def env(route):
+            return dict(base, MONGODB_URI=uris[route])
+
+        idmint_ok(args.bin, env("direct"), "install")
+        counters = {}
+        for kind in KINDS:
+            name = f"soak-{kind}"
+            extra = {"segment": ["--step", "100"], "periodic": ["--policy", "builtin:decimal"]}
+            idmint_ok(args.bin, env("direct"), "counter", "create", name, "--kind", kind,
+                      "--prefix", PREFIX[kind], *extra.get(kind, []))
+            counters[kind] = (name, PREFIX[kind])
+        for i, route in enumerate(["direct", "partition", "cut"]):
+            serve = Serve(i, args.bin, uris[route], base, out)
+            serve.start()
+            cluster.serves[serve.name] = serve
+        log("3 serve instances: " + ", ".join(f"{s.name} {s.url()} (db {r})" for s, r in
+                                               zip(cluster.serves.values(),
+                                                   ["direct", "partition", "cut"])))
+        routes = ["direct", "partition", "cut"]
+        seed_rng = random.Random(args.seed + 1)
+        for i, kind in enumerate(k for k in KINDS if k != "cyclic"):
+            d = CliLoop("seq", kind, *counters[kind], args.bin, env(routes[i % 3]), out,
+                        seed_rng.random())
+            cluster.takers[d.name] = d
+        for i, kind in enumerate(KINDS):
+            d = CliLoop("next", kind, *counters[kind], args.bin, env(routes[(i + 1) % 3]), out,
+                        seed_rng.random())
+            cluster.takers[d.name] = d
+        for i, kind in enumerate(KINDS):
+            d = Stream(kind, *counters[kind], args.bin, env(routes[(i + 2) % 3]), out,
+                       seed_rng.random())
+            cluster.takers[d.name] = d
+        mongosh_uri = uris["cut"].replace("/?", "/soak?", 1) + "&serverSelectionTimeoutMS=3000"
+        if args.java:
+            d = JavaClient(build_java(out), counters, list(cluster.serves.values()), out,
+                           seed_rng.random())
+            cluster.takers[d.name] = d
+        faults = Recorder(os.path.join(out, "faults.jsonl"))
+        swap_policy = check_digit_policy()
+        swapper = None
+        if swap_policy:
+            idmint_ok(args.bin, env("direct"), "policy", "push", swap_policy)
+            swap_stream = Stream("cyclic", *counters["cyclic"], args.bin, env("direct"), out,
+                                 seed_rng.random(), follow_db=True)
+        else:
+            log("no check-digit policy built (the tests build it): no live policy swap")
+        d = Mongosh(args.mongosh, mongosh_uri, counters,
+                    os.path.join(REPO, "mongo-js", "shell", "idmint-loader.js"), out,
+                    seed_rng.random())
+        cluster.takers[d.name] = d
+        runs = Recorder(os.path.join(out, "lockruns.jsonl"))
+        for i, holder in enumerate(holders):
+            lock, index = holder[len("lock-"):].rsplit("-", 1)
+            d = LockHolder(lock, int(index), args.bin, env(routes[i % 2]), out, runs,
+                           seed_rng.random())
+            cluster.holders[d.name] = d
+        drivers = list(cluster.takers.values()) + list(cluster.holders.values())
+        drivers += [HttpClient(i, counters, list(cluster.serves.values()), out, seed_rng.random())
+                    for i in range(3)]
+        assert sorted(cluster.takers) == sorted(takers)
+        if swap_policy:
+            # Not a target of the nemesis: the schedule stays the same without it.
+            swapper = PolicySwapper(args.bin, env("direct"), faults)
+            drivers += [swap_stream, swapper]
+        meta["start"] = time.time()
+        for driver in drivers:
+            driver.start()
+        supervisor = Supervisor(db, faults)
+        supervisor.start()
+        nemesis = Nemesis(schedule, meta["start"], cluster, faults)
+        nemesis.start()
+        log(f"running {len(drivers)} drivers for {args.minutes} min")
+        end = meta["start"] + seconds
+        while not interrupted.is_set() and time.time() < end:
+            interrupted.wait(min(10.0, max(0.0, end - time.time())))
+            if not interrupted.is_set():
+                log(f"{int(time.time() - meta['start'])} s")
+        nemesis.stop()
+        nemesis.join(timeout=60)
+        meta["end"] = time.time()
+        meta["db_exits_unasked"] = db.exits
+        log("stopping the drivers")
+        for driver in drivers:
+            driver.stop()
+        for driver in drivers:
+            driver.join(timeout=40)
+        meta["shutdown_s"] = {d.name: d.shutdown_s for d in drivers if isinstance(d, Stream)}
+        for serve in cluster.serves.values():
+            serve.cont()
+            meta["shutdown_s"][serve.name] = serve.shutdown()
+        with open(os.path.join(out, "meta.json"), "w", encoding="utf-8") as file:
+            json.dump(meta, file, indent=1)
+    except Exception as error:  # noqa: BLE001 - the harness failed: say so, clean up
+        log(f"harness error: {type(error).__name__}: {error}")
+        raise
+    finally:
+        if nemesis is not None:
+            nemesis.stop()
+        if supervisor is not None:
+            supervisor.stop()
+            supervisor.join(timeout=10)
+        for driver in drivers:
+            driver.stop()
+        for proxy in cluster.proxies.values():
+            proxy.tell("partition off")
+        kill_all()
+        if not args.keep_data and cluster.db is not None:
+            subprocess.run(["rm", "-rf", cluster.db.data], check=False)
+    if interrupted.is_set():
+        log("interrupted: checking what was recorded")
+    code = finish(out, meta)
+    return 130 if interrupted.is_set() and code == 0 else code
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--minutes", type=float, default=5.0)
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--out", default=None)
+    parser.add_argument("--bin", help="the idmint binary")
+    parser.add_argument("--server-bin", help="secantusd-rs")
+    parser.add_argument("--mongosh", help="mongosh")
+    parser.add_argument("--keep-data", action="store_true", help="keep the database's data dir")
+    parser.add_argument("--broken", choices=["duplicate", "lock"],
+                        help="run a deliberately broken idmint (broken.py): the run must be invalid")
+    parser.add_argument("--no-java", action="store_true", help="leave the Java client out")
+    parser.add_argument("--check", metavar="DIR", help="only check a kept run's directory")
+    parser.add_argument("--self-test", action="store_true")
+    args = parser.parse_args()
+    if args.self_test:
+        suite = unittest.defaultTestLoader.discover(HERE, pattern="test_*.py")
+        ok = unittest.TextTestRunner(verbosity=2).run(suite).wasSuccessful()
+        sys.exit(0 if ok else 1)
+    if args.check:
+        with open(os.path.join(args.check, "meta.json"), encoding="utf-8") as file:
+            sys.exit(finish(args.check, json.load(file)))
+    if not (args.bin and args.server_bin and args.mongosh):
+        parser.error("--bin, --server-bin and --mongosh are needed (scripts/soak.sh gives them)")
+    args.java = bool(shutil.which("javac") and shutil.which("java")) and not args.no_java
+    if args.seed is None:
+        args.seed = random.SystemRandom().randrange(2**31)
+    if args.out is None:
+        args.out = os.path.join(os.environ.get("TMPDIR", "/tmp"),
+                                f"idmint-soak-{args.seed}-{int(time.time())}")
+    if args.broken:
+        args.bin = broken_binary(args)
+    try:
+        sys.exit(run(args))
+    except Exception:  # noqa: BLE001
+        import traceback
+        traceback.print_exc()
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

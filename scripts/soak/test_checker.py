@@ -1,0 +1,177 @@
+"""The checker against logs with planted violations: each must make the run
+invalid and be named as the first example. Run by `scripts/soak.sh
+--self-test`."""
+
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from checker import check  # noqa: E402
+from ids import parse_id  # noqa: E402
+from schedule import FAULTS, make_schedule  # noqa: E402
+
+START = 1000.0
+
+
+def attempt(path, kind, counter, t, raw, status="ok", n=None, scope=None):
+    return {"path": path, "kind": kind, "counter": counter, "t0": t - 0.1, "t1": t,
+            "status": status, "n": len(raw) if n is None else n, "raw": raw, "scope": scope}
+
+
+def clean_attempts():
+    return [
+        attempt("cli-seq", "autoinc", "ai", START + 1, [1, 2, 3], scope="cli"),
+        attempt("http-values", "autoinc", "ai", START + 2, [4, 5], scope="http"),
+        attempt("cli-seq", "autoinc", "ai", START + 3, [6], scope="cli"),
+        attempt("stream", "cyclic", "cy", START + 1, [[5000, 98], [5000, 99]], scope="s"),
+        attempt("stream", "cyclic", "cy", START + 2, [[5001, 0]], scope="s"),
+        attempt("http-values", "periodic", "pd", START + 2, [["2026", 1], ["2026", 2]]),
+        attempt("cli-seq", "segment", "sg", START + 4, [7, 8], scope="one"),
+        attempt("cli-seq", "segment", "sg", START + 5, [1, 2], scope="another"),
+    ]
+
+
+def clean_locks():
+    return [
+        {"lock": "a", "token": 1, "event": "start", "t": START + 1, "accepted": True},
+        {"lock": "a", "token": 1, "event": "end", "t": START + 2, "accepted": True},
+        {"lock": "a", "token": 2, "event": "start", "t": START + 2.5, "accepted": True},
+        {"lock": "a", "token": 2, "event": "end", "t": START + 3, "accepted": True},
+    ]
+
+
+FAULT = {"fault": "kill-db", "target": "db", "start": START + 3, "end": START + 4}
+
+
+class CheckerTest(unittest.TestCase):
+    def test_a_clean_run_is_valid(self):
+        result = check(clean_attempts(), clean_locks(), [FAULT], START, START + 10)
+        self.assertTrue(result["valid"], result["first_violation"])
+        self.assertEqual(result["totals"]["acknowledged_values"], 15)
+        self.assertEqual(result["rows"]["cli-seq/autoinc"]["attempted"], 2)
+
+    def test_a_planted_duplicate_across_paths_is_invalid(self):
+        attempts = clean_attempts() + [attempt("mongosh", "autoinc", "ai", START + 5, [5])]
+        result = check(attempts, clean_locks(), [FAULT], START, START + 10)
+        self.assertFalse(result["valid"])
+        self.assertEqual(result["duplicated"], 1)
+        first = result["first_violation"]
+        self.assertEqual(first["violation"], "duplicate")
+        self.assertEqual(first["example"]["first"]["path"], "http-values")
+        self.assertEqual(first["example"]["second"]["path"], "mongosh")
+        self.assertTrue(any("kill-db" in fault for fault in first["faults_around"]))
+
+    def test_a_formatted_id_and_a_raw_value_of_one_handout_are_one_key(self):
+        cyclic = parse_id("cyclic", "CY-", "CY-2026112620455741971316")
+        attempts = [attempt("http-values", "cyclic", "cy", START + 1, [[1795725957419713, 16]]),
+                    attempt("cli-next", "cyclic", "cy", START + 2, [cyclic])]
+        self.assertEqual(check(attempts, [], [], START, START + 5)["duplicated"], 1)
+        periodic = parse_id("periodic", "PD-", "PD-2026-000000002")
+        attempts = clean_attempts() + [attempt("cli-next", "periodic", "pd", START + 3, [periodic])]
+        self.assertEqual(check(attempts, [], [], START, START + 5)["duplicated"], 1)
+        snowflake = parse_id("snowflake", "SF-", "SF-06ZMWGY0R0000")
+        self.assertEqual(snowflake, 251810734986493952)
+
+    def test_an_id_of_the_swapped_in_policy_reads_back_as_the_default_ones(self):
+        self.assertEqual(parse_id("cyclic", "CY-", "CY-20261126T204557.419713Z-016-3"),
+                         parse_id("cyclic", "CY-", "CY-2026112620455741971316"))
+
+    def test_a_malformed_id_is_invalid(self):
+        bad = dict(attempt("stream", "cyclic", "cy", START + 3, []), status="fail",
+                   unreadable=True, err="not 22 digits")
+        result = check(clean_attempts() + [bad], [], [], START, START + 10)
+        self.assertFalse(result["valid"])
+        self.assertEqual(result["malformed"], 1)
+
+    def test_a_cyclic_value_repeated_at_another_time_is_no_duplicate(self):
+        attempts = [attempt("stream", "cyclic", "cy", START + 1, [[5000, 7]]),
+                    attempt("cli-next", "cyclic", "cy", START + 2, [[5001, 7]])]
+        self.assertTrue(check(attempts, [], [], START, START + 5)["valid"])
+
+    def test_a_planted_order_violation_is_invalid(self):
+        attempts = clean_attempts() + [attempt("cli-seq", "autoinc", "ai", START + 4, [0],
+                                               scope="cli")]
+        result = check(attempts, [], [], START, START + 10)
+        self.assertFalse(result["valid"])
+        self.assertEqual(result["order_violations"], 1)
+        self.assertEqual(result["first_violation"]["violation"], "order")
+
+    def test_a_gap_beyond_the_unanswered_attempts_is_a_loss(self):
+        attempts = clean_attempts() + [attempt("cli-seq", "autoinc", "ai", START + 6, [10])]
+        result = check(attempts, [], [], START, START + 10)
+        self.assertFalse(result["valid"])
+        self.assertEqual(result["lost"], 3)
+        # The same gap, explained by requests that got no answer, is not.
+        attempts.append(attempt("cli-seq", "autoinc", "ai", START + 5, [], status="unknown", n=3))
+        self.assertTrue(check(attempts, [], [], START, START + 10)["valid"])
+
+    def test_a_planted_lock_overlap_is_invalid(self):
+        locks = clean_locks() + [
+            {"lock": "a", "token": 3, "event": "start", "t": START + 3.5, "accepted": True},
+            {"lock": "a", "token": 2, "event": "beat", "t": START + 3.6, "accepted": False},
+        ]
+        result = check(clean_attempts(), locks, [FAULT], START, START + 10)
+        self.assertFalse(result["valid"])
+        self.assertEqual(result["lock_overlaps"], 1)
+        self.assertEqual(result["fencing_violations"], 0)
+        self.assertEqual(result["locks"]["fenced_off"], 1)
+        self.assertEqual(result["first_violation"]["violation"], "overlap")
+
+    def test_a_frozen_holders_stale_writes_refused_by_the_fence_are_no_violation(self):
+        freeze = {"fault": "freeze-holder", "target": "h", "lock": "a", "start": START + 2.2,
+                  "end": START + 3.4}
+        stale = [{"lock": "a", "token": 1, "event": "beat", "t": START + 3.5, "accepted": False}]
+        locks = clean_locks()[:1] + clean_locks()[2:] + stale
+        result = check(clean_attempts(), locks, [freeze], START, START + 10)
+        self.assertTrue(result["valid"], result["first_violation"])
+        self.assertEqual(result["locks"]["fenced_overlaps"], 1)
+        # Without the freeze it is an overlap: lock run let COMMAND outlive its lease.
+        self.assertEqual(check(clean_attempts(), locks, [], START, START + 10)["lock_overlaps"], 1)
+        # And a stale write the store accepted is a violation, frozen or not.
+        accepted = [dict(stale[0], accepted=True)]
+        result = check(clean_attempts(), clean_locks()[:1] + clean_locks()[2:] + accepted,
+                       [freeze], START, START + 10)
+        self.assertFalse(result["valid"])
+        self.assertEqual(result["fencing_violations"], 1)
+
+    def test_a_planted_fencing_violation_is_invalid(self):
+        locks = clean_locks() + [
+            {"lock": "a", "token": 1, "event": "beat", "t": START + 5, "accepted": True},
+        ]
+        result = check(clean_attempts(), locks, [], START, START + 10)
+        self.assertFalse(result["valid"])
+        self.assertEqual(result["fencing_violations"], 1)
+        self.assertEqual(result["examples"]["fencing"][0]["token"], 1)
+        self.assertEqual(result["examples"]["fencing"][0]["after_token"], 2)
+        # A stale write is also, by its own timestamps, an overlap.
+        self.assertEqual(result["lock_overlaps"], 1)
+
+    def test_recovery_is_measured_from_the_end_of_a_fault(self):
+        attempts = [attempt("stream", "autoinc", "ai", START + t, [i + 1], scope="s")
+                    for i, t in enumerate([1, 2, 2.9, 6.5, 7])]
+        result = check(attempts, [], [FAULT], START, START + 10)
+        self.assertEqual(result["recoveries"][0]["recovery_s"], 2.5)
+
+
+class ScheduleTest(unittest.TestCase):
+    def test_the_same_seed_gives_the_same_schedule(self):
+        targets = (["t1", "t2"], ["s0", "s1"], ["h0"])
+        self.assertEqual(make_schedule(7, 300, *targets), make_schedule(7, 300, *targets))
+        self.assertNotEqual(make_schedule(7, 300, *targets), make_schedule(8, 300, *targets))
+
+    def test_two_minutes_inject_every_fault_kind_once(self):
+        schedule = make_schedule(1, 120, ["t"], ["s"], ["h"])
+        self.assertEqual(sorted(e["fault"] for e in schedule), sorted(FAULTS))
+
+    def test_five_minutes_inject_every_fault_kind_twice(self):
+        schedule = make_schedule(1, 300, ["t"], ["s"], ["h"])
+        for fault in FAULTS:
+            self.assertGreaterEqual(sum(1 for e in schedule if e["fault"] == fault), 2, fault)
+        ends = [e["at"] + e["duration"] for e in schedule]
+        self.assertTrue(all(end < e["at"] for end, e in zip(ends, schedule[1:])))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,557 @@
+"""The workload drivers: each a thread that takes values one way and
+records every attempt (checker.py says the record's shape).
+
+- CliLoop: `idmint seq` or `idmint next` in a loop, one process a request;
+- Stream: one `idmint next --stream`, restarted when it dies;
+- HttpClient: plain HTTP (http.client) on /values and /ids of the serve
+  instances;
+- Mongosh: the stored JavaScript twins (cyclic, autoinc, periodic) in one
+  long-lived mongosh;
+- LockHolder: `idmint lock run` whose COMMAND (fenced.py) writes to the
+  fenced store.
+
+A driver's `current` is the process the nemesis kills or stops.
+"""
+
+import http.client
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+from cluster import signal_group, spawn
+from ids import POLICY, UnreadableId, parse_id, parse_seq_line
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# Kinds whose values increase in the order the server handed them out, so
+# along any one client's sequential requests (docs/counter-kinds.md, "order");
+# the others increase only within one process.
+SERVER_ORDERED = ("cyclic", "autoinc", "periodic")
+
+
+class Recorder:
+    """Appends JSON lines to one file, from any thread."""
+
+    def __init__(self, path):
+        self.file = open(path, "a", encoding="utf-8", buffering=1)
+        self.lock = threading.Lock()
+
+    def write(self, record):
+        line = json.dumps(record, separators=(",", ":"))
+        with self.lock:
+            self.file.write(line + "\n")
+
+    def close(self):
+        with self.lock:
+            self.file.close()
+
+
+class Driver(threading.Thread):
+    """A workload thread; stop() asks it to finish its attempt and end."""
+
+    def __init__(self, name, seed):
+        super().__init__(name=name, daemon=True)
+        self.stopping = threading.Event()
+        self.current = None
+        self.rng = random.Random(seed)
+
+    def stop(self):
+        self.stopping.set()
+
+    # The nemesis' handles.
+    def kill9(self):
+        return signal_group(self.current, signal.SIGKILL)
+
+    def pause(self):
+        return signal_group(self.current, signal.SIGSTOP)
+
+    def resume(self):
+        return signal_group(self.current, signal.SIGCONT)
+
+
+def _status(returncode, timed_out):
+    if timed_out or returncode < 0:
+        return "unknown"  # no answer: killed, or given up on
+    return "ok" if returncode == 0 else "fail"
+
+
+class CliLoop(Driver):
+    """`idmint seq|next COUNTER --count N` in a loop."""
+
+    def __init__(self, mode, kind, counter, prefix, idmint, env, out, seed):
+        super().__init__(f"cli-{mode}-{kind}", seed)
+        self.mode, self.kind, self.counter, self.prefix = mode, kind, counter, prefix
+        self.idmint, self.env = idmint, env
+        self.recorder = Recorder(os.path.join(out, "logs", f"{self.name}.jsonl"))
+        self.invocations = 0
+
+    def run(self):
+        while not self.stopping.is_set():
+            count = self.rng.randint(1, 20)
+            args = [self.idmint, self.mode, self.counter, "--count", str(count)]
+            if self.mode == "next":
+                args += ["--policy", POLICY[self.kind]]
+            self.invocations += 1
+            scope = self.name if self.kind in SERVER_ORDERED else f"{self.name}#{self.invocations}"
+            t0 = time.time()
+            process = spawn(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.env)
+            self.current = process
+            timed_out = []
+            timer = threading.Timer(30, lambda: timed_out.append(signal_group(process,
+                                                                              signal.SIGKILL)))
+            timer.start()
+            raw, err = [], None
+            for line in process.stdout:
+                text = line.decode(errors="replace").strip()
+                if not text:
+                    continue
+                try:
+                    raw.append(parse_seq_line(self.kind, text) if self.mode == "seq"
+                               else parse_id(self.kind, self.prefix, text))
+                except (UnreadableId, ValueError) as error:
+                    err = f"unreadable: {error}"
+            stderr = process.stderr.read().decode(errors="replace").strip()
+            returncode = process.wait()
+            timer.cancel()
+            status = _status(returncode, bool(timed_out))
+            record = {"path": f"cli-{self.mode}", "kind": self.kind, "counter": self.counter,
+                      "t0": t0, "t1": time.time(), "status": status, "n": count, "raw": raw,
+                      "scope": scope, "rc": returncode}
+            if err or (status != "ok" and stderr):
+                record["err"] = err or stderr[-300:]
+            if err:
+                record["unreadable"] = True
+            self.recorder.write(record)
+            self.stopping.wait(self.rng.uniform(0.05, 0.3))
+        self.recorder.close()
+
+
+class Stream(Driver):
+    """One `idmint next COUNTER --stream`, restarted after it dies."""
+
+    def __init__(self, kind, counter, prefix, idmint, env, out, seed, rate=40, follow_db=False):
+        super().__init__(f"stream-swap-{kind}" if follow_db else f"stream-{kind}", seed)
+        self.kind, self.counter, self.prefix = kind, counter, prefix
+        self.idmint, self.env, self.rate = idmint, env, rate
+        # --policy-from-db: the policy the database names, swapped live.
+        self.policy = ["--policy-from-db"] if follow_db else ["--policy", POLICY[kind]]
+        self.path = "stream-swap" if follow_db else "stream"
+        self.recorder = Recorder(os.path.join(out, "logs", f"{self.name}.jsonl"))
+        self.incarnations = 0
+        self.shutdown_s = None
+
+    def run(self):
+        while not self.stopping.is_set():
+            self.incarnations += 1
+            scope = self.name if self.kind in SERVER_ORDERED else f"{self.name}#{self.incarnations}"
+            process = spawn([self.idmint, "next", self.counter, "--stream", "--rate",
+                             str(self.rate), *self.policy],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.env)
+            self.current = process
+            stopper = threading.Thread(target=self._interrupt_on_stop, args=(process,),
+                                       daemon=True)
+            stopper.start()
+            t0 = time.time()
+            for line in process.stdout:
+                text = line.decode(errors="replace").strip()
+                if not text:
+                    continue
+                now = time.time()
+                record = {"path": self.path, "kind": self.kind, "counter": self.counter,
+                          "t0": t0, "t1": now, "status": "ok", "n": 1, "scope": scope}
+                if self.path == "stream-swap":
+                    record["id"] = text  # which policy wrote it shows
+                try:
+                    record["raw"] = [parse_id(self.kind, self.prefix, text)]
+                except UnreadableId as error:
+                    record.update(raw=[], status="fail", err=str(error), unreadable=True)
+                self.recorder.write(record)
+                t0 = now
+            stderr = process.stderr.read().decode(errors="replace").strip()
+            returncode = process.wait()
+            if returncode != 0 or not self.stopping.is_set():
+                # What it had taken and not printed: at most a block (1,000).
+                self.recorder.write({"path": self.path, "kind": self.kind, "counter": self.counter,
+                                     "t0": t0, "t1": time.time(),
+                                     "status": _status(returncode, False), "n": 1000, "raw": [],
+                                     "scope": scope, "rc": returncode, "err": stderr[-300:]})
+                self.stopping.wait(0.5)
+        self.recorder.close()
+
+    def _interrupt_on_stop(self, process):
+        while process.poll() is None:
+            if self.stopping.wait(0.2):
+                began = time.monotonic()
+                signal_group(process, signal.SIGCONT)
+                process.send_signal(signal.SIGINT)
+                try:
+                    process.wait(timeout=15)
+                    self.shutdown_s = round(time.monotonic() - began, 3)
+                except subprocess.TimeoutExpired:
+                    signal_group(process, signal.SIGKILL)
+                return
+
+
+def _http_raw(kind, prefix, route, body):
+    data = json.loads(body)
+    if route == "ids":
+        return [parse_id(kind, prefix, text) for text in data["ids"]]
+    values = data["values"]
+    if kind == "cyclic":
+        return [[ts, value] for ts, value in zip(data["timestamps_micros"], values)]
+    if kind == "periodic":
+        return [[period, value] for period, value in zip(data["periods"], values)]
+    return list(values)
+
+
+class HttpClient(Driver):
+    """Sequential plain-HTTP requests to a random serve instance."""
+
+    def __init__(self, index, counters, serves, out, seed):
+        super().__init__(f"http-{index}", seed)
+        self.counters, self.serves = counters, serves
+        self.recorder = Recorder(os.path.join(out, "logs", f"{self.name}.jsonl"))
+
+    def run(self):
+        while not self.stopping.is_set():
+            kind = self.rng.choice(list(self.counters))
+            counter, prefix = self.counters[kind]
+            route = self.rng.choice(["values", "ids"])
+            serve = self.rng.choice(self.serves)
+            count = self.rng.randint(1, 10)
+            generation = serve.generation
+            t0 = time.time()
+            status, raw, err = "unknown", [], None
+            try:
+                connection = http.client.HTTPConnection("127.0.0.1", serve.port, timeout=8)
+                connection.request("GET", f"/v1/counters/{counter}/{route}?count={count}")
+                response = connection.getresponse()
+                body = response.read()
+                connection.close()
+                if response.status == 200:
+                    raw, status = _http_raw(kind, prefix, route, body), "ok"
+                else:
+                    status, err = "fail", f"{response.status} {body[:200].decode(errors='replace')}"
+            except ConnectionRefusedError as error:
+                status, err = "fail", f"refused: {error}"
+            except (OSError, http.client.HTTPException) as error:
+                status, err = "unknown", f"{type(error).__name__}: {error}"
+            except (UnreadableId, KeyError, ValueError) as error:
+                status, err = "fail", f"unreadable: {error}"
+            if kind in SERVER_ORDERED:
+                scope = self.name
+            elif serve.generation == generation:
+                scope = f"{self.name}/{serve.name}#{generation}"
+            else:
+                scope = None
+            record = {"path": f"http-{route}", "kind": kind, "counter": counter, "t0": t0,
+                      "t1": time.time(), "status": status, "n": count, "raw": raw,
+                      "scope": scope, "serve": serve.name}
+            if err:
+                record["err"] = err
+                if err.startswith("unreadable"):
+                    record["unreadable"] = True
+            self.recorder.write(record)
+            self.stopping.wait(self.rng.uniform(0.0, 0.05))
+        self.recorder.close()
+
+
+MONGOSH_SCRIPT = """
+load(%(loader)s);
+const kinds = %(kinds)s;
+let i = 0;
+while (true) {
+  const [k, c] = kinds[i++ %% kinds.length];
+  const n = k === "periodic" ? 1 + Math.floor(Math.random() * 5) : 1;
+  print(JSON.stringify({b: k, n: n}));
+  const t0 = Date.now() / 1000;
+  try {
+    let r;
+    if (k === "cyclic") { const s = getNextUniqueStamp(c); r = [[Number(s.ts), Number(s.val)]]; }
+    else if (k === "autoinc") { r = [Number(getNextSequence(c))]; }
+    else { const p = getNextPeriodic(c, n); r = p.values.map(v => [p.period, Number(v)]); }
+    print(JSON.stringify({k: k, n: n, t0: t0, t1: Date.now() / 1000, r: r}));
+  } catch (e) {
+    print(JSON.stringify({k: k, n: n, t0: t0, t1: Date.now() / 1000, e: String(e && e.message || e)}));
+  }
+  sleep(40);
+}
+"""
+
+
+class Mongosh(Driver):
+    """The stored JavaScript twins, called in turn from one mongosh."""
+
+    def __init__(self, mongosh, uri, counters, loader, out, seed):
+        super().__init__("mongosh", seed)
+        self.mongosh, self.uri, self.counters, self.loader = mongosh, uri, counters, loader
+        self.recorder = Recorder(os.path.join(out, "logs", f"{self.name}.jsonl"))
+
+    def run(self):
+        kinds = [[kind, self.counters[kind][0]] for kind in ("cyclic", "autoinc", "periodic")]
+        script = MONGOSH_SCRIPT % {"loader": json.dumps(self.loader), "kinds": json.dumps(kinds)}
+        while not self.stopping.is_set():
+            process = spawn([self.mongosh, "--quiet", "--norc", self.uri, "--eval", script],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            self.current = process
+            watcher = threading.Thread(target=self._kill_on_stop, args=(process,), daemon=True)
+            watcher.start()
+            begun = None
+            for line in process.stdout:
+                try:
+                    item = json.loads(line)
+                except ValueError:
+                    continue
+                if "b" in item:
+                    begun = (item["b"], item["n"], time.time())
+                    continue
+                kind = item["k"]
+                record = {"path": "mongosh", "kind": kind, "counter": self.counters[kind][0],
+                          "t0": item["t0"], "t1": time.time(), "n": item["n"],
+                          "scope": self.name}
+                if "r" in item:
+                    record.update(status="ok", raw=item["r"])
+                else:
+                    record.update(status="fail", raw=[], err=item["e"][-300:])
+                self.recorder.write(record)
+                begun = None
+            process.wait()
+            if begun is not None:
+                kind, count, t0 = begun
+                self.recorder.write({"path": "mongosh", "kind": kind,
+                                     "counter": self.counters[kind][0], "t0": t0,
+                                     "t1": time.time(), "status": "unknown", "n": count,
+                                     "raw": [], "scope": self.name})
+            self.stopping.wait(0.5)
+        self.recorder.close()
+
+    def _kill_on_stop(self, process):
+        while process.poll() is None:
+            if self.stopping.wait(0.2):
+                # Let the call in flight finish: its answer is printed at once.
+                time.sleep(0.3)
+                signal_group(process, signal.SIGCONT)
+                signal_group(process, signal.SIGKILL)
+                return
+
+
+class LockHolder(Driver):
+    """`idmint lock run LOCK` in a loop; its COMMAND writes to the fenced
+    store (fenced.py). Exit codes: 0 held and done, 75 not had within
+    --wait, 76 lease lost while COMMAND ran."""
+
+    def __init__(self, lock, index, idmint, env, out, runs, seed):
+        super().__init__(f"lock-{lock}-{index}", seed)
+        self.lock, self.idmint, self.env = lock, idmint, env
+        self.locks_dir = os.path.join(out, "locks")
+        self.runs = runs
+
+    def kill9(self):
+        # The holder alone, as a crash of `lock run`: its guard kills COMMAND.
+        return _signal_pid(self.current, signal.SIGKILL)
+
+    def tstp(self):
+        return _signal_pid(self.current, signal.SIGTSTP)
+
+    def resume(self):
+        return _signal_pid(self.current, signal.SIGCONT)
+
+    def freeze(self):
+        """SIGSTOP to `lock run` and every process under it, as a machine
+        frozen whole; the pids stopped."""
+        if self.current is None or self.current.poll() is not None:
+            return []
+        pids = _descendants(self.current.pid)
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGSTOP)
+            except ProcessLookupError:
+                pass
+        return pids
+
+    @staticmethod
+    def thaw(pids):
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+
+    def run(self):
+        while not self.stopping.is_set():
+            t0 = time.time()
+            process = spawn([self.idmint, "lock", "run", self.lock, "--ttl", "5", "--wait", "8",
+                             "--", sys.executable, os.path.join(HERE, "fenced.py"),
+                             self.locks_dir, self.lock],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=self.env)
+            self.current = process
+            stderr = process.stderr.read().decode(errors="replace").strip()
+            returncode = process.wait()
+            self.runs.write({"holder": self.name, "lock": self.lock, "t0": t0, "t1": time.time(),
+                             "rc": returncode, "err": stderr[-300:]})
+            self.stopping.wait(self.rng.uniform(0.0, 0.3))
+
+
+def _descendants(root):
+    """root and every process under it, from /proc."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as file:
+                stat = file.read()
+        except OSError:
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(parent, []).append(int(entry))
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, []))
+    return found
+
+
+def _signal_pid(process, sig):
+    if process is None or process.poll() is not None:
+        return False
+    try:
+        os.kill(process.pid, sig)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def slow_clients(serve, counter, seconds, count=12):
+    """Connections to serve that dribble a header or pipeline requests and
+    never read their answers, held for `seconds`."""
+    sockets = []
+    request = (f"GET /v1/counters/{counter}/values?count=1 HTTP/1.1\r\nHost: soak\r\n\r\n"
+               .encode())
+    for i in range(count):
+        try:
+            sock = socket.create_connection(("127.0.0.1", serve.port), timeout=2)
+            sock.setblocking(False)
+            if i % 2 == 0:
+                try:
+                    sock.send(request * 200)  # pipelined, never read
+                except (BlockingIOError, OSError):
+                    pass
+            sockets.append(sock)
+        except OSError:
+            pass
+    end = time.monotonic() + seconds
+    byte = 0
+    header = b"GET /healthz HTTP/1.1\r\nHost: soak\r\n"
+    while time.monotonic() < end:
+        for i, sock in enumerate(sockets):
+            if i % 2 == 1:
+                try:
+                    sock.send(header[byte % len(header):byte % len(header) + 1])  # dribbled
+                except (BlockingIOError, OSError):
+                    pass
+        byte += 1
+        time.sleep(0.5)
+    for sock in sockets:
+        sock.close()
+    return len(sockets)
+
+
+class PolicySwapper(Driver):
+    """Every `period` seconds, activates the stored check-digit policy or
+    rolls back to none, in turn, under the streams that follow the database
+    (`--policy-from-db`); each swap is recorded beside the faults."""
+
+    def __init__(self, idmint, env, faults, period=15.0):
+        super().__init__("policy-swapper", 0)
+        self.idmint, self.env, self.faults, self.period = idmint, env, faults, period
+
+    def run(self):
+        active = False
+        while not self.stopping.wait(self.period):
+            command = ["policy", "rollback"] if active else ["policy", "activate", "1"]
+            start = time.time()
+            try:
+                result = subprocess.run([self.idmint, *command], env=self.env,
+                                        capture_output=True, text=True, timeout=60)
+                if result.returncode == 0:
+                    active = not active
+                detail = (result.stdout or result.stderr).strip()[:200]
+            except subprocess.TimeoutExpired:
+                detail = f"idmint {' '.join(command)}: no answer in 60 s"
+            self.faults.write({"fault": "policy-swap", "target": "policies", "start": start,
+                               "end": time.time(), "detail": detail})
+
+
+class JavaClient(Driver):
+    """SoakClient.java: the Java client's ValueClient (a segment counter) and
+    IdClient (a cyclic counter) in several threads over every serve
+    instance; restarted when it dies. Batches prefetched and not handed out
+    are gaps, which these two kinds allow."""
+
+    def __init__(self, classes, counters, serves, out, seed, threads=3):
+        super().__init__("java", seed)
+        self.classes, self.counters, self.serves, self.threads = classes, counters, serves, threads
+        self.recorder = Recorder(os.path.join(out, "logs", f"{self.name}.jsonl"))
+
+    def run(self):
+        segment, _ = self.counters["segment"]
+        cyclic, prefix = self.counters["cyclic"]
+        while not self.stopping.is_set():
+            process = spawn(["java", "-cp", self.classes, "SoakClient", segment, cyclic, prefix,
+                             str(self.threads)] + [s.url() + "/" for s in self.serves],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+            self.current = process
+            closer = threading.Thread(target=self._close_on_stop, args=(process,), daemon=True)
+            closer.start()
+            for line in process.stdout:
+                parts = line.decode(errors="replace").strip().split(" ", 3)
+                if len(parts) < 3:
+                    continue
+                now = float(parts[1])
+                if parts[0] == "V":
+                    record = {"path": "java-value", "kind": "segment", "counter": segment,
+                              "status": "ok", "raw": [int(parts[2])]}
+                elif parts[0] == "I":
+                    record = {"path": "java-id", "kind": "cyclic", "counter": cyclic,
+                              "status": "ok"}
+                    try:
+                        record["raw"] = [parse_id("cyclic", prefix, parts[2])]
+                    except UnreadableId as error:
+                        record.update(raw=[], status="fail", err=str(error), unreadable=True)
+                else:
+                    is_value = parts[2] == "V"
+                    record = {"path": "java-value" if is_value else "java-id",
+                              "kind": "segment" if is_value else "cyclic",
+                              "counter": segment if is_value else cyclic, "status": "fail",
+                              "raw": [], "err": parts[3][-300:] if len(parts) > 3 else ""}
+                record.update(t0=now, t1=now, n=1, scope=None)
+                self.recorder.write(record)
+            returncode = process.wait()
+            if not self.stopping.is_set():
+                for path, kind in (("java-value", "segment"), ("java-id", "cyclic")):
+                    self.recorder.write({"path": path, "kind": kind,
+                                         "counter": self.counters[kind][0], "t0": time.time(),
+                                         "t1": time.time(), "status": "unknown", "n": None,
+                                         "raw": [], "scope": None, "rc": returncode})
+                self.stopping.wait(0.5)
+        self.recorder.close()
+
+    def _close_on_stop(self, process):
+        while process.poll() is None:
+            if self.stopping.wait(0.2):
+                signal_group(process, signal.SIGCONT)
+                try:
+                    process.stdin.close()
+                    process.wait(timeout=10)
+                except (OSError, subprocess.TimeoutExpired):
+                    signal_group(process, signal.SIGKILL)
+                return
