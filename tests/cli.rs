@@ -759,3 +759,43 @@ async fn ctrl_c_during_a_take_prints_its_ids_before_next_stream_exits() {
         ids.len()
     );
 }
+
+/// `idmint seq` prints what makes a value unique where its kind's values
+/// repeat: a cyclic counter's server-decided timestamp before each value,
+/// so that the values of a counter that wraps stay unique as printed (and
+/// `timestamp_micros` with `--json`); an autoinc counter's values alone.
+#[test]
+fn seq_prints_a_cyclic_value_with_the_timestamp_that_makes_it_unique() {
+    const TEST: &str = "cli_seq_cyclic";
+    support::service::block_on(support::database(TEST));
+    support::create(TEST, "wraps", &["--max", "2"]);
+    support::create(TEST, "plain", &["--kind", "autoinc", "--raw"]);
+    let out = run(support::idmint(TEST).args(["seq", "wraps", "--count", "7"]));
+    assert_exit(&out, 0);
+    let lines: Vec<(u64, u64)> = stdout(&out)
+        .lines()
+        .map(|line| {
+            let (timestamp, value) = line.split_once(' ').expect("TIMESTAMP VALUE");
+            (timestamp.parse().unwrap(), value.parse().unwrap())
+        })
+        .collect();
+    // Seven values of a cycle of three: values repeat, pairs do not.
+    assert_eq!(lines.len(), 7);
+    assert!(
+        lines
+            .iter()
+            .map(|(_, value)| value)
+            .collect::<HashSet<_>>()
+            .len()
+            < 7
+    );
+    assert_eq!(lines.iter().collect::<HashSet<_>>().len(), 7, "{lines:?}");
+    let json = run(support::idmint(TEST).args(["seq", "wraps", "--json"]));
+    let line: serde_json::Value = serde_json::from_str(stdout(&json).trim()).unwrap();
+    assert!(
+        line["timestamp_micros"].as_u64().unwrap() > lines[6].0,
+        "{line}"
+    );
+    let plain = run(support::idmint(TEST).args(["seq", "plain", "--count", "2"]));
+    assert_eq!(stdout(&plain), "1\n2\n");
+}

@@ -1,7 +1,8 @@
 //! `idmint seq NAME`: raw sequence values, from a counter of any kind.
 
 use clap::Args;
-use idmint::sequence::{AutoincCounter, CounterName, Sequence, SequenceError, MAX_BLOCK};
+use idmint::parts::Stamp;
+use idmint::sequence::{AutoincCounter, CounterName, Repeats, Sequence, SequenceError, MAX_BLOCK};
 use idmint::{Clock, SystemClock};
 use serde::Serialize;
 
@@ -34,6 +35,10 @@ pub struct SeqCmd {
 struct SeqLine<'a> {
     counter: &'a str,
     value: u64,
+    /// A cyclic counter's values come round again: the server-decided
+    /// timestamp that makes the value unique.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timestamp_micros: Option<u64>,
     /// A periodic counter's values restart each period: the value's.
     #[serde(skip_serializing_if = "Option::is_none")]
     period: Option<String>,
@@ -47,8 +52,8 @@ impl SeqCmd {
         options.segment = options.segment.wants(Some(self.count));
         let database = self.connect.connect().await?;
         let mut left = self.count;
-        let sequence = match Sequence::open(&database, name.clone(), &options).await {
-            Ok((sequence, _)) => sequence,
+        let (sequence, repeats) = match Sequence::open(&database, name.clone(), &options).await {
+            Ok((sequence, state)) => (sequence, state.shape().repeats),
             Err(SequenceError::UnknownCounter(_)) if self.upsert => {
                 let autoinc = AutoincCounter::new(&database, name);
                 let first = left.min(MAX_BLOCK as u64);
@@ -56,13 +61,18 @@ impl SeqCmd {
                     .take_or_create(first, self.start.unwrap_or(1))
                     .await
                     .map_err(idmint::Error::from)?;
-                self.emit(output, taken.map(|value| (value, None)))?;
+                let now = SystemClock.now_micros();
+                self.emit(
+                    output,
+                    Repeats::Never,
+                    taken.map(|value| Stamp::new(now, value)),
+                )?;
                 left -= first;
-                Sequence::Autoinc(autoinc)
+                (Sequence::Autoinc(autoinc), Repeats::Never)
             }
             Err(error) => return Err(idmint::Error::from(error).into()),
         };
-        let result = self.take_all(&sequence, left, output).await;
+        let result = self.take_all(&sequence, repeats, left, output).await;
         // A segment counter gives back what it did not hand out, even after an error.
         let closed = sequence.close().await.map_err(idmint::Error::from);
         result?;
@@ -73,6 +83,7 @@ impl SeqCmd {
     async fn take_all(
         &self,
         sequence: &Sequence,
+        repeats: Repeats,
         mut left: u64,
         output: &Output,
     ) -> anyhow::Result<()> {
@@ -82,12 +93,7 @@ impl SeqCmd {
                 .take(block as usize, SystemClock.now_micros())
                 .await
                 .map_err(idmint::Error::from)?;
-            self.emit(
-                output,
-                issued
-                    .into_iter()
-                    .map(|stamp| (stamp.sequence, stamp.period.map(|p| p.to_string()))),
-            )?;
+            self.emit(output, repeats, issued)?;
             left -= block;
         }
         Ok(())
@@ -95,24 +101,31 @@ impl SeqCmd {
 
     /// Prints values as soon as they are issued, one per line (a JSON line
     /// each with --json): a value handed out is never lost to a later error.
-    /// A periodic counter's value is printed after its period (`2026 41`):
-    /// its values restart each period, so the value alone is not unique.
+    /// Where a kind's values repeat, what makes each unique comes first
+    /// ([`Repeats::qualifier`]): a periodic value's period (`2026 41`), a
+    /// cyclic value's server-decided timestamp (`1795425555000000 41`).
     fn emit(
         &self,
         output: &Output,
-        taken: impl IntoIterator<Item = (u64, Option<String>)>,
+        repeats: Repeats,
+        taken: impl IntoIterator<Item = Stamp>,
     ) -> anyhow::Result<()> {
         if output.is_json() {
-            output.json_lines(taken.into_iter().map(|(value, period)| SeqLine {
+            output.json_lines(taken.into_iter().map(|stamp| SeqLine {
                 counter: &self.name,
-                value,
-                period,
+                value: stamp.sequence,
+                timestamp_micros: (repeats == Repeats::AfterWrap).then_some(stamp.timestamp_micros),
+                period: stamp.period.map(|period| period.to_string()),
             }))
         } else {
-            output.lines(taken.into_iter().map(|(value, period)| match period {
-                Some(period) => format!("{period} {value}"),
-                None => value.to_string(),
-            }))
+            output.lines(
+                taken
+                    .into_iter()
+                    .map(|stamp| match repeats.qualifier(&stamp) {
+                        Some(qualifier) => format!("{qualifier} {}", stamp.sequence),
+                        None => stamp.sequence.to_string(),
+                    }),
+            )
         }
     }
 }

@@ -26,7 +26,6 @@ use super::extract::{ApiJson, ApiQuery, AppName, Caller, CounterPath, RawCounter
 use super::pool::Served;
 use super::slots::run_blocking;
 use super::state::AppState;
-use idmint::parts::Stamp;
 use idmint::policy::{check_ids, PolicyError};
 use idmint::sequence::{self, Clock, CounterKind, CounterName, Repeats, SystemClock};
 
@@ -174,7 +173,7 @@ pub(super) async fn values(
     if wants_text(&headers) {
         let mut lines = String::with_capacity(issued.len() * 12);
         for stamp in &issued {
-            if let Some(qualifier) = qualifier(repeats, stamp) {
+            if let Some(qualifier) = repeats.qualifier(stamp) {
                 lines.push_str(&qualifier);
                 lines.push(' ');
             }
@@ -200,19 +199,6 @@ pub(super) async fn values(
         periods,
     })
     .into_response())
-}
-
-/// What tells a value of a kind whose values repeat from the same value
-/// issued again, as `idmint seq` prints it before the value: a periodic
-/// value's period (`2026 41`), a cyclic value's server-decided timestamp in
-/// microseconds (`1795425555000000 41`); nothing where the value alone is
-/// unique.
-fn qualifier(repeats: Repeats, stamp: &Stamp) -> Option<String> {
-    match repeats {
-        Repeats::AfterWrap => Some(stamp.timestamp_micros.to_string()),
-        Repeats::EachPeriod => stamp.period.map(|period| period.to_string()),
-        Repeats::Never => None,
-    }
 }
 
 /// Runs of consecutive values of an auto-increment or segment counter, for

@@ -205,6 +205,22 @@ pub enum Repeats {
     EachPeriod,
 }
 
+impl Repeats {
+    /// What tells `stamp`'s value from the same value issued again, written
+    /// before the value where a kind's values repeat: a periodic value's
+    /// period (`2026 41`), a cyclic value's server-decided timestamp in
+    /// microseconds (`1795425555000000 41`); nothing where the value alone
+    /// is unique. `idmint seq` and the service's `text/plain` values print
+    /// values so.
+    pub fn qualifier(self, stamp: &Stamp) -> Option<String> {
+        match self {
+            Repeats::AfterWrap => Some(stamp.timestamp_micros.to_string()),
+            Repeats::EachPeriod => stamp.period.map(|period| period.to_string()),
+            Repeats::Never => None,
+        }
+    }
+}
+
 /// One line of what a counter says about itself ([`Kind::facts`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Fact {
