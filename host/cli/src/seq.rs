@@ -50,15 +50,15 @@ impl SeqCmd {
         let sequence = match Sequence::open(&database, name.clone(), &options).await {
             Ok((sequence, _)) => sequence,
             Err(SequenceError::UnknownCounter(_)) if self.upsert => {
-                let autoinc = AutoincCounter::new(&database, name);
+                let created = AutoincCounter::new(&database, name);
                 let first = left.min(MAX_BLOCK as u64);
-                let taken = autoinc
+                let taken = created
                     .take_or_create(first, self.start.unwrap_or(1))
                     .await
                     .map_err(idmint::Error::from)?;
                 self.emit(output, taken.map(|value| (value, None)))?;
                 left -= first;
-                Sequence::Autoinc(autoinc)
+                Sequence::from(created)
             }
             Err(error) => return Err(idmint::Error::from(error).into()),
         };

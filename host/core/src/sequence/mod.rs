@@ -49,7 +49,7 @@ mod registry;
 mod settings;
 
 pub use clock::{Clock, SystemClock};
-pub use counter::command::take_command;
+pub use counter::command::{command_takes_count, take_command};
 pub use counter::document::{CounterDocument, Registered};
 pub use counter::prefixes::{MAX_PREFIXES, MAX_PREFIX_BYTES};
 pub use counter::spec::CounterSpec;

@@ -457,6 +457,9 @@ impl SnowflakeCounter {
 pub struct Lifetime {
     /// The counter.
     pub counter: String,
+    /// Its kind's name (`status` shows it beside the counter).
+    #[serde(skip)]
+    pub kind: &'static str,
     /// When its time bits run out, `YYYY-MM-DD`.
     pub runs_out_on: String,
     /// A warning once fewer than two years are left.
@@ -479,6 +482,7 @@ pub async fn lifetimes(database: &Database, now_ms: u64) -> Result<Vec<Lifetime>
             let bits = read::<SnowflakeKind>(&name, document).ok()?.kind.layout;
             Some(Lifetime {
                 counter: name.to_string(),
+                kind: SnowflakeKind::NAME,
                 runs_out_on: date(bits.runs_out_at_ms()),
                 warning: bits.lifetime_warning(now_ms),
             })
