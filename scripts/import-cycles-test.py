@@ -88,6 +88,17 @@ class PlantedCycles(unittest.TestCase):
         })
         self.assertEqual(found, [['m/child.rs', 'm/mod.rs']])
 
+    def test_a_facade_using_a_name_it_re_exports_imports_its_file(self):
+        # mod.rs re-exports Handle and uses it in its own code: that use
+        # imports handle.rs, which imports mod.rs back.
+        found = check({
+            'lib.rs': 'mod m;\n',
+            'm/mod.rs': 'mod handle;\npub use handle::Handle;\npub struct Kind;\n'
+                        'impl Kind { fn open() -> Handle { Handle } }\n',
+            'm/handle.rs': 'pub struct Handle;\nimpl Handle { fn of(_: super::Kind) {} }\n',
+        })
+        self.assertEqual(found, [['m/handle.rs', 'm/mod.rs']])
+
     def test_paths_in_expressions_count_and_super_super_climbs_twice(self):
         found = check({
             'lib.rs': 'mod a;\nmod top;\n',
@@ -105,6 +116,17 @@ class NoCycle(unittest.TestCase):
             'm/mod.rs': 'mod inner;\nmod other;\npub use inner::Thing;\npub(crate) use other::Other;\n',
             'm/inner.rs': 'use super::Other;\npub struct Thing(Other);\n',
             'm/other.rs': 'pub struct Other;\n',
+        })
+        self.assertEqual(found, [])
+
+    def test_a_facade_re_exporting_a_name_its_child_module_has_is_not_a_cycle(self):
+        # `mod check;` declares the module; `check` the function is only
+        # re-exported, not used by the facade's own code.
+        found = check({
+            'lib.rs': 'mod m;\n',
+            'm/mod.rs': 'mod check;\nmod other;\npub use check::check;\npub fn helper() {}\n',
+            'm/check.rs': 'pub fn check() { super::helper() }\n',
+            'm/other.rs': 'pub fn other() {}\n',
         })
         self.assertEqual(found, [])
 

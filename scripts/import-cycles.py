@@ -18,7 +18,9 @@ file that is not a module file imports that file as well.
 A module file's own re-exports (`pub use child::X`, any visibility) are not
 imports: a facade listing its children would otherwise make every
 child<->parent pair a cycle. Its other uses of its children are imports, so a
-parent that calls a child which calls it back is a cycle. Comments, strings,
+parent that calls a child which calls it back is a cycle, and so is a name it
+re-exports and uses in its own code too (`pub use child::X;` and then
+`type T = X;` or `X::new()`): that use imports the file that defines X. Comments, strings,
 `#[cfg(test)]` modules and paths into other crates are ignored."""
 import os
 import re
@@ -27,6 +29,7 @@ import sys
 ITEM = re.compile(
     r'\b(?:fn|struct|enum|trait|type|const|static|union|mod|macro_rules!)\s+(\w+)')
 USE = re.compile(r'(?<![\w:])(pub(?:\s*\([^)]*\))?\s+)?use\s+([^;]+);')
+MOD_DECLARATION = re.compile(r'\bmod\s+\w+\s*;')
 PATH = re.compile(r'(?<![\w:])((?:crate|super|self)(?:\s*::\s*\w+)+)')
 
 
@@ -240,13 +243,21 @@ class Crate:
                                  seen + ((mod, name),))
                    for glob in self.exports[mod].get('*', []))
 
+    def uses_name(self, mod, name):
+        """Module `mod`'s own code (its `use` and `mod NAME;` declarations
+        aside) names `name` alone, not as the tail of another path."""
+        if name in ('*', 'self'):
+            return False
+        code = MOD_DECLARATION.sub(' ', self.text[mod])
+        return re.search(r'(?<![\w:])' + re.escape(name) + r'\b', code) is not None
+
     def edges(self):
         result = {}
         for mod in self.files:
             targets = set()
             facade = self.is_facade(mod)
-            for path, _, public in self.uses[mod]:
-                if public and facade:
+            for path, name, public in self.uses[mod]:
+                if public and facade and not self.uses_name(mod, name):
                     continue
                 targets |= self.targets(path)
             children = [f[-1] for f in self.files if len(f) == len(mod) + 1 and f[:-1] == mod]

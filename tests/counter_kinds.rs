@@ -1,26 +1,16 @@
-//! The CLI over the three kinds of counter: `counter create --kind`,
+//! The CLI over counters of each kind: `counter create --kind`,
 //! `counter show`, `seq` and `next` with the decimal policy, and bad input
 //! refused before anything is written or consumed.
 
 use mongodb::bson::{doc, Document};
 use serde_json::Value;
 
-use crate::harness::{self, assert_exit, idmint, run, stderr, stdout};
-
-async fn counter_doc(test: &str, name: &str) -> Option<Document> {
-    let client = mongodb::Client::with_uri_str(harness::uri()).await.unwrap();
-    client
-        .database(&harness::database_name(test))
-        .collection::<Document>("counters")
-        .find_one(doc! { "_id": name })
-        .await
-        .unwrap()
-}
+use crate::support::{self, assert_exit, counter_doc, idmint, run, stderr, stdout};
 
 #[tokio::test]
 async fn an_auto_increment_counter_formats_through_the_decimal_policy() {
     const TEST: &str = "kinds_cli_autoinc";
-    harness::database(TEST).await;
+    support::database(TEST).await;
     let created = run(idmint(TEST).args([
         "counter",
         "create",
@@ -70,7 +60,7 @@ async fn an_auto_increment_counter_formats_through_the_decimal_policy() {
 #[tokio::test]
 async fn a_segment_counter_serves_and_gives_back_what_it_did_not_hand_out() {
     const TEST: &str = "kinds_cli_segment";
-    harness::database(TEST).await;
+    support::database(TEST).await;
     assert_exit(
         &run(idmint(TEST).args([
             "counter",
@@ -114,7 +104,7 @@ async fn a_segment_counter_serves_and_gives_back_what_it_did_not_hand_out() {
 #[tokio::test]
 async fn a_policy_without_time_is_refused_for_a_cyclic_counter() {
     const TEST: &str = "kinds_cli_needs_time";
-    harness::database(TEST).await;
+    support::database(TEST).await;
     assert_exit(&run(idmint(TEST).args(["counter", "create", "c"])), 0);
     let before = counter_doc(TEST, "c").await;
     let refused = run(idmint(TEST).args(["next", "c", "--policy", "builtin:decimal"]));
@@ -131,7 +121,7 @@ async fn a_policy_without_time_is_refused_for_a_cyclic_counter() {
 #[tokio::test]
 async fn bad_counter_settings_exit_2_and_write_nothing() {
     const TEST: &str = "kinds_cli_bad_settings";
-    harness::database(TEST).await;
+    support::database(TEST).await;
     for (args, message) in [
         (
             &["c1", "--step", "10"][..],
@@ -186,7 +176,7 @@ async fn bad_counter_settings_exit_2_and_write_nothing() {
 #[tokio::test]
 async fn a_corrupt_counter_of_each_kind_exits_2_and_is_left_as_it_was() {
     const TEST: &str = "kinds_cli_corrupt";
-    let database = harness::database(TEST).await;
+    let database = support::database(TEST).await;
     let collection = database.collection::<Document>("counters");
     for (id, document, reason) in [
         (

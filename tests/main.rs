@@ -3,13 +3,6 @@
 
 mod support;
 
-/// The support module under its former name, for `counter_kinds`, which
-/// other work of this round still changes: once it imports `support`, this
-/// goes.
-mod harness {
-    pub use crate::support::*;
-}
-
 mod bench;
 mod cli;
 mod clocks;

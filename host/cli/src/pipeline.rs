@@ -10,8 +10,8 @@
 use clap::Args;
 use idmint::parts::PeriodUnit;
 use idmint::sequence::{
-    take_command, ClientTime, CommandOptions, CounterKind, CounterName, KindState, SequenceError,
-    Setting, DEFAULT_STEP, DEFAULT_ZONE,
+    command_takes_count, take_command, ClientTime, CommandOptions, CounterKind, CounterName,
+    SequenceError, Setting, DEFAULT_STEP, DEFAULT_ZONE,
 };
 use mongodb::bson::Bson;
 
@@ -26,8 +26,10 @@ pub struct PipelineCmd {
     pub name: String,
     #[arg(long, value_parser = clap::value_parser!(CounterKind), help = format!("The counter's kind [default: the counter's, else {}]", CounterKind::DEFAULT))]
     pub kind: Option<CounterKind>,
-    /// cyclic, autoinc, periodic: how many values one call takes.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1_000_000), help = kinds_help(
+        CounterKind::ALL.iter().copied().filter(|kind| command_takes_count(*kind)),
+        "how many values one call takes",
+    ))]
     pub count: u64,
     #[arg(long, value_name = "N", help = setting_help(Setting::Step, "the smallest segment to take (the document's step wins if larger) [default: 1000]"))]
     pub step: Option<u64>,
@@ -48,7 +50,7 @@ pub struct PipelineCmd {
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Target {
     kind: CounterKind,
-    /// A periodic counter's period and zone.
+    /// The period and zone of a counter whose values restart each period.
     period: (PeriodUnit, String),
 }
 
@@ -96,10 +98,11 @@ impl PipelineCmd {
             Err(SequenceError::UnknownCounter(_)) => return Ok(None),
             Err(error) => return Err(idmint::Error::from(error).into()),
         };
-        let period = match &state.kind {
-            KindState::Periodic(fields) => (fields.period, fields.zone.clone()),
-            _ => Self::default_period(),
-        };
+        let period = state
+            .period()
+            .map_or_else(Self::default_period, |(unit, zone)| {
+                (unit, zone.to_string())
+            });
         Ok(Some(Target {
             kind: state.kind(),
             period,

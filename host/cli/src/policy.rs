@@ -9,7 +9,7 @@ use clap::{Args, Subcommand};
 use idmint::policy::activation::{self, ActivationOptions};
 use idmint::policy::store::RollbackReport;
 use idmint::policy::{CacheUsage, CompileCache, PolicyStore, POLICY_CACHE_ENV};
-use idmint::sequence::CounterName;
+use idmint::sequence::{CounterKind, CounterName, CounterSpec, CounterState, Setting};
 use idmint::Clock;
 use idmint::{PolicyRuntime, SystemClock};
 
@@ -82,18 +82,7 @@ impl CheckCmd {
             .prefix(self.prefix.clone())
             .now_micros(SystemClock.now_micros());
         if let Some(maxval) = self.maxval {
-            options = options.counter(idmint::sequence::CounterState {
-                // No name: the refusal reads "a cyclic counter hands out values up to N".
-                name: String::new(),
-                kind: idmint::sequence::KindState::Cyclic(idmint::sequence::CyclicState {
-                    val: 0,
-                    maxval,
-                    ts: 0,
-                }),
-                prefix: None,
-                prefixes: vec![String::new()],
-                prefixes_declared: true,
-            });
+            options = options.counter(counter_with_maxval(maxval)?);
         }
         let report = activation::check(&policy, &options).map_err(idmint::Error::from)?;
         output.report(&report, || {
@@ -351,4 +340,21 @@ impl CacheCmd {
             None => Outcome::Success,
         })
     }
+}
+
+/// A new counter of the kind that takes a maxval, with `maxval`, for
+/// `policy check --maxval`. It has no name, so that the refusal reads "a
+/// cyclic counter hands out values up to N".
+fn counter_with_maxval(maxval: u64) -> anyhow::Result<CounterState> {
+    let kind = CounterKind::taking(Setting::Maxval)
+        .next()
+        .expect("a kind takes maxval");
+    let name = CounterName::new("maxval").map_err(idmint::Error::from)?;
+    let document = CounterSpec::of(kind)
+        .maxval(maxval)
+        .document(&name, 0)
+        .map_err(idmint::Error::from)?;
+    let mut counter = CounterState::from_document(&name, &document).map_err(idmint::Error::from)?;
+    counter.name = String::new();
+    Ok(counter)
 }

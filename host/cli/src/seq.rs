@@ -55,9 +55,9 @@ impl SeqCmd {
         let (sequence, repeats) = match Sequence::open(&database, name.clone(), &options).await {
             Ok((sequence, state)) => (sequence, state.shape().repeats),
             Err(SequenceError::UnknownCounter(_)) if self.upsert => {
-                let autoinc = AutoincCounter::new(&database, name);
+                let created = AutoincCounter::new(&database, name);
                 let first = left.min(MAX_BLOCK as u64);
-                let taken = autoinc
+                let taken = created
                     .take_or_create(first, self.start.unwrap_or(1))
                     .await
                     .map_err(idmint::Error::from)?;
@@ -68,7 +68,7 @@ impl SeqCmd {
                     taken.map(|value| Stamp::new(now, value)),
                 )?;
                 left -= first;
-                (Sequence::Autoinc(autoinc), Repeats::Never)
+                (Sequence::from(created), Repeats::Never)
             }
             Err(error) => return Err(idmint::Error::from(error).into()),
         };

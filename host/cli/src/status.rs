@@ -12,8 +12,9 @@ use serde::Serialize;
 use super::install::state_text;
 use super::{ConnectArgs, Outcome, Output};
 
-/// The status report, with the layout lifetime of each snowflake counter
-/// and every prefix more than one counter owns.
+/// The status report, with the layout lifetime of each counter whose IDs
+/// carry the time (`sequence::lifetimes`) and every prefix more than one
+/// counter owns.
 #[derive(Serialize)]
 struct StatusView<'a> {
     #[serde(flatten)]
@@ -93,7 +94,7 @@ impl StatusCmd {
                 let _ = writeln!(
                     text,
                     "{:<10}  {:<width$} runs out on {}",
-                    "snowflake", lifetime.counter, lifetime.runs_out_on
+                    lifetime.kind, lifetime.counter, lifetime.runs_out_on
                 );
                 if let Some(warning) = &lifetime.warning {
                     let _ = writeln!(text, "warning: counter '{}': {warning}", lifetime.counter);

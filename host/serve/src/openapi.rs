@@ -9,7 +9,8 @@
 //! Paths, parameters and schemas come from the routes as they are
 //! registered (`utoipa_axum::routes!` in `lib.rs`), so a route cannot be
 //! served undocumented. What a route's annotation cannot know is added here,
-//! where the server's configuration is: the bounds of `count` (the server's
+//! where the server's configuration and the registry of kinds are: the
+//! kinds of counter `ranges` serves, the bounds of `count` (the server's
 //! own `--max-count` and `--max-range`) and of `validate`'s IDs, the rule of
 //! counter names, the bearer token when the server requires one, and the
 //! answers of the layers every route is behind (401 from authentication, 503
@@ -21,7 +22,7 @@
 use serde_json::{json, Map, Value};
 use utoipa::OpenApi;
 
-use idmint::sequence::MAX_COUNTER_NAME_LEN;
+use idmint::sequence::{CounterKind, MAX_COUNTER_NAME_LEN};
 
 use super::error::ErrorBody;
 use super::limits::Limits;
@@ -123,7 +124,8 @@ fn operations(document: &mut Value) -> impl Iterator<Item = (String, &mut Map<St
         })
 }
 
-/// The bounds the server enforces on parameters: a counter's name, and
+/// The bounds the server enforces on parameters: a counter's name (and
+/// the kinds `ranges` serves), and
 /// `count` (1 to `--max-range` for ranges, else to `--max-count`); a query
 /// parameter left out is absent, never null.
 fn bound_parameters(document: &mut Value, limits: &Limits) {
@@ -144,6 +146,9 @@ fn bound_parameters(document: &mut Value, limits: &Limits) {
             match (location.as_str(), name.as_str()) {
                 ("path", name) if COUNTER_PARAMETERS.contains(&name) => {
                     *schema = counter_name_schema();
+                    if path.ends_with("/ranges") {
+                        parameter["description"] = json!(ranges_counter());
+                    }
                 }
                 ("query", "count") => {
                     let most = if path.ends_with("/ranges") {
@@ -158,6 +163,21 @@ fn bound_parameters(document: &mut Value, limits: &Limits) {
             }
         }
     }
+}
+
+/// What the counter `ranges` takes is: one of a kind that hands out runs,
+/// the kinds named from the registry.
+fn ranges_counter() -> String {
+    let kinds: Vec<&str> = CounterKind::ALL
+        .iter()
+        .copied()
+        .filter(|kind| kind.hands_out_runs())
+        .map(CounterKind::as_str)
+        .collect();
+    format!(
+        "A counter of a kind that hands out runs: {}",
+        kinds.join(", ")
+    )
 }
 
 /// The schema of a counter's name.
@@ -296,6 +316,22 @@ mod tests {
         assert_eq!(count("/v1/counters/{name}/ids")["maximum"], 7);
         assert_eq!(count("/v1/counters/{name}/values")["maximum"], 7);
         assert_eq!(count("/v1/counters/{name}/ranges")["maximum"], 70);
+        let ranges_counter = &api["paths"]["/v1/counters/{name}/ranges"]["get"]["parameters"][0];
+        assert_eq!(ranges_counter["name"], "name");
+        let named: Vec<&str> = ranges_counter["description"]
+            .as_str()
+            .unwrap()
+            .strip_prefix("A counter of a kind that hands out runs: ")
+            .unwrap()
+            .split(", ")
+            .collect();
+        for kind in CounterKind::ALL {
+            assert_eq!(
+                named.contains(&kind.as_str()),
+                kind.hands_out_runs(),
+                "{kind}: {named:?}"
+            );
+        }
         assert_eq!(count("/v1/counters/{name}/ids")["minimum"], 1);
         let ids = &api["components"]["schemas"]["ValidateRequest"]["properties"]["ids"];
         assert_eq!(ids["maxItems"], 7);

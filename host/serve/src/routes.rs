@@ -27,7 +27,7 @@ use super::pool::Served;
 use super::slots::run_blocking;
 use super::state::AppState;
 use idmint::policy::{check_ids, PolicyError};
-use idmint::sequence::{self, Clock, CounterKind, CounterName, Repeats, SystemClock};
+use idmint::sequence::{self, Clock, CounterKind, CounterName, Repeats, Setting, SystemClock};
 
 /// The state every handler shares.
 pub(super) type Shared = Arc<AppState>;
@@ -146,7 +146,7 @@ pub(super) async fn ids(
     path = "/v1/counters/{name}/values",
     params(("name" = String, Path, description = "The counter"), ValuesQuery),
     responses(
-        (status = 200, description = "The values, as JSON, or one per line with `Accept: text/plain`: `PERIOD VALUE` for a periodic counter and `TIMESTAMP_MICROS VALUE` for a cyclic one (what makes the value unique first, as `idmint seq` prints it), the bare value for the other kinds", content(
+        (status = 200, description = "The values, as JSON, or one per line with `Accept: text/plain`: `PERIOD VALUE` for a counter whose values restart each period and `TIMESTAMP_MICROS VALUE` for one whose values wrap (what makes the value unique first, as `idmint seq` prints it), the bare value for a counter whose values never repeat", content(
             (ValuesResponse = "application/json"),
             (String = "text/plain"),
         )),
@@ -201,13 +201,13 @@ pub(super) async fn values(
     .into_response())
 }
 
-/// Runs of consecutive values of an auto-increment or segment counter, for
+/// Runs of consecutive values of a counter whose kind hands out runs, for
 /// a client that hands them out in-process (Tinyid's client-side
 /// segments): any `count` up to `--max-range` costs a few numbers.
 #[utoipa::path(
     get,
     path = "/v1/counters/{name}/ranges",
-    params(("name" = String, Path, description = "An autoinc or segment counter"), RangesQuery),
+    params(("name" = String, Path, description = "A counter whose kind hands out runs"), RangesQuery),
     responses(
         (status = 200, description = "The runs, as JSON, or `FIRST LAST` per line with `Accept: text/plain`", content(
             (RangesResponse = "application/json"),
@@ -324,7 +324,7 @@ pub(super) async fn counter(
         (status = 400, description = "Malformed body, too many IDs, or a bad counter name", body = ErrorBody),
         (status = 403, description = "The token's app may not use the counter named", body = ErrorBody),
         (status = 404, description = "No such counter", body = ErrorBody),
-        (status = 409, description = "The counter named is not a snowflake counter", body = ErrorBody),
+        (status = 409, description = "The counter named has no layout to read IDs with", body = ErrorBody),
         (status = 415, description = "A body that is not `application/json`", body = ErrorBody),
         (status = 500, description = "The policy failed (the cause is logged)", body = ErrorBody),
         (status = 503, description = "No policy slot, or overloaded", body = ErrorBody),
@@ -345,6 +345,7 @@ pub(super) async fn validate(
             request.ids.len()
         )));
     }
+    // The layout IDs are read with, and the kind of the counter that has it.
     let layout = match &request.counter {
         None => None,
         Some(counter) => {
@@ -358,17 +359,23 @@ pub(super) async fn validate(
             let layout = current.snowflake_layout().copied().ok_or_else(|| {
                 ApiError::wrong_route(
                     counter,
-                    format!("counter '{counter}' is {}, not a snowflake counter: IDs are read with a snowflake counter's layout only", current.kind()),
+                    format!(
+                        "counter '{counter}' is {}, which has no layout: IDs are read with the \
+                         layout of {} counters only",
+                        current.kind(),
+                        CounterKind::names_where(|kind| kind.settings().contains(&Setting::Layout))
+                    ),
                 )
             })?;
-            Some(layout)
+            Some((layout, current.kind()))
         }
     };
-    // A snowflake counter's IDs are read by the policy that writes them.
+    // A counter's IDs are read by the policy that writes them.
     let policy = match layout {
-        Some(_) => state.policy_for(CounterKind::Snowflake),
+        Some((_, kind)) => state.policy_for(kind),
         None => state.follower.current(),
     };
+    let layout = layout.map(|(layout, _)| layout);
     let ValidateRequest { ids, prefix, .. } = request;
     let slot = state.slots.acquire().await?;
     let (ids, verdicts) = run_blocking(slot, move || {

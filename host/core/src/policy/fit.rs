@@ -54,10 +54,12 @@ pub fn check_fit(policy: &Policy, counter: &CounterState, writes: Writes) -> Res
         Repeats::AfterWrap if !writes.time => Err(FitError::NeedsTime {
             policy: info.name.clone(),
             counter: counter.name.clone(),
+            kind: counter.kind(),
         }),
         Repeats::EachPeriod if !writes.period => Err(FitError::NeedsPeriod {
             policy: info.name.clone(),
             counter: counter.name.clone(),
+            kind: counter.kind(),
         }),
         Repeats::AfterWrap | Repeats::EachPeriod => Ok(()),
     }

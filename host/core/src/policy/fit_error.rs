@@ -2,7 +2,7 @@
 //! one home: a [`PolicyError::Fit`](super::PolicyError::Fit) carries it
 //! everywhere else.
 
-use crate::sequence::CounterKind;
+use crate::sequence::{CounterKind, CounterName, CounterSpec, CounterState, Repeats};
 
 /// A policy cannot serve a counter.
 #[derive(Debug, thiserror::Error)]
@@ -34,7 +34,7 @@ pub enum FitError {
     /// restart in each period.
     #[error(
         "policy '{policy}' does not write the period into its IDs, and {} is \
-         periodic: its values restart at 1 in each period, so its IDs would repeat; use a \
+         {kind}: its values restart at 1 in each period, so its IDs would repeat; use a \
          policy that writes the period, such as the built-in decimal policy (--policy builtin:decimal)",
         named(counter)
     )]
@@ -43,19 +43,24 @@ pub enum FitError {
         policy: String,
         /// The counter's name.
         counter: String,
+        /// The counter's kind.
+        kind: CounterKind,
     },
     /// The policy does not write the time, and the counter's values repeat.
     #[error(
-        "policy '{policy}' does not write the time into its IDs, and {} is cyclic: \
-         its values repeat, so its IDs would repeat too; use an autoinc or segment counter with \
+        "policy '{policy}' does not write the time into its IDs, and {} is {kind}: \
+         its values repeat, so its IDs would repeat too; use {} counter with \
          this policy, or a policy that writes the time",
-        named(counter)
+        named(counter),
+        never_repeating()
     )]
     NeedsTime {
         /// The policy's name.
         policy: String,
         /// The counter's name.
         counter: String,
+        /// The counter's kind.
+        kind: CounterKind,
     },
     /// The policy does not read the prefix back alone out of an ID it
     /// formats for the counter: another counter's prefix could then make
@@ -85,15 +90,39 @@ pub enum FitError {
 /// no name (one described only by its shape).
 fn counter_phrase(kind: CounterKind, counter: &str) -> String {
     if counter.is_empty() {
-        let article = if kind.as_str().starts_with(['a', 'e', 'i', 'o', 'u']) {
-            "an"
-        } else {
-            "a"
-        };
-        format!("{article} {kind} counter")
+        format!("{} counter", with_article(kind.as_str()))
     } else {
         format!("{kind} counter '{counter}'")
     }
+}
+
+/// The kinds whose values never repeat (with their default settings), with
+/// an article, as a choice: "an autoinc or segment". Only they serve a
+/// policy that writes nothing to tell repeated values apart.
+fn never_repeating() -> String {
+    let name = CounterName::new("probe").expect("a valid name");
+    let names: Vec<&str> = CounterKind::ALL
+        .iter()
+        .copied()
+        .filter(|kind| {
+            CounterSpec::of(*kind)
+                .document(&name, 0)
+                .and_then(|document| CounterState::from_document(&name, &document))
+                .is_ok_and(|state| state.shape().repeats == Repeats::Never)
+        })
+        .map(CounterKind::as_str)
+        .collect();
+    match names.split_last() {
+        Some((last, [])) => with_article(last),
+        Some((last, rest)) => format!("{} or {last}", with_article(&rest.join(", "))),
+        None => "a".to_string(),
+    }
+}
+
+/// A kind's name (or the first of several) with its article: "an autoinc".
+fn with_article(kind: &str) -> String {
+    let an = kind.starts_with(['a', 'e', 'i', 'o', 'u']);
+    format!("{} {kind}", if an { "an" } else { "a" })
 }
 
 /// "counter 'orders'", or "the counter" for a counter with no name.

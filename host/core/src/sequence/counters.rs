@@ -7,6 +7,7 @@ use super::counter::document::find_counters;
 use super::counter::spec::{create_in, CounterSpec};
 use super::error::SequenceError;
 use super::kinds::cyclic::{CyclicKind, CyclicState};
+use super::kinds::periodic::PeriodicKind;
 use super::kinds::snowflake::SnowflakeKind;
 use super::name::CounterName;
 use super::registry::{read_state, CounterState};
@@ -136,6 +137,19 @@ impl CounterState {
     /// The layout its IDs are read with, if this is a snowflake counter.
     pub fn snowflake_layout(&self) -> Option<&crate::parts::Layout> {
         self.of::<SnowflakeKind>().map(|state| &state.layout)
+    }
+
+    /// The period its values restart in and the time zone it is counted
+    /// in, if its values restart each period.
+    pub fn period(&self) -> Option<(crate::parts::PeriodUnit, &str)> {
+        self.of::<PeriodicKind>()
+            .map(|state| (state.period, state.zone.as_str()))
+    }
+
+    /// Whether its values are made under leased worker ids, which
+    /// [`workers`](crate::sequence::workers) lists.
+    pub fn has_worker_leases(&self) -> bool {
+        self.of::<SnowflakeKind>().is_some()
     }
 }
 

@@ -52,10 +52,13 @@ pub enum SequenceError {
         found: &'static str,
     },
     /// Runs of consecutive values were asked of a kind whose values are not
-    /// runs (cyclic, snowflake, periodic); nothing was taken.
+    /// runs (one whose [`CounterKind::hands_out_runs`] is false); nothing was
+    /// taken.
+    ///
+    /// [`CounterKind::hands_out_runs`]: crate::sequence::CounterKind::hands_out_runs
     #[error(
-        "counter '{name}' is {} counter: its values are not runs of consecutive numbers \
-         (ranges are served for autoinc and segment counters)",
+        "counter '{name}' is {} counter: its values are not runs of consecutive numbers, \
+         so none are taken as ranges; take its values in blocks instead",
         with_article(kind)
     )]
     NoRuns {

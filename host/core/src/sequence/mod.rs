@@ -53,7 +53,7 @@ mod settings;
 pub mod striping;
 
 pub use clock::{Clock, SystemClock};
-pub use counter::command::take_command;
+pub use counter::command::{command_takes_count, take_command};
 pub use counter::document::{CounterDocument, Registered};
 pub use counter::prefixes::{MAX_PREFIXES, MAX_PREFIX_BYTES};
 pub use counter::spec::CounterSpec;

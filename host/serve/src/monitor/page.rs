@@ -222,11 +222,11 @@ fn range(range: Option<(u64, u64)>) -> String {
 fn buffers(rows: &[BufferRow]) -> Markup {
     html! {
         @if rows.is_empty() {
-            p.empty { "No segment counter served yet." }
+            p.empty { "No counter has buffered values here yet." }
         } @else {
             table #buffers {
                 tr {
-                    th { "Segment counter" } th { "Current" } th { "Position" } th { "Next" }
+                    th { "Counter" } th { "Current" } th { "Position" } th { "Next" }
                     th { "Step" } th { "Fetch in flight" } th { "Fetches" } th { "Values" }
                 }
                 @for row in rows {

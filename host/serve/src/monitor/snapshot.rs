@@ -18,7 +18,7 @@
 use idmint::lock::{status_all, LOCKS_COLLECTION};
 use idmint::policy::PolicyStore;
 use idmint::sequence::prefixes::{self, Collision};
-use idmint::sequence::{self, CounterKind, CounterName, Listed};
+use idmint::sequence::{self, CounterName, Listed};
 use idmint::{Clock, ErrorClass};
 use mongodb::Database;
 use serde::Serialize;
@@ -43,7 +43,7 @@ pub struct Snapshot {
     pub counters: Vec<CounterRow>,
     /// Which counters are shown, of how many.
     pub paging: Paging,
-    /// The worker leases of every snowflake counter, of every instance.
+    /// The worker leases of every counter that has them, of every instance.
     pub workers: Vec<WorkerRow>,
     /// The locks held now.
     pub locks: Vec<LockRow>,
@@ -60,13 +60,13 @@ pub struct Snapshot {
 pub struct Instance {
     /// `host:pid`.
     pub name: String,
-    /// Its segment buffers, by counter.
+    /// Its buffers of values, by counter.
     pub buffers: Vec<BufferRow>,
     /// Values and requests per second, oldest first.
     pub rates: Vec<RatePoint>,
 }
 
-/// One segment counter's buffers in this instance.
+/// One counter's buffers in this instance (the kinds that buffer values).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct BufferRow {
     /// The counter.
@@ -128,7 +128,7 @@ pub enum Paging {
 /// One worker lease.
 #[derive(Debug, Clone, Serialize)]
 pub struct WorkerRow {
-    /// The snowflake counter.
+    /// The counter.
     pub counter: String,
     /// The worker id.
     pub worker: u64,
@@ -203,7 +203,7 @@ pub struct DatabaseRead {
     pub busiest: Vec<(String, u64)>,
     /// Every prefix owned by more than one counter.
     pub collisions: Vec<Collision>,
-    /// The worker leases of every snowflake counter.
+    /// The worker leases of every counter that has them.
     pub workers: Vec<WorkerRow>,
     /// The locks held.
     pub locks: Vec<LockRow>,
@@ -473,8 +473,8 @@ pub fn holder_fingerprint(owner: &str) -> String {
     hash
 }
 
-/// Every counter (one read), then the worker leases of the snowflake
-/// counters: the counters to look at first (if the counters could be
+/// Every counter (one read), then the worker leases of the counters that
+/// have them: the counters to look at first (if the counters could be
 /// read), the prefixes owned twice among them, the leases, and the
 /// problems met.
 async fn read_counters(
@@ -503,17 +503,17 @@ async fn read_counters(
             DEFAULT_PER_PAGE as usize,
         )
     });
-    let snowflakes: Vec<&str> = all
+    let leased: Vec<&str> = all
         .iter()
         .filter(|counter| {
             counter
                 .state
                 .as_ref()
-                .is_ok_and(|state| state.kind() == CounterKind::Snowflake)
+                .is_ok_and(|state| state.has_worker_leases())
         })
         .map(|counter| counter.name.as_str())
         .collect();
-    let workers = read_workers(database, &snowflakes, deadline, &mut problems).await;
+    let workers = read_workers(database, &leased, deadline, &mut problems).await;
     (triage, collisions, workers, problems)
 }
 
@@ -536,15 +536,15 @@ async fn read_locks(database: &Database) -> Result<(Vec<LockRow>, usize), idmint
     Ok((held, free))
 }
 
-/// The worker leases of the snowflake counters named.
+/// The worker leases of the counters named.
 async fn read_workers(
     database: &Database,
-    snowflakes: &[&str],
+    counters: &[&str],
     deadline: Deadline,
     problems: &mut Vec<String>,
 ) -> Vec<WorkerRow> {
     let mut rows = Vec::new();
-    for &counter in snowflakes {
+    for &counter in counters {
         let Ok(name) = CounterName::new(counter) else {
             continue;
         };

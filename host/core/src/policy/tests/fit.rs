@@ -46,6 +46,21 @@ fn the_decimal_policy_passes_without_time_and_is_refused_for_a_cyclic_counter() 
             && error.to_string().contains("'orders' is cyclic"),
         "{error}"
     );
+    // The advice names the kinds whose values never repeat, from the registry.
+    let message = error.to_string();
+    let advice = &message[message.find("; use ").unwrap()..message.find(" counter with").unwrap()];
+    for (kind, named) in [
+        ("autoinc", true),
+        ("segment", true),
+        ("cyclic", false),
+        ("periodic", false),
+    ] {
+        assert_eq!(
+            advice.contains(&format!(" {kind}")),
+            named,
+            "{kind}: {message}"
+        );
+    }
     // And the default policy is too small for an auto-increment counter.
     let error = check_fit(
         &default_policy(),

@@ -36,6 +36,18 @@ pub fn take_command(
     })
 }
 
+/// Whether the command of `kind` takes as many values as it is asked for
+/// (`idmint pipeline --count`): asked for one value and for two, it differs.
+/// False for a kind whose command takes what the counter decides (a
+/// segment of at least its step), or that has no command.
+pub fn command_takes_count(kind: CounterKind) -> bool {
+    let name = CounterName::new("c").expect("a valid counter name");
+    let options = CommandOptions::default();
+    let command = |count| take_command(kind, &name, count, &options).ok();
+    let one = command(1);
+    one.is_some() && one != command(2)
+}
+
 /// `filter` with `guard` (the kind's `well_formed`) added to its `$expr`,
 /// first, so that the filter's own terms only see a well-formed counter.
 ///
@@ -53,4 +65,24 @@ fn guarded(mut filter: Document, guard: Document) -> Document {
     };
     filter.insert("$expr", expression);
     filter
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_command_takes_the_count_unless_the_counter_decides_or_there_is_none() {
+        for kind in [
+            CounterKind::Cyclic,
+            CounterKind::Autoinc,
+            CounterKind::Periodic,
+        ] {
+            assert!(command_takes_count(kind), "{kind}");
+        }
+        // A segment of the counter's step; no command at all.
+        for kind in [CounterKind::Segment, CounterKind::Snowflake] {
+            assert!(!command_takes_count(kind), "{kind}");
+        }
+    }
 }

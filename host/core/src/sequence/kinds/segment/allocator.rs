@@ -47,10 +47,9 @@ use super::counter::{SegmentStore, Taken};
 use super::step;
 use crate::mongo::collections::COUNTERS as COUNTERS_COLLECTION;
 use crate::mongo::durable_write_concern;
-use crate::parts::Stamp;
 use crate::sequence::counter::fields::database_of;
 use crate::sequence::error::SequenceError;
-use crate::sequence::kind_trait::{BufferStats, GiveBack, Handle, Held, Segments};
+use crate::sequence::kind_trait::{BufferStats, GiveBack, Segments};
 use crate::sequence::name::CounterName;
 
 /// How a process uses its segments.
@@ -173,6 +172,11 @@ impl SegmentCounter {
     /// The counter's name.
     pub fn name(&self) -> &CounterName {
         &self.inner.counter.name
+    }
+
+    /// The database the counter is in.
+    pub(super) fn database(&self) -> Database {
+        database_of(&self.inner.counter.collection)
     }
 
     /// What the allocator has done so far.
@@ -406,45 +410,6 @@ impl SegmentCounter {
         } else {
             GiveBack::default()
         })
-    }
-}
-
-impl Handle for SegmentCounter {
-    type Of = super::SegmentKind;
-
-    fn name(&self) -> &CounterName {
-        SegmentCounter::name(self)
-    }
-
-    fn database(&self) -> Database {
-        database_of(&self.inner.counter.collection)
-    }
-
-    async fn take(&self, count: usize, client_micros: u64) -> Result<Vec<Stamp>, SequenceError> {
-        let values = SegmentCounter::take(self, count).await?;
-        Ok(values
-            .into_iter()
-            .map(|value| Stamp::new(client_micros, value))
-            .collect())
-    }
-
-    async fn take_ranges(&self, count: u64) -> Result<Vec<Range<u64>>, SequenceError> {
-        SegmentCounter::take_ranges(self, count).await
-    }
-
-    async fn give_back(&self, runs: &[Range<u64>]) -> Result<u64, SequenceError> {
-        Ok(SegmentCounter::give_back(self, runs))
-    }
-
-    async fn close(&self) -> Result<GiveBack, SequenceError> {
-        SegmentCounter::close(self).await
-    }
-
-    fn held(&self) -> Held {
-        Held {
-            buffers: Some(self.stats()),
-            lease: None,
-        }
     }
 }
 

@@ -1,18 +1,71 @@
-//! The segment counter document `{_id, kind: "segment", max, step}` and the
-//! two writes made on it: taking a segment, and giving its unused tail back.
+//! The segment counter document `{_id, kind: "segment", max, step}`: its
+//! fields ([`SegmentState`]), its bounds, and the two writes made on it:
+//! taking a segment, and giving its unused tail back. [`SegmentKind`], the
+//! kind's marker, is declared here so that the writes can name it; its
+//! `Kind` impl, which names the handle, is in `mod.rs`.
 
 use std::ops::Range;
 
 use mongodb::bson::{doc, Document};
 use mongodb::options::WriteConcern;
 use mongodb::Collection;
+use serde::Serialize;
 
-use super::{fits_filter, take_pipeline, SegmentKind, LIMIT, MAX_STEP};
 use crate::sequence::advance::{advance, Unmatched};
 use crate::sequence::counter::document::read;
+use crate::sequence::counter::fields::well_formed;
 use crate::sequence::error::SequenceError;
 use crate::sequence::kind_trait::{Kind, MAX_VALUE};
 use crate::sequence::name::CounterName;
+
+/// A segment counter's default step: the smallest segment a process takes.
+pub const DEFAULT_STEP: u64 = 1000;
+
+/// The largest segment step a counter document may ask for.
+pub const MAX_STEP: u64 = 100_000_000;
+
+/// The segment kind (see the docs of `mod.rs`, where its `Kind` impl is).
+#[derive(Debug)]
+pub struct SegmentKind;
+
+/// A segment counter's fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct SegmentState {
+    /// The first value no process has taken yet.
+    pub max: u64,
+    /// The smallest segment a process takes.
+    pub step: u64,
+}
+
+/// One past the largest value a segment counter hands out.
+const LIMIT: u64 = MAX_VALUE + 1;
+
+/// Matches the counter only if a segment of `max(step, $step)` values fits
+/// below the limit (a non-number never matches, and never reaches `$add`).
+pub(crate) fn fits_filter(name: &CounterName, step: u64) -> Document {
+    doc! {
+        "_id": name.as_str(),
+        "$expr": { "$and": [
+            { "$isNumber": "$max" },
+            { "$isNumber": "$step" },
+            { "$lte": [{ "$add": ["$max", { "$max": [step as i64, "$step"] }] }, LIMIT as i64] },
+        ]},
+    }
+}
+
+/// `max += max(step, $step)` on a well-formed segment counter; any other
+/// document is left as it is.
+pub(crate) fn take_pipeline(step: u64) -> Vec<Document> {
+    let advanced =
+        doc! { "max": { "$toLong": { "$add": ["$max", { "$max": [step as i64, "$step"] }] } } };
+    vec![doc! { "$replaceWith": {
+        "$cond": [
+            well_formed::<SegmentKind>(),
+            { "$mergeObjects": ["$$ROOT", advanced] },
+            "$$ROOT",
+        ],
+    }}]
+}
 
 /// A taken segment, with the counter's settings as they were.
 #[derive(Debug, Clone)]

@@ -21,8 +21,10 @@
 //!   conditional update on `max`. Restarts then waste nothing (Leaf wastes
 //!   the rest of both buffers, its issues #15 and #78).
 //!
-//! `allocator.rs` holds the buffers, `counter.rs` the two writes on the
-//! document, `step.rs` the adaptive step. This kind owns nothing outside its
+//! This file is the kind (its `Kind` and `Handle` impls, which name each
+//! other); `allocator.rs` holds the buffers' sharing and fetching,
+//! `buffers.rs` the buffers, `counter.rs` the document and the two writes on
+//! it, `step.rs` the adaptive step. This kind owns nothing outside its
 //! folder; it must not touch another kind's documents.
 
 mod allocator;
@@ -30,38 +32,24 @@ mod buffers;
 mod counter;
 pub mod step;
 
+use std::ops::Range;
+
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::Database;
-use serde::Serialize;
 
 pub use allocator::{SegmentCounter, SegmentOptions, SegmentTaker};
+pub use counter::{SegmentKind, SegmentState, DEFAULT_STEP, MAX_STEP};
 
-use crate::sequence::counter::fields::{integer_in, read_integer, well_formed};
+use counter::{fits_filter, take_pipeline};
+
+use crate::parts::Stamp;
+use crate::sequence::counter::fields::{integer_in, read_integer};
 use crate::sequence::error::SequenceError;
 use crate::sequence::kind_trait::{
-    CommandOptions, Fact, Headroom, Kind, Repeats, ValueShape, MAX_VALUE,
+    CommandOptions, Fact, GiveBack, Handle, Headroom, Held, Kind, Repeats, ValueShape, MAX_VALUE,
 };
 use crate::sequence::name::CounterName;
 use crate::sequence::settings::{Setting, Settings};
-
-/// A segment counter's default step: the smallest segment a process takes.
-pub const DEFAULT_STEP: u64 = 1000;
-
-/// The largest segment step a counter document may ask for.
-pub const MAX_STEP: u64 = 100_000_000;
-
-/// The segment kind (see the module docs).
-#[derive(Debug)]
-pub struct SegmentKind;
-
-/// A segment counter's fields.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct SegmentState {
-    /// The first value no process has taken yet.
-    pub max: u64,
-    /// The smallest segment a process takes.
-    pub step: u64,
-}
 
 impl Kind for SegmentKind {
     const NAME: &'static str = "segment";
@@ -145,32 +133,41 @@ impl Kind for SegmentKind {
     }
 }
 
-/// One past the largest value a segment counter hands out.
-const LIMIT: u64 = MAX_VALUE + 1;
+impl Handle for SegmentCounter {
+    type Of = SegmentKind;
 
-/// Matches the counter only if a segment of `max(step, $step)` values fits
-/// below the limit (a non-number never matches, and never reaches `$add`).
-pub(crate) fn fits_filter(name: &CounterName, step: u64) -> Document {
-    doc! {
-        "_id": name.as_str(),
-        "$expr": { "$and": [
-            { "$isNumber": "$max" },
-            { "$isNumber": "$step" },
-            { "$lte": [{ "$add": ["$max", { "$max": [step as i64, "$step"] }] }, LIMIT as i64] },
-        ]},
+    fn name(&self) -> &CounterName {
+        SegmentCounter::name(self)
     }
-}
 
-/// `max += max(step, $step)` on a well-formed segment counter; any other
-/// document is left as it is.
-pub(crate) fn take_pipeline(step: u64) -> Vec<Document> {
-    let advanced =
-        doc! { "max": { "$toLong": { "$add": ["$max", { "$max": [step as i64, "$step"] }] } } };
-    vec![doc! { "$replaceWith": {
-        "$cond": [
-            well_formed::<SegmentKind>(),
-            { "$mergeObjects": ["$$ROOT", advanced] },
-            "$$ROOT",
-        ],
-    }}]
+    fn database(&self) -> Database {
+        SegmentCounter::database(self)
+    }
+
+    async fn take(&self, count: usize, client_micros: u64) -> Result<Vec<Stamp>, SequenceError> {
+        let values = SegmentCounter::take(self, count).await?;
+        Ok(values
+            .into_iter()
+            .map(|value| Stamp::new(client_micros, value))
+            .collect())
+    }
+
+    async fn take_ranges(&self, count: u64) -> Result<Vec<Range<u64>>, SequenceError> {
+        SegmentCounter::take_ranges(self, count).await
+    }
+
+    async fn give_back(&self, runs: &[Range<u64>]) -> Result<u64, SequenceError> {
+        Ok(SegmentCounter::give_back(self, runs))
+    }
+
+    async fn close(&self) -> Result<GiveBack, SequenceError> {
+        SegmentCounter::close(self).await
+    }
+
+    fn held(&self) -> Held {
+        Held {
+            buffers: Some(self.stats()),
+            lease: None,
+        }
+    }
 }
