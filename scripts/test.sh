@@ -35,6 +35,13 @@ export IDMINT_TEST_KIND_BIN="$PWD/target/test-kind/idmint"
 # test-hooks: the crash hook the installer tests use; never in a user's build.
 cargo test --workspace --locked --features idmint-cli/test-hooks "$@"
 
+# A 2-minute soak with a nemesis, seeded so that CI repeats its schedule
+# (docs/RELIABILITY.md): every kind through every client path while faults
+# run; it fails if a value was handed out twice or lost, or lock holders
+# overlapped. It uses the binary the tests just built.
+rm -rf target/soak
+SOAK_BIN="$PWD/target/debug/idmint" scripts/soak.sh --minutes 2 --seed 1 --out target/soak
+
 # Every intra-doc link of the host crates resolves (private items included).
 # The CLI on its own: its binary is named `idmint` like the library, and one
 # `cargo doc` of both writes target/doc/idmint from two rustdocs at once
