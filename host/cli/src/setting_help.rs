@@ -3,7 +3,7 @@
 //! setting's flag is led by the kinds whose declared settings take it, so no
 //! list of kinds is written here.
 
-use idmint::sequence::{CounterKind, Setting};
+use idmint::sequence::{list_words, CounterKind, Setting};
 
 /// `autoinc, segment: TEXT`: the kinds that take `setting`, then `text`.
 pub fn setting_help(setting: Setting, text: &str) -> String {
@@ -41,10 +41,7 @@ pub fn kinds_choice() -> String {
             false => kind.to_string(),
         })
         .collect();
-    match names.split_last() {
-        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
-        _ => names.concat(),
-    }
+    list_words(&names, "or").unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! one home: a [`PolicyError::Fit`](super::PolicyError::Fit) carries it
 //! everywhere else.
 
-use crate::sequence::{CounterKind, CounterName, CounterSpec, CounterState, Repeats};
+use crate::sequence::{list_words, CounterKind, CounterName, CounterSpec, CounterState, Repeats};
 
 /// A policy cannot serve a counter.
 #[derive(Debug, thiserror::Error)]
@@ -112,11 +112,7 @@ fn never_repeating() -> String {
         })
         .map(CounterKind::as_str)
         .collect();
-    match names.split_last() {
-        Some((last, [])) => with_article(last),
-        Some((last, rest)) => format!("{} or {last}", with_article(&rest.join(", "))),
-        None => "a".to_string(),
-    }
+    list_words(&names, "or").map_or_else(|| "a".to_string(), |names| with_article(&names))
 }
 
 /// A kind's name (or the first of several) with its article: "an autoinc".

@@ -31,7 +31,8 @@ macro_rules! registry {
         use $crate::sequence::counter::fields::well_formed;
         use $crate::sequence::error::SequenceError;
         use $crate::sequence::kind_trait::{
-            check_block, CommandOptions, Fact, GiveBack, Handle, Headroom, Held, Kind, ValueShape,
+            check_block, list_words, CommandOptions, Fact, GiveBack, Handle, Headroom, Held, Kind,
+            ValueShape,
         };
         use $crate::sequence::name::CounterName;
         use $crate::sequence::settings::{Setting, Settings};
@@ -380,11 +381,7 @@ macro_rules! registry {
                     .filter(|kind| keep(*kind))
                     .map(CounterKind::as_str)
                     .collect();
-                match names.split_last() {
-                    Some((last, [])) => last.to_string(),
-                    Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
-                    None => "no".to_string(),
-                }
+                list_words(&names, "and").unwrap_or_else(|| "no".to_string())
             }
 
             /// The kinds whose settings include `setting`.

@@ -359,6 +359,19 @@ impl Headroom {
     }
 }
 
+/// `words` as a list in a sentence, the last two joined by `conjunction`:
+/// `autoinc, segment and snowflake`; `None` when there are none. The one
+/// place the messages and help texts that list kinds join them.
+pub fn list_words(words: &[impl AsRef<str>], conjunction: &str) -> Option<String> {
+    let (last, rest) = words.split_last()?;
+    let last = last.as_ref();
+    if rest.is_empty() {
+        return Some(last.to_string());
+    }
+    let rest: Vec<&str> = rest.iter().map(AsRef::as_ref).collect();
+    Some(format!("{} {conjunction} {last}", rest.join(", ")))
+}
+
 /// `1234567` as `1,234,567`, as idmint writes large numbers for people.
 pub fn group_thousands(value: u64) -> String {
     let digits = value.to_string();

@@ -60,8 +60,8 @@ pub use counter::spec::CounterSpec;
 pub use counters::{count, create, list, list_page, state, Listed};
 pub use error::SequenceError;
 pub use kind_trait::{
-    group_thousands, BufferStats, ClientTime, CommandOptions, Fact, GiveBack, Handle, Headroom,
-    Held, Kind, LeaseStats, Repeats, Segments, ValueShape, MAX_BLOCK, MAX_VALUE,
+    group_thousands, list_words, BufferStats, ClientTime, CommandOptions, Fact, GiveBack, Handle,
+    Headroom, Held, Kind, LeaseStats, Repeats, Segments, ValueShape, MAX_BLOCK, MAX_VALUE,
 };
 pub use kinds::autoinc::{AutoincCounter, AutoincKind, AutoincState};
 pub use kinds::cyclic::{CyclicCounter, CyclicKind, CyclicState, DEFAULT_MAXVAL, MAX_MAXVAL};
