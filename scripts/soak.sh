@@ -35,8 +35,22 @@ ensure_mongosh
 ensure_faketime
 ensure_java
 
+broken=0
+for arg in "$@"; do
+  [ "$arg" = --broken ] && broken=1
+done
+
 if [ -n "${SOAK_BIN:-}" ]; then
   idmint="$SOAK_BIN"
+elif [ "$broken" = 1 ]; then
+  # The deliberately broken build (the soak-broken feature), beside the real one.
+  say "building a deliberately broken idmint (debug, feature soak-broken)"
+  CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}" \
+    cargo build --locked -p idmint-cli --features idmint-cli/soak-broken --quiet
+  mkdir -p "${CARGO_TARGET_DIR:-target}/soak-broken"
+  cp "${CARGO_TARGET_DIR:-target}/debug/idmint" "${CARGO_TARGET_DIR:-target}/soak-broken/idmint"
+  cargo build --locked -p idmint-cli --quiet  # the real one back in target/debug
+  idmint="${CARGO_TARGET_DIR:-target}/soak-broken/idmint"
 elif [ "${SOAK_RELEASE:-0}" = 1 ]; then
   say "building idmint (release)"
   cargo build --locked --release -p idmint-cli --quiet

@@ -760,6 +760,63 @@ async fn ctrl_c_during_a_take_prints_its_ids_before_next_stream_exits() {
     );
 }
 
+/// A stream cut off from the database (a proxy that stops forwarding while
+/// its connections stay open) does not wait for ever on a take: the
+/// driver's monitor finds the server silent and ends the connection in
+/// use, and the stream exits 3 saying the connection was interrupted and
+/// that the take may have been applied (a gap, never a repeat). The soak
+/// once seemed to show CLI takers hanging; they were not (the harness had
+/// run out of file descriptors), and this holds it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_cut_off_from_the_database_ends_instead_of_waiting_for_ever() {
+    const TEST: &str = "cli_stream_partitioned";
+    support::database(TEST).await;
+    assert_exit(
+        &run(support::idmint(TEST).args(["counter", "create", "c", "--kind", "autoinc"])),
+        0,
+    );
+    let proxy = crate::support::fault_proxy::FaultProxy::start();
+    // Heartbeats every second, so that the monitor notices soon.
+    let uri = format!("{}&heartbeatFrequencyMS=1000", proxy.uri());
+    let mut stream = support::idmint(TEST)
+        .env("MONGODB_URI", uri)
+        .args(["next", "c", "--stream", "--policy", "builtin:decimal"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let printed = support::process::read_lines(stream.stdout.take().unwrap());
+    if printed.recv_timeout(Duration::from_secs(60)).is_err() {
+        let _ = stream.kill();
+        let output = stream.wait_with_output().unwrap();
+        panic!("the stream printed nothing: {}", stderr(&output));
+    }
+    proxy.partition();
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = stream.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > Duration::from_secs(120) {
+            let _ = stream.kill();
+            panic!("the partitioned stream was still waiting after 120 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let errors: Vec<String> = support::process::read_lines(stream.stderr.take().unwrap())
+        .iter()
+        .collect();
+    assert_eq!(status.code(), Some(3), "stderr: {errors:?}");
+    assert!(
+        errors
+            .iter()
+            .any(|line| line.contains("the connection was interrupted")
+                || line.contains("no usable server answered")),
+        "stderr: {errors:?}"
+    );
+}
+
 /// `idmint seq` prints what makes a value unique where its kind's values
 /// repeat: a cyclic counter's server-decided timestamp before each value,
 /// so that the values of a counter that wraps stay unique as printed (and

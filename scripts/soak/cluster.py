@@ -13,8 +13,27 @@ import threading
 import time
 
 _registry_lock = threading.Lock()
-_registry = []
+_registry = []  # the processes this run started that may still be running
 _pgid_file = None
+_harness_errors = []
+
+
+def harness_error(text):
+    """Records that the harness itself went wrong (a driver thread died, a
+    fault could not be injected, the database server could not be
+    restarted): the run then proves nothing, and ends with exit 2."""
+    with _registry_lock:
+        _harness_errors.append(f"{time.time():.3f} {text}")
+
+
+def harness_errors():
+    with _registry_lock:
+        return list(_harness_errors)
+
+
+def open_fds():
+    """How many file descriptors this process holds: the harness' own leak check."""
+    return len(os.listdir("/proc/self/fd"))
 
 
 def set_pgid_file(path):
@@ -27,11 +46,27 @@ def spawn(args, stdout=None, stderr=None, env=None, stdin=subprocess.DEVNULL, cw
     process = subprocess.Popen(args, stdout=stdout, stderr=stderr, stdin=stdin, env=env,
                                cwd=cwd, start_new_session=True)
     with _registry_lock:
+        # Forget the reaped ones: a Popen kept here keeps its pipes open, and a
+        # 30-minute run spawns tens of thousands (a leak that once ran the
+        # harness out of file descriptors).
+        _registry[:] = [p for p in _registry if p.returncode is None]
         _registry.append(process)
         if _pgid_file:
             with open(_pgid_file, "a", encoding="utf-8") as file:
                 file.write(f"{process.pid}\n")
     return process
+
+
+def reap(process):
+    """Waits for process and closes the pipes it had: its exit status."""
+    returncode = process.wait()
+    for stream in (process.stdin, process.stdout, process.stderr):
+        if stream is not None:
+            try:
+                stream.close()
+            except (OSError, ValueError):  # closed already, by a stop thread
+                pass
+    return returncode
 
 
 def signal_group(process, sig):

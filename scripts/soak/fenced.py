@@ -46,7 +46,11 @@ def main():
     token = int(os.environ["IDMINT_LOCK_TOKEN"])
     if not write(directory, lock, token, "start"):
         sys.exit(1)
-    end = time.monotonic() + random.uniform(0.3, 1.2)
+    # Mostly short holds; one in six outlasts the soak's 5 s TTL, so that
+    # only renewals keep it (a lock run that did not renew would let the
+    # next holder in while this one writes).
+    hold = random.uniform(5.5, 7.0) if random.random() < 1 / 6 else random.uniform(0.3, 1.2)
+    end = time.monotonic() + hold
     while time.monotonic() < end:
         time.sleep(0.05)
         if not write(directory, lock, token, "beat"):

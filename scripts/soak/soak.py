@@ -29,7 +29,8 @@ sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
 
 import checker  # noqa: E402
 import report  # noqa: E402
-from cluster import DbServer, Proxy, Serve, kill_all, set_pgid_file, spawn  # noqa: E402
+from cluster import (DbServer, Proxy, Serve, harness_error, harness_errors,  # noqa: E402
+                     kill_all, open_fds, set_pgid_file, spawn)
 from ids import KINDS  # noqa: E402
 from nemesis import Nemesis, Supervisor  # noqa: E402
 from schedule import FAULTS, make_schedule  # noqa: E402
@@ -40,6 +41,10 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 PREFIX = {"cyclic": "CY-", "autoinc": "AI-", "segment": "SG-", "snowflake": "SF-",
           "periodic": "PD-"}
 LOCKS = ["soak-lock-a", "soak-lock-b"]
+# File descriptors the harness may hold: a few hundred in a healthy run of any
+# length (logs, pipes of the processes running, sockets); more is a leak, which
+# would end in spawns and restarts failing.
+FD_BOUND = 1000
 
 
 class Cluster:
@@ -77,16 +82,16 @@ def names(args):
     return takers, serves, holders
 
 
-def broken_binary(args):
-    """A wrapper of the real binary that breaks one promise (broken.py)."""
-    os.environ.update(SOAK_REAL_IDMINT=args.bin, SOAK_BROKEN=args.broken)
-    os.makedirs(args.out, exist_ok=True)
-    wrapper = os.path.join(os.path.abspath(args.out), "broken-idmint")
-    with open(wrapper, "w", encoding="utf-8") as file:
-        file.write(f'#!/bin/sh\nexec "{sys.executable}" "{os.path.join(HERE, "broken.py")}" "$@"\n')
-    os.chmod(wrapper, 0o755)
-    log(f"a deliberately broken idmint ({args.broken}): {wrapper}")
-    return wrapper
+def use_broken_build(args):
+    """Picks the break of a deliberately broken build (src/broken.rs in the
+    idmint crate, the soak-broken feature) for every process of the run;
+    refuses a binary that is not such a build."""
+    version = subprocess.run([args.bin, "--version"], capture_output=True, text=True).stdout
+    if "soak-broken" not in version:
+        raise SystemExit(f"soak: --broken needs a build with the soak-broken feature; "
+                         f"{args.bin} is not one ({version.strip()!r})")
+    os.environ["IDMINT_SOAK_BROKEN"] = args.broken
+    log(f"a deliberately broken idmint ({args.broken}): {args.bin}")
 
 
 def check_digit_policy():
@@ -119,10 +124,23 @@ def evaluate(out):
     return result
 
 
+def faults_not_injected(out):
+    """Faults the nemesis failed to inject, or a database server the
+    supervisor failed to restart: the harness' failures, from faults.jsonl."""
+    path = os.path.join(out, "faults.jsonl")
+    if not os.path.exists(path):
+        return []
+    return [f"{f['start']:.3f} {f['fault']} on {f['target']}: {f['detail']}"
+            for f in checker.read_jsonl(path)
+            if f["detail"].startswith("error:") or "restart failed" in f["detail"]]
+
+
 def finish(out, meta):
     result = evaluate(out)
     result["seed"] = meta.get("seed")
     result["minutes"] = meta.get("minutes")
+    result["harness_errors"] = meta.get("harness_errors", []) + faults_not_injected(out)
+    result["harness_fds_max"] = meta.get("harness_fds_max")
     with open(os.path.join(out, "result.json"), "w", encoding="utf-8") as file:
         json.dump(result, file, indent=1)
     attempts, _, faults, _ = checker.load(out)
@@ -139,6 +157,10 @@ def finish(out, meta):
         print(f"soak: INVALID: first {first['violation']}{when}: {json.dumps(first['example'])}")
         print("soak: faults around it: " + ("; ".join(first["faults_around"]) or "none"))
         return 1
+    if result["harness_errors"]:
+        print(f"soak: HARNESS FAILED ({len(result['harness_errors'])} errors): the run proves "
+              f"nothing; first: {result['harness_errors'][0]}")
+        return 2
     return 0
 
 
@@ -176,6 +198,13 @@ def run(args):
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
+
+    def on_thread_error(hook):
+        harness_error(f"thread {hook.thread.name if hook.thread else '?'} died: "
+                      f"{hook.exc_type.__name__}: {hook.exc_value}")
+        threading.__excepthook__(hook)
+
+    threading.excepthook = on_thread_error
     nemesis = supervisor = None
     try:
         cluster.db = db = DbServer(args.server_bin, out)
@@ -264,10 +293,15 @@ def run(args):
         nemesis.start()
         log(f"running {len(drivers)} drivers for {args.minutes} min")
         end = meta["start"] + seconds
+        meta["harness_fds_max"] = 0
         while not interrupted.is_set() and time.time() < end:
             interrupted.wait(min(10.0, max(0.0, end - time.time())))
+            fds = open_fds()
+            if fds > FD_BOUND >= meta["harness_fds_max"]:
+                harness_error(f"the harness holds {fds} file descriptors (a leak)")
+            meta["harness_fds_max"] = max(meta["harness_fds_max"], fds)
             if not interrupted.is_set():
-                log(f"{int(time.time() - meta['start'])} s")
+                log(f"{int(time.time() - meta['start'])} s, harness fds {fds}")
         nemesis.stop()
         nemesis.join(timeout=60)
         meta["end"] = time.time()
@@ -278,6 +312,7 @@ def run(args):
         for driver in drivers:
             driver.join(timeout=40)
         meta["shutdown_s"] = {d.name: d.shutdown_s for d in drivers if isinstance(d, Stream)}
+        meta["harness_errors"] = harness_errors()
         for serve in cluster.serves.values():
             serve.cont()
             meta["shutdown_s"][serve.name] = serve.shutdown()
@@ -315,7 +350,8 @@ def main():
     parser.add_argument("--mongosh", help="mongosh")
     parser.add_argument("--keep-data", action="store_true", help="keep the database's data dir")
     parser.add_argument("--broken", choices=["duplicate", "lock"],
-                        help="run a deliberately broken idmint (broken.py): the run must be invalid")
+                        help="run a deliberately broken build (feature soak-broken): the run must be "
+                             "invalid")
     parser.add_argument("--no-java", action="store_true", help="leave the Java client out")
     parser.add_argument("--check", metavar="DIR", help="only check a kept run's directory")
     parser.add_argument("--self-test", action="store_true")
@@ -336,7 +372,7 @@ def main():
         args.out = os.path.join(os.environ.get("TMPDIR", "/tmp"),
                                 f"idmint-soak-{args.seed}-{int(time.time())}")
     if args.broken:
-        args.bin = broken_binary(args)
+        use_broken_build(args)
     try:
         sys.exit(run(args))
     except Exception:  # noqa: BLE001

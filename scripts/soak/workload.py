@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 
-from cluster import signal_group, spawn
+from cluster import reap, signal_group, spawn
 from ids import POLICY, UnreadableId, parse_id, parse_seq_line
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -117,7 +117,7 @@ class CliLoop(Driver):
                 except (UnreadableId, ValueError) as error:
                     err = f"unreadable: {error}"
             stderr = process.stderr.read().decode(errors="replace").strip()
-            returncode = process.wait()
+            returncode = reap(process)
             timer.cancel()
             status = _status(returncode, bool(timed_out))
             record = {"path": f"cli-{self.mode}", "kind": self.kind, "counter": self.counter,
@@ -174,7 +174,7 @@ class Stream(Driver):
                 self.recorder.write(record)
                 t0 = now
             stderr = process.stderr.read().decode(errors="replace").strip()
-            returncode = process.wait()
+            returncode = reap(process)
             if returncode != 0 or not self.stopping.is_set():
                 # What it had taken and not printed: at most a block (1,000).
                 self.recorder.write({"path": self.path, "kind": self.kind, "counter": self.counter,
@@ -321,7 +321,7 @@ class Mongosh(Driver):
                     record.update(status="fail", raw=[], err=item["e"][-300:])
                 self.recorder.write(record)
                 begun = None
-            process.wait()
+            reap(process)
             if begun is not None:
                 kind, count, t0 = begun
                 self.recorder.write({"path": "mongosh", "kind": kind,
@@ -392,7 +392,7 @@ class LockHolder(Driver):
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=self.env)
             self.current = process
             stderr = process.stderr.read().decode(errors="replace").strip()
-            returncode = process.wait()
+            returncode = reap(process)
             self.runs.write({"holder": self.name, "lock": self.lock, "t0": t0, "t1": time.time(),
                              "rc": returncode, "err": stderr[-300:]})
             self.stopping.wait(self.rng.uniform(0.0, 0.3))
@@ -535,7 +535,7 @@ class JavaClient(Driver):
                               "raw": [], "err": parts[3][-300:] if len(parts) > 3 else ""}
                 record.update(t0=now, t1=now, n=1, scope=None)
                 self.recorder.write(record)
-            returncode = process.wait()
+            returncode = reap(process)
             if not self.stopping.is_set():
                 for path, kind in (("java-value", "segment"), ("java-id", "cyclic")):
                     self.recorder.write({"path": path, "kind": kind,

@@ -12,9 +12,20 @@ use crate::{
     token, uninstall, validate, workers, ConnectArgs, Outcome, Output, EXIT_USAGE,
 };
 
+/// What `--version` prints: a deliberately broken build (the soak's, under
+/// the `soak-broken` feature) says it is one.
+const VERSION: &str = if cfg!(feature = "soak-broken") {
+    concat!(
+        env!("CARGO_PKG_VERSION"),
+        " (soak-broken: a deliberately broken build, for scripts/soak.sh --broken only)"
+    )
+} else {
+    env!("CARGO_PKG_VERSION")
+};
+
 /// Unique, time-correlated, formatted IDs coordinated through MongoDB.
 #[derive(Debug, Parser)]
-#[command(name = "idmint", version, about, long_about = None, max_term_width = 100)]
+#[command(name = "idmint", version = VERSION, about, long_about = None, max_term_width = 100)]
 #[command(
     after_help = "Exit codes: 0 ok, 1 invalid IDs or drift found, 2 bad input or usage, \
                         3 database unreachable or failed, 4 policy failed; lock run: COMMAND's code, \

@@ -17,6 +17,8 @@
 //! prints, never exits, and holds no test-only hook.
 #![warn(missing_docs)]
 
+#[cfg(feature = "soak-broken")]
+mod broken;
 pub mod checksum;
 pub mod config;
 mod error;

@@ -34,6 +34,17 @@ impl Watchdog {
         let deadline = lease.deadline_handle().clone();
         let (sender, lost) = watch::channel(None);
         let last_failure = Arc::new(Mutex::new(None));
+        #[cfg(feature = "soak-broken")]
+        if crate::broken::ignores_leases() {
+            return Self {
+                task: tokio::spawn(std::future::pending()),
+                deadline,
+                lost,
+                last_failure,
+                name: lease.lock().name().clone(),
+                token,
+            };
+        }
         let task = {
             let (deadline, last_failure) = (deadline.clone(), last_failure.clone());
             tokio::spawn(async move {
@@ -79,6 +90,10 @@ impl Watchdog {
     /// waiting moves the deadline, and the wait with it. The reason is
     /// [`LockError::Lost`] or [`LockError::Unrenewed`].
     pub async fn expiring(&mut self, before: Duration) -> Arc<LockError> {
+        #[cfg(feature = "soak-broken")]
+        if crate::broken::ignores_leases() {
+            return std::future::pending().await;
+        }
         self.deadline.within(before).await;
         if let Some(reason) = self.lost.borrow().clone() {
             return reason;

@@ -91,6 +91,13 @@ pub fn describe_error(error: &Error) -> String {
             format!("no usable server answered in time: {}", diagnose(message))
         }
         ErrorKind::Io(io) => format!("the connection failed: {}", diagnose(&io.to_string())),
+        // The driver's monitor found the server silent (its heartbeat timed
+        // out) and ended the connections in use: a partition, or a stopped or
+        // overloaded server. What was sent may have been applied.
+        ErrorKind::ConnectionPoolCleared { .. } => "the connection was interrupted: the server \
+             stopped answering its monitor's heartbeat (a partition, or a stopped or overloaded \
+             server); what was sent may have been applied"
+            .to_string(),
         ErrorKind::Authentication { message, .. } => format!(
             "authentication failed ({message}): check the user, the password and authSource"
         ),

@@ -178,6 +178,10 @@ impl AutoincCounter {
                 Unmatched::Retry
             }
         };
+        #[cfg(feature = "soak-broken")]
+        if crate::broken::unguarded_takes() {
+            return self.take_unguarded(count).await;
+        }
         let filter = take_filter(&self.name, count);
         self.known
             .take(
@@ -196,6 +200,31 @@ impl AutoincCounter {
                 |after| self.taken(after, count),
             )
             .await
+    }
+
+    /// A take with its guard disabled, for the soak's broken build
+    /// (`crate::broken`): it reads `seq`, then sets it `count` further,
+    /// with nothing between to stop another take reading the same `seq`.
+    #[cfg(feature = "soak-broken")]
+    async fn take_unguarded(&self, count: u64) -> Result<RangeInclusive<u64>, SequenceError> {
+        let database_error =
+            |source| SequenceError::from_database(&self.name, "take", "find", source);
+        let document = self
+            .collection
+            .find_one(doc! { "_id": self.name.as_str() })
+            .await
+            .map_err(database_error)?
+            .ok_or_else(|| SequenceError::UnknownCounter(self.name.clone()))?;
+        let seq = read::<AutoincKind>(&self.name, &document)?.kind.seq;
+        self.collection
+            .update_one(
+                doc! { "_id": self.name.as_str() },
+                doc! { "$set": { "seq": (seq + count) as i64 } },
+            )
+            .write_concern(self.write_concern.clone())
+            .await
+            .map_err(|source| SequenceError::from_database(&self.name, "take", "update", source))?;
+        Ok(seq + 1..=seq + count)
     }
 
     /// The values a take reserved, from the counter after it: a malformed

@@ -1,0 +1,82 @@
+"""The harness against its own failures: a 30-minute run once ran out of file
+descriptors (every Popen kept with its pipes) and went on reporting "valid"
+while its takers had stopped and the database could not be restarted. Run by
+`scripts/soak.sh --self-test`."""
+
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from cluster import open_fds, reap, spawn  # noqa: E402
+import soak  # noqa: E402
+
+
+def quietly(function, *args):
+    with contextlib.redirect_stdout(io.StringIO()):
+        return function(*args)
+
+
+class SpawnedProcessesLeaveNothingOpen(unittest.TestCase):
+    def test_a_reaped_process_holds_no_descriptor(self):
+        before = open_fds()
+        for _ in range(200):
+            process = spawn(["true"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.PIPE)
+            reap(process)
+        # Two pipes per process left open would be 400 more.
+        self.assertLess(open_fds() - before, 10)
+
+
+class HarnessFailuresFailTheRun(unittest.TestCase):
+    def run_dir(self, faults, meta_errors=()):
+        out = tempfile.mkdtemp(prefix="soak-harness-test-")
+        self.made = getattr(self, "made", []) + [out]
+        os.makedirs(os.path.join(out, "logs"))
+        with open(os.path.join(out, "faults.jsonl"), "w", encoding="utf-8") as file:
+            for fault in faults:
+                file.write(json.dumps(fault) + "\n")
+        meta = {"seed": 1, "minutes": 1, "start": 1000.0, "end": 1060.0,
+                "harness_errors": list(meta_errors)}
+        with open(os.path.join(out, "meta.json"), "w", encoding="utf-8") as file:
+            json.dump(meta, file)
+        return out, meta
+
+    def fault(self, detail, name="kill-db"):
+        return {"fault": name, "target": "db", "start": 1010.0, "end": 1012.0, "detail": detail}
+
+    def tearDown(self):
+        for path in getattr(self, "made", []):
+            subprocess.run(["rm", "-rf", path], check=False)
+
+    def test_a_fault_that_could_not_be_injected_exits_2(self):
+        out, meta = self.run_dir([self.fault("killed and restarted"),
+                                  self.fault("error: OSError: [Errno 24] Too many open files")])
+        self.assertEqual(quietly(soak.finish, out, meta), 2)
+        with open(os.path.join(out, "result.json"), encoding="utf-8") as file:
+            errors = json.load(file)["harness_errors"]
+        self.assertEqual(len(errors), 1)
+        self.assertIn("Too many open files", errors[0])
+
+    def test_a_database_not_restarted_exits_2(self):
+        out, meta = self.run_dir([self.fault("exited by itself (status 3); restart failed: "
+                                             "the database server did not restart", "db-exited")])
+        self.assertEqual(quietly(soak.finish, out, meta), 2)
+
+    def test_a_driver_that_died_exits_2(self):
+        out, meta = self.run_dir([], ["1010.000 thread cli-seq-autoinc died: OSError: ..."])
+        self.assertEqual(quietly(soak.finish, out, meta), 2)
+
+    def test_a_clean_run_exits_0(self):
+        out, meta = self.run_dir([self.fault("killed and restarted")])
+        self.assertEqual(quietly(soak.finish, out, meta), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
