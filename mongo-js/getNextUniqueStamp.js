@@ -13,39 +13,65 @@ function (keyName, clientMicros) {
   // caller's own clock may be frozen or behind. clientMicros defaults to this
   // shell's clock (milliseconds * 1000). getNextUniqueSeq returns its val.
   //
-  // An optimistic retry loop: read the counter, then update it on the
-  // condition that it is unchanged; another client winning the race means
-  // reading again. Runs in mongosh and the legacy mongo shell.
-  var MAX_ATTEMPTS = 10000;
-  var counters = db.getCollection("counters");
+  // One atomic findAndModify, as the host takes a value: its query matches
+  // only a well-formed cyclic counter, so a malformed one is never modified,
+  // and the update computes val and ts from the document as the server holds
+  // it, so concurrent callers queue on the document instead of racing (an
+  // optimistic read-then-update loop starved under contention: seconds per
+  // value beside the host's takers). Runs in mongosh and the legacy mongo
+  // shell, against MongoDB 4.2+ (pipeline updates).
+  var MAX_ATTEMPTS = 100;
   var now = (clientMicros === undefined || clientMicros === null) ? Date.now() * 1000 : Number(clientMicros);
 
+  function integral(field, min) {
+    return { $and: [{ $in: [{ $type: field }, ["int", "long", "double"]] },
+      { $eq: [field, { $trunc: field }] }, { $gte: [field, min] }] };
+  }
+  var wellFormed = { $and: [
+    integral("$val", 0),
+    integral("$maxval", 1),
+    { $or: [{ $eq: [{ $type: "$ts" }, "missing"] }, integral("$ts", 0)] },
+    { $in: [{ $type: "$prefix" }, ["missing", "null", "string"]] },
+    // The prefixes it owns: distinct strings holding the default.
+    { $or: [
+      { $eq: [{ $type: "$prefixes" }, "missing"] },
+      { $and: [
+        { $isArray: "$prefixes" },
+        { $allElementsTrue: [{ $map: { input: "$prefixes", in: { $eq: [{ $type: "$$this" }, "string"] } } }] },
+        { $eq: [{ $size: "$prefixes" }, { $size: { $setUnion: ["$prefixes"] } }] },
+        { $or: [{ $in: [{ $type: "$prefix" }, ["missing", "null"]] }, { $in: ["$prefix", "$prefixes"] }] }
+      ] }
+    ] }
+  ] };
+  var wrapped = { $gte: ["$val", "$maxval"] };
+  // One $set stage: both fields are computed from the document before it.
+  var advance = [{ $set: {
+    val: { $cond: [wrapped, NumberLong(0), { $toLong: { $add: ["$val", 1] } }] },
+    ts: { $toLong: { $max: [NumberLong(String(now)),
+      { $add: [{ $ifNull: ["$ts", 0] }, { $cond: [wrapped, 1, 0] }] }] } }
+  } }];
+
   for (var attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    var doc = counters.findOne({ _id: keyName });
-    var counter = readCounter(keyName, doc, "cyclic");
-    var val = counter.val, maxval = counter.maxval, ts = counter.ts, hasTs = counter.hasTs;
-
-    var wrapped = val >= maxval;
-    var nextVal = wrapped ? 0 : val + 1;
-    var nextTs = Math.max(now, ts + (wrapped ? 1 : 0));
-
-    var unchanged = { _id: keyName, kind: doc.kind === undefined ? { $exists: false } : doc.kind,
-      val: doc.val, maxval: doc.maxval, ts: hasTs ? doc.ts : { $exists: false } };
     var result = db.runCommand({
-      update: "counters",
-      updates: [{ q: unchanged, u: { $set: { val: NumberLong(String(nextVal)), ts: NumberLong(String(nextTs)) } } }],
+      findAndModify: "counters",
+      query: { _id: keyName, kind: { $in: [null, "cyclic"] }, $expr: wellFormed },
+      update: advance,
+      new: true,
       writeConcern: { w: "majority", j: true }
     });
     if (!result.ok) throw new Error("update of counter '" + keyName + "' failed: " + result.errmsg);
-    if (result.writeErrors && result.writeErrors.length > 0) {
-      throw new Error("update of counter '" + keyName + "' failed: " + result.writeErrors[0].errmsg);
-    }
     if (result.writeConcernError) {
       throw new Error("update of counter '" + keyName + "' not durable: " + result.writeConcernError.errmsg);
     }
-    if (result.n === 1) return { ts: nextTs, val: nextVal };
-    // Another client changed the counter first: read it again.
+    if (result.value !== null && result.value !== undefined) {
+      var after = readCounter(keyName, result.value, "cyclic");
+      return { ts: after.ts, val: after.val };
+    }
+    // Nothing matched: say why (missing, malformed, another kind), leaving
+    // the document as it is; a counter well-formed by now was replaced
+    // between the two: take again.
+    readCounter(keyName, db.getCollection("counters").findOne({ _id: keyName }), "cyclic");
   }
-  throw new Error("counter '" + keyName + "' is too contended: " + MAX_ATTEMPTS +
-    " conditional updates in a row lost the race");
+  throw new Error("counter '" + keyName + "' changed while it was read, " + MAX_ATTEMPTS +
+    " times in a row; try again");
 }

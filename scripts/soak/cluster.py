@@ -262,8 +262,11 @@ class Serve:
     """One `idmint serve` on fixed loopback ports, so that a restart is found
     again by its clients."""
 
-    def __init__(self, index, idmint, uri, env, out):
+    def __init__(self, index, idmint, uri, env, out, follow_db=False):
         self.name = f"serve-{index}"
+        # Following the database's active policy (swapped live): the cyclic
+        # counter's IDs come in either format (the other kinds keep theirs).
+        self.follow_db = follow_db
         self.idmint = idmint
         self.uri = uri
         self.env = env
@@ -278,16 +281,24 @@ class Serve:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self):
+        policies = SERVE_POLICIES + (["--policy-from-db"] if self.follow_db else [])
         open(self.out, "w").close()
-        self.process = spawn([self.idmint, "serve", "--listen", f"127.0.0.1:{self.port}",
-                              "--admin-listen", f"127.0.0.1:{self.admin}", "--uri", self.uri,
-                              "--shutdown-timeout", "5", "--server-timeout", "3",
-                              "--log-format", "json", *SERVE_POLICIES],
-                             stdout=open(self.out, "a", encoding="utf-8"),
-                             stderr=open(self.log, "a", encoding="utf-8"), env=self.env)
-        self.generation += 1
-        if wait_for_line(self.out, "listening on ", self.process, timeout=60) is None:
-            raise RuntimeError(f"{self.name} did not start; see {self.log}")
+        # A serve that follows the database reads its policies at start, and
+        # exits if it cannot: a restart right after a database fault may need
+        # a few tries, as a service manager would make them.
+        for _ in range(10):
+            self.process = spawn([self.idmint, "serve", "--listen", f"127.0.0.1:{self.port}",
+                                  "--admin-listen", f"127.0.0.1:{self.admin}", "--uri", self.uri,
+                                  "--shutdown-timeout", "5", "--server-timeout", "3",
+                                  "--log-format", "json", *policies],
+                                 stdout=open(self.out, "a", encoding="utf-8"),
+                                 stderr=open(self.log, "a", encoding="utf-8"), env=self.env)
+            if wait_for_line(self.out, "listening on ", self.process, timeout=60) is not None:
+                self.generation += 1
+                return
+            reap(self.process)
+            time.sleep(1.0)
+        raise RuntimeError(f"{self.name} did not start; see {self.log}")
 
     def kill9(self):
         signal_group(self.process, signal.SIGKILL)

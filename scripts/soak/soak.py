@@ -231,8 +231,13 @@ def run(args):
             idmint_ok(args.bin, env("direct"), "counter", "create", name, "--kind", kind,
                       "--prefix", PREFIX[kind], *extra.get(kind, []))
             counters[kind] = (name, PREFIX[kind])
+        swap_policy = check_digit_policy()
+        if swap_policy:
+            idmint_ok(args.bin, env("direct"), "policy", "push", swap_policy)
         for i, route in enumerate(["direct", "partition", "cut"]):
-            serve = Serve(i, args.bin, uris[route], base, out)
+            # serve-0 follows the database's policy, swapped live (below).
+            serve = Serve(i, args.bin, uris[route], base, out,
+                          follow_db=i == 0 and swap_policy is not None)
             serve.start()
             cluster.serves[serve.name] = serve
         log("3 serve instances: " + ", ".join(f"{s.name} {s.url()} (db {r})" for s, r in
@@ -258,10 +263,8 @@ def run(args):
                            seed_rng.random())
             cluster.takers[d.name] = d
         faults = Recorder(os.path.join(out, "faults.jsonl"))
-        swap_policy = check_digit_policy()
         swapper = None
         if swap_policy:
-            idmint_ok(args.bin, env("direct"), "policy", "push", swap_policy)
             swap_stream = Stream("cyclic", *counters["cyclic"], args.bin, env("direct"), out,
                                  seed_rng.random(), follow_db=True)
         else:

@@ -176,10 +176,11 @@ class Stream(Driver):
             stderr = process.stderr.read().decode(errors="replace").strip()
             returncode = reap(process)
             if returncode != 0 or not self.stopping.is_set():
-                # What it had taken and not printed: at most a block (1,000).
+                # What it had taken and not printed: with --rate it takes one
+                # value at a time, so at most the one in flight.
                 self.recorder.write({"path": self.path, "kind": self.kind, "counter": self.counter,
                                      "t0": t0, "t1": time.time(),
-                                     "status": _status(returncode, False), "n": 1000, "raw": [],
+                                     "status": _status(returncode, False), "n": 1, "raw": [],
                                      "scope": scope, "rc": returncode, "err": stderr[-300:]})
                 self.stopping.wait(0.5)
         self.recorder.close()
