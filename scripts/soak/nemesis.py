@@ -43,7 +43,6 @@ class Nemesis(threading.Thread):
         self.schedule, self.start_time, self.cluster, self.recorder = (schedule, start, cluster,
                                                                         recorder)
         self.stopping = threading.Event()
-        self.healing = []  # what undoes the fault in progress, if stopped midway
 
     def stop(self):
         self.stopping.set()
@@ -72,78 +71,60 @@ class Nemesis(threading.Thread):
     def apply(self, event):
         fault, target, duration = event["fault"], event["target"], event["duration"]
         c = self.cluster
+        if fault in ("clock-back", "clock-freeze") and not c.db.faketime:
+            return "no libfaketime: skipped"
         if fault == "kill-taker":
             return "killed" if c.takers[target].kill9() else "no process running"
-        if fault == "stop-taker":
-            driver = c.takers[target]
-            if not driver.pause():
-                return "no process running"
-            self.hold(duration)
-            driver.resume()
-            return "stopped and continued"
-        if fault == "kill-serve":
-            serve = c.serves[target]
-            serve.kill9()
-            self.hold(duration)
-            serve.start()
-            return "killed and restarted"
-        if fault == "stop-serve":
-            serve = c.serves[target]
-            serve.stop()
-            self.hold(duration)
-            serve.cont()
-            return "stopped and continued"
+        if fault == "kill-lock":
+            return "killed" if c.holders[target].kill9() else "no lock run running"
         if fault == "slow-clients":
             opened = slow_clients(c.serves[target], c.slow_counter, duration)
             return f"{opened} slow connections"
-        if fault == "kill-db":
-            with c.db.lock:
-                c.db.kill9()
-                self.hold(duration)
-                c.db.restart()
-            return "killed and restarted"
-        if fault == "stop-db":
-            c.db.stop()
-            self.hold(duration)
-            c.db.cont()
-            return "stopped and continued"
-        if fault == "partition":
-            c.proxies["proxy-partition"].tell("partition on")
-            self.hold(duration)
-            c.proxies["proxy-partition"].tell("partition off")
-            return "partitioned and healed"
-        if fault == "cut":
-            c.proxies["proxy-cut"].tell("cut on")
-            self.hold(duration)
-            c.proxies["proxy-cut"].tell("cut off")
-            return "cutting, then not"
         if fault == "clock-back":
-            if not c.db.faketime:
-                return "no libfaketime: skipped"
             c.db.clock_back(event["seconds"])
             return f"stepped back {event['seconds']} s (now {c.db.offset} s behind)"
-        if fault == "clock-freeze":
-            if not c.db.faketime:
-                return "no libfaketime: skipped"
-            frozen = c.db.freeze()
-            self.hold(duration)
-            c.db.thaw(frozen)
-            return f"frozen, then on from there ({c.db.offset} s behind)"
-        if fault == "tstp-lock":
-            holder = c.holders[target]
-            if not holder.tstp():
-                return "no lock run running"
-            self.hold(duration)
-            holder.resume()
-            return "stopped (SIGTSTP) and continued"
-        if fault == "freeze-holder":
-            holder = c.holders[target]
-            frozen = holder.freeze()
-            if not frozen:
-                return "no lock run running"
-            self.hold(duration)
-            holder.thaw(frozen)
-            return f"froze {len(frozen)} processes (lock run, its guard, COMMAND) and continued"
-        if fault == "kill-lock":
-            return "killed" if c.holders[target].kill9() else "no lock run running"
-        raise ValueError(f"unknown fault {fault}")
+        if fault == "kill-db":
+            with c.db.lock:  # the supervisor does not restart it meanwhile
+                return self.window((c.db.kill9, lambda _: c.db.restart(),
+                                    "killed and restarted", None), duration)
+        return self.window(self.windows(target)[fault], duration)
+
+    def window(self, fault, duration):
+        """A fault that lasts: begin(), `duration` seconds, end(what begin
+        returned); its detail. A fault with an `absent` text checks begin's
+        result: falsy, there was nothing to fault (no process running)."""
+        begin, end, done, absent = fault
+        begun = begin()
+        if absent is not None and not begun:
+            return absent
+        self.hold(duration)
+        end(begun)
+        return done(begun) if callable(done) else done
+
+    def windows(self, target):
+        """Each lasting fault on `target`: (begin, end, detail, absent)."""
+        c = self.cluster
+        taker, serve = c.takers.get(target), c.serves.get(target)
+        holder, proxy = c.holders.get(target), c.proxies.get(target)
+        return {
+            "stop-taker": (lambda: taker.pause(), lambda _: taker.resume(),
+                           "stopped and continued", "no process running"),
+            "kill-serve": (lambda: serve.kill9(), lambda _: serve.start(),
+                           "killed and restarted", None),
+            "stop-serve": (lambda: serve.stop(), lambda _: serve.cont(),
+                           "stopped and continued", None),
+            "stop-db": (c.db.stop, lambda _: c.db.cont(), "stopped and continued", None),
+            "partition": (lambda: proxy.tell("partition on"),
+                          lambda _: proxy.tell("partition off"), "partitioned and healed", None),
+            "cut": (lambda: proxy.tell("cut on"), lambda _: proxy.tell("cut off"),
+                    "cutting, then not", None),
+            "clock-freeze": (c.db.freeze, c.db.thaw,
+                             lambda _: f"frozen, then on from there ({c.db.offset} s behind)",
+                             None),
+            "tstp-lock": (lambda: holder.tstp(), lambda _: holder.resume(),
+                          "stopped (SIGTSTP) and continued", "no lock run running"),
+            "freeze-holder": (lambda: holder.freeze(), lambda frozen: holder.thaw(frozen),
+                              lambda frozen: f"froze {len(frozen)} processes (lock run, its "
+                                             f"guard, COMMAND) and continued",
+                              "no lock run running"),
+        }
