@@ -39,8 +39,20 @@ cargo test --workspace --locked --features idmint-cli/test-hooks "$@"
 # (docs/RELIABILITY.md): every kind through every client path while faults
 # run; it fails if a value was handed out twice or lost, or lock holders
 # overlapped. It uses the binary the tests just built.
+python3 scripts/soak/soak.py --self-test 2>&1 | tail -n 3
 rm -rf target/soak
 SOAK_BIN="$PWD/target/debug/idmint" scripts/soak.sh --minutes 2 --seed 1 --out target/soak
+# ... and it catches a bug: a deliberately broken build (the soak-broken
+# feature: autoinc takes without their guard) must make it exit 1, invalid.
+rm -rf target/soak-broken-run
+set +e
+scripts/soak.sh --minutes 1 --seed 5 --broken duplicate --out target/soak-broken-run
+status=$?
+set -e
+if [ "$status" != 1 ]; then
+  echo "test.sh: the soak of a deliberately broken build exited $status, not 1 (invalid)" >&2
+  exit 1
+fi
 
 # Every intra-doc link of the host crates resolves (private items included).
 # The CLI on its own: its binary is named `idmint` like the library, and one

@@ -114,8 +114,8 @@ impl SeqCmd {
             output.json_lines(taken.into_iter().map(|stamp| SeqLine {
                 counter: &self.name,
                 value: stamp.sequence,
-                timestamp_micros: (repeats == Repeats::AfterWrap).then_some(stamp.timestamp_micros),
-                period: stamp.period.map(|period| period.to_string()),
+                timestamp_micros: repeats.timestamp_of(&stamp),
+                period: repeats.period_of(&stamp),
             }))
         } else {
             output.lines(

@@ -213,10 +213,23 @@ impl Repeats {
     /// is unique. `idmint seq` and the service's `text/plain` values print
     /// values so.
     pub fn qualifier(self, stamp: &Stamp) -> Option<String> {
+        self.timestamp_of(stamp)
+            .map(|micros| micros.to_string())
+            .or_else(|| self.period_of(stamp))
+    }
+
+    /// The server-decided timestamp that tells `stamp`'s value apart, where
+    /// the kind's values repeat after a wrap; `None` otherwise.
+    pub fn timestamp_of(self, stamp: &Stamp) -> Option<u64> {
+        (self == Repeats::AfterWrap).then_some(stamp.timestamp_micros)
+    }
+
+    /// The period that tells `stamp`'s value apart, where the kind's values
+    /// repeat in each period; `None` otherwise.
+    pub fn period_of(self, stamp: &Stamp) -> Option<String> {
         match self {
-            Repeats::AfterWrap => Some(stamp.timestamp_micros.to_string()),
             Repeats::EachPeriod => stamp.period.map(|period| period.to_string()),
-            Repeats::Never => None,
+            Repeats::AfterWrap | Repeats::Never => None,
         }
     }
 }
