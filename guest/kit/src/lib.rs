@@ -28,7 +28,8 @@
 //!   one ID and of a batch ([`format_id`], [`format_batch`]);
 //! - the calendar ([`civil`]);
 //! - snowflake decoding ([`snowflake`]);
-//! - periods and their labels ([`period`], contract 0.4.0).
+//! - periods and their labels ([`period`], contract 0.4.0);
+//! - UUIDv7 and ULID payloads made from snowflake fields ([`standard`]).
 //!
 //! The kit must not depend on wit-bindgen or on any policy: a policy that
 //! builds on another one (the `runaway` fixture on the default policy)
@@ -41,6 +42,7 @@ mod failure;
 pub mod period;
 mod prefix;
 pub mod snowflake;
+pub mod standard;
 
 pub use digits::{format_batch, format_id, number, put_digits};
 pub use failure::{FormatFailure, Invalid};

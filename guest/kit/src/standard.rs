@@ -1,0 +1,376 @@
+//! UUIDv7 and ULID made unique by construction from a snowflake counter's
+//! fields (docs/design/standard-ids.md): after 48 bits of Unix milliseconds,
+//! both carry the same payload, from the most significant bit:
+//!
+//! - **unique**, [`UNIQUE_BITS`]: `(sequence << worker_bits) | worker`, the
+//!   (time unit, worker, sequence) triple a snowflake counter never repeats,
+//!   less the time, which the milliseconds carry;
+//! - **tag**, [`TAG_BITS`]: the counter's tag, unique in its database;
+//! - **noise**, the rest ([`UUID_NOISE_BITS`], [`ULID_NOISE_BITS`]): a keyed
+//!   mix of the fields above with the counter's salt, so that the IDs look
+//!   random to anyone without the salt while a policy stays a pure function
+//!   of its input.
+//!
+//! A UUIDv7 (RFC 9562) also holds the version (`0111`) and the variant
+//! (`10`): the unique field's high 12 bits are its `rand_a`, the "fixed
+//! bit-length dedicated counter" of RFC 9562 section 6.2, so that one
+//! process's UUIDs grow within a millisecond.
+
+use crate::snowflake::{Fields, Layout};
+
+/// Bits of the unique field: worker and sequence bits must fit in it.
+pub const UNIQUE_BITS: u32 = 24;
+/// Bits of the counter tag.
+pub const TAG_BITS: u32 = 24;
+/// The largest tag.
+pub const MAX_TAG: u32 = (1 << TAG_BITS) - 1;
+/// Noise bits of a UUIDv7: 128 - 48 (time) - 6 (version, variant) - 48.
+pub const UUID_NOISE_BITS: u32 = 26;
+/// Noise bits of a ULID: 128 - 48 (time) - 48.
+pub const ULID_NOISE_BITS: u32 = 32;
+/// The largest Unix time in milliseconds 48 bits hold (year 10889).
+pub const MAX_UNIX_MILLIS: u64 = (1 << 48) - 1;
+
+/// What a standard ID carries besides its noise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Payload {
+    /// Milliseconds since 1970-01-01T00:00:00Z: the start of the ID's time unit.
+    pub unix_millis: u64,
+    /// `(sequence << worker_bits) | worker`.
+    pub unique: u32,
+    /// The counter's tag.
+    pub tag: u32,
+}
+
+/// Why fields cannot be made into a standard ID.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PayloadError {
+    /// The layout's worker and sequence bits do not fit the unique field.
+    LayoutTooWide {
+        worker_bits: u32,
+        sequence_bits: u32,
+    },
+    /// The tag does not fit its field.
+    TagTooLarge(u32),
+    /// The time is past what 48 bits of milliseconds hold.
+    TimeOutOfRange(u64),
+    /// A field is larger than the layout allows.
+    FieldOutOfRange(&'static str, u64),
+}
+
+impl std::fmt::Display for PayloadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PayloadError::LayoutTooWide {
+                worker_bits,
+                sequence_bits,
+            } => write!(
+                f,
+                "the layout's {worker_bits} worker and {sequence_bits} sequence bits add up to \
+                 more than the {UNIQUE_BITS} a standard ID holds"
+            ),
+            PayloadError::TagTooLarge(tag) => {
+                write!(f, "the counter tag {tag} is larger than {MAX_TAG}")
+            }
+            PayloadError::TimeOutOfRange(ms) => {
+                write!(
+                    f,
+                    "the time {ms} ms is past what 48 bits of milliseconds hold"
+                )
+            }
+            PayloadError::FieldOutOfRange(field, value) => {
+                write!(f, "the {field} {value} does not fit the layout")
+            }
+        }
+    }
+}
+
+impl Payload {
+    /// The payload of a snowflake ID's fields under `layout`, for the
+    /// counter tagged `tag`.
+    pub fn of(layout: &Layout, fields: &Fields, tag: u32) -> Result<Payload, PayloadError> {
+        let (worker_bits, sequence_bits) = (layout.worker_bits, layout.sequence_bits);
+        if worker_bits + sequence_bits > UNIQUE_BITS {
+            return Err(PayloadError::LayoutTooWide {
+                worker_bits,
+                sequence_bits,
+            });
+        }
+        if tag > MAX_TAG {
+            return Err(PayloadError::TagTooLarge(tag));
+        }
+        if fields.worker >> worker_bits != 0 {
+            return Err(PayloadError::FieldOutOfRange("worker id", fields.worker));
+        }
+        if fields.sequence >> sequence_bits != 0 {
+            return Err(PayloadError::FieldOutOfRange("sequence", fields.sequence));
+        }
+        let unix_millis = fields
+            .time
+            .checked_mul(layout.unit_millis)
+            .and_then(|ms| ms.checked_add(layout.epoch_millis))
+            .filter(|&ms| ms <= MAX_UNIX_MILLIS)
+            .ok_or(PayloadError::TimeOutOfRange(fields.time))?;
+        Ok(Payload {
+            unix_millis,
+            unique: ((fields.sequence << worker_bits) | fields.worker) as u32,
+            tag,
+        })
+    }
+
+    /// The snowflake fields back, under the counter's `layout`; `None` when
+    /// the payload does not fit it (another layout, or not its time unit).
+    pub fn fields(&self, layout: &Layout) -> Option<Fields> {
+        let since = self.unix_millis.checked_sub(layout.epoch_millis)?;
+        if layout.unit_millis == 0 || since % layout.unit_millis != 0 {
+            return None;
+        }
+        let unique = u64::from(self.unique);
+        let sequence = unique >> layout.worker_bits;
+        (sequence >> layout.sequence_bits == 0).then(|| Fields {
+            time: since / layout.unit_millis,
+            worker: unique & ((1 << layout.worker_bits) - 1),
+            sequence,
+        })
+    }
+
+    /// The noise of this payload for a counter salted `salt`: the top
+    /// `bits` of a keyed mix of the fields (SplitMix64's finalizer, twice).
+    pub fn noise(&self, salt: u64, bits: u32) -> u64 {
+        let fields =
+            (self.unix_millis << 16) ^ (u64::from(self.unique) << 24 | u64::from(self.tag));
+        mix(mix(salt ^ fields) ^ self.unix_millis.rotate_left(32)) >> (64 - bits)
+    }
+
+    /// The UUIDv7 of this payload, as a 128-bit number.
+    pub fn uuidv7(&self, salt: u64) -> u128 {
+        let unique = u128::from(self.unique);
+        (u128::from(self.unix_millis) << 80)
+            | (0x7 << 76)
+            | ((unique >> 12) << 64)
+            | (0b10 << 62)
+            | ((unique & 0xfff) << 50)
+            | (u128::from(self.tag) << UUID_NOISE_BITS)
+            | u128::from(self.noise(salt, UUID_NOISE_BITS))
+    }
+
+    /// The payload of a UUIDv7, or why it is not a version 7, RFC variant UUID.
+    pub fn from_uuidv7(uuid: u128) -> Result<Payload, String> {
+        let version = (uuid >> 76) & 0xf;
+        if version != 7 {
+            return Err(format!("its version is {version}, not 7"));
+        }
+        if (uuid >> 62) & 0b11 != 0b10 {
+            return Err("its variant is not RFC 9562's (10)".to_string());
+        }
+        let high = (uuid >> 64) & 0xfff;
+        let low = (uuid >> 50) & 0xfff;
+        Ok(Payload {
+            unix_millis: (uuid >> 80) as u64,
+            unique: ((high << 12) | low) as u32,
+            tag: ((uuid >> UUID_NOISE_BITS) & u128::from(MAX_TAG)) as u32,
+        })
+    }
+
+    /// The ULID of this payload, as a 128-bit number.
+    pub fn ulid(&self, salt: u64) -> u128 {
+        (u128::from(self.unix_millis) << 80)
+            | (u128::from(self.unique) << (TAG_BITS + ULID_NOISE_BITS))
+            | (u128::from(self.tag) << ULID_NOISE_BITS)
+            | u128::from(self.noise(salt, ULID_NOISE_BITS))
+    }
+
+    /// The payload of a ULID.
+    pub fn from_ulid(ulid: u128) -> Payload {
+        Payload {
+            unix_millis: (ulid >> 80) as u64,
+            unique: ((ulid >> (TAG_BITS + ULID_NOISE_BITS)) & ((1 << UNIQUE_BITS) - 1)) as u32,
+            tag: ((ulid >> ULID_NOISE_BITS) & u128::from(MAX_TAG)) as u32,
+        }
+    }
+}
+
+/// SplitMix64's finalizer: a bijection of 64 bits whose outputs look random.
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// A UUID's canonical text: lowercase `8-4-4-4-12` hex.
+pub fn uuid_text(uuid: u128) -> String {
+    let hex = format!("{uuid:032x}");
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
+}
+
+/// A UUID's number from its `8-4-4-4-12` hex text (either case), or why not.
+pub fn parse_uuid(text: &str) -> Result<u128, String> {
+    if text.len() != 36 {
+        return Err(format!("{} bytes, not the 36 of a UUID", text.len()));
+    }
+    let mut value: u128 = 0;
+    for (position, byte) in text.bytes().enumerate() {
+        if matches!(position, 8 | 13 | 18 | 23) {
+            if byte != b'-' {
+                return Err(format!("byte {position} is not the hyphen of 8-4-4-4-12"));
+            }
+            continue;
+        }
+        let digit = (byte as char)
+            .to_digit(16)
+            .ok_or_else(|| format!("byte {position} is not a hex digit"))?;
+        value = (value << 4) | u128::from(digit);
+    }
+    Ok(value)
+}
+
+/// Crockford's base32 alphabet, as ULIDs write it.
+const CROCKFORD: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+
+/// A ULID's text: 26 characters of Crockford base32, upper case.
+pub fn ulid_text(ulid: u128) -> String {
+    (0..26)
+        .rev()
+        .map(|index| CROCKFORD[((ulid >> (5 * index)) & 31) as usize] as char)
+        .collect()
+}
+
+/// A ULID's number from its text (case-insensitive; `I`, `L` read as 1 and
+/// `O` as 0, as Crockford allows), or why not.
+pub fn parse_ulid(text: &str) -> Result<u128, String> {
+    if text.len() != 26 {
+        return Err(format!("{} bytes, not the 26 of a ULID", text.len()));
+    }
+    let mut value: u128 = 0;
+    for (position, byte) in text.bytes().enumerate() {
+        let upper = match byte.to_ascii_uppercase() {
+            b'I' | b'L' => b'1',
+            b'O' => b'0',
+            other => other,
+        };
+        let digit = CROCKFORD
+            .iter()
+            .position(|&c| c == upper)
+            .ok_or_else(|| format!("byte {position} is not a base32 character"))?;
+        if position == 0 && digit > 7 {
+            return Err("its first character is above 7: more than 128 bits".to_string());
+        }
+        value = (value << 5) | digit as u128;
+    }
+    Ok(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LAYOUT: Layout = Layout {
+        time_bits: 41,
+        worker_bits: 10,
+        sequence_bits: 12,
+        unit_millis: 1,
+        epoch_millis: 1_735_689_600_000,
+    };
+
+    fn fields(time: u64, worker: u64, sequence: u64) -> Fields {
+        Fields {
+            time,
+            worker,
+            sequence,
+        }
+    }
+
+    #[test]
+    fn a_uuidv7_reads_back_with_its_version_variant_and_fields() {
+        let payload = Payload::of(&LAYOUT, &fields(86_400_000, 1023, 4095), 0xab_cdef).unwrap();
+        let uuid = payload.uuidv7(42);
+        let text = uuid_text(uuid);
+        assert_eq!(text.len(), 36);
+        assert_eq!(&text[14..15], "7", "{text}");
+        assert!(matches!(&text[19..20], "8" | "9" | "a" | "b"), "{text}");
+        assert_eq!(parse_uuid(&text), Ok(uuid));
+        let back = Payload::from_uuidv7(uuid).unwrap();
+        assert_eq!(back, payload);
+        assert_eq!(back.fields(&LAYOUT), Some(fields(86_400_000, 1023, 4095)));
+        assert_eq!(back.unix_millis, LAYOUT.epoch_millis + 86_400_000);
+    }
+
+    #[test]
+    fn a_ulid_reads_back_with_its_fields() {
+        let payload = Payload::of(&LAYOUT, &fields(5, 3, 9), MAX_TAG).unwrap();
+        let ulid = payload.ulid(7);
+        let text = ulid_text(ulid);
+        assert_eq!(text.len(), 26);
+        assert_eq!(parse_ulid(&text), Ok(ulid));
+        assert_eq!(parse_ulid(&text.to_ascii_lowercase()), Ok(ulid));
+        assert_eq!(Payload::from_ulid(ulid), payload);
+        assert_eq!(
+            Payload::from_ulid(ulid).fields(&LAYOUT),
+            Some(fields(5, 3, 9))
+        );
+    }
+
+    #[test]
+    fn ids_of_one_worker_grow_with_time_and_sequence() {
+        let mut previous = (0_u128, 0_u128);
+        for time in [1_u64, 2, 1000] {
+            for sequence in [0_u64, 1, 2, 4095] {
+                let payload = Payload::of(&LAYOUT, &fields(time, 7, sequence), 1).unwrap();
+                let now = (payload.uuidv7(99), payload.ulid(99));
+                assert!(now.0 > previous.0 && now.1 > previous.1);
+                assert!(uuid_text(now.0) > uuid_text(previous.0));
+                assert!(ulid_text(now.1) > ulid_text(previous.1));
+                previous = now;
+            }
+        }
+    }
+
+    #[test]
+    fn equal_fields_of_two_counters_differ_by_their_tags() {
+        let a = Payload::of(&LAYOUT, &fields(10, 1, 1), 1).unwrap();
+        let b = Payload::of(&LAYOUT, &fields(10, 1, 1), 2).unwrap();
+        assert_ne!(a.uuidv7(5), b.uuidv7(5));
+        assert_ne!(a.ulid(5), b.ulid(5));
+    }
+
+    #[test]
+    fn the_noise_is_a_function_of_the_fields_and_the_salt() {
+        let payload = Payload::of(&LAYOUT, &fields(10, 1, 1), 1).unwrap();
+        assert_eq!(payload.uuidv7(5), payload.uuidv7(5));
+        assert_ne!(payload.noise(5, 26), payload.noise(6, 26));
+        assert!(payload.noise(5, 26) < 1 << 26 && payload.noise(5, 32) < 1 << 32);
+    }
+
+    #[test]
+    fn what_does_not_fit_is_refused() {
+        let wide = Layout {
+            time_bits: 29,
+            worker_bits: 20,
+            sequence_bits: 14,
+            unit_millis: 1000,
+            ..LAYOUT
+        };
+        assert!(matches!(
+            Payload::of(&wide, &fields(1, 1, 1), 1),
+            Err(PayloadError::LayoutTooWide { .. })
+        ));
+        assert_eq!(
+            Payload::of(&LAYOUT, &fields(1, 1, 1), MAX_TAG + 1),
+            Err(PayloadError::TagTooLarge(MAX_TAG + 1))
+        );
+        assert!(
+            Payload::from_uuidv7(parse_uuid("00000000-0000-4000-8000-000000000000").unwrap())
+                .unwrap_err()
+                .contains("version is 4")
+        );
+        assert!(parse_uuid("00000000-0000-7000-8000-00000000000g").is_err());
+        assert!(parse_ulid("80000000000000000000000000").is_err());
+    }
+}
