@@ -630,3 +630,64 @@ fn the_stored_javascript_knows_the_hosts_kinds() {
     let host: Vec<&str> = CounterKind::ALL.iter().map(|kind| kind.as_str()).collect();
     assert_eq!(listed, host);
 }
+
+/// The cyclic twin takes a value however often the counter changes under
+/// it: one atomic `findAndModify`, as the host's take. Before, it read the
+/// counter and then updated it on the condition that it was unchanged, and
+/// beside the host's takers one call took 5 to 40 s (the soak found it).
+/// Here the overlap is certain: every command the twin sends is preceded by
+/// another client's change of the counter (a wrapper of `db.runCommand`),
+/// so a read-then-update loop would lose every race and give up; the twin
+/// must take each value at once, and the pairs it returns must grow.
+#[tokio::test]
+async fn the_cyclic_twin_takes_a_value_while_the_counter_changes_under_it() {
+    const TEST: &str = "conformance_cyclic_contended";
+    let database = support::database(TEST).await;
+    installer::install(&database, &Default::default())
+        .await
+        .unwrap();
+    database
+        .collection::<Document>("counters")
+        .insert_one(doc! { "_id": "busy", "val": 0_i64, "maxval": 99_i64 })
+        .await
+        .unwrap();
+    let script = r#"
+        const counters = db.getCollection("counters");
+        const send = db.runCommand.bind(db);
+        let commands = 0;
+        db.runCommand = function (command, ...rest) {
+          if (command.findAndModify || command.update) {
+            commands += 1;
+            // Another client takes a value first, every time.
+            counters.updateOne({ _id: "busy" }, [{ $set: {
+              val: { $cond: [{ $gte: ["$val", "$maxval"] }, 0, { $add: ["$val", 1] }] },
+              ts: { $add: [{ $ifNull: ["$ts", 0] }, 1] } } }]);
+          }
+          return send(command, ...rest);
+        };
+        const pairs = [];
+        for (let i = 0; i < 5; i++) {
+          const s = getNextUniqueStamp("busy");
+          pairs.push([Number(s.ts), Number(s.val)]);
+        }
+        print(JSON.stringify({ commands: commands, pairs: pairs }));
+    "#;
+    let output = shell_in(&support::database_name(TEST), script)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "mongosh: {stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let result: Value = serde_json::from_str(stdout.trim().lines().last().unwrap()).unwrap();
+    assert_eq!(result["commands"], 5, "one write per value: {result}");
+    let pairs: Vec<(u64, u64)> = result["pairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|pair| (pair[0].as_u64().unwrap(), pair[1].as_u64().unwrap()))
+        .collect();
+    assert!(pairs.windows(2).all(|w| w[0] < w[1]), "{pairs:?}");
+}
