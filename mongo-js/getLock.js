@@ -80,7 +80,7 @@ function (key, expireMs) {
   for (var attempt = 0; attempt < 10; attempt++) {
     var result = db.runCommand({
       findAndModify: "locks", query: { _id: key }, update: pipeline, upsert: true, new: true,
-      writeConcern: { w: "majority", j: true }
+      writeConcern: { w: "majority", j: true, wtimeout: 10000 }
     });
     if (!result.ok) {
       if (result.code === 11000) continue; // a racing upsert created it: try again

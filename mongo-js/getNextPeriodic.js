@@ -91,7 +91,7 @@ function (keyName, count) {
         "$$ROOT"
       ] } }],
       new: true,
-      writeConcern: { w: "majority", j: true }
+      writeConcern: { w: "majority", j: true, wtimeout: 10000 }
     });
     if (!result.ok) throw new Error("advance of counter '" + keyName + "' failed: " + result.errmsg);
     if (result.writeConcernError) {

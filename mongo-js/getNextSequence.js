@@ -21,7 +21,7 @@ function (keyName, options) {
   if (!(start >= 1 && start <= MAX_VALUE) || Math.floor(start) !== start) {
     throw new Error("invalid counter setting: start " + start + " is out of range 1..=" + MAX_VALUE);
   }
-  var durable = { w: "majority", j: true };
+  var durable = { w: "majority", j: true, wtimeout: 10000 };
 
   function check(result, what) {
     if (!result.ok) throw new Error(what + " of counter '" + keyName + "' failed: " + result.errmsg);

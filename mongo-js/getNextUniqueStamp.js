@@ -46,7 +46,7 @@ function (keyName, clientMicros) {
   var wrapped = { $gte: ["$val", "$maxval"] };
   // One $set stage: both fields are computed from the document before it.
   var advance = [{ $set: {
-    val: { $cond: [wrapped, NumberLong(0), { $toLong: { $add: ["$val", 1] } }] },
+    val: { $cond: [wrapped, NumberLong("0"), { $toLong: { $add: ["$val", 1] } }] },
     ts: { $toLong: { $max: [NumberLong(String(now)),
       { $add: [{ $ifNull: ["$ts", 0] }, { $cond: [wrapped, 1, 0] }] }] } }
   } }];
@@ -57,7 +57,7 @@ function (keyName, clientMicros) {
       query: { _id: keyName, kind: { $in: [null, "cyclic"] }, $expr: wellFormed },
       update: advance,
       new: true,
-      writeConcern: { w: "majority", j: true }
+      writeConcern: { w: "majority", j: true, wtimeout: 10000 }
     });
     if (!result.ok) throw new Error("update of counter '" + keyName + "' failed: " + result.errmsg);
     if (result.writeConcernError) {

@@ -15,7 +15,7 @@ function (key, token) {
       { $set: { owner: { $cond: [stillHeld, "$owner", null] }, expiresAt: { $cond: [stillHeld, "$expiresAt", null] } } }
     ],
     new: true,
-    writeConcern: { w: "majority", j: true }
+    writeConcern: { w: "majority", j: true, wtimeout: 10000 }
   });
   if (!result.ok) throw new Error("release of lock '" + key + "' failed: " + result.errmsg);
   if (result.writeConcernError) {

@@ -691,3 +691,41 @@ async fn the_cyclic_twin_takes_a_value_while_the_counter_changes_under_it() {
         .collect();
     assert!(pairs.windows(2).all(|w| w[0] < w[1]), "{pairs:?}");
 }
+
+/// Every write of the stored JavaScript asks for the host's write concern:
+/// majority, journal and the host's `wtimeout`, so that a primary cut off
+/// from the majority answers a twin with an error after the same wait as
+/// the host, instead of holding the caller until the partition heals.
+#[test]
+fn the_stored_javascript_writes_with_the_hosts_write_concern() {
+    let expected = format!(
+        "{{ w: \"majority\", j: true, wtimeout: {} }}",
+        idmint::mongo::DURABLE_WRITE_TIMEOUT.as_millis()
+    );
+    let sources = [
+        ("getLock.js", include_str!("../mongo-js/getLock.js")),
+        ("releaseLock.js", include_str!("../mongo-js/releaseLock.js")),
+        (
+            "getNextSequence.js",
+            include_str!("../mongo-js/getNextSequence.js"),
+        ),
+        (
+            "getNextPeriodic.js",
+            include_str!("../mongo-js/getNextPeriodic.js"),
+        ),
+        (
+            "getNextUniqueStamp.js",
+            include_str!("../mongo-js/getNextUniqueStamp.js"),
+        ),
+    ];
+    for (file, source) in sources {
+        let concerns: Vec<&str> = source
+            .match_indices("{ w: ")
+            .map(|(at, _)| &source[at..at + source[at..].find('}').unwrap() + 1])
+            .collect();
+        assert!(!concerns.is_empty(), "{file} names no write concern");
+        for concern in concerns {
+            assert_eq!(concern, expected, "{file}");
+        }
+    }
+}

@@ -258,6 +258,8 @@ def check(attempts, lock_records, faults, start, end, shutdown=None):
         "rows": dict(sorted(rows.items())),
         "path_availability": dict(sorted(path_avail.items())),
         "silent_rows": sorted(row for row, r in rows.items() if r["values"] == 0),
+        "stalled": sorted({a["path"] for a in attempts if a.get("stalled")}),
+        "stalled_calls": sum(1 for a in attempts if a.get("stalled")),
         "faults": faults_summary,
         "recoveries": recoveries,
         "shutdown_s": shutdown or {},

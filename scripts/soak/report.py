@@ -46,6 +46,9 @@ def table(result, schedule_seed=None):
     if exits:
         lines.append(f"the database server exited by itself {exits} time(s), and was restarted: "
                      f"not a fault of the schedule; see db.log")
+    if result.get("stalled_calls"):
+        lines.append(f"stalled calls (no answer in 60 s, the client killed and restarted): "
+                     f"{result['stalled_calls']} on {', '.join(result['stalled'])}")
     if result["silent_rows"]:
         lines.append("paths that acknowledged nothing: " + ", ".join(result["silent_rows"]))
     lines.append("")

@@ -52,6 +52,13 @@ class CheckerTest(unittest.TestCase):
         self.assertEqual(result["totals"]["acknowledged_values"], 15)
         self.assertEqual(result["rows"]["cli-seq/autoinc"]["attempted"], 2)
 
+    def test_a_stalled_call_is_counted_and_leaves_the_run_valid(self):
+        stalled = attempt("mongosh", "cyclic", "cy", START + 5, [], status="unknown", n=1)
+        stalled["stalled"] = True
+        result = check(clean_attempts() + [stalled], clean_locks(), [FAULT], START, START + 10)
+        self.assertTrue(result["valid"])
+        self.assertEqual((result["stalled_calls"], result["stalled"]), (1, ["mongosh"]))
+
     def test_a_planted_duplicate_across_paths_is_invalid(self):
         attempts = clean_attempts() + [attempt("mongosh", "autoinc", "ai", START + 5, [5])]
         result = check(attempts, clean_locks(), [FAULT], START, START + 10)

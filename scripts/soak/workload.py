@@ -286,6 +286,11 @@ while (true) {
 """
 
 
+# How long a twin's call in mongosh may go unanswered before mongosh is
+# killed and started again (its call recorded unknown and "stalled").
+STALL_S = 60
+
+
 class Mongosh(Driver):
     """The stored JavaScript twins, called in turn from one mongosh."""
 
@@ -304,13 +309,20 @@ class Mongosh(Driver):
             watcher = threading.Thread(target=self._kill_on_stop, args=(process,), daemon=True)
             watcher.start()
             begun = None
+            stall = None
             for line in process.stdout:
                 try:
                     item = json.loads(line)
                 except ValueError:
                     continue
+                if stall is not None:
+                    stall.cancel()
                 if "b" in item:
                     begun = (item["b"], item["n"], time.time())
+                    # mongosh itself can hang for good on a call whose server
+                    # was killed (a plain findOne does too): give up on it.
+                    stall = threading.Timer(STALL_S, self._stalled, args=(process,))
+                    stall.start()
                     continue
                 kind = item["k"]
                 record = {"path": "mongosh", "kind": kind, "counter": self.counters[kind][0],
@@ -322,15 +334,24 @@ class Mongosh(Driver):
                     record.update(status="fail", raw=[], err=item["e"][-300:])
                 self.recorder.write(record)
                 begun = None
+            if stall is not None:
+                stall.cancel()
             reap(process)
             if begun is not None:
                 kind, count, t0 = begun
-                self.recorder.write({"path": "mongosh", "kind": kind,
-                                     "counter": self.counters[kind][0], "t0": t0,
-                                     "t1": time.time(), "status": "unknown", "n": count,
-                                     "raw": [], "scope": self.name})
+                record = {"path": "mongosh", "kind": kind, "counter": self.counters[kind][0],
+                          "t0": t0, "t1": time.time(), "status": "unknown", "n": count,
+                          "raw": [], "scope": self.name}
+                if time.time() - t0 >= STALL_S:
+                    record["err"] = f"stalled: no answer in {STALL_S} s, mongosh killed"
+                    record["stalled"] = True
+                self.recorder.write(record)
             self.stopping.wait(0.5)
         self.recorder.close()
+
+    def _stalled(self, process):
+        signal_group(process, signal.SIGCONT)
+        signal_group(process, signal.SIGKILL)
 
     def _kill_on_stop(self, process):
         while process.poll() is None:
