@@ -40,17 +40,7 @@ function (keyName, count) {
   function wellFormed() {
     return { $and: [
       { $eq: [{ $ifNull: ["$kind", "cyclic"] }, "periodic"] },
-      { $in: [{ $type: "$prefix" }, ["missing", "null", "string"]] },
-      // The prefixes it owns: distinct strings holding the default.
-      { $or: [
-        { $eq: [{ $type: "$prefixes" }, "missing"] },
-        { $and: [
-          { $isArray: "$prefixes" },
-          { $allElementsTrue: [{ $map: { input: "$prefixes", in: { $eq: [{ $type: "$$this" }, "string"] } } }] },
-          { $eq: [{ $size: "$prefixes" }, { $size: { $setUnion: ["$prefixes"] } }] },
-          { $or: [{ $in: [{ $type: "$prefix" }, ["missing", "null"]] }, { $in: ["$prefix", "$prefixes"] }] }
-        ] }
-      ] },
+      wellFormedPrefixes(),
       { $in: ["$period", ["day", "month", "year"]] },
       { $and: [{ $eq: [{ $type: "$zone" }, "string"] }, { $regexMatch: { input: "$zone", regex: ZONE } }] },
       { $and: [{ $eq: [{ $type: "$current" }, "string"] }, { $regexMatch: { input: "$current", regex: { $switch: {

@@ -45,17 +45,7 @@ function (keyName, options) {
         seq: { $gte: 0, $lte: MAX_VALUE - 1 },
         // The types readInteger takes: $isNumber would let a decimal through.
         $expr: { $and: [{ $in: [{ $type: "$seq" }, ["int", "long", "double"]] }, { $eq: ["$seq", { $trunc: "$seq" }] },
-          { $in: [{ $type: "$prefix" }, ["missing", "null", "string"]] },
-          // The prefixes it owns: distinct strings holding the default.
-          { $or: [
-            { $eq: [{ $type: "$prefixes" }, "missing"] },
-            { $and: [
-              { $isArray: "$prefixes" },
-              { $allElementsTrue: [{ $map: { input: "$prefixes", in: { $eq: [{ $type: "$$this" }, "string"] } } }] },
-              { $eq: [{ $size: "$prefixes" }, { $size: { $setUnion: ["$prefixes"] } }] },
-              { $or: [{ $in: [{ $type: "$prefix" }, ["missing", "null"]] }, { $in: ["$prefix", "$prefixes"] }] }
-            ] }
-          ] } ] }
+          wellFormedPrefixes() ] }
       },
       // As the host writes it: always a 64-bit integer, whatever type seq had.
       update: [{ $set: { seq: { $toLong: { $add: ["$seq", 1] } } } }],

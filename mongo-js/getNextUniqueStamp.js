@@ -31,17 +31,7 @@ function (keyName, clientMicros) {
     integral("$val", 0),
     integral("$maxval", 1),
     { $or: [{ $eq: [{ $type: "$ts" }, "missing"] }, integral("$ts", 0)] },
-    { $in: [{ $type: "$prefix" }, ["missing", "null", "string"]] },
-    // The prefixes it owns: distinct strings holding the default.
-    { $or: [
-      { $eq: [{ $type: "$prefixes" }, "missing"] },
-      { $and: [
-        { $isArray: "$prefixes" },
-        { $allElementsTrue: [{ $map: { input: "$prefixes", in: { $eq: [{ $type: "$$this" }, "string"] } } }] },
-        { $eq: [{ $size: "$prefixes" }, { $size: { $setUnion: ["$prefixes"] } }] },
-        { $or: [{ $in: [{ $type: "$prefix" }, ["missing", "null"]] }, { $in: ["$prefix", "$prefixes"] }] }
-      ] }
-    ] }
+    wellFormedPrefixes()
   ] };
   var wrapped = { $gte: ["$val", "$maxval"] };
   // One $set stage: both fields are computed from the document before it.

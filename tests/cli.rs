@@ -677,6 +677,34 @@ async fn an_error_not_from_the_server_names_no_server() {
     }
 }
 
+/// `idmint next c --stream --policy builtin:decimal` against `uri`, once it
+/// has printed its first ID: the process (stderr piped), what it prints
+/// next, and that first ID.
+fn decimal_stream(
+    test: &str,
+    uri: &str,
+) -> (
+    std::process::Child,
+    std::sync::mpsc::Receiver<String>,
+    String,
+) {
+    let mut stream = support::idmint(test)
+        .env("MONGODB_URI", uri)
+        .args(["next", "c", "--stream", "--policy", "builtin:decimal"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let printed = support::process::read_lines(stream.stdout.take().unwrap());
+    let Ok(first) = printed.recv_timeout(Duration::from_secs(60)) else {
+        let _ = stream.kill();
+        let output = stream.wait_with_output().unwrap();
+        panic!("the stream printed nothing: {}", stderr(&output));
+    };
+    (stream, printed, first)
+}
+
 /// Issue 31: Ctrl-C while `next --stream` waits for a take the database
 /// has already applied (its answer held by a proxy, so the timing is
 /// certain) prints that take's IDs before it exits: every value the
@@ -694,21 +722,10 @@ async fn ctrl_c_during_a_take_prints_its_ids_before_next_stream_exits() {
     );
     let proxy = crate::support::fault_proxy::FaultProxy::start();
     // Heartbeats every ten minutes: the only answers on the way are takes'.
-    let uri = format!("{}&heartbeatFrequencyMS=600000", proxy.uri());
-    let mut stream = support::idmint(TEST)
-        .env("MONGODB_URI", uri)
-        .args(["next", "c", "--stream", "--policy", "builtin:decimal"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let printed = support::process::read_lines(stream.stdout.take().unwrap());
-    let Ok(first) = printed.recv_timeout(Duration::from_secs(60)) else {
-        let _ = stream.kill();
-        let output = stream.wait_with_output().unwrap();
-        panic!("the stream printed nothing: {}", stderr(&output));
-    };
+    let (mut stream, printed, first) = decimal_stream(
+        TEST,
+        &format!("{}&heartbeatFrequencyMS=600000", proxy.uri()),
+    );
     let mut ids = vec![first];
 
     proxy.hold_answers();
@@ -777,21 +794,8 @@ async fn a_stream_cut_off_from_the_database_ends_instead_of_waiting_for_ever() {
     );
     let proxy = crate::support::fault_proxy::FaultProxy::start();
     // Heartbeats every second, so that the monitor notices soon.
-    let uri = format!("{}&heartbeatFrequencyMS=1000", proxy.uri());
-    let mut stream = support::idmint(TEST)
-        .env("MONGODB_URI", uri)
-        .args(["next", "c", "--stream", "--policy", "builtin:decimal"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let printed = support::process::read_lines(stream.stdout.take().unwrap());
-    if printed.recv_timeout(Duration::from_secs(60)).is_err() {
-        let _ = stream.kill();
-        let output = stream.wait_with_output().unwrap();
-        panic!("the stream printed nothing: {}", stderr(&output));
-    }
+    let (mut stream, _printed, _first) =
+        decimal_stream(TEST, &format!("{}&heartbeatFrequencyMS=1000", proxy.uri()));
     proxy.partition();
     let start = Instant::now();
     let status = loop {
