@@ -36,6 +36,9 @@ macro_rules! registry {
         };
         use $crate::sequence::name::CounterName;
         use $crate::sequence::settings::{Setting, Settings};
+        use $crate::sequence::striping::{
+            StripeMap, StripedCounter, StripingError, LANE_KIND, STRIPED_KIND,
+        };
         use $crate::mongo::collections::COUNTERS as COUNTERS_COLLECTION;
 
         /// A `kind` that idmint does not know.
@@ -229,6 +232,14 @@ macro_rules! registry {
                 #[doc = concat!("An opened ", stringify!($field), " counter.")]
                 $variant(<$kind as Kind>::Handle),
             )+
+            /// An opened striped counter: its values come from its lanes
+            /// (`striping/`), each a counter of `kind`.
+            Striped {
+                /// The lanes' kind.
+                kind: CounterKind,
+                /// The counter.
+                counter: StripedCounter,
+            },
         }
 
         $(
@@ -261,6 +272,12 @@ macro_rules! registry {
                 state: &CounterState,
                 options: &OpenOptions,
             ) -> Result<Self, SequenceError> {
+                if let Some(map) = &state.striped {
+                    return Ok(Sequence::Striped {
+                        kind: state.kind(),
+                        counter: StripedCounter::open(database, name, map)?,
+                    });
+                }
                 Ok(match &state.kind {
                     $($(#[$meta])* KindState::$variant(fields) => Sequence::$variant(
                         <$kind as Kind>::open(database, name, fields, &options.$field).await?,
@@ -272,6 +289,7 @@ macro_rules! registry {
             pub fn name(&self) -> &CounterName {
                 match self {
                     $($(#[$meta])* Self::$variant(handle) => Handle::name(handle),)+
+                    Self::Striped { counter, .. } => counter.name(),
                 }
             }
 
@@ -279,13 +297,20 @@ macro_rules! registry {
             pub fn kind(&self) -> CounterKind {
                 match self {
                     $($(#[$meta])* Self::$variant(_) => CounterKind::$variant,)+
+                    Self::Striped { kind, .. } => *kind,
                 }
+            }
+
+            /// Whether the counter is striped.
+            pub fn is_striped(&self) -> bool {
+                matches!(self, Self::Striped { .. })
             }
 
             /// The database the counter is in.
             pub fn database(&self) -> Database {
                 match self {
                     $($(#[$meta])* Self::$variant(handle) => Handle::database(handle),)+
+                    Self::Striped { counter, .. } => counter.database(),
                 }
             }
 
@@ -303,6 +328,12 @@ macro_rules! registry {
                 check_block(self.name(), count)?;
                 match self {
                     $($(#[$meta])* Self::$variant(handle) => Handle::take(handle, count, client_micros).await,)+
+                    Self::Striped { counter, .. } => Ok(counter
+                        .take(count as u64)
+                        .await?
+                        .into_iter()
+                        .map(|value| Stamp::new(client_micros, value))
+                        .collect()),
                 }
             }
 
@@ -311,7 +342,9 @@ macro_rules! registry {
             /// that [hand out runs](CounterKind::hands_out_runs)). For the
             /// others: [`SequenceError::NoRuns`], and nothing is taken.
             pub async fn take_ranges(&self, count: u64) -> Result<Vec<Range<u64>>, SequenceError> {
-                if !self.kind().hands_out_runs() {
+                // A striped counter's values are not runs: its lanes'
+                // values step by their modulus.
+                if !self.kind().hands_out_runs() || self.is_striped() {
                     return Err(SequenceError::NoRuns {
                         name: self.name().clone(),
                         kind: self.kind().as_str(),
@@ -319,6 +352,7 @@ macro_rules! registry {
                 }
                 match self {
                     $($(#[$meta])* Self::$variant(handle) => Handle::take_ranges(handle, count).await,)+
+                    Self::Striped { .. } => unreachable!("refused above"),
                 }
             }
 
@@ -329,6 +363,7 @@ macro_rules! registry {
             pub async fn give_back(&self, runs: &[Range<u64>]) -> Result<u64, SequenceError> {
                 match self {
                     $($(#[$meta])* Self::$variant(handle) => Handle::give_back(handle, runs).await,)+
+                    Self::Striped { .. } => Ok(0),
                 }
             }
 
@@ -337,6 +372,7 @@ macro_rules! registry {
             pub async fn close(&self) -> Result<GiveBack, SequenceError> {
                 match self {
                     $($(#[$meta])* Self::$variant(handle) => Handle::close(handle).await,)+
+                    Self::Striped { .. } => Ok(GiveBack::default()),
                 }
             }
 
@@ -362,6 +398,7 @@ macro_rules! registry {
             pub fn held(&self) -> Held {
                 match self {
                     $($(#[$meta])* Self::$variant(handle) => Handle::held(handle),)+
+                    Self::Striped { .. } => Held::default(),
                 }
             }
         }
@@ -425,15 +462,28 @@ macro_rules! registry {
                 name: &CounterName,
                 document: &Document,
             ) -> Result<Self, SequenceError> {
-                Self::read_with(name, document, |text| {
+                let striping = |source| SequenceError::Striping { name: name.clone(), source };
+                let mut striped: Option<StripeMap> = None;
+                let mut state = Self::read_with(name, document, |text| {
+                    // A map is read as its lanes' kind, the map beside; a
+                    // lane is not a counter.
+                    let text = match text {
+                        STRIPED_KIND => StripeMap::read(document)
+                            .map(|map| striped.insert(map).kind.clone())
+                            .map_err(|reason| striping(StripingError::CorruptMap(reason)))?,
+                        LANE_KIND => return Err(striping(StripingError::Lane)),
+                        text => text.to_string(),
+                    };
                     let kind: CounterKind =
                         text.parse().map_err(|_| SequenceError::UnknownKind {
                             name: name.clone(),
-                            kind: text.to_string(),
+                            kind: text.clone(),
                             known: CounterKind::names(),
                         })?;
                     kind.read(document).map_err(|reason| corrupt(name, reason))
-                })
+                })?;
+                state.striped = striped;
+                Ok(state)
             }
 
             /// The counter's kind.
@@ -480,6 +530,9 @@ macro_rules! registry {
                 fn refuse(name: &CounterName, document: &Document) -> SequenceError {
                     match CounterState::from_document(name, document) {
                         Err(error) => error,
+                        Ok(state) if state.striped.is_some() => SequenceError::Striped {
+                            name: name.clone(),
+                        },
                         Ok(state) => SequenceError::WrongKind {
                             name: name.clone(),
                             expected: <$kind as Kind>::NAME,
