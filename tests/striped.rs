@@ -325,6 +325,22 @@ async fn paths_that_do_not_know_lanes_leave_a_striped_counter_unchanged() {
             );
         }
     }
+    // Listed (`status`, the monitor): the map, not its lanes.
+    let listed = idmint::sequence::list(&database).await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].name, "orders");
+    assert_eq!(
+        listed[0]
+            .state
+            .as_ref()
+            .unwrap()
+            .striped
+            .as_ref()
+            .unwrap()
+            .modulus,
+        2
+    );
+    assert_eq!(idmint::sequence::count(&database, "ord").await.unwrap(), 1);
     let lane = before
         .iter()
         .find(|document| document.get_str("_id") == Ok("orders#0"))
@@ -393,4 +409,83 @@ async fn the_stored_twins_refuse_a_map_and_its_lanes() {
 #[test]
 fn a_lane_cannot_be_named() {
     assert!(CounterName::new("orders#0").is_err());
+}
+
+/// `idmint serve`'s router, in-process over a striped counter: `/values`
+/// and `/ids` take from its lanes through the same pool as any counter's;
+/// `/ranges` refuses it, its values not being runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_takes_values_and_ids_from_a_striped_counter() {
+    use axum::body::Body;
+    use axum::http::{Request, StatusCode};
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+
+    const TEST: &str = "striped_serve";
+    let database = support::database(TEST).await;
+    let spec = CounterSpec::of(CounterKind::Autoinc);
+    create_striped(&database, &counter_name("orders"), &spec, 3)
+        .await
+        .unwrap();
+    let runtime = idmint::PolicyRuntime::new().unwrap();
+    let decimal = runtime.load_builtin("decimal").unwrap();
+    let server = idmint_serve::Server::start(
+        &database,
+        &runtime,
+        decimal,
+        idmint_serve::ServeOptions::default(),
+    )
+    .await
+    .unwrap();
+    let router = server.router();
+    let get = |path: &'static str| {
+        let router = router.clone();
+        async move {
+            let request = Request::get(path).body(Body::empty()).unwrap();
+            let response = router.oneshot(request).await.unwrap();
+            let status = response.status();
+            let bytes = response.into_body().collect().await.unwrap().to_bytes();
+            (status, serde_json::from_slice::<Value>(&bytes).unwrap())
+        }
+    };
+    let mut all = Vec::new();
+    for _ in 0..4 {
+        let (status, body) = get("/v1/counters/orders/values?count=5").await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        all.extend(
+            body["values"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|value| value.as_u64().unwrap()),
+        );
+    }
+    assert_eq!(all.len(), 20);
+    assert_distinct(&all);
+    let (status, body) = get("/v1/counters/orders/ids?count=3").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["ids"].as_array().unwrap().len(), 3, "{body}");
+    let (status, body) = get("/v1/counters/orders/ranges?count=3").await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("not runs"),
+        "{body}"
+    );
+    // Every value taken is a lane's: their local values add up.
+    let lanes = idmint::sequence::striping::lanes(
+        &database,
+        &counter_name("orders"),
+        &CounterState::from_document(
+            &counter_name("orders"),
+            &support::counter_document(&database, "orders")
+                .await
+                .unwrap(),
+        )
+        .unwrap()
+        .striped
+        .unwrap(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(lanes.iter().map(|lane| lane.seq).sum::<u64>(), 23);
 }
