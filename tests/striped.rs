@@ -285,6 +285,54 @@ async fn a_change_of_stripes_with_takes_in_flight_never_hands_out_a_value_twice(
     assert_distinct(&all);
 }
 
+/// Two changes of one counter's stripes at once: the first is held after
+/// its seals, before it writes its lanes; the second claims the next
+/// generation, runs to the end, and values are taken from its lanes; the
+/// first, let go, fails having written nothing (its seals were taken over),
+/// so that no value is handed out twice and the counter goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn of_two_changes_of_stripes_at_once_the_later_one_wins() {
+    const TEST: &str = "striped_two_changes";
+    let database = support::database(TEST).await;
+    let name = counter_name("orders");
+    let spec = CounterSpec::of(CounterKind::Autoinc).prefixes(Vec::new());
+    create_striped(&database, &name, &spec, 4).await.unwrap();
+    let (sequence, _) = Sequence::open(&database, name.clone(), &OpenOptions::default())
+        .await
+        .unwrap();
+    let mut all: Vec<u64> = joined(spawn_takers(&sequence, 8, 5)).await.concat();
+
+    let held = hold(&database_name(TEST), "orders", Point::BeforeLaneWrites, 1);
+    let first = {
+        let (database, name) = (database.clone(), name.clone());
+        tokio::spawn(async move { set_stripes(&database, &name, 6).await })
+    };
+    held.arrived().await;
+    let second = set_stripes(&database, &name, 2).await.unwrap();
+    let (sequence, _) = Sequence::open(&database, name.clone(), &OpenOptions::default())
+        .await
+        .unwrap();
+    let between: Vec<u64> = joined(spawn_takers(&sequence, 4, 5)).await.concat();
+    held.release().await;
+    let refused = first.await.unwrap().unwrap_err();
+    drop(held);
+    assert!(
+        refused
+            .to_string()
+            .contains("another change of its stripes"),
+        "{refused}"
+    );
+    assert!(between.iter().all(|value| *value > second.map.base));
+    all.extend(&between);
+    let after: Vec<u64> = joined(spawn_takers(&sequence, 8, 5)).await.concat();
+    all.extend(&after);
+    assert_eq!(all.len(), 8 * 5 + 4 * 5 + 8 * 5);
+    assert_distinct(&all);
+    // The counter goes on: one more change, above everything.
+    let third = set_stripes(&database, &name, 3).await.unwrap();
+    assert!(all.iter().all(|value| *value <= third.map.base));
+}
+
 /// What no path that does not know lanes does: take from a map or a lane.
 /// A kind's own handle refuses the map; the command `idmint pipeline`
 /// exports for any kind matches neither (`value: null`); the registry's

@@ -2,7 +2,9 @@
 //! a change of stripes runs while they are in flight: [`Point::BeforeTake`]
 //! (the map read and a lane chosen, the take not sent) and
 //! [`Point::AfterTake`] (the take applied by the server, its answer not
-//! used yet). Only in builds with the `test-hooks` feature (the test
+//! used yet); and a change of stripes between its seals and its writing
+//! of the new lanes ([`Point::BeforeLaneWrites`]), so that another change
+//! runs meanwhile. Only in builds with the `test-hooks` feature (the test
 //! suite's); elsewhere the taker passes them without a pause.
 
 /// Where a taker is held.
@@ -12,6 +14,8 @@ pub enum Point {
     BeforeTake,
     /// The take applied by the server; its answer not used yet.
     AfterTake,
+    /// A change of stripes: its lanes sealed, the new ones not written.
+    BeforeLaneWrites,
 }
 
 #[cfg(feature = "test-hooks")]

@@ -162,19 +162,39 @@ pub(crate) fn take_command(lane_id: &str, kind: &str, count: u64) -> (Document, 
     (filter, update)
 }
 
-/// The filter and update that seal lane `lane_id` of `generation` (a
-/// lane sealed already keeps its seal): after it no take matches the lane,
-/// and the lane after the update says the last value it handed out.
-pub(crate) fn seal_command(lane_id: &str, generation: u64) -> (Document, Vec<Document>) {
-    let filter = doc! {
-        "_id": lane_id,
-        "kind": LANE_KIND,
-        "lane.generation": generation as i64,
-    };
+/// The filter and update that seal lane `lane_id` for the change of
+/// stripes that claimed generation `claim` (a lane sealed already keeps
+/// the time of its seal, and takes the new claim): after it no take
+/// matches the lane, the lane after the update says the last value it
+/// handed out, and only that change writes a lane in its place
+/// ([`claimed`]).
+pub(crate) fn seal_command(lane_id: &str, claim: u64) -> (Document, Vec<Document>) {
+    let filter = doc! { "_id": lane_id, "kind": LANE_KIND };
     let update = vec![doc! { "$set": {
-        "sealed": { "$ifNull": ["$sealed", { "at": "$$NOW" }] },
+        "sealed": {
+            "at": { "$ifNull": ["$sealed.at", "$$NOW"] },
+            "claim": claim as i64,
+        },
     }}];
     (filter, update)
+}
+
+/// The filter of lane `lane_id` sealed for the change that claimed
+/// generation `claim`, and for no later one.
+pub(crate) fn claimed(lane_id: &str, claim: u64) -> Document {
+    doc! { "_id": lane_id, "kind": LANE_KIND, "sealed.claim": claim as i64 }
+}
+
+/// A lane `lane_id` that hands out nothing, sealed for the change that
+/// claimed generation `claim`: what that change writes where it will
+/// write a lane and none is, so that its seals cover every lane it writes.
+pub(crate) fn placeholder(lane_id: &str, kind: &str, claim: u64, lane: Lane) -> Document {
+    let mut document = new_lane(lane_id, kind, claim, lane);
+    document.insert(
+        "sealed",
+        doc! { "at": mongodb::bson::DateTime::now(), "claim": claim as i64 },
+    );
+    document
 }
 
 /// The document of a new lane `lane_id` of kind `kind`: `lane` of
