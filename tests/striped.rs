@@ -402,6 +402,67 @@ async fn paths_that_do_not_know_lanes_leave_a_striped_counter_unchanged() {
     assert_eq!(counters(&database).await, before);
 }
 
+/// `idmint pipeline` prints no command for a striped counter: the command
+/// of its lanes' kind would take nothing from the map, and one command
+/// cannot choose a lane and move on from a sealed one.
+#[tokio::test]
+async fn pipeline_prints_no_command_for_a_striped_counter() {
+    const TEST: &str = "striped_pipeline";
+    support::database(TEST).await;
+    support::create(TEST, "orders", &["--kind", "autoinc", "--stripes", "2"]);
+    let refused = run(idmint(TEST).args(["pipeline", "orders"]));
+    assert_exit(&refused, 2);
+    assert!(
+        stderr(&refused).contains("counter 'orders' is striped") && stdout(&refused).is_empty(),
+        "{}",
+        stderr(&refused)
+    );
+}
+
+/// The lane's reader and its guard on the server are twins: a lane that
+/// the reader refuses, the take's filter does not match, and the take
+/// says what is wrong, leaving the lane as it was.
+#[tokio::test]
+async fn a_malformed_lane_is_named_and_left_unchanged() {
+    const TEST: &str = "striped_malformed_lane";
+    let database = support::database(TEST).await;
+    support::create(
+        TEST,
+        "one",
+        &["--kind", "autoinc", "--stripes", "2", "--raw"],
+    );
+    // A map of one lane: every take goes to lane 0.
+    set_stripes(&database, &counter_name("one"), 1)
+        .await
+        .unwrap();
+    let lane = || async { support::counter_document(&database, "one#0").await.unwrap() };
+    let good = lane().await;
+    for (field, value, needle) in [
+        ("last", Bson::Int64(7), "last is 7, not"),
+        ("seq", Bson::String("1".into()), "seq is the string"),
+        ("seq", Bson::Double(1.5), "seq is 1.5"),
+        (
+            "sealed",
+            Bson::Boolean(false),
+            "sealed is the boolean false",
+        ),
+        ("kind", Bson::String("autoinc".into()), "not \"lane\""),
+    ] {
+        let mut broken = good.clone();
+        broken.insert(field, value);
+        let broken = support::replace_counter(&database, "one#0", broken).await;
+        let (sequence, _) = Sequence::open(&database, counter_name("one"), &OpenOptions::default())
+            .await
+            .unwrap();
+        let error = sequence.take(1, 0).await.unwrap_err().to_string();
+        assert!(
+            error.contains("lane 'one#0' is corrupt") && error.contains(needle),
+            "{field}: {error}"
+        );
+        assert_eq!(lane().await, broken, "{field}");
+    }
+}
+
 /// The stored JavaScript twins, run by mongosh, refuse a striped counter's
 /// map and its lanes, and change nothing.
 #[tokio::test]
