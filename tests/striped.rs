@@ -333,6 +333,50 @@ async fn of_two_changes_of_stripes_at_once_the_later_one_wins() {
     assert!(all.iter().all(|value| *value <= third.map.base));
 }
 
+/// A change of stripes that stopped half way (its task ended after its
+/// seals, as a crash would end it) leaves the counter with no live lane:
+/// a take waits a few seconds, then fails saying so, having taken
+/// nothing; running the change again finishes it, above every value.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_change_stopped_half_way_is_finished_by_the_next() {
+    const TEST: &str = "striped_half_way";
+    let database = support::database(TEST).await;
+    let name = counter_name("orders");
+    let spec = CounterSpec::of(CounterKind::Autoinc).prefixes(Vec::new());
+    create_striped(&database, &name, &spec, 3).await.unwrap();
+    let (sequence, _) = Sequence::open(&database, name.clone(), &OpenOptions::default())
+        .await
+        .unwrap();
+    let mut all: Vec<u64> = joined(spawn_takers(&sequence, 6, 4)).await.concat();
+    let held = hold(&database_name(TEST), "orders", Point::BeforeLaneWrites, 1);
+    let stopped = {
+        let (database, name) = (database.clone(), name.clone());
+        tokio::spawn(async move { set_stripes(&database, &name, 2).await })
+    };
+    held.arrived().await;
+    stopped.abort();
+    assert!(stopped.await.unwrap_err().is_cancelled());
+    drop(held);
+
+    let waiting = run(idmint(TEST).args(["seq", "orders"]));
+    assert_exit(&waiting, 3);
+    assert!(
+        stderr(&waiting).contains("no live lane") && stdout(&waiting).is_empty(),
+        "{}",
+        stderr(&waiting)
+    );
+    let shown = stdout(&run(idmint(TEST).args(["counter", "show", "orders"])));
+    assert!(shown.contains("a change of stripes under way"), "{shown}");
+
+    let finished = run(idmint(TEST).args(["counter", "stripes", "orders", "--set", "2"]));
+    assert_exit(&finished, 0);
+    let after: Vec<u64> = joined(spawn_takers(&sequence, 6, 4)).await.concat();
+    let highest = *all.iter().max().unwrap();
+    assert!(after.iter().all(|value| *value > highest), "{after:?}");
+    all.extend(after);
+    assert_distinct(&all);
+}
+
 /// What no path that does not know lanes does: take from a map or a lane.
 /// A kind's own handle refuses the map; the command `idmint pipeline`
 /// exports for any kind matches neither (`value: null`); the registry's
