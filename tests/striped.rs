@@ -181,6 +181,29 @@ async fn striping_an_unstriped_counter_continues_above_it() {
     assert!(last.iter().all(|value| *value > highest), "{last:?}");
 }
 
+/// A handle opened before its counter was striped (a long-running `serve`
+/// or `next --stream`) takes from the lanes once it is: its take finds the
+/// map, takes nothing from it, and goes to a lane, above every value before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handle_opened_before_the_counter_was_striped_takes_from_its_lanes() {
+    const TEST: &str = "striped_opened_before";
+    let database = support::database(TEST).await;
+    let name = counter_name("orders");
+    let spec = CounterSpec::of(CounterKind::Autoinc).prefixes(Vec::new());
+    create_striped(&database, &name, &spec, 1).await.unwrap();
+    let (sequence, _) = Sequence::open(&database, name.clone(), &OpenOptions::default())
+        .await
+        .unwrap();
+    assert!(!sequence.is_striped());
+    let mut all: Vec<u64> = joined(spawn_takers(&sequence, 4, 5)).await.concat();
+    let striped = set_stripes(&database, &name, 3).await.unwrap();
+    assert_eq!(striped.map.base, 20);
+    let after: Vec<u64> = joined(spawn_takers(&sequence, 6, 5)).await.concat();
+    assert!(after.iter().all(|value| *value > 20), "{after:?}");
+    all.extend(after);
+    assert_distinct(&all);
+}
+
 /// Takes `count` values of `sequence` in `takers` concurrent tasks.
 fn spawn_takers(
     sequence: &Sequence,

@@ -326,14 +326,33 @@ macro_rules! registry {
                 client_micros: u64,
             ) -> Result<Vec<Stamp>, SequenceError> {
                 check_block(self.name(), count)?;
-                match self {
-                    $($(#[$meta])* Self::$variant(handle) => Handle::take(handle, count, client_micros).await,)+
-                    Self::Striped { counter, .. } => Ok(counter
-                        .take(count as u64)
-                        .await?
-                        .into_iter()
-                        .map(|value| Stamp::new(client_micros, value))
-                        .collect()),
+                let striped = match self {
+                    $($(#[$meta])* Self::$variant(handle) => match Handle::take(handle, count, client_micros).await {
+                        // Striped since it was opened: its document is the
+                        // map now, and it took nothing.
+                        Err(SequenceError::Striped { .. }) => self.lanes_now().await?,
+                        taken => return taken,
+                    },)+
+                    Self::Striped { counter, .. } => counter.clone(),
+                };
+                Ok(striped
+                    .take(count as u64)
+                    .await?
+                    .into_iter()
+                    .map(|value| Stamp::new(client_micros, value))
+                    .collect())
+            }
+
+            /// The lanes of this counter, opened from its map as it is now:
+            /// for a handle opened before the counter was striped, whose
+            /// take found the map. (Each such take reads the map again;
+            /// opening the counter again takes from the lanes directly.)
+            async fn lanes_now(&self) -> Result<StripedCounter, SequenceError> {
+                let state = self.state().await?;
+                let database = self.database();
+                match Self::open_read(&database, self.name().clone(), &state, &OpenOptions::default()).await? {
+                    Sequence::Striped { counter, .. } => Ok(counter),
+                    _ => Err(SequenceError::Striped { name: self.name().clone() }),
                 }
             }
 
