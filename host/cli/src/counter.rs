@@ -325,12 +325,7 @@ fn print_state(
     verb: &str,
     lanes: Option<&[LaneDocument]>,
 ) -> anyhow::Result<Outcome> {
-    // A striped counter's own fields are as they were at its last change
-    // of stripes: its lanes say what it hands out.
-    let facts = match state.striped {
-        Some(_) => Vec::new(),
-        None => state.facts(idmint::SystemClock.now_micros() / 1000),
-    };
+    let facts = state.facts(idmint::SystemClock.now_micros() / 1000);
     let view = CounterView {
         state,
         facts: &facts,
@@ -343,18 +338,15 @@ fn print_state(
         let mut text = String::new();
         let _ = writeln!(text, "{verb}counter '{}'", state.name);
         line(&mut text, "kind", state.kind().as_str());
-        if let Some(map) = &state.striped {
-            line(&mut text, "striped", &stripes_text(map));
-            for lane in lanes.unwrap_or_default() {
-                line(
-                    &mut text,
-                    &format!("lane {}", lane.lane.residue()),
-                    &lane_text(lane),
-                );
-            }
-        }
         for fact in facts.iter().filter(|fact| !fact.after_prefix) {
             line(&mut text, fact.label, &fact.text);
+        }
+        for lane in lanes.unwrap_or_default() {
+            line(
+                &mut text,
+                &format!("lane {}", lane.lane.residue()),
+                &lane_text(lane),
+            );
         }
         line(&mut text, "prefix", &prefix_text(state));
         for fact in facts.iter().filter(|fact| fact.after_prefix) {
@@ -390,21 +382,6 @@ fn prefix_text(state: &CounterState) -> String {
         text.push_str(" (undeclared: `idmint status` reports a prefix two counters own)");
     }
     text
-}
-
-/// A striped counter's generation, as `counter show` says it.
-fn stripes_text(map: &striping::StripeMap) -> String {
-    if !map.live {
-        return format!(
-            "generation {}, a change of stripes under way (no live lane; \
-             `idmint counter stripes` finishes it)",
-            map.generation
-        );
-    }
-    format!(
-        "generation {}: {} lanes, values above {} (unique, not increasing)",
-        map.generation, map.modulus, map.base
-    )
 }
 
 /// One lane, as `counter show` says it.

@@ -516,14 +516,22 @@ macro_rules! registry {
             }
 
             /// What the counter says about itself at `now_ms`, in order.
+            /// A striped counter's: its generation (its own fields are as
+            /// at its last change of stripes; its lanes say the rest).
             pub fn facts(&self, now_ms: u64) -> Vec<Fact> {
-                self.kind.facts(now_ms)
+                match &self.striped {
+                    Some(map) => vec![Fact::text("striped", map.describe())],
+                    None => self.kind.facts(now_ms),
+                }
             }
 
             /// How much of what the counter can hand out is used at `now_ms`
-            /// (`None`: it never runs out).
+            /// (`None`: it never runs out, or it is striped: its lanes say).
             pub fn headroom(&self, now_ms: u64) -> Option<Headroom> {
-                self.kind.headroom(now_ms)
+                match &self.striped {
+                    Some(_) => None,
+                    None => self.kind.headroom(now_ms),
+                }
             }
 
             /// The fields of kind `K`, if this is a counter of that kind.

@@ -73,6 +73,21 @@ impl StripeMap {
         }
     }
 
+    /// The generation in words, as `counter show` and the monitor say it.
+    pub fn describe(&self) -> String {
+        if !self.live {
+            return format!(
+                "generation {}, a change of stripes under way (no live lane; \
+                 `idmint counter stripes` finishes it)",
+                self.generation
+            );
+        }
+        format!(
+            "generation {}: {} lanes, values above {} (unique, not increasing)",
+            self.generation, self.modulus, self.base
+        )
+    }
+
     /// Reads the `striped` field of `document`, or says what is wrong.
     pub fn read(document: &Document) -> Result<Self, String> {
         let striped = match document.get("striped") {
@@ -172,6 +187,37 @@ mod tests {
         };
         let read = StripeMap::read(&map_document(changing.to_document())).unwrap();
         assert!(!read.live && read.lanes().is_empty());
+    }
+
+    #[test]
+    fn the_registry_reads_a_map_as_its_lanes_kind_and_says_its_generation() {
+        let map = StripeMap::live("autoinc", 2, Generation::new(41, 4).unwrap());
+        let mut document = map_document(map.to_document());
+        document.insert("prefixes", Vec::<String>::new());
+        let name = crate::sequence::CounterName::new("orders").unwrap();
+        let state = crate::sequence::CounterState::from_document(&name, &document).unwrap();
+        assert_eq!(state.kind(), crate::sequence::CounterKind::Autoinc);
+        assert_eq!(state.striped, Some(map));
+        let facts = state.facts(0);
+        assert_eq!(facts.len(), 1);
+        assert_eq!(
+            (facts[0].label, facts[0].text.as_str()),
+            (
+                "striped",
+                "generation 2: 4 lanes, values above 41 (unique, not increasing)"
+            )
+        );
+        // Its own `seq` is as at its last change: no headroom from it.
+        assert_eq!(state.headroom(0), None);
+        // A kind's own reader refuses it.
+        let refused = crate::sequence::counter::document::read::<
+            crate::sequence::kinds::autoinc::AutoincKind,
+        >(&name, &document)
+        .unwrap_err();
+        assert!(
+            matches!(refused, crate::sequence::SequenceError::Striped { .. }),
+            "{refused}"
+        );
     }
 
     #[test]
