@@ -35,4 +35,5 @@ mod serve_inprocess;
 mod serve_schema;
 mod snowflake;
 mod stored_functions;
+mod striped;
 mod test_kind;

@@ -1,9 +1,10 @@
-//! `idmint counter create|show`.
+//! `idmint counter create|show|stripes|prefix`.
 
 use std::fmt::Write;
 
 use clap::{Args, Subcommand};
 use idmint::parts::PeriodUnit;
+use idmint::sequence::striping::{self, LaneDocument, MAX_LANES};
 use idmint::sequence::{
     self, CounterKind, CounterName, CounterSpec, CounterState, SequenceError, Setting, Settings,
 };
@@ -22,8 +23,13 @@ pub enum CounterCmd {
     /// Create a counter, of any kind idmint knows.
     #[command(about = format!("Create a counter: {}", kinds_choice()))]
     Create(CreateArgs),
-    /// Show a counter's kind and state.
+    /// Show a counter's kind and state (a striped counter: each lane's).
     Show(ShowArgs),
+    /// Give a counter a new generation of lanes (stripes) in this
+    /// deployment: every lane of the current one is sealed, and the new
+    /// lanes hand out values above all they handed out. An unstriped
+    /// autoinc counter becomes striped.
+    Stripes(StripesArgs),
     /// Add a prefix to the ones a counter owns, or remove one (a prefix is
     /// owned by one counter, once, so that formatted IDs never collide).
     #[command(subcommand)]
@@ -87,6 +93,12 @@ pub struct CreateArgs {
     /// given a prefix (`idmint counter prefix add`).
     #[arg(long)]
     pub raw: bool,
+    /// How many lanes (stripes) the counter's values come from, each a
+    /// document of its own, so that takes spread over them (autoinc only,
+    /// so far): its values are then unique, not increasing. 1: an unstriped
+    /// counter.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=MAX_LANES))]
+    pub stripes: u64,
     /// Succeed without changing anything if the counter already exists.
     #[arg(long)]
     pub exist_ok: bool,
@@ -105,12 +117,48 @@ pub struct ShowArgs {
     pub connect: ConnectArgs,
 }
 
+/// Arguments of `idmint counter stripes`.
+#[derive(Debug, Args)]
+pub struct StripesArgs {
+    /// The counter's name.
+    pub name: String,
+    /// How many lanes the new generation has.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=MAX_LANES))]
+    pub set: u64,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
 /// A counter as `--json` shows it: its fields, and the facts the kind
 /// derives from them (a cyclic counter's `last_issued_at`, a snowflake
 /// counter's `runs_out_on`, ...).
 struct CounterView<'a> {
     state: &'a CounterState,
     facts: &'a [idmint::sequence::Fact],
+    /// A striped counter's live lanes.
+    lanes: Option<&'a [LaneDocument]>,
+}
+
+/// One lane as `counter show --json` shows it.
+#[derive(Serialize)]
+struct LaneView {
+    residue: u64,
+    /// Its last local value (0: none yet).
+    local: u64,
+    /// The last value it handed out (the generation's base if none).
+    last: u64,
+    sealed: bool,
+}
+
+impl LaneView {
+    fn of(lane: &LaneDocument) -> Self {
+        LaneView {
+            residue: lane.lane.residue(),
+            local: lane.seq,
+            last: lane.last,
+            sealed: lane.sealed,
+        }
+    }
 }
 
 impl Serialize for CounterView<'_> {
@@ -125,6 +173,10 @@ impl Serialize for CounterView<'_> {
         for (key, value) in self.facts.iter().filter_map(|fact| fact.json.as_ref()) {
             map.serialize_entry(key, value)?;
         }
+        if let Some(lanes) = self.lanes {
+            let lanes: Vec<LaneView> = lanes.iter().map(LaneView::of).collect();
+            map.serialize_entry("lanes", &lanes)?;
+        }
         map.end()
     }
 }
@@ -134,6 +186,7 @@ impl CounterCmd {
         match self {
             CounterCmd::Create(args) => &args.connect,
             CounterCmd::Show(args) => &args.connect,
+            CounterCmd::Stripes(args) => &args.connect,
             CounterCmd::Prefix(PrefixCmd::Add(args) | PrefixCmd::Remove(args)) => &args.connect,
         }
     }
@@ -173,13 +226,13 @@ impl CounterCmd {
                     }
                 }
                 let database = args.connect.connect().await?;
-                match sequence::create(&database, &name, &spec).await {
-                    Ok(state) => print_state(output, &state, "created "),
+                match striping::create_striped(&database, &name, &spec, args.stripes).await {
+                    Ok(state) => show_state(output, &database, &state, "created ").await,
                     Err(SequenceError::CounterExists(_)) if args.exist_ok => {
                         let state = sequence::state(&database, &name)
                             .await
                             .map_err(idmint::Error::from)?;
-                        print_state(output, &state, "existing ")
+                        show_state(output, &database, &state, "existing ").await
                     }
                     Err(error) => Err(idmint::Error::from(error).into()),
                 }
@@ -190,7 +243,18 @@ impl CounterCmd {
                 let state = sequence::state(&database, &name)
                     .await
                     .map_err(idmint::Error::from)?;
-                print_state(output, &state, "")
+                show_state(output, &database, &state, "").await
+            }
+            CounterCmd::Stripes(args) => {
+                let name = CounterName::new(&args.name).map_err(idmint::Error::from)?;
+                let database = args.connect.connect().await?;
+                striping::set_stripes(&database, &name, args.set)
+                    .await
+                    .map_err(idmint::Error::from)?;
+                let state = sequence::state(&database, &name)
+                    .await
+                    .map_err(idmint::Error::from)?;
+                show_state(output, &database, &state, "").await
             }
             CounterCmd::Prefix(PrefixCmd::Add(args)) => {
                 let name = CounterName::new(&args.name).map_err(idmint::Error::from)?;
@@ -209,7 +273,7 @@ impl CounterCmd {
                 let state = sequence::prefixes::add(&database, &name, &args.prefix)
                     .await
                     .map_err(idmint::Error::from)?;
-                print_state(output, &state, "")
+                print_state(output, &state, "", None)
             }
             CounterCmd::Prefix(PrefixCmd::Remove(args)) => {
                 let name = CounterName::new(&args.name).map_err(idmint::Error::from)?;
@@ -217,7 +281,7 @@ impl CounterCmd {
                 let state = sequence::prefixes::remove(&database, &name, &args.prefix)
                     .await
                     .map_err(idmint::Error::from)?;
-                print_state(output, &state, "")
+                print_state(output, &state, "", None)
             }
         }
     }
@@ -237,11 +301,35 @@ fn check_policy_prefix(
     Ok(())
 }
 
-fn print_state(output: &Output, state: &CounterState, verb: &str) -> anyhow::Result<Outcome> {
+/// [`print_state`], with a striped counter's lanes read first.
+async fn show_state(
+    output: &Output,
+    database: &mongodb::Database,
+    state: &CounterState,
+    verb: &str,
+) -> anyhow::Result<Outcome> {
+    let lanes = match &state.striped {
+        Some(map) => Some(
+            striping::lanes(database, &CounterName::new(&state.name)?, map)
+                .await
+                .map_err(idmint::Error::from)?,
+        ),
+        None => None,
+    };
+    print_state(output, state, verb, lanes.as_deref())
+}
+
+fn print_state(
+    output: &Output,
+    state: &CounterState,
+    verb: &str,
+    lanes: Option<&[LaneDocument]>,
+) -> anyhow::Result<Outcome> {
     let facts = state.facts(idmint::SystemClock.now_micros() / 1000);
     let view = CounterView {
         state,
         facts: &facts,
+        lanes,
     };
     output.report(&view, || {
         let line = |text: &mut String, label: &str, value: &str| {
@@ -252,6 +340,13 @@ fn print_state(output: &Output, state: &CounterState, verb: &str) -> anyhow::Res
         line(&mut text, "kind", state.kind().as_str());
         for fact in facts.iter().filter(|fact| !fact.after_prefix) {
             line(&mut text, fact.label, &fact.text);
+        }
+        for lane in lanes.unwrap_or_default() {
+            line(
+                &mut text,
+                &format!("lane {}", lane.lane.residue()),
+                &lane_text(lane),
+            );
         }
         line(&mut text, "prefix", &prefix_text(state));
         for fact in facts.iter().filter(|fact| fact.after_prefix) {
@@ -287,4 +382,14 @@ fn prefix_text(state: &CounterState) -> String {
         text.push_str(" (undeclared: `idmint status` reports a prefix two counters own)");
     }
     text
+}
+
+/// One lane, as `counter show` says it.
+fn lane_text(lane: &LaneDocument) -> String {
+    let sealed = if lane.sealed { ", sealed" } else { "" };
+    if lane.seq == 0 {
+        format!("nothing handed out yet{sealed}")
+    } else {
+        format!("local value {}, last value {}{sealed}", lane.seq, lane.last)
+    }
 }

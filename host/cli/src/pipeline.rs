@@ -98,6 +98,11 @@ impl PipelineCmd {
             Err(SequenceError::UnknownCounter(_)) => return Ok(None),
             Err(error) => return Err(idmint::Error::from(error).into()),
         };
+        if state.striped.is_some() {
+            // Its lanes' command would need the map read and a sealed lane
+            // handled: no one command takes from it.
+            return Err(idmint::Error::from(SequenceError::Striped { name: name.clone() }).into());
+        }
         let period = state
             .period()
             .map_or_else(Self::default_period, |(unit, zone)| {

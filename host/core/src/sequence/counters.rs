@@ -59,9 +59,12 @@ impl Listed {
 }
 
 /// Every counter in `database`, by name: a malformed document is listed
-/// with what is wrong with it rather than failing the list. Reads only.
+/// with what is wrong with it rather than failing the list. A striped
+/// counter's lanes are not counters: its map is listed, they are not.
+/// Reads only.
 pub async fn list(database: &Database) -> Result<Vec<Listed>, SequenceError> {
-    let documents = find_counters(database, mongodb::bson::doc! {}, mongodb::bson::doc! {}).await?;
+    let documents =
+        find_counters(database, names_starting_with(""), mongodb::bson::doc! {}).await?;
     Ok(documents.iter().map(Listed::of).collect())
 }
 
@@ -100,17 +103,19 @@ pub async fn count(database: &Database, start: &str) -> Result<u64, SequenceErro
 
 /// The filter of the counters whose name starts with `start`: the names
 /// from `start` up to the first string after every name that starts with
-/// it (the server compares strings by code point), or every document when
-/// `start` is empty.
+/// it (the server compares strings by code point), or every counter when
+/// `start` is empty; never a striped counter's lane.
 fn names_starting_with(start: &str) -> Document {
+    // A striped counter's lanes are not counters.
+    let not_a_lane = mongodb::bson::doc! { "$ne": crate::sequence::striping::LANE_KIND };
     if start.is_empty() {
-        return mongodb::bson::doc! {};
+        return mongodb::bson::doc! { "kind": not_a_lane };
     }
     let mut range = mongodb::bson::doc! { "$gte": start };
     if let Some(after) = successor(start) {
         range.insert("$lt", after);
     }
-    mongodb::bson::doc! { "_id": range }
+    mongodb::bson::doc! { "_id": range, "kind": not_a_lane }
 }
 
 /// The least string greater than every string that starts with `start`:
@@ -177,6 +182,9 @@ mod tests {
         for name in ["cust", "cust-", "cust-0zzz", "cust-2"] {
             assert!(!(name >= "cust-1" && name < after.as_str()), "{name}");
         }
-        assert_eq!(names_starting_with(""), mongodb::bson::doc! {});
+        assert_eq!(
+            names_starting_with(""),
+            mongodb::bson::doc! { "kind": { "$ne": "lane" } }
+        );
     }
 }

@@ -36,6 +36,9 @@ macro_rules! registry {
         };
         use $crate::sequence::name::CounterName;
         use $crate::sequence::settings::{Setting, Settings};
+        use $crate::sequence::striping::{
+            StripeMap, StripedCounter, StripingError, LANE_KIND, STRIPED_KIND,
+        };
         use $crate::mongo::collections::COUNTERS as COUNTERS_COLLECTION;
 
         /// A `kind` that idmint does not know.
@@ -229,6 +232,14 @@ macro_rules! registry {
                 #[doc = concat!("An opened ", stringify!($field), " counter.")]
                 $variant(<$kind as Kind>::Handle),
             )+
+            /// An opened striped counter: its values come from its lanes
+            /// (`striping/`), each a counter of `kind`.
+            Striped {
+                /// The lanes' kind.
+                kind: CounterKind,
+                /// The counter.
+                counter: StripedCounter,
+            },
         }
 
         $(
@@ -261,6 +272,12 @@ macro_rules! registry {
                 state: &CounterState,
                 options: &OpenOptions,
             ) -> Result<Self, SequenceError> {
+                if let Some(map) = &state.striped {
+                    return Ok(Sequence::Striped {
+                        kind: state.kind(),
+                        counter: StripedCounter::open(database, name, map)?,
+                    });
+                }
                 Ok(match &state.kind {
                     $($(#[$meta])* KindState::$variant(fields) => Sequence::$variant(
                         <$kind as Kind>::open(database, name, fields, &options.$field).await?,
@@ -272,6 +289,7 @@ macro_rules! registry {
             pub fn name(&self) -> &CounterName {
                 match self {
                     $($(#[$meta])* Self::$variant(handle) => Handle::name(handle),)+
+                    Self::Striped { counter, .. } => counter.name(),
                 }
             }
 
@@ -279,13 +297,20 @@ macro_rules! registry {
             pub fn kind(&self) -> CounterKind {
                 match self {
                     $($(#[$meta])* Self::$variant(_) => CounterKind::$variant,)+
+                    Self::Striped { kind, .. } => *kind,
                 }
+            }
+
+            /// Whether the counter is striped.
+            pub fn is_striped(&self) -> bool {
+                matches!(self, Self::Striped { .. })
             }
 
             /// The database the counter is in.
             pub fn database(&self) -> Database {
                 match self {
                     $($(#[$meta])* Self::$variant(handle) => Handle::database(handle),)+
+                    Self::Striped { counter, .. } => counter.database(),
                 }
             }
 
@@ -301,8 +326,33 @@ macro_rules! registry {
                 client_micros: u64,
             ) -> Result<Vec<Stamp>, SequenceError> {
                 check_block(self.name(), count)?;
-                match self {
-                    $($(#[$meta])* Self::$variant(handle) => Handle::take(handle, count, client_micros).await,)+
+                let striped = match self {
+                    $($(#[$meta])* Self::$variant(handle) => match Handle::take(handle, count, client_micros).await {
+                        // Striped since it was opened: its document is the
+                        // map now, and it took nothing.
+                        Err(SequenceError::Striped { .. }) => self.lanes_now().await?,
+                        taken => return taken,
+                    },)+
+                    Self::Striped { counter, .. } => counter.clone(),
+                };
+                Ok(striped
+                    .take(count as u64)
+                    .await?
+                    .into_iter()
+                    .map(|value| Stamp::new(client_micros, value))
+                    .collect())
+            }
+
+            /// The lanes of this counter, opened from its map as it is now:
+            /// for a handle opened before the counter was striped, whose
+            /// take found the map. (Each such take reads the map again;
+            /// opening the counter again takes from the lanes directly.)
+            async fn lanes_now(&self) -> Result<StripedCounter, SequenceError> {
+                let state = self.state().await?;
+                let database = self.database();
+                match Self::open_read(&database, self.name().clone(), &state, &OpenOptions::default()).await? {
+                    Sequence::Striped { counter, .. } => Ok(counter),
+                    _ => Err(SequenceError::Striped { name: self.name().clone() }),
                 }
             }
 
@@ -311,7 +361,9 @@ macro_rules! registry {
             /// that [hand out runs](CounterKind::hands_out_runs)). For the
             /// others: [`SequenceError::NoRuns`], and nothing is taken.
             pub async fn take_ranges(&self, count: u64) -> Result<Vec<Range<u64>>, SequenceError> {
-                if !self.kind().hands_out_runs() {
+                // A striped counter's values are not runs: its lanes'
+                // values step by their modulus.
+                if !self.kind().hands_out_runs() || self.is_striped() {
                     return Err(SequenceError::NoRuns {
                         name: self.name().clone(),
                         kind: self.kind().as_str(),
@@ -319,6 +371,7 @@ macro_rules! registry {
                 }
                 match self {
                     $($(#[$meta])* Self::$variant(handle) => Handle::take_ranges(handle, count).await,)+
+                    Self::Striped { .. } => unreachable!("refused above"),
                 }
             }
 
@@ -329,6 +382,7 @@ macro_rules! registry {
             pub async fn give_back(&self, runs: &[Range<u64>]) -> Result<u64, SequenceError> {
                 match self {
                     $($(#[$meta])* Self::$variant(handle) => Handle::give_back(handle, runs).await,)+
+                    Self::Striped { .. } => Ok(0),
                 }
             }
 
@@ -337,6 +391,7 @@ macro_rules! registry {
             pub async fn close(&self) -> Result<GiveBack, SequenceError> {
                 match self {
                     $($(#[$meta])* Self::$variant(handle) => Handle::close(handle).await,)+
+                    Self::Striped { .. } => Ok(GiveBack::default()),
                 }
             }
 
@@ -362,6 +417,7 @@ macro_rules! registry {
             pub fn held(&self) -> Held {
                 match self {
                     $($(#[$meta])* Self::$variant(handle) => Handle::held(handle),)+
+                    Self::Striped { .. } => Held::default(),
                 }
             }
         }
@@ -425,15 +481,28 @@ macro_rules! registry {
                 name: &CounterName,
                 document: &Document,
             ) -> Result<Self, SequenceError> {
-                Self::read_with(name, document, |text| {
+                let striping = |source| SequenceError::Striping { name: name.clone(), source };
+                let mut striped: Option<StripeMap> = None;
+                let mut state = Self::read_with(name, document, |text| {
+                    // A map is read as its lanes' kind, the map beside; a
+                    // lane is not a counter.
+                    let text = match text {
+                        STRIPED_KIND => StripeMap::read(document)
+                            .map(|map| striped.insert(map).kind.clone())
+                            .map_err(|reason| striping(StripingError::CorruptMap(reason)))?,
+                        LANE_KIND => return Err(striping(StripingError::Lane)),
+                        text => text.to_string(),
+                    };
                     let kind: CounterKind =
                         text.parse().map_err(|_| SequenceError::UnknownKind {
                             name: name.clone(),
-                            kind: text.to_string(),
+                            kind: text.clone(),
                             known: CounterKind::names(),
                         })?;
                     kind.read(document).map_err(|reason| corrupt(name, reason))
-                })
+                })?;
+                state.striped = striped;
+                Ok(state)
             }
 
             /// The counter's kind.
@@ -447,14 +516,22 @@ macro_rules! registry {
             }
 
             /// What the counter says about itself at `now_ms`, in order.
+            /// A striped counter's: its generation (its own fields are as
+            /// at its last change of stripes; its lanes say the rest).
             pub fn facts(&self, now_ms: u64) -> Vec<Fact> {
-                self.kind.facts(now_ms)
+                match &self.striped {
+                    Some(map) => vec![Fact::text("striped", map.describe())],
+                    None => self.kind.facts(now_ms),
+                }
             }
 
             /// How much of what the counter can hand out is used at `now_ms`
-            /// (`None`: it never runs out).
+            /// (`None`: it never runs out, or it is striped: its lanes say).
             pub fn headroom(&self, now_ms: u64) -> Option<Headroom> {
-                self.kind.headroom(now_ms)
+                match &self.striped {
+                    Some(_) => None,
+                    None => self.kind.headroom(now_ms),
+                }
             }
 
             /// The fields of kind `K`, if this is a counter of that kind.
@@ -480,6 +557,9 @@ macro_rules! registry {
                 fn refuse(name: &CounterName, document: &Document) -> SequenceError {
                     match CounterState::from_document(name, document) {
                         Err(error) => error,
+                        Ok(state) if state.striped.is_some() => SequenceError::Striped {
+                            name: name.clone(),
+                        },
                         Ok(state) => SequenceError::WrongKind {
                             name: name.clone(),
                             expected: <$kind as Kind>::NAME,

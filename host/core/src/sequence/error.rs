@@ -51,6 +51,25 @@ pub enum SequenceError {
         /// The kind the counter is.
         found: &'static str,
     },
+    /// The counter is striped: its values come from its lanes, and this
+    /// path takes from one counter document only. It was left unchanged.
+    #[error(
+        "counter '{name}' is striped: its values come from its lanes, which this path \
+         does not take from (take with `idmint seq`, `next` or `serve`); it was left unchanged"
+    )]
+    Striped {
+        /// The counter.
+        name: CounterName,
+    },
+    /// A striped counter's map or lanes cannot be used or changed as asked.
+    #[error("counter '{name}': {source}")]
+    Striping {
+        /// The counter.
+        name: CounterName,
+        /// What is wrong.
+        #[source]
+        source: super::striping::StripingError,
+    },
     /// Runs of consecutive values were asked of a kind whose values are not
     /// runs (one whose [`CounterKind::hands_out_runs`] is false); nothing was
     /// taken.
@@ -362,6 +381,7 @@ impl SequenceError {
             | Self::CorruptCounter { .. }
             | Self::UnknownKind { .. }
             | Self::WrongKind { .. }
+            | Self::Striped { .. }
             | Self::NoRuns { .. }
             | Self::CorruptLease { .. }
             | Self::WorkerOutsideLayout { .. }
@@ -378,6 +398,7 @@ impl SequenceError {
             | Self::Stalled { .. }
             | Self::Contended { .. } => ErrorClass::Unavailable,
             Self::Unauthorized { .. } => ErrorClass::Unauthorized,
+            Self::Striping { source, .. } => source.class(),
             Self::ListCounters { source } | Self::Database { source, .. } => {
                 crate::error::class::database_class(source)
             }

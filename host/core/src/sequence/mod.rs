@@ -30,8 +30,8 @@
 //! `counter/command` (the wire command), `opened` and `prefixes` use them;
 //! this file is the public face.
 //!
-//! `striping` is the arithmetic of striped counters' lanes (issue 34), not
-//! yet used by a kind.
+//! `striping` is striped counters (issue 34): a counter whose document is
+//! a map opens as its lanes ([`Sequence::Striped`]).
 //!
 //! All writes that hand out values use write concern majority with journal.
 

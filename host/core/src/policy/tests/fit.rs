@@ -10,6 +10,7 @@ fn autoinc_counter() -> crate::sequence::CounterState {
         prefix: None,
         prefixes: vec![String::new()],
         prefixes_declared: true,
+        striped: None,
     }
 }
 

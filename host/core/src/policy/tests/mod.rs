@@ -131,6 +131,7 @@ fn counter(maxval: u64) -> crate::sequence::CounterState {
         prefix: None,
         prefixes: vec![String::new()],
         prefixes_declared: true,
+        striped: None,
     }
 }
 
@@ -141,6 +142,7 @@ fn snowflake_counter(layout: crate::parts::Layout) -> crate::sequence::CounterSt
         prefix: None,
         prefixes: vec![String::new()],
         prefixes_declared: true,
+        striped: None,
     }
 }
 
@@ -157,6 +159,7 @@ fn periodic_counter() -> crate::sequence::CounterState {
         prefix: None,
         prefixes: vec![String::new()],
         prefixes_declared: true,
+        striped: None,
     }
 }
 

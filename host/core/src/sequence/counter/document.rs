@@ -17,6 +17,7 @@ use crate::sequence::error::SequenceError;
 use crate::sequence::kind_trait::Kind;
 use crate::sequence::name::CounterName;
 use crate::sequence::settings::Settings;
+use crate::sequence::striping::StripeMap;
 
 /// A well-formed counter, as read from the server: `S` is its kind's
 /// fields (one kind's state, or the registry's `KindState` for any kind).
@@ -38,6 +39,12 @@ pub struct CounterDocument<S> {
     /// document's `prefix` (see `fields.rs`).
     #[serde(skip_serializing_if = "is_true")]
     pub prefixes_declared: bool,
+    /// A striped counter's map (its document's `kind` is `striped`; the
+    /// kind above is its lanes'), `None` for an unstriped counter. Only the
+    /// registry's reader of any kind reads a map; a kind's own reader
+    /// refuses it ([`SequenceError::Striped`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub striped: Option<StripeMap>,
 }
 
 fn is_true(value: &bool) -> bool {
@@ -62,6 +69,7 @@ impl<S> CounterDocument<S> {
             prefix: owned.prefixes.first().filter(|p| !p.is_empty()).cloned(),
             prefixes: owned.prefixes,
             prefixes_declared: owned.declared,
+            striped: None,
         })
     }
 

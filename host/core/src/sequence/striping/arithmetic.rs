@@ -1,6 +1,5 @@
-//! The arithmetic of a striped counter's lanes, the first step of issue
-//! 34's build order (`docs/design/striped-counters.md`): no kind uses it
-//! yet.
+//! The arithmetic of a striped counter's lanes
+//! (`docs/design/striped-counters.md`).
 //!
 //! A striped counter's values come from **lanes**, each an ordinary counter
 //! document whose local values 1, 2, 3, ... are mapped into one residue
@@ -22,39 +21,15 @@ use std::ops::RangeInclusive;
 
 use serde::{Deserialize, Serialize};
 
-use super::kind_trait::MAX_VALUE;
-use super::name::CounterName;
+use super::error::StripingError;
+use crate::sequence::kind_trait::MAX_VALUE;
+use crate::sequence::name::CounterName;
 
-/// The most lanes one generation has.
-pub const MAX_LANES: u64 = 1024;
+pub use super::limits::MAX_LANES;
 
 /// What the separator of a lane's document `_id` is: a character no
 /// counter name may contain, so that no lane is ever taken for a counter.
 pub const LANE_SEPARATOR: char = '#';
-
-/// Why a generation or a lane cannot be made.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum StripingError {
-    /// A modulus out of 1..=[`MAX_LANES`].
-    #[error("a striped counter has 1 to {MAX_LANES} lanes, not {0}")]
-    Modulus(u64),
-    /// A residue not below the modulus.
-    #[error("lane {residue} does not exist in a generation of {modulus} lanes")]
-    Residue {
-        /// The residue asked for.
-        residue: u64,
-        /// The generation's modulus.
-        modulus: u64,
-    },
-    /// A base that leaves a lane no value up to [`MAX_VALUE`].
-    #[error("a generation based at {base} with {modulus} lanes leaves a lane no value up to {MAX_VALUE}")]
-    Exhausted {
-        /// The base.
-        base: u64,
-        /// The modulus.
-        modulus: u64,
-    },
-}
 
 /// One generation of a striped counter: its lanes hand out the residue
 /// classes of `modulus`, above `base`.

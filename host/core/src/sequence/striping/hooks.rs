@@ -1,0 +1,112 @@
+//! Points where a test holds takers of a striped counter mid-take, so that
+//! a change of stripes runs while they are in flight: [`Point::BeforeTake`]
+//! (the map read and a lane chosen, the take not sent) and
+//! [`Point::AfterTake`] (the take applied by the server, its answer not
+//! used yet); and a change of stripes between its seals and its writing
+//! of the new lanes ([`Point::BeforeLaneWrites`]), so that another change
+//! runs meanwhile. Only in builds with the `test-hooks` feature (the test
+//! suite's); elsewhere the taker passes them without a pause.
+
+/// Where a taker is held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Point {
+    /// The map read and a lane chosen; the take not sent.
+    BeforeTake,
+    /// The take applied by the server; its answer not used yet.
+    AfterTake,
+    /// A change of stripes: its lanes sealed, the new ones not written.
+    BeforeLaneWrites,
+}
+
+#[cfg(feature = "test-hooks")]
+pub use held::{hold, Hold};
+
+#[cfg(feature = "test-hooks")]
+mod held {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    use tokio::sync::Barrier;
+
+    use super::Point;
+
+    /// The takes held at one point of one counter.
+    #[derive(Debug)]
+    struct Held {
+        counter: String,
+        point: Point,
+        takers: usize,
+        passed: AtomicUsize,
+        arrived: Barrier,
+        go: Barrier,
+    }
+
+    static HELD: Mutex<Vec<Arc<Held>>> = Mutex::new(Vec::new());
+
+    /// The first `takers` takes of counter `counter` (`database.name`)
+    /// that reach `point` wait there until [`Hold::release`]; later ones
+    /// pass. Dropping the hold ends it.
+    pub fn hold(database: &str, counter: &str, point: Point, takers: usize) -> Hold {
+        let held = Arc::new(Held {
+            counter: format!("{database}.{counter}"),
+            point,
+            takers,
+            passed: AtomicUsize::new(0),
+            arrived: Barrier::new(takers + 1),
+            go: Barrier::new(takers + 1),
+        });
+        HELD.lock().unwrap().push(held.clone());
+        Hold { held }
+    }
+
+    /// Takes held at a point (see [`hold`]).
+    #[derive(Debug)]
+    pub struct Hold {
+        held: Arc<Held>,
+    }
+
+    impl Hold {
+        /// Returns once every taker held has reached the point.
+        pub async fn arrived(&self) {
+            self.held.arrived.wait().await;
+        }
+
+        /// Lets the takers held go on.
+        pub async fn release(&self) {
+            self.held.go.wait().await;
+        }
+    }
+
+    impl Drop for Hold {
+        fn drop(&mut self) {
+            HELD.lock()
+                .unwrap()
+                .retain(|held| !Arc::ptr_eq(held, &self.held));
+        }
+    }
+
+    /// Holds this take at `point` if a test asked for it.
+    pub(crate) async fn pass(database: &str, counter: &str, point: Point) {
+        let key = format!("{database}.{counter}");
+        let held = HELD
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|held| held.counter == key && held.point == point)
+            .cloned();
+        if let Some(held) = held {
+            if held.passed.fetch_add(1, Ordering::SeqCst) < held.takers {
+                held.arrived.wait().await;
+                held.go.wait().await;
+            }
+        }
+    }
+}
+
+/// Holds this take at `point` if a test asked for it (test builds only).
+#[cfg(feature = "test-hooks")]
+pub(crate) use held::pass;
+
+/// Holds this take at `point` if a test asked for it (test builds only).
+#[cfg(not(feature = "test-hooks"))]
+pub(crate) async fn pass(_database: &str, _counter: &str, _point: Point) {}

@@ -1,0 +1,268 @@
+//! The map of a striped counter: its document `_id: NAME`, whose `kind` is
+//! `striped` (so that no path that does not know lanes takes from it) and
+//! whose `striped` field says which generation of lanes hands out its
+//! values:
+//!
+//! ```text
+//! { _id: "orders", kind: "striped", prefixes: [...], seq: 1041,
+//!   striped: { kind: "autoinc", generation: 2, base: 1041, modulus: 4,
+//!              lanes: [{residue: 0}, {residue: 1}, {residue: 2}, {residue: 3}] } }
+//! ```
+//!
+//! The lanes' kind's own fields (`seq` above) stay as they were at the
+//! last change of stripes: every value up to `base` belongs to earlier
+//! generations. `lanes` lists the live lanes of the generation, every
+//! residue once, in order (their deployment goes there when lanes span
+//! deployments); it is empty while a change of stripes is under way
+//! (generation 0: the counter was unstriped and is being striped).
+
+use mongodb::bson::{doc, Bson, Document};
+use serde::Serialize;
+
+use super::arithmetic::{Generation, Lane, MAX_LANES};
+use crate::mongo::describe_value;
+use crate::sequence::counter::fields::{read_integer, read_string};
+use crate::sequence::kind_trait::MAX_VALUE;
+
+/// The `kind` of a striped counter's map.
+pub const STRIPED_KIND: &str = "striped";
+
+/// The `striped` field of a map, as read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StripeMap {
+    /// The lanes' kind (`autoinc`).
+    pub kind: String,
+    /// The generation: 0 while an unstriped counter is being striped, then
+    /// 1, 2, ... one more at each change of stripes.
+    pub generation: u64,
+    /// Every value of the generation is above it.
+    pub base: u64,
+    /// How many lanes the generation has.
+    pub modulus: u64,
+    /// Whether the generation's lanes are live (false: a change of stripes
+    /// is under way, no lane is to be taken from).
+    pub live: bool,
+}
+
+impl StripeMap {
+    /// The map of generation `generation` of lanes of `kind`, live.
+    pub(crate) fn live(kind: &str, generation: u64, lanes: Generation) -> Self {
+        StripeMap {
+            kind: kind.to_string(),
+            generation,
+            base: lanes.base,
+            modulus: lanes.modulus,
+            live: true,
+        }
+    }
+
+    /// The generation's arithmetic.
+    pub fn lanes_generation(&self) -> Generation {
+        Generation {
+            base: self.base,
+            modulus: self.modulus,
+        }
+    }
+
+    /// The live lanes, by residue (none while a change is under way).
+    pub fn lanes(&self) -> Vec<Lane> {
+        if self.live {
+            self.lanes_generation().lanes().collect()
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// The generation in words, as `counter show` and the monitor say it.
+    pub fn describe(&self) -> String {
+        if !self.live {
+            return format!(
+                "generation {}, a change of stripes under way (no live lane; \
+                 `idmint counter stripes` finishes it)",
+                self.generation
+            );
+        }
+        format!(
+            "generation {}: {} lanes, values above {} (unique, not increasing)",
+            self.generation, self.modulus, self.base
+        )
+    }
+
+    /// Reads the `striped` field of `document`, or says what is wrong.
+    pub fn read(document: &Document) -> Result<Self, String> {
+        let striped = match document.get("striped") {
+            Some(Bson::Document(striped)) => striped,
+            Some(other) => {
+                return Err(format!(
+                    "striped is {}, not a document",
+                    describe_value(other)
+                ))
+            }
+            None => return Err("striped is missing".to_string()),
+        };
+        let within = |reason: String| format!("striped.{reason}");
+        let kind = read_string(striped, "kind").map_err(within)?.to_string();
+        let generation = read_integer(striped, "generation", 0, MAX_VALUE).map_err(within)?;
+        let base = read_integer(striped, "base", 0, MAX_VALUE).map_err(within)?;
+        let modulus = read_integer(striped, "modulus", 1, MAX_LANES).map_err(within)?;
+        Generation::new(base, modulus).map_err(|error| format!("striped: {error}"))?;
+        let lanes = match striped.get("lanes") {
+            Some(Bson::Array(lanes)) => lanes,
+            Some(other) => {
+                return Err(format!(
+                    "striped.lanes is {}, not an array",
+                    describe_value(other)
+                ))
+            }
+            None => return Err("striped.lanes is missing".to_string()),
+        };
+        let live = !lanes.is_empty();
+        if live && generation == 0 {
+            return Err("striped.lanes lists lanes of generation 0, which has none".to_string());
+        }
+        if live && lanes.len() as u64 != modulus {
+            return Err(format!(
+                "striped.lanes lists {} lanes, not the {modulus} of its modulus",
+                lanes.len()
+            ));
+        }
+        for (index, lane) in lanes.iter().enumerate() {
+            let Bson::Document(lane) = lane else {
+                return Err(format!(
+                    "striped.lanes holds {}, not only documents",
+                    describe_value(lane)
+                ));
+            };
+            let residue = read_integer(lane, "residue", 0, MAX_LANES)
+                .map_err(|reason| format!("striped.lanes.{index}.{reason}"))?;
+            if residue != index as u64 {
+                return Err(format!(
+                    "striped.lanes.{index}.residue is {residue}, not {index}"
+                ));
+            }
+        }
+        Ok(StripeMap {
+            kind,
+            generation,
+            base,
+            modulus,
+            live,
+        })
+    }
+
+    /// The `striped` field that says this map.
+    pub(crate) fn to_document(&self) -> Document {
+        let lanes: Vec<Bson> = self
+            .lanes()
+            .iter()
+            .map(|lane| Bson::Document(doc! { "residue": lane.residue() as i64 }))
+            .collect();
+        doc! {
+            "kind": &self.kind,
+            "generation": self.generation as i64,
+            "base": self.base as i64,
+            "modulus": self.modulus as i64,
+            "lanes": lanes,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map_document(striped: Document) -> Document {
+        doc! { "_id": "orders", "kind": STRIPED_KIND, "seq": 5, "striped": striped }
+    }
+
+    #[test]
+    fn reads_back_what_it_writes() {
+        let map = StripeMap::live("autoinc", 3, Generation::new(41, 4).unwrap());
+        let read = StripeMap::read(&map_document(map.to_document())).unwrap();
+        assert_eq!(read, map);
+        assert_eq!(read.lanes().len(), 4);
+        let changing = StripeMap {
+            live: false,
+            ..map.clone()
+        };
+        let read = StripeMap::read(&map_document(changing.to_document())).unwrap();
+        assert!(!read.live && read.lanes().is_empty());
+    }
+
+    #[test]
+    fn the_registry_reads_a_map_as_its_lanes_kind_and_says_its_generation() {
+        let map = StripeMap::live("autoinc", 2, Generation::new(41, 4).unwrap());
+        let mut document = map_document(map.to_document());
+        document.insert("prefixes", Vec::<String>::new());
+        let name = crate::sequence::CounterName::new("orders").unwrap();
+        let state = crate::sequence::CounterState::from_document(&name, &document).unwrap();
+        assert_eq!(state.kind(), crate::sequence::CounterKind::Autoinc);
+        assert_eq!(state.striped, Some(map));
+        let facts = state.facts(0);
+        assert_eq!(facts.len(), 1);
+        assert_eq!(
+            (facts[0].label, facts[0].text.as_str()),
+            (
+                "striped",
+                "generation 2: 4 lanes, values above 41 (unique, not increasing)"
+            )
+        );
+        // Its own `seq` is as at its last change: no headroom from it.
+        assert_eq!(state.headroom(0), None);
+        // A kind's own reader refuses it.
+        let refused = crate::sequence::counter::document::read::<
+            crate::sequence::kinds::autoinc::AutoincKind,
+        >(&name, &document)
+        .unwrap_err();
+        assert!(
+            matches!(refused, crate::sequence::SequenceError::Striped { .. }),
+            "{refused}"
+        );
+    }
+
+    #[test]
+    fn names_what_is_wrong() {
+        let good = || StripeMap::live("autoinc", 1, Generation::new(0, 2).unwrap()).to_document();
+        let with = |key: &str, value: Bson| {
+            let mut striped = good();
+            striped.insert(key, value);
+            map_document(striped)
+        };
+        for (document, needle) in [
+            (
+                doc! { "kind": STRIPED_KIND },
+                "striped is missing".to_string(),
+            ),
+            (
+                with("modulus", Bson::Int64(0)),
+                "striped.modulus is 0".into(),
+            ),
+            (
+                with("modulus", Bson::Int64(3)),
+                "lists 2 lanes, not the 3".into(),
+            ),
+            (with("kind", Bson::Int32(1)), "striped.kind is".into()),
+            (
+                with(
+                    "lanes",
+                    Bson::Array(vec![
+                        Bson::Document(doc! {"residue": 1}),
+                        Bson::Document(doc! {"residue": 0}),
+                    ]),
+                ),
+                "striped.lanes.0.residue is 1, not 0".into(),
+            ),
+            (
+                with("generation", Bson::Int64(0)),
+                "generation 0, which has none".into(),
+            ),
+            (
+                with("base", Bson::Int64(MAX_VALUE as i64)),
+                "leaves a lane no value".into(),
+            ),
+        ] {
+            let error = StripeMap::read(&document).unwrap_err();
+            assert!(error.contains(&needle), "{document}: {error}");
+        }
+    }
+}

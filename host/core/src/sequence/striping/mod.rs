@@ -1,0 +1,38 @@
+//! Striped counters (issue 34, `docs/design/striped-counters.md`): one
+//! counter whose values come from several **lanes**, each a counter
+//! document whose local values are mapped into one residue class of its
+//! generation's modulus, so that the lanes' values are disjoint by
+//! construction. Built so far: one deployment, autoinc lanes.
+//!
+//! - `arithmetic`: the residue classes, generations and their proofs
+//!   (`limits`: how many lanes);
+//! - `map`: the counter's document once striped (`kind: "striped"`);
+//! - `lane`: a lane's document (`kind: "lane"`), its reader and guard, and
+//!   the commands that take from it and seal it;
+//! - `taker`: [`StripedCounter`], an opened striped counter, which
+//!   [`Sequence`](crate::sequence::Sequence) opens a counter whose document
+//!   is a map as;
+//! - `restripe`: creating a striped counter and changing its stripes;
+//! - `show`: its lanes as they are, for `counter show`;
+//! - `hooks`: where a test holds takers mid-take (test builds only).
+//!
+//! Every write that hands out values or seals a lane uses write concern
+//! majority with journal.
+
+mod arithmetic;
+mod error;
+pub mod hooks;
+mod lane;
+mod limits;
+mod map;
+mod restripe;
+mod show;
+mod taker;
+
+pub use arithmetic::{lane_id, Generation, Lane, LANE_SEPARATOR, MAX_LANES};
+pub use error::StripingError;
+pub use lane::{LaneDocument, LANE_KIND};
+pub use map::{StripeMap, STRIPED_KIND};
+pub use restripe::{create_striped, set_stripes, Restriped};
+pub use show::lanes;
+pub use taker::{StripedCounter, ATTEMPTS, STRIPABLE};

@@ -1,0 +1,667 @@
+//! Striped counters in one deployment (issue 34): a counter whose values
+//! come from several lanes. Created and shown through the CLI, taken from
+//! by many processes at once, changed under load with takers held
+//! mid-take (the library's test hooks), and refused, unchanged, by every
+//! path that does not know lanes: a kind's own handle, the commands
+//! `idmint pipeline` exports, the stored JavaScript twins.
+
+use std::collections::HashSet;
+
+use mongodb::bson::{doc, Bson, Document};
+use mongodb::Database;
+use serde_json::Value;
+
+use idmint::installer;
+use idmint::sequence::striping::hooks::{hold, Point};
+use idmint::sequence::striping::{create_striped, set_stripes};
+use idmint::sequence::{
+    take_command, AutoincCounter, CommandOptions, CounterKind, CounterName, CounterSpec,
+    CounterState, OpenOptions, Sequence, SequenceError,
+};
+
+use crate::support::{
+    self, assert_exit, counter_name, database_name, idmint, mongosh::shell, run, run_at_once,
+    stderr, stdout,
+};
+
+/// Every document of the counters collection, by `_id`.
+async fn counters(database: &Database) -> Vec<Document> {
+    support::documents(database, "counters").await
+}
+
+/// The values printed one a line.
+fn values(text: &str) -> Vec<u64> {
+    text.lines().map(|line| line.parse().unwrap()).collect()
+}
+
+/// Fails if any value is there twice.
+#[track_caller]
+fn assert_distinct(values: &[u64]) {
+    let mut seen = HashSet::new();
+    for value in values {
+        assert!(seen.insert(*value), "{value} handed out twice");
+    }
+}
+
+/// `counter create NAME --kind autoinc --stripes N`, then 8 processes of
+/// `seq NAME --count 300` at once: 2,400 values, all distinct, as many as
+/// the lanes' local values add up to; and `next` formats them.
+#[tokio::test]
+async fn many_processes_take_distinct_values_from_a_striped_counter() {
+    const TEST: &str = "striped_processes";
+    support::database(TEST).await;
+    support::create(
+        TEST,
+        "orders",
+        &["--kind", "autoinc", "--stripes", "4", "--raw"],
+    );
+    let outputs = run_at_once(TEST, &["seq", "orders", "--count", "300"], 8);
+    let mut all = Vec::new();
+    for output in &outputs {
+        assert_exit(output, 0);
+        all.extend(values(&stdout(output)));
+    }
+    assert_eq!(all.len(), 2400);
+    assert_distinct(&all);
+    let shown = run(idmint(TEST).args(["counter", "show", "orders", "--json"]));
+    assert_exit(&shown, 0);
+    let shown: Value = serde_json::from_str(&stdout(&shown)).unwrap();
+    let lanes = shown["lanes"].as_array().unwrap();
+    assert_eq!(lanes.len(), 4);
+    let locals: u64 = lanes
+        .iter()
+        .map(|lane| lane["local"].as_u64().unwrap())
+        .sum();
+    assert_eq!(locals, 2400);
+
+    support::create(TEST, "invoices", &["--kind", "autoinc", "--stripes", "2"]);
+    let next = run(idmint(TEST).args([
+        "next",
+        "invoices",
+        "--count",
+        "5",
+        "--policy",
+        "builtin:decimal",
+    ]));
+    assert_exit(&next, 0);
+    let ids: HashSet<String> = stdout(&next).lines().map(str::to_string).collect();
+    assert_eq!(ids.len(), 5, "{}", stdout(&next));
+}
+
+/// `counter show` says the generation and each lane: its local value, the
+/// last value it handed out, sealed or not.
+#[tokio::test]
+async fn counter_show_says_each_lane() {
+    const TEST: &str = "striped_show";
+    let database = support::database(TEST).await;
+    support::create(
+        TEST,
+        "orders",
+        &["--kind", "autoinc", "--stripes", "3", "--start", "11"],
+    );
+    // One handle takes from its lanes in turn: one value from each.
+    let (sequence, _) = Sequence::open(&database, counter_name("orders"), &OpenOptions::default())
+        .await
+        .unwrap();
+    for _ in 0..3 {
+        sequence.take(1, 0).await.unwrap();
+    }
+    let shown = run(idmint(TEST).args(["counter", "show", "orders"]));
+    assert_exit(&shown, 0);
+    let text = stdout(&shown);
+    assert!(
+        text.contains("kind:   autoinc")
+            && text.contains("striped: generation 1: 3 lanes, values above 10")
+            && text.contains("lane 0: local value 1, last value 11")
+            && text.contains("lane 1: local value 1, last value 12")
+            && text.contains("lane 2: local value 1, last value 13"),
+        "{text}"
+    );
+    let shown = run(idmint(TEST).args(["counter", "show", "orders", "--json"]));
+    let shown: Value = serde_json::from_str(&stdout(&shown)).unwrap();
+    assert_eq!(
+        (&shown["striped"], &shown["lanes"][2]),
+        (
+            &serde_json::json!({"kind": "autoinc", "generation": 1, "base": 10, "modulus": 3, "live": true}),
+            &serde_json::json!({"residue": 2, "local": 1, "last": 13, "sealed": false})
+        )
+    );
+    // A kind that cannot be striped yet is refused before anything is written.
+    let refused = run(idmint(TEST).args(["counter", "create", "c", "--stripes", "2"]));
+    assert_exit(&refused, 2);
+    assert!(
+        stderr(&refused).contains("cyclic counters cannot be striped"),
+        "{}",
+        stderr(&refused)
+    );
+    assert!(support::counter_doc(TEST, "c").await.is_none());
+}
+
+/// `counter stripes NAME --set N` on an unstriped autoinc counter: its
+/// document becomes the map, its `seq` the base, and every value after is
+/// above every value before.
+#[tokio::test]
+async fn striping_an_unstriped_counter_continues_above_it() {
+    const TEST: &str = "striped_from_one";
+    support::database(TEST).await;
+    support::create(TEST, "orders", &["--kind", "autoinc", "--start", "100"]);
+    let before = values(&stdout(&run(
+        idmint(TEST).args(["seq", "orders", "--count", "5"])
+    )));
+    assert_eq!(before, [100, 101, 102, 103, 104]);
+    let changed = run(idmint(TEST).args(["counter", "stripes", "orders", "--set", "3"]));
+    assert_exit(&changed, 0);
+    assert!(
+        stdout(&changed).contains("striped: generation 1: 3 lanes, values above 104"),
+        "{}",
+        stdout(&changed)
+    );
+    // Three processes, each a block of 3 from one lane: 3 apart.
+    let mut after = Vec::new();
+    for output in run_at_once(TEST, &["seq", "orders", "--count", "3"], 3) {
+        assert_exit(&output, 0);
+        let block = values(&stdout(&output));
+        assert!(
+            block.windows(2).all(|pair| pair[1] == pair[0] + 3),
+            "{block:?}"
+        );
+        after.extend(block);
+    }
+    assert!(after.iter().all(|value| *value > 104), "{after:?}");
+    assert_distinct(&after);
+    // And again, to 2 lanes: above all of those.
+    assert_exit(
+        &run(idmint(TEST).args(["counter", "stripes", "orders", "--set", "2"])),
+        0,
+    );
+    let highest = *after.iter().max().unwrap();
+    let last = values(&stdout(&run(
+        idmint(TEST).args(["seq", "orders", "--count", "4"])
+    )));
+    assert!(last.iter().all(|value| *value > highest), "{last:?}");
+}
+
+/// A handle opened before its counter was striped (a long-running `serve`
+/// or `next --stream`) takes from the lanes once it is: its take finds the
+/// map, takes nothing from it, and goes to a lane, above every value before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handle_opened_before_the_counter_was_striped_takes_from_its_lanes() {
+    const TEST: &str = "striped_opened_before";
+    let database = support::database(TEST).await;
+    let name = counter_name("orders");
+    let spec = CounterSpec::of(CounterKind::Autoinc).prefixes(Vec::new());
+    create_striped(&database, &name, &spec, 1).await.unwrap();
+    let (sequence, _) = Sequence::open(&database, name.clone(), &OpenOptions::default())
+        .await
+        .unwrap();
+    assert!(!sequence.is_striped());
+    let mut all: Vec<u64> = joined(spawn_takers(&sequence, 4, 5)).await.concat();
+    let striped = set_stripes(&database, &name, 3).await.unwrap();
+    assert_eq!(striped.map.base, 20);
+    let after: Vec<u64> = joined(spawn_takers(&sequence, 6, 5)).await.concat();
+    assert!(after.iter().all(|value| *value > 20), "{after:?}");
+    all.extend(after);
+    assert_distinct(&all);
+}
+
+/// Takes `count` values of `sequence` in `takers` concurrent tasks.
+fn spawn_takers(
+    sequence: &Sequence,
+    takers: usize,
+    count: usize,
+) -> Vec<tokio::task::JoinHandle<Vec<u64>>> {
+    (0..takers)
+        .map(|_| {
+            let sequence = sequence.clone();
+            tokio::spawn(async move {
+                sequence
+                    .take(count, 0)
+                    .await
+                    .unwrap()
+                    .into_iter()
+                    .map(|stamp| stamp.sequence)
+                    .collect()
+            })
+        })
+        .collect()
+}
+
+async fn joined(takers: Vec<tokio::task::JoinHandle<Vec<u64>>>) -> Vec<Vec<u64>> {
+    let mut values = Vec::new();
+    for taker in takers {
+        values.push(taker.await.unwrap());
+    }
+    values
+}
+
+/// The proof of "seal, then start above": takers held mid-take while the
+/// stripes change, at both points a take can be in flight:
+///
+/// - applied by the server but not yet answered: the seal counts them, so
+///   their values are at most the new base;
+/// - sent after the seal on a map read before it: the sealed lane refuses
+///   them and they take from the new generation, above the base.
+///
+/// No value is handed out twice, and every value of a generation is above
+/// every value of the ones before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_change_of_stripes_with_takes_in_flight_never_hands_out_a_value_twice() {
+    const TEST: &str = "striped_restripe_held";
+    let database = support::database(TEST).await;
+    let name = counter_name("orders");
+    let spec = CounterSpec::of(CounterKind::Autoinc).prefixes(Vec::new());
+    create_striped(&database, &name, &spec, 4).await.unwrap();
+    let (sequence, _) = Sequence::open(&database, name.clone(), &OpenOptions::default())
+        .await
+        .unwrap();
+    let mut all: Vec<u64> = Vec::new();
+    let first: Vec<u64> = joined(spawn_takers(&sequence, 8, 7)).await.concat();
+    all.extend(&first);
+
+    // Applied, not answered: 4 takes held after the server applied them.
+    let applied = hold(&database_name(TEST), "orders", Point::AfterTake, 4);
+    let takers = spawn_takers(&sequence, 4, 5);
+    applied.arrived().await;
+    let second = set_stripes(&database, &name, 2).await.unwrap();
+    applied.release().await;
+    let held: Vec<u64> = joined(takers).await.concat();
+    drop(applied);
+    let base = second.map.base;
+    assert!(
+        held.iter().chain(&first).all(|value| *value <= base),
+        "a take applied before the seal is above the new base {base}: {held:?}"
+    );
+    all.extend(&held);
+
+    // Generation 2 (2 lanes): values above the base, read on a fresh handle.
+    let (sequence, _) = Sequence::open(&database, name.clone(), &OpenOptions::default())
+        .await
+        .unwrap();
+    let generation_two: Vec<u64> = joined(spawn_takers(&sequence, 8, 9)).await.concat();
+    assert!(
+        generation_two.iter().all(|value| *value > base),
+        "{generation_two:?}"
+    );
+    all.extend(&generation_two);
+
+    // Sent after the seal, on the map of generation 2: 8 takes held before
+    // they are sent, half of them to lane 1, which the change to 1 lane
+    // leaves sealed.
+    let unsent = hold(&database_name(TEST), "orders", Point::BeforeTake, 8);
+    let takers = spawn_takers(&sequence, 8, 5);
+    unsent.arrived().await;
+    let third = set_stripes(&database, &name, 1).await.unwrap();
+    unsent.release().await;
+    let late: Vec<u64> = joined(takers).await.concat();
+    drop(unsent);
+    let base = third.map.base;
+    assert!(
+        generation_two.iter().all(|value| *value <= base),
+        "the new base {base} is below a value of generation 2"
+    );
+    assert!(
+        late.iter().all(|value| *value > base),
+        "a take sent after the seal is not above the new base {base}: {late:?}"
+    );
+    all.extend(&late);
+    assert_eq!(all.len(), 8 * 7 + 4 * 5 + 8 * 9 + 8 * 5);
+    assert_distinct(&all);
+}
+
+/// Two changes of one counter's stripes at once: the first is held after
+/// its seals, before it writes its lanes; the second claims the next
+/// generation, runs to the end, and values are taken from its lanes; the
+/// first, let go, fails having written nothing (its seals were taken over),
+/// so that no value is handed out twice and the counter goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn of_two_changes_of_stripes_at_once_the_later_one_wins() {
+    const TEST: &str = "striped_two_changes";
+    let database = support::database(TEST).await;
+    let name = counter_name("orders");
+    let spec = CounterSpec::of(CounterKind::Autoinc).prefixes(Vec::new());
+    create_striped(&database, &name, &spec, 4).await.unwrap();
+    let (sequence, _) = Sequence::open(&database, name.clone(), &OpenOptions::default())
+        .await
+        .unwrap();
+    let mut all: Vec<u64> = joined(spawn_takers(&sequence, 8, 5)).await.concat();
+
+    let held = hold(&database_name(TEST), "orders", Point::BeforeLaneWrites, 1);
+    let first = {
+        let (database, name) = (database.clone(), name.clone());
+        tokio::spawn(async move { set_stripes(&database, &name, 6).await })
+    };
+    held.arrived().await;
+    let second = set_stripes(&database, &name, 2).await.unwrap();
+    let (sequence, _) = Sequence::open(&database, name.clone(), &OpenOptions::default())
+        .await
+        .unwrap();
+    let between: Vec<u64> = joined(spawn_takers(&sequence, 4, 5)).await.concat();
+    held.release().await;
+    let refused = first.await.unwrap().unwrap_err();
+    drop(held);
+    assert!(
+        refused
+            .to_string()
+            .contains("another change of its stripes"),
+        "{refused}"
+    );
+    assert!(between.iter().all(|value| *value > second.map.base));
+    all.extend(&between);
+    let after: Vec<u64> = joined(spawn_takers(&sequence, 8, 5)).await.concat();
+    all.extend(&after);
+    assert_eq!(all.len(), 8 * 5 + 4 * 5 + 8 * 5);
+    assert_distinct(&all);
+    // The counter goes on: one more change, above everything.
+    let third = set_stripes(&database, &name, 3).await.unwrap();
+    assert!(all.iter().all(|value| *value <= third.map.base));
+}
+
+/// A change of stripes that stopped half way (its task ended after its
+/// seals, as a crash would end it) leaves the counter with no live lane:
+/// a take waits a few seconds, then fails saying so, having taken
+/// nothing; running the change again finishes it, above every value.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_change_stopped_half_way_is_finished_by_the_next() {
+    const TEST: &str = "striped_half_way";
+    let database = support::database(TEST).await;
+    let name = counter_name("orders");
+    let spec = CounterSpec::of(CounterKind::Autoinc).prefixes(Vec::new());
+    create_striped(&database, &name, &spec, 3).await.unwrap();
+    let (sequence, _) = Sequence::open(&database, name.clone(), &OpenOptions::default())
+        .await
+        .unwrap();
+    let mut all: Vec<u64> = joined(spawn_takers(&sequence, 6, 4)).await.concat();
+    let held = hold(&database_name(TEST), "orders", Point::BeforeLaneWrites, 1);
+    let stopped = {
+        let (database, name) = (database.clone(), name.clone());
+        tokio::spawn(async move { set_stripes(&database, &name, 2).await })
+    };
+    held.arrived().await;
+    stopped.abort();
+    assert!(stopped.await.unwrap_err().is_cancelled());
+    drop(held);
+
+    let waiting = run(idmint(TEST).args(["seq", "orders"]));
+    assert_exit(&waiting, 3);
+    assert!(
+        stderr(&waiting).contains("no live lane") && stdout(&waiting).is_empty(),
+        "{}",
+        stderr(&waiting)
+    );
+    let shown = stdout(&run(idmint(TEST).args(["counter", "show", "orders"])));
+    assert!(shown.contains("a change of stripes under way"), "{shown}");
+
+    let finished = run(idmint(TEST).args(["counter", "stripes", "orders", "--set", "2"]));
+    assert_exit(&finished, 0);
+    let after: Vec<u64> = joined(spawn_takers(&sequence, 6, 4)).await.concat();
+    let highest = *all.iter().max().unwrap();
+    assert!(after.iter().all(|value| *value > highest), "{after:?}");
+    all.extend(after);
+    assert_distinct(&all);
+}
+
+/// What no path that does not know lanes does: take from a map or a lane.
+/// A kind's own handle refuses the map; the command `idmint pipeline`
+/// exports for any kind matches neither (`value: null`); the registry's
+/// reader refuses a lane; every document is left as it was.
+#[tokio::test]
+async fn paths_that_do_not_know_lanes_leave_a_striped_counter_unchanged() {
+    const TEST: &str = "striped_refused_by_host";
+    let database = support::database(TEST).await;
+    let name = counter_name("orders");
+    let spec = CounterSpec::of(CounterKind::Autoinc).prefixes(Vec::new());
+    create_striped(&database, &name, &spec, 2).await.unwrap();
+    let (sequence, _) = Sequence::open(&database, name.clone(), &OpenOptions::default())
+        .await
+        .unwrap();
+    sequence.take(3, 0).await.unwrap();
+    let before = counters(&database).await;
+
+    let refused = AutoincCounter::new(&database, name.clone()).take(1).await;
+    assert!(
+        matches!(refused, Err(SequenceError::Striped { .. })),
+        "{refused:?}"
+    );
+    assert!(refused
+        .unwrap_err()
+        .to_string()
+        .contains("counter 'orders' is striped"),);
+    for kind in CounterKind::ALL {
+        let Ok(mut command) = take_command(*kind, &name, 1, &CommandOptions::default()) else {
+            continue;
+        };
+        for id in ["orders", "orders#0", "orders#1"] {
+            command.get_document_mut("query").unwrap().insert("_id", id);
+            let answer = database.run_command(command.clone()).await.unwrap();
+            assert_eq!(
+                answer.get("value"),
+                Some(&Bson::Null),
+                "{kind} on {id}: {answer}"
+            );
+        }
+    }
+    // Listed (`status`, the monitor): the map, not its lanes.
+    let listed = idmint::sequence::list(&database).await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].name, "orders");
+    assert_eq!(
+        listed[0]
+            .state
+            .as_ref()
+            .unwrap()
+            .striped
+            .as_ref()
+            .unwrap()
+            .modulus,
+        2
+    );
+    assert_eq!(idmint::sequence::count(&database, "ord").await.unwrap(), 1);
+    let lane = before
+        .iter()
+        .find(|document| document.get_str("_id") == Ok("orders#0"))
+        .unwrap();
+    let read = CounterState::from_document(&counter_name("x"), lane).unwrap_err();
+    assert!(
+        read.to_string()
+            .contains("it is a lane of a striped counter"),
+        "{read}"
+    );
+    assert_eq!(counters(&database).await, before);
+}
+
+/// `idmint pipeline` prints no command for a striped counter: the command
+/// of its lanes' kind would take nothing from the map, and one command
+/// cannot choose a lane and move on from a sealed one.
+#[tokio::test]
+async fn pipeline_prints_no_command_for_a_striped_counter() {
+    const TEST: &str = "striped_pipeline";
+    support::database(TEST).await;
+    support::create(TEST, "orders", &["--kind", "autoinc", "--stripes", "2"]);
+    let refused = run(idmint(TEST).args(["pipeline", "orders"]));
+    assert_exit(&refused, 2);
+    assert!(
+        stderr(&refused).contains("counter 'orders' is striped") && stdout(&refused).is_empty(),
+        "{}",
+        stderr(&refused)
+    );
+}
+
+/// The lane's reader and its guard on the server are twins: a lane that
+/// the reader refuses, the take's filter does not match, and the take
+/// says what is wrong, leaving the lane as it was.
+#[tokio::test]
+async fn a_malformed_lane_is_named_and_left_unchanged() {
+    const TEST: &str = "striped_malformed_lane";
+    let database = support::database(TEST).await;
+    support::create(
+        TEST,
+        "one",
+        &["--kind", "autoinc", "--stripes", "2", "--raw"],
+    );
+    // A map of one lane: every take goes to lane 0.
+    set_stripes(&database, &counter_name("one"), 1)
+        .await
+        .unwrap();
+    let lane = || async { support::counter_document(&database, "one#0").await.unwrap() };
+    let good = lane().await;
+    for (field, value, needle) in [
+        ("last", Bson::Int64(7), "last is 7, not"),
+        ("seq", Bson::String("1".into()), "seq is the string"),
+        ("seq", Bson::Double(1.5), "seq is 1.5"),
+        (
+            "sealed",
+            Bson::Boolean(false),
+            "sealed is the boolean false",
+        ),
+        ("kind", Bson::String("autoinc".into()), "not \"lane\""),
+    ] {
+        let mut broken = good.clone();
+        broken.insert(field, value);
+        let broken = support::replace_counter(&database, "one#0", broken).await;
+        let (sequence, _) = Sequence::open(&database, counter_name("one"), &OpenOptions::default())
+            .await
+            .unwrap();
+        let error = sequence.take(1, 0).await.unwrap_err().to_string();
+        assert!(
+            error.contains("lane 'one#0' is corrupt") && error.contains(needle),
+            "{field}: {error}"
+        );
+        assert_eq!(lane().await, broken, "{field}");
+    }
+}
+
+/// The stored JavaScript twins, run by mongosh, refuse a striped counter's
+/// map and its lanes, and change nothing.
+#[tokio::test]
+async fn the_stored_twins_refuse_a_map_and_its_lanes() {
+    const TEST: &str = "striped_refused_by_twins";
+    let database = support::database(TEST).await;
+    installer::install(&database, &Default::default())
+        .await
+        .unwrap();
+    let name = counter_name("orders");
+    let spec = CounterSpec::of(CounterKind::Autoinc).prefixes(Vec::new());
+    create_striped(&database, &name, &spec, 2).await.unwrap();
+    let before = counters(&database).await;
+    let calls = [
+        "getNextSequence('orders')",
+        "getNextSequence('orders', { upsert: true })",
+        "getNextSequence('orders#0')",
+        "getNextUniqueSeq('orders')",
+        "getNextUniqueSeq('orders#1')",
+        "getNextUniqueStamp('orders')",
+        "getNextPeriodic('orders', 1)",
+        "getNextPeriodic('orders#0', 1)",
+    ];
+    let script: String = calls
+        .iter()
+        .map(|call| {
+            format!(
+                "try {{ print(JSON.stringify({{ call: {call:?}, value: {call} }})); }} \
+                 catch (error) {{ print(JSON.stringify({{ call: {call:?}, refused: String(error.message) }})); }}\n"
+            )
+        })
+        .collect();
+    let lines = support::mongosh::json_lines(&mut shell(TEST, &script));
+    assert_eq!(lines.len(), calls.len(), "{lines:?}");
+    for line in &lines {
+        let kind = if line["call"].as_str().unwrap().contains('#') {
+            "lane"
+        } else {
+            "striped"
+        };
+        let refused = line["refused"]
+            .as_str()
+            .unwrap_or_else(|| panic!("a stored function took from a striped counter: {line}"));
+        assert!(
+            refused.contains(&format!("has kind \"{kind}\"")) && refused.contains("left unchanged"),
+            "{line}"
+        );
+    }
+    assert_eq!(counters(&database).await, before);
+}
+
+/// A counter name with a lane's `#` is refused before anything is sent.
+#[test]
+fn a_lane_cannot_be_named() {
+    assert!(CounterName::new("orders#0").is_err());
+}
+
+/// `idmint serve`'s router, in-process over a striped counter: `/values`
+/// and `/ids` take from its lanes through the same pool as any counter's;
+/// `/ranges` refuses it, its values not being runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_takes_values_and_ids_from_a_striped_counter() {
+    use axum::body::Body;
+    use axum::http::{Request, StatusCode};
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+
+    const TEST: &str = "striped_serve";
+    let database = support::database(TEST).await;
+    let spec = CounterSpec::of(CounterKind::Autoinc);
+    create_striped(&database, &counter_name("orders"), &spec, 3)
+        .await
+        .unwrap();
+    let runtime = idmint::PolicyRuntime::new().unwrap();
+    let decimal = runtime.load_builtin("decimal").unwrap();
+    let server = idmint_serve::Server::start(
+        &database,
+        &runtime,
+        decimal,
+        idmint_serve::ServeOptions::default(),
+    )
+    .await
+    .unwrap();
+    let router = server.router();
+    let get = |path: &'static str| {
+        let router = router.clone();
+        async move {
+            let request = Request::get(path).body(Body::empty()).unwrap();
+            let response = router.oneshot(request).await.unwrap();
+            let status = response.status();
+            let bytes = response.into_body().collect().await.unwrap().to_bytes();
+            (status, serde_json::from_slice::<Value>(&bytes).unwrap())
+        }
+    };
+    let mut all = Vec::new();
+    for _ in 0..4 {
+        let (status, body) = get("/v1/counters/orders/values?count=5").await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        all.extend(
+            body["values"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|value| value.as_u64().unwrap()),
+        );
+    }
+    assert_eq!(all.len(), 20);
+    assert_distinct(&all);
+    let (status, body) = get("/v1/counters/orders/ids?count=3").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["ids"].as_array().unwrap().len(), 3, "{body}");
+    let (status, body) = get("/v1/counters/orders/ranges?count=3").await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("not runs"),
+        "{body}"
+    );
+    // Every value taken is a lane's: their local values add up.
+    let lanes = idmint::sequence::striping::lanes(
+        &database,
+        &counter_name("orders"),
+        &CounterState::from_document(
+            &counter_name("orders"),
+            &support::counter_document(&database, "orders")
+                .await
+                .unwrap(),
+        )
+        .unwrap()
+        .striped
+        .unwrap(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(lanes.iter().map(|lane| lane.seq).sum::<u64>(), 23);
+}
