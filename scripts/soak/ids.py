@@ -19,7 +19,24 @@ import re
 # PREFIX + yyyyMMddTHHmmss.ffffffZ-SSS-C.
 CHECK_DIGIT = re.compile(r"^(\d{8})T(\d{6})\.(\d{6})Z-(\d{3})-(\d)$")
 
-KINDS = ("cyclic", "autoinc", "segment", "snowflake", "periodic")
+# The counters the soak makes, one per kind of counter and a striped one (an
+# autoinc counter over 3 lanes, issue 34), named by what the checker calls
+# their kind.
+KINDS = ("cyclic", "autoinc", "segment", "snowflake", "periodic", "striped")
+
+# How each is created (`idmint counter create NAME ...`).
+CREATE = {
+    "cyclic": ["--kind", "cyclic"],
+    "autoinc": ["--kind", "autoinc"],
+    "segment": ["--kind", "segment", "--step", "100"],
+    "snowflake": ["--kind", "snowflake"],
+    "periodic": ["--kind", "periodic", "--policy", "builtin:decimal"],
+    "striped": ["--kind", "autoinc", "--stripes", "3"],
+}
+
+# Values unique and in no order at all: a striped counter's lanes interleave
+# (docs/counter-kinds.md), even within one process.
+UNORDERED = ("striped",)
 
 # The built-in policy each kind's IDs are formatted with in the soak.
 POLICY = {
@@ -28,6 +45,7 @@ POLICY = {
     "segment": "builtin:decimal",
     "snowflake": "builtin:base32",
     "periodic": "builtin:decimal",
+    "striped": "builtin:decimal",
 }
 
 CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"

@@ -31,15 +31,15 @@ import checker  # noqa: E402
 import report  # noqa: E402
 from cluster import (DbServer, Proxy, Serve, harness_error, harness_errors,  # noqa: E402
                      kill_all, open_fds, set_pgid_file, spawn)
-from ids import KINDS  # noqa: E402
+from ids import CREATE, KINDS  # noqa: E402
 from nemesis import Nemesis, Supervisor  # noqa: E402
 from schedule import FAULTS, make_schedule  # noqa: E402
 from workload import (CliLoop, HttpClient, JavaClient, LockHolder, Mongosh,  # noqa: E402
-                      PolicySwapper, Recorder, Stream)
+                      Changes, Recorder, Stream)
 
 REPO = os.path.dirname(os.path.dirname(HERE))
 PREFIX = {"cyclic": "CY-", "autoinc": "AI-", "segment": "SG-", "snowflake": "SF-",
-          "periodic": "PD-"}
+          "periodic": "PD-", "striped": "ST-"}
 LOCKS = ["soak-lock-a", "soak-lock-b"]
 # File descriptors the harness may hold: a few hundred in a healthy run of any
 # length (logs, pipes of the processes running, sockets); more is a leak, which
@@ -227,9 +227,8 @@ def run(args):
         counters = {}
         for kind in KINDS:
             name = f"soak-{kind}"
-            extra = {"segment": ["--step", "100"], "periodic": ["--policy", "builtin:decimal"]}
-            idmint_ok(args.bin, env("direct"), "counter", "create", name, "--kind", kind,
-                      "--prefix", PREFIX[kind], *extra.get(kind, []))
+            idmint_ok(args.bin, env("direct"), "counter", "create", name, *CREATE[kind],
+                      "--prefix", PREFIX[kind])
             counters[kind] = (name, PREFIX[kind])
         swap_policy = check_digit_policy()
         if swap_policy:
@@ -263,7 +262,6 @@ def run(args):
                            seed_rng.random())
             cluster.takers[d.name] = d
         faults = Recorder(os.path.join(out, "faults.jsonl"))
-        swapper = None
         if swap_policy:
             swap_stream = Stream("cyclic", *counters["cyclic"], args.bin, env("direct"), out,
                                  seed_rng.random(), follow_db=True)
@@ -285,8 +283,16 @@ def run(args):
         assert sorted(cluster.takers) == sorted(takers)
         if swap_policy:
             # Not a target of the nemesis: the schedule stays the same without it.
-            swapper = PolicySwapper(args.bin, env("direct"), faults)
+            swapper = Changes("policy-swapper", "policy-swap", "policies",
+                              [["policy", "activate", "1"], ["policy", "rollback"]],
+                              args.bin, env("direct"), faults, period=15.0)
             drivers += [swap_stream, swapper]
+        # The striped counter's lanes change under its takers: 3 to 2 to 4 to
+        # 3 lanes, a new generation each time.
+        drivers.append(Changes("restriper", "restripe", counters["striped"][0],
+                               [["counter", "stripes", counters["striped"][0], "--set", str(n)]
+                                for n in (2, 4, 3)],
+                               args.bin, env("direct"), faults, period=20.0))
         meta["start"] = time.time()
         for driver in drivers:
             driver.start()

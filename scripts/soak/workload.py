@@ -25,7 +25,7 @@ import threading
 import time
 
 from cluster import reap, signal_group, spawn
-from ids import POLICY, UnreadableId, parse_id, parse_seq_line
+from ids import POLICY, UNORDERED, UnreadableId, parse_id, parse_seq_line
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -75,6 +75,15 @@ class Driver(threading.Thread):
         return signal_group(self.current, signal.SIGCONT)
 
 
+def _scope(kind, name, process):
+    """Where a client's values must increase: along all its requests for a
+    kind ordered by the server, within one process for the others, nowhere
+    for an unordered one (None)."""
+    if kind in UNORDERED:
+        return None
+    return name if kind in SERVER_ORDERED else f"{name}#{process}"
+
+
 def _status(returncode, timed_out):
     if timed_out or returncode < 0:
         return "unknown"  # no answer: killed, or given up on
@@ -98,7 +107,7 @@ class CliLoop(Driver):
             if self.mode == "next":
                 args += ["--policy", POLICY[self.kind]]
             self.invocations += 1
-            scope = self.name if self.kind in SERVER_ORDERED else f"{self.name}#{self.invocations}"
+            scope = _scope(self.kind, self.name, self.invocations)
             t0 = time.time()
             process = spawn(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.env)
             self.current = process
@@ -149,7 +158,7 @@ class Stream(Driver):
     def run(self):
         while not self.stopping.is_set():
             self.incarnations += 1
-            scope = self.name if self.kind in SERVER_ORDERED else f"{self.name}#{self.incarnations}"
+            scope = _scope(self.kind, self.name, self.incarnations)
             process = spawn([self.idmint, "next", self.counter, "--stream", "--rate",
                              str(self.rate), *self.policy],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.env)
@@ -245,7 +254,9 @@ class HttpClient(Driver):
                 status, err = "unknown", f"{type(error).__name__}: {error}"
             except (UnreadableId, KeyError, ValueError) as error:
                 status, err = "fail", f"unreadable: {error}"
-            if kind in SERVER_ORDERED:
+            if kind in UNORDERED:
+                scope = None
+            elif kind in SERVER_ORDERED:
                 scope = self.name
             elif serve.generation == generation:
                 scope = f"{self.name}/{serve.name}#{generation}"
@@ -486,29 +497,33 @@ def slow_clients(serve, counter, seconds, count=12):
     return len(sockets)
 
 
-class PolicySwapper(Driver):
-    """Every `period` seconds, activates the stored check-digit policy or
-    rolls back to none, in turn, under the streams that follow the database
-    (`--policy-from-db`); each swap is recorded beside the faults."""
+class Changes(Driver):
+    """Every `period` seconds, the next of `commands` (idmint arguments), in
+    turn, moving on only once one succeeds; each attempt recorded beside the
+    faults as `event` on `target`. Two of them run: the live policy swap
+    (activate the stored check-digit policy, roll it back) under the clients
+    that follow the database, and the change of a striped counter's lanes
+    under its takers."""
 
-    def __init__(self, idmint, env, faults, period=15.0):
-        super().__init__("policy-swapper", 0)
+    def __init__(self, name, event, target, commands, idmint, env, faults, period):
+        super().__init__(name, 0)
+        self.event, self.target, self.commands = event, target, commands
         self.idmint, self.env, self.faults, self.period = idmint, env, faults, period
 
     def run(self):
-        active = False
+        turn = 0
         while not self.stopping.wait(self.period):
-            command = ["policy", "rollback"] if active else ["policy", "activate", "1"]
+            command = self.commands[turn % len(self.commands)]
             start = time.time()
             try:
                 result = subprocess.run([self.idmint, *command], env=self.env,
                                         capture_output=True, text=True, timeout=60)
                 if result.returncode == 0:
-                    active = not active
+                    turn += 1
                 detail = (result.stdout or result.stderr).strip()[:200]
             except subprocess.TimeoutExpired:
                 detail = f"idmint {' '.join(command)}: no answer in 60 s"
-            self.faults.write({"fault": "policy-swap", "target": "policies", "start": start,
+            self.faults.write({"fault": self.event, "target": self.target, "start": start,
                                "end": time.time(), "detail": detail})
 
 
