@@ -208,7 +208,7 @@ async fn a_hand_edit_is_reported_and_not_overwritten_without_force() {
         .find(|f| f.name == "getNextUniqueStamp")
         .unwrap()
         .source;
-    let edited = source.replacen("var MAX_ATTEMPTS = 10000;", "var MAX_ATTEMPTS = 5;", 1);
+    let edited = source.replacen("var MAX_ATTEMPTS = 100;", "var MAX_ATTEMPTS = 5;", 1);
     assert_ne!(edited, source, "the edit must change the function");
     hand_edit(&database, "getNextUniqueStamp", &edited).await;
 
