@@ -43,6 +43,21 @@ fn assert_distinct(values: &[u64]) {
     }
 }
 
+/// The test's database, with the autoinc counter `orders` striped over
+/// `lanes` lanes (`1`: unstriped), and a `Sequence` opened on it.
+async fn striped_orders(test: &str, lanes: u64) -> (Database, CounterName, Sequence) {
+    let database = support::database(test).await;
+    let name = counter_name("orders");
+    let spec = CounterSpec::of(CounterKind::Autoinc).prefixes(Vec::new());
+    create_striped(&database, &name, &spec, lanes)
+        .await
+        .unwrap();
+    let (sequence, _) = Sequence::open(&database, name.clone(), &OpenOptions::default())
+        .await
+        .unwrap();
+    (database, name, sequence)
+}
+
 /// `counter create NAME --kind autoinc --stripes N`, then 8 processes of
 /// `seq NAME --count 300` at once: 2,400 values, all distinct, as many as
 /// the lanes' local values add up to; and `next` formats them.
@@ -187,13 +202,7 @@ async fn striping_an_unstriped_counter_continues_above_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_handle_opened_before_the_counter_was_striped_takes_from_its_lanes() {
     const TEST: &str = "striped_opened_before";
-    let database = support::database(TEST).await;
-    let name = counter_name("orders");
-    let spec = CounterSpec::of(CounterKind::Autoinc).prefixes(Vec::new());
-    create_striped(&database, &name, &spec, 1).await.unwrap();
-    let (sequence, _) = Sequence::open(&database, name.clone(), &OpenOptions::default())
-        .await
-        .unwrap();
+    let (database, name, sequence) = striped_orders(TEST, 1).await;
     assert!(!sequence.is_striped());
     let mut all: Vec<u64> = joined(spawn_takers(&sequence, 4, 5)).await.concat();
     let striped = set_stripes(&database, &name, 3).await.unwrap();
@@ -247,13 +256,7 @@ async fn joined(takers: Vec<tokio::task::JoinHandle<Vec<u64>>>) -> Vec<Vec<u64>>
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_change_of_stripes_with_takes_in_flight_never_hands_out_a_value_twice() {
     const TEST: &str = "striped_restripe_held";
-    let database = support::database(TEST).await;
-    let name = counter_name("orders");
-    let spec = CounterSpec::of(CounterKind::Autoinc).prefixes(Vec::new());
-    create_striped(&database, &name, &spec, 4).await.unwrap();
-    let (sequence, _) = Sequence::open(&database, name.clone(), &OpenOptions::default())
-        .await
-        .unwrap();
+    let (database, name, sequence) = striped_orders(TEST, 4).await;
     let mut all: Vec<u64> = Vec::new();
     let first: Vec<u64> = joined(spawn_takers(&sequence, 8, 7)).await.concat();
     all.extend(&first);
@@ -316,13 +319,7 @@ async fn a_change_of_stripes_with_takes_in_flight_never_hands_out_a_value_twice(
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn of_two_changes_of_stripes_at_once_the_later_one_wins() {
     const TEST: &str = "striped_two_changes";
-    let database = support::database(TEST).await;
-    let name = counter_name("orders");
-    let spec = CounterSpec::of(CounterKind::Autoinc).prefixes(Vec::new());
-    create_striped(&database, &name, &spec, 4).await.unwrap();
-    let (sequence, _) = Sequence::open(&database, name.clone(), &OpenOptions::default())
-        .await
-        .unwrap();
+    let (database, name, sequence) = striped_orders(TEST, 4).await;
     let mut all: Vec<u64> = joined(spawn_takers(&sequence, 8, 5)).await.concat();
 
     let held = hold(&database_name(TEST), "orders", Point::BeforeLaneWrites, 1);
@@ -363,13 +360,7 @@ async fn of_two_changes_of_stripes_at_once_the_later_one_wins() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_change_stopped_half_way_is_finished_by_the_next() {
     const TEST: &str = "striped_half_way";
-    let database = support::database(TEST).await;
-    let name = counter_name("orders");
-    let spec = CounterSpec::of(CounterKind::Autoinc).prefixes(Vec::new());
-    create_striped(&database, &name, &spec, 3).await.unwrap();
-    let (sequence, _) = Sequence::open(&database, name.clone(), &OpenOptions::default())
-        .await
-        .unwrap();
+    let (database, name, sequence) = striped_orders(TEST, 3).await;
     let mut all: Vec<u64> = joined(spawn_takers(&sequence, 6, 4)).await.concat();
     let held = hold(&database_name(TEST), "orders", Point::BeforeLaneWrites, 1);
     let stopped = {
@@ -407,13 +398,7 @@ async fn a_change_stopped_half_way_is_finished_by_the_next() {
 #[tokio::test]
 async fn paths_that_do_not_know_lanes_leave_a_striped_counter_unchanged() {
     const TEST: &str = "striped_refused_by_host";
-    let database = support::database(TEST).await;
-    let name = counter_name("orders");
-    let spec = CounterSpec::of(CounterKind::Autoinc).prefixes(Vec::new());
-    create_striped(&database, &name, &spec, 2).await.unwrap();
-    let (sequence, _) = Sequence::open(&database, name.clone(), &OpenOptions::default())
-        .await
-        .unwrap();
+    let (database, name, sequence) = striped_orders(TEST, 2).await;
     sequence.take(3, 0).await.unwrap();
     let before = counters(&database).await;
 
