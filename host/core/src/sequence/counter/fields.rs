@@ -133,6 +133,30 @@ pub(crate) fn read_string<'a>(doc: &'a Document, field: &str) -> Result<&'a str,
     }
 }
 
+/// Reads a sub-document field, or says what is wrong with it.
+pub(crate) fn read_document<'a>(doc: &'a Document, field: &str) -> Result<&'a Document, String> {
+    match doc.get(field) {
+        Some(Bson::Document(inner)) => Ok(inner),
+        Some(other) => Err(format!(
+            "{field} is {}, not a document",
+            describe_value(other)
+        )),
+        None => Err(format!("{field} is missing")),
+    }
+}
+
+/// Reads an array field, or says what is wrong with it.
+pub(crate) fn read_array<'a>(doc: &'a Document, field: &str) -> Result<&'a Vec<Bson>, String> {
+    match doc.get(field) {
+        Some(Bson::Array(items)) => Ok(items),
+        Some(other) => Err(format!(
+            "{field} is {}, not an array",
+            describe_value(other)
+        )),
+        None => Err(format!("{field} is missing")),
+    }
+}
+
 /// Reads the optional `prefix`.
 pub(crate) fn read_prefix(doc: &Document) -> Result<Option<String>, String> {
     match doc.get("prefix") {

@@ -24,7 +24,7 @@ use mongodb::bson::{doc, Bson, Document};
 
 use super::arithmetic::{Generation, Lane, MAX_LANES};
 use crate::mongo::describe_value;
-use crate::sequence::counter::fields::{integer_in, read_integer, read_string};
+use crate::sequence::counter::fields::{integer_in, read_document, read_integer, read_string};
 use crate::sequence::kind_trait::MAX_VALUE;
 
 /// The `kind` of a lane document.
@@ -70,11 +70,7 @@ pub fn read(document: &Document) -> Result<LaneDocument, String> {
         }
         None => return Err(format!("kind is missing, not \"{LANE_KIND}\"")),
     }
-    let place = match document.get("lane") {
-        Some(Bson::Document(place)) => place,
-        Some(other) => return Err(format!("lane is {}, not a document", describe_value(other))),
-        None => return Err("lane is missing".to_string()),
-    };
+    let place = read_document(document, "lane")?;
     let within = |reason: String| format!("lane.{reason}");
     let kind = read_string(place, "kind").map_err(within)?.to_string();
     let generation = read_integer(place, "generation", 1, MAX_VALUE).map_err(within)?;

@@ -21,7 +21,7 @@ use serde::Serialize;
 
 use super::arithmetic::{Generation, Lane, MAX_LANES};
 use crate::mongo::describe_value;
-use crate::sequence::counter::fields::{read_integer, read_string};
+use crate::sequence::counter::fields::{read_array, read_document, read_integer, read_string};
 use crate::sequence::kind_trait::MAX_VALUE;
 
 /// The `kind` of a striped counter's map.
@@ -90,32 +90,14 @@ impl StripeMap {
 
     /// Reads the `striped` field of `document`, or says what is wrong.
     pub fn read(document: &Document) -> Result<Self, String> {
-        let striped = match document.get("striped") {
-            Some(Bson::Document(striped)) => striped,
-            Some(other) => {
-                return Err(format!(
-                    "striped is {}, not a document",
-                    describe_value(other)
-                ))
-            }
-            None => return Err("striped is missing".to_string()),
-        };
+        let striped = read_document(document, "striped")?;
         let within = |reason: String| format!("striped.{reason}");
         let kind = read_string(striped, "kind").map_err(within)?.to_string();
         let generation = read_integer(striped, "generation", 0, MAX_VALUE).map_err(within)?;
         let base = read_integer(striped, "base", 0, MAX_VALUE).map_err(within)?;
         let modulus = read_integer(striped, "modulus", 1, MAX_LANES).map_err(within)?;
         Generation::new(base, modulus).map_err(|error| format!("striped: {error}"))?;
-        let lanes = match striped.get("lanes") {
-            Some(Bson::Array(lanes)) => lanes,
-            Some(other) => {
-                return Err(format!(
-                    "striped.lanes is {}, not an array",
-                    describe_value(other)
-                ))
-            }
-            None => return Err("striped.lanes is missing".to_string()),
-        };
+        let lanes = read_array(striped, "lanes").map_err(within)?;
         let live = !lanes.is_empty();
         if live && generation == 0 {
             return Err("striped.lanes lists lanes of generation 0, which has none".to_string());
