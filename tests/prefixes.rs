@@ -8,6 +8,7 @@ use std::collections::HashSet;
 
 use mongodb::bson::{doc, Document};
 
+use crate::support::service::{assert_error, block_on, Service};
 use crate::support::{self, assert_exit, database_handle, documents, idmint, run, stderr, stdout};
 
 /// The counters of test `test`, sorted by name.
@@ -214,6 +215,59 @@ async fn counters_sharing_an_undeclared_prefix_are_reported_not_changed() {
     assert_exit(&run(idmint(TEST).args(["status"])), 0);
     assert_exit(&run(idmint(TEST).args(["next", "SerialNo1"])), 0);
     assert_exit(&run(idmint(TEST).args(["next", "SerialNo2"])), 0);
+}
+
+/// The service looks up a prefix's other owners beside a counter's first
+/// take: two counters sharing an undeclared prefix get no ID from it (409
+/// naming both, every time), the first request's values are dropped (a
+/// gap), and the refusal is kept, so asking again takes nothing more.
+#[test]
+fn a_service_hands_out_no_id_with_a_prefix_two_counters_own() {
+    const TEST: &str = "prefixes_shared_serve";
+    block_on(async {
+        let collection = support::database(TEST)
+            .await
+            .collection::<Document>("counters");
+        for name in ["SerialNo1", "SerialNo2"] {
+            collection
+                .insert_one(doc! { "_id": name, "val": 0_i64, "maxval": 99_i64 })
+                .await
+                .unwrap();
+        }
+    });
+    let service = Service::start(TEST, &[]);
+    let val = || {
+        block_on(counters(TEST))[0]
+            .get_i64("val")
+            .expect("SerialNo1's val, a long")
+    };
+    let refusal = service.get("/v1/counters/SerialNo1/ids?count=5");
+    assert_error(
+        &refusal,
+        409,
+        "counter",
+        "prefix \"\" is owned by counters SerialNo1, SerialNo2",
+    );
+    let after_first = val();
+    assert!(
+        after_first <= 5,
+        "the first take went past its count: {after_first}"
+    );
+    for _ in 0..3 {
+        let again = service.get("/v1/counters/SerialNo1/ids?count=5");
+        assert_error(
+            &again,
+            409,
+            "counter",
+            "prefix \"\" is owned by counters SerialNo1, SerialNo2",
+        );
+    }
+    assert_eq!(val(), after_first, "a kept refusal took values again");
+    // Raw values are not formatted with the prefix, and are still served.
+    assert_eq!(
+        service.get("/v1/counters/SerialNo1/values?count=1").status,
+        200
+    );
 }
 
 /// Two documents that declare one prefix (written by hand): `install`

@@ -103,7 +103,7 @@ pub use limits::{
     Limits, LimitsError, MAX_BODY_BYTES, MAX_CONNECTION_BUFFER, MAX_TIMEOUT, MIN_CONNECTION_BUFFER,
 };
 pub use metrics::Metrics;
-pub use minters::{Minters, Prepared};
+pub use minters::{Minters, Prepared, Taken};
 pub use openapi::{AdminDoc, ApiDoc};
 pub use pool::{CounterPool, Served};
 pub use slots::{PolicySlot, PolicySlots};

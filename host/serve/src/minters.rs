@@ -1,23 +1,36 @@
 //! [`Minters`]: the [`Minter`] of each (policy, counter, prefix) a server
 //! has formatted IDs for, with the [`Batcher`] its policy calls go through.
 //! Preparing a minter runs the checks that must pass
-//! before a value is consumed (the counter owns the prefix and no other
+//! before a value is handed out (the counter owns the prefix and no other
 //! counter does; the policy accepts the prefix and can serve the counter: a
 //! few policy calls, run on the blocking pool with a policy slot); keeping
 //! it makes those checks once per policy rather than once per request. A
 //! swapped-in policy has another SHA-256, so its minters are prepared afresh
 //! on their first request.
 //!
+//! What a new minter's first request waits for: the counter's document
+//! (read when the counter was opened), the policy's checks (no database),
+//! then the lookup of the prefix's other owners and the request's take at
+//! once ([`Minters::take`]). Neither changes what the other finds, and no
+//! value is handed out before the lookup has said the prefix is the
+//! counter's alone; when it is not (two counters own the prefix, which only
+//! documents without declared prefixes can bring about, and which `idmint
+//! status` reports), the values that take consumed are dropped unused: a
+//! gap, never a repeat. Every other refusal comes before any value is taken.
+//!
 //! Prefixes come from requests, so their number is the clients' to choose:
 //! the cache holds at most `Limits::max_minters` and evicts the least
 //! recently used. A prepared minter is trusted for `Limits::minter_max_age`;
-//! after that its prefix's ownership is checked again (one lookup by index:
-//! the counters that own it are this one alone), so a prefix removed from a
-//! counter stops being served within that age, and a request for the
-//! counter's default gets its new default (the next prefix it owns) rather
-//! than the removed one. A counter's first minter is prepared from the
-//! document its opening read, if that was within the same age. The policy's checks are not made again: the policy has not
-//! changed (its SHA-256 is in the key) and remembers what it accepted.
+//! after that its prefix's ownership is checked again, beside the take as
+//! above (one lookup by index: the counters that own it are this one
+//! alone), so a prefix removed from a counter stops being served within that
+//! age, and a request for the counter's default gets its new default (the
+//! next prefix it owns) rather than the removed one: the minter is prepared
+//! afresh and the values taken beside the lookup are dropped. A counter's
+//! first minter is prepared from the document its opening read, if that was
+//! within the same age. The policy's checks are not made again: the policy
+//! has not changed (its SHA-256 is in the key) and remembers what it
+//! accepted.
 //!
 //! A refusal (a prefix not owned or refused, a policy that cannot serve the
 //! counter) is kept in the same place for the same age: asking again costs
@@ -31,13 +44,15 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use idmint::minter::Minter;
+use idmint::parts::Stamp;
 use idmint::policy::{Policy, PolicyError};
-use idmint::sequence::{prefixes, SystemClock};
+use idmint::sequence::{prefixes, CounterState, SystemClock};
+use mongodb::Database;
 
 use super::batcher::{BatchMeter, Batcher};
 use super::error::ApiError;
 use super::pool::Served;
-use super::slots::{run_blocking, PolicySlots};
+use super::slots::{run_blocking, PolicySlot, PolicySlots};
 
 /// What a minter is prepared for: the policy's SHA-256, the counter, and
 /// the prefix the request asked for.
@@ -83,6 +98,105 @@ pub struct Minters {
     meter: BatchMeter,
 }
 
+/// What a request's take came to ([`Minters::take`]).
+pub struct Taken {
+    /// The minter the values came from, with its batcher.
+    pub prepared: Arc<Prepared>,
+    /// The values, in the order they were issued.
+    pub stamps: Vec<Stamp>,
+    /// The policy slot the request formats them with.
+    pub slot: PolicySlot,
+}
+
+/// A minter found for a request: trusted, or with the lookup of its
+/// prefix's owners still to make, beside the take.
+struct Found {
+    prepared: Arc<Prepared>,
+    check: Option<Check>,
+}
+
+/// The lookup a found minter still needs, and where its answer is kept.
+enum Check {
+    /// Prepared just now: kept once no other counter owns its prefix.
+    New {
+        key: Key,
+        database: Database,
+        state: CounterState,
+    },
+    /// Kept past its age: trusted again once the counter is still its
+    /// prefix's only owner; prepared afresh otherwise.
+    Aged {
+        key: Key,
+        database: Database,
+        counter: String,
+    },
+}
+
+/// What a found minter's lookup came to, with what ran beside it.
+enum Checked<T> {
+    /// The minter may serve (kept, or kept again): what ran beside it.
+    Passed(Arc<Prepared>, T),
+    /// An aged minter whose prefix is no longer the counter's alone (or no
+    /// longer its default): forgotten, to be prepared afresh; what ran beside
+    /// the lookup is dropped.
+    Stale,
+}
+
+impl Found {
+    fn trusted(prepared: Arc<Prepared>) -> Self {
+        Self {
+            prepared,
+            check: None,
+        }
+    }
+
+    /// Runs `work` beside the lookup the minter still needs, if any, and
+    /// hands its result back only once the lookup has passed; the lookup's
+    /// outcome is kept as [`Minters::find`] describes.
+    async fn beside<T>(
+        self,
+        minters: &Minters,
+        work: impl std::future::Future<Output = Result<T, ApiError>>,
+    ) -> Result<Checked<T>, ApiError> {
+        let Self { prepared, check } = self;
+        match check {
+            None => Ok(Checked::Passed(prepared, work.await?)),
+            Some(Check::New {
+                key,
+                database,
+                state,
+            }) => {
+                let alone = prefixes::check_alone(&database, &state, prepared.minter.prefix());
+                let (alone, result) = tokio::join!(alone, work);
+                match alone {
+                    Ok(()) => {
+                        minters.lock().insert(key, Ok(prepared.clone()));
+                        Ok(Checked::Passed(prepared, result?))
+                    }
+                    Err(refusal) => Err(minters.refused(key, refusal.into())),
+                }
+            }
+            Some(Check::Aged {
+                key,
+                database,
+                counter,
+            }) => {
+                let owners = prefixes::owners(&database, prepared.minter.prefix());
+                let (owners, result) = tokio::join!(owners, work);
+                // A counter keeps its default while it owns it, so a default
+                // still owned is still the default.
+                if owners? == [counter.as_str()] {
+                    minters.lock().insert(key, Ok(prepared.clone()));
+                    Ok(Checked::Passed(prepared, result?))
+                } else {
+                    minters.lock().remove(&key);
+                    Ok(Checked::Stale)
+                }
+            }
+        }
+    }
+}
+
 impl Minters {
     /// An empty cache of at most `capacity` minters, each trusted for
     /// `max_age`, whose batchers count their calls with `meter`.
@@ -94,42 +208,95 @@ impl Minters {
         }
     }
 
-    /// The minter of `served` through `policy`, with `prefix` (default: the
-    /// counter's own). A prefix the counter does not own, or another counter
-    /// owns too, is a conflict; one the policy refuses is a bad request; a
-    /// policy that cannot serve the counter makes the counter unservable;
-    /// nothing is consumed either way, and the refusal is kept as long as a
-    /// minter would be.
-    pub async fn get(
+    /// Takes `count` values of `served` for a request, through `policy`
+    /// with `prefix` (default: the counter's own): finds the minter (see
+    /// [`Minters::find`]), lets `admit` refuse its prefix (the caller's
+    /// rights), takes a policy slot to format with, then takes the values,
+    /// beside the lookup of the prefix's owners when the minter is new or
+    /// too old to trust. Every refusal but the lookup's comes before any
+    /// value is taken; the lookup's comes before any is handed back.
+    pub async fn take(
         &self,
         served: &Served,
         policy: Policy,
         prefix: Option<&str>,
         slots: &PolicySlots,
-    ) -> Result<Arc<Prepared>, ApiError> {
+        count: usize,
+        admit: impl Fn(&Minter) -> Result<(), ApiError>,
+    ) -> Result<Taken, ApiError> {
+        loop {
+            let found = self.find(served, policy.clone(), prefix, slots).await?;
+            if let Err(refused) = admit(&found.prepared.minter) {
+                // The minter's lookup still decides what is kept, and an
+                // aged minter's prefix may no longer be the default, whose
+                // successor the caller may use: found again then.
+                match found.beside(self, async { Ok(()) }).await? {
+                    Checked::Passed(..) => return Err(refused),
+                    Checked::Stale => continue,
+                }
+            }
+            // The policy slot before any value: a request that gets none is
+            // answered 503 having taken nothing.
+            let slot = slots.acquire().await?;
+            let minter = found.prepared.minter.clone();
+            let take = async move { Ok(minter.next_stamps(count).await?) };
+            match found.beside(self, take).await? {
+                Checked::Passed(prepared, stamps) => {
+                    return Ok(Taken {
+                        prepared,
+                        stamps,
+                        slot,
+                    })
+                }
+                // Forgotten: found again, it is prepared afresh, which
+                // never comes back stale.
+                Checked::Stale => continue,
+            }
+        }
+    }
+
+    /// The minter of `served` through `policy`, with `prefix` (default: the
+    /// counter's own). A prefix the counter does not own, or another counter
+    /// owns too, is a conflict; one the policy refuses is a bad request; a
+    /// policy that cannot serve the counter makes the counter unservable;
+    /// the refusal is kept as long as a minter would be. Nothing is taken
+    /// here, and the database is read only to see the counter as it is now
+    /// when its minter is prepared again.
+    async fn find(
+        &self,
+        served: &Served,
+        policy: Policy,
+        prefix: Option<&str>,
+        slots: &PolicySlots,
+    ) -> Result<Found, ApiError> {
         let key = (
             policy.sha256().to_string(),
             served.state.name.clone(),
             prefix.map(str::to_string),
         );
         let cached = self.lock().get(&key);
-        if let Some((outcome, when)) = &cached {
-            if when.elapsed() <= self.max_age {
-                return outcome.clone().map_err(ApiError::Repeated);
-            }
-        }
         let database = served.sequence.database();
-        if let Some((Ok(prepared), _)) = &cached {
-            // Too old to trust: is its prefix still the counter's alone? One
-            // lookup says so when it is (the policy's checks cannot have
-            // changed: same policy, same counter shape). A counter keeps its
-            // default while it owns it, so a default still owned is still
-            // the default.
-            let owners = prefixes::owners(&database, prepared.minter.prefix()).await?;
-            if owners == [served.state.name.as_str()] {
-                self.lock().insert(key, Ok(prepared.clone()));
-                return Ok(prepared.clone());
+        match &cached {
+            Some((outcome, when)) if when.elapsed() <= self.max_age => {
+                return outcome
+                    .clone()
+                    .map(Found::trusted)
+                    .map_err(ApiError::Repeated);
             }
+            // Too old to trust: is its prefix still the counter's alone?
+            // One lookup, beside the take, says so when it is (the policy's
+            // checks cannot have changed: same policy, same counter shape).
+            Some((Ok(prepared), _)) => {
+                return Ok(Found {
+                    prepared: prepared.clone(),
+                    check: Some(Check::Aged {
+                        key,
+                        database,
+                        counter: served.state.name.clone(),
+                    }),
+                })
+            }
+            _ => {}
         }
         // The counter as it is now: its prefixes, and so its default, may
         // have changed since the minter was prepared. Just opened, it was
@@ -142,61 +309,61 @@ impl Minters {
         let chosen = prefix
             .unwrap_or_else(|| current.default_prefix())
             .to_string();
-        // New, refused before, no longer the counter's alone, or the
-        // counter's default is another prefix now (its old one was removed):
-        // prepared afresh, which names what is wrong.
-        let outcome = self.prepare(served, current, policy, chosen, slots).await;
-        match outcome {
-            Ok(prepared) => {
-                self.lock().insert(key, Ok(prepared.clone()));
-                Ok(prepared)
-            }
-            Err(refusal) if refusal.is_lasting_refusal() => {
-                let refusal = Arc::new(refusal);
-                self.lock().insert(key, Err(refusal.clone()));
-                Err(ApiError::Repeated(refusal))
-            }
-            Err(failure) => {
-                // The database or the server failed: the next request tries
-                // again rather than meet a stale answer.
-                self.lock().remove(&key);
-                Err(failure)
-            }
+        // New, refused before, or no longer the counter's alone or its
+        // default (its old one was removed): prepared afresh, which names
+        // what is wrong.
+        match self.prepare(served, &current, policy, chosen, slots).await {
+            Ok(prepared) => Ok(Found {
+                prepared,
+                check: Some(Check::New {
+                    key,
+                    database,
+                    state: current,
+                }),
+            }),
+            Err(error) => Err(self.refused(key, error)),
+        }
+    }
+
+    /// Keeps `error` as the answer to `key` if it is a lasting refusal, and
+    /// forgets `key` if it is a failure of the database or the server (the
+    /// next request tries again rather than meet a stale answer): what the
+    /// request is answered.
+    fn refused(&self, key: Key, error: ApiError) -> ApiError {
+        if error.is_lasting_refusal() {
+            let refusal = Arc::new(error);
+            self.lock().insert(key, Err(refusal.clone()));
+            ApiError::Repeated(refusal)
+        } else {
+            self.lock().remove(&key);
+            error
         }
     }
 
     /// Prepares the minter of `served` as it is now (`current`) with
-    /// `chosen`: ownership, the counter's rule, in the core's one place
-    /// (`prefixes::check_use`: the counter owns the prefix, then one lookup
-    /// by index says no other does), and the policy's checks off the
-    /// executor (none if the policy has accepted this prefix for a counter
-    /// of this shape before). The lookup and the policy's checks run at
-    /// once, as neither consumes or writes anything; a failed ownership
-    /// check is the answer whatever the policy's checks found.
+    /// `chosen`: the counter owns the prefix (the core's rule,
+    /// `prefixes::check_owned`), then the policy's checks off the executor
+    /// (none if the policy has accepted this prefix for a counter of this
+    /// shape before). Neither reads the database; whether another counter
+    /// owns the prefix too is looked up beside the first take.
     async fn prepare(
         &self,
         served: &Served,
-        current: idmint::sequence::CounterState,
+        current: &CounterState,
         policy: Policy,
         chosen: String,
         slots: &PolicySlots,
     ) -> Result<Arc<Prepared>, ApiError> {
-        prefixes::check_owned(&current, &chosen)?;
-        let database = served.sequence.database();
-        let alone = prefixes::check_alone(&database, &current, &chosen);
+        prefixes::check_owned(current, &chosen)?;
         let sequence = served.sequence.clone();
-        let (state, prefix) = (current.clone(), chosen.clone());
-        let policy_checks = async move {
-            let slot = slots.acquire().await?;
-            run_blocking(slot, move || {
-                Minter::checked(sequence, state, policy, prefix, Arc::new(SystemClock))
-                    .map_err(Box::new)
-            })
-            .await
-        };
-        let (alone, minter) = tokio::join!(alone, policy_checks);
-        alone?;
-        let minter = minter?.map_err(|error| match *error {
+        let state = current.clone();
+        let slot = slots.acquire().await?;
+        let minter = run_blocking(slot, move || {
+            Minter::checked(sequence, state, policy, chosen, Arc::new(SystemClock))
+                .map_err(Box::new)
+        })
+        .await?
+        .map_err(|error| match *error {
             idmint::Error::Policy(PolicyError::Format(refusal)) => {
                 ApiError::BadRequest(format!("the policy refuses the prefix: {refusal}"))
             }

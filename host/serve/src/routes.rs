@@ -23,6 +23,7 @@ use super::api::{
 };
 use super::error::{ApiError, ErrorBody, FailureCause};
 use super::extract::{ApiJson, ApiQuery, AppName, Caller, CounterPath, RawCounterPath};
+use super::minters::Taken;
 use super::pool::Served;
 use super::slots::run_blocking;
 use super::state::AppState;
@@ -110,22 +111,24 @@ pub(super) async fn ids(
         counter.caller.may_use_prefix(prefix)?;
     }
     let served = state.pool.get(&counter.name).await?;
-    let prepared = state
+    // The prefix these IDs get, checked against the caller's rights before
+    // any value is taken: the counter's default as it is now (not as it
+    // was when the counter was opened).
+    let Taken {
+        prepared,
+        stamps,
+        slot,
+    } = state
         .minters
-        .get(
+        .take(
             &served,
             state.policy_for(served.sequence.kind()),
             params.prefix.as_deref(),
             &state.slots,
+            count,
+            |minter| counter.caller.may_use_prefix(minter.prefix()),
         )
         .await?;
-    // The prefix these IDs get: the counter's default as it is now (not as
-    // it was when the counter was opened), before any value is taken.
-    counter.caller.may_use_prefix(prepared.minter.prefix())?;
-    // The policy slot before any value: a request that gets none is
-    // answered 503 having taken nothing.
-    let slot = state.slots.acquire().await?;
-    let stamps = prepared.minter.next_stamps(count).await?;
     state.metrics.values(counter.name.as_str(), count);
     let packed = prepared.batcher.format(slot, stamps).await?;
     if wants_text(&headers) {
