@@ -37,7 +37,7 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use idmint::parts::Stamp;
@@ -107,6 +107,14 @@ impl Job {
     }
 }
 
+/// The cores this process may use, asked once: the answer reads the cgroup
+/// files, a few hundred microseconds that a counter's first request would
+/// otherwise pay for each new minter.
+fn cores() -> usize {
+    static CORES: OnceLock<usize> = OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from))
+}
+
 /// The failure of a batcher that stopped with requests waiting (the
 /// runtime shutting down, or a runner that panicked).
 #[derive(Debug, thiserror::Error)]
@@ -117,8 +125,7 @@ impl Batcher {
     /// A batcher making its policy calls with `call`, counted by `meter`:
     /// at most one at once, or one per core while calls are slow.
     pub fn new(call: Box<Call>, meter: BatchMeter) -> Self {
-        let cores = std::thread::available_parallelism().map_or(1, usize::from);
-        Self::with_runners(call, cores, meter)
+        Self::with_runners(call, cores(), meter)
     }
 
     /// A batcher making at most one call at once, or `max_runners` while

@@ -9,14 +9,15 @@
 //! on their first request.
 //!
 //! What a new minter's first request waits for: the counter's document
-//! (read when the counter was opened), the policy's checks (no database),
-//! then the lookup of the prefix's other owners and the request's take at
-//! once ([`Minters::take`]). Neither changes what the other finds, and no
-//! value is handed out before the lookup has said the prefix is the
-//! counter's alone; when it is not (two counters own the prefix, which only
-//! documents without declared prefixes can bring about, and which `idmint
-//! status` reports), the values that take consumed are dropped unused: a
-//! gap, never a repeat. Every other refusal comes before any value is taken.
+//! (read when the counter was opened), then the lookup of the prefix's
+//! other owners beside the rest: the policy's checks (no database), then
+//! the request's take ([`Minters::take`]). Neither side changes what the
+//! other finds, and no value is handed out before the lookup has said the
+//! prefix is the counter's alone; when it is not (two counters own the
+//! prefix, which only documents without declared prefixes can bring about,
+//! and which `idmint status` reports), the values that take consumed are
+//! dropped unused: a gap, never a repeat. Every other refusal comes before
+//! any value is taken.
 //!
 //! Prefixes come from requests, so their number is the clients' to choose:
 //! the cache holds at most `Limits::max_minters` and evicts the least
@@ -39,6 +40,7 @@
 //! server is not kept.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::hash::Hash;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -108,91 +110,55 @@ pub struct Taken {
     pub slot: PolicySlot,
 }
 
-/// A minter found for a request: trusted, or with the lookup of its
-/// prefix's owners still to make, beside the take.
-struct Found {
-    prepared: Arc<Prepared>,
-    check: Option<Check>,
-}
-
-/// The lookup a found minter still needs, and where its answer is kept.
-enum Check {
-    /// Prepared just now: kept once no other counter owns its prefix.
-    New {
-        key: Key,
-        database: Database,
-        state: CounterState,
+/// What [`Minters::find`] found for a request.
+enum Found {
+    /// A minter kept from before; with `aged`, too old to trust until the
+    /// lookup it names has passed.
+    Kept {
+        prepared: Arc<Prepared>,
+        aged: Option<Aged>,
     },
-    /// Kept past its age: trusted again once the counter is still its
-    /// prefix's only owner; prepared afresh otherwise.
-    Aged {
-        key: Key,
-        database: Database,
-        counter: String,
-    },
+    /// Nothing to trust: a minter to prepare for the counter as it is now.
+    Fresh(Fresh),
 }
 
-/// What a found minter's lookup came to, with what ran beside it.
-enum Checked<T> {
-    /// The minter may serve (kept, or kept again): what ran beside it.
-    Passed(Arc<Prepared>, T),
-    /// An aged minter whose prefix is no longer the counter's alone (or no
-    /// longer its default): forgotten, to be prepared afresh; what ran beside
-    /// the lookup is dropped.
-    Stale,
+/// A kept minter past its age: trusted again once the counter is still its
+/// prefix's only owner (a counter keeps its default while it owns it, so a
+/// default still owned is still the default); prepared afresh otherwise.
+struct Aged {
+    key: Key,
+    database: Database,
+    counter: String,
 }
 
-impl Found {
-    fn trusted(prepared: Arc<Prepared>) -> Self {
-        Self {
-            prepared,
-            check: None,
-        }
-    }
+/// What preparing a minter afresh starts from.
+struct Fresh {
+    key: Key,
+    database: Database,
+    /// The counter as it is now.
+    current: CounterState,
+    /// The prefix: the one asked for, or the counter's default now.
+    chosen: String,
+}
 
-    /// Runs `work` beside the lookup the minter still needs, if any, and
-    /// hands its result back only once the lookup has passed; the lookup's
-    /// outcome is kept as [`Minters::find`] describes.
+impl Aged {
+    /// Runs `work` beside the lookup, and hands its result back if the
+    /// minter may serve again (kept again then); `None` if it is stale
+    /// (forgotten then), whatever `work` did.
     async fn beside<T>(
         self,
         minters: &Minters,
-        work: impl std::future::Future<Output = Result<T, ApiError>>,
-    ) -> Result<Checked<T>, ApiError> {
-        let Self { prepared, check } = self;
-        match check {
-            None => Ok(Checked::Passed(prepared, work.await?)),
-            Some(Check::New {
-                key,
-                database,
-                state,
-            }) => {
-                let alone = prefixes::check_alone(&database, &state, prepared.minter.prefix());
-                let (alone, result) = tokio::join!(alone, work);
-                match alone {
-                    Ok(()) => {
-                        minters.lock().insert(key, Ok(prepared.clone()));
-                        Ok(Checked::Passed(prepared, result?))
-                    }
-                    Err(refusal) => Err(minters.refused(key, refusal.into())),
-                }
-            }
-            Some(Check::Aged {
-                key,
-                database,
-                counter,
-            }) => {
-                let owners = prefixes::owners(&database, prepared.minter.prefix());
-                let (owners, result) = tokio::join!(owners, work);
-                // A counter keeps its default while it owns it, so a default
-                // still owned is still the default.
-                if owners? == [counter.as_str()] {
-                    minters.lock().insert(key, Ok(prepared.clone()));
-                    Ok(Checked::Passed(prepared, result?))
-                } else {
-                    minters.lock().remove(&key);
-                    Ok(Checked::Stale)
-                }
-            }
+        prepared: &Arc<Prepared>,
+        work: impl Future<Output = Result<T, ApiError>>,
+    ) -> Result<Option<T>, ApiError> {
+        let owners = prefixes::owners(&self.database, prepared.minter.prefix());
+        let (owners, result) = tokio::join!(owners, work);
+        if owners? == [self.counter.as_str()] {
+            minters.lock().insert(self.key, Ok(prepared.clone()));
+            Ok(Some(result?))
+        } else {
+            minters.lock().remove(&self.key);
+            Ok(None)
         }
     }
 }
@@ -209,12 +175,16 @@ impl Minters {
     }
 
     /// Takes `count` values of `served` for a request, through `policy`
-    /// with `prefix` (default: the counter's own): finds the minter (see
-    /// [`Minters::find`]), lets `admit` refuse its prefix (the caller's
-    /// rights), takes a policy slot to format with, then takes the values,
-    /// beside the lookup of the prefix's owners when the minter is new or
-    /// too old to trust. Every refusal but the lookup's comes before any
-    /// value is taken; the lookup's comes before any is handed back.
+    /// with `prefix` (default: the counter's own): finds the minter, lets
+    /// `admit` refuse its prefix (the caller's rights), takes a policy slot
+    /// to format with, then takes the values. A minter prepared afresh, or
+    /// kept past its age, needs the lookup of its prefix's owners, which runs
+    /// beside all that (see the module docs). A prefix the counter does not
+    /// own, or another counter owns too, is a conflict; one the policy
+    /// refuses is a bad request; a policy that cannot serve the counter makes
+    /// the counter unservable; the refusal is kept as long as a minter would
+    /// be. Every refusal but the lookup's comes before any value is taken;
+    /// the lookup's comes before any is handed back.
     pub async fn take(
         &self,
         served: &Served,
@@ -224,50 +194,51 @@ impl Minters {
         count: usize,
         admit: impl Fn(&Minter) -> Result<(), ApiError>,
     ) -> Result<Taken, ApiError> {
+        let mut stale = false;
         loop {
-            let found = self.find(served, policy.clone(), prefix, slots).await?;
-            if let Err(refused) = admit(&found.prepared.minter) {
-                // The minter's lookup still decides what is kept, and an
-                // aged minter's prefix may no longer be the default, whose
-                // successor the caller may use: found again then.
-                match found.beside(self, async { Ok(()) }).await? {
-                    Checked::Passed(..) => return Err(refused),
-                    Checked::Stale => continue,
+            let (prepared, aged) = match self.find(served, &policy, prefix, stale).await? {
+                Found::Kept { prepared, aged } => (prepared, aged),
+                Found::Fresh(fresh) => {
+                    return self
+                        .prepare_and_take(served, policy, slots, count, &admit, fresh)
+                        .await
                 }
+            };
+            let admitted = admit(&prepared.minter);
+            let Some(aged) = aged else {
+                admitted?;
+                return take_with(prepared, slots, count).await;
+            };
+            // An aged minter's lookup decides whether it serves; if it does
+            // not (its prefix is no longer the counter's alone, or no longer
+            // its default, whose successor the caller may use), it is found
+            // again, prepared afresh.
+            if let Err(refused) = admitted {
+                match aged.beside(self, &prepared, async { Ok(()) }).await? {
+                    Some(()) => return Err(refused),
+                    None => stale = true,
+                }
+                continue;
             }
-            // The policy slot before any value: a request that gets none is
-            // answered 503 having taken nothing.
-            let slot = slots.acquire().await?;
-            let minter = found.prepared.minter.clone();
-            let take = async move { Ok(minter.next_stamps(count).await?) };
-            match found.beside(self, take).await? {
-                Checked::Passed(prepared, stamps) => {
-                    return Ok(Taken {
-                        prepared,
-                        stamps,
-                        slot,
-                    })
-                }
-                // Forgotten: found again, it is prepared afresh, which
-                // never comes back stale.
-                Checked::Stale => continue,
+            let work = take_with(prepared.clone(), slots, count);
+            match aged.beside(self, &prepared, work).await? {
+                Some(taken) => return Ok(taken),
+                None => stale = true,
             }
         }
     }
 
-    /// The minter of `served` through `policy`, with `prefix` (default: the
-    /// counter's own). A prefix the counter does not own, or another counter
-    /// owns too, is a conflict; one the policy refuses is a bad request; a
-    /// policy that cannot serve the counter makes the counter unservable;
-    /// the refusal is kept as long as a minter would be. Nothing is taken
-    /// here, and the database is read only to see the counter as it is now
-    /// when its minter is prepared again.
+    /// What the cache holds for (`policy`, `served`, `prefix`), or what
+    /// preparing it afresh needs: the counter as it is now (read again
+    /// unless it was opened within the age a minter is trusted and nothing
+    /// was kept for it, or just now found `stale`), its default prefix if
+    /// none was asked for.
     async fn find(
         &self,
         served: &Served,
-        policy: Policy,
+        policy: &Policy,
         prefix: Option<&str>,
-        slots: &PolicySlots,
+        stale: bool,
     ) -> Result<Found, ApiError> {
         let key = (
             policy.sha256().to_string(),
@@ -276,52 +247,85 @@ impl Minters {
         );
         let cached = self.lock().get(&key);
         let database = served.sequence.database();
-        match &cached {
-            Some((outcome, when)) if when.elapsed() <= self.max_age => {
-                return outcome
-                    .clone()
-                    .map(Found::trusted)
-                    .map_err(ApiError::Repeated);
-            }
-            // Too old to trust: is its prefix still the counter's alone?
-            // One lookup, beside the take, says so when it is (the policy's
-            // checks cannot have changed: same policy, same counter shape).
-            Some((Ok(prepared), _)) => {
-                return Ok(Found {
-                    prepared: prepared.clone(),
-                    check: Some(Check::Aged {
-                        key,
-                        database,
-                        counter: served.state.name.clone(),
-                    }),
+        match cached {
+            Some((outcome, when)) if when.elapsed() <= self.max_age => outcome
+                .map(|prepared| Found::Kept {
+                    prepared,
+                    aged: None,
                 })
-            }
-            _ => {}
-        }
-        // The counter as it is now: its prefixes, and so its default, may
-        // have changed since the minter was prepared. Just opened, it was
-        // read a moment ago.
-        let current = if cached.is_none() && served.opened_at.elapsed() <= self.max_age {
-            served.state.clone()
-        } else {
-            served.sequence.state().await?
-        };
-        let chosen = prefix
-            .unwrap_or_else(|| current.default_prefix())
-            .to_string();
-        // New, refused before, or no longer the counter's alone or its
-        // default (its old one was removed): prepared afresh, which names
-        // what is wrong.
-        match self.prepare(served, &current, policy, chosen, slots).await {
-            Ok(prepared) => Ok(Found {
+                .map_err(ApiError::Repeated),
+            // Too old to trust: the policy's checks cannot have changed
+            // (same policy, same counter shape), its ownership may have.
+            Some((Ok(prepared), _)) => Ok(Found::Kept {
                 prepared,
-                check: Some(Check::New {
+                aged: Some(Aged {
                     key,
                     database,
-                    state: current,
+                    counter: served.state.name.clone(),
                 }),
             }),
-            Err(error) => Err(self.refused(key, error)),
+            // Nothing, and the counter opened within the age: read a moment
+            // ago, and so prepared from what its opening read.
+            None if !stale && served.opened_at.elapsed() <= self.max_age => {
+                let current = served.state.clone();
+                Ok(Found::Fresh(fresh(key, database, current, prefix)))
+            }
+            // A refusal too old to trust, a minter just found stale, or a
+            // counter opened long ago: prepared afresh from the counter as
+            // it is now, which names what is wrong.
+            Some((Err(_), _)) | None => {
+                let current = served.sequence.state().await?;
+                Ok(Found::Fresh(fresh(key, database, current, prefix)))
+            }
+        }
+    }
+
+    /// Prepares the minter of `fresh` and takes `count` values from it,
+    /// with the lookup of its prefix's other owners beside: the counter
+    /// owns the prefix (the core's rule, `prefixes::check_owned`), the
+    /// policy's checks off the executor (none if the policy has accepted
+    /// this prefix for a counter of this shape before), `admit`, a policy
+    /// slot, then the take. A failed lookup is the answer whatever the rest
+    /// found, and then the values taken are dropped.
+    async fn prepare_and_take(
+        &self,
+        served: &Served,
+        policy: Policy,
+        slots: &PolicySlots,
+        count: usize,
+        admit: &impl Fn(&Minter) -> Result<(), ApiError>,
+        fresh: Fresh,
+    ) -> Result<Taken, ApiError> {
+        let Fresh {
+            key,
+            database,
+            current,
+            chosen,
+        } = fresh;
+        if let Err(refusal) = prefixes::check_owned(&current, &chosen) {
+            return Err(self.refused(key, refusal.into()));
+        }
+        let alone = prefixes::check_alone(&database, &current, &chosen);
+        let work = async {
+            let prepared = self
+                .prepare(served, &current, policy, chosen.clone(), slots)
+                .await?;
+            let taken = match admit(&prepared.minter) {
+                Ok(()) => take_with(prepared.clone(), slots, count).await,
+                Err(refused) => Err(refused),
+            };
+            Ok::<_, ApiError>((prepared, taken))
+        };
+        let (alone, work) = tokio::join!(alone, work);
+        if let Err(refusal) = alone {
+            return Err(self.refused(key, refusal.into()));
+        }
+        match work {
+            Ok((prepared, taken)) => {
+                self.lock().insert(key, Ok(prepared));
+                taken
+            }
+            Err(refusal) => Err(self.refused(key, refusal)),
         }
     }
 
@@ -341,11 +345,7 @@ impl Minters {
     }
 
     /// Prepares the minter of `served` as it is now (`current`) with
-    /// `chosen`: the counter owns the prefix (the core's rule,
-    /// `prefixes::check_owned`), then the policy's checks off the executor
-    /// (none if the policy has accepted this prefix for a counter of this
-    /// shape before). Neither reads the database; whether another counter
-    /// owns the prefix too is looked up beside the first take.
+    /// `chosen`: the policy's checks, off the executor.
     async fn prepare(
         &self,
         served: &Served,
@@ -354,7 +354,6 @@ impl Minters {
         chosen: String,
         slots: &PolicySlots,
     ) -> Result<Arc<Prepared>, ApiError> {
-        prefixes::check_owned(current, &chosen)?;
         let sequence = served.sequence.clone();
         let state = current.clone();
         let slot = slots.acquire().await?;
@@ -376,6 +375,36 @@ impl Minters {
         // A poisoned cache is still a valid cache: no update panics halfway.
         self.cache.lock().unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// What preparing `key` afresh starts from: `current`, and the prefix
+/// asked for or its default.
+fn fresh(key: Key, database: Database, current: CounterState, prefix: Option<&str>) -> Fresh {
+    let chosen = prefix
+        .unwrap_or_else(|| current.default_prefix())
+        .to_string();
+    Fresh {
+        key,
+        database,
+        current,
+        chosen,
+    }
+}
+
+/// Takes a policy slot, then `count` values of `prepared`: a request that
+/// gets no slot is answered 503 having taken nothing.
+async fn take_with(
+    prepared: Arc<Prepared>,
+    slots: &PolicySlots,
+    count: usize,
+) -> Result<Taken, ApiError> {
+    let slot = slots.acquire().await?;
+    let stamps = prepared.minter.next_stamps(count).await?;
+    Ok(Taken {
+        prepared,
+        stamps,
+        slot,
+    })
 }
 
 /// A map of at most `capacity` entries that evicts the least recently used

@@ -65,63 +65,81 @@ pub fn check_fit(policy: &Policy, counter: &CounterState, writes: Writes) -> Res
     }
 }
 
-/// What `policy` writes into its IDs ([`writes_time`], [`writes_period`]).
-/// Nothing is consumed or written.
+/// What `policy` writes into its IDs: it formats an ID with `prefix` and
+/// reads it back, where a policy without time reads it back with timestamp
+/// 0, and one in a period, which a policy that does not write periods (every
+/// policy on a contract before 0.4.0) reads back without it, or refuses to
+/// format. Three policy calls. Nothing is consumed or written.
 pub fn writes(policy: &Policy, prefix: &str) -> Result<Writes, PolicyError> {
-    Ok(Writes {
-        time: writes_time(policy, prefix)?,
-        period: writes_period(policy, prefix)?,
-    })
+    probe(policy, prefix, None)
 }
 
-/// Whether `policy` writes the time into its IDs: it formats one ID with
-/// `prefix` and reads it back; a policy without time reads it back with
-/// timestamp 0. Nothing is consumed or written.
+/// Whether `policy` writes the time into its IDs (see [`writes`]).
 pub fn writes_time(policy: &Policy, prefix: &str) -> Result<bool, PolicyError> {
-    let parts = IdParts {
-        prefix: prefix.to_string(),
-        timestamp_micros: PROBE_MICROS,
-        sequence: 0,
-        snowflake: None,
-        period: None,
-    };
-    Ok(read_back(policy, &parts)?.timestamp_micros != 0)
+    Ok(writes(policy, prefix)?.time)
 }
 
-/// Whether `policy` writes a periodic counter's period into its IDs: it
-/// formats one ID in a period and reads it back; a policy that does not
-/// write periods (every policy on a contract before 0.4.0) reads it back
-/// without it. A policy that refuses to format it does not write it either.
+/// Whether `policy` writes a periodic counter's period into its IDs (see
+/// [`writes`]).
 pub fn writes_period(policy: &Policy, prefix: &str) -> Result<bool, PolicyError> {
-    let period = Period {
-        unit: PeriodUnit::Year,
-        year: 2026,
-        month: 1,
-        day: 1,
-    };
-    let parts = IdParts {
+    Ok(writes(policy, prefix)?.period)
+}
+
+/// The period [`writes`] formats an ID in.
+const PROBE_PERIOD: Period = Period {
+    unit: PeriodUnit::Year,
+    year: 2026,
+    month: 1,
+    day: 1,
+};
+
+/// [`writes`], and with `accept_at` [`check_prefix`] at that time too, in as
+/// few policy calls as they can share: the time probe and `check_prefix`'s
+/// sample formatted in one batch, the period probe alone (a policy may
+/// refuse it), both read back in one call.
+fn probe(policy: &Policy, prefix: &str, accept_at: Option<u64>) -> Result<Writes, PolicyError> {
+    let stamps: Vec<Stamp> = accept_at
+        .map(|now_micros| Stamp::new(now_micros, 0))
+        .into_iter()
+        .chain([Stamp::new(PROBE_MICROS, 0)])
+        .collect();
+    let time_id = policy
+        .format_batch(prefix, &stamps)?
+        .pop()
+        .expect("one ID per stamp");
+    let period_parts = IdParts {
         prefix: prefix.to_string(),
         timestamp_micros: PROBE_MICROS,
         sequence: 1,
         snowflake: None,
-        period: Some(period),
+        period: Some(PROBE_PERIOD),
     };
-    match policy.format(&parts) {
-        Ok(_) => Ok(read_back(policy, &parts)?.period == Some(period)),
-        Err(PolicyError::Format(_)) => Ok(false),
-        Err(error) => Err(error),
-    }
-}
-
-/// Formats `parts` and reads the ID back with the policy's own validator.
-fn read_back(policy: &Policy, parts: &IdParts) -> Result<IdParts, PolicyError> {
-    let id = policy.format(parts)?;
-    policy
-        .validate(&id, Some(&parts.prefix), None)?
-        .map_err(|invalid| PolicyError::Activation {
-            origin: policy.origin().to_string(),
-            reason: format!("its own validator rejects {id:?}: {invalid}"),
-        })
+    let period_id = match policy.format(&period_parts) {
+        Ok(id) => Some(id),
+        Err(PolicyError::Format(_)) => None,
+        Err(error) => return Err(error),
+    };
+    let ids: Vec<String> = std::iter::once(time_id).chain(period_id).collect();
+    let mut read = policy
+        .validate_many(&ids, Some(prefix), None)?
+        .into_iter()
+        .zip(&ids)
+        .map(|(answer, id)| {
+            answer.map_err(|invalid| PolicyError::Activation {
+                origin: policy.origin().to_string(),
+                reason: format!("its own validator rejects {id:?}: {invalid}"),
+            })
+        });
+    let time = read
+        .next()
+        .expect("the time probe's answer")?
+        .timestamp_micros
+        != 0;
+    let period = match read.next() {
+        Some(parts) => parts?.period == Some(PROBE_PERIOD),
+        None => false,
+    };
+    Ok(Writes { time, period })
 }
 
 /// Fails, with the policy's reason, unless the policy accepts `prefix`: it
@@ -141,7 +159,7 @@ pub fn check_prefix(policy: &Policy, prefix: &str, now_micros: u64) -> Result<()
 /// Fails unless `policy` may format IDs of `counter` with `prefix`: it
 /// accepts the prefix ([`check_prefix`], at `now_micros`), it can serve the
 /// counter ([`check_fit`]) and it reads the prefix back alone out of the
-/// counter's IDs ([`check_prefix_reads_back`]). About seven policy calls the
+/// counter's IDs ([`check_prefix_reads_back`]). Five policy calls the
 /// first time; none once the policy has accepted this prefix for a counter
 /// of this shape (the memo is the policy's, see `fit_memo.rs`). Nothing is
 /// consumed or written.
@@ -155,8 +173,9 @@ pub fn check_serves(
     if policy.fits().accepted(&key) {
         return Ok(());
     }
-    check_prefix(policy, prefix, now_micros)?;
-    check_fit(policy, counter, writes(policy, prefix)?)?;
+    // check_prefix and writes, sharing their calls.
+    let writes = probe(policy, prefix, Some(now_micros))?;
+    check_fit(policy, counter, writes)?;
     check_prefix_reads_back(policy, counter, prefix)?;
     policy.fits().accept(key);
     Ok(())
