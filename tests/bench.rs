@@ -7,9 +7,9 @@ use crate::support::service::block_on;
 use crate::support::{self, assert_exit, idmint, run, stdout};
 
 /// Every sequence mode is measured, each in several slices with a counter
-/// made afresh for each (the prefix history must not refuse the second),
-/// and hands out values; the bench leaves none of its counters, claims or
-/// leases behind.
+/// made afresh for each (the prefix history must not refuse the second, nor
+/// a striped counter's lanes), and hands out values; the bench leaves none
+/// of its counters, lanes, claims or leases behind.
 #[test]
 fn the_sequence_bench_measures_every_mode_and_cleans_up() {
     const TEST: &str = "bench_sequence";
@@ -28,13 +28,17 @@ fn the_sequence_bench_measures_every_mode_and_cleans_up() {
     let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
     let results = report["results"].as_array().unwrap();
     // The yardsticks, then each kind the registry lists, one value and a
-    // block per take.
+    // block per take, then each kind that can be striped, on 2 and 4 lanes.
     let kinds = idmint::sequence::CounterKind::ALL
         .iter()
         .flat_map(|kind| [kind.to_string(), format!("{kind}_block")]);
+    let striped = idmint::sequence::striping::STRIPABLE
+        .iter()
+        .flat_map(|kind| [format!("{kind}_stripes2"), format!("{kind}_stripes4")]);
     let modes: Vec<String> = ["raw_inc".to_string(), "seed_cas".to_string()]
         .into_iter()
         .chain(kinds)
+        .chain(striped)
         .collect();
     for concurrency in [1, 2] {
         for mode in &modes {

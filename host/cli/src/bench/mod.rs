@@ -121,7 +121,7 @@ impl BenchCmd {
         }
         output.report(&report, || {
             let mut text = format!(
-                "{:<15} {:>11} {:>13} {:>11} {:>14}\n",
+                "{:<17} {:>11} {:>13} {:>11} {:>14}\n",
                 "mode", "concurrency", "ops/s", "ops", "fetches/1M"
             );
             for result in &report.results {
@@ -131,18 +131,25 @@ impl BenchCmd {
                     .unwrap_or_default();
                 let _ = writeln!(
                     text,
-                    "{:<15} {:>11} {:>13.0} {:>11} {:>14}",
+                    "{:<17} {:>11} {:>13.0} {:>11} {:>14}",
                     result.mode, result.concurrency, result.ops_per_sec, result.ops, fetches
                 );
             }
             for &concurrency in &self.concurrency {
                 // Each kind against a plain `$inc`, and its blocks against it.
-                let pairs = CounterKind::ALL.iter().flat_map(|&kind| {
-                    [
-                        (BenchMode::Each(kind), BenchMode::RawInc),
-                        (BenchMode::Block(kind), BenchMode::Each(kind)),
-                    ]
-                });
+                // A striped counter against the same kind unstriped.
+                let pairs = CounterKind::ALL
+                    .iter()
+                    .flat_map(|&kind| {
+                        [
+                            (BenchMode::Each(kind), BenchMode::RawInc),
+                            (BenchMode::Block(kind), BenchMode::Each(kind)),
+                        ]
+                    })
+                    .chain(BenchMode::all().into_iter().filter_map(|mode| match mode {
+                        BenchMode::Striped(kind, _) => Some((mode, BenchMode::Each(kind))),
+                        _ => None,
+                    }));
                 for (mode, yardstick) in pairs {
                     if let Some(ratio) = report.ratio(mode, yardstick, concurrency) {
                         let _ = writeln!(

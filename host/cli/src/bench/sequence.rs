@@ -15,6 +15,13 @@
 //!   memory (a segment's buffers, a snowflake generator) hands them out
 //!   without a round trip.
 //! - `<kind>_block`: the same, [`BLOCK`] values per take.
+//! - `<kind>_stripes<N>`, for each kind that can be striped
+//!   ([`striping::STRIPABLE`]) and N in [`STRIPES`]: a counter of that kind
+//!   striped over N lanes in this one deployment, one value per take, each
+//!   take from the next lane in turn. `<kind>` itself is the one-stripe
+//!   figure. On one server the lanes share its one journal and CPU, so the
+//!   ratio says what striping costs or saves there, not what it gains on a
+//!   sharded cluster (see docs/SCALE.md).
 //!
 //! No mode names a kind: the kinds come from [`CounterKind::ALL`], and each
 //! counter is made with the settings that keep it from wrapping or running
@@ -51,13 +58,18 @@ use serde::Serialize;
 
 use idmint::mongo::durable_write_concern;
 use idmint::policy::{PolicyError, PolicyRuntime, Stamp};
+use idmint::sequence::striping;
 use idmint::sequence::{
-    self, Clock, CounterKind, CounterName, CounterSpec, OpenOptions, Repeats, Sequence,
-    SequenceError, Setting, Settings, SystemClock, COUNTERS_COLLECTION, MAX_MAXVAL,
+    Clock, CounterKind, CounterName, CounterSpec, OpenOptions, Repeats, Sequence, SequenceError,
+    Setting, Settings, SystemClock, COUNTERS_COLLECTION, MAX_MAXVAL,
 };
 
 /// Values per take in the `<kind>_block` modes.
 pub const BLOCK: usize = 100;
+
+/// The numbers of stripes of the `<kind>_stripes<N>` modes (one stripe is
+/// the `<kind>` mode).
+pub const STRIPES: [u64; 2] = [2, 4];
 
 /// How many takes a client makes before it lets the others run: kinds that
 /// hand out values from memory would otherwise keep a thread to themselves.
@@ -74,6 +86,9 @@ pub enum BenchMode {
     Each(CounterKind),
     /// A counter of this kind, [`BLOCK`] values per take.
     Block(CounterKind),
+    /// A counter of this kind striped over this many lanes, one value per
+    /// take.
+    Striped(CounterKind, u64),
 }
 
 impl BenchMode {
@@ -82,9 +97,14 @@ impl BenchMode {
         let kinds = CounterKind::ALL
             .iter()
             .flat_map(|&kind| [BenchMode::Each(kind), BenchMode::Block(kind)]);
+        let striped = CounterKind::ALL
+            .iter()
+            .filter(|kind| striping::STRIPABLE.contains(&kind.as_str()))
+            .flat_map(|&kind| STRIPES.map(|stripes| BenchMode::Striped(kind, stripes)));
         [BenchMode::RawInc, BenchMode::SeedCas]
             .into_iter()
             .chain(kinds)
+            .chain(striped)
             .collect()
     }
 
@@ -95,6 +115,7 @@ impl BenchMode {
             BenchMode::SeedCas => "seed_cas".to_string(),
             BenchMode::Each(kind) => kind.as_str().to_string(),
             BenchMode::Block(kind) => format!("{kind}_block"),
+            BenchMode::Striped(kind, stripes) => format!("{kind}_stripes{stripes}"),
         }
     }
 
@@ -103,7 +124,7 @@ impl BenchMode {
     fn kind(self) -> CounterKind {
         match self {
             BenchMode::RawInc | BenchMode::SeedCas => CounterKind::DEFAULT,
-            BenchMode::Each(kind) | BenchMode::Block(kind) => kind,
+            BenchMode::Each(kind) | BenchMode::Block(kind) | BenchMode::Striped(kind, _) => kind,
         }
     }
 
@@ -276,9 +297,17 @@ async fn run_slice(
     time: Duration,
 ) -> Result<Slice, SequenceError> {
     let name = bench_counter(mode);
-    // A fresh counter that will not wrap or run out during the run.
+    let stripes = match mode {
+        BenchMode::Striped(_, stripes) => stripes,
+        _ => 1,
+    };
+    // A fresh counter that will not wrap or run out during the run (and
+    // none of the lanes of a striped one).
+    let documents: Vec<String> = std::iter::once(name.to_string())
+        .chain((0..stripes).map(|residue| striping::lane_id(&name, residue)))
+        .collect();
     collection
-        .delete_one(doc! { "_id": name.as_str() })
+        .delete_many(doc! { "_id": { "$in": documents } })
         .await
         .map_err(|source| SequenceError::Database {
             name: name.clone(),
@@ -293,9 +322,9 @@ async fn run_slice(
         .unwrap_or_default()
         .as_nanos();
     let spec = spec_for(mode.kind()).prefixes(vec![format!("{name}-{started:x}-")]);
-    sequence::create(database, &name, &spec).await?;
+    striping::create_striped(database, &name, &spec, stripes).await?;
     let opened = match mode {
-        BenchMode::Each(_) | BenchMode::Block(_) => {
+        BenchMode::Each(_) | BenchMode::Block(_) | BenchMode::Striped(..) => {
             Some(Sequence::open(database, name.clone(), &OpenOptions::default()).await?)
         }
         BenchMode::RawInc | BenchMode::SeedCas => None,
