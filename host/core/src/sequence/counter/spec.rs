@@ -133,7 +133,14 @@ pub(crate) async fn create_in(
         }
         claimed = claims::claim(&database, name, &spec.prefixes, Claimant::New).await?;
     }
-    let result = insert_counter(collection, name, spec, &document, write_concern).await;
+    let mut document = document;
+    let result = match spec.kind.drawn_fields(&database, name).await {
+        Ok(drawn) => {
+            document.extend(drawn);
+            insert_counter(collection, name, spec, &document, write_concern).await
+        }
+        Err(error) => Err(error),
+    };
     // Only a create the server refused for its settings wrote nothing for
     // certain: after a counter of this name, or a write whose answer was
     // lost, the claims stand.
