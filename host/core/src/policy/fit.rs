@@ -5,9 +5,12 @@
 //!
 //! A policy that does not write the time says so by reading its own IDs
 //! back with `timestamp-micros` 0 (`guest/wit/policy.wit`, `validate`); one
-//! that does not write the period reads its IDs back without one. [`writes`]
-//! asks it. [`check_fit`] is what `next`, `counter create`,
-//! `policy push`/`activate` and the activation check all use.
+//! that does not write the period reads its IDs back without one; one that
+//! formats snowflake IDs only (the standard IDs, `builtin:uuidv7`) refuses
+//! parts without snowflake fields, and is asked with a snowflake ID's parts
+//! instead (`format_probe`). [`writes`] asks it. [`check_fit`] is what
+//! `next`, `counter create`, `policy push`/`activate` and the activation
+//! check all use.
 //!
 //! [`check_serves`] runs every check a counter must pass before a policy
 //! formats its IDs with a prefix, and makes them once per policy, prefix
@@ -18,7 +21,7 @@
 use super::error::PolicyError;
 use super::fit_error::FitError;
 use super::runtime::Policy;
-use crate::parts::{IdParts, SnowflakeParts, Stamp};
+use crate::parts::{IdParts, Layout, SnowflakeParts, Stamp};
 use crate::parts::{Period, PeriodUnit};
 use crate::sequence::{CounterState, Repeats};
 
@@ -32,6 +35,9 @@ pub struct Writes {
     pub time: bool,
     /// A periodic counter's period.
     pub period: bool,
+    /// A snowflake ID's fields, which only a snowflake counter has: the
+    /// policy formats nothing else.
+    pub snowflake_only: bool,
 }
 
 /// Fails unless `policy` can serve `counter` (see the module docs);
@@ -47,6 +53,13 @@ pub fn check_fit(policy: &Policy, counter: &CounterState, writes: Writes) -> Res
             kind: counter.kind(),
             largest: shape.largest_value,
             advice: counter.kind().fit_advice(),
+        });
+    }
+    if writes.snowflake_only && counter.snowflake_layout().is_none() {
+        return Err(FitError::NeedsSnowflake {
+            policy: info.name.clone(),
+            counter: counter.name.clone(),
+            kind: counter.kind(),
         });
     }
     match shape.repeats {
@@ -65,27 +78,80 @@ pub fn check_fit(policy: &Policy, counter: &CounterState, writes: Writes) -> Res
     }
 }
 
-/// What `policy` writes into its IDs ([`writes_time`], [`writes_period`]).
-/// Nothing is consumed or written.
+/// What `policy` writes into its IDs ([`writes_time`], [`writes_period`],
+/// [`formats_snowflake_only`]). Nothing is consumed or written.
 pub fn writes(policy: &Policy, prefix: &str) -> Result<Writes, PolicyError> {
     Ok(Writes {
         time: writes_time(policy, prefix)?,
         period: writes_period(policy, prefix)?,
+        snowflake_only: formats_snowflake_only(policy, prefix)?,
     })
+}
+
+/// Whether `policy` formats snowflake IDs only: it refuses parts without
+/// snowflake fields and formats a snowflake ID's parts at the same time.
+/// Nothing is consumed or written.
+pub fn formats_snowflake_only(policy: &Policy, prefix: &str) -> Result<bool, PolicyError> {
+    let plain = plain_probe(prefix, PROBE_MICROS);
+    match policy.format(&plain) {
+        Ok(_) => Ok(false),
+        Err(PolicyError::Format(_)) => match policy.format(&snowflake_probe(&plain)) {
+            Ok(_) => Ok(true),
+            Err(PolicyError::Format(_)) => Ok(false),
+            Err(error) => Err(error),
+        },
+        Err(error) => Err(error),
+    }
+}
+
+/// The parts the probes format: `prefix`, value 0 at `micros`.
+fn plain_probe(prefix: &str, micros: u64) -> IdParts {
+    IdParts {
+        prefix: prefix.to_string(),
+        timestamp_micros: micros,
+        sequence: 0,
+        snowflake: None,
+        period: None,
+    }
+}
+
+/// `parts` as a snowflake ID's of the default layout: worker 0, sequence
+/// 0, the time unit of `parts`' time (or the layout's first one).
+fn snowflake_probe(parts: &IdParts) -> IdParts {
+    let layout = Layout::default();
+    let id = layout.compose(SnowflakeParts {
+        time: layout.time_at(parts.timestamp_micros / 1000),
+        ..SnowflakeParts::default()
+    });
+    Stamp::snowflake(id, &layout)
+        .expect("a composed ID fits 63 bits")
+        .with_prefix(&parts.prefix)
+}
+
+/// Formats `parts`, or, if the policy refuses them and they have no
+/// snowflake fields, a snowflake ID's at the same time, for a policy that
+/// formats snowflake IDs only: the ID and the parts it was made from. The
+/// refusal of `parts` stands when the second one is refused too.
+fn format_probe(policy: &Policy, parts: IdParts) -> Result<(String, IdParts), PolicyError> {
+    match policy.format(&parts) {
+        Ok(id) => Ok((id, parts)),
+        Err(refusal @ PolicyError::Format(_)) if parts.snowflake.is_none() => {
+            let snowflake = snowflake_probe(&parts);
+            match policy.format(&snowflake) {
+                Ok(id) => Ok((id, snowflake)),
+                Err(PolicyError::Format(_)) => Err(refusal),
+                Err(error) => Err(error),
+            }
+        }
+        Err(error) => Err(error),
+    }
 }
 
 /// Whether `policy` writes the time into its IDs: it formats one ID with
 /// `prefix` and reads it back; a policy without time reads it back with
 /// timestamp 0. Nothing is consumed or written.
 pub fn writes_time(policy: &Policy, prefix: &str) -> Result<bool, PolicyError> {
-    let parts = IdParts {
-        prefix: prefix.to_string(),
-        timestamp_micros: PROBE_MICROS,
-        sequence: 0,
-        snowflake: None,
-        period: None,
-    };
-    Ok(read_back(policy, &parts)?.timestamp_micros != 0)
+    Ok(read_back(policy, plain_probe(prefix, PROBE_MICROS))?.timestamp_micros != 0)
 }
 
 /// Whether `policy` writes a periodic counter's period into its IDs: it
@@ -107,15 +173,16 @@ pub fn writes_period(policy: &Policy, prefix: &str) -> Result<bool, PolicyError>
         period: Some(period),
     };
     match policy.format(&parts) {
-        Ok(_) => Ok(read_back(policy, &parts)?.period == Some(period)),
+        Ok(_) => Ok(read_back(policy, parts)?.period == Some(period)),
         Err(PolicyError::Format(_)) => Ok(false),
         Err(error) => Err(error),
     }
 }
 
-/// Formats `parts` and reads the ID back with the policy's own validator.
-fn read_back(policy: &Policy, parts: &IdParts) -> Result<IdParts, PolicyError> {
-    let id = policy.format(parts)?;
+/// Formats `parts` ([`format_probe`]) and reads the ID back with the
+/// policy's own validator.
+fn read_back(policy: &Policy, parts: IdParts) -> Result<IdParts, PolicyError> {
+    let (id, parts) = format_probe(policy, parts)?;
     policy
         .validate(&id, Some(&parts.prefix), None)?
         .map_err(|invalid| PolicyError::Activation {
@@ -127,15 +194,7 @@ fn read_back(policy: &Policy, parts: &IdParts) -> Result<IdParts, PolicyError> {
 /// Fails, with the policy's reason, unless the policy accepts `prefix`: it
 /// formats a sample ID at `now_micros`, so nothing is consumed or written.
 pub fn check_prefix(policy: &Policy, prefix: &str, now_micros: u64) -> Result<(), PolicyError> {
-    policy
-        .format(&IdParts {
-            prefix: prefix.to_string(),
-            timestamp_micros: now_micros,
-            sequence: 0,
-            snowflake: None,
-            period: None,
-        })
-        .map(drop)
+    format_probe(policy, plain_probe(prefix, now_micros)).map(drop)
 }
 
 /// Fails unless `policy` may format IDs of `counter` with `prefix`: it
@@ -156,7 +215,14 @@ pub fn check_serves(
         return Ok(());
     }
     check_prefix(policy, prefix, now_micros)?;
-    check_fit(policy, counter, writes(policy, prefix)?)?;
+    let writes = writes(policy, prefix)?;
+    check_fit(policy, counter, writes)?;
+    if writes.snowflake_only {
+        // Such a policy may refuse some of a layout's IDs (a standard ID
+        // holds 24 bits of worker id and sequence): the edges say so now,
+        // with its reason, rather than at the first such ID.
+        policy.format_batch(prefix, &probe_stamps(counter))?;
+    }
     check_prefix_reads_back(policy, counter, prefix)?;
     policy.fits().accept(key);
     Ok(())
@@ -235,11 +301,13 @@ pub(crate) fn probe_stamps(counter: &CounterState) -> Vec<Stamp> {
             time: 1,
             worker: 0,
             seq: 0,
+            ..SnowflakeParts::default()
         });
         let last = layout.compose(SnowflakeParts {
             time: layout.max_time(),
             worker: layout.max_worker(),
             seq: layout.max_seq(),
+            ..SnowflakeParts::default()
         });
         return [first, last]
             .into_iter()
