@@ -116,11 +116,13 @@ fn plain_probe(prefix: &str, micros: u64) -> IdParts {
 }
 
 /// `parts` as a snowflake ID's of the default layout: worker 0, sequence
-/// 0, the time unit of `parts`' time (or the layout's first one).
+/// 0, the time unit of `parts`' time (within the layout's span).
 fn snowflake_probe(parts: &IdParts) -> IdParts {
     let layout = Layout::default();
     let id = layout.compose(SnowflakeParts {
-        time: layout.time_at(parts.timestamp_micros / 1000),
+        time: layout
+            .time_at(parts.timestamp_micros / 1000)
+            .min(layout.max_time()),
         ..SnowflakeParts::default()
     });
     Stamp::snowflake(id, &layout)
