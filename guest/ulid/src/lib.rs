@@ -1,6 +1,8 @@
 //! idmint's ulid policy, for snowflake counters (`idmint counter create
-//! NAME --kind snowflake`): an ID is a ULID: 48 bits of Unix milliseconds and 80 of payload, 26 characters of Crockford base32, upper case, `01K3SJ4V200G00G0B5WB0RZ5TM`; read back case-insensitively.
-//! It implements the `id-policy` world of `guest/wit/policy.wit` (contract
+//! NAME --kind snowflake`): an ID is a ULID, 48 bits of Unix milliseconds
+//! and 80 of payload as 26 characters of Crockford base32, upper case,
+//! `01M8DH6JC000000000022350S0`, read back case-insensitively. It
+//! implements the `id-policy` world of `guest/wit/policy.wit` (contract
 //! 0.5.0).
 //!
 //! Unique by construction (docs/design/standard-ids.md): after the time,

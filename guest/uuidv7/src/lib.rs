@@ -1,7 +1,8 @@
 //! idmint's uuidv7 policy, for snowflake counters (`idmint counter create
-//! NAME --kind snowflake`): an ID is a UUIDv7 (RFC 9562: 48 bits of Unix milliseconds, version 7, variant 10), canonical lowercase `8-4-4-4-12` hex, `0198f3a2-6c40-7001-8000-0400b5e2c1d7`.
-//! It implements the `id-policy` world of `guest/wit/policy.wit` (contract
-//! 0.5.0).
+//! NAME --kind snowflake`): an ID is a UUIDv7 (RFC 9562: 48 bits of Unix
+//! milliseconds, version 7, variant 10) in canonical lowercase `8-4-4-4-12`
+//! hex, `01a21b13-4a40-7000-8000-0000024758ea`. It implements the
+//! `id-policy` world of `guest/wit/policy.wit` (contract 0.5.0).
 //!
 //! Unique by construction (docs/design/standard-ids.md): after the time,
 //! the ID carries the snowflake ID's worker id and sequence, the counter's
