@@ -34,6 +34,7 @@ mod serve_hostile;
 mod serve_inprocess;
 mod serve_schema;
 mod snowflake;
+mod standard_ids;
 mod stored_functions;
 mod striped;
 mod test_kind;

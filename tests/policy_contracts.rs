@@ -2,6 +2,12 @@
 //! through the built-in decimal policy (`idmint next`), read back by
 //! `idmint validate`; a policy that cannot write periods, on the current
 //! contract or on 0.3.0, is refused for the counter before a value is taken.
+//!
+//! Contract 0.5.0: a snowflake counter's tag reaches a 0.5.0 policy (the
+//! UUIDv7 one writes it and reads it back) and not a 0.4.0 one (base32),
+//! through whose adapter the same counter's IDs are as they were.
+
+use serde_json::Value;
 
 use crate::support::{self, assert_exit, counter_doc, idmint, run, stderr, stdout};
 
@@ -84,4 +90,40 @@ async fn a_policy_that_cannot_write_the_period_is_refused_before_a_value_is_take
             "{policy}"
         );
     }
+}
+
+/// `idmint validate ID --policy POLICY --layout 41,10,12 --json`: the
+/// snowflake fields the policy read back.
+fn read_back(test: &str, id: &str, policy: &str) -> Value {
+    let checked = run(idmint(test).args([
+        "validate", id, "--policy", policy, "--layout", "41,10,12", "--json",
+    ]));
+    assert_exit(&checked, 0);
+    let checked: Value = serde_json::from_str(&stdout(&checked)).unwrap();
+    checked["results"][0]["parts"]["snowflake"].clone()
+}
+
+#[tokio::test]
+async fn a_snowflake_counter_tag_reaches_a_0_5_policy_and_not_an_older_one() {
+    const TEST: &str = "contracts_snowflake_tag";
+    support::database(TEST).await;
+    assert_exit(
+        &run(idmint(TEST).args(["counter", "create", "ids", "--kind", "snowflake"])),
+        0,
+    );
+    let next = |policy: &str| {
+        let output = run(idmint(TEST).args(["next", "ids", "--policy", policy]));
+        assert_exit(&output, 0);
+        stdout(&output).trim().to_string()
+    };
+    let (base32, uuid) = (next("builtin:base32"), next("builtin:uuidv7"));
+    assert_eq!(base32.len(), 13, "{base32}");
+    let old = read_back(TEST, &base32, "builtin:base32");
+    assert_eq!(old.get("tag"), None, "0.4.0 carries no tag: {old}");
+    let new = read_back(TEST, &uuid, "builtin:uuidv7");
+    assert_eq!(new["tag"].as_u64(), Some(1), "{new}");
+    assert_eq!(
+        new["worker"], old["worker"],
+        "one process's worker id each time: {new} {old}"
+    );
 }

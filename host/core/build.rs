@@ -26,7 +26,7 @@ struct Embedded {
 }
 
 /// Every policy idmint embeds.
-const EMBEDDED: [Embedded; 3] = [
+const EMBEDDED: [Embedded; 5] = [
     Embedded {
         guest: Guest {
             package: "idmint-policy-default",
@@ -53,6 +53,24 @@ const EMBEDDED: [Embedded; 3] = [
         },
         out_name: "idmint_policy_base32.wasm",
         prebuilt_env: "IDMINT_BASE32_POLICY_WASM",
+    },
+    Embedded {
+        guest: Guest {
+            package: "idmint-policy-uuidv7",
+            dir: "guest/uuidv7",
+            features: &["export"],
+        },
+        out_name: "idmint_policy_uuidv7.wasm",
+        prebuilt_env: "IDMINT_UUIDV7_POLICY_WASM",
+    },
+    Embedded {
+        guest: Guest {
+            package: "idmint-policy-ulid",
+            dir: "guest/ulid",
+            features: &["export"],
+        },
+        out_name: "idmint_policy_ulid.wasm",
+        prebuilt_env: "IDMINT_ULID_POLICY_WASM",
     },
 ];
 

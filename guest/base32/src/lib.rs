@@ -3,7 +3,7 @@
 //! characters of Crockford's base32 (`0-9 A-Z` without `I L O U`),
 //! `EVT-06XJ1S2N8G000`. Fixed width, so IDs sort as their values do;
 //! case-insensitive when read back, with `I`/`L` read as 1 and `O` as 0.
-//! It implements the `id-policy` world of `guest/wit/policy.wit` (contract
+//! It implements the `id-policy` world of `guest/wit/0.4.0/policy.wit` (contract
 //! 0.4.0).
 //!
 //! The value is written whole: the time inside a snowflake ID is the
@@ -62,6 +62,6 @@ impl Policy for Base32Policy {
 mod component {
     use super::Base32Policy;
 
-    wit_bindgen::generate!({ path: "../wit", world: "id-policy" });
-    idmint_policy_kit::export!(Base32Policy);
+    wit_bindgen::generate!({ path: "../wit/0.4.0", world: "id-policy" });
+    idmint_policy_kit::export!(Base32Policy, "0.4.0");
 }

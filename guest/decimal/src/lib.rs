@@ -4,7 +4,7 @@
 //! nine digits, `INV-000000042`; values of ten digits or more are written as
 //! they are, up to sixteen (`sequence-capacity` 10^16, above the 2^53 - 1
 //! those counters stop at). It implements the `id-policy` world of
-//! `guest/wit/policy.wit` (contract 0.4.0).
+//! `guest/wit/0.4.0/policy.wit` (contract 0.4.0).
 //!
 //! A periodic counter's value comes with its period, whose label goes
 //! between the prefix and the number, followed by a dash:
@@ -73,6 +73,6 @@ impl Policy for DecimalPolicy {
 mod component {
     use super::DecimalPolicy;
 
-    wit_bindgen::generate!({ path: "../wit", world: "id-policy" });
-    idmint_policy_kit::export!(DecimalPolicy);
+    wit_bindgen::generate!({ path: "../wit/0.4.0", world: "id-policy" });
+    idmint_policy_kit::export!(DecimalPolicy, "0.4.0");
 }

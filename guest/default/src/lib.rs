@@ -1,5 +1,5 @@
 //! idmint's default ID policy, a WebAssembly component implementing the
-//! `id-policy` world of `guest/wit/policy.wit` (contract 0.4.0).
+//! `id-policy` world of `guest/wit/0.4.0/policy.wit` (contract 0.4.0).
 //!
 //! An ID is the prefix, then the UTC time as `yyyyMMddHHmmss`, then six digits
 //! of microseconds, then the sequence value as two digits: `ORD-` +
@@ -63,6 +63,6 @@ impl Policy for DefaultPolicy {
 mod component {
     use super::DefaultPolicy;
 
-    wit_bindgen::generate!({ path: "../wit", world: "id-policy" });
-    idmint_policy_kit::export!(DefaultPolicy);
+    wit_bindgen::generate!({ path: "../wit/0.4.0", world: "id-policy" });
+    idmint_policy_kit::export!(DefaultPolicy, "0.4.0");
 }

@@ -22,26 +22,33 @@
 ///     use super::MyPolicy;
 ///
 ///     wit_bindgen::generate!({ path: "../wit", world: "id-policy" });
-///     idmint_policy_kit::export!(MyPolicy); // the current contract, 0.4.0
+///     idmint_policy_kit::export!(MyPolicy); // the current contract, 0.5.0
 /// }
 /// ```
 ///
 /// For an earlier contract, generate its bindings (`path: "../wit/0.2.0"`)
 /// and name it: `idmint_policy_kit::export!(MyPolicy, "0.2.0")` (or
-/// `"0.3.0"`). `MyPolicy` is a type name (an identifier, which wit-bindgen's
+/// `"0.3.0"`, `"0.4.0"`). `MyPolicy` is a type name (an identifier, which wit-bindgen's
 /// own `export!` requires), of a type in scope.
 #[macro_export]
 macro_rules! export {
     ($policy:ident) => {
-        $crate::export!($policy, "0.4.0");
+        $crate::export!($policy, "0.5.0");
+    };
+    // 0.5.0 is 0.4.0 with the counter's tag and salt in the snowflake fields.
+    ($policy:ident, "0.5.0") => {
+        $crate::export!(@periods $policy, tagged);
     };
     ($policy:ident, "0.4.0") => {
+        $crate::export!(@periods $policy, untagged);
+    };
+    (@periods $policy:ident, $fields:ident) => {
         const _: () = {
             use self::idmint::policy::types as wit;
 
             $crate::__kit_describe!($policy);
             $crate::__kit_invalid_id!();
-            $crate::__kit_snowflake!();
+            $crate::__kit_snowflake!($fields);
 
             fn __format_error(failure: $crate::FormatFailure) -> wit::FormatError {
                 match failure {
@@ -161,7 +168,7 @@ macro_rules! export {
 
             $crate::__kit_describe!($policy);
             $crate::__kit_invalid_id!();
-            $crate::__kit_snowflake!();
+            $crate::__kit_snowflake!(untagged);
             $crate::__kit_format_error_without_period!("0.3.0");
 
             impl self::Guest for $policy {
@@ -343,11 +350,13 @@ macro_rules! __kit_format_error_without_period {
 }
 
 /// The snowflake conversions of contracts 0.3.0 and later:
-/// `__layout_in`, `__fields_in`, `__fields_out`.
+/// `__layout_in`, `__fields_in`, `__fields_out`; `tagged` (0.5.0) carries
+/// the counter's tag and salt, `untagged` (0.3.0, 0.4.0) has none to carry:
+/// they are 0 on the way in and dropped on the way out.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __kit_snowflake {
-    () => {
+    ($fields:ident) => {
         fn __layout_in(layout: wit::SnowflakeLayout) -> $crate::SnowflakeLayout {
             $crate::SnowflakeLayout {
                 time_bits: layout.time_bits.into(),
@@ -358,11 +367,37 @@ macro_rules! __kit_snowflake {
             }
         }
 
+        $crate::__kit_snowflake!(@$fields);
+    };
+    (@tagged) => {
         fn __fields_in(fields: wit::SnowflakeFields) -> $crate::SnowflakeFields {
             $crate::SnowflakeFields {
                 time: fields.time,
                 worker: fields.worker,
                 sequence: fields.sequence,
+                tag: fields.tag,
+                salt: fields.salt,
+            }
+        }
+
+        fn __fields_out(fields: $crate::SnowflakeFields) -> wit::SnowflakeFields {
+            wit::SnowflakeFields {
+                time: fields.time,
+                worker: fields.worker,
+                sequence: fields.sequence,
+                tag: fields.tag,
+                salt: fields.salt,
+            }
+        }
+    };
+    (@untagged) => {
+        fn __fields_in(fields: wit::SnowflakeFields) -> $crate::SnowflakeFields {
+            $crate::SnowflakeFields {
+                time: fields.time,
+                worker: fields.worker,
+                sequence: fields.sequence,
+                tag: 0,
+                salt: 0,
             }
         }
 

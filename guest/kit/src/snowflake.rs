@@ -21,7 +21,7 @@ pub struct Layout {
 }
 
 /// A snowflake ID's fields (WIT `snowflake-fields`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Fields {
     /// Time units since the layout's epoch.
     pub time: u64,
@@ -29,6 +29,11 @@ pub struct Fields {
     pub worker: u64,
     /// The sequence within the time unit.
     pub sequence: u64,
+    /// The counter's tag (contract 0.5.0; 0 before, or when it has none).
+    pub tag: u32,
+    /// The counter's salt (contract 0.5.0; 0 before, when it has none, and
+    /// in an ID read back).
+    pub salt: u64,
 }
 
 /// A snowflake ID's fields and the microsecond its time unit starts at.
@@ -88,6 +93,7 @@ impl Decoded {
             time: self.time,
             worker: self.worker,
             sequence: self.sequence,
+            ..Fields::default()
         }
     }
 }

@@ -2,9 +2,12 @@
 //! fields (docs/design/standard-ids.md): after 48 bits of Unix milliseconds,
 //! both carry the same payload, from the most significant bit:
 //!
-//! - **unique**, [`UNIQUE_BITS`]: `(sequence << worker_bits) | worker`, the
-//!   (time unit, worker, sequence) triple a snowflake counter never repeats,
-//!   less the time, which the milliseconds carry;
+//! - **unique**, [`UNIQUE_BITS`]: `(worker << sequence_bits) | sequence`,
+//!   the snowflake ID's own low bits: the (time unit, worker, sequence)
+//!   triple a snowflake counter never repeats, less the time, which the
+//!   milliseconds carry. In the snowflake layout's own order, so that a
+//!   policy makes it from the 64-bit ID and its time alone, without the
+//!   layout, which `format` is not given ([`Payload::of_stamp`]);
 //! - **tag**, [`TAG_BITS`]: the counter's tag, unique in its database;
 //! - **noise**, the rest ([`UUID_NOISE_BITS`], [`ULID_NOISE_BITS`]): a keyed
 //!   mix of the fields above with the counter's salt, so that the IDs look
@@ -17,6 +20,7 @@
 //! process's UUIDs grow within a millisecond.
 
 use crate::snowflake::{Fields, Layout};
+use crate::{expect_prefix, FormatFailure, Invalid, Parsed, Stamp};
 
 /// Bits of the unique field: worker and sequence bits must fit in it.
 pub const UNIQUE_BITS: u32 = 24;
@@ -56,6 +60,11 @@ pub enum PayloadError {
     TimeOutOfRange(u64),
     /// A field is larger than the layout allows.
     FieldOutOfRange(&'static str, u64),
+    /// The ID's worker id and sequence take more bits than the unique
+    /// field holds (its layout's worker and sequence bits add up to more).
+    UniqueTooWide(u32),
+    /// The stamp has no snowflake fields: it is not a snowflake counter's.
+    NotSnowflake,
 }
 
 impl std::fmt::Display for PayloadError {
@@ -81,6 +90,12 @@ impl std::fmt::Display for PayloadError {
             PayloadError::FieldOutOfRange(field, value) => {
                 write!(f, "the {field} {value} does not fit the layout")
             }
+            PayloadError::UniqueTooWide(bits) => write!(
+                f,
+                "the ID's worker id and sequence take {bits} bits, more than the \
+                 {UNIQUE_BITS} a standard ID holds"
+            ),
+            PayloadError::NotSnowflake => f.write_str("it has no snowflake fields"),
         }
     }
 }
@@ -113,12 +128,47 @@ impl Payload {
             .ok_or(PayloadError::TimeOutOfRange(fields.time))?;
         Ok(Payload {
             unix_millis,
-            unique: ((fields.sequence << worker_bits) | fields.worker) as u32,
+            unique: ((fields.worker << sequence_bits) | fields.sequence) as u32,
             tag,
         })
     }
 
-    /// The snowflake fields back, under the counter's `layout`; `None` when
+    /// The payload of a snowflake counter's stamp, without its layout: the
+    /// time is the stamp's (the start of the ID's time unit), the unique
+    /// field the 64-bit ID (`stamp.sequence`) less its time bits, and the
+    /// tag the one the host passed in the fields. The ID's time bits are
+    /// found from the fields' time: an ID is `time << n | unique`, so its
+    /// bit length is `n` more than the time's.
+    pub fn of_stamp(stamp: &Stamp) -> Result<Payload, PayloadError> {
+        let fields = stamp.snowflake.ok_or(PayloadError::NotSnowflake)?;
+        if fields.tag > MAX_TAG {
+            return Err(PayloadError::TagTooLarge(fields.tag));
+        }
+        let id = stamp.sequence;
+        let bit_length = |value: u64| 64 - value.leading_zeros();
+        let unique_bits = bit_length(id).saturating_sub(bit_length(fields.time));
+        if fields.time != 0 && id >> unique_bits != fields.time {
+            return Err(PayloadError::FieldOutOfRange("time", fields.time));
+        }
+        let unique = id
+            .checked_shr(unique_bits)
+            .map_or(id, |_| id & ((1 << unique_bits) - 1));
+        if unique >> UNIQUE_BITS != 0 {
+            return Err(PayloadError::UniqueTooWide(unique_bits));
+        }
+        let unix_millis = stamp.timestamp_micros / 1000;
+        if unix_millis > MAX_UNIX_MILLIS {
+            return Err(PayloadError::TimeOutOfRange(unix_millis));
+        }
+        Ok(Payload {
+            unix_millis,
+            unique: unique as u32,
+            tag: fields.tag,
+        })
+    }
+
+    /// The snowflake fields back, under the counter's `layout`, the tag
+    /// included (the salt, which cannot be read back, is 0); `None` when
     /// the payload does not fit it (another layout, or not its time unit).
     pub fn fields(&self, layout: &Layout) -> Option<Fields> {
         let since = self.unix_millis.checked_sub(layout.epoch_millis)?;
@@ -126,11 +176,13 @@ impl Payload {
             return None;
         }
         let unique = u64::from(self.unique);
-        let sequence = unique >> layout.worker_bits;
-        (sequence >> layout.sequence_bits == 0).then(|| Fields {
+        let worker = unique >> layout.sequence_bits;
+        (worker >> layout.worker_bits == 0).then(|| Fields {
             time: since / layout.unit_millis,
-            worker: unique & ((1 << layout.worker_bits) - 1),
-            sequence,
+            worker,
+            sequence: unique & ((1 << layout.sequence_bits) - 1),
+            tag: self.tag,
+            salt: 0,
         })
     }
 
@@ -267,6 +319,123 @@ pub fn parse_ulid(text: &str) -> Result<u128, String> {
     Ok(value)
 }
 
+/// A standard ID's text form: what the policies `builtin:uuidv7` and
+/// `builtin:ulid` write, on the same payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    /// RFC 9562 UUIDv7, canonical lowercase `8-4-4-4-12` hex.
+    Uuidv7,
+    /// ULID, 26 characters of Crockford base32.
+    Ulid,
+}
+
+impl Form {
+    /// The length of an ID's text, in bytes.
+    pub const fn text_len(self) -> usize {
+        match self {
+            Form::Uuidv7 => 36,
+            Form::Ulid => 26,
+        }
+    }
+
+    /// What an ID of this form is called, in messages.
+    const fn name(self) -> &'static str {
+        match self {
+            Form::Uuidv7 => "a UUIDv7",
+            Form::Ulid => "a ULID",
+        }
+    }
+
+    /// The ID of `payload`, its noise keyed by `salt`, as text.
+    pub fn text(self, payload: &Payload, salt: u64) -> String {
+        match self {
+            Form::Uuidv7 => uuid_text(payload.uuidv7(salt)),
+            Form::Ulid => ulid_text(payload.ulid(salt)),
+        }
+    }
+
+    /// The payload of an ID's text, or why it is not one of this form.
+    pub fn payload(self, text: &str) -> Result<Payload, String> {
+        match self {
+            Form::Uuidv7 => Payload::from_uuidv7(parse_uuid(text)?),
+            Form::Ulid => Ok(Payload::from_ulid(parse_ulid(text)?)),
+        }
+    }
+
+    /// Formats a batch of a snowflake counter's stamps (WIT `format-batch`):
+    /// each ID followed by `'\n'`. There is no prefix (a UUID column holds
+    /// none); a stamp without snowflake fields, or whose worker id and
+    /// sequence do not fit, is refused as out of range; a time past 48 bits
+    /// of milliseconds as a timestamp out of range.
+    pub fn format_batch(
+        self,
+        prefix: &str,
+        stamps: impl ExactSizeIterator<Item = Stamp>,
+    ) -> Result<String, FormatFailure> {
+        if !prefix.is_empty() {
+            return Err(FormatFailure::BadPrefix(format!(
+                "{} holds no prefix; serve it from a counter without one",
+                self.name()
+            )));
+        }
+        let mut out = String::with_capacity(stamps.len() * (self.text_len() + 1));
+        for stamp in stamps {
+            let payload = Payload::of_stamp(&stamp).map_err(|error| match error {
+                PayloadError::TimeOutOfRange(_) => {
+                    FormatFailure::TimestampOutOfRange(stamp.timestamp_micros)
+                }
+                _ => FormatFailure::SequenceOutOfRange(stamp.sequence),
+            })?;
+            let salt = stamp.snowflake.map_or(0, |fields| fields.salt);
+            out.push_str(&self.text(&payload, salt));
+            out.push('\n');
+        }
+        Ok(out)
+    }
+
+    /// Reads an ID of this form back (WIT `validate`): its time, and with
+    /// the counter's `layout` its snowflake fields and tag and the 64-bit
+    /// snowflake ID as its sequence, the parts it was made from (the salt
+    /// cannot be read back: 0); without one, the unique field whole as its
+    /// sequence and no fields.
+    pub fn validate(
+        self,
+        id: &str,
+        expected_prefix: Option<&str>,
+        layout: Option<&Layout>,
+    ) -> Result<Parsed, Invalid> {
+        expect_prefix("", expected_prefix)?;
+        if id.len() != self.text_len() {
+            let len = self.text_len() as u32;
+            return Err(Invalid::WrongLength {
+                found: u32::try_from(id.len()).unwrap_or(u32::MAX),
+                min: len,
+                max: len,
+            });
+        }
+        let payload = self.payload(id).map_err(Invalid::Malformed)?;
+        let timestamp_micros = payload.unix_millis * 1000;
+        let Some(layout) = layout else {
+            return Ok(Parsed::new(0, timestamp_micros, u64::from(payload.unique)));
+        };
+        let fields = payload.fields(layout).ok_or_else(|| {
+            Invalid::Malformed(format!(
+                "its time and unique field do not fit the layout {},{},{}",
+                layout.time_bits, layout.worker_bits, layout.sequence_bits
+            ))
+        })?;
+        let unique_bits = layout.worker_bits + layout.sequence_bits;
+        Ok(Parsed {
+            snowflake: Some(fields),
+            ..Parsed::new(
+                0,
+                timestamp_micros,
+                (fields.time << unique_bits) | u64::from(payload.unique),
+            )
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -284,6 +453,7 @@ mod tests {
             time,
             worker,
             sequence,
+            ..Fields::default()
         }
     }
 
@@ -298,7 +468,13 @@ mod tests {
         assert_eq!(parse_uuid(&text), Ok(uuid));
         let back = Payload::from_uuidv7(uuid).unwrap();
         assert_eq!(back, payload);
-        assert_eq!(back.fields(&LAYOUT), Some(fields(86_400_000, 1023, 4095)));
+        assert_eq!(
+            back.fields(&LAYOUT),
+            Some(Fields {
+                tag: 0xab_cdef,
+                ..fields(86_400_000, 1023, 4095)
+            })
+        );
         assert_eq!(back.unix_millis, LAYOUT.epoch_millis + 86_400_000);
     }
 
@@ -313,7 +489,10 @@ mod tests {
         assert_eq!(Payload::from_ulid(ulid), payload);
         assert_eq!(
             Payload::from_ulid(ulid).fields(&LAYOUT),
-            Some(fields(5, 3, 9))
+            Some(Fields {
+                tag: MAX_TAG,
+                ..fields(5, 3, 9)
+            })
         );
     }
 
@@ -372,5 +551,80 @@ mod tests {
         );
         assert!(parse_uuid("00000000-0000-7000-8000-00000000000g").is_err());
         assert!(parse_ulid("80000000000000000000000000").is_err());
+    }
+
+    /// The stamp the host passes for ID `fields` of `LAYOUT`, of counter
+    /// tag `tag` and salt `salt`.
+    fn stamp(fields: Fields, tag: u32, salt: u64) -> Stamp {
+        let unique_bits = LAYOUT.worker_bits + LAYOUT.sequence_bits;
+        Stamp {
+            timestamp_micros: (LAYOUT.epoch_millis + fields.time) * 1000,
+            sequence: (fields.time << unique_bits)
+                | (fields.worker << LAYOUT.sequence_bits)
+                | fields.sequence,
+            snowflake: Some(Fields {
+                tag,
+                salt,
+                ..fields
+            }),
+            period: None,
+        }
+    }
+
+    #[test]
+    fn a_stamp_makes_the_payload_its_layout_makes_and_reads_back() {
+        for (time, worker, sequence) in [(0, 0, 0), (1, 1023, 4095), (86_400_000, 5, 7)] {
+            let fields = fields(time, worker, sequence);
+            let stamp = stamp(fields, 77, 99);
+            assert_eq!(
+                Payload::of_stamp(&stamp),
+                Payload::of(&LAYOUT, &fields, 77),
+                "{fields:?}"
+            );
+            for form in [Form::Uuidv7, Form::Ulid] {
+                let text = form.format_batch("", [stamp].into_iter()).unwrap();
+                let id = text.strip_suffix('\n').unwrap();
+                let parsed = form.validate(id, Some(""), Some(&LAYOUT)).unwrap();
+                assert_eq!(parsed.sequence, stamp.sequence, "{form:?} {id}");
+                assert_eq!(parsed.timestamp_micros, stamp.timestamp_micros);
+                assert_eq!(parsed.snowflake, Some(Fields { tag: 77, ..fields }));
+                let bare = form.validate(id, None, None).unwrap();
+                assert_eq!(bare.timestamp_micros, stamp.timestamp_micros);
+                assert_eq!(bare.snowflake, None);
+            }
+        }
+    }
+
+    #[test]
+    fn a_stamp_that_is_not_a_fitting_snowflake_is_refused() {
+        let plain = Stamp::new(1_000_000, 5);
+        assert_eq!(Payload::of_stamp(&plain), Err(PayloadError::NotSnowflake));
+        assert_eq!(
+            Form::Uuidv7.format_batch("", [plain].into_iter()),
+            Err(FormatFailure::SequenceOutOfRange(5))
+        );
+        // 28,22,13: worker and sequence take 35 bits.
+        let wide = Stamp {
+            timestamp_micros: 5_000_000,
+            sequence: (5 << 35) | (1 << 30),
+            snowflake: Some(Fields {
+                time: 5,
+                worker: 1 << 17,
+                ..Fields::default()
+            }),
+            period: None,
+        };
+        assert_eq!(
+            Payload::of_stamp(&wide),
+            Err(PayloadError::UniqueTooWide(35))
+        );
+        assert!(matches!(
+            Form::Ulid.format_batch("X-", [stamp(fields(1, 1, 1), 1, 1)].into_iter()),
+            Err(FormatFailure::BadPrefix(_))
+        ));
+        assert!(matches!(
+            Form::Ulid.validate("0123", None, None),
+            Err(Invalid::WrongLength { found: 4, .. })
+        ));
     }
 }

@@ -69,6 +69,6 @@ impl Policy for LossyPeriod {
 mod component {
     use super::LossyPeriod;
 
-    wit_bindgen::generate!({ path: "../wit", world: "id-policy" });
-    idmint_policy_kit::export!(LossyPeriod);
+    wit_bindgen::generate!({ path: "../wit/0.4.0", world: "id-policy" });
+    idmint_policy_kit::export!(LossyPeriod, "0.4.0");
 }

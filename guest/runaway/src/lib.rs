@@ -62,6 +62,6 @@ impl Policy for Runaway {
 mod component {
     use super::Runaway;
 
-    wit_bindgen::generate!({ path: "../wit", world: "id-policy" });
-    idmint_policy_kit::export!(Runaway);
+    wit_bindgen::generate!({ path: "../wit/0.4.0", world: "id-policy" });
+    idmint_policy_kit::export!(Runaway, "0.4.0");
 }

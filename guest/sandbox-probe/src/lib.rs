@@ -11,7 +11,7 @@ mod bindings {
     // The generated ABI functions take one parameter per field of a
     // flattened record.
     #![allow(clippy::too_many_arguments)]
-    wit_bindgen::generate!({ path: "../wit", world: "id-policy", pub_export_macro: true });
+    wit_bindgen::generate!({ path: "../wit/0.4.0", world: "id-policy", pub_export_macro: true });
 }
 
 use bindings::idmint::policy::types::WrongLength;

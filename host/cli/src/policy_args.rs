@@ -11,7 +11,8 @@ pub struct PolicyArgs {
     /// A policy component (.wasm), or a built-in one: builtin:default (prefix +
     /// time + 2 digits, the default), builtin:decimal (prefix + at least 9
     /// digits, no time: for autoinc and segment counters), builtin:base32
-    /// (prefix + 13 base32 characters: for snowflake counters).
+    /// (prefix + 13 base32 characters: for snowflake counters), builtin:uuidv7
+    /// and builtin:ulid (standard IDs, no prefix: for snowflake counters).
     #[arg(long, env = "IDMINT_POLICY", value_name = "FILE")]
     pub policy: Option<PathBuf>,
 }

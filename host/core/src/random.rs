@@ -1,11 +1,18 @@
 //! Randomness from the OS generator: tokens (lock and worker-lease owners,
-//! application access tokens) and backoff jitter.
+//! application access tokens), snowflake counters' salts and backoff jitter.
 
 /// A fresh token: 128 random bits as 32 hex digits.
 pub(crate) fn random_token() -> String {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).expect("the OS random generator is available");
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// 64 random bits (a snowflake counter's salt).
+pub(crate) fn random_u64() -> u64 {
+    let mut bytes = [0u8; 8];
+    getrandom::fill(&mut bytes).expect("the OS random generator is available");
+    u64::from_le_bytes(bytes)
 }
 
 /// A uniformly random fraction in [0, 1), for jitter.

@@ -12,6 +12,11 @@
 //! ([`check_serves`]). Only then does
 //! [`Minter::next_ids`] take values, so bad input never burns any.
 //!
+//! A snowflake counter's stamps carry its tag and salt to a policy that
+//! receives them (contract 0.5.0: the standard IDs); a counter made before
+//! tags is given them when such a policy is prepared for it
+//! ([`ensure_tag`]).
+//!
 //! A long-running process serves through a [`LiveMinter`] (`live.rs`): the
 //! same checks, a policy swapped live from a file or the policies
 //! collection, and a clean shutdown.
@@ -21,7 +26,9 @@ mod live;
 use std::sync::Arc;
 
 use crate::policy::{check_serves, Policy, Stamp};
-use crate::sequence::{prefixes, Clock, CounterState, GiveBack, Sequence, MAX_BLOCK};
+use crate::sequence::{
+    ensure_tag, prefixes, Clock, CounterState, CounterTag, GiveBack, KindState, Sequence, MAX_BLOCK,
+};
 use crate::Error;
 
 pub use live::{LiveMinter, LiveOptions};
@@ -33,6 +40,8 @@ pub struct Minter {
     policy: Policy,
     clock: Arc<dyn Clock>,
     prefix: String,
+    /// The snowflake counter's tag and salt the stamps carry.
+    tag: Option<CounterTag>,
 }
 
 impl Minter {
@@ -61,6 +70,7 @@ impl Minter {
     ) -> Result<Self, Error> {
         let prefix = prefix.unwrap_or_else(|| state.default_prefix().to_string());
         prefixes::check_use(&sequence.database(), &state, &prefix).await?;
+        let state = tagged(&sequence, state, &policy).await?;
         Self::checked(sequence, state, policy, prefix, clock)
     }
 
@@ -74,12 +84,17 @@ impl Minter {
         clock: Arc<dyn Clock>,
     ) -> Result<Self, Error> {
         check_serves(&policy, &state, &prefix, clock.now_micros())?;
+        let tag = match &state.kind {
+            KindState::Snowflake(snowflake) if policy.receives_counter_tag() => snowflake.tag,
+            _ => None,
+        };
         Ok(Self {
             sequence,
             state,
             policy,
             clock,
             prefix,
+            tag,
         })
     }
 
@@ -111,6 +126,15 @@ impl Minter {
             let block = (count - stamps.len()).min(MAX_BLOCK);
             stamps.extend(self.sequence.take(block, self.clock.now_micros()).await?);
         }
+        if let Some(tag) = self.tag {
+            for fields in stamps
+                .iter_mut()
+                .filter_map(|stamp| stamp.snowflake.as_mut())
+            {
+                fields.tag = tag.tag;
+                fields.salt = tag.salt;
+            }
+        }
         Ok(stamps)
     }
 
@@ -126,4 +150,19 @@ impl Minter {
     pub async fn close(&self) -> Result<GiveBack, Error> {
         Ok(self.sequence.close().await?)
     }
+}
+
+/// `state`, a snowflake counter without a tag given one now ([`ensure_tag`])
+/// when `policy` receives it; any other counter as it is.
+async fn tagged(
+    sequence: &Sequence,
+    mut state: CounterState,
+    policy: &Policy,
+) -> Result<CounterState, Error> {
+    if let KindState::Snowflake(snowflake) = &mut state.kind {
+        if snowflake.tag.is_none() && policy.receives_counter_tag() {
+            snowflake.tag = Some(ensure_tag(&sequence.database(), sequence.name()).await?);
+        }
+    }
+    Ok(state)
 }

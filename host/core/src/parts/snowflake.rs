@@ -89,8 +89,10 @@ pub struct Layout {
     pub epoch_ms: u64,
 }
 
-/// The parts of a snowflake ID.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+/// The parts of a snowflake ID, and the counter's tag and salt, which are
+/// not in its 64 bits but in the standard IDs made from it (a UUIDv7, a
+/// ULID: contract 0.5.0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize)]
 pub struct SnowflakeParts {
     /// Time units since the epoch.
     pub time: u64,
@@ -98,6 +100,19 @@ pub struct SnowflakeParts {
     pub worker: u64,
     /// The sequence within the time unit.
     pub seq: u64,
+    /// The counter's tag: 0 when it is not known (the 64-bit value does
+    /// not hold it) or the counter has none; shown only when known.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub tag: u32,
+    /// The counter's salt: a secret, never shown; 0 when not known (it
+    /// cannot be read back out of an ID).
+    #[serde(skip)]
+    pub salt: u64,
+}
+
+/// Whether a tag is 0 (not known), for serde.
+fn is_zero(tag: &u32) -> bool {
+    *tag == 0
 }
 
 impl Default for Layout {
@@ -236,6 +251,7 @@ impl Layout {
             time: id >> (self.worker_bits + self.seq_bits),
             worker: (id >> self.seq_bits) & self.max_worker(),
             seq: id & self.max_seq(),
+            ..SnowflakeParts::default()
         })
     }
 }
@@ -289,6 +305,7 @@ mod tests {
             time: 123_456_789,
             worker: 1023,
             seq: 4095,
+            ..SnowflakeParts::default()
         };
         let id = layout.compose(parts);
         assert_eq!(layout.decompose(id), Some(parts));

@@ -10,7 +10,10 @@
 //! - the epoch, the last and first microsecond around a second, a day, a
 //!   month, a year, a leap day, and the current time;
 //!
-//! formats each one alone and all of them in one `format-batch`, requires the
+//! (for a policy that formats snowflake IDs only, a standard ID's, each a
+//! snowflake ID of the default layout at the sample's time, read back with
+//! that layout), formats each one alone and all of them in one
+//! `format-batch`, requires the
 //! two to agree and every ID to be one line, parses each ID back with the
 //! policy's own `validate` and requires the very parts it was made from. A
 //! policy that does not write the time (it reads its IDs back with
@@ -31,7 +34,7 @@
 use serde::Serialize;
 
 use super::error::PolicyError;
-use super::fit::{check_fit, writes_period, Writes};
+use super::fit::{check_fit, formats_snowflake_only, writes_period, Writes};
 use super::runtime::Policy;
 use super::types::PolicyInfo;
 use crate::parts::{IdParts, Stamp};
@@ -144,16 +147,24 @@ pub fn check(
     policy: &Policy,
     options: &ActivationOptions,
 ) -> Result<ActivationReport, PolicyError> {
-    let samples = samples(policy.info(), options);
+    let prefix = options.prefix.as_str();
+    let snowflake_only = formats_snowflake_only(policy, prefix)?;
+    let layout = snowflake_only.then(Layout::default);
+    let samples: Vec<Stamp> = match &layout {
+        Some(layout) => samples(policy.info(), options)
+            .iter()
+            .map(|stamp| as_snowflake(stamp, layout))
+            .collect(),
+        None => samples(policy.info(), options),
+    };
     let origin = policy.origin();
     let fail = |reason: String| PolicyError::Activation {
         origin: origin.to_string(),
         reason,
     };
-    let prefix = options.prefix.as_str();
 
     let ids = format_alone_and_in_a_batch(policy, prefix, &samples, &fail)?;
-    let answers = policy.validate_many(&ids, Some(prefix), None)?;
+    let answers = policy.validate_many(&ids, Some(prefix), layout.as_ref())?;
     // Whether the policy writes the time: what it reads back from an ID
     // made at a time other than the epoch (the samples' first such one).
     let writes_time = samples
@@ -189,6 +200,7 @@ pub fn check(
             Writes {
                 time: writes_time,
                 period: writes_period(policy, &options.prefix)?,
+                snowflake_only,
             },
         )?;
         if let Some(layout) = counter.snowflake_layout() {
@@ -351,7 +363,12 @@ fn check_snowflake(
     let stamps: Vec<Stamp> = edges
         .iter()
         .map(|&(time, worker, seq)| {
-            let value = layout.compose(SnowflakeParts { time, worker, seq });
+            let value = layout.compose(SnowflakeParts {
+                time,
+                worker,
+                seq,
+                ..SnowflakeParts::default()
+            });
             Stamp::snowflake(value, layout).expect("a composed ID fits 63 bits")
         })
         .collect();
@@ -404,6 +421,19 @@ fn samples(info: &PolicyInfo, options: &ActivationOptions) -> Vec<Stamp> {
                 .map(move |&sequence| Stamp::new(timestamp_micros, sequence))
         })
         .collect()
+}
+
+/// `stamp` as a snowflake ID of `layout` at its time (within the layout's
+/// span), worker 0, its value as the sequence (within the layout's).
+fn as_snowflake(stamp: &Stamp, layout: &Layout) -> Stamp {
+    let id = layout.compose(SnowflakeParts {
+        time: layout
+            .time_at(stamp.timestamp_micros / 1000)
+            .min(layout.max_time()),
+        seq: stamp.sequence.min(layout.max_seq()),
+        ..SnowflakeParts::default()
+    });
+    Stamp::snowflake(id, layout).expect("a composed ID fits 63 bits")
 }
 
 /// Parts as a short human text, for error messages.

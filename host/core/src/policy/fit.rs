@@ -5,9 +5,12 @@
 //!
 //! A policy that does not write the time says so by reading its own IDs
 //! back with `timestamp-micros` 0 (`guest/wit/policy.wit`, `validate`); one
-//! that does not write the period reads its IDs back without one. [`writes`]
-//! asks it. [`check_fit`] is what `next`, `counter create`,
-//! `policy push`/`activate` and the activation check all use.
+//! that does not write the period reads its IDs back without one; one that
+//! formats snowflake IDs only (the standard IDs, `builtin:uuidv7`) refuses
+//! parts without snowflake fields, and is asked with a snowflake ID's parts
+//! instead (`format_probe`). [`writes`] asks it. [`check_fit`] is what
+//! `next`, `counter create`, `policy push`/`activate` and the activation
+//! check all use.
 //!
 //! [`check_serves`] runs every check a counter must pass before a policy
 //! formats its IDs with a prefix, and makes them once per policy, prefix
@@ -18,7 +21,7 @@
 use super::error::PolicyError;
 use super::fit_error::FitError;
 use super::runtime::Policy;
-use crate::parts::{IdParts, SnowflakeParts, Stamp};
+use crate::parts::{IdParts, Layout, SnowflakeParts, Stamp};
 use crate::parts::{Period, PeriodUnit};
 use crate::sequence::{CounterState, Repeats};
 
@@ -32,6 +35,9 @@ pub struct Writes {
     pub time: bool,
     /// A periodic counter's period.
     pub period: bool,
+    /// A snowflake ID's fields, which only a snowflake counter has: the
+    /// policy formats nothing else.
+    pub snowflake_only: bool,
 }
 
 /// Fails unless `policy` can serve `counter` (see the module docs);
@@ -47,6 +53,13 @@ pub fn check_fit(policy: &Policy, counter: &CounterState, writes: Writes) -> Res
             kind: counter.kind(),
             largest: shape.largest_value,
             advice: counter.kind().fit_advice(),
+        });
+    }
+    if writes.snowflake_only && counter.snowflake_layout().is_none() {
+        return Err(FitError::NeedsSnowflake {
+            policy: info.name.clone(),
+            counter: counter.name.clone(),
+            kind: counter.kind(),
         });
     }
     match shape.repeats {
@@ -65,56 +78,40 @@ pub fn check_fit(policy: &Policy, counter: &CounterState, writes: Writes) -> Res
     }
 }
 
-/// What `policy` writes into its IDs: it formats an ID with `prefix` and
-/// reads it back, where a policy without time reads it back with timestamp
-/// 0, and one in a period, which a policy that does not write periods (every
-/// policy on a contract before 0.4.0) reads back without it, or refuses to
-/// format. Three policy calls. Nothing is consumed or written.
+/// What `policy` writes into its IDs ([`writes_time`], [`writes_period`],
+/// [`formats_snowflake_only`]). Nothing is consumed or written.
 pub fn writes(policy: &Policy, prefix: &str) -> Result<Writes, PolicyError> {
     probe(policy, prefix, None)
 }
 
-/// Whether `policy` writes the time into its IDs (see [`writes`]).
-pub fn writes_time(policy: &Policy, prefix: &str) -> Result<bool, PolicyError> {
-    Ok(writes(policy, prefix)?.time)
-}
-
-/// Whether `policy` writes a periodic counter's period into its IDs (see
-/// [`writes`]).
-pub fn writes_period(policy: &Policy, prefix: &str) -> Result<bool, PolicyError> {
-    Ok(writes(policy, prefix)?.period)
-}
-
-/// The period [`writes`] formats an ID in.
-const PROBE_PERIOD: Period = Period {
-    unit: PeriodUnit::Year,
-    year: 2026,
-    month: 1,
-    day: 1,
-};
-
 /// [`writes`], and with `accept_at` [`check_prefix`] at that time too, in as
-/// few policy calls as they can share: the time probe and `check_prefix`'s
-/// sample formatted in one batch, the period probe alone (a policy may
-/// refuse it), both read back in one call.
+/// few policy calls as they can share. A policy that formats plain parts
+/// (every one but the snowflake-only ones) is asked three times: the time
+/// probe and `check_prefix`'s sample formatted in one batch, the period
+/// probe alone (a policy may refuse it), both read back in one call. One
+/// that refuses the batch is asked each question on its own, as
+/// [`writes_time`], [`writes_period`] and [`formats_snowflake_only`] do.
 fn probe(policy: &Policy, prefix: &str, accept_at: Option<u64>) -> Result<Writes, PolicyError> {
     let stamps: Vec<Stamp> = accept_at
         .map(|now_micros| Stamp::new(now_micros, 0))
         .into_iter()
         .chain([Stamp::new(PROBE_MICROS, 0)])
         .collect();
-    let time_id = policy
-        .format_batch(prefix, &stamps)?
-        .pop()
-        .expect("one ID per stamp");
-    let period_parts = IdParts {
-        prefix: prefix.to_string(),
-        timestamp_micros: PROBE_MICROS,
-        sequence: 1,
-        snowflake: None,
-        period: Some(PROBE_PERIOD),
+    let time_id = match policy.format_batch(prefix, &stamps) {
+        Ok(mut ids) => ids.pop().expect("one ID per stamp"),
+        Err(PolicyError::Format(_)) => {
+            if let Some(now_micros) = accept_at {
+                check_prefix(policy, prefix, now_micros)?;
+            }
+            return Ok(Writes {
+                time: writes_time(policy, prefix)?,
+                period: writes_period(policy, prefix)?,
+                snowflake_only: formats_snowflake_only(policy, prefix)?,
+            });
+        }
+        Err(error) => return Err(error),
     };
-    let period_id = match policy.format(&period_parts) {
+    let period_id = match policy.format(&period_probe(prefix)) {
         Ok(id) => Some(id),
         Err(PolicyError::Format(_)) => None,
         Err(error) => return Err(error),
@@ -124,12 +121,7 @@ fn probe(policy: &Policy, prefix: &str, accept_at: Option<u64>) -> Result<Writes
         .validate_many(&ids, Some(prefix), None)?
         .into_iter()
         .zip(&ids)
-        .map(|(answer, id)| {
-            answer.map_err(|invalid| PolicyError::Activation {
-                origin: policy.origin().to_string(),
-                reason: format!("its own validator rejects {id:?}: {invalid}"),
-            })
-        });
+        .map(|(answer, id)| answer.map_err(|invalid| rejects_its_own(policy, id, invalid)));
     let time = read
         .next()
         .expect("the time probe's answer")?
@@ -139,28 +131,141 @@ fn probe(policy: &Policy, prefix: &str, accept_at: Option<u64>) -> Result<Writes
         Some(parts) => parts?.period == Some(PROBE_PERIOD),
         None => false,
     };
-    Ok(Writes { time, period })
+    Ok(Writes {
+        time,
+        period,
+        // It formatted plain parts.
+        snowflake_only: false,
+    })
+}
+
+/// Whether `policy` formats snowflake IDs only: it refuses parts without
+/// snowflake fields and formats a snowflake ID's parts at the same time.
+/// Nothing is consumed or written.
+pub fn formats_snowflake_only(policy: &Policy, prefix: &str) -> Result<bool, PolicyError> {
+    let plain = plain_probe(prefix, PROBE_MICROS);
+    match policy.format(&plain) {
+        Ok(_) => Ok(false),
+        Err(PolicyError::Format(_)) => match policy.format(&snowflake_probe(&plain)) {
+            Ok(_) => Ok(true),
+            Err(PolicyError::Format(_)) => Ok(false),
+            Err(error) => Err(error),
+        },
+        Err(error) => Err(error),
+    }
+}
+
+/// The parts the probes format: `prefix`, value 0 at `micros`.
+fn plain_probe(prefix: &str, micros: u64) -> IdParts {
+    IdParts {
+        prefix: prefix.to_string(),
+        timestamp_micros: micros,
+        sequence: 0,
+        snowflake: None,
+        period: None,
+    }
+}
+
+/// `parts` as a snowflake ID's of the default layout: worker 0, sequence
+/// 0, the time unit of `parts`' time (within the layout's span).
+fn snowflake_probe(parts: &IdParts) -> IdParts {
+    let layout = Layout::default();
+    let id = layout.compose(SnowflakeParts {
+        time: layout
+            .time_at(parts.timestamp_micros / 1000)
+            .min(layout.max_time()),
+        ..SnowflakeParts::default()
+    });
+    Stamp::snowflake(id, &layout)
+        .expect("a composed ID fits 63 bits")
+        .with_prefix(&parts.prefix)
+}
+
+/// Formats `parts`, or, if the policy refuses them and they have no
+/// snowflake fields, a snowflake ID's at the same time, for a policy that
+/// formats snowflake IDs only: the ID and the parts it was made from. The
+/// refusal of `parts` stands when the second one is refused too.
+fn format_probe(policy: &Policy, parts: IdParts) -> Result<(String, IdParts), PolicyError> {
+    match policy.format(&parts) {
+        Ok(id) => Ok((id, parts)),
+        Err(refusal @ PolicyError::Format(_)) if parts.snowflake.is_none() => {
+            let snowflake = snowflake_probe(&parts);
+            match policy.format(&snowflake) {
+                Ok(id) => Ok((id, snowflake)),
+                Err(PolicyError::Format(_)) => Err(refusal),
+                Err(error) => Err(error),
+            }
+        }
+        Err(error) => Err(error),
+    }
+}
+
+/// Whether `policy` writes the time into its IDs: it formats one ID with
+/// `prefix` and reads it back; a policy without time reads it back with
+/// timestamp 0. Nothing is consumed or written.
+pub fn writes_time(policy: &Policy, prefix: &str) -> Result<bool, PolicyError> {
+    Ok(read_back(policy, plain_probe(prefix, PROBE_MICROS))?.timestamp_micros != 0)
+}
+
+/// Whether `policy` writes a periodic counter's period into its IDs: it
+/// formats one ID in a period and reads it back; a policy that does not
+/// write periods (every policy on a contract before 0.4.0) reads it back
+/// without it. A policy that refuses to format it does not write it either.
+pub fn writes_period(policy: &Policy, prefix: &str) -> Result<bool, PolicyError> {
+    let parts = period_probe(prefix);
+    match policy.format(&parts) {
+        Ok(_) => Ok(read_back(policy, parts)?.period == Some(PROBE_PERIOD)),
+        Err(PolicyError::Format(_)) => Ok(false),
+        Err(error) => Err(error),
+    }
+}
+
+/// The period the period probe is in.
+const PROBE_PERIOD: Period = Period {
+    unit: PeriodUnit::Year,
+    year: 2026,
+    month: 1,
+    day: 1,
+};
+
+/// The parts the period probe formats: `prefix`, value 1 in
+/// [`PROBE_PERIOD`].
+fn period_probe(prefix: &str) -> IdParts {
+    IdParts {
+        period: Some(PROBE_PERIOD),
+        sequence: 1,
+        ..plain_probe(prefix, PROBE_MICROS)
+    }
+}
+
+/// The failure of a policy whose validator rejects `id`, its own.
+fn rejects_its_own(policy: &Policy, id: &str, invalid: impl std::fmt::Display) -> PolicyError {
+    PolicyError::Activation {
+        origin: policy.origin().to_string(),
+        reason: format!("its own validator rejects {id:?}: {invalid}"),
+    }
+}
+
+/// Formats `parts` ([`format_probe`]) and reads the ID back with the
+/// policy's own validator.
+fn read_back(policy: &Policy, parts: IdParts) -> Result<IdParts, PolicyError> {
+    let (id, parts) = format_probe(policy, parts)?;
+    policy
+        .validate(&id, Some(&parts.prefix), None)?
+        .map_err(|invalid| rejects_its_own(policy, &id, invalid))
 }
 
 /// Fails, with the policy's reason, unless the policy accepts `prefix`: it
 /// formats a sample ID at `now_micros`, so nothing is consumed or written.
 pub fn check_prefix(policy: &Policy, prefix: &str, now_micros: u64) -> Result<(), PolicyError> {
-    policy
-        .format(&IdParts {
-            prefix: prefix.to_string(),
-            timestamp_micros: now_micros,
-            sequence: 0,
-            snowflake: None,
-            period: None,
-        })
-        .map(drop)
+    format_probe(policy, plain_probe(prefix, now_micros)).map(drop)
 }
 
 /// Fails unless `policy` may format IDs of `counter` with `prefix`: it
 /// accepts the prefix ([`check_prefix`], at `now_micros`), it can serve the
 /// counter ([`check_fit`]) and it reads the prefix back alone out of the
 /// counter's IDs ([`check_prefix_reads_back`]). Five policy calls the
-/// first time; none once the policy has accepted this prefix for a counter
+/// first time for a policy that formats plain parts; none once the policy has accepted this prefix for a counter
 /// of this shape (the memo is the policy's, see `fit_memo.rs`). Nothing is
 /// consumed or written.
 pub fn check_serves(
@@ -176,6 +281,12 @@ pub fn check_serves(
     // check_prefix and writes, sharing their calls.
     let writes = probe(policy, prefix, Some(now_micros))?;
     check_fit(policy, counter, writes)?;
+    if writes.snowflake_only {
+        // Such a policy may refuse some of a layout's IDs (a standard ID
+        // holds 24 bits of worker id and sequence): the edges say so now,
+        // with its reason, rather than at the first such ID.
+        policy.format_batch(prefix, &probe_stamps(counter))?;
+    }
     check_prefix_reads_back(policy, counter, prefix)?;
     policy.fits().accept(key);
     Ok(())
@@ -254,11 +365,13 @@ pub(crate) fn probe_stamps(counter: &CounterState) -> Vec<Stamp> {
             time: 1,
             worker: 0,
             seq: 0,
+            ..SnowflakeParts::default()
         });
         let last = layout.compose(SnowflakeParts {
             time: layout.max_time(),
             worker: layout.max_worker(),
             seq: layout.max_seq(),
+            ..SnowflakeParts::default()
         });
         return [first, last]
             .into_iter()

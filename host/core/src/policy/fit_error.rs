@@ -62,6 +62,22 @@ pub enum FitError {
         /// The counter's kind.
         kind: CounterKind,
     },
+    /// The policy formats snowflake IDs only (a standard ID: UUIDv7,
+    /// ULID), and the counter is not a snowflake counter.
+    #[error(
+        "policy '{policy}' formats snowflake IDs only (it writes their worker id and sequence \
+         to keep IDs unique), and {} is {kind}: use a snowflake counter \
+         (idmint counter create NAME --kind snowflake)",
+        named(counter)
+    )]
+    NeedsSnowflake {
+        /// The policy's name.
+        policy: String,
+        /// The counter's name.
+        counter: String,
+        /// The counter's kind.
+        kind: CounterKind,
+    },
     /// The policy does not read the prefix back alone out of an ID it
     /// formats for the counter: another counter's prefix could then make
     /// the same ID.
@@ -137,6 +153,7 @@ impl FitError {
             FitError::Capacity { counter, .. }
             | FitError::NeedsTime { counter, .. }
             | FitError::NeedsPeriod { counter, .. }
+            | FitError::NeedsSnowflake { counter, .. }
             | FitError::PrefixNotReadBack { counter, .. } => counter,
         }
     }

@@ -103,9 +103,22 @@ pub const DECIMAL_POLICY_WASM: &[u8] =
 pub const BASE32_POLICY_WASM: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/idmint_policy_base32.wasm"));
 
+/// The UUIDv7 policy component (`guest/uuidv7/`, crate
+/// `idmint-policy-uuidv7`): RFC 9562 UUIDv7 text, unique by construction,
+/// for snowflake counters (docs/design/standard-ids.md).
+pub const UUIDV7_POLICY_WASM: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/idmint_policy_uuidv7.wasm"));
+
+/// The ULID policy component (`guest/ulid/`, crate `idmint-policy-ulid`):
+/// ULID text, unique by construction, for snowflake counters.
+pub const ULID_POLICY_WASM: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/idmint_policy_ulid.wasm"));
+
 /// The policies built into idmint, by the name `--policy builtin:NAME` uses.
-pub const BUILTIN_POLICIES: [(&str, &[u8]); 3] = [
+pub const BUILTIN_POLICIES: [(&str, &[u8]); 5] = [
     ("default", DEFAULT_POLICY_WASM),
     ("decimal", DECIMAL_POLICY_WASM),
     ("base32", BASE32_POLICY_WASM),
+    ("uuidv7", UUIDV7_POLICY_WASM),
+    ("ulid", ULID_POLICY_WASM),
 ];

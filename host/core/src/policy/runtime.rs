@@ -323,10 +323,17 @@ struct PolicyInner {
 
 impl Policy {
     /// The version of the contract (`guest/wit/`) the policy implements:
-    /// `"0.4.0"`, or an earlier one the host still runs (`"0.3.0"`, before
-    /// periods; `"0.2.0"`, before snowflake fields).
+    /// `"0.5.0"`, or an earlier one the host still runs (`"0.4.0"`, before
+    /// counter tags; `"0.3.0"`, before periods; `"0.2.0"`, before snowflake
+    /// fields).
     pub fn contract(&self) -> &'static str {
         self.inner.contract.version()
+    }
+
+    /// Whether the policy receives a snowflake counter's tag and salt
+    /// (contract 0.5.0 and later): only such a policy needs them.
+    pub fn receives_counter_tag(&self) -> bool {
+        !matches!(self.contract(), "0.2.0" | "0.3.0" | "0.4.0")
     }
 
     /// What the policy said about itself when it was loaded.

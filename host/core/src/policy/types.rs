@@ -219,11 +219,45 @@ macro_rules! shared_conversions {
 pub(super) use shared_conversions;
 
 /// The snowflake conversions of every version since 0.3.0 (the layout and
-/// an ID's fields), for `$wit`, one version's generated `types` module.
+/// an ID's fields), for `$wit`, one version's generated `types` module:
+/// `tagged` (0.5.0) carries the counter's tag and salt, `untagged` (0.3.0,
+/// 0.4.0) drops them, which no such policy writes.
 macro_rules! snowflake_conversions {
-    ($wit:path) => {
+    ($wit:path, tagged) => {
+        $crate::policy::types::snowflake_conversions!(@layout $wit);
         const _: () = {
-            use $crate::parts::{Layout, SnowflakeParts};
+            use $crate::parts::SnowflakeParts;
+            use $wit as wit;
+
+            impl From<SnowflakeParts> for wit::SnowflakeFields {
+                fn from(parts: SnowflakeParts) -> Self {
+                    wit::SnowflakeFields {
+                        time: parts.time,
+                        worker: parts.worker,
+                        sequence: parts.seq,
+                        tag: parts.tag,
+                        salt: parts.salt,
+                    }
+                }
+            }
+
+            impl From<wit::SnowflakeFields> for SnowflakeParts {
+                fn from(fields: wit::SnowflakeFields) -> Self {
+                    SnowflakeParts {
+                        time: fields.time,
+                        worker: fields.worker,
+                        seq: fields.sequence,
+                        tag: fields.tag,
+                        salt: fields.salt,
+                    }
+                }
+            }
+        };
+    };
+    ($wit:path, untagged) => {
+        $crate::policy::types::snowflake_conversions!(@layout $wit);
+        const _: () = {
+            use $crate::parts::SnowflakeParts;
             use $wit as wit;
 
             impl From<SnowflakeParts> for wit::SnowflakeFields {
@@ -242,9 +276,16 @@ macro_rules! snowflake_conversions {
                         time: fields.time,
                         worker: fields.worker,
                         seq: fields.sequence,
+                        ..SnowflakeParts::default()
                     }
                 }
             }
+        };
+    };
+    (@layout $wit:path) => {
+        const _: () = {
+            use $crate::parts::Layout;
+            use $wit as wit;
 
             impl From<&Layout> for wit::SnowflakeLayout {
                 fn from(layout: &Layout) -> Self {

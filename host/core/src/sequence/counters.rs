@@ -104,14 +104,16 @@ pub async fn count(database: &Database, start: &str) -> Result<u64, SequenceErro
 /// The filter of the counters whose name starts with `start`: the names
 /// from `start` up to the first string after every name that starts with
 /// it (the server compares strings by code point), or every counter when
-/// `start` is empty; never a striped counter's lane.
+/// `start` is empty; never a striped counter's lane nor the tags document.
 fn names_starting_with(start: &str) -> Document {
     // A striped counter's lanes are not counters.
     let not_a_lane = mongodb::bson::doc! { "$ne": crate::sequence::striping::LANE_KIND };
+    // Nor is the document snowflake counters' tags are drawn from.
+    let not_the_tags = crate::sequence::kinds::snowflake::TAGS_ID;
     if start.is_empty() {
-        return mongodb::bson::doc! { "kind": not_a_lane };
+        return mongodb::bson::doc! { "_id": { "$ne": not_the_tags }, "kind": not_a_lane };
     }
-    let mut range = mongodb::bson::doc! { "$gte": start };
+    let mut range = mongodb::bson::doc! { "$gte": start, "$ne": not_the_tags };
     if let Some(after) = successor(start) {
         range.insert("$lt", after);
     }
@@ -184,7 +186,7 @@ mod tests {
         }
         assert_eq!(
             names_starting_with(""),
-            mongodb::bson::doc! { "kind": { "$ne": "lane" } }
+            mongodb::bson::doc! { "_id": { "$ne": "_idmint.tags" }, "kind": { "$ne": "lane" } }
         );
     }
 }

@@ -126,6 +126,18 @@ macro_rules! registry {
                 }
             }
 
+            /// The fields a new counter `name` of this kind gets from
+            /// `database` itself ([`Kind::drawn_fields`]).
+            pub(crate) async fn drawn_fields(
+                self,
+                database: &Database,
+                name: &CounterName,
+            ) -> Result<Document, SequenceError> {
+                match self {
+                    $($(#[$meta])* Self::$variant => <$kind as Kind>::drawn_fields(database, name).await,)+
+                }
+            }
+
             /// What the server must be able to evaluate before a new
             /// counter of this kind with `fields` is written.
             pub(crate) fn creation_check(self, fields: &Document) -> Option<(Document, String)> {

@@ -107,6 +107,18 @@ pub enum SequenceError {
         /// The largest value the counter may hand out.
         limit: u64,
     },
+    /// Every tag a snowflake counter can get in this database is taken
+    /// (`kinds/snowflake/tag.rs`); nothing was written to the counter.
+    #[error(
+        "cannot give counter '{name}' a tag: the database's {limit} snowflake counter tags \
+         are all taken"
+    )]
+    TagsExhausted {
+        /// The counter that needed a tag.
+        name: CounterName,
+        /// The largest tag.
+        limit: u32,
+    },
     /// More values were asked for in one request than one round trip takes.
     #[error(
         "cannot take {requested} values of counter '{name}' at once: at most {max} per request"
@@ -390,7 +402,7 @@ impl SequenceError {
             | Self::PrefixRetired { .. }
             | Self::PrefixIndexStale { .. }
             | Self::PrefixShared { .. } => ErrorClass::Conflict,
-            Self::Exhausted { .. } => ErrorClass::Exhausted,
+            Self::Exhausted { .. } | Self::TagsExhausted { .. } => ErrorClass::Exhausted,
             Self::NoWorkerFree { .. }
             | Self::ClockBehind { .. }
             | Self::LeaseLost { .. }

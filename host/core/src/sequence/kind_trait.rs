@@ -72,6 +72,17 @@ pub trait Kind: 'static {
     /// `now_ms` is the time of the creation.
     fn fields(settings: &Settings, now_ms: u64) -> Result<Document, SequenceError>;
 
+    /// Fields a new counter `name` gets from `database` itself, asked once
+    /// its settings are accepted, just before its document is written (a
+    /// snowflake counter's tag); none for most kinds.
+    async fn drawn_fields(
+        database: &Database,
+        name: &CounterName,
+    ) -> Result<Document, SequenceError> {
+        let _ = (database, name);
+        Ok(Document::new())
+    }
+
     /// An expression the server must be able to evaluate before a new
     /// counter with `fields` is written (e.g. that it knows a time zone),
     /// with what to say if it cannot; `None`: nothing to ask.

@@ -71,8 +71,9 @@ pub use kinds::segment::{
     MAX_STEP,
 };
 pub use kinds::snowflake::{
-    layout_of, lifetimes, workers, Lifetime, OnRollback, RollbackOptions, SnowflakeCounter,
-    SnowflakeKind, SnowflakeOptions, SnowflakeState, WorkerLease, WORKERS_COLLECTION,
+    draw_tag, ensure_tag, keep_tag, layout_of, lifetimes, workers, CounterTag, Lifetime,
+    OnRollback, RollbackOptions, SnowflakeCounter, SnowflakeKind, SnowflakeOptions, SnowflakeState,
+    WorkerLease, MAX_TAG, TAGS_ID, WORKERS_COLLECTION,
 };
 pub use name::{CounterName, InvalidCounterName, MAX_COUNTER_NAME_LEN};
 pub use opened::OpenedCounter;

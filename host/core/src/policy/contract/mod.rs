@@ -6,7 +6,7 @@
 //! call goes through that version's [`Contract`] adapter, which converts the
 //! host's types (`crate::parts`, `types.rs`) to the version's generated
 //! bindings (`bindings.rs`) and back, dropping what the version cannot
-//! carry. Each adapter is a file of its own (`v0_4.rs`, ...): one
+//! carry. Each adapter is a file of its own (`v0_5.rs`, ...): one
 //! `adapter!` line (`adapter.rs`) for the calls, which are the same in every version,
 //! and the conversions of what differs. A new contract adds its bindings,
 //! one file, and one line in [`VERSIONS`].
@@ -15,7 +15,7 @@
 //! - `interface.rs`: what an adapter implements ([`Contract`]) and is run
 //!   with ([`Call`]), and a version's entry ([`Version`]);
 //! - `adapter.rs`: the adapter every version makes with one line;
-//! - `v0_2.rs`, `v0_3.rs`, `v0_4.rs`: the versions;
+//! - `v0_2.rs`, `v0_3.rs`, `v0_4.rs`, `v0_5.rs`: the versions;
 //! - here: [`VERSIONS`] and [`bind`].
 
 use wasmtime::component::InstancePre;
@@ -28,12 +28,14 @@ mod interface;
 mod v0_2;
 mod v0_3;
 mod v0_4;
+mod v0_5;
 
 pub(super) use interface::{Call, Contract, Version};
 
 /// Every contract version the host runs, newest first: a component is bound
 /// to the first one it implements.
-pub(super) const VERSIONS: [Version; 3] = [v0_4::VERSION, v0_3::VERSION, v0_2::VERSION];
+pub(super) const VERSIONS: [Version; 4] =
+    [v0_5::VERSION, v0_4::VERSION, v0_3::VERSION, v0_2::VERSION];
 
 /// Binds a pre-linked component to the newest contract version it
 /// implements, or says why it implements none.

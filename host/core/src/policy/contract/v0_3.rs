@@ -10,7 +10,7 @@ use crate::policy::types::{shared_conversions, snowflake_conversions};
 adapter!(v0_3, "0.3.0", layout: yes);
 
 shared_conversions!(crate::policy::bindings::v0_3::wit);
-snowflake_conversions!(crate::policy::bindings::v0_3::wit);
+snowflake_conversions!(crate::policy::bindings::v0_3::wit, untagged);
 
 impl From<wit::FormatError> for FormatError {
     fn from(error: wit::FormatError) -> Self {

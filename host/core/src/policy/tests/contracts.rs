@@ -10,6 +10,18 @@ fn policies_of_each_contract_load_and_say_which() {
     assert_eq!(runtime.load_default().unwrap().contract(), "0.4.0");
     assert_eq!(runtime.load_builtin("base32").unwrap().contract(), "0.4.0");
     assert_eq!(runtime.load_builtin("decimal").unwrap().contract(), "0.4.0");
+    // The standard IDs need the counter's tag and salt: 0.5.0.
+    for standard in ["uuidv7", "ulid"] {
+        let policy = runtime.load_builtin(standard).unwrap();
+        assert_eq!(
+            (policy.contract(), policy.receives_counter_tag()),
+            ("0.5.0", true)
+        );
+    }
+    assert!(!runtime
+        .load_builtin("base32")
+        .unwrap()
+        .receives_counter_tag());
     assert_eq!(
         runtime
             .load_bytes(&fixture_wasm("decimal-0.3"), "decimal-0.3")
@@ -42,6 +54,7 @@ fn policies_of_each_contract_load_and_say_which() {
             time: 1,
             worker: 2,
             seq: 3,
+            ..Default::default()
         }),
         ..plain.clone()
     };
@@ -64,7 +77,8 @@ fn a_component_of_no_contract_is_refused_naming_each() {
         other => panic!("expected WrongInterface, got {other:?}"),
     };
     assert!(
-        reason.starts_with("it implements none of the contracts this host runs: 0.4.0 (")
+        reason.starts_with("it implements none of the contracts this host runs: 0.5.0 (")
+            && reason.contains("; 0.4.0 (")
             && reason.contains("; 0.3.0 (")
             && reason.contains("; 0.2.0 ("),
         "{reason}"
@@ -90,6 +104,7 @@ fn the_base32_policy_reads_snowflake_ids_back_into_their_fields() {
             time: 123_456,
             worker: 5,
             seq: 4095,
+            ..SnowflakeParts::default()
         };
         let stamp = Stamp::snowflake(layout.compose(fields), &layout).unwrap();
         assert_eq!(stamp.snowflake, Some(fields));
@@ -184,6 +199,7 @@ fn policies_of_three_contracts_run_side_by_side_and_the_older_ones_drop_the_peri
             time: 1,
             worker: 2,
             seq: 3,
+            ..Default::default()
         }),
         ..plain.clone()
     };

@@ -69,6 +69,7 @@ fn the_decimal_policy_passes_without_time_and_is_refused_for_a_cyclic_counter() 
         Writes {
             time: true,
             period: false,
+            snowflake_only: false,
         },
     )
     .unwrap_err();

@@ -138,7 +138,10 @@ fn counter(maxval: u64) -> crate::sequence::CounterState {
 fn snowflake_counter(layout: crate::parts::Layout) -> crate::sequence::CounterState {
     crate::sequence::CounterState {
         name: "events".to_string(),
-        kind: crate::sequence::KindState::Snowflake(crate::sequence::SnowflakeState { layout }),
+        kind: crate::sequence::KindState::Snowflake(crate::sequence::SnowflakeState {
+            layout,
+            tag: None,
+        }),
         prefix: None,
         prefixes: vec![String::new()],
         prefixes_declared: true,

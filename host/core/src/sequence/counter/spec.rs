@@ -26,6 +26,12 @@ pub struct CounterSpec {
     /// The prefixes the counter owns, the default first. Default: the empty
     /// prefix (and so no other counter may own it); empty: raw values only.
     pub prefixes: Vec<String>,
+    /// Whether the fields the kind draws from the database (a snowflake
+    /// counter's tag and salt, `Kind::drawn_fields`) are drawn when the
+    /// counter is created; if not, the first time they are needed. Default:
+    /// true; false for a counter made for a few seconds (the bench's), so
+    /// that it leaves the database's tags as they were.
+    pub draw_fields: bool,
 }
 
 impl Default for CounterSpec {
@@ -45,7 +51,14 @@ impl CounterSpec {
             kind,
             settings: Settings::default(),
             prefixes: vec![String::new()],
+            draw_fields: true,
         }
+    }
+
+    /// Sets [`CounterSpec::draw_fields`].
+    pub fn draw_fields(mut self, draw: bool) -> Self {
+        self.draw_fields = draw;
+        self
     }
 
     /// Sets maxval (cyclic).
@@ -133,7 +146,18 @@ pub(crate) async fn create_in(
         }
         claimed = claims::claim(&database, name, &spec.prefixes, Claimant::New).await?;
     }
-    let result = insert_counter(collection, name, spec, &document, write_concern).await;
+    let drawn = match spec.draw_fields {
+        true => spec.kind.drawn_fields(&database, name).await,
+        false => Ok(Document::new()),
+    };
+    let result = match drawn {
+        Ok(drawn) => {
+            let mut document = document;
+            document.extend(drawn);
+            insert_counter(collection, name, spec, &document, write_concern).await
+        }
+        Err(error) => Err(error),
+    };
     // Only a create the server refused for its settings wrote nothing for
     // certain: after a counter of this name, or a write whose answer was
     // lost, the claims stand.

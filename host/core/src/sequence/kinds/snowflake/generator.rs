@@ -162,6 +162,7 @@ impl Generator {
             time: floor.min(self.layout.max_time()),
             worker,
             seq: 0,
+            ..SnowflakeParts::default()
         });
         self.next.0.store(first, Ordering::SeqCst);
     }

@@ -6,8 +6,10 @@
 //! ([`generator`]).
 //!
 //! The counter document is `{_id, kind: "snowflake", time_bits,
-//! worker_bits, seq_bits, unit, epoch_ms, prefix?}`; it is never written
-//! after creation. The leases live in the `workers` collection.
+//! worker_bits, seq_bits, unit, epoch_ms, tag, salt, prefix?}`; it is never
+//! written after creation, but for the tag and salt of a counter made
+//! before idmint knew them, written once (`late_tag.rs`). The leases live in the
+//! `workers` collection.
 //!
 //! `mod.rs` holds the kind (settings, creation, reading the document) and
 //! its `Handle` impl (the two name each other), `counter.rs`
@@ -15,8 +17,11 @@
 //! `workers.rs` the listings (the worker leases of a counter, the layout
 //! lifetime of every counter), `lease.rs` the worker-lease documents and
 //! their time reservation, `generator.rs` the word IDs are taken from and
-//! its fail-closed checks. This folder owns
-//! its counters' documents (read only) and their `workers` documents
+//! its fail-closed checks, `tag.rs` the counter's tag and salt (standard
+//! IDs tell counters apart by them) and the tags document they are drawn
+//! from (`_id: "_idmint.tags"` in `counters`), `late_tag.rs` giving them to
+//! a counter made before idmint knew them. This folder owns
+//! its counters' documents (read only but for the tag) and their `workers` documents
 //! (`_id: "<counter>#<worker>"`), nothing else: it must not touch another
 //! kind's documents nor the `locks` collection, and it does not write its
 //! own lease rules (server-clock expiry, takeover, conditional renewal and
@@ -26,7 +31,9 @@
 
 mod counter;
 mod generator;
+mod late_tag;
 mod lease;
+mod tag;
 mod workers;
 
 use mongodb::bson::{doc, Bson, Document};
@@ -35,7 +42,9 @@ use serde::Serialize;
 
 pub use counter::{SnowflakeCounter, SnowflakeOptions};
 pub use generator::{OnRollback, RollbackOptions};
+pub use late_tag::{ensure_tag, keep_tag};
 pub use lease::{WorkerLease, WORKERS_COLLECTION};
+pub use tag::{draw_tag, CounterTag, MAX_TAG, TAGS_ID};
 pub use workers::{lifetimes, workers, Lifetime};
 
 use crate::mongo::describe_value;
@@ -53,12 +62,16 @@ use crate::sequence::settings::{Setting, Settings};
 #[derive(Debug)]
 pub struct SnowflakeKind;
 
-/// A snowflake counter's fields: its layout (see [`Layout`]).
+/// A snowflake counter's fields: its layout (see [`Layout`]), its tag and
+/// salt (serialized as the tag alone).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct SnowflakeState {
     /// The layout.
     #[serde(flatten)]
     pub layout: Layout,
+    /// The counter's tag and salt; `None` for a counter made before idmint
+    /// knew them, until they are first needed ([`ensure_tag`]).
+    pub tag: Option<CounterTag>,
 }
 
 /// The layout `settings` ask for, defaults filled in.
@@ -105,7 +118,8 @@ impl Kind for SnowflakeKind {
             epoch_ms: read_integer(document, "epoch_ms", 0, i64::MAX as u64)?,
         };
         layout.check_shape()?;
-        Ok(SnowflakeState { layout })
+        let tag = CounterTag::read(document)?;
+        Ok(SnowflakeState { layout, tag })
     }
 
     /// Never updated by a pipeline: its document is read, not advanced.
@@ -125,6 +139,14 @@ impl Kind for SnowflakeKind {
             "unit": layout.unit.as_str(),
             "epoch_ms": layout.epoch_ms as i64,
         })
+    }
+
+    /// A tag and a salt drawn for the new counter (`tag.rs`).
+    async fn drawn_fields(
+        database: &Database,
+        name: &CounterName,
+    ) -> Result<Document, SequenceError> {
+        tag::drawn_fields(database, name).await
     }
 
     fn shape(_state: &SnowflakeState) -> ValueShape {
@@ -171,6 +193,13 @@ impl Kind for SnowflakeKind {
                 serde_json::Value::String(runs_out_on),
             ),
         ];
+        facts.push(Fact::text(
+            "tag",
+            match state.tag {
+                Some(tag) => tag.tag.to_string(),
+                None => "none yet (given the first time a standard ID needs one)".to_string(),
+            },
+        ));
         let warning = l.lifetime_warning(now_ms);
         if let Some(text) = &warning {
             facts.push(Fact::derived(

@@ -1,0 +1,499 @@
+//! Standard IDs from snowflake counters (docs/design/standard-ids.md): the
+//! tag and salt each snowflake counter gets, unique in its database, drawn
+//! durably, kept once when two processes race for an older counter's; the
+//! built-in policies `builtin:uuidv7` and `builtin:ulid` (contract 0.5.0),
+//! whose IDs code no one here wrote accepts: Python's `uuid` module and the
+//! `python-ulid` package (PyPI).
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use idmint::sequence::{draw_tag, ensure_tag, keep_tag, COUNTERS_COLLECTION, MAX_TAG, TAGS_ID};
+use mongodb::bson::{doc, Document};
+use serde_json::Value;
+use tokio::sync::Barrier;
+
+use crate::support::{
+    self, assert_durable, assert_exit, counter_doc, counter_name, create, database_handle, idmint,
+    run, stderr, stdout,
+};
+
+/// What the `tag:` line of `idmint counter show`'s text says.
+fn tag_line(text: &str) -> &str {
+    text.lines()
+        .find_map(|line| line.trim_start().strip_prefix("tag:"))
+        .unwrap_or_else(|| panic!("no tag line in {text}"))
+        .trim()
+}
+
+/// `idmint counter show NAME --json` in `test`'s database.
+fn shown(test: &str, name: &str) -> Value {
+    let output = run(idmint(test).args(["counter", "show", name, "--json"]));
+    assert_exit(&output, 0);
+    serde_json::from_str(&stdout(&output)).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_snowflake_counter_is_created_with_its_own_tag_and_a_secret_salt() {
+    const TEST: &str = "standard_ids_created_tagged";
+    let (database, log) = support::monitored_database(TEST).await;
+    let name = counter_name("a");
+    idmint::sequence::create(
+        &database,
+        &name,
+        &idmint::sequence::CounterSpec::of(idmint::sequence::CounterKind::Snowflake),
+    )
+    .await
+    .unwrap();
+    let draws = log.named("findAndModify");
+    assert_eq!(draws.len(), 1, "one draw of the tag: {draws:?}");
+    assert_eq!(
+        draws[0].get_str("findAndModify").unwrap(),
+        COUNTERS_COLLECTION
+    );
+    assert_eq!(
+        draws[0].get_document("query").unwrap(),
+        &doc! { "_id": TAGS_ID }
+    );
+    assert_durable(&draws[0]);
+    create(TEST, "b", &["--kind", "snowflake", "--raw"]);
+
+    let (a, b) = (shown(TEST, "a"), shown(TEST, "b"));
+    assert_eq!((a["tag"].as_u64(), b["tag"].as_u64()), (Some(1), Some(2)));
+    for document in [counter_doc(TEST, "a").await, counter_doc(TEST, "b").await] {
+        let salt = document.unwrap().get_str("salt").unwrap().to_string();
+        assert!(
+            salt.len() == 16 && u64::from_str_radix(&salt, 16).is_ok(),
+            "{salt}"
+        );
+        assert!(!a.to_string().contains(&salt) && !b.to_string().contains(&salt));
+    }
+    let a_salt = counter_doc(TEST, "a")
+        .await
+        .unwrap()
+        .get_str("salt")
+        .unwrap()
+        .to_string();
+    let b_salt = counter_doc(TEST, "b")
+        .await
+        .unwrap()
+        .get_str("salt")
+        .unwrap()
+        .to_string();
+    assert_ne!(a_salt, b_salt);
+    let text = run(idmint(TEST).args(["counter", "show", "b"]));
+    assert_exit(&text, 0);
+    assert_eq!(tag_line(&stdout(&text)), "2", "{}", stdout(&text));
+    assert!(!stdout(&text).contains(&b_salt));
+
+    // The tags document is not a counter: listings do not show it.
+    let listed: Vec<String> = idmint::sequence::list(&database)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|listed| listed.name)
+        .collect();
+    assert_eq!(listed, ["a", "b"]);
+    assert_eq!(idmint::sequence::count(&database, "").await.unwrap(), 2);
+    assert_eq!(
+        idmint::sequence::list_page(&database, "_", 0, 10)
+            .await
+            .unwrap()
+            .len(),
+        0
+    );
+    // Nor does a counter of another kind get a tag.
+    create(TEST, "c", &["--kind", "autoinc", "--raw"]);
+    assert!(counter_doc(TEST, "c").await.unwrap().get("tag").is_none());
+}
+
+/// Counter `name` made as idmint made snowflake counters before tags: its
+/// document without `tag` and `salt`.
+async fn untagged(test: &str, name: &str) {
+    create(test, name, &["--kind", "snowflake", "--raw"]);
+    let database = database_handle(test).await;
+    database
+        .collection::<Document>(COUNTERS_COLLECTION)
+        .update_one(
+            doc! { "_id": name },
+            doc! { "$unset": { "tag": 1, "salt": 1 } },
+        )
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_processes_racing_to_tag_an_older_counter_keep_the_first_tag() {
+    const TEST: &str = "standard_ids_tag_race";
+    support::database(TEST).await;
+    untagged(TEST, "old").await;
+    assert_eq!(shown(TEST, "old")["tag"], Value::Null);
+    let text = stdout(&run(idmint(TEST).args(["counter", "show", "old"])));
+    assert!(tag_line(&text).starts_with("none yet"), "{text}");
+    // Other snowflake uses of it are as they were: IDs, no tag written.
+    assert_exit(&run(idmint(TEST).args(["seq", "old", "--count", "3"])), 0);
+    assert!(counter_doc(TEST, "old").await.unwrap().get("tag").is_none());
+
+    // Two clients, as two processes: both draw before either keeps.
+    let name = counter_name("old");
+    let barrier = Arc::new(Barrier::new(2));
+    let racers = (0..2).map(|_| {
+        let (barrier, name) = (barrier.clone(), name.clone());
+        tokio::spawn(async move {
+            let database = database_handle(TEST).await;
+            let drawn = draw_tag(&database, &name).await.unwrap();
+            barrier.wait().await;
+            let kept = keep_tag(&database, &name, drawn).await.unwrap();
+            (drawn, kept)
+        })
+    });
+    let mut results = Vec::new();
+    for racer in racers.collect::<Vec<_>>() {
+        results.push(racer.await.unwrap());
+    }
+    let [(drawn_a, kept_a), (drawn_b, kept_b)] = results[..] else {
+        unreachable!()
+    };
+    assert_ne!(drawn_a.tag, drawn_b.tag, "each draw its own number");
+    assert_eq!(kept_a, kept_b, "both keep one tag and salt");
+    assert!(kept_a == drawn_a || kept_a == drawn_b);
+    assert_eq!(
+        shown(TEST, "old")["tag"].as_u64(),
+        Some(u64::from(kept_a.tag))
+    );
+
+    // Once tagged, a counter keeps its tag: nothing more is drawn.
+    let database = database_handle(TEST).await;
+    assert_eq!(ensure_tag(&database, &name).await.unwrap(), kept_a);
+    let tags = database
+        .collection::<Document>(COUNTERS_COLLECTION)
+        .find_one(doc! { "_id": TAGS_ID })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(tags.get_i64("last").unwrap(), 3, "{tags}");
+
+    // An untagged counter gets one the first time it is asked for.
+    untagged(TEST, "older").await;
+    let given = ensure_tag(&database, &counter_name("older")).await.unwrap();
+    assert_eq!(given.tag, 5);
+    assert_eq!(shown(TEST, "older")["tag"].as_u64(), Some(5));
+    // Only a snowflake counter has one.
+    create(TEST, "plain", &["--kind", "autoinc", "--raw"]);
+    let error = ensure_tag(&database, &counter_name("plain"))
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("not a snowflake one"), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_the_last_tag_a_snowflake_counter_is_refused_naming_the_limit() {
+    const TEST: &str = "standard_ids_tags_run_out";
+    let database = support::database(TEST).await;
+    create(TEST, "first", &["--kind", "snowflake"]);
+    database
+        .collection::<Document>(COUNTERS_COLLECTION)
+        .update_one(
+            doc! { "_id": TAGS_ID },
+            doc! { "$set": { "last": i64::from(MAX_TAG) - 1 } },
+        )
+        .await
+        .unwrap();
+    create(TEST, "last", &["--kind", "snowflake", "--raw"]);
+    assert_eq!(
+        shown(TEST, "last")["tag"].as_u64(),
+        Some(u64::from(MAX_TAG))
+    );
+    let output =
+        run(idmint(TEST).args(["counter", "create", "more", "--kind", "snowflake", "--raw"]));
+    assert_ne!(output.status.code(), Some(0));
+    assert!(
+        stderr(&output).contains("16777215 snowflake counter tags are all taken"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(counter_doc(TEST, "more").await.is_none(), "nothing written");
+}
+
+/// Milliseconds since 1970 now, by this machine's clock (the one `idmint`
+/// reads).
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+/// `idmint next NAME --policy builtin:POLICY --count COUNT` in `test`'s
+/// database, with the time before and after it in milliseconds.
+fn next_ids(test: &str, name: &str, policy: &str, count: usize) -> (u64, Vec<String>, u64) {
+    let before = now_ms();
+    let output = run(idmint(test).args([
+        "next",
+        name,
+        "--policy",
+        &format!("builtin:{policy}"),
+        "--count",
+        &count.to_string(),
+    ]));
+    let after = now_ms();
+    assert_exit(&output, 0);
+    let ids: Vec<String> = stdout(&output).lines().map(str::to_string).collect();
+    assert_eq!(ids.len(), count);
+    (before, ids, after)
+}
+
+/// Runs `script` with python3, the IDs one per line on its stdin; what it
+/// prints, one line per ID.
+fn python(script: &str, ids: &[String]) -> Vec<String> {
+    let mut child = Command::new("python3")
+        .args(["-c", script])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(ids.join("\n").as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// For each UUID: its version, whether its variant is RFC 4122's, whether
+/// the module writes it back as given, its milliseconds (`int >> 80`) and
+/// the tag at its fixed place.
+const PYTHON_UUID: &str = r#"
+import sys, uuid
+for line in sys.stdin.read().split():
+    u = uuid.UUID(line)
+    print(u.version, u.variant == uuid.RFC_4122, str(u) == line, u.int >> 80, (u.int >> 26) & 0xffffff)
+"#;
+
+/// For each ULID: whether `python-ulid` reads it and writes it back as
+/// given, its milliseconds (`.milliseconds`, the `.timestamp` in ms) and
+/// the tag at its fixed place.
+const PYTHON_ULID: &str = r#"
+import sys
+from ulid import ULID
+for line in sys.stdin.read().split():
+    u = ULID.from_str(line)
+    print(str(u) == line, u.milliseconds, round(u.timestamp * 1000), (int(u) >> 32) & 0xffffff)
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uuidv7_ids_are_version_7_of_their_millisecond_with_the_counter_tag_and_increase() {
+    const TEST: &str = "standard_ids_uuidv7";
+    support::database(TEST).await;
+    create(TEST, "events", &["--kind", "snowflake"]);
+    let tag = shown(TEST, "events")["tag"].as_u64().unwrap();
+    let (before, ids, after) = next_ids(TEST, "events", "uuidv7", 3000);
+    assert!(ids.windows(2).all(|pair| pair[0] < pair[1]), "increasing");
+    let read = python(PYTHON_UUID, &ids);
+    assert_eq!(read.len(), ids.len());
+    for (id, line) in ids.iter().zip(&read) {
+        let fields: Vec<&str> = line.split(' ').collect();
+        assert_eq!(fields[..3], ["7", "True", "True"], "{id}: {line}");
+        let ms: u64 = fields[3].parse().unwrap();
+        assert!(
+            (before..=after).contains(&ms),
+            "{id}: {ms} not in {before}..={after}"
+        );
+        assert_eq!(fields[4].parse::<u64>().unwrap(), tag, "{id}");
+    }
+    // Read back by the policy, with the counter's layout: its fields and tag.
+    let output = run(idmint(TEST).args([
+        "validate",
+        &ids[0],
+        "--policy",
+        "builtin:uuidv7",
+        "--layout",
+        "41,10,12",
+        "--json",
+    ]));
+    assert_exit(&output, 0);
+    let checked: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let snowflake = &checked["results"][0]["parts"]["snowflake"];
+    assert_eq!(snowflake["tag"].as_u64(), Some(tag), "{checked}");
+    assert_eq!(snowflake.get("salt"), None, "the salt is never shown");
+    assert_eq!(snowflake["worker"].as_u64(), Some(0), "{checked}");
+    let ms = checked["results"][0]["parts"]["timestamp_micros"]
+        .as_u64()
+        .unwrap()
+        / 1000;
+    assert!((before..=after).contains(&ms), "{checked}");
+    // The activation check (`policy check`, a swap) passes both.
+    for policy in ["builtin:uuidv7", "builtin:ulid"] {
+        let output = run(idmint(TEST).args(["policy", "check", policy]));
+        assert_exit(&output, 0);
+    }
+    // A made-up UUID of another version is refused.
+    let output = run(idmint(TEST).args([
+        "validate",
+        "0198f3a2-6c40-4001-8000-0400b5e2c1d7",
+        "--policy",
+        "builtin:uuidv7",
+    ]));
+    assert_exit(&output, 1);
+    assert!(
+        stdout(&output).contains("version is 4"),
+        "{}",
+        stdout(&output)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ulids_carry_their_millisecond_and_the_counter_tag_and_increase() {
+    const TEST: &str = "standard_ids_ulid";
+    support::database(TEST).await;
+    // The tag of the second snowflake counter of the database: not the first's.
+    create(TEST, "first", &["--kind", "snowflake", "--raw"]);
+    create(TEST, "events", &["--kind", "snowflake"]);
+    let tag = shown(TEST, "events")["tag"].as_u64().unwrap();
+    assert_ne!(Some(tag), shown(TEST, "first")["tag"].as_u64());
+    let (before, ids, after) = next_ids(TEST, "events", "ulid", 3000);
+    assert!(ids.iter().all(|id| id.len() == 26));
+    assert!(ids.windows(2).all(|pair| pair[0] < pair[1]), "increasing");
+    for (id, line) in ids.iter().zip(python(PYTHON_ULID, &ids)) {
+        let fields: Vec<&str> = line.split(' ').collect();
+        assert_eq!(fields[0], "True", "{id}: {line}");
+        let ms: u64 = fields[1].parse().unwrap();
+        assert!(
+            (before..=after).contains(&ms),
+            "{id}: {ms} not in {before}..={after}"
+        );
+        assert_eq!(fields[2], fields[1], "{id}: .timestamp");
+        assert_eq!(fields[3].parse::<u64>().unwrap(), tag, "{id}");
+    }
+    let output = run(idmint(TEST).args([
+        "validate",
+        &ids[1],
+        "--policy",
+        "builtin:ulid",
+        "--layout",
+        "41,10,12",
+        "--json",
+    ]));
+    assert_exit(&output, 0);
+    let checked: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let snowflake = &checked["results"][0]["parts"]["snowflake"];
+    assert_eq!(snowflake["tag"].as_u64(), Some(tag), "{checked}");
+    assert_eq!(snowflake["seq"].as_u64(), Some(1), "{checked}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_older_counter_gets_its_tag_from_the_first_standard_policy_only() {
+    const TEST: &str = "standard_ids_older_counter";
+    support::database(TEST).await;
+    create(TEST, "old", &["--kind", "snowflake"]);
+    database_handle(TEST)
+        .await
+        .collection::<Document>(COUNTERS_COLLECTION)
+        .update_one(
+            doc! { "_id": "old" },
+            doc! { "$unset": { "tag": 1, "salt": 1 } },
+        )
+        .await
+        .unwrap();
+    // A policy of an older contract needs no tag: none is written.
+    let output = run(idmint(TEST).args(["next", "old", "--policy", "builtin:base32"]));
+    assert_exit(&output, 0);
+    assert_eq!(shown(TEST, "old")["tag"], Value::Null);
+    let (_, ids, _) = next_ids(TEST, "old", "uuidv7", 2);
+    let tag = shown(TEST, "old")["tag"].as_u64().expect("tagged now");
+    assert_eq!(tag, 2, "the next tag of the database");
+    let read = python(PYTHON_UUID, &ids);
+    assert!(
+        read.iter().all(|line| line.ends_with(&format!(" {tag}"))),
+        "{read:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn standard_policies_are_refused_for_other_kinds_and_for_prefixes() {
+    const TEST: &str = "standard_ids_refused";
+    support::database(TEST).await;
+    create(TEST, "orders", &["--kind", "autoinc"]);
+    create(TEST, "events", &["--kind", "snowflake", "--prefix", "EVT-"]);
+    create(
+        TEST,
+        "old",
+        &[
+            "--kind",
+            "snowflake",
+            "--raw",
+            "--layout",
+            "29,20,14",
+            "--unit",
+            "s",
+        ],
+    );
+    for policy in ["builtin:uuidv7", "builtin:ulid"] {
+        let output = run(idmint(TEST).args(["next", "orders", "--policy", policy]));
+        assert_ne!(output.status.code(), Some(0));
+        assert!(
+            stderr(&output).contains("formats snowflake IDs only")
+                && stderr(&output).contains("use a snowflake counter"),
+            "{}",
+            stderr(&output)
+        );
+        let output = run(idmint(TEST).args(["next", "events", "--policy", policy]));
+        assert_ne!(output.status.code(), Some(0));
+        assert!(
+            stderr(&output).contains("holds no prefix"),
+            "{}",
+            stderr(&output)
+        );
+    }
+    assert_eq!(
+        counter_doc(TEST, "orders")
+            .await
+            .unwrap()
+            .get_i64("seq")
+            .ok(),
+        Some(0),
+        "nothing taken"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_layout_whose_worker_and_sequence_do_not_fit_a_standard_id_is_refused() {
+    const TEST: &str = "standard_ids_wide_layout";
+    support::database(TEST).await;
+    // 20 worker and 14 sequence bits: 34, more than the 24 a standard ID holds.
+    create(
+        TEST,
+        "wide",
+        &["--kind", "snowflake", "--layout", "29,20,14", "--unit", "s"],
+    );
+    for policy in ["builtin:uuidv7", "builtin:ulid"] {
+        let output = run(idmint(TEST).args(["next", "wide", "--policy", policy]));
+        assert_ne!(output.status.code(), Some(0), "{}", stdout(&output));
+        assert!(
+            stderr(&output).contains("out of range"),
+            "{}",
+            stderr(&output)
+        );
+    }
+    let leases = support::worker_leases(TEST, "wide");
+    assert!(
+        leases
+            .iter()
+            .all(|lease| lease["live"] == Value::Bool(false)),
+        "the worker id was given back: {leases:?}"
+    );
+}
