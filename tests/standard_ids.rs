@@ -15,6 +15,7 @@ use mongodb::bson::{doc, Document};
 use serde_json::Value;
 use tokio::sync::Barrier;
 
+use crate::support::service::Service;
 use crate::support::{
     self, assert_durable, assert_exit, counter_doc, counter_name, create, database_handle, idmint,
     run, stderr, stdout,
@@ -110,9 +111,10 @@ async fn each_snowflake_counter_is_created_with_its_own_tag_and_a_secret_salt() 
 }
 
 /// Counter `name` made as idmint made snowflake counters before tags: its
-/// document without `tag` and `salt`.
-async fn untagged(test: &str, name: &str) {
-    create(test, name, &["--kind", "snowflake", "--raw"]);
+/// document without `tag` and `salt`; `raw` if it owns no prefix.
+async fn untagged(test: &str, name: &str, raw: bool) {
+    let raw: &[&str] = if raw { &["--raw"] } else { &[] };
+    create(test, name, &[&["--kind", "snowflake"], raw].concat());
     let database = database_handle(test).await;
     database
         .collection::<Document>(COUNTERS_COLLECTION)
@@ -128,7 +130,7 @@ async fn untagged(test: &str, name: &str) {
 async fn two_processes_racing_to_tag_an_older_counter_keep_the_first_tag() {
     const TEST: &str = "standard_ids_tag_race";
     support::database(TEST).await;
-    untagged(TEST, "old").await;
+    untagged(TEST, "old", true).await;
     assert_eq!(shown(TEST, "old")["tag"], Value::Null);
     let text = stdout(&run(idmint(TEST).args(["counter", "show", "old"])));
     assert!(tag_line(&text).starts_with("none yet"), "{text}");
@@ -176,7 +178,7 @@ async fn two_processes_racing_to_tag_an_older_counter_keep_the_first_tag() {
     assert_eq!(tags.get_i64("last").unwrap(), 3, "{tags}");
 
     // An untagged counter gets one the first time it is asked for.
-    untagged(TEST, "older").await;
+    untagged(TEST, "older", true).await;
     let given = ensure_tag(&database, &counter_name("older")).await.unwrap();
     assert_eq!(given.tag, 5);
     assert_eq!(shown(TEST, "older")["tag"].as_u64(), Some(5));
@@ -243,6 +245,23 @@ fn next_ids(test: &str, name: &str, policy: &str, count: usize) -> (u64, Vec<Str
     let ids: Vec<String> = stdout(&output).lines().map(str::to_string).collect();
     assert_eq!(ids.len(), count);
     (before, ids, after)
+}
+
+/// `ids` read back by `idmint validate --policy builtin:POLICY` with the
+/// default layout: each one's parts (`timestamp_micros`, `snowflake`).
+fn read_back(test: &str, policy: &str, ids: &[String]) -> Vec<Value> {
+    let output = run(idmint(test)
+        .args(["validate", "--policy", &format!("builtin:{policy}")])
+        .args(["--layout", "41,10,12", "--json"])
+        .args(ids));
+    assert_exit(&output, 0);
+    let checked: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let results = checked["results"].as_array().expect("results").clone();
+    assert_eq!(results.len(), ids.len(), "{checked}");
+    results
+        .into_iter()
+        .map(|result| result["parts"].clone())
+        .collect()
 }
 
 /// Runs `script` with python3, the IDs one per line on its stdin; what it
@@ -496,4 +515,34 @@ async fn a_layout_whose_worker_and_sequence_do_not_fit_a_standard_id_is_refused(
             .all(|lease| lease["live"] == Value::Bool(false)),
         "the worker id was given back: {leases:?}"
     );
+}
+
+/// `idmint serve` gives an older snowflake counter its tag before its first
+/// standard ID, as `idmint next` does: its IDs are told apart from other
+/// counters' by their tag, not by noise alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_gives_an_older_counter_its_tag_before_its_first_standard_id() {
+    const TEST: &str = "standard_ids_serve_older_counter";
+    support::database(TEST).await;
+    untagged(TEST, "old", false).await;
+    assert!(counter_doc(TEST, "old").await.unwrap().get("tag").is_none());
+    let service = Service::start(TEST, &["--policy-for", "snowflake=builtin:uuidv7"]);
+    let answer = service.get("/v1/counters/old/ids?count=3");
+    assert_eq!(answer.status, 200, "{answer:?}");
+    let ids: Vec<String> = answer.json()["ids"]
+        .as_array()
+        .expect("ids")
+        .iter()
+        .map(|id| id.as_str().expect("an ID").to_string())
+        .collect();
+    assert_eq!(ids.len(), 3, "{ids:?}");
+    let tag = shown(TEST, "old")["tag"].as_u64().expect("tagged now");
+    assert_ne!(tag, 0);
+    for (id, parts) in ids.iter().zip(read_back(TEST, "uuidv7", &ids)) {
+        assert_eq!(
+            parts["snowflake"]["tag"].as_u64(),
+            Some(tag),
+            "{id}: {parts}"
+        );
+    }
 }
