@@ -3,8 +3,11 @@
 //! durably, kept once when two processes race for an older counter's; the
 //! built-in policies `builtin:uuidv7` and `builtin:ulid` (contract 0.5.0),
 //! whose IDs code no one here wrote accepts: Python's `uuid` module and the
-//! `python-ulid` package (PyPI).
+//! `python-ulid` package (PyPI); an older counter's tag given by `idmint
+//! serve` too; two counters' IDs kept apart by their tags under a frozen
+//! clock (libfaketime).
 
+use std::collections::HashSet;
 use std::io::Write;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -15,6 +18,7 @@ use mongodb::bson::{doc, Document};
 use serde_json::Value;
 use tokio::sync::Barrier;
 
+use crate::support::service::Service;
 use crate::support::{
     self, assert_durable, assert_exit, counter_doc, counter_name, create, database_handle, idmint,
     run, stderr, stdout,
@@ -110,9 +114,10 @@ async fn each_snowflake_counter_is_created_with_its_own_tag_and_a_secret_salt() 
 }
 
 /// Counter `name` made as idmint made snowflake counters before tags: its
-/// document without `tag` and `salt`.
-async fn untagged(test: &str, name: &str) {
-    create(test, name, &["--kind", "snowflake", "--raw"]);
+/// document without `tag` and `salt`; `raw` if it owns no prefix.
+async fn untagged(test: &str, name: &str, raw: bool) {
+    let raw: &[&str] = if raw { &["--raw"] } else { &[] };
+    create(test, name, &[&["--kind", "snowflake"], raw].concat());
     let database = database_handle(test).await;
     database
         .collection::<Document>(COUNTERS_COLLECTION)
@@ -128,7 +133,7 @@ async fn untagged(test: &str, name: &str) {
 async fn two_processes_racing_to_tag_an_older_counter_keep_the_first_tag() {
     const TEST: &str = "standard_ids_tag_race";
     support::database(TEST).await;
-    untagged(TEST, "old").await;
+    untagged(TEST, "old", true).await;
     assert_eq!(shown(TEST, "old")["tag"], Value::Null);
     let text = stdout(&run(idmint(TEST).args(["counter", "show", "old"])));
     assert!(tag_line(&text).starts_with("none yet"), "{text}");
@@ -176,7 +181,7 @@ async fn two_processes_racing_to_tag_an_older_counter_keep_the_first_tag() {
     assert_eq!(tags.get_i64("last").unwrap(), 3, "{tags}");
 
     // An untagged counter gets one the first time it is asked for.
-    untagged(TEST, "older").await;
+    untagged(TEST, "older", true).await;
     let given = ensure_tag(&database, &counter_name("older")).await.unwrap();
     assert_eq!(given.tag, 5);
     assert_eq!(shown(TEST, "older")["tag"].as_u64(), Some(5));
@@ -230,19 +235,50 @@ fn now_ms() -> u64 {
 /// database, with the time before and after it in milliseconds.
 fn next_ids(test: &str, name: &str, policy: &str, count: usize) -> (u64, Vec<String>, u64) {
     let before = now_ms();
-    let output = run(idmint(test).args([
+    let ids = minted(&mut next_command(test, name, policy, count), count);
+    let after = now_ms();
+    (before, ids, after)
+}
+
+/// `idmint next NAME --policy builtin:POLICY --count COUNT` in `test`'s
+/// database, not yet run.
+fn next_command(test: &str, name: &str, policy: &str, count: usize) -> Command {
+    let mut command = idmint(test);
+    command.args([
         "next",
         name,
         "--policy",
         &format!("builtin:{policy}"),
         "--count",
         &count.to_string(),
-    ]));
-    let after = now_ms();
+    ]);
+    command
+}
+
+/// Runs `idmint next` (`command`): its `count` IDs.
+fn minted(command: &mut Command, count: usize) -> Vec<String> {
+    let output = run(command);
     assert_exit(&output, 0);
     let ids: Vec<String> = stdout(&output).lines().map(str::to_string).collect();
     assert_eq!(ids.len(), count);
-    (before, ids, after)
+    ids
+}
+
+/// `ids` read back by `idmint validate --policy builtin:POLICY` with the
+/// default layout: each one's parts (`timestamp_micros`, `snowflake`).
+fn read_back(test: &str, policy: &str, ids: &[String]) -> Vec<Value> {
+    let output = run(idmint(test)
+        .args(["validate", "--policy", &format!("builtin:{policy}")])
+        .args(["--layout", "41,10,12", "--json"])
+        .args(ids));
+    assert_exit(&output, 0);
+    let checked: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let results = checked["results"].as_array().expect("results").clone();
+    assert_eq!(results.len(), ids.len(), "{checked}");
+    results
+        .into_iter()
+        .map(|result| result["parts"].clone())
+        .collect()
 }
 
 /// Runs `script` with python3, the IDs one per line on its stdin; what it
@@ -496,4 +532,125 @@ async fn a_layout_whose_worker_and_sequence_do_not_fit_a_standard_id_is_refused(
             .all(|lease| lease["live"] == Value::Bool(false)),
         "the worker id was given back: {leases:?}"
     );
+}
+
+/// `idmint serve` gives an older snowflake counter its tag before its first
+/// standard ID, as `idmint next` does: its IDs are told apart from other
+/// counters' by their tag, not by noise alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_gives_an_older_counter_its_tag_before_its_first_standard_id() {
+    const TEST: &str = "standard_ids_serve_older_counter";
+    support::database(TEST).await;
+    untagged(TEST, "old", false).await;
+    assert!(counter_doc(TEST, "old").await.unwrap().get("tag").is_none());
+    let service = Service::start(TEST, &["--policy-for", "snowflake=builtin:uuidv7"]);
+    let answer = service.get("/v1/counters/old/ids?count=3");
+    assert_eq!(answer.status, 200, "{answer:?}");
+    let ids: Vec<String> = answer.json()["ids"]
+        .as_array()
+        .expect("ids")
+        .iter()
+        .map(|id| id.as_str().expect("an ID").to_string())
+        .collect();
+    assert_eq!(ids.len(), 3, "{ids:?}");
+    let tag = shown(TEST, "old")["tag"].as_u64().expect("tagged now");
+    assert_ne!(tag, 0);
+    for (id, parts) in ids.iter().zip(read_back(TEST, "uuidv7", &ids)) {
+        assert_eq!(
+            parts["snowflake"]["tag"].as_u64(),
+            Some(tag),
+            "{id}: {parts}"
+        );
+    }
+}
+
+/// The clock frozen at the whole second `seconds` (Unix time), for `command`.
+fn frozen_at(command: &mut Command, seconds: u64) -> &mut Command {
+    let date =
+        run(Command::new("date").args(["-u", "-d", &format!("@{seconds}"), "+%Y-%m-%d %H:%M:%S"]));
+    assert_exit(&date, 0);
+    support::fake_clock(command, stdout(&date).trim()).env("TZ", "UTC")
+}
+
+/// Moves the empty prefix from counter `from` to counter `to` by hand, as
+/// no command does: idmint lets one counter of a database, ever, format
+/// IDs with the empty prefix, which standard IDs have.
+async fn hand_over_empty_prefix(test: &str, from: &str, to: &str) {
+    let counters = database_handle(test)
+        .await
+        .collection::<Document>(COUNTERS_COLLECTION);
+    for (name, prefixes) in [(from, vec![]), (to, vec![""])] {
+        counters
+            .update_one(
+                doc! { "_id": name },
+                doc! { "$set": { "prefixes": prefixes } },
+            )
+            .await
+            .unwrap();
+    }
+}
+
+/// With the clock frozen, two counters' processes take the same worker id
+/// and the same sequences in the same millisecond: their standard IDs are
+/// still all distinct, kept apart by the counters' tags (and noise), their
+/// time bits equal. The prefix rule already keeps two counters of one
+/// database from both formatting standard IDs (both would own the empty
+/// prefix); the tag keeps their IDs apart when that rule is got around (a
+/// document edited by hand, as here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_frozen_clock_the_tag_keeps_two_counters_ids_apart() {
+    const COUNT: usize = 500;
+    let frozen = now_ms() / 1000;
+    // A database per policy: the empty prefix is one counter's, ever.
+    for (test, policy, time_chars) in [
+        ("standard_ids_frozen_uuidv7", "uuidv7", 13),
+        ("standard_ids_frozen_ulid", "ulid", 10),
+    ] {
+        support::database(test).await;
+        let (a, b) = (format!("{policy}-a"), format!("{policy}-b"));
+        create(test, &a, &["--kind", "snowflake"]);
+        create(test, &b, &["--kind", "snowflake", "--raw"]);
+        let mut all = HashSet::new();
+        let mut by_counter = Vec::new();
+        for name in [&a, &b] {
+            if name == &b {
+                hand_over_empty_prefix(test, &a, &b).await;
+            }
+            let ids = minted(
+                frozen_at(&mut next_command(test, name, policy, COUNT), frozen),
+                COUNT,
+            );
+            let parts = read_back(test, policy, &ids);
+            let tags: HashSet<_> = parts
+                .iter()
+                .map(|p| p["snowflake"]["tag"].clone())
+                .collect();
+            assert_eq!(tags.len(), 1, "one tag per counter: {tags:?}");
+            all.extend(ids.iter().cloned());
+            by_counter.push((ids, parts));
+        }
+        assert_eq!(all.len(), 2 * COUNT, "{policy}: every ID distinct");
+        let (ids_a, parts_a) = &by_counter[0];
+        let (ids_b, parts_b) = &by_counter[1];
+        for i in 0..COUNT {
+            let (id_a, id_b) = (&ids_a[i], &ids_b[i]);
+            let (a, b) = (&parts_a[i], &parts_b[i]);
+            assert_eq!(
+                a["timestamp_micros"].as_u64(),
+                Some(frozen * 1_000_000),
+                "{id_a}: {a}"
+            );
+            assert_eq!(
+                a["timestamp_micros"], b["timestamp_micros"],
+                "{id_a} {id_b}"
+            );
+            assert_eq!(
+                a["snowflake"]["worker"], b["snowflake"]["worker"],
+                "{a} {b}"
+            );
+            assert_eq!(a["snowflake"]["seq"], b["snowflake"]["seq"], "{a} {b}");
+            assert_ne!(a["snowflake"]["tag"], b["snowflake"]["tag"], "{a} {b}");
+            assert_eq!(id_a[..time_chars], id_b[..time_chars], "the same time bits");
+        }
+    }
 }

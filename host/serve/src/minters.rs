@@ -10,7 +10,8 @@
 //!
 //! What a new minter's first request waits for: the counter's document
 //! (read when the counter was opened), then the lookup of the prefix's
-//! other owners beside the rest: the policy's checks (no database), then
+//! other owners beside the rest: the policy's checks (no database, but
+//! for a snowflake counter made before tags, given its tag first), then
 //! the request's take ([`Minters::take`]). Neither side changes what the
 //! other finds, and no value is handed out before the lookup has said the
 //! prefix is the counter's alone; when it is not (two counters own the
@@ -45,7 +46,7 @@ use std::hash::Hash;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use idmint::minter::Minter;
+use idmint::minter::{tagged, Minter};
 use idmint::parts::Stamp;
 use idmint::policy::{Policy, PolicyError};
 use idmint::sequence::{prefixes, CounterState, SystemClock};
@@ -345,7 +346,9 @@ impl Minters {
     }
 
     /// Prepares the minter of `served` as it is now (`current`) with
-    /// `chosen`: the policy's checks, off the executor.
+    /// `chosen`: a snowflake counter made before tags given its tag if the
+    /// policy receives it ([`tagged`]), then the policy's checks, off the
+    /// executor.
     async fn prepare(
         &self,
         served: &Served,
@@ -355,7 +358,7 @@ impl Minters {
         slots: &PolicySlots,
     ) -> Result<Arc<Prepared>, ApiError> {
         let sequence = served.sequence.clone();
-        let state = current.clone();
+        let state = tagged(&sequence, current.clone(), &policy).await?;
         let slot = slots.acquire().await?;
         let minter = run_blocking(slot, move || {
             Minter::checked(sequence, state, policy, chosen, Arc::new(SystemClock))

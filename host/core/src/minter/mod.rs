@@ -153,8 +153,9 @@ impl Minter {
 }
 
 /// `state`, a snowflake counter without a tag given one now ([`ensure_tag`])
-/// when `policy` receives it; any other counter as it is.
-async fn tagged(
+/// when `policy` receives it; any other counter as it is. [`Minter::prepare`]
+/// runs it; a caller of [`Minter::checked`] runs it first.
+pub async fn tagged(
     sequence: &Sequence,
     mut state: CounterState,
     policy: &Policy,
