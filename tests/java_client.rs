@@ -214,6 +214,24 @@ async fn the_java_client_hands_out_unique_values() {
     assert!(counter_field(TEST, "seg", "max") > 200_000);
 }
 
+/// Issue 35: `IdClient.nextUuid()` takes a snowflake counter's IDs as
+/// `java.util.UUID`s from a server that formats them with
+/// `builtin:uuidv7` (2 threads started at once: all distinct, version 7,
+/// the RFC's variant, made within the run, each thread's increasing), and
+/// refuses an ID that is not a UUID by name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_java_client_takes_uuids() {
+    const TEST: &str = "serve_java_uuids";
+    support::database(TEST).await;
+    create(TEST, "events", &["--kind", "snowflake"]);
+    create(TEST, "orders", &["--max", "99", "--prefix", "J-"]);
+    let serve = Serve::start_with(TEST, &["--policy-for", "snowflake=builtin:uuidv7"]);
+    assert_check(
+        java("UuidCheck").arg(serve.url()).args(["events", "orders"]),
+        "uuids ok 6000\nnot a uuid ok\n",
+    );
+}
+
 /// Issue 18: one fetch in flight for every taker that needs it, waited on
 /// outside the lock and for a bounded time; a failed fetch's error reaches
 /// the takers waiting on it only (a failed background fetch is fetched

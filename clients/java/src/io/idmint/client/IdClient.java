@@ -3,7 +3,9 @@ package io.idmint.client;
 import java.net.URI;
 import java.util.Collections;
 import java.util.List;
+import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
+import java.util.regex.Pattern;
 
 /**
  * Formatted IDs of an idmint counter of any kind, fetched {@code batch} at
@@ -95,6 +97,29 @@ public final class IdClient extends Prefetching<String[]> {
             advance(slot);
         }
     }
+
+    /**
+     * The next ID as a {@link UUID}, for a counter whose IDs are UUIDs (a
+     * snowflake counter served with {@code builtin:uuidv7}, see
+     * docs/policies.md): {@link #next()}, parsed.
+     *
+     * @return a UUID no other caller of any client of this counter gets
+     * @throws IdmintException when the fetch this call waited for failed, or
+     *     the ID is not a UUID's canonical text (the counter's policy writes
+     *     something else); the ID is used up either way
+     * @throws IllegalStateException once the client is closed
+     */
+    public UUID nextUuid() {
+        String id = next();
+        if (!CANONICAL_UUID.matcher(id).matches()) {
+            throw new IdmintException(200, "the ID " + id + " of " + what + " is not a UUID", null);
+        }
+        return UUID.fromString(id);
+    }
+
+    /** A UUID's canonical text: 8-4-4-4-12 hexadecimal digits. */
+    private static final Pattern CANONICAL_UUID =
+            Pattern.compile("[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}");
 
     @Override
     CompletableFuture<List<String[]>> fetch() {
