@@ -227,7 +227,9 @@ async fn the_java_client_takes_uuids() {
     create(TEST, "orders", &["--max", "99", "--prefix", "J-"]);
     let serve = Serve::start_with(TEST, &["--policy-for", "snowflake=builtin:uuidv7"]);
     assert_check(
-        java("UuidCheck").arg(serve.url()).args(["events", "orders"]),
+        java("UuidCheck")
+            .arg(serve.url())
+            .args(["events", "orders"]),
         "uuids ok 6000\nnot a uuid ok\n",
     );
 }
