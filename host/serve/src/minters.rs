@@ -247,7 +247,8 @@ impl Minters {
             prefix.map(str::to_string),
         );
         let cached = self.lock().get(&key);
-        let database = served.sequence.database();
+        // The database handle is made only where a lookup needs it, not on
+        // a trusted minter's path.
         match cached {
             Some((outcome, when)) if when.elapsed() <= self.max_age => outcome
                 .map(|prepared| Found::Kept {
@@ -261,7 +262,7 @@ impl Minters {
                 prepared,
                 aged: Some(Aged {
                     key,
-                    database,
+                    database: served.sequence.database(),
                     counter: served.state.name.clone(),
                 }),
             }),
@@ -269,14 +270,14 @@ impl Minters {
             // ago, and so prepared from what its opening read.
             None if !stale && served.opened_at.elapsed() <= self.max_age => {
                 let current = served.state.clone();
-                Ok(Found::Fresh(fresh(key, database, current, prefix)))
+                Ok(Found::Fresh(fresh(key, served, current, prefix)))
             }
             // A refusal too old to trust, a minter just found stale, or a
             // counter opened long ago: prepared afresh from the counter as
             // it is now, which names what is wrong.
             Some((Err(_), _)) | None => {
                 let current = served.sequence.state().await?;
-                Ok(Found::Fresh(fresh(key, database, current, prefix)))
+                Ok(Found::Fresh(fresh(key, served, current, prefix)))
             }
         }
     }
@@ -380,15 +381,15 @@ impl Minters {
     }
 }
 
-/// What preparing `key` afresh starts from: `current`, and the prefix
-/// asked for or its default.
-fn fresh(key: Key, database: Database, current: CounterState, prefix: Option<&str>) -> Fresh {
+/// What preparing `key` afresh starts from: `current` (the counter of
+/// `served` as it is now), and the prefix asked for or its default.
+fn fresh(key: Key, served: &Served, current: CounterState, prefix: Option<&str>) -> Fresh {
     let chosen = prefix
         .unwrap_or_else(|| current.default_prefix())
         .to_string();
     Fresh {
         key,
-        database,
+        database: served.sequence.database(),
         current,
         chosen,
     }
