@@ -34,6 +34,14 @@ pub use connect::ConnectArgs;
 pub use exit::{Outcome, EXIT_DATABASE, EXIT_USAGE};
 pub use output::Output;
 
+/// mimalloc rather than the system allocator: allocation was the largest
+/// cost of `idmint serve` of its own (27-29% of its CPU with glibc's, most
+/// of it in freeing and coalescing chunks when requests are spread over many
+/// counters); with mimalloc a request spread over 1,000 counters costs the
+/// server 10-20% less CPU (docs/BENCHMARKS.md, "The allocator").
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> std::process::ExitCode {
     cli::main()
 }
