@@ -85,6 +85,8 @@
 //! | a lease's remaining time | `expires in: 29.960` | `expires in: <secs>` | `lock status` |
 //! | a random token | 32 lowercase hex digits | `<token N>`, N counting distinct tokens per block | lock owners |
 //! | a SHA-256 | 64 lowercase hex digits | `<sha256>` | a policy build's hash |
+//! | a UUIDv7 | canonical lowercase text, version 7 | `<uuidv7>` | `builtin:uuidv7`'s IDs |
+//! | a ULID | 26 Crockford characters, the first 0 to 7 | `<ulid>` | `builtin:ulid`'s IDs |
 //! | the year of a period | 4 digits: between dashes before digits (an ID), first on a line before a value (`seq`), or after `current:` | `<year>` | a periodic counter's `CN-2026-000000001`, `2026 3` |
 //!
 //! A shape is a whole word: a run of letters and digits with no letter or
@@ -731,6 +733,12 @@ fn normalise(line: &str, tokens: &mut HashMap<String, usize>) -> String {
             rest = &tail[length..];
             continue;
         }
+        // So does a UUID.
+        if is_uuidv7(tail) {
+            out.push_str("<uuidv7>");
+            rest = &tail[UUID_LENGTH..];
+            continue;
+        }
         let digits = word.bytes().all(|b| b.is_ascii_digit());
         let hex = word.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
         let after_dash = out.ends_with('-');
@@ -741,6 +749,8 @@ fn normalise(line: &str, tokens: &mut HashMap<String, usize>) -> String {
                 || out.trim_end().ends_with("current:"));
         if year {
             out.push_str("<year>");
+        } else if is_ulid(word) {
+            out.push_str("<ulid>");
         } else if after_dash && digits && word.len() == 22 {
             out.push_str("<time>");
             out.push_str(&word[20..]);
@@ -773,6 +783,38 @@ fn normalise(line: &str, tokens: &mut HashMap<String, usize>) -> String {
         }
     }
     out
+}
+
+/// The length of a UUID's canonical text.
+const UUID_LENGTH: usize = 36;
+
+/// Whether `text` starts with a whole UUIDv7 in canonical lowercase text
+/// (`01a21b13-4a40-7000-8000-0000024758ea`).
+fn is_uuidv7(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    bytes.len() >= UUID_LENGTH
+        && bytes[..UUID_LENGTH]
+            .iter()
+            .enumerate()
+            .all(|(at, b)| match at {
+                8 | 13 | 18 | 23 => *b == b'-',
+                14 => *b == b'7',
+                _ => matches!(b, b'0'..=b'9' | b'a'..=b'f'),
+            })
+        && !bytes
+            .get(UUID_LENGTH)
+            .is_some_and(|b| b.is_ascii_alphanumeric())
+}
+
+/// Whether `word` is a ULID: 26 Crockford base32 characters, upper case,
+/// the first 0 to 7 (`01M8DH6JC000000000022350S0`).
+fn is_ulid(word: &str) -> bool {
+    word.len() == 26
+        && word.starts_with(|c: char| ('0'..='7').contains(&c))
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b.is_ascii_uppercase() && !b"ILOU".contains(&b)))
+        && word.bytes().any(|b| b.is_ascii_uppercase())
 }
 
 /// Whether `text` starts with a digit.
@@ -832,6 +874,32 @@ mod rules {
 
     fn norm(line: &str) -> String {
         normalise(line, &mut HashMap::new())
+    }
+
+    #[test]
+    fn standard_ids_are_replaced_whole() {
+        let mut tokens = HashMap::new();
+        assert_eq!(
+            normalise("01a21b13-4a40-7000-8000-0000024758ea", &mut tokens),
+            "<uuidv7>"
+        );
+        assert_eq!(
+            normalise("id 01a21b13-4a40-7000-8000-0000024758ea.", &mut tokens),
+            "id <uuidv7>."
+        );
+        // Version 4 is not a standard ID of ours.
+        assert_eq!(
+            normalise("01a21b13-4a40-4abc-8def-0000024758ea", &mut tokens),
+            "01a21b13-4a40-4abc-8def-0000024758ea"
+        );
+        assert_eq!(
+            normalise("01M8DH6JC000000000022350S0", &mut tokens),
+            "<ulid>"
+        );
+        assert_eq!(
+            normalise("81M8DH6JC000000000022350S0", &mut tokens),
+            "81M8DH6JC000000000022350S0"
+        );
     }
 
     #[test]

@@ -4,8 +4,11 @@
 //! built-in policies `builtin:uuidv7` and `builtin:ulid` (contract 0.5.0),
 //! whose IDs code no one here wrote accepts: Python's `uuid` module and the
 //! `python-ulid` package (PyPI); an older counter's tag given by `idmint
-//! serve` too; two counters' IDs kept apart by their tags under a frozen
-//! clock (libfaketime).
+//! serve` too; counters that do not own the empty prefix formatting
+//! standard IDs all the same, their tag the namespace, with `next` and
+//! `serve`, and refused a policy that does not write the tag; two
+//! counters' IDs kept apart by their tags under a frozen clock
+//! (libfaketime).
 
 use std::collections::HashSet;
 use std::io::Write;
@@ -20,8 +23,8 @@ use tokio::sync::Barrier;
 
 use crate::support::service::Service;
 use crate::support::{
-    self, assert_durable, assert_exit, counter_doc, counter_name, create, database_handle, idmint,
-    run, stderr, stdout,
+    self, assert_durable, assert_exit, counter_doc, counter_name, create, database_handle,
+    fixture_policy, idmint, run, stderr, stdout,
 };
 
 /// What the `tag:` line of `idmint counter show`'s text says.
@@ -549,36 +552,15 @@ fn frozen_at(command: &mut Command, seconds: u64) -> &mut Command {
     support::fake_clock(command, stdout(&date).trim()).env("TZ", "UTC")
 }
 
-/// Moves the empty prefix from counter `from` to counter `to` by hand, as
-/// no command does: idmint lets one counter of a database, ever, format
-/// IDs with the empty prefix, which standard IDs have.
-async fn hand_over_empty_prefix(test: &str, from: &str, to: &str) {
-    let counters = database_handle(test)
-        .await
-        .collection::<Document>(COUNTERS_COLLECTION);
-    for (name, prefixes) in [(from, vec![]), (to, vec![""])] {
-        counters
-            .update_one(
-                doc! { "_id": name },
-                doc! { "$set": { "prefixes": prefixes } },
-            )
-            .await
-            .unwrap();
-    }
-}
-
 /// With the clock frozen, two counters' processes take the same worker id
 /// and the same sequences in the same millisecond: their standard IDs are
 /// still all distinct, kept apart by the counters' tags (and noise), their
-/// time bits equal. The prefix rule already keeps two counters of one
-/// database from both formatting standard IDs (both would own the empty
-/// prefix); the tag keeps their IDs apart when that rule is got around (a
-/// document edited by hand, as here).
+/// time bits equal: one counter owns the empty prefix, the other owns no
+/// prefix (`--raw`) and its tag alone keeps its IDs apart.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_a_frozen_clock_the_tag_keeps_two_counters_ids_apart() {
     const COUNT: usize = 500;
     let frozen = now_ms() / 1000;
-    // A database per policy: the empty prefix is one counter's, ever.
     for (test, policy, time_chars) in [
         ("standard_ids_frozen_uuidv7", "uuidv7", 13),
         ("standard_ids_frozen_ulid", "ulid", 10),
@@ -590,9 +572,6 @@ async fn with_a_frozen_clock_the_tag_keeps_two_counters_ids_apart() {
         let mut all = HashSet::new();
         let mut by_counter = Vec::new();
         for name in [&a, &b] {
-            if name == &b {
-                hand_over_empty_prefix(test, &a, &b).await;
-            }
             let ids = minted(
                 frozen_at(&mut next_command(test, name, policy, COUNT), frozen),
                 COUNT,
@@ -630,4 +609,72 @@ async fn with_a_frozen_clock_the_tag_keeps_two_counters_ids_apart() {
             assert_eq!(id_a[..time_chars], id_b[..time_chars], "the same time bits");
         }
     }
+}
+
+/// A snowflake counter that does not own the empty prefix formats standard
+/// IDs without one, with `idmint next` and `idmint serve`: its tag, unique
+/// in the database, keeps them apart from every other counter's, so any
+/// number of counters of one database make UUIDs side by side. A policy
+/// that does not write the tag (one on contract 0.4.0, or a 0.5.0 one that
+/// reads no tag back) gets no IDs without a prefix from such a counter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn counters_without_the_empty_prefix_make_standard_ids_keyed_by_their_tags() {
+    const TEST: &str = "standard_ids_keyed_by_tag";
+    const COUNT: usize = 200;
+    support::database(TEST).await;
+    create(TEST, "owner", &["--kind", "snowflake"]);
+    create(TEST, "raw-1", &["--kind", "snowflake", "--raw"]);
+    create(TEST, "raw-2", &["--kind", "snowflake", "--raw"]);
+    let mut all = HashSet::new();
+    for name in ["owner", "raw-1"] {
+        let (_, ids, _) = next_ids(TEST, name, "uuidv7", COUNT);
+        let tag = shown(TEST, name)["tag"].as_u64().expect("a tag");
+        for (id, parts) in ids.iter().zip(read_back(TEST, "uuidv7", &ids)) {
+            assert_eq!(
+                parts["snowflake"]["tag"].as_u64(),
+                Some(tag),
+                "{name} {id}: {parts}"
+            );
+        }
+        all.extend(ids);
+    }
+    // A policy that receives no tag: the empty prefix is another counter's.
+    let output = run(idmint(TEST).args(["next", "raw-1", "--policy", "builtin:base32"]));
+    assert_exit(&output, 2);
+    assert!(
+        stderr(&output).contains("owns no prefix"),
+        "{}",
+        stderr(&output)
+    );
+    // One that receives it but does not write it: refused, naming the tag.
+    // Exit 4: the policy cannot serve the counter.
+    let output = run(idmint(TEST).args(["next", "raw-1", "--policy", fixture_policy("untagged")]));
+    assert_exit(&output, 4);
+    let tag = shown(TEST, "raw-1")["tag"].as_u64().expect("a tag");
+    assert!(
+        stderr(&output).contains(&format!("by its tag ({tag}) alone"))
+            && stderr(&output).contains("reads it back with tag 0"),
+        "{}",
+        stderr(&output)
+    );
+    // The service, for a counter it has never served.
+    let service = Service::start(TEST, &["--policy-for", "snowflake=builtin:uuidv7"]);
+    let answer = service.get(&format!("/v1/counters/raw-2/ids?count={COUNT}"));
+    assert_eq!(answer.status, 200, "{answer:?}");
+    let ids: Vec<String> = answer.json()["ids"]
+        .as_array()
+        .expect("ids")
+        .iter()
+        .map(|id| id.as_str().expect("an ID").to_string())
+        .collect();
+    let tag = shown(TEST, "raw-2")["tag"].as_u64().expect("a tag");
+    for (id, parts) in ids.iter().zip(read_back(TEST, "uuidv7", &ids)) {
+        assert_eq!(
+            parts["snowflake"]["tag"].as_u64(),
+            Some(tag),
+            "raw-2 {id}: {parts}"
+        );
+    }
+    all.extend(ids);
+    assert_eq!(all.len(), 3 * COUNT, "every ID distinct");
 }

@@ -12,7 +12,7 @@ pub fn workspace_root() -> &'static Path {
 }
 
 /// The path of a fixture policy component (`guest/<name>`: `check-digit`,
-/// `sandbox-probe`, `runaway`, `decimal-0.3`, `lossy-period`), built on first
+/// `sandbox-probe`, `runaway`, `decimal-0.3`, `lossy-period`, `untagged`), built on first
 /// use: fixtures are never part of a production build.
 pub fn fixture_policy(name: &str) -> &'static str {
     idmint_guest_build::fixture(name)

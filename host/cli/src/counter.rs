@@ -371,6 +371,11 @@ fn prefix_text(state: &CounterState) -> String {
         }
     };
     let Some((default, others)) = state.prefixes.split_first() else {
+        if state.snowflake_layout().is_some() {
+            return "(none: it owns no prefix and hands out raw values, or standard IDs keyed by \
+                    its tag)"
+                .to_string();
+        }
         return "(none: it owns no prefix and hands out raw values only)".to_string();
     };
     let mut text = show(default);

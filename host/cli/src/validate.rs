@@ -37,6 +37,14 @@ struct SnowflakeView {
     worker: u64,
     seq: u64,
     issued_at: String,
+    /// The counter's tag, read back by a policy that writes it (contract
+    /// 0.5.0: the standard IDs); 0 otherwise, and then not shown.
+    #[serde(skip_serializing_if = "is_zero")]
+    tag: u32,
+}
+
+fn is_zero(tag: &u32) -> bool {
+    *tag == 0
 }
 
 #[derive(Serialize)]
@@ -97,6 +105,7 @@ impl ValidateCmd {
                             time: decoded.time,
                             worker: decoded.worker,
                             seq: decoded.seq,
+                            tag: decoded.tag,
                             issued_at: rfc3339_micros(layout.unix_ms_of(decoded.time) * 1000),
                         })
                     }),
@@ -122,13 +131,17 @@ impl ValidateCmd {
                 .iter()
                 .map(|checked| match (checked.parts, &checked.snowflake, &checked.error) {
                     (Some(parts), Some(snowflake), _) => format!(
-                        "{}: ok (prefix {:?}, snowflake {}: issued at {}, worker {}, sequence {})\n",
+                        "{}: ok (prefix {:?}, snowflake {}: issued at {}, worker {}, sequence {}{})\n",
                         checked.id,
                         parts.prefix,
                         parts.sequence,
                         snowflake.issued_at,
                         snowflake.worker,
-                        snowflake.seq
+                        snowflake.seq,
+                        match snowflake.tag {
+                            0 => String::new(),
+                            tag => format!(", counter tag {tag}"),
+                        }
                     ),
                     (Some(parts), None, _) => format!(
                         "{}: ok (prefix {:?}, {}, sequence {})\n",

@@ -5,7 +5,7 @@
 //!   (`host/core/build.rs`);
 //! - the tests, for the policies that are only test fixtures ([`FIXTURES`]:
 //!   `guest/check-digit`, `guest/sandbox-probe`, `guest/runaway`,
-//!   `guest/decimal-0.3`, `guest/lossy-period`), built on first use so that
+//!   `guest/decimal-0.3`, `guest/lossy-period`, `guest/untagged`), built on first use so that
 //!   no production build ever compiles them.
 //!
 //! Each builds into a target directory of its own under `<workspace>/target`
@@ -220,7 +220,7 @@ fn check_target_installed() -> Result<(), String> {
 
 /// The policies that are only test fixtures: never embedded, never built by
 /// a production build.
-pub const FIXTURES: [Guest; 5] = [
+pub const FIXTURES: [Guest; 6] = [
     // An example policy on contract 0.2.0: the tests hold the host to
     // running older policies, and swap to it to see a new format.
     Guest {
@@ -252,10 +252,16 @@ pub const FIXTURES: [Guest; 5] = [
         dir: "guest/lossy-period",
         features: &[],
     },
+    // The uuidv7 policy, except that it reads no counter tag back.
+    Guest {
+        package: "idmint-policy-untagged",
+        dir: "guest/untagged",
+        features: &[],
+    },
 ];
 
 /// The component of the fixture policy in `guest/<name>` (`check-digit`,
-/// `sandbox-probe`, `runaway`, `decimal-0.3`, `lossy-period`), built on the
+/// `sandbox-probe`, `runaway`, `decimal-0.3`, `lossy-period`, `untagged`), built on the
 /// first call in this process
 /// (every fixture at once, one nested build) and kept. Panics with the
 /// build's reason if it fails: for tests only.

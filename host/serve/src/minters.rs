@@ -34,6 +34,13 @@
 //! has not changed (its SHA-256 is in the key) and remembers what it
 //! accepted.
 //!
+//! A snowflake counter that does not own the empty prefix may format IDs
+//! without one with a policy that writes its tag into each (a standard ID:
+//! the core's `Namespace::Tag`): then no prefix is checked, the policy's
+//! checks include reading the tag back, and an aged minter is trusted again
+//! once the counter, read again by its name, still has the same tag (a
+//! counter deleted and made again under its name has another).
+//!
 //! A refusal (a prefix not owned or refused, a policy that cannot serve the
 //! counter) is kept in the same place for the same age: asking again costs
 //! what an answer from a prepared minter costs, so refused requests cannot
@@ -46,10 +53,10 @@ use std::hash::Hash;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use idmint::minter::{tagged, Minter};
+use idmint::minter::{tagged, Minter, Namespace};
 use idmint::parts::Stamp;
 use idmint::policy::{Policy, PolicyError};
-use idmint::sequence::{prefixes, CounterState, SystemClock};
+use idmint::sequence::{prefixes, CounterState, Sequence, SequenceError, SystemClock};
 use mongodb::Database;
 
 use super::batcher::{BatchMeter, Batcher};
@@ -125,10 +132,11 @@ enum Found {
 
 /// A kept minter past its age: trusted again once the counter is still its
 /// prefix's only owner (a counter keeps its default while it owns it, so a
-/// default still owned is still the default); prepared afresh otherwise.
+/// default still owned is still the default), or for IDs keyed by the
+/// counter's tag, still has that tag; prepared afresh otherwise.
 struct Aged {
     key: Key,
-    database: Database,
+    sequence: Sequence,
     counter: String,
 }
 
@@ -152,14 +160,35 @@ impl Aged {
         prepared: &Arc<Prepared>,
         work: impl Future<Output = Result<T, ApiError>>,
     ) -> Result<Option<T>, ApiError> {
-        let owners = prefixes::owners(&self.database, prepared.minter.prefix());
-        let (owners, result) = tokio::join!(owners, work);
-        if owners? == [self.counter.as_str()] {
+        let still = self.still_serves(&prepared.minter);
+        let (still, result) = tokio::join!(still, work);
+        if still? {
             minters.lock().insert(self.key, Ok(prepared.clone()));
             Ok(Some(result?))
         } else {
             minters.lock().remove(&self.key);
             Ok(None)
+        }
+    }
+}
+
+impl Aged {
+    /// Whether `minter` may serve again: what keeps its IDs apart from
+    /// other counters' holds as it did when it was prepared.
+    async fn still_serves(&self, minter: &Minter) -> Result<bool, SequenceError> {
+        let prepared = minter.counter();
+        match Namespace::of(minter.policy(), prepared, minter.prefix()) {
+            Namespace::Prefix => {
+                let owners = prefixes::owners(&self.sequence.database(), minter.prefix()).await?;
+                Ok(owners == [self.counter.as_str()])
+            }
+            Namespace::Tag => {
+                let now = self.sequence.state().await?;
+                Ok(
+                    Namespace::of(minter.policy(), &now, minter.prefix()) == Namespace::Tag
+                        && now.counter_tag() == prepared.counter_tag(),
+                )
+            }
         }
     }
 }
@@ -262,7 +291,7 @@ impl Minters {
                 prepared,
                 aged: Some(Aged {
                     key,
-                    database: served.sequence.database(),
+                    sequence: served.sequence.clone(),
                     counter: served.state.name.clone(),
                 }),
             }),
@@ -304,10 +333,20 @@ impl Minters {
             current,
             chosen,
         } = fresh;
-        if let Err(refusal) = prefixes::check_owned(&current, &chosen) {
-            return Err(self.refused(key, refusal.into()));
+        let namespace = Namespace::of(&policy, &current, &chosen);
+        if namespace == Namespace::Prefix {
+            if let Err(refusal) = prefixes::check_owned(&current, &chosen) {
+                return Err(self.refused(key, refusal.into()));
+            }
         }
-        let alone = prefixes::check_alone(&database, &current, &chosen);
+        // IDs keyed by the counter's tag use no prefix: the policy's checks
+        // read the tag back instead.
+        let alone = async {
+            match namespace {
+                Namespace::Prefix => prefixes::check_alone(&database, &current, &chosen).await,
+                Namespace::Tag => Ok(()),
+            }
+        };
         let work = async {
             let prepared = self
                 .prepare(served, &current, policy, chosen.clone(), slots)

@@ -15,23 +15,27 @@
 //! A snowflake counter's stamps carry its tag and salt to a policy that
 //! receives them (contract 0.5.0: the standard IDs); a counter made before
 //! tags is given them when such a policy is prepared for it
-//! ([`ensure_tag`]).
+//! ([`ensure_tag`]). With such a policy, a snowflake counter that does
+//! not own the empty prefix may format IDs without one: its tag keeps them
+//! apart ([`Namespace`]).
 //!
 //! A long-running process serves through a [`LiveMinter`] (`live.rs`): the
 //! same checks, a policy swapped live from a file or the policies
 //! collection, and a clean shutdown.
 
 mod live;
+mod namespace;
 
 use std::sync::Arc;
 
-use crate::policy::{check_serves, Policy, Stamp};
+use crate::policy::{check_serves, check_tag_reads_back, Policy, Stamp};
 use crate::sequence::{
     ensure_tag, prefixes, Clock, CounterState, CounterTag, GiveBack, KindState, Sequence, MAX_BLOCK,
 };
 use crate::Error;
 
 pub use live::{LiveMinter, LiveOptions};
+pub use namespace::Namespace;
 
 /// Makes formatted IDs from one counter.
 pub struct Minter {
@@ -69,13 +73,16 @@ impl Minter {
         clock: Arc<dyn Clock>,
     ) -> Result<Self, Error> {
         let prefix = prefix.unwrap_or_else(|| state.default_prefix().to_string());
-        prefixes::check_use(&sequence.database(), &state, &prefix).await?;
+        if Namespace::of(&policy, &state, &prefix) == Namespace::Prefix {
+            prefixes::check_use(&sequence.database(), &state, &prefix).await?;
+        }
         let state = tagged(&sequence, state, &policy).await?;
         Self::checked(sequence, state, policy, prefix, clock)
     }
 
     /// The policy's checks of [`Minter::prepare`] alone, for a caller that
-    /// has just run [`prefixes::check_use`] for `prefix` itself.
+    /// has just run [`prefixes::check_use`] for `prefix` itself (unless its
+    /// [`Namespace`] is the tag: then the policy must read the tag back).
     pub fn checked(
         sequence: Sequence,
         state: CounterState,
@@ -84,6 +91,9 @@ impl Minter {
         clock: Arc<dyn Clock>,
     ) -> Result<Self, Error> {
         check_serves(&policy, &state, &prefix, clock.now_micros())?;
+        if Namespace::of(&policy, &state, &prefix) == Namespace::Tag {
+            check_tag_reads_back(&policy, &state)?;
+        }
         let tag = match &state.kind {
             KindState::Snowflake(snowflake) if policy.receives_counter_tag() => snowflake.tag,
             _ => None,

@@ -355,6 +355,53 @@ pub fn check_prefix_reads_back(
     Ok(())
 }
 
+/// Fails unless `policy` writes `counter`'s tag into every ID it formats
+/// for it without a prefix, so that it reads the tag back out of each: the
+/// rule that lets a snowflake counter that does not own the empty prefix
+/// format IDs without one (a standard ID: [`Namespace::Tag`]). Tags are
+/// unique in a database, so two counters' IDs that each carry their own tag
+/// cannot be equal, whatever else they hold. Checked on the counter's first
+/// and last IDs, as [`check_prefix_reads_back`] does; nothing is consumed
+/// or written. A counter without a tag fails it with tag 0.
+///
+/// [`Namespace::Tag`]: crate::minter::Namespace::Tag
+pub fn check_tag_reads_back(policy: &Policy, counter: &CounterState) -> Result<(), PolicyError> {
+    let layout = counter.snowflake_layout();
+    let (tag, salt) = counter
+        .counter_tag()
+        .map_or((0, 0), |counter_tag| (counter_tag.tag, counter_tag.salt));
+    let stamps: Vec<Stamp> = probe_stamps(counter)
+        .into_iter()
+        .map(|mut stamp| {
+            if let Some(fields) = stamp.snowflake.as_mut() {
+                fields.tag = tag;
+                fields.salt = salt;
+            }
+            stamp
+        })
+        .collect();
+    let ids = policy.format_batch("", &stamps)?;
+    let answers = policy.validate_many(&ids, Some(""), layout)?;
+    for (id, answer) in ids.into_iter().zip(answers) {
+        let read = match answer {
+            Ok(parts) => parts.snowflake.map(|fields| fields.tag),
+            Err(_) => None,
+        };
+        if tag != 0 && read == Some(tag) {
+            continue;
+        }
+        return Err(FitError::TagNotReadBack {
+            policy: policy.info().name.clone(),
+            counter: counter.name.clone(),
+            tag,
+            id,
+            read,
+        }
+        .into());
+    }
+    Ok(())
+}
+
 /// One stamp of every shape `counter`'s IDs take: the smallest and largest
 /// values, the last value short enough to be padded and the first that is
 /// not (a decimal number's two shapes), in each kind of period for a

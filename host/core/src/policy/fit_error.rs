@@ -100,6 +100,29 @@ pub enum FitError {
         /// The prefix the policy read back, if it read the ID at all.
         read: Option<String>,
     },
+    /// A counter formats IDs without owning the empty prefix, which only a
+    /// policy that writes the counter's tag into every ID may do, and this
+    /// policy does not read the tag back out of one of them.
+    #[error(
+        "{} owns no empty prefix, so its IDs without a prefix are kept apart from other \
+         counters' by its tag ({tag}) alone, and policy '{policy}' formats {id:?} for it but \
+         reads it back {}: use a policy that writes the counter's tag (builtin:uuidv7, \
+         builtin:ulid), or a prefix the counter owns",
+        named(counter),
+        match read { Some(read) => format!("with tag {read}"), None => "as invalid".to_string() }
+    )]
+    TagNotReadBack {
+        /// The policy's name.
+        policy: String,
+        /// The counter's name.
+        counter: String,
+        /// The counter's tag.
+        tag: u32,
+        /// The ID the policy formatted.
+        id: String,
+        /// The tag the policy read back, if it read the ID at all.
+        read: Option<u32>,
+    },
 }
 
 /// "autoinc counter 'invoices'", or "an autoinc counter" for a counter with
@@ -154,7 +177,8 @@ impl FitError {
             | FitError::NeedsTime { counter, .. }
             | FitError::NeedsPeriod { counter, .. }
             | FitError::NeedsSnowflake { counter, .. }
-            | FitError::PrefixNotReadBack { counter, .. } => counter,
+            | FitError::PrefixNotReadBack { counter, .. }
+            | FitError::TagNotReadBack { counter, .. } => counter,
         }
     }
 }

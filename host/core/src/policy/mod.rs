@@ -69,8 +69,8 @@ pub use check_ids::{check_ids, Verdict};
 pub use compile_cache::{CacheUsage, CompileCache, POLICY_CACHE_ENV};
 pub use error::PolicyError;
 pub use fit::{
-    check_fit, check_prefix, check_prefix_reads_back, check_serves, writes, writes_period,
-    writes_time, Writes,
+    check_fit, check_prefix, check_prefix_reads_back, check_serves, check_tag_reads_back, writes,
+    writes_period, writes_time, Writes,
 };
 pub use fit_error::FitError;
 pub use follower::{FirstPolicy, FollowOptions, PolicyEvents, PolicyFollower};

@@ -8,7 +8,7 @@ use super::counter::spec::{create_in, CounterSpec};
 use super::error::SequenceError;
 use super::kinds::cyclic::{CyclicKind, CyclicState};
 use super::kinds::periodic::PeriodicKind;
-use super::kinds::snowflake::SnowflakeKind;
+use super::kinds::snowflake::{CounterTag, SnowflakeKind};
 use super::name::CounterName;
 use super::registry::{read_state, CounterState};
 use crate::mongo::collections::COUNTERS as COUNTERS_COLLECTION;
@@ -144,6 +144,11 @@ impl CounterState {
     /// The layout its IDs are read with, if this is a snowflake counter.
     pub fn snowflake_layout(&self) -> Option<&crate::parts::Layout> {
         self.of::<SnowflakeKind>().map(|state| &state.layout)
+    }
+
+    /// Its tag and salt, if this is a snowflake counter that has them.
+    pub fn counter_tag(&self) -> Option<CounterTag> {
+        self.of::<SnowflakeKind>().and_then(|state| state.tag)
     }
 
     /// The period its values restart in and the time zone it is counted
