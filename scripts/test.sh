@@ -16,6 +16,7 @@ ensure_tmux
 ensure_java
 ensure_chromium
 ensure_schemathesis
+ensure_interop
 # curl: the README's `idmint serve` examples, which tests/readme.rs runs.
 command -v curl >/dev/null 2>&1 || apt_install curl
 

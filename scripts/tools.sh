@@ -11,6 +11,8 @@
 #   wrk             HTTP load for the `idmint serve` benchmark (apt; scripts/bench-serve.sh)
 #   chromium        a real browser, headless, for the monitor page's test (apt)
 #   schemathesis    checks `idmint serve` against its OpenAPI documents (PyPI, in a venv)
+#   python-ulid,    code no one here wrote that reads idmint's standard IDs (UUIDv7,
+#   uuid (npm)      ULID): python-ulid from PyPI in a venv, uuid from npm
 #
 # Cache: $IDMINT_TOOLS_DIR (default ~/.cache/idmint). Override the binaries with
 # IDMINT_TEST_SERVER_BIN and IDMINT_MONGOSH.
@@ -18,6 +20,8 @@
 SECANTUS_VERSION="0.5.3-beta.196"
 MONGOSH_VERSION="2.12.0"
 SCHEMATHESIS_VERSION="4.32.5"
+PYTHON_ULID_VERSION="4.1.0"
+UUID_NPM_VERSION="14.0.3"
 IDMINT_TOOLS_DIR="${IDMINT_TOOLS_DIR:-$HOME/.cache/idmint}"
 
 say() { printf '==> %s\n' "$*" >&2; }
@@ -126,6 +130,30 @@ ensure_schemathesis() {
     "$venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
   fi
   export IDMINT_SCHEMATHESIS="$venv/bin/schemathesis"
+}
+
+# The standard IDs' interop checks (tests/standard_ids.rs): a Python with
+# python-ulid (IDMINT_INTEROP_PYTHON) and a directory whose node_modules holds
+# the uuid package (IDMINT_UUID_NPM_DIR), where node resolves `import 'uuid'`.
+ensure_interop() {
+  if [ -z "${IDMINT_INTEROP_PYTHON:-}" ] || [ ! -x "$IDMINT_INTEROP_PYTHON" ]; then
+    local venv="$IDMINT_TOOLS_DIR/python-ulid-$PYTHON_ULID_VERSION"
+    if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import ulid' 2>/dev/null; then
+      say "installing python-ulid $PYTHON_ULID_VERSION from PyPI into a venv (once)"
+      python3 -m venv "$venv"
+      "$venv/bin/pip" install --quiet --disable-pip-version-check "python-ulid==$PYTHON_ULID_VERSION"
+    fi
+    export IDMINT_INTEROP_PYTHON="$venv/bin/python"
+  fi
+  if [ -z "${IDMINT_UUID_NPM_DIR:-}" ] || [ ! -d "$IDMINT_UUID_NPM_DIR/node_modules/uuid" ]; then
+    local prefix="$IDMINT_TOOLS_DIR/uuid-npm-$UUID_NPM_VERSION"
+    if [ ! -d "$prefix/node_modules/uuid" ]; then
+      say "installing uuid $UUID_NPM_VERSION from npm (once)"
+      mkdir -p "$prefix"
+      npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error "uuid@$UUID_NPM_VERSION" >/dev/null
+    fi
+    export IDMINT_UUID_NPM_DIR="$prefix"
+  fi
 }
 
 # Starts secantusd-rs on a free loopback port with a fresh data dir, waits until

@@ -3,7 +3,7 @@
 //! durably, kept once when two processes race for an older counter's; the
 //! built-in policies `builtin:uuidv7` and `builtin:ulid` (contract 0.5.0),
 //! whose IDs code no one here wrote accepts: Python's `uuid` module and the
-//! `python-ulid` package (PyPI); an older counter's tag given by `idmint
+//! `python-ulid` package (PyPI), and the `uuid` npm package; an older counter's tag given by `idmint
 //! serve` too; counters that do not own the empty prefix formatting
 //! standard IDs all the same, their tag the namespace, with `next` and
 //! `serve`, and refused a policy that does not write the tag; two
@@ -284,11 +284,36 @@ fn read_back(test: &str, policy: &str, ids: &[String]) -> Vec<Value> {
         .collect()
 }
 
-/// Runs `script` with python3, the IDs one per line on its stdin; what it
-/// prints, one line per ID.
+/// Runs `script` with the Python that has python-ulid (`IDMINT_INTEROP_PYTHON`,
+/// set by `scripts/tools.sh`'s `ensure_interop`; else `python3`), the IDs
+/// one per line on its stdin; what it prints, one line per ID.
 fn python(script: &str, ids: &[String]) -> Vec<String> {
-    let mut child = Command::new("python3")
-        .args(["-c", script])
+    let python = std::env::var_os("IDMINT_INTEROP_PYTHON").unwrap_or_else(|| "python3".into());
+    let mut command = Command::new(python);
+    command.args(["-c", script]);
+    lines_of(command, ids)
+}
+
+/// Runs `script`, an ES module, with node in the directory where the `uuid`
+/// npm package is installed (`IDMINT_UUID_NPM_DIR`, set by
+/// `scripts/tools.sh`'s `ensure_interop`), the IDs one per line on its
+/// stdin; what it prints, one line per ID.
+fn node_uuid(script: &str, ids: &[String]) -> Vec<String> {
+    let dir = std::env::var_os("IDMINT_UUID_NPM_DIR").expect(
+        "IDMINT_UUID_NPM_DIR names where the uuid npm package is installed: \
+         run the tests through scripts/test.sh, whose ensure_interop installs it",
+    );
+    let mut command = Command::new("node");
+    command
+        .args(["--input-type=module", "-e", script])
+        .current_dir(dir);
+    lines_of(command, ids)
+}
+
+/// Runs `command`, the IDs one per line on its stdin; what it prints, one
+/// line per ID.
+fn lines_of(mut command: Command, ids: &[String]) -> Vec<String> {
+    let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -323,6 +348,16 @@ for line in sys.stdin.read().split():
     print(u.version, u.variant == uuid.RFC_4122, str(u) == line, u.int >> 80, (u.int >> 26) & 0xffffff)
 "#;
 
+/// For each UUID: what the `uuid` npm package's `validate` and `version`
+/// say of it.
+const NODE_UUID: &str = r#"
+import { validate, version } from 'uuid';
+import { readFileSync } from 'node:fs';
+for (const id of readFileSync(0, 'utf8').split(/\s+/).filter(Boolean)) {
+  console.log(validate(id), validate(id) ? version(id) : '-');
+}
+"#;
+
 /// For each ULID: whether `python-ulid` reads it and writes it back as
 /// given, its milliseconds (`.milliseconds`, the `.timestamp` in ms) and
 /// the tag at its fixed place.
@@ -353,6 +388,11 @@ async fn uuidv7_ids_are_version_7_of_their_millisecond_with_the_counter_tag_and_
             "{id}: {ms} not in {before}..={after}"
         );
         assert_eq!(fields[4].parse::<u64>().unwrap(), tag, "{id}");
+    }
+    let read = node_uuid(NODE_UUID, &ids);
+    assert_eq!(read.len(), ids.len());
+    for (id, line) in ids.iter().zip(&read) {
+        assert_eq!(line, "true 7", "{id}: the uuid npm package says {line}");
     }
     // Read back by the policy, with the counter's layout: its fields and tag.
     let parts = &read_back(TEST, "uuidv7", &ids[..1])[0];
@@ -677,4 +717,88 @@ async fn counters_without_the_empty_prefix_make_standard_ids_keyed_by_their_tags
     }
     all.extend(ids);
     assert_eq!(all.len(), 3 * COUNT, "every ID distinct");
+}
+
+/// The proof of issue 35 at scale: four processes at once, two per counter
+/// of one database (both `--raw`, so their tags alone keep them apart), one
+/// of each pair making UUIDv7s and the other ULIDs, 250,000 each. Every ID
+/// is distinct, each is valid by code no one here wrote (Python's `uuid` and
+/// the `uuid` npm package for the UUIDs, `python-ulid` for the ULIDs), each
+/// carries its counter's tag and a time within its process's run, and each
+/// process's IDs increase.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_processes_make_a_million_standard_ids_all_distinct_and_valid() {
+    const TEST: &str = "standard_ids_a_million";
+    const COUNT: usize = 250_000;
+    support::database(TEST).await;
+    create(TEST, "orders", &["--kind", "snowflake", "--raw"]);
+    create(TEST, "payments", &["--kind", "snowflake", "--raw"]);
+    let runs = [
+        ("orders", "uuidv7"),
+        ("payments", "uuidv7"),
+        ("orders", "ulid"),
+        ("payments", "ulid"),
+    ];
+    let before = now_ms();
+    let children: Vec<_> = runs
+        .iter()
+        .map(|(name, policy)| {
+            next_command(TEST, name, policy, COUNT)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("idmint runs")
+        })
+        .collect();
+    let outputs: Vec<_> = children
+        .into_iter()
+        .map(|child| child.wait_with_output().expect("idmint ends"))
+        .collect();
+    let after = now_ms();
+    let mut all = HashSet::with_capacity(4 * COUNT);
+    for ((name, policy), output) in runs.iter().zip(outputs) {
+        assert_exit(&output, 0);
+        let ids: Vec<String> = stdout(&output).lines().map(str::to_string).collect();
+        assert_eq!(ids.len(), COUNT, "{name} {policy}");
+        assert!(
+            ids.windows(2).all(|pair| pair[0] < pair[1]),
+            "{name} {policy}: increasing"
+        );
+        let tag = shown(TEST, name)["tag"].as_u64().expect("a tag");
+        // Each line: the milliseconds and the tag the library reads.
+        let read: Vec<(u64, u64)> = if *policy == "uuidv7" {
+            for (id, line) in ids.iter().zip(node_uuid(NODE_UUID, &ids)) {
+                assert_eq!(line, "true 7", "{id}: the uuid npm package says {line}");
+            }
+            python(PYTHON_UUID, &ids)
+                .iter()
+                .zip(&ids)
+                .map(|(line, id)| {
+                    let fields: Vec<&str> = line.split(' ').collect();
+                    assert_eq!(fields[..3], ["7", "True", "True"], "{id}: {line}");
+                    (fields[3].parse().unwrap(), fields[4].parse().unwrap())
+                })
+                .collect()
+        } else {
+            python(PYTHON_ULID, &ids)
+                .iter()
+                .zip(&ids)
+                .map(|(line, id)| {
+                    let fields: Vec<&str> = line.split(' ').collect();
+                    assert_eq!(fields[0], "True", "{id}: {line}");
+                    (fields[1].parse().unwrap(), fields[3].parse().unwrap())
+                })
+                .collect()
+        };
+        assert_eq!(read.len(), COUNT, "{name} {policy}");
+        for (id, (ms, read_tag)) in ids.iter().zip(read) {
+            assert!(
+                (before..=after).contains(&ms),
+                "{name} {id}: {ms} not in {before}..={after}"
+            );
+            assert_eq!(read_tag, tag, "{name} {id}");
+        }
+        all.extend(ids);
+    }
+    assert_eq!(all.len(), 4 * COUNT, "every ID distinct");
 }
