@@ -59,3 +59,39 @@ fn the_sequence_bench_measures_every_mode_and_cleans_up() {
     });
     assert!(left.is_empty(), "the bench left {left:?}");
 }
+
+/// Every format mode is measured, the standard IDs' beside the `uuid`
+/// crate's, and the text names each ratio a figure in docs/BENCHMARKS.md
+/// is read from.
+#[test]
+fn the_format_bench_measures_every_mode_and_its_yardstick() {
+    const TEST: &str = "bench_format";
+    let output =
+        run(idmint(TEST).args(["bench", "--only", "format", "--seconds", "0.3", "--json"]));
+    assert_exit(&output, 0);
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let results = report["results"].as_array().unwrap();
+    for mode in [
+        "format_wasm",
+        "format_native",
+        "format_base32",
+        "format_uuidv7",
+        "format_ulid",
+        "uuid_crate_v7",
+    ] {
+        let result = results
+            .iter()
+            .find(|r| r["mode"] == mode)
+            .unwrap_or_else(|| panic!("no {mode} in {report}"));
+        assert!(result["ops"].as_u64().unwrap() > 0, "{result}");
+    }
+    let output = run(idmint(TEST).args(["bench", "--only", "format", "--seconds", "0.3"]));
+    assert_exit(&output, 0);
+    for ratio in [
+        "format_wasm / format_native on one thread: ",
+        "format_uuidv7 / uuid_crate_v7 on one thread: ",
+        "format_ulid / uuid_crate_v7 on one thread: ",
+    ] {
+        assert!(stdout(&output).contains(ratio), "{}", stdout(&output));
+    }
+}

@@ -1,17 +1,20 @@
 //! `idmint bench`: sequence throughput by mode and concurrency, then format
-//! throughput (wasm policy vs the same format in plain Rust) on one thread.
+//! throughput on one thread (the policies in wasm against the same format in
+//! plain Rust, and the standard IDs against the `uuid` crate).
 
 use std::fmt::Write;
 use std::time::Duration;
 
 use clap::Args;
+mod format;
 mod lock;
 mod native_format;
 mod seed_cas;
 mod sequence;
 mod swap;
 
-use self::sequence::{BenchMode, BenchOptions, FormatBenchOptions};
+use self::format::{FormatBenchOptions, FormatMode};
+use self::sequence::{BenchMode, BenchOptions};
 use idmint::sequence::CounterKind;
 
 use super::{ConnectArgs, Outcome, Output};
@@ -114,7 +117,7 @@ impl BenchCmd {
                 ..FormatBenchOptions::default()
             };
             // CPU-bound and single-threaded by design: off the async threads.
-            let results = tokio::task::spawn_blocking(move || sequence::run_format(&options))
+            let results = tokio::task::spawn_blocking(move || format::run_format(&options))
                 .await?
                 .map_err(idmint::Error::from)?;
             report.results.extend(results);
@@ -161,11 +164,15 @@ impl BenchCmd {
                     }
                 }
             }
-            if let Some(ratio) = report.format_ratio() {
-                let _ = writeln!(
-                    text,
-                    "format_wasm / format_native on one thread: {ratio:.3}"
-                );
+            for (mode, yardstick) in FormatMode::RATIOS {
+                if let Some(ratio) = report.format_ratio(mode, yardstick) {
+                    let _ = writeln!(
+                        text,
+                        "{} / {} on one thread: {ratio:.3}",
+                        mode.name(),
+                        yardstick.name()
+                    );
+                }
             }
             text
         })?;

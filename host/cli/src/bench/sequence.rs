@@ -31,14 +31,7 @@
 //! kind whose values never repeat are all kept and checked afterwards: a
 //! value handed out twice fails the benchmark.
 //!
-//! The format benchmark ([`run_format`]) measures the other half of an ID,
-//! on one thread and with no database:
-//!
-//! - `format_wasm`: the embedded default policy's `format-batch`, through the
-//!   sandbox (a fresh store and instance per batch), split into one `String`
-//!   per ID: what `next` costs beyond the counter;
-//! - `format_native`: the same format in plain Rust in the host
-//!   ([`native_format`]), the yardstick.
+//! The format benchmark is `format.rs`'s.
 //!
 //! All sequence modes use the same write concern (majority + journal), run in one
 //! process against one server, and are interleaved in short slices at each
@@ -46,7 +39,7 @@
 //! compare ratios within one run, not figures across machines. Each client
 //! is a task of its own on the multi-threaded runtime.
 
-use super::{native_format, seed_cas};
+use super::seed_cas;
 
 use std::time::{Duration, Instant};
 
@@ -57,7 +50,7 @@ use mongodb::{Collection, Database};
 use serde::Serialize;
 
 use idmint::mongo::durable_write_concern;
-use idmint::policy::{PolicyError, PolicyRuntime, Stamp};
+
 use idmint::sequence::striping;
 use idmint::sequence::{
     Clock, CounterKind, CounterName, CounterSpec, OpenOptions, Repeats, Sequence, SequenceError,
@@ -420,108 +413,4 @@ async fn run_slice(
         elapsed,
         fetches,
     })
-}
-
-/// What the format benchmark measures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FormatMode {
-    /// The default policy, in WebAssembly.
-    FormatWasm,
-    /// The same format in plain Rust.
-    FormatNative,
-}
-
-impl FormatMode {
-    /// Every mode, in report order.
-    pub const ALL: [FormatMode; 2] = [FormatMode::FormatWasm, FormatMode::FormatNative];
-
-    /// The mode's name in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            FormatMode::FormatWasm => "format_wasm",
-            FormatMode::FormatNative => "format_native",
-        }
-    }
-}
-
-/// How to run the format benchmark.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct FormatBenchOptions {
-    /// IDs formatted per call (one host/guest crossing for wasm). Default: 1024.
-    pub batch: usize,
-    /// Time spent per mode. Default: 3 s.
-    pub duration: Duration,
-    /// How many interleaved slices that time is cut into. Default: 3.
-    pub slices: u32,
-}
-
-impl Default for FormatBenchOptions {
-    fn default() -> Self {
-        Self {
-            batch: 1024,
-            duration: Duration::from_secs(3),
-            slices: 3,
-        }
-    }
-}
-
-/// Runs both format modes on this thread; one [`BenchResult`] each, with
-/// `concurrency` 1 and `ops_per_sec` in IDs per second.
-pub fn run_format(options: &FormatBenchOptions) -> Result<Vec<BenchResult>, PolicyError> {
-    const PREFIX: &str = "ORD-";
-    let policy = PolicyRuntime::new()?.load_default()?;
-    let start = idmint::sequence::SystemClock.now_micros();
-    let stamps: Vec<Stamp> = (0..options.batch.max(1) as u64)
-        .map(|i| Stamp::new(start + i * 7, i % 100))
-        .collect();
-    let mut totals = [(0_u64, Duration::ZERO); FormatMode::ALL.len()];
-    let slices = options.slices.max(1);
-    for slice in 0..slices {
-        for offset in 0..FormatMode::ALL.len() {
-            let index = (offset + slice as usize) % FormatMode::ALL.len();
-            let mode = FormatMode::ALL[index];
-            let started = Instant::now();
-            let deadline = started + options.duration / slices;
-            let mut ids = 0_u64;
-            while Instant::now() < deadline {
-                let formatted = match mode {
-                    FormatMode::FormatWasm => policy.format_batch(PREFIX, &stamps)?,
-                    FormatMode::FormatNative => native_format::format_batch(PREFIX, &stamps)
-                        .ok_or(PolicyError::Format(
-                            idmint::policy::FormatError::SequenceOutOfRange(0),
-                        ))?,
-                };
-                ids += std::hint::black_box(formatted).len() as u64;
-            }
-            totals[index].0 += ids;
-            totals[index].1 += started.elapsed();
-        }
-    }
-    Ok(FormatMode::ALL
-        .into_iter()
-        .zip(totals)
-        .map(|(mode, (ops, elapsed))| BenchResult {
-            mode: mode.name().into(),
-            concurrency: 1,
-            ops_per_sec: ops as f64 / elapsed.as_secs_f64(),
-            ops,
-            seconds: elapsed.as_secs_f64(),
-            fetches_per_million: None,
-        })
-        .collect())
-}
-
-impl BenchReport {
-    /// `format_wasm` IDs/s divided by `format_native` IDs/s, if both ran.
-    pub fn format_ratio(&self) -> Option<f64> {
-        let rate = |mode: FormatMode| {
-            self.results
-                .iter()
-                .find(|r| r.mode == mode.name())
-                .map(|r| r.ops_per_sec)
-        };
-        Some(rate(FormatMode::FormatWasm)? / rate(FormatMode::FormatNative)?)
-    }
 }
