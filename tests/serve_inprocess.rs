@@ -879,3 +879,68 @@ async fn requests_for_ids_that_arrive_together_each_get_their_own() {
     let calls = total("idmint_policy_calls_total");
     assert!((1..=25).contains(&calls), "{calls} calls");
 }
+
+/// IDs without a prefix from a counter that owns none, kept apart by its
+/// tag (a standard ID): once the prepared minter is older than
+/// `Limits::minter_max_age` (here zero: at once), the counter is read again,
+/// and a tag that is no longer the counter's is not served: the minter is
+/// prepared afresh, and the IDs carry the tag the counter has now.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_aged_minter_keyed_by_a_tag_serves_the_tag_the_counter_has_now() {
+    const TEST: &str = "serve_minter_age_tag";
+    let database = support::database(TEST).await;
+    let name = CounterName::new("events").unwrap();
+    sequence::create(
+        &database,
+        &name,
+        &CounterSpec::of(CounterKind::Snowflake).prefixes(Vec::new()),
+    )
+    .await
+    .unwrap();
+    let runtime = PolicyRuntime::new().unwrap();
+    let uuidv7 = runtime.load_builtin("uuidv7").unwrap();
+    let mut options = ServeOptions::default();
+    options.limits.minter_max_age = Duration::ZERO;
+    let server = Server::start(&database, &runtime, uuidv7.clone(), options)
+        .await
+        .unwrap();
+    let router = server.router();
+    // The tag each ID of an answer carries, read back by the policy.
+    let tags = |body: &Value| -> Vec<u32> {
+        let ids: Vec<String> = body["ids"]
+            .as_array()
+            .expect("ids")
+            .iter()
+            .map(|id| id.as_str().unwrap().to_string())
+            .collect();
+        uuidv7
+            .validate_many(&ids, Some(""), Some(&idmint::parts::Layout::default()))
+            .unwrap()
+            .into_iter()
+            .map(|parts| parts.unwrap().snowflake.unwrap().tag)
+            .collect()
+    };
+    let (status, body) = get(&router, "/v1/counters/events/ids?count=3").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let first = sequence::state(&database, &name)
+        .await
+        .unwrap()
+        .counter_tag()
+        .unwrap()
+        .tag;
+    assert_eq!(tags(&body), [first; 3], "{body}");
+    // A tag no counter was given (tags only grow), as a restore or a hand
+    // edit could leave it.
+    let now = first + 1000;
+    database
+        .collection::<mongodb::bson::Document>(sequence::COUNTERS_COLLECTION)
+        .update_one(
+            mongodb::bson::doc! { "_id": "events" },
+            mongodb::bson::doc! { "$set": { "tag": i64::from(now) } },
+        )
+        .await
+        .unwrap();
+    let (status, body) = get(&router, "/v1/counters/events/ids?count=3").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(tags(&body), [now; 3], "{body}");
+}
