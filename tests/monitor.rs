@@ -570,3 +570,48 @@ fn the_monitor_refuses_bad_parameters_naming_them() {
     let largest = ok(&service, "/monitor.json?per_page=500").json();
     assert_eq!(largest["paging"]["per_page"], 500);
 }
+
+/// A striped counter's row says what each of its lanes has handed out, as
+/// `counter show` says it, on the default page and on a page found by name.
+#[test]
+fn the_monitor_shows_each_lane_of_a_striped_counter() {
+    const TEST: &str = "monitor_lanes";
+    block_on(support::database(TEST));
+    create(TEST, "orders", &["--kind", "autoinc", "--stripes", "2"]);
+    let taken = run(support::idmint(TEST).args(["seq", "orders", "--count", "3"]));
+    assert_exit(&taken, 0);
+    // `counter show`'s lines of the lanes: "  lane 0: local value 2, ...".
+    let shown = run(support::idmint(TEST).args(["counter", "show", "orders"]));
+    assert_exit(&shown, 0);
+    let lanes: Vec<(String, String)> = support::stdout(&shown)
+        .lines()
+        .filter_map(|line| line.trim().split_once(": "))
+        .filter(|(label, _)| label.starts_with("lane "))
+        .map(|(label, text)| (label.to_string(), text.trim().to_string()))
+        .collect();
+    assert_eq!(lanes.len(), 2, "{}", support::stdout(&shown));
+    assert!(
+        lanes
+            .iter()
+            .any(|(_, text)| text.starts_with("local value")),
+        "{lanes:?}"
+    );
+    let service = Service::start(TEST, &[]);
+    for path in ["/monitor.json", "/monitor.json?q=orders"] {
+        let snapshot = ok(&service, path).json();
+        let facts: Vec<(String, String)> = row(&snapshot, "orders")["facts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|fact| {
+                (
+                    fact[0].as_str().unwrap().to_string(),
+                    fact[1].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        for lane in &lanes {
+            assert!(facts.contains(lane), "{path}: {lane:?} not in {facts:?}");
+        }
+    }
+}

@@ -345,7 +345,7 @@ fn print_state(
             line(
                 &mut text,
                 &format!("lane {}", lane.lane.residue()),
-                &lane_text(lane),
+                &lane.describe(),
             );
         }
         line(&mut text, "prefix", &prefix_text(state));
@@ -387,14 +387,4 @@ fn prefix_text(state: &CounterState) -> String {
         text.push_str(" (undeclared: `idmint status` reports a prefix two counters own)");
     }
     text
-}
-
-/// One lane, as `counter show` says it.
-fn lane_text(lane: &LaneDocument) -> String {
-    let sealed = if lane.sealed { ", sealed" } else { "" };
-    if lane.seq == 0 {
-        format!("nothing handed out yet{sealed}")
-    } else {
-        format!("local value {}, last value {}{sealed}", lane.seq, lane.last)
-    }
 }

@@ -18,10 +18,12 @@
 use idmint::lock::{status_all, LOCKS_COLLECTION};
 use idmint::policy::PolicyStore;
 use idmint::sequence::prefixes::{self, Collision};
+use idmint::sequence::striping::{self, LaneDocument};
 use idmint::sequence::{self, CounterName, Listed};
 use idmint::{Clock, ErrorClass};
 use mongodb::Database;
 use serde::Serialize;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -294,6 +296,10 @@ pub struct PageRead {
     /// search; every counter's number is the shared read's); or why they
     /// could not be read.
     pub found: Result<(Vec<Listed>, Option<u64>), String>,
+    /// The lanes of its striped counters, by counter name.
+    pub lanes: HashMap<String, Vec<LaneDocument>>,
+    /// The lanes that could not be read, and why.
+    pub problems: Vec<String>,
 }
 
 impl PageRead {
@@ -318,7 +324,17 @@ impl PageRead {
             count,
         );
         let found = page.and_then(|page| Ok((page, total?)));
-        PageRead { request, found }
+        let mut problems = Vec::new();
+        let lanes = match &found {
+            Ok((listed, _)) => read_lanes(database, listed.iter(), deadline, &mut problems).await,
+            Err(_) => HashMap::new(),
+        };
+        PageRead {
+            request,
+            found,
+            lanes,
+            problems,
+        }
     }
 }
 
@@ -338,6 +354,7 @@ impl Snapshot {
         let mut problems = read.problems.clone();
         let (counters, paging) = match (view, page) {
             (View::Page(_), Some(page)) => {
+                problems.extend(page.problems.iter().cloned());
                 let (rows, paging, problem) = page_rows(read, page, activity);
                 problems.extend(problem);
                 (rows, paging)
@@ -398,7 +415,11 @@ fn page_rows(
                 .map(|counter| {
                     let busy = read.busiest.iter().any(|(name, _)| *name == counter.name);
                     let recent = activity.recent(&counter.name);
-                    CounterRow::new(counter, now_ms, &read.collisions, recent, busy)
+                    let mut row = CounterRow::new(counter, now_ms, &read.collisions, recent, busy);
+                    if let Some(lanes) = page.lanes.get(&counter.name) {
+                        row.add_lanes(lanes);
+                    }
+                    row
                 })
                 .collect();
             (rows, total, None)
@@ -494,7 +515,7 @@ async fn read_counters(
     let all = listed.as_deref().unwrap_or_default();
     let collisions =
         prefixes::collisions_among(all.iter().filter_map(|counter| counter.state.as_ref().ok()));
-    let triage = listed.as_deref().map(|listed| {
+    let mut triage = listed.as_deref().map(|listed| {
         Triage::choose(
             listed,
             now_ms,
@@ -503,6 +524,18 @@ async fn read_counters(
             DEFAULT_PER_PAGE as usize,
         )
     });
+    if let Some(triage) = triage.as_mut() {
+        let shown: HashSet<&str> = triage.rows.iter().map(|row| row.name.as_str()).collect();
+        let striped = all
+            .iter()
+            .filter(|counter| shown.contains(counter.name.as_str()));
+        let lanes = read_lanes(database, striped, deadline, &mut problems).await;
+        for row in &mut triage.rows {
+            if let Some(lanes) = lanes.get(&row.name) {
+                row.add_lanes(lanes);
+            }
+        }
+    }
     let leased: Vec<&str> = all
         .iter()
         .filter(|counter| {
@@ -515,6 +548,40 @@ async fn read_counters(
         .collect();
     let workers = read_workers(database, &leased, deadline, &mut problems).await;
     (triage, collisions, workers, problems)
+}
+
+/// The lanes of the striped counters among `counters`, by counter name,
+/// read at once by `deadline` (one read of each counter's lanes; striped
+/// counters are few, and only those shown are asked for). A counter whose
+/// lanes cannot be read is shown without them, and named in `problems`.
+async fn read_lanes<'a>(
+    database: &Database,
+    counters: impl Iterator<Item = &'a Listed>,
+    deadline: Deadline,
+    problems: &mut Vec<String>,
+) -> HashMap<String, Vec<LaneDocument>> {
+    let reads = counters.filter_map(|counter| {
+        let state = counter.state.as_ref().ok()?;
+        let map = state.striped.as_ref()?;
+        let name = CounterName::new(&counter.name).ok()?;
+        Some(async move {
+            let part = format!("the lanes of counter '{name}'");
+            let lanes = deadline
+                .read(&part, striping::lanes(database, &name, map))
+                .await;
+            (counter.name.clone(), lanes)
+        })
+    });
+    let mut found = HashMap::new();
+    for (name, lanes) in futures_util::future::join_all(reads).await {
+        match lanes {
+            Ok(lanes) => {
+                found.insert(name, lanes);
+            }
+            Err(problem) => problems.push(problem),
+        }
+    }
+    found
 }
 
 /// The locks held, and how many others there are.

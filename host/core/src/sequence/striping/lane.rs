@@ -48,6 +48,18 @@ pub struct LaneDocument {
 }
 
 impl LaneDocument {
+    /// What it has handed out, in words, as `counter show` and the monitor
+    /// page say it: "nothing handed out yet", or its local and last values,
+    /// and whether it is sealed.
+    pub fn describe(&self) -> String {
+        let sealed = if self.sealed { ", sealed" } else { "" };
+        if self.seq == 0 {
+            format!("nothing handed out yet{sealed}")
+        } else {
+            format!("local value {}, last value {}{sealed}", self.seq, self.last)
+        }
+    }
+
     /// The values its last take of `count` handed out, in order, read from
     /// the lane after that take.
     pub fn taken(&self, count: u64) -> Vec<u64> {
