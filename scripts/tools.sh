@@ -119,16 +119,19 @@ ensure_wrk() {
   apt_install wrk
 }
 
+# Installs PyPI package $2 at version $3 into a venv at $1 (made if missing).
+pip_into_venv() {
+  say "installing $2 $3 from PyPI into a venv (once)"
+  python3 -m venv "$1"
+  "$1/bin/pip" install --quiet --disable-pip-version-check "$2==$3"
+}
+
 ensure_schemathesis() {
   if [ -n "${IDMINT_SCHEMATHESIS:-}" ] && [ -x "$IDMINT_SCHEMATHESIS" ]; then
     return
   fi
   local venv="$IDMINT_TOOLS_DIR/schemathesis-$SCHEMATHESIS_VERSION"
-  if [ ! -x "$venv/bin/schemathesis" ]; then
-    say "installing schemathesis $SCHEMATHESIS_VERSION from PyPI into a venv (once)"
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
-  fi
+  [ -x "$venv/bin/schemathesis" ] || pip_into_venv "$venv" schemathesis "$SCHEMATHESIS_VERSION"
   export IDMINT_SCHEMATHESIS="$venv/bin/schemathesis"
 }
 
@@ -138,11 +141,8 @@ ensure_schemathesis() {
 ensure_interop() {
   if [ -z "${IDMINT_INTEROP_PYTHON:-}" ] || [ ! -x "$IDMINT_INTEROP_PYTHON" ]; then
     local venv="$IDMINT_TOOLS_DIR/python-ulid-$PYTHON_ULID_VERSION"
-    if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import ulid' 2>/dev/null; then
-      say "installing python-ulid $PYTHON_ULID_VERSION from PyPI into a venv (once)"
-      python3 -m venv "$venv"
-      "$venv/bin/pip" install --quiet --disable-pip-version-check "python-ulid==$PYTHON_ULID_VERSION"
-    fi
+    "$venv/bin/python" -c 'import ulid' 2>/dev/null ||
+      pip_into_venv "$venv" python-ulid "$PYTHON_ULID_VERSION"
     export IDMINT_INTEROP_PYTHON="$venv/bin/python"
   fi
   if [ -z "${IDMINT_UUID_NPM_DIR:-}" ] || [ ! -d "$IDMINT_UUID_NPM_DIR/node_modules/uuid" ]; then

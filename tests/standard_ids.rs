@@ -21,7 +21,7 @@ use mongodb::bson::{doc, Document};
 use serde_json::Value;
 use tokio::sync::Barrier;
 
-use crate::support::service::Service;
+use crate::support::service::{Answer, Service};
 use crate::support::{
     self, assert_durable, assert_exit, counter_doc, counter_name, create, database_handle,
     fixture_policy, idmint, run, stderr, stdout,
@@ -580,20 +580,31 @@ async fn serve_gives_an_older_counter_its_tag_before_its_first_standard_id() {
     let service = Service::start(TEST, &["--policy-for", "snowflake=builtin:uuidv7"]);
     let answer = service.get("/v1/counters/old/ids?count=3");
     assert_eq!(answer.status, 200, "{answer:?}");
-    let ids: Vec<String> = answer.json()["ids"]
+    let ids = ids_of(&answer);
+    assert_eq!(ids.len(), 3, "{ids:?}");
+    assert_carry_the_tag(TEST, "old", &ids);
+}
+
+/// The IDs of a `/ids` answer.
+fn ids_of(answer: &Answer) -> Vec<String> {
+    answer.json()["ids"]
         .as_array()
         .expect("ids")
         .iter()
         .map(|id| id.as_str().expect("an ID").to_string())
-        .collect();
-    assert_eq!(ids.len(), 3, "{ids:?}");
-    let tag = shown(TEST, "old")["tag"].as_u64().expect("tagged now");
+        .collect()
+}
+
+/// Asserts that each of `ids`, UUIDv7s of counter `name`, reads back
+/// with the counter's tag, which it has (not 0).
+fn assert_carry_the_tag(test: &str, name: &str, ids: &[String]) {
+    let tag = shown(test, name)["tag"].as_u64().expect("a tag");
     assert_ne!(tag, 0);
-    for (id, parts) in ids.iter().zip(read_back(TEST, "uuidv7", &ids)) {
+    for (id, parts) in ids.iter().zip(read_back(test, "uuidv7", ids)) {
         assert_eq!(
             parts["snowflake"]["tag"].as_u64(),
             Some(tag),
-            "{id}: {parts}"
+            "{name} {id}: {parts}"
         );
     }
 }
@@ -682,14 +693,7 @@ async fn counters_without_the_empty_prefix_make_standard_ids_keyed_by_their_tags
     let mut all = HashSet::new();
     for name in ["owner", "raw-1"] {
         let (_, ids, _) = next_ids(TEST, name, "uuidv7", COUNT);
-        let tag = shown(TEST, name)["tag"].as_u64().expect("a tag");
-        for (id, parts) in ids.iter().zip(read_back(TEST, "uuidv7", &ids)) {
-            assert_eq!(
-                parts["snowflake"]["tag"].as_u64(),
-                Some(tag),
-                "{name} {id}: {parts}"
-            );
-        }
+        assert_carry_the_tag(TEST, name, &ids);
         all.extend(ids);
     }
     // A policy that receives no tag: the empty prefix is another counter's.
@@ -715,20 +719,8 @@ async fn counters_without_the_empty_prefix_make_standard_ids_keyed_by_their_tags
     let service = Service::start(TEST, &["--policy-for", "snowflake=builtin:uuidv7"]);
     let answer = service.get(&format!("/v1/counters/raw-2/ids?count={COUNT}"));
     assert_eq!(answer.status, 200, "{answer:?}");
-    let ids: Vec<String> = answer.json()["ids"]
-        .as_array()
-        .expect("ids")
-        .iter()
-        .map(|id| id.as_str().expect("an ID").to_string())
-        .collect();
-    let tag = shown(TEST, "raw-2")["tag"].as_u64().expect("a tag");
-    for (id, parts) in ids.iter().zip(read_back(TEST, "uuidv7", &ids)) {
-        assert_eq!(
-            parts["snowflake"]["tag"].as_u64(),
-            Some(tag),
-            "raw-2 {id}: {parts}"
-        );
-    }
+    let ids = ids_of(&answer);
+    assert_carry_the_tag(TEST, "raw-2", &ids);
     all.extend(ids);
     assert_eq!(all.len(), 3 * COUNT, "every ID distinct");
 }
