@@ -66,16 +66,19 @@ ensure_server() {
   export IDMINT_TEST_SERVER_BIN="$root/bin/secantusd-rs"
 }
 
+# Installs npm package $2 at version $3 under the directory $1.
+npm_into_prefix() {
+  say "installing $2 $3 from npm (once)"
+  mkdir -p "$1"
+  npm install --prefix "$1" --no-audit --no-fund --loglevel=error "$2@$3" >/dev/null
+}
+
 ensure_mongosh() {
   if [ -n "${IDMINT_MONGOSH:-}" ] && [ -x "$IDMINT_MONGOSH" ]; then
     return
   fi
   local prefix="$IDMINT_TOOLS_DIR/mongosh-$MONGOSH_VERSION"
-  if [ ! -x "$prefix/node_modules/.bin/mongosh" ]; then
-    say "installing mongosh $MONGOSH_VERSION from npm (once)"
-    mkdir -p "$prefix"
-    npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error "mongosh@$MONGOSH_VERSION" >/dev/null
-  fi
+  [ -x "$prefix/node_modules/.bin/mongosh" ] || npm_into_prefix "$prefix" mongosh "$MONGOSH_VERSION"
   export IDMINT_MONGOSH="$prefix/node_modules/.bin/mongosh"
 }
 
@@ -147,11 +150,7 @@ ensure_interop() {
   fi
   if [ -z "${IDMINT_UUID_NPM_DIR:-}" ] || [ ! -d "$IDMINT_UUID_NPM_DIR/node_modules/uuid" ]; then
     local prefix="$IDMINT_TOOLS_DIR/uuid-npm-$UUID_NPM_VERSION"
-    if [ ! -d "$prefix/node_modules/uuid" ]; then
-      say "installing uuid $UUID_NPM_VERSION from npm (once)"
-      mkdir -p "$prefix"
-      npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error "uuid@$UUID_NPM_VERSION" >/dev/null
-    fi
+    [ -d "$prefix/node_modules/uuid" ] || npm_into_prefix "$prefix" uuid "$UUID_NPM_VERSION"
     export IDMINT_UUID_NPM_DIR="$prefix"
   fi
 }
