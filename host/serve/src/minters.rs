@@ -170,9 +170,7 @@ impl Aged {
             Ok(None)
         }
     }
-}
 
-impl Aged {
     /// Whether `minter` may serve again: what keeps its IDs apart from
     /// other counters' holds as it did when it was prepared.
     async fn still_serves(&self, minter: &Minter) -> Result<bool, SequenceError> {

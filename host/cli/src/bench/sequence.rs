@@ -1,7 +1,7 @@
 //! Benchmark-only code, hidden from the library's documented API: the
 //! `idmint bench` measurements and the yardsticks they compare idmint with
-//! ([`seed_cas`], the seed's loop; [`native_format`], the default format in
-//! plain Rust).
+//! ([`seed_cas`], the seed's loop; the format benchmark's are in
+//! `format.rs`).
 //!
 //! The sequence benchmark: how many values per second each kind of counter
 //! hands out, against two yardsticks that are not idmint's counters.
