@@ -731,7 +731,12 @@ async fn counters_without_the_empty_prefix_make_standard_ids_keyed_by_their_tags
 /// is distinct, each is valid by code no one here wrote (Python's `uuid` and
 /// the `uuid` npm package for the UUIDs, `python-ulid` for the ULIDs), each
 /// carries its counter's tag and a time within its process's run, and each
-/// process's IDs increase.
+/// process's IDs increase. The processes are started together but their
+/// overlap is not forced: this test is about validity and scale; two
+/// processes of one counter racing for worker ids are the snowflake tests'
+/// (`snowflake::eight_processes_lease_eight_worker_ids_and_never_share_an_id`),
+/// and equal workers and sequences of two counters
+/// are the frozen-clock test's above.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn four_processes_make_a_million_standard_ids_all_distinct_and_valid() {
     const TEST: &str = "standard_ids_a_million";
