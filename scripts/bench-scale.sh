@@ -6,10 +6,19 @@
 #
 #   throughput    wrk asks up to 1,000 of the counters for one ID each in
 #                 turn (scripts/wrk-round-robin.lua), after a warm-up:
-#                 requests/s and p99, and at the end the ratio of the figure
-#                 at the largest size to the one at 1 counter
+#                 requests/s and p99, and at the end the ratio of the median
+#                 at the largest size to the one at 1 counter. Measured last,
+#                 in ROUNDS rounds that each ask every size in turn (each
+#                 round starting at the next size), on one database per size
+#                 (idmint_bench_scale_tpN, filled first): requests spread
+#                 over many documents leave the database server slower for
+#                 whatever runs next, so sizes measured one after the other
+#                 favour the first (docs/BENCHMARKS.md, "the order effect")
 #   first         the first request for a counter's IDs, averaged over
-#                 SAMPLES counters spread over the database
+#                 SAMPLES counters spread over the database; each server
+#                 has answered one request (for the counter first-of-server,
+#                 created beside k000000) before, so that its own start-up
+#                 is not counted
 #   idle          the same counters again, once they have been idle 11 s
 #                 (past the 10 s a server trusts a prepared minter)
 #   refused       on a second server whose policies fit no counter (decimal,
@@ -33,11 +42,13 @@
 #   BENCH_SCALE_WARMUP=5               seconds of wrk before each measurement
 #   BENCH_SCALE_SAMPLES=20             counters per single-request figure
 #   BENCH_SCALE_CLI_RUNS=10            runs of each CLI command per size
+#   BENCH_SCALE_ROUNDS=5               throughput figures per size
 #   BENCH_SERVE_BIN=PATH               this idmint binary instead of a
 #                                      release build
 #
 # Starts a local test server unless MONGODB_URI is set, and uses the
-# database idmint_bench_scale (dropped first).
+# database idmint_bench_scale and one idmint_bench_scale_tpN per size (each
+# dropped first).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/tools.sh
@@ -49,6 +60,7 @@ spread="${BENCH_SCALE_SPREAD:-1000}"
 warmup="${BENCH_SCALE_WARMUP:-5}"
 samples="${BENCH_SCALE_SAMPLES:-20}"
 cli_runs="${BENCH_SCALE_CLI_RUNS:-10}"
+rounds="${BENCH_SCALE_ROUNDS:-5}"
 idle_seconds=11
 
 ensure_wasm_target
@@ -71,6 +83,10 @@ counter_name() { printf 'k%06d' "$1"; }
 shell --eval "db.getSiblingDB('$IDMINT_DB').dropDatabase()" >/dev/null
 "$idmint" install >/dev/null
 "$idmint" counter create "$(counter_name 0)" --kind cyclic --prefix K000000- >/dev/null
+# Asked once by each fresh server before anything is measured, so that the
+# single-request figures are a counter's first request, not the server's
+# (its first connections to the database, its first policy instance).
+"$idmint" counter create first-of-server --kind cyclic --prefix W- >/dev/null
 filled=1
 
 # Fills the database up to $1 counters.
@@ -79,6 +95,23 @@ fill_to() {
   say "adding counters $filled to $(($1 - 1))"
   BENCH_FILL_FROM=$filled BENCH_FILL_TO=$1 shell --file scripts/bench-scale-fill.js >&2
   filled=$1
+}
+
+# The database of the throughput figures at size $1.
+throughput_db() { printf '%s_tp%s' "$IDMINT_DB" "$1"; }
+
+# A fresh database of $1 counters for the throughput figures.
+make_throughput_db() { # size
+  local main=$IDMINT_DB
+  IDMINT_DB="$(throughput_db "$1")"
+  shell --eval "db.getSiblingDB('$IDMINT_DB').dropDatabase()" >/dev/null
+  "$idmint" install >/dev/null
+  "$idmint" counter create "$(counter_name 0)" --kind cyclic --prefix K000000- >/dev/null
+  if [ "$1" -gt 1 ]; then
+    say "database $IDMINT_DB: adding counters 1 to $(($1 - 1))"
+    BENCH_FILL_FROM=1 BENCH_FILL_TO=$1 shell --file scripts/bench-scale-fill.js >&2
+  fi
+  IDMINT_DB=$main
 }
 
 # SAMPLES counters spread over a database of $1, cyclic and autoinc in turn.
@@ -117,6 +150,11 @@ single_requests() { # size scenario status
 
 # The wall and CPU (user + system) milliseconds of one run of the idmint
 # command "$@", output discarded: `times` in a subshell that ran only it.
+# The fresh server's first request, for a counter outside every sample.
+first_of_server() {
+  curl -sS -o /dev/null "$url/v1/counters/first-of-server/ids?count=1"
+}
+
 timed_run() {
   (
     start=$EPOCHREALTIME
@@ -160,15 +198,15 @@ answers_by_status() {
 # Goes round $2 counters for $seconds, after the warm-up, and prints the
 # JSON line of the throughput at size $1, with the server's answers by
 # status and the machine's load average when it began.
-throughput() { # size counters
+throughput() { # size counters round
   local line before load
   export WRK_COUNTERS=$2 WRK_ACCEPT=text/plain
   wrk -t2 -c32 -d"${warmup}s" --timeout 30s -s scripts/wrk-round-robin.lua "$url" >/dev/null
   load="$(cut -d' ' -f1 /proc/loadavg)"
   before="$(answers_by_status)"
   line="$(measure_wrk scripts/wrk-round-robin.lua "$url" --timeout 30s)"
-  printf '{"size":%d,"scenario":"throughput","counters_asked":%d,"load_1m":%s,"statuses":{%s},%s\n' \
-    "$1" "$2" "$load" "$( (sed 's/^/before /' <<<"$before"; answers_by_status) |
+  printf '{"size":%d,"scenario":"throughput","round":%d,"counters_asked":%d,"load_1m":%s,"statuses":{%s},%s\n' \
+    "$1" "$3" "$2" "$load" "$( (sed 's/^/before /' <<<"$before"; answers_by_status) |
       awk '$1 == "before" { n[$2] -= $3; next } { n[$1] += $2 } END {
         for (s in n) if (n[s]) printf "%s\"%s\":%d", (k++ ? "," : ""), s, n[s] }')" "$line"
 }
@@ -197,21 +235,44 @@ for size in $sizes; do
   # for the autoinc ones.
   start_serve "$idmint" --policy builtin:default --policy-for autoinc=builtin:decimal
   say "$size counters: idmint serve at $url"
+  first_of_server
   emit single_requests "$size" first 200
   sleep "$idle_seconds" # the idle time is what is measured
   emit single_requests "$size" idle 200
-  emit throughput "$size" "$asked"
   stop_serve
 
   # No counter served: decimal (no time) for the cyclic ones, the two-digit
   # default for the autoinc ones.
   start_serve "$idmint" --policy builtin:decimal --policy-for autoinc=builtin:default
+  first_of_server
   emit single_requests "$size" refused 409
   emit single_requests "$size" refused_again 409
   stop_serve
 
   emit cli_costs "$size"
 done
+
+# Throughput: every size in each round, each round starting at the next.
+for size in $sizes; do make_throughput_db "$size"; done
+read -r -a size_list <<<"$sizes"
+for round in $(seq "$rounds"); do
+  for k in "${!size_list[@]}"; do
+    size="${size_list[$(((round - 1 + k) % ${#size_list[@]}))]}"
+    asked=$((spread < size ? spread : size))
+    main_db=$IDMINT_DB
+    IDMINT_DB="$(throughput_db "$size")"
+    start_serve "$idmint" --policy builtin:default --policy-for autoinc=builtin:decimal
+    IDMINT_DB=$main_db
+    say "round $round, $size counters: throughput"
+    emit throughput "$size" "$asked" "$round"
+    stop_serve
+  done
+done
+
+# The median of field $1 over the throughput lines at $size.
+throughput_median() {
+  of throughput | while read -r line; do field "$line" "$1"; done | median
+}
 
 # The table, and the ratio of the throughput at the largest size to that at
 # the smallest.
@@ -220,20 +281,27 @@ done
   echo "| counters | ok req/s | non-2xx | p99 ms | first ms | idle ms | refused ms | refused again ms | next / seq wall ms |"
   echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
   for size in $sizes; do
-    tp="$(of throughput)"
     cli="$(of cli)"
     printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s / %s (%sx) |\n' "$size" \
-      "$(field "$tp" ok_per_sec)" "$(field "$tp" non_2xx)" "$(awk -v us="$(field "$tp" p99_us)" 'BEGIN { printf "%.1f", us / 1000 }')" \
+      "$(throughput_median ok_per_sec)" "$(throughput_median non_2xx)" "$(awk -v us="$(throughput_median p99_us)" 'BEGIN { printf "%.1f", us / 1000 }')" \
       "$(field "$(of first)" avg_ms)" "$(field "$(of idle)" avg_ms)" \
       "$(field "$(of refused)" avg_ms)" "$(field "$(of refused_again)" avg_ms)" \
       "$(field "$cli" next_wall_ms)" "$(field "$cli" seq_wall_ms)" "$(field "$cli" wall_ratio)"
   done
   size="${sizes%% *}"
-  small="$(field "$(of throughput)" ok_per_sec)"
+  small="$(throughput_median ok_per_sec)"
+  small_rounds="$(of throughput | while read -r line; do field "$line" ok_per_sec; done | tr '\n' ' ')"
   size="${sizes##* }"
-  large="$(field "$(of throughput)" ok_per_sec)"
-  awk -v small="$small" -v large="$large" -v a="${sizes%% *}" -v b="${sizes##* }" \
-    'BEGIN { printf "\nthroughput at %d counters / at %d: %.3f (target >= 0.8)\n", b, a, small ? large / small : 0 }'
+  large="$(throughput_median ok_per_sec)"
+  large_rounds="$(of throughput | while read -r line; do field "$line" ok_per_sec; done | tr '\n' ' ')"
+  awk -v small="$small" -v large="$large" -v a="${sizes%% *}" -v b="${sizes##* }" -v rounds="$rounds" \
+    -v sr="$small_rounds" -v lr="$large_rounds" 'BEGIN {
+      printf "\nthroughput at %d counters / at %d, medians of %d rounds: %.3f (target >= 0.8)\n", b, a, rounds, small ? large / small : 0
+      n = split(sr, s, " "); split(lr, l, " ")
+      printf "round by round:"
+      for (i = 1; i <= n; i++) printf " %.3f", s[i] ? l[i] / s[i] : 0
+      printf "\n"
+    }'
 }
 say "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 say "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -r)"
