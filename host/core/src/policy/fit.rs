@@ -362,7 +362,10 @@ pub fn check_prefix_reads_back(
 /// unique in a database, so two counters' IDs that each carry their own tag
 /// cannot be equal, whatever else they hold. Checked on the counter's first
 /// and last IDs, as [`check_prefix_reads_back`] does; nothing is consumed
-/// or written. A counter without a tag fails it with tag 0.
+/// or written. A counter without a tag fails it with tag 0. Two policy
+/// calls the first time; none once the policy has read back this tag,
+/// with this salt, out of IDs of this layout (the memo is the policy's, as
+/// for [`check_serves`]).
 ///
 /// [`Namespace::Tag`]: crate::minter::Namespace::Tag
 pub fn check_tag_reads_back(policy: &Policy, counter: &CounterState) -> Result<(), PolicyError> {
@@ -370,7 +373,13 @@ pub fn check_tag_reads_back(policy: &Policy, counter: &CounterState) -> Result<(
     let (tag, salt) = counter
         .counter_tag()
         .map_or((0, 0), |counter_tag| (counter_tag.tag, counter_tag.salt));
-    let stamps: Vec<Stamp> = probe_stamps(counter)
+    let probes = probe_stamps(counter);
+    // Everything the check reads: the layout, the tag and salt, the stamps.
+    let key = format!("tag {tag} {salt} {layout:?} {probes:?}");
+    if policy.fits().accepted(&key) {
+        return Ok(());
+    }
+    let stamps: Vec<Stamp> = probes
         .into_iter()
         .map(|mut stamp| {
             if let Some(fields) = stamp.snowflake.as_mut() {
@@ -399,6 +408,7 @@ pub fn check_tag_reads_back(policy: &Policy, counter: &CounterState) -> Result<(
         }
         .into());
     }
+    policy.fits().accept(key);
     Ok(())
 }
 

@@ -155,3 +155,39 @@ fn an_accepted_fit_is_remembered_by_prefix_and_shape_and_a_refusal_is_not() {
     assert!(error.is_format(), "{error}");
     assert_eq!(policy.fits().len(), 3);
 }
+
+#[test]
+fn a_tag_read_back_is_remembered_by_tag_and_layout_and_a_refusal_is_not() {
+    use crate::parts::Layout;
+    use crate::sequence::{CounterTag, KindState};
+    // A policy of its own: the memo is the policy's.
+    let policy = PolicyRuntime::new()
+        .unwrap()
+        .load_builtin("uuidv7")
+        .unwrap();
+    let tagged = |tag: u32| {
+        let mut counter = snowflake_counter(Layout::default());
+        if let KindState::Snowflake(state) = &mut counter.kind {
+            state.tag = Some(CounterTag { tag, salt: 0x5eed });
+        }
+        counter
+    };
+    check_tag_reads_back(&policy, &tagged(7)).unwrap();
+    assert_eq!(policy.fits().len(), 1);
+    // The same tag again: nothing new to check, nothing new remembered.
+    check_tag_reads_back(&policy, &tagged(7)).unwrap();
+    assert_eq!(policy.fits().len(), 1);
+    // Another tag: checked and remembered.
+    check_tag_reads_back(&policy, &tagged(8)).unwrap();
+    assert_eq!(policy.fits().len(), 2);
+    // A counter without a tag is refused every time, and not remembered.
+    for _ in 0..2 {
+        let error =
+            check_tag_reads_back(&policy, &snowflake_counter(Layout::default())).unwrap_err();
+        assert!(
+            matches!(&error, PolicyError::Fit(fit) if matches!(**fit, FitError::TagNotReadBack { tag: 0, .. })),
+            "{error}"
+        );
+    }
+    assert_eq!(policy.fits().len(), 2);
+}
