@@ -344,6 +344,41 @@ pub fn parse_ulid(text: &str) -> Result<u128, String> {
     Ok(value)
 }
 
+/// Declares a policy (a unit struct `$policy` named `$name`) whose IDs are
+/// the standard form [`Form::$form`](Form), for snowflake counters: any
+/// 64-bit snowflake ID (what does not fit is refused by the format), no
+/// prefix. The built-in `uuidv7` and `ulid` policies are each this and
+/// their component's bindings.
+#[macro_export]
+macro_rules! standard_policy {
+    ($(#[$meta:meta])* $policy:ident, $name:literal, $form:ident) => {
+        $(#[$meta])*
+        pub struct $policy;
+
+        impl $crate::Policy for $policy {
+            const NAME: &'static str = $name;
+            /// Any 64-bit snowflake ID: what does not fit is refused by the format.
+            const SEQUENCE_CAPACITY: u64 = u64::MAX;
+            const MAX_PREFIX_LEN: usize = 0;
+
+            fn format_batch(
+                prefix: &str,
+                stamps: impl ExactSizeIterator<Item = $crate::Stamp>,
+            ) -> Result<String, $crate::FormatFailure> {
+                $crate::standard::Form::$form.format_batch(prefix, stamps)
+            }
+
+            fn validate(
+                id: &str,
+                expected_prefix: Option<&str>,
+                layout: Option<&$crate::SnowflakeLayout>,
+            ) -> Result<$crate::Parsed, $crate::Invalid> {
+                $crate::standard::Form::$form.validate(id, expected_prefix, layout)
+            }
+        }
+    };
+}
+
 /// A standard ID's text form: what the policies `builtin:uuidv7` and
 /// `builtin:ulid` write, on the same payload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -19,33 +19,12 @@
 //! turns on (see `guest/default/Cargo.toml` for why it is not on by
 //! default).
 
-use idmint_policy_kit::standard::Form;
-use idmint_policy_kit::{FormatFailure, Invalid, Parsed, Policy, SnowflakeLayout, Stamp};
-
-/// The ulid policy.
-pub struct UlidPolicy;
-
-impl Policy for UlidPolicy {
-    const NAME: &'static str = "ulid";
-    /// Any 64-bit snowflake ID: what does not fit is refused by the format.
-    const SEQUENCE_CAPACITY: u64 = u64::MAX;
-    const MAX_PREFIX_LEN: usize = 0;
-
-    fn format_batch(
-        prefix: &str,
-        stamps: impl ExactSizeIterator<Item = Stamp>,
-    ) -> Result<String, FormatFailure> {
-        Form::Ulid.format_batch(prefix, stamps)
-    }
-
-    fn validate(
-        id: &str,
-        expected_prefix: Option<&str>,
-        layout: Option<&SnowflakeLayout>,
-    ) -> Result<Parsed, Invalid> {
-        Form::Ulid.validate(id, expected_prefix, layout)
-    }
-}
+idmint_policy_kit::standard_policy!(
+    /// The ulid policy.
+    UlidPolicy,
+    "ulid",
+    Ulid
+);
 
 /// The component: the bindings of contract 0.5.0 and the exports, in a module
 /// of their own so that the generated names (`Stamp`, `Period`, ...) stay

@@ -18,33 +18,12 @@
 //! turns on (see `guest/default/Cargo.toml` for why it is not on by
 //! default).
 
-use idmint_policy_kit::standard::Form;
-use idmint_policy_kit::{FormatFailure, Invalid, Parsed, Policy, SnowflakeLayout, Stamp};
-
-/// The uuidv7 policy.
-pub struct Uuidv7Policy;
-
-impl Policy for Uuidv7Policy {
-    const NAME: &'static str = "uuidv7";
-    /// Any 64-bit snowflake ID: what does not fit is refused by the format.
-    const SEQUENCE_CAPACITY: u64 = u64::MAX;
-    const MAX_PREFIX_LEN: usize = 0;
-
-    fn format_batch(
-        prefix: &str,
-        stamps: impl ExactSizeIterator<Item = Stamp>,
-    ) -> Result<String, FormatFailure> {
-        Form::Uuidv7.format_batch(prefix, stamps)
-    }
-
-    fn validate(
-        id: &str,
-        expected_prefix: Option<&str>,
-        layout: Option<&SnowflakeLayout>,
-    ) -> Result<Parsed, Invalid> {
-        Form::Uuidv7.validate(id, expected_prefix, layout)
-    }
-}
+idmint_policy_kit::standard_policy!(
+    /// The uuidv7 policy.
+    Uuidv7Policy,
+    "uuidv7",
+    Uuidv7
+);
 
 /// The component: the bindings of contract 0.5.0 and the exports, in a module
 /// of their own so that the generated names (`Stamp`, `Period`, ...) stay
