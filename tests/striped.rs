@@ -3,7 +3,8 @@
 //! by many processes at once, changed under load with takers held
 //! mid-take (the library's test hooks), and refused, unchanged, by every
 //! path that does not know lanes: a kind's own handle, the commands
-//! `idmint pipeline` exports, the stored JavaScript twins.
+//! `idmint pipeline` exports, the stored JavaScript twins other than
+//! `getNextSequence` (whose lane take is `striped_twin.rs`'s).
 
 use std::collections::HashSet;
 
@@ -515,10 +516,13 @@ async fn a_malformed_lane_is_named_and_left_unchanged() {
     }
 }
 
-/// The stored JavaScript twins, run by mongosh, refuse a striped counter's
-/// map and its lanes, and change nothing.
+/// Of the stored JavaScript twins, run by mongosh, `getNextSequence`
+/// takes from a striped counter's lanes (upsert or not: the counter
+/// exists); every other twin refuses its map, and every twin refuses a
+/// lane called by its name, each saying why and changing nothing.
+/// (`tests/striped_twin.rs` holds the lane take equal to the host's.)
 #[tokio::test]
-async fn the_stored_twins_refuse_a_map_and_its_lanes() {
+async fn only_get_next_sequence_takes_from_a_striped_counter_and_none_from_a_lane() {
     const TEST: &str = "striped_refused_by_twins";
     let database = support::database(TEST).await;
     installer::install(&database, &Default::default())
@@ -549,21 +553,54 @@ async fn the_stored_twins_refuse_a_map_and_its_lanes() {
         .collect();
     let lines = support::mongosh::json_lines(&mut shell(TEST, &script));
     assert_eq!(lines.len(), calls.len(), "{lines:?}");
+    let mut taken = Vec::new();
     for line in &lines {
-        let kind = if line["call"].as_str().unwrap().contains('#') {
-            "lane"
-        } else {
-            "striped"
-        };
+        let call = line["call"].as_str().unwrap();
+        if call.starts_with("getNextSequence('orders'") {
+            taken.push(
+                line["value"]
+                    .as_u64()
+                    .unwrap_or_else(|| panic!("getNextSequence took nothing: {line}")),
+            );
+            continue;
+        }
         let refused = line["refused"]
             .as_str()
             .unwrap_or_else(|| panic!("a stored function took from a striped counter: {line}"));
+        let why = if call.contains('#') {
+            "counter 'orders#"
+        } else {
+            "counter 'orders' is striped: its values come from its lanes"
+        };
         assert!(
-            refused.contains(&format!("has kind \"{kind}\"")) && refused.contains("left unchanged"),
+            refused.contains(why) && refused.contains("left unchanged"),
             "{line}"
         );
+        if call.contains('#') {
+            assert!(
+                refused.ends_with(
+                    "it is a lane of a striped counter, taken from through that counter only; \
+                     it was left unchanged"
+                ),
+                "{line}"
+            );
+        }
     }
-    assert_eq!(counters(&database).await, before);
+    assert_distinct(&taken);
+    assert!(
+        taken.iter().all(|value| (1..=4).contains(value)),
+        "{taken:?}"
+    );
+    // The two takes moved the lanes on by two; the map is as it was.
+    let after = counters(&database).await;
+    assert_eq!(after[0], before[0], "the map changed");
+    let seq = |documents: &[Document]| -> i64 {
+        documents[1..]
+            .iter()
+            .map(|lane| lane.get_i64("seq").unwrap())
+            .sum()
+    };
+    assert_eq!(seq(&after) - seq(&before), 2);
 }
 
 /// A counter name with a lane's `#` is refused before anything is sent.
