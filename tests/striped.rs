@@ -485,7 +485,7 @@ async fn pipeline_prints_the_command_of_one_lane_of_a_striped_counter() {
     for (args, needle) in [
         (
             &["pipeline", "orders"][..],
-            "counter 'orders' is striped over 3 lane(s), each taken from by a command of its \
+            "counter 'orders' is striped over 3 lanes, each taken from by a command of its \
              own: choose one with --lane 0..2",
         ),
         (

@@ -129,14 +129,16 @@ impl PipelineCmd {
         output: &Output,
     ) -> anyhow::Result<Document> {
         let Some(residue) = self.lane else {
-            let lanes = match map.modulus {
-                1 => "--lane 0".to_string(),
-                modulus => format!("--lane 0..{}", modulus - 1),
+            let (lanes, choose) = match map.modulus {
+                1 => ("1 lane".to_string(), "--lane 0".to_string()),
+                modulus => (
+                    format!("{modulus} lanes"),
+                    format!("--lane 0..{}", modulus - 1),
+                ),
             };
             return Err(UsageError(format!(
-                "counter '{name}' is striped over {} lane(s), each taken from by a command of \
-                 its own: choose one with {lanes}",
-                map.modulus
+                "counter '{name}' is striped over {lanes}, each taken from by a command of its \
+                 own: choose one with {choose}"
             ))
             .into());
         };
