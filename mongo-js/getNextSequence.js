@@ -83,8 +83,8 @@ function (keyName, options) {
   // values left, and its update advances the lane's local value `seq` and
   // computes `last`, the value it stands for (base + (seq - 1) * modulus +
   // residue + 1, from the lane's own b, m and r), on the server.
-  // tests/conformance.rs holds the two equal, term for term and BSON type
-  // for type.
+  // tests/striped_twin.rs holds the two equal, term for term and BSON
+  // type for type, and this function's lane take equal to the host's.
   function long(n) {
     return NumberLong(String(n));
   }
