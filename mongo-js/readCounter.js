@@ -1,4 +1,4 @@
-function (keyName, doc, expectedKind) {
+function (keyName, doc, expectedKind, lanesKind) {
   // idmint's counter document rules, the JavaScript twin of the host's
   // readers (host/core/src/sequence/document.rs and each kind's folder,
   // host/core/src/sequence/kinds/), shared by getNextUniqueSeq (cyclic),
@@ -10,7 +10,25 @@ function (keyName, doc, expectedKind) {
   // {val, maxval, ts, hasTs}, autoinc {seq}, periodic {period, zone, current,
   // seq}. Throws, worded as the host words it, when it is missing, corrupt,
   // or of another kind.
+  //
+  // A striped counter (docs/design/striped-counters.md) is a map, the
+  // document `keyName` with kind "striped", and its lanes, documents
+  // `keyName#r` with kind "lane" (host/core/src/sequence/striping/):
+  // - a lane is never read as a counter, and a map is refused as the
+  //   host's kind readers refuse it, unless the caller takes from the
+  //   lanes of `lanesKind` counters (getNextSequence: "autoinc"): then the
+  //   map is read as the host opens it (the map, its lanes' kind and that
+  //   kind's fields, the prefixes) and returned with `striped`, the map
+  //   {kind, generation, base, modulus, live}; lanes of another kind cannot
+  //   be striped;
+  // - expectedKind "striped": the map alone, as the host's taker reads it
+  //   again (striping/taker.rs, read_map);
+  // - expectedKind "lane": `doc` is a lane of counter `keyName`, read as
+  //   striping/lane.rs reads it: {kind, generation, b, m, r, seq, last,
+  //   sealed}; given `lanesKind` (its map's), a lane of another kind is
+  //   corrupt.
   var MAX_VALUE = 9007199254740991;
+  var MAX_LANES = 1024;
   var KINDS = ["cyclic", "autoinc", "segment", "snowflake", "periodic"];
   var LABELS = {
     year: /^[0-9]{4}$/,
@@ -23,6 +41,37 @@ function (keyName, doc, expectedKind) {
     return new Error("counter '" + keyName + "' is corrupt: " + reason +
       "; it was left unchanged, fix or recreate it");
   }
+  function striping(reason) {
+    return new Error("counter '" + keyName + "': " + reason);
+  }
+  function corruptMap(reason) {
+    return striping("its stripe map is corrupt: " + reason + "; it was left unchanged");
+  }
+  function corruptLane(reason) {
+    return striping("lane '" + doc._id + "' is corrupt: " + reason + "; it was left unchanged");
+  }
+
+  // The readers below say what is wrong by throwing wrong(reason), as the
+  // host's readers return Err(reason); what was being read words the error
+  // (read(), as the host's callers map_err), and a field within another is
+  // named by its path (within()).
+  function wrong(reason) {
+    return { idmintReason: reason };
+  }
+  function isWrong(e) {
+    return e !== null && typeof e === "object" && typeof e.idmintReason === "string";
+  }
+  function read(reader, error) {
+    try {
+      return reader();
+    } catch (e) {
+      throw isWrong(e) ? error(e.idmintReason) : e;
+    }
+  }
+  function within(prefix, reader) {
+    return read(reader, function (reason) { return wrong(prefix + reason); });
+  }
+
   function describe(value) {
     if (value === null) return "null";
     if (typeof value === "string") return value.length <= 40 ? "the string " + JSON.stringify(value) : "a string";
@@ -38,93 +87,224 @@ function (keyName, doc, expectedKind) {
     }
     return "a document";
   }
-  function readInteger(field, min, max) {
-    var value = doc[field];
-    if (value === undefined) throw corrupt(field + " is missing");
+  function readInteger(source, field, min, max) {
+    var value = source[field];
+    if (value === undefined) throw wrong(field + " is missing");
     // 64-bit integers arrive as Long (mongosh) or NumberLong (legacy shell).
     if (value !== null && typeof value === "object" && typeof value.toNumber === "function") {
       value = value.toNumber();
     }
-    if (typeof value !== "number") throw corrupt(field + " is " + describe(value) + ", not a number");
-    if (Math.floor(value) !== value) throw corrupt(field + " is " + value + ", not an integer");
-    if (value < 0) throw corrupt(field + " is " + value + ", it must not be negative");
-    if (value < min) throw corrupt(field + " is " + value + ", it must be at least " + min);
-    if (max !== undefined && value > max) throw corrupt(field + " is " + value + ", it must be at most " + max);
+    if (typeof value !== "number") throw wrong(field + " is " + describe(value) + ", not a number");
+    if (Math.floor(value) !== value) throw wrong(field + " is " + value + ", not an integer");
+    if (value < 0) throw wrong(field + " is " + value + ", it must not be negative");
+    if (value < min) throw wrong(field + " is " + value + ", it must be at least " + min);
+    if (max !== undefined && value > max) throw wrong(field + " is " + value + ", it must be at most " + max);
     return value;
   }
-  function readString(field) {
-    var value = doc[field];
-    if (value === undefined) throw corrupt(field + " is missing");
-    if (typeof value !== "string") throw corrupt(field + " is " + describe(value) + ", not a string");
+  function readString(source, field) {
+    var value = source[field];
+    if (value === undefined) throw wrong(field + " is missing");
+    if (typeof value !== "string") throw wrong(field + " is " + describe(value) + ", not a string");
+    return value;
+  }
+  function readDocument(source, field) {
+    var value = source[field];
+    if (value === undefined) throw wrong(field + " is missing");
+    if (describe(value) !== "a document") throw wrong(field + " is " + describe(value) + ", not a document");
+    return value;
+  }
+  function readArray(source, field) {
+    var value = source[field];
+    if (value === undefined) throw wrong(field + " is missing");
+    if (!Array.isArray(value)) throw wrong(field + " is " + describe(value) + ", not an array");
     return value;
   }
   function withArticle(kind) {
     return (/^[aeiou]/.test(kind) ? "an " : "a ") + kind;
+  }
+  // The host's Generation::new: every lane of `modulus` lanes above `base`
+  // has a value up to MAX_VALUE.
+  function checkGeneration(base, modulus) {
+    if (base > MAX_VALUE - modulus) {
+      throw wrong("a generation based at " + base + " with " + modulus +
+        " lanes leaves a lane no value up to 2^53 - 1");
+    }
+  }
+
+  // The host's StripeMap::read (striping/map.rs).
+  function readMap() {
+    var striped = readDocument(doc, "striped");
+    var map = within("striped.", function () {
+      return {
+        kind: readString(striped, "kind"),
+        generation: readInteger(striped, "generation", 0, MAX_VALUE),
+        base: readInteger(striped, "base", 0, MAX_VALUE),
+        modulus: readInteger(striped, "modulus", 1, MAX_LANES)
+      };
+    });
+    within("striped: ", function () { checkGeneration(map.base, map.modulus); });
+    var lanes = within("striped.", function () { return readArray(striped, "lanes"); });
+    map.live = lanes.length > 0;
+    if (map.live && map.generation === 0) {
+      throw wrong("striped.lanes lists lanes of generation 0, which has none");
+    }
+    if (map.live && lanes.length !== map.modulus) {
+      throw wrong("striped.lanes lists " + lanes.length + " lanes, not the " + map.modulus + " of its modulus");
+    }
+    for (var index = 0; index < lanes.length; index++) {
+      var lane = lanes[index];
+      if (describe(lane) !== "a document") {
+        throw wrong("striped.lanes holds " + describe(lane) + ", not only documents");
+      }
+      var residue = within("striped.lanes." + index + ".", function () {
+        return readInteger(lane, "residue", 0, MAX_LANES);
+      });
+      if (residue !== index) {
+        throw wrong("striped.lanes." + index + ".residue is " + residue + ", not " + index);
+      }
+    }
+    return map;
+  }
+
+  // The host's lane::read (striping/lane.rs), the twin of the lanes' take
+  // filter that getNextSequence sends.
+  function readLane() {
+    if (doc.kind !== "lane") {
+      throw wrong("kind is " + (doc.kind === undefined ? "missing" : describe(doc.kind)) + ", not \"lane\"");
+    }
+    var place = readDocument(doc, "lane");
+    var lane = within("lane.", function () {
+      return {
+        kind: readString(place, "kind"),
+        generation: readInteger(place, "generation", 1, MAX_VALUE),
+        b: readInteger(place, "b", 0, MAX_VALUE),
+        m: readInteger(place, "m", 1, MAX_LANES),
+        r: readInteger(place, "r", 0, MAX_LANES - 1)
+      };
+    });
+    within("lane: ", function () {
+      checkGeneration(lane.b, lane.m);
+      if (lane.r >= lane.m) {
+        throw wrong("lane " + lane.r + " does not exist in a generation of " + lane.m + " lanes");
+      }
+    });
+    // How many values the lane hands out in all (a remainder taken first:
+    // every step exact below 2^53).
+    var room = MAX_VALUE - (lane.b + lane.r + 1);
+    var capacity = (room - room % lane.m) / lane.m + 1;
+    lane.seq = readInteger(doc, "seq", 0, capacity);
+    lane.last = readInteger(doc, "last", 0, MAX_VALUE);
+    var highWater = lane.seq === 0 ? lane.b : lane.b + (lane.seq - 1) * lane.m + lane.r + 1;
+    if (lane.last !== highWater) {
+      throw wrong("last is " + lane.last + ", not " + highWater + ", the value of its local value " + lane.seq);
+    }
+    if (doc.sealed === undefined) throw wrong("sealed is missing");
+    if (doc.sealed !== null && describe(doc.sealed) !== "a document") {
+      throw wrong("sealed is " + describe(doc.sealed) + ", not null or a document");
+    }
+    lane.sealed = doc.sealed !== null;
+    return lane;
   }
 
   if (doc === null) {
     throw new Error("counter '" + keyName + "' does not exist (create it with `idmint counter create " +
       keyName + "`)");
   }
+  if (expectedKind === "lane") {
+    var lane = read(readLane, corruptLane);
+    if (lanesKind !== undefined && lane.kind !== lanesKind) {
+      throw corruptLane("it is a lane of " + lane.kind + " counter, not of " + lanesKind);
+    }
+    return lane;
+  }
+  if (expectedKind === "striped") {
+    if (doc.kind !== "striped") {
+      throw corruptMap("kind is " + (doc.kind === undefined ? "missing" : describe(doc.kind)) +
+        ", no longer \"striped\"");
+    }
+    return read(readMap, corruptMap);
+  }
   var kind = "cyclic";
+  var map = null;
   if (doc.kind !== undefined && doc.kind !== null) {
     if (typeof doc.kind !== "string") throw corrupt("kind is " + describe(doc.kind) + ", not a string");
-    if (KINDS.indexOf(doc.kind) < 0) {
-      throw new Error("counter '" + keyName + "' has kind " + JSON.stringify(doc.kind) +
+    kind = doc.kind;
+    if (kind === "lane") {
+      throw striping("it is a lane of a striped counter, taken from through that counter only; it was left unchanged");
+    }
+    if (kind === "striped") {
+      map = read(readMap, corruptMap);
+      kind = map.kind;
+    }
+    if (KINDS.indexOf(kind) < 0) {
+      throw new Error("counter '" + keyName + "' has kind " + JSON.stringify(kind) +
         ", which this idmint does not know (it knows cyclic, autoinc, segment, snowflake and periodic); it was left unchanged");
     }
-    kind = doc.kind;
   }
-  var fields = { kind: kind };
-  if (kind === "cyclic") {
-    fields.val = readInteger("val", 0);
-    fields.maxval = readInteger("maxval", 1);
-    fields.hasTs = doc.ts !== undefined;
-    fields.ts = fields.hasTs ? readInteger("ts", 0) : 0;
-  } else if (kind === "autoinc") {
-    fields.seq = readInteger("seq", 0, MAX_VALUE);
-  } else if (kind === "segment") {
-    fields.max = readInteger("max", 0, MAX_VALUE + 1);
-    fields.step = readInteger("step", 1, 100000000);
-  } else if (kind === "periodic") {
-    fields.period = readString("period");
-    if (!LABELS.hasOwnProperty(fields.period)) {
-      throw corrupt("period: unknown period " + JSON.stringify(fields.period) + ": use day, month or year");
-    }
-    fields.zone = readString("zone");
-    if (!/^[A-Za-z0-9_+\/:-]{1,64}$/.test(fields.zone)) {
-      throw corrupt("zone " + JSON.stringify(fields.zone) +
-        " is not a time zone name (letters, digits, _ + / : -, 1 to 64)");
-    }
-    fields.current = readString("current");
-    if (fields.current !== "" && !LABELS[fields.period].test(fields.current)) {
-      throw corrupt("current " + JSON.stringify(fields.current) + " is not a " + fields.period +
-        " label (" + LABEL_FORMATS[fields.period] + ")");
-    }
-    fields.seq = readInteger("seq", 0, MAX_VALUE);
-  }
-  if (doc.prefix !== undefined && doc.prefix !== null && typeof doc.prefix !== "string") {
-    throw corrupt("prefix is " + describe(doc.prefix) + ", not a string");
-  }
-  // The prefixes it owns (see the host's document.rs): an array of distinct
-  // strings that holds the default prefix.
-  if (doc.prefixes !== undefined) {
-    if (!Array.isArray(doc.prefixes)) {
-      throw corrupt("prefixes is " + describe(doc.prefixes) + ", not an array");
-    }
-    var seen = [];
-    for (var i = 0; i < doc.prefixes.length; i++) {
-      var owned = doc.prefixes[i];
-      if (typeof owned !== "string") {
-        throw corrupt("prefixes holds " + describe(owned) + ", not only strings");
+  var fields = read(function () {
+    var fields = { kind: kind };
+    if (kind === "cyclic") {
+      fields.val = readInteger(doc, "val", 0);
+      fields.maxval = readInteger(doc, "maxval", 1);
+      fields.hasTs = doc.ts !== undefined;
+      fields.ts = fields.hasTs ? readInteger(doc, "ts", 0) : 0;
+    } else if (kind === "autoinc") {
+      fields.seq = readInteger(doc, "seq", 0, MAX_VALUE);
+    } else if (kind === "segment") {
+      fields.max = readInteger(doc, "max", 0, MAX_VALUE + 1);
+      fields.step = readInteger(doc, "step", 1, 100000000);
+    } else if (kind === "periodic") {
+      fields.period = readString(doc, "period");
+      if (!LABELS.hasOwnProperty(fields.period)) {
+        throw wrong("period: unknown period " + JSON.stringify(fields.period) + ": use day, month or year");
       }
-      if (seen.indexOf(owned) >= 0) throw corrupt("prefixes holds " + JSON.stringify(owned) + " twice");
-      seen.push(owned);
+      fields.zone = readString(doc, "zone");
+      if (!/^[A-Za-z0-9_+\/:-]{1,64}$/.test(fields.zone)) {
+        throw wrong("zone " + JSON.stringify(fields.zone) +
+          " is not a time zone name (letters, digits, _ + / : -, 1 to 64)");
+      }
+      fields.current = readString(doc, "current");
+      if (fields.current !== "" && !LABELS[fields.period].test(fields.current)) {
+        throw wrong("current " + JSON.stringify(fields.current) + " is not a " + fields.period +
+          " label (" + LABEL_FORMATS[fields.period] + ")");
+      }
+      fields.seq = readInteger(doc, "seq", 0, MAX_VALUE);
     }
-    if (typeof doc.prefix === "string" && seen.indexOf(doc.prefix) < 0) {
-      throw corrupt("prefix " + JSON.stringify(doc.prefix) + " is not one of its prefixes [" +
-        seen.map(function (p) { return JSON.stringify(p); }).join(", ") + "]");
+    if (doc.prefix !== undefined && doc.prefix !== null && typeof doc.prefix !== "string") {
+      throw wrong("prefix is " + describe(doc.prefix) + ", not a string");
     }
+    // The prefixes it owns (see the host's document.rs): an array of distinct
+    // strings that holds the default prefix.
+    if (doc.prefixes !== undefined) {
+      if (!Array.isArray(doc.prefixes)) {
+        throw wrong("prefixes is " + describe(doc.prefixes) + ", not an array");
+      }
+      var seen = [];
+      for (var i = 0; i < doc.prefixes.length; i++) {
+        var owned = doc.prefixes[i];
+        if (typeof owned !== "string") {
+          throw wrong("prefixes holds " + describe(owned) + ", not only strings");
+        }
+        if (seen.indexOf(owned) >= 0) throw wrong("prefixes holds " + JSON.stringify(owned) + " twice");
+        seen.push(owned);
+      }
+      if (typeof doc.prefix === "string" && seen.indexOf(doc.prefix) < 0) {
+        throw wrong("prefix " + JSON.stringify(doc.prefix) + " is not one of its prefixes [" +
+          seen.map(function (p) { return JSON.stringify(p); }).join(", ") + "]");
+      }
+    }
+    return fields;
+  }, corrupt);
+  if (map !== null) {
+    if (lanesKind === undefined) {
+      throw new Error("counter '" + keyName + "' is striped: its values come from its lanes, which this " +
+        "path does not take from (take with `idmint seq`, `next` or `serve`); it was left unchanged");
+    }
+    if (kind !== lanesKind) {
+      throw striping(kind + " counters cannot be striped (only " + lanesKind + " ones can, so far)");
+    }
+    fields.striped = map;
+    return fields;
   }
   if (kind !== expectedKind) {
     throw new Error("counter '" + keyName + "' is " + withArticle(kind) + " counter, not " +

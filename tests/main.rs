@@ -37,4 +37,5 @@ mod snowflake;
 mod standard_ids;
 mod stored_functions;
 mod striped;
+mod striped_twin;
 mod test_kind;

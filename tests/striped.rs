@@ -3,7 +3,9 @@
 //! by many processes at once, changed under load with takers held
 //! mid-take (the library's test hooks), and refused, unchanged, by every
 //! path that does not know lanes: a kind's own handle, the commands
-//! `idmint pipeline` exports, the stored JavaScript twins.
+//! `idmint pipeline` exports for a kind, the stored JavaScript twins
+//! other than `getNextSequence` (whose lane take is `striped_twin.rs`'s);
+//! `idmint pipeline --lane` exports a lane's take.
 
 use std::collections::HashSet;
 
@@ -454,21 +456,130 @@ async fn paths_that_do_not_know_lanes_leave_a_striped_counter_unchanged() {
     assert_eq!(counters(&database).await, before);
 }
 
-/// `idmint pipeline` prints no command for a striped counter: the command
-/// of its lanes' kind would take nothing from the map, and one command
-/// cannot choose a lane and move on from a sealed one.
+/// `idmint pipeline NAME --lane R` prints lane R's take: run by mongosh
+/// (any driver's `runCommand`), it hands out the lane's next value,
+/// computed on the server from the lane's base, modulus and residue, never
+/// a local one; once a change of stripes leaves the counter no lane R, the
+/// same command takes nothing and leaves the lane as it was, while lane
+/// 0's command takes from the new generation's lane 0. Without `--lane`
+/// the lanes are named (exit 2); `--lane` past them, on an unstriped
+/// counter or without a database is a usage error.
 #[tokio::test]
-async fn pipeline_prints_no_command_for_a_striped_counter() {
+async fn pipeline_prints_the_command_of_one_lane_of_a_striped_counter() {
     const TEST: &str = "striped_pipeline";
-    support::database(TEST).await;
-    support::create(TEST, "orders", &["--kind", "autoinc", "--stripes", "2"]);
-    let refused = run(idmint(TEST).args(["pipeline", "orders"]));
-    assert_exit(&refused, 2);
-    assert!(
-        stderr(&refused).contains("counter 'orders' is striped") && stdout(&refused).is_empty(),
-        "{}",
-        stderr(&refused)
+    let database = support::database(TEST).await;
+    support::create(
+        TEST,
+        "orders",
+        &["--kind", "autoinc", "--stripes", "3", "--start", "11"],
     );
+    support::create(TEST, "plain", &["--kind", "autoinc", "--raw"]);
+    // Values taken first, so that a lane's local values are not its values.
+    for _ in 0..4 {
+        assert_exit(
+            &run(idmint(TEST).args(["seq", "orders", "--count", "2"])),
+            0,
+        );
+    }
+
+    for (args, needle) in [
+        (
+            &["pipeline", "orders"][..],
+            "counter 'orders' is striped over 3 lanes, each taken from by a command of its \
+             own: choose one with --lane 0..2",
+        ),
+        (
+            &["pipeline", "orders", "--lane", "3"],
+            "counter 'orders': lane 3 does not exist in a generation of 3 lanes",
+        ),
+        (
+            &["pipeline", "plain", "--lane", "0"],
+            "--lane applies to striped counters; counter 'plain' is not striped",
+        ),
+        (
+            &["pipeline", "orders", "--lane", "0", "--kind", "cyclic"],
+            "counter 'orders' has kind autoinc, not cyclic",
+        ),
+    ] {
+        let refused = run(idmint(TEST).args(args));
+        assert_exit(&refused, 2);
+        assert!(
+            stderr(&refused).contains(needle) && stdout(&refused).is_empty(),
+            "{args:?}: {}",
+            stderr(&refused)
+        );
+    }
+    let unread = run(idmint(TEST)
+        .env_remove("MONGODB_URI")
+        .args(["pipeline", "orders", "--lane", "0"]));
+    assert_exit(&unread, 2);
+    assert!(
+        stderr(&unread).contains(
+            "--lane names a lane of a striped counter, read from its map: no database was given"
+        ),
+        "{}",
+        stderr(&unread)
+    );
+
+    let printed = |lane: &str| {
+        let printed = run(idmint(TEST).args(["pipeline", "orders", "--lane", lane]));
+        assert_exit(&printed, 0);
+        assert!(
+            stderr(&printed).contains(&format!(
+                "takes from lane {lane} of counter 'orders' (document 'orders#{lane}')"
+            )) && stderr(&printed).contains("matches nothing (value: null)"),
+            "{}",
+            stderr(&printed)
+        );
+        stdout(&printed)
+    };
+    let lane_two = printed("2");
+    let lane_zero = printed("0");
+    // The command run as an application would: `value.last` is the value.
+    let take = |command: &str| {
+        let script = format!(
+            "const answer = db.runCommand(EJSON.parse({}));\n\
+             print(JSON.stringify({{ last: answer.value === null ? null : Number(answer.value.last) }}));",
+            serde_json::to_string(command).unwrap()
+        );
+        let lines = support::mongosh::json_lines(&mut shell(TEST, &script));
+        lines[0]["last"].as_u64()
+    };
+    let lane = || async {
+        support::counter_document(&database, "orders#2")
+            .await
+            .unwrap()
+    };
+    let before = lane().await;
+    let field = |document: &Document, path: &str| -> u64 {
+        let (document, key) = match path.split_once('.') {
+            Some((inner, key)) => (document.get_document(inner).unwrap(), key),
+            None => (document, path),
+        };
+        document.get_i64(key).unwrap() as u64
+    };
+    let next = field(&before, "lane.b")
+        + field(&before, "seq") * field(&before, "lane.m")
+        + field(&before, "lane.r")
+        + 1;
+    assert_eq!(take(&lane_two), Some(next));
+    let after = lane().await;
+    assert_eq!(
+        (field(&after, "seq"), field(&after, "last")),
+        (field(&before, "seq") + 1, next)
+    );
+
+    // To 2 lanes: lane 2 is sealed for good, and its command takes
+    // nothing; lane 0's takes from the new lane 0, above the new base.
+    let changed = run(idmint(TEST).args(["counter", "stripes", "orders", "--set", "2", "--json"]));
+    assert_exit(&changed, 0);
+    let base = serde_json::from_str::<Value>(&stdout(&changed)).unwrap()["striped"]["base"]
+        .as_u64()
+        .unwrap();
+    let sealed = lane().await;
+    assert_eq!(take(&lane_two), None);
+    assert_eq!(lane().await, sealed);
+    assert_eq!(take(&lane_zero), Some(base + 1));
 }
 
 /// The lane's reader and its guard on the server are twins: a lane that
@@ -515,10 +626,13 @@ async fn a_malformed_lane_is_named_and_left_unchanged() {
     }
 }
 
-/// The stored JavaScript twins, run by mongosh, refuse a striped counter's
-/// map and its lanes, and change nothing.
+/// Of the stored JavaScript twins, run by mongosh, `getNextSequence`
+/// takes from a striped counter's lanes (upsert or not: the counter
+/// exists); every other twin refuses its map, and every twin refuses a
+/// lane called by its name, each saying why and changing nothing.
+/// (`tests/striped_twin.rs` holds the lane take equal to the host's.)
 #[tokio::test]
-async fn the_stored_twins_refuse_a_map_and_its_lanes() {
+async fn only_get_next_sequence_takes_from_a_striped_counter_and_none_from_a_lane() {
     const TEST: &str = "striped_refused_by_twins";
     let database = support::database(TEST).await;
     installer::install(&database, &Default::default())
@@ -549,21 +663,54 @@ async fn the_stored_twins_refuse_a_map_and_its_lanes() {
         .collect();
     let lines = support::mongosh::json_lines(&mut shell(TEST, &script));
     assert_eq!(lines.len(), calls.len(), "{lines:?}");
+    let mut taken = Vec::new();
     for line in &lines {
-        let kind = if line["call"].as_str().unwrap().contains('#') {
-            "lane"
-        } else {
-            "striped"
-        };
+        let call = line["call"].as_str().unwrap();
+        if call.starts_with("getNextSequence('orders'") {
+            taken.push(
+                line["value"]
+                    .as_u64()
+                    .unwrap_or_else(|| panic!("getNextSequence took nothing: {line}")),
+            );
+            continue;
+        }
         let refused = line["refused"]
             .as_str()
             .unwrap_or_else(|| panic!("a stored function took from a striped counter: {line}"));
+        let why = if call.contains('#') {
+            "counter 'orders#"
+        } else {
+            "counter 'orders' is striped: its values come from its lanes"
+        };
         assert!(
-            refused.contains(&format!("has kind \"{kind}\"")) && refused.contains("left unchanged"),
+            refused.contains(why) && refused.contains("left unchanged"),
             "{line}"
         );
+        if call.contains('#') {
+            assert!(
+                refused.ends_with(
+                    "it is a lane of a striped counter, taken from through that counter only; \
+                     it was left unchanged"
+                ),
+                "{line}"
+            );
+        }
     }
-    assert_eq!(counters(&database).await, before);
+    assert_distinct(&taken);
+    assert!(
+        taken.iter().all(|value| (1..=4).contains(value)),
+        "{taken:?}"
+    );
+    // The two takes moved the lanes on by two; the map is as it was.
+    let after = counters(&database).await;
+    assert_eq!(after[0], before[0], "the map changed");
+    let seq = |documents: &[Document]| -> i64 {
+        documents[1..]
+            .iter()
+            .map(|lane| lane.get_i64("seq").unwrap())
+            .sum()
+    };
+    assert_eq!(seq(&after) - seq(&before), 2);
 }
 
 /// A counter name with a lane's `#` is refused before anything is sent.

@@ -228,6 +228,7 @@ mod tests {
             "idmint workers ids --json --uri mongodb://h",
             "idmint pipeline orders --count 100",
             "idmint pipeline inv --kind autoinc",
+            "idmint pipeline orders --lane 2 --count 10 --uri mongodb://h",
             "idmint next orders --count 3 --prefix P --policy p.wasm --uri mongodb://h",
             "idmint validate A B --prefix P",
             "idmint serve --listen 127.0.0.1:0 --policy builtin:base32 --tokens t.json --max-count 10 --uri mongodb://h",

@@ -6,14 +6,20 @@
 //! otherwise is refused, naming the difference, since a command printed for
 //! other settings takes nothing from this counter. Without one, or when the
 //! counter does not exist yet, the flags say it all, and a warning says so.
+//!
+//! A striped counter has one command per lane (`--lane R`, read from its
+//! map): the lane's take, which computes the value on the server, so the
+//! command hands out values and never a lane's local ones; a warning says
+//! how to read the value and that a change of stripes can seal the lane.
 
 use clap::Args;
 use idmint::parts::PeriodUnit;
+use idmint::sequence::striping::{lane_id, lane_take_command, StripeMap};
 use idmint::sequence::{
     command_takes_count, take_command, ClientTime, CommandOptions, CounterKind, CounterName,
     SequenceError, Setting, DEFAULT_STEP, DEFAULT_ZONE,
 };
-use mongodb::bson::Bson;
+use mongodb::bson::{Bson, Document};
 
 use super::exit::UsageError;
 use super::setting_help::{kinds_help, setting_help};
@@ -42,6 +48,10 @@ pub struct PipelineCmd {
     pub period: Option<PeriodUnit>,
     #[arg(long, value_name = "ZONE", help = setting_help(Setting::Zone, "the counter's time zone, an IANA name or UTC [default: the counter's, else UTC]"))]
     pub zone: Option<String>,
+    /// A striped counter: the lane whose command to print, 0 to its lanes
+    /// less one (each lane has its own; read from the counter's map).
+    #[arg(long, value_name = "R")]
+    pub lane: Option<u64>,
     #[command(flatten)]
     pub connect: ConnectArgs,
 }
@@ -52,6 +62,8 @@ struct Target {
     kind: CounterKind,
     /// The period and zone of a counter whose values restart each period.
     period: (PeriodUnit, String),
+    /// A striped counter's map (its lanes' kind is `kind`).
+    striped: Option<StripeMap>,
 }
 
 impl PipelineCmd {
@@ -62,6 +74,13 @@ impl PipelineCmd {
                 self.check_against(&name, &stored)?;
                 stored
             }
+            None if self.lane.is_some() => {
+                return Err(UsageError(format!(
+                    "--lane names a lane of a striped counter, read from its map: {}",
+                    self.unread_reason(&name)
+                ))
+                .into())
+            }
             None => {
                 let target = self.target_of_flags();
                 output.warning(&self.unread_note(&name, &target));
@@ -69,6 +88,26 @@ impl PipelineCmd {
             }
         };
         self.check_flags_apply(&target)?;
+        let command = match &target.striped {
+            Some(map) => self.lane_command(&name, map, output)?,
+            None => self.counter_command(&name, &target)?,
+        };
+        let json = Bson::Document(command).into_relaxed_extjson();
+        output.report(&json, || {
+            serde_json::to_string_pretty(&json).unwrap_or_default()
+        })?;
+        Ok(Outcome::Success)
+    }
+
+    /// The command of an unstriped counter of `target`'s settings.
+    fn counter_command(&self, name: &CounterName, target: &Target) -> anyhow::Result<Document> {
+        if self.lane.is_some() {
+            return Err(UsageError(format!(
+                "--lane applies to striped counters; counter '{name}' is not striped: \
+                 leave --lane out to print the command of its one document"
+            ))
+            .into());
+        }
         let client = self
             .client_micros
             .map_or(ClientTime::ServerNow, ClientTime::Micros);
@@ -77,13 +116,43 @@ impl PipelineCmd {
             .step(self.step.unwrap_or(DEFAULT_STEP))
             .client(client)
             .period(*period, zone);
+        Ok(take_command(target.kind, name, self.count, &options).map_err(idmint::Error::from)?)
+    }
+
+    /// The command of the lane `--lane` names of striped counter `name`,
+    /// whose map is `map`, and a warning that says how to read its value
+    /// and when it takes nothing.
+    fn lane_command(
+        &self,
+        name: &CounterName,
+        map: &StripeMap,
+        output: &Output,
+    ) -> anyhow::Result<Document> {
+        let Some(residue) = self.lane else {
+            let (lanes, choose) = match map.modulus {
+                1 => ("1 lane".to_string(), "--lane 0".to_string()),
+                modulus => (
+                    format!("{modulus} lanes"),
+                    format!("--lane 0..{}", modulus - 1),
+                ),
+            };
+            return Err(UsageError(format!(
+                "counter '{name}' is striped over {lanes}, each taken from by a command of its \
+                 own: choose one with {choose}"
+            ))
+            .into());
+        };
         let command =
-            take_command(target.kind, &name, self.count, &options).map_err(idmint::Error::from)?;
-        let json = Bson::Document(command).into_relaxed_extjson();
-        output.report(&json, || {
-            serde_json::to_string_pretty(&json).unwrap_or_default()
-        })?;
-        Ok(Outcome::Success)
+            lane_take_command(name, map, residue, self.count).map_err(idmint::Error::from)?;
+        output.warning(&format!(
+            "this command takes from lane {residue} of counter '{name}' (document '{id}'): the \
+             value is `value.last` (with --count N, the N values `value.lane.m` apart up to it). \
+             A change of stripes seals the lane: the command then matches nothing (value: null) \
+             until the new generation has a lane {residue}; if it has fewer lanes, run `idmint \
+             pipeline` again",
+            id = lane_id(name, residue)
+        ));
+        Ok(command)
     }
 
     /// The counter's own settings, read from the database; `None` without
@@ -98,11 +167,6 @@ impl PipelineCmd {
             Err(SequenceError::UnknownCounter(_)) => return Ok(None),
             Err(error) => return Err(idmint::Error::from(error).into()),
         };
-        if state.striped.is_some() {
-            // Its lanes' command would need the map read and a sealed lane
-            // handled: no one command takes from it.
-            return Err(idmint::Error::from(SequenceError::Striped { name: name.clone() }).into());
-        }
         let period = state
             .period()
             .map_or_else(Self::default_period, |(unit, zone)| {
@@ -111,6 +175,7 @@ impl PipelineCmd {
         Ok(Some(Target {
             kind: state.kind(),
             period,
+            striped: state.striped,
         }))
     }
 
@@ -123,6 +188,7 @@ impl PipelineCmd {
                 self.period.unwrap_or(period),
                 self.zone.clone().unwrap_or(zone),
             ),
+            striped: None,
         }
     }
 
@@ -196,16 +262,21 @@ impl PipelineCmd {
         }
     }
 
-    /// Says that the command was built from the flags alone, and why.
-    fn unread_note(&self, name: &CounterName, target: &Target) -> String {
-        let why = if self.connect.uri.is_none() {
+    /// Why the counter was not read: no database, or no such counter.
+    fn unread_reason(&self, name: &CounterName) -> String {
+        if self.connect.uri.is_none() {
             "no database was given (--uri or MONGODB_URI)".to_string()
         } else {
             format!(
                 "counter '{name}' does not exist in database '{}'",
                 self.connect.db
             )
-        };
+        }
+    }
+
+    /// Says that the command was built from the flags alone, and why.
+    fn unread_note(&self, name: &CounterName, target: &Target) -> String {
+        let why = self.unread_reason(name);
         let settings = if target.kind.settings().contains(&Setting::Period) {
             format!(
                 "{} of a {} in {}",

@@ -25,15 +25,23 @@ pub fn take_command(
     options: &CommandOptions,
 ) -> Result<Document, SequenceError> {
     let (filter, update) = kind.take_command(name, count, options)?;
-    let query = guarded(filter, kind.well_formed());
+    Ok(find_and_modify(guarded(filter, kind.well_formed()), update))
+}
+
+/// The `findAndModify` on the counters collection with `query` and the
+/// pipeline `update`, returning the document after it, written with
+/// majority and journal: the shape of every command `idmint pipeline`
+/// prints (a counter's here, a striped counter's lane in
+/// `striping::lane_take_command`).
+pub(crate) fn find_and_modify(query: Document, update: Vec<Document>) -> Document {
     let update: Vec<Bson> = update.into_iter().map(Bson::Document).collect();
-    Ok(doc! {
+    doc! {
         "findAndModify": crate::mongo::collections::COUNTERS,
         "query": query,
         "update": update,
         "new": true,
         "writeConcern": { "w": "majority", "j": true },
-    })
+    }
 }
 
 /// Whether the command of `kind` takes as many values as it is asked for

@@ -73,6 +73,16 @@ pub enum StripingError {
         /// How many lanes were tried.
         attempts: u32,
     },
+    /// The map has no live lane: a change of stripes claimed its
+    /// generation and has not finished (or stopped half way).
+    #[error(
+        "generation {generation} has no live lane yet: a change of stripes is under way or \
+         stopped half way (`idmint counter stripes` finishes it)"
+    )]
+    NoLiveLane {
+        /// The generation the change claimed.
+        generation: u64,
+    },
     /// Another change of the stripes ran at the same time and won.
     #[error(
         "another change of its stripes ran at the same time; nothing more was changed, try again"
@@ -88,7 +98,7 @@ impl StripingError {
                 ErrorClass::BadInput
             }
             Self::Exhausted { .. } => ErrorClass::Exhausted,
-            Self::Changing { .. } => ErrorClass::Unavailable,
+            Self::Changing { .. } | Self::NoLiveLane { .. } => ErrorClass::Unavailable,
             Self::CorruptMap(_)
             | Self::CorruptLane { .. }
             | Self::LaneMissing { .. }

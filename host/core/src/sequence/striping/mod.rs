@@ -9,6 +9,8 @@
 //! - `map`: the counter's document once striped (`kind: "striped"`);
 //! - `lane`: a lane's document (`kind: "lane"`), its reader and guard, and
 //!   the commands that take from it and seal it;
+//! - `command`: a lane's take as the command `idmint pipeline --lane`
+//!   prints;
 //! - `taker`: [`StripedCounter`], an opened striped counter, which
 //!   [`Sequence`](crate::sequence::Sequence) opens a counter whose document
 //!   is a map as;
@@ -20,6 +22,7 @@
 //! majority with journal.
 
 mod arithmetic;
+mod command;
 mod error;
 pub mod hooks;
 mod lane;
@@ -30,6 +33,7 @@ mod show;
 mod taker;
 
 pub use arithmetic::{lane_id, Generation, Lane, LANE_SEPARATOR, MAX_LANES};
+pub use command::lane_take_command;
 pub use error::StripingError;
 pub use lane::{LaneDocument, LANE_KIND};
 pub use map::{StripeMap, STRIPED_KIND};

@@ -1,0 +1,842 @@
+//! The stored JavaScript twin's take from a striped counter (issue 34):
+//! `getNextSequence(NAME)`, run by mongosh, takes from the counter's lanes
+//! as the host's `StripedCounter::take` does. Held equal to the host on a
+//! set of maps and lanes (fresh, taken from, sealed, gone, malformed, near
+//! exhaustion, without a live lane): the same values or refusals, the same
+//! documents left, and the very command of `lane_take_command` sent; run
+//! at once with the host's takers held mid-take; and run while the
+//! counter's stripes change under it.
+
+use std::collections::{BTreeMap, HashSet};
+use std::process::Command;
+
+use mongodb::bson::{doc, Bson, DateTime, Document};
+use mongodb::Database;
+use serde_json::{json, Value};
+
+use idmint::installer;
+use idmint::sequence::striping::hooks::{hold, Point};
+use idmint::sequence::striping::{create_striped, lane_take_command, Generation, StripeMap};
+use idmint::sequence::{CounterKind, CounterName, CounterSpec, OpenOptions, Sequence};
+
+use crate::support::{self, counter_name, database_name, mongosh::shell_in};
+
+const MAX: i64 = (1 << 53) - 1;
+
+/// The first value of a counter an upsert would create (none is created:
+/// a striped counter exists).
+const START: u64 = 500;
+
+/// A striped counter as a case seeds it: its map and its lanes, and the
+/// calls each twin makes.
+struct Case {
+    name: &'static str,
+    /// The map's fields (`_id` is the name).
+    map: Document,
+    /// Each lane's fields, by residue (`_id` is `NAME#r`).
+    lanes: Vec<(u64, Document)>,
+    /// How many takes: a case with several live lanes takes once per lane,
+    /// the twin starting each call at the next lane and the host's handle
+    /// going round its lanes, so that both take from every lane once.
+    calls: usize,
+    /// The twin takes with `{upsert: true, start}`: a counter that exists
+    /// is taken from (the host: `seq --upsert` opens it as any counter).
+    upsert: bool,
+}
+
+/// The map of generation `generation`: `modulus` lanes above `base`,
+/// every lane live, or none (a change of stripes under way).
+fn map(generation: i64, base: i64, modulus: i64, live: bool) -> Document {
+    let lanes: Vec<Document> = if live {
+        (0..modulus)
+            .map(|residue| doc! { "residue": residue })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    doc! {
+        "kind": "striped", "seq": base, "prefixes": [],
+        "striped": {
+            "kind": "autoinc", "generation": generation, "base": base,
+            "modulus": modulus, "lanes": lanes,
+        },
+    }
+}
+
+/// Lane `residue` of a generation of `modulus` lanes above `base`, with
+/// local value `seq` (its `last` the value that stands for), sealed or
+/// live.
+fn lane(
+    generation: i64,
+    base: i64,
+    modulus: i64,
+    residue: i64,
+    seq: i64,
+    sealed: bool,
+) -> Document {
+    let last = if seq == 0 {
+        base
+    } else {
+        base + (seq - 1) * modulus + residue + 1
+    };
+    let sealed = if sealed {
+        Bson::Document(doc! { "at": DateTime::from_millis(0), "claim": generation + 1 })
+    } else {
+        Bson::Null
+    };
+    doc! {
+        "kind": "lane",
+        "lane": { "kind": "autoinc", "generation": generation, "b": base, "m": modulus, "r": residue },
+        "seq": seq, "last": last, "sealed": sealed, "prefixes": [],
+    }
+}
+
+/// `document` with `key` set to `value`.
+fn with(mut document: Document, key: &str, value: impl Into<Bson>) -> Document {
+    document.insert(key, value.into());
+    document
+}
+
+fn cases() -> Vec<Case> {
+    let case = |name, map, lanes: Vec<(u64, Document)>, calls| Case {
+        name,
+        map,
+        lanes,
+        calls,
+        upsert: false,
+    };
+    // Every lane of a generation, live, each with its local value.
+    let live = |generation, base, seqs: &[i64]| -> Vec<(u64, Document)> {
+        let modulus = seqs.len() as i64;
+        seqs.iter()
+            .enumerate()
+            .map(|(r, seq)| {
+                (
+                    r as u64,
+                    lane(generation, base, modulus, r as i64, *seq, false),
+                )
+            })
+            .collect()
+    };
+    let one = |document: Document| vec![(0, document)];
+    let fresh_one = || lane(1, 0, 1, 0, 0, false);
+    vec![
+        case("s_fresh", map(1, 0, 3, true), live(1, 0, &[0, 0, 0]), 3),
+        case(
+            "s_taken",
+            map(2, 100, 4, true),
+            live(2, 100, &[2, 5, 0, 7]),
+            4,
+        ),
+        case(
+            "s_int32",
+            map(1, 0, 2, true),
+            vec![
+                (
+                    0,
+                    doc! { "kind": "lane", "lane": { "kind": "autoinc", "generation": 1_i32, "b": 0_i32, "m": 2_i32, "r": 0_i32 },
+                    "seq": 3_i32, "last": 5_i32, "sealed": null, "prefixes": [] },
+                ),
+                (1, lane(1, 0, 2, 1, 0, false)),
+            ],
+            2,
+        ),
+        // A sealed lane (a change of stripes passed it) beside a live one:
+        // a take that meets it reads the map again and goes on.
+        case(
+            "s_sealed_beside",
+            map(3, 40, 4, true),
+            vec![
+                (0, lane(3, 40, 4, 0, 2, true)),
+                (1, lane(3, 40, 4, 1, 0, true)),
+                (2, lane(3, 40, 4, 2, 5, false)),
+                (3, lane(3, 40, 4, 3, 9, true)),
+            ],
+            2,
+        ),
+        case(
+            "s_gone_beside",
+            map(1, 0, 2, true),
+            vec![(0, lane(1, 0, 2, 0, 3, false))],
+            2,
+        ),
+        case(
+            "s_older_generation_beside",
+            map(2, 30, 2, true),
+            vec![
+                (0, lane(1, 0, 3, 0, 10, true)),
+                (1, lane(2, 30, 2, 1, 1, false)),
+            ],
+            2,
+        ),
+        // Malformed lanes: named, left unchanged, whichever lane is met.
+        case(
+            "s_lane_last_wrong",
+            map(1, 0, 2, true),
+            vec![
+                (0, with(lane(1, 0, 2, 0, 2, false), "last", 7_i64)),
+                (1, lane(1, 0, 2, 1, 2, false)),
+            ],
+            2,
+        ),
+        case(
+            "s_lane_seq_string",
+            map(1, 0, 1, true),
+            one(with(fresh_one(), "seq", "1")),
+            1,
+        ),
+        case(
+            "s_lane_seq_fraction",
+            map(1, 0, 1, true),
+            one(with(fresh_one(), "seq", 1.5)),
+            1,
+        ),
+        case(
+            "s_lane_sealed_true",
+            map(1, 0, 1, true),
+            one(with(fresh_one(), "sealed", true)),
+            1,
+        ),
+        case(
+            "s_lane_sealed_missing",
+            map(1, 0, 1, true),
+            one({
+                let mut document = fresh_one();
+                document.remove("sealed");
+                document
+            }),
+            1,
+        ),
+        case(
+            "s_lane_residue_out",
+            map(1, 0, 1, true),
+            one(with(
+                fresh_one(),
+                "lane",
+                doc! { "kind": "autoinc", "generation": 1, "b": 0, "m": 2, "r": 2 },
+            )),
+            1,
+        ),
+        case(
+            "s_lane_of_cyclic",
+            map(1, 0, 1, true),
+            one(with(
+                fresh_one(),
+                "lane",
+                doc! { "kind": "cyclic", "generation": 1, "b": 0, "m": 1, "r": 0 },
+            )),
+            1,
+        ),
+        case(
+            "s_lane_not_a_lane",
+            map(1, 0, 1, true),
+            one(with(fresh_one(), "kind", "autoinc")),
+            1,
+        ),
+        case(
+            "s_lane_past_capacity",
+            map(1, MAX - 10, 2, true),
+            vec![
+                (0, lane(1, MAX - 10, 2, 0, 1, false)),
+                (1, with(lane(1, MAX - 10, 2, 1, 5, false), "seq", 6_i64)),
+            ],
+            2,
+        ),
+        // Near the end: lane 0 has one value left, lane 1 none.
+        case(
+            "s_near_exhaustion",
+            map(1, MAX - 10, 2, true),
+            live(1, MAX - 10, &[4, 5]),
+            3,
+        ),
+        // A change of stripes under way: no live lane, so both wait,
+        // then fail having taken nothing.
+        case(
+            "s_no_live_lane",
+            map(2, 20, 2, false),
+            vec![
+                (0, lane(1, 0, 2, 0, 10, true)),
+                (1, lane(1, 0, 2, 1, 10, true)),
+            ],
+            1,
+        ),
+        // Malformed maps, and maps whose lanes cannot be striped.
+        case(
+            "s_map_modulus_zero",
+            with(
+                map(1, 0, 1, true),
+                "striped",
+                doc! { "kind": "autoinc", "generation": 1, "base": 0, "modulus": 0, "lanes": [] },
+            ),
+            vec![],
+            1,
+        ),
+        case(
+            "s_map_lanes_short",
+            with(
+                map(1, 0, 2, true),
+                "striped",
+                doc! { "kind": "autoinc", "generation": 1, "base": 0, "modulus": 3,
+                "lanes": [{ "residue": 0 }, { "residue": 1 }] },
+            ),
+            live(1, 0, &[0, 0]),
+            1,
+        ),
+        case(
+            "s_map_residue_out_of_order",
+            with(
+                map(1, 0, 2, true),
+                "striped",
+                doc! { "kind": "autoinc", "generation": 1, "base": 0, "modulus": 2,
+                "lanes": [{ "residue": 1 }, { "residue": 0 }] },
+            ),
+            live(1, 0, &[0, 0]),
+            1,
+        ),
+        case(
+            "s_map_base_too_high",
+            with(
+                map(1, 0, 2, true),
+                "striped",
+                doc! { "kind": "autoinc", "generation": 1, "base": MAX - 1, "modulus": 2,
+                "lanes": [{ "residue": 0 }, { "residue": 1 }] },
+            ),
+            vec![],
+            1,
+        ),
+        case(
+            "s_map_missing",
+            {
+                let mut document = map(1, 0, 1, true);
+                document.remove("striped");
+                document
+            },
+            vec![],
+            1,
+        ),
+        case(
+            "s_map_seq_missing",
+            {
+                let mut document = map(1, 0, 1, true);
+                document.remove("seq");
+                document
+            },
+            one(fresh_one()),
+            1,
+        ),
+        case(
+            "s_map_of_cyclic",
+            with(
+                with(
+                    with(
+                        map(1, 0, 1, true),
+                        "striped",
+                        doc! { "kind": "cyclic", "generation": 1, "base": 0, "modulus": 1,
+                        "lanes": [{ "residue": 0 }] },
+                    ),
+                    "val",
+                    0,
+                ),
+                "maxval",
+                9,
+            ),
+            vec![],
+            1,
+        ),
+        case(
+            "s_map_of_unknown_kind",
+            with(
+                map(1, 0, 1, true),
+                "striped",
+                doc! { "kind": "hilo", "generation": 1, "base": 0, "modulus": 1,
+                "lanes": [{ "residue": 0 }] },
+            ),
+            vec![],
+            1,
+        ),
+        Case {
+            upsert: true,
+            ..case("s_upsert", map(1, 7, 2, true), live(1, 7, &[0, 4]), 2)
+        },
+    ]
+}
+
+async fn seed(database: &Database, cases: &[Case]) {
+    let counters = database.collection::<Document>("counters");
+    for case in cases {
+        let mut map = doc! { "_id": case.name };
+        map.extend(case.map.clone());
+        counters.insert_one(map).await.unwrap();
+        for (residue, fields) in &case.lanes {
+            let mut lane = doc! { "_id": format!("{}#{residue}", case.name) };
+            lane.extend(fields.clone());
+            counters.insert_one(lane).await.unwrap();
+        }
+    }
+}
+
+/// Every document of `collection`, each as canonical extended JSON (BSON
+/// types kept: an int32 left where the other twin wrote an int64 differs).
+async fn documents(database: &Database, collection: &str) -> Vec<Value> {
+    support::documents(database, collection)
+        .await
+        .into_iter()
+        .map(|document| Bson::Document(document).into_canonical_extjson())
+        .collect()
+}
+
+/// The outcomes of a case, in an order that does not depend on which
+/// lane each twin met first.
+fn sorted(mut outcomes: Vec<Value>) -> Vec<Value> {
+    outcomes.sort_by_key(Value::to_string);
+    outcomes
+}
+
+/// The modulus a case's map says, for the twin's first lane (1 when it
+/// says none).
+fn modulus(case: &Case) -> i64 {
+    case.map
+        .get_document("striped")
+        .ok()
+        .and_then(|striped| striped.get("modulus"))
+        .and_then(Bson::as_i64)
+        .filter(|modulus| *modulus > 0)
+        .unwrap_or(1)
+}
+
+/// `getNextSequence` and the host's take (`Sequence::open`, then `take`)
+/// on the same striped counters give the same values and refusals (in
+/// whichever order their lanes came), leave the same documents, leave a
+/// counter that refused every call as it was, and the twin sends, for
+/// every lane it takes from, the command `lane_take_command` prints:
+/// filter and update, BSON types included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stored_function_and_the_host_take_alike_from_a_striped_counter() {
+    let cases = cases();
+    let host_db = support::database("striped_twin_host").await;
+    let twin_db = support::database("striped_twin_js").await;
+    seed(&host_db, &cases).await;
+    seed(&twin_db, &cases).await;
+    installer::install(&twin_db, &Default::default())
+        .await
+        .unwrap();
+
+    let mut host: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
+    for case in &cases {
+        let name = CounterName::new(case.name).unwrap();
+        let opened = Sequence::open(&host_db, name, &OpenOptions::default()).await;
+        let outcomes = host.entry(case.name).or_default();
+        for _ in 0..case.calls {
+            let outcome = match &opened {
+                Ok((sequence, _)) => sequence
+                    .take(1, 0)
+                    .await
+                    .map(|taken| taken[0].sequence)
+                    .map_err(|error| error.to_string()),
+                Err(error) => Err(error.to_string()),
+            };
+            outcomes.push(match outcome {
+                Ok(value) => json!({ "val": value }),
+                Err(error) => json!({ "error": error }),
+            });
+        }
+    }
+
+    // The twin, one mongosh session for every call: call i of a case
+    // starts at lane i (its random first lane chosen so), and every lane
+    // take it sends is kept, as the server received it, in `sent`.
+    let calls: Vec<Value> = cases
+        .iter()
+        .flat_map(|case| {
+            (0..case.calls).map(|call| json!([case.name, case.upsert, modulus(case), call]))
+        })
+        .collect();
+    let script = format!(
+        r##"
+        const sent = db.getCollection("sent");
+        const send = db.runCommand.bind(db);
+        db.runCommand = function (command, ...rest) {{
+          if (command.findAndModify && String(command.query._id).includes("#")) {{
+            sent.insertOne({{ query: command.query, update: command.update }});
+          }}
+          return send(command, ...rest);
+        }};
+        for (const [name, upsert, modulus, call] of {calls}) {{
+          const random = Math.random;
+          Math.random = () => ((call % modulus) + 0.5) / modulus;
+          try {{
+            const val = upsert ? getNextSequence(name, {{ upsert: true, start: {START} }})
+              : getNextSequence(name);
+            print(JSON.stringify({{ case: name, val: val }}));
+          }} catch (e) {{
+            print(JSON.stringify({{ case: name, error: e.message }}));
+          }} finally {{
+            Math.random = random;
+          }}
+        }}
+        "##,
+        calls = Value::Array(calls)
+    );
+    let twin_db_name = database_name("striped_twin_js");
+    let lines = tokio::task::spawn_blocking(move || {
+        support::mongosh::json_lines(&mut shell_in(&twin_db_name, &script))
+    })
+    .await
+    .unwrap();
+    let mut twin: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
+    for line in &lines {
+        let case = cases
+            .iter()
+            .find(|case| line["case"] == case.name)
+            .unwrap_or_else(|| panic!("{line}"));
+        let mut outcome = line.clone();
+        outcome.as_object_mut().unwrap().remove("case");
+        twin.entry(case.name).or_default().push(outcome);
+    }
+    for case in &cases {
+        assert_eq!(
+            sorted(twin.remove(case.name).unwrap_or_default()),
+            sorted(host[case.name].clone()),
+            "{}: the twin (left) and the host (right) disagree",
+            case.name
+        );
+    }
+    assert_eq!(
+        documents(&twin_db, "counters").await,
+        documents(&host_db, "counters").await,
+        "the twin (left) and the host (right) left different documents"
+    );
+
+    // A case that refused every call left its documents as they were.
+    let pristine = support::database("striped_twin_pristine").await;
+    seed(&pristine, &cases).await;
+    let pristine = documents(&pristine, "counters").await;
+    let after = documents(&host_db, "counters").await;
+    let mut refused = 0;
+    for case in &cases {
+        if host[case.name]
+            .iter()
+            .all(|outcome| outcome.get("error").is_some())
+        {
+            refused += 1;
+            let of_case = |documents: &[Value]| -> Vec<Value> {
+                documents
+                    .iter()
+                    .filter(|document| {
+                        let id = document["_id"].as_str().unwrap();
+                        id == case.name || id.starts_with(&format!("{}#", case.name))
+                    })
+                    .cloned()
+                    .collect()
+            };
+            assert_eq!(of_case(&after), of_case(&pristine), "{}", case.name);
+        }
+    }
+    assert!(refused > 5, "too few cases refused every call: {refused}");
+
+    // Every lane take the twin sent is the host's command for that lane.
+    let sent = support::documents(&twin_db, "sent").await;
+    let taken: usize = host
+        .values()
+        .flatten()
+        .filter(|outcome| outcome.get("val").is_some())
+        .count();
+    assert!(
+        sent.len() >= taken,
+        "{} takes sent, {taken} values",
+        sent.len()
+    );
+    for command in sent {
+        let query = command.get_document("query").unwrap();
+        let (name, residue) = query.get_str("_id").unwrap().split_once('#').unwrap();
+        let residue: u64 = residue.parse().unwrap();
+        let map = StripeMap {
+            kind: "autoinc".into(),
+            generation: 1,
+            base: 0,
+            modulus: residue + 1,
+            live: true,
+        };
+        let expected =
+            lane_take_command(&CounterName::new(name).unwrap(), &map, residue, 1).unwrap();
+        for field in ["query", "update"] {
+            assert_eq!(
+                command.get(field).unwrap().clone().into_canonical_extjson(),
+                expected
+                    .get(field)
+                    .unwrap()
+                    .clone()
+                    .into_canonical_extjson(),
+                "{name}#{residue}: the twin's {field} (left) is not the host's (right)"
+            );
+        }
+    }
+}
+
+/// The test's database with the functions installed, and the autoinc
+/// counter `orders` striped over `lanes` lanes, opened by the host.
+async fn striped_orders(test: &str, lanes: u64) -> (Database, Sequence) {
+    let database = support::database(test).await;
+    installer::install(&database, &Default::default())
+        .await
+        .unwrap();
+    let name = counter_name("orders");
+    let spec = CounterSpec::of(CounterKind::Autoinc).prefixes(Vec::new());
+    create_striped(&database, &name, &spec, lanes)
+        .await
+        .unwrap();
+    let (sequence, _) = Sequence::open(&database, name, &OpenOptions::default())
+        .await
+        .unwrap();
+    (database, sequence)
+}
+
+/// Takes `count` values of `sequence` in each of `takers` tasks.
+fn spawn_takers(
+    sequence: &Sequence,
+    takers: usize,
+    count: usize,
+) -> Vec<tokio::task::JoinHandle<Vec<u64>>> {
+    (0..takers)
+        .map(|_| {
+            let sequence = sequence.clone();
+            tokio::spawn(async move {
+                let taken = sequence.take(count, 0).await.unwrap();
+                taken.into_iter().map(|stamp| stamp.sequence).collect()
+            })
+        })
+        .collect()
+}
+
+/// The JSON lines `script` prints, run by mongosh in `test`'s database
+/// (after the functions' loader) in a blocking task, with `idmint` and
+/// its database in its environment for scripts that run it.
+async fn twin(test: &str, script: String) -> Vec<Value> {
+    let mut command: Command = support::mongosh::shell(test, &script);
+    command
+        .env("IDMINT_BIN", env!("CARGO_BIN_EXE_idmint"))
+        .env("MONGODB_URI", support::server::uri())
+        .env("IDMINT_DB", database_name(test));
+    tokio::task::spawn_blocking(move || support::mongosh::json_lines(&mut command))
+        .await
+        .unwrap()
+}
+
+/// `count` values of counter `orders` taken by the twin, one call each.
+async fn twin_takes(test: &str, count: usize) -> Vec<u64> {
+    let script = format!(
+        "for (let i = 0; i < {count}; i++) print(JSON.stringify({{ val: getNextSequence('orders') }}));"
+    );
+    twin(test, script)
+        .await
+        .iter()
+        .map(|line| line["val"].as_u64().unwrap())
+        .collect()
+}
+
+/// Fails unless `values` are, generation by generation (`generations`, in
+/// order, each above the last), exactly the first local values of each
+/// lane: every value in one lane's residue class, none twice, none of a
+/// lane's skipped.
+#[track_caller]
+fn assert_lanes_hand_out(values: &[u64], generations: &[Generation]) {
+    let mut lanes: BTreeMap<(usize, u64), Vec<u64>> = BTreeMap::new();
+    for &value in values {
+        let (index, generation) = generations
+            .iter()
+            .enumerate()
+            .rev()
+            .find(|(_, generation)| value > generation.base)
+            .unwrap_or_else(|| panic!("{value} is below every generation"));
+        let residue = (value - generation.base - 1) % generation.modulus;
+        lanes.entry((index, residue)).or_default().push(value);
+    }
+    for ((index, residue), mut taken) in lanes {
+        taken.sort_unstable();
+        let lane = generations[index].lane(residue).unwrap();
+        assert_eq!(
+            Some(taken.clone()),
+            lane.values(1..=taken.len() as u64),
+            "generation {index} ({:?}), lane {residue}",
+            generations[index]
+        );
+    }
+}
+
+/// Fails if any value is there twice.
+#[track_caller]
+fn assert_distinct(values: &[u64]) {
+    let mut seen = HashSet::new();
+    for value in values {
+        assert!(seen.insert(*value), "{value} handed out twice");
+    }
+}
+
+/// The twin and the host take from one striped counter at once, the
+/// overlap made certain by the library's test hooks: host takers are held
+/// with their lane chosen and their take not sent, then with their take
+/// applied by the server and not answered, while the twin takes 24 values
+/// from the same lanes; then let go. Every value is handed out once, each
+/// lane's values are its first local values, and the lanes' local values
+/// add up to all of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_stored_function_and_the_host_take_from_one_striped_counter_at_once() {
+    const TEST: &str = "striped_twin_at_once";
+    let (database, sequence) = striped_orders(TEST, 3).await;
+    let mut all = Vec::new();
+    for point in [Point::BeforeTake, Point::AfterTake] {
+        let held = hold(&database_name(TEST), "orders", point, 3);
+        let takers = spawn_takers(&sequence, 3, 4);
+        held.arrived().await;
+        all.extend(twin_takes(TEST, 24).await);
+        held.release().await;
+        for taker in takers {
+            all.extend(taker.await.unwrap());
+        }
+        drop(held);
+    }
+    assert_eq!(all.len(), 2 * (24 + 3 * 4));
+    assert_distinct(&all);
+    assert_lanes_hand_out(&all, &[Generation::new(0, 3).unwrap()]);
+    let map = sequence_map(&database).await;
+    let locals: u64 = idmint::sequence::striping::lanes(&database, &counter_name("orders"), &map)
+        .await
+        .unwrap()
+        .iter()
+        .map(|lane| lane.seq)
+        .sum();
+    assert_eq!(locals, all.len() as u64);
+}
+
+/// A host process takes from the very lane the twin chose between the
+/// twin's choice and its take, every time: the twin's session runs
+/// `idmint seq solo --count 2` just before each command it sends to a
+/// lane, `solo` having one lane. Had the twin read the lane and written
+/// what it read plus one, the host's values would come out again; its
+/// take is one atomic update, so every value is handed out once, the
+/// lane's first ones in turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_host_takes_between_the_stored_functions_choice_of_a_lane_and_its_take() {
+    const TEST: &str = "striped_twin_between";
+    let (database, _) = striped_orders(TEST, 2).await;
+    let name = counter_name("solo");
+    let spec = CounterSpec::of(CounterKind::Autoinc).prefixes(Vec::new());
+    create_striped(&database, &name, &spec, 2).await.unwrap();
+    let one = idmint::sequence::striping::set_stripes(&database, &name, 1)
+        .await
+        .unwrap();
+    let script = r##"
+        const { execFileSync } = require("child_process");
+        const send = db.runCommand.bind(db);
+        db.runCommand = function (command, ...rest) {
+          const target = command.findAndModify ? command.query._id
+            : command.update ? command.updates[0].q._id : null;
+          if (String(target).includes("#")) {
+            const taken = execFileSync(process.env.IDMINT_BIN, ["seq", "solo", "--count", "2"]).toString();
+            print(JSON.stringify({ host: taken.trim().split(/\s+/).map(Number) }));
+          }
+          return send(command, ...rest);
+        };
+        for (let call = 0; call < 12; call++) print(JSON.stringify({ twin: getNextSequence("solo") }));
+    "##;
+    let lines = twin(TEST, script.to_string()).await;
+    let mut all = Vec::new();
+    let (mut host, mut twin_values) = (0, 0);
+    for line in &lines {
+        if let Some(values) = line["host"].as_array() {
+            host += values.len();
+            all.extend(values.iter().map(|value| value.as_u64().unwrap()));
+        } else {
+            twin_values += 1;
+            all.push(line["twin"].as_u64().unwrap());
+        }
+    }
+    assert_eq!((host, twin_values), (24, 12), "{lines:?}");
+    assert_distinct(&all);
+    assert_lanes_hand_out(&all, &[one.map.lanes_generation()]);
+}
+
+/// Counter `orders`' map as it is now.
+async fn sequence_map(database: &Database) -> StripeMap {
+    let name = counter_name("orders");
+    idmint::sequence::state(database, &name)
+        .await
+        .unwrap()
+        .striped
+        .unwrap()
+}
+
+/// The counter's stripes change between the twin's choice of a lane and
+/// its take (`idmint counter stripes orders --set N`, run by the twin's
+/// own session just before it sends the take): to fewer lanes, so that
+/// the lane it chose (the last) is sealed, and it must read the map again
+/// and take from a lane of the new generation; and to more, so that the
+/// lane it chose is a lane of the new generation when it gets there.
+/// Every value is handed out once, each in its lane's residue class of
+/// the generation it came from, each lane's first values in turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stored_function_takes_across_changes_of_stripes() {
+    const TEST: &str = "striped_twin_restripe";
+    let (_database, _sequence) = striped_orders(TEST, 4).await;
+    // Call -> the lanes it changes to; the twin starts that call at the
+    // last lane of the map it reads.
+    let changes = json!({ "5": 2, "12": 5, "20": 1, "28": 3 });
+    let script = format!(
+        r##"
+        const {{ execFileSync }} = require("child_process");
+        const changes = {changes};
+        let pending = null, takes = 0;
+        const send = db.runCommand.bind(db);
+        db.runCommand = function (command, ...rest) {{
+          if (command.findAndModify && String(command.query._id).includes("#")) {{
+            takes += 1;
+            if (pending !== null) {{
+              const shown = JSON.parse(execFileSync(process.env.IDMINT_BIN,
+                ["counter", "stripes", "orders", "--set", String(pending), "--json"]).toString());
+              print(JSON.stringify({{ changed: shown.striped }}));
+              pending = null;
+            }}
+          }}
+          return send(command, ...rest);
+        }};
+        for (let call = 0; call < 36; call++) {{
+          pending = changes[call] === undefined ? null : changes[call];
+          const random = Math.random;
+          if (pending !== null) Math.random = () => 0.999;
+          takes = 0;
+          try {{
+            const val = getNextSequence("orders");
+            print(JSON.stringify({{ call: call, val: val, takes: takes }}));
+          }} finally {{
+            Math.random = random;
+          }}
+        }}
+        "##
+    );
+    let lines = twin(TEST, script).await;
+    let mut generations = vec![Generation::new(0, 4).unwrap()];
+    let mut values = Vec::new();
+    for line in &lines {
+        if let Some(map) = line.get("changed") {
+            let generation = Generation::new(
+                map["base"].as_u64().unwrap(),
+                map["modulus"].as_u64().unwrap(),
+            )
+            .unwrap();
+            generations.push(generation);
+            continue;
+        }
+        values.push(line["val"].as_u64().unwrap());
+        let takes = line["takes"].as_u64().unwrap();
+        match line["call"].as_u64().unwrap() {
+            // To fewer lanes: the chosen lane was sealed, and another one
+            // took.
+            5 | 20 => assert!(takes >= 2, "{line}"),
+            _ => assert_eq!(takes, 1, "{line}"),
+        }
+    }
+    assert_eq!(generations.len(), 5, "{lines:?}");
+    assert_eq!(values.len(), 36);
+    assert_distinct(&values);
+    assert_lanes_hand_out(&values, &generations);
+}
