@@ -38,7 +38,7 @@ fn values(text: &str) -> Vec<u64> {
 
 /// Fails if any value is there twice.
 #[track_caller]
-fn assert_distinct(values: &[u64]) {
+pub(crate) fn assert_distinct(values: &[u64]) {
     let mut seen = HashSet::new();
     for value in values {
         assert!(seen.insert(*value), "{value} handed out twice");
@@ -216,7 +216,7 @@ async fn a_handle_opened_before_the_counter_was_striped_takes_from_its_lanes() {
 }
 
 /// Takes `count` values of `sequence` in `takers` concurrent tasks.
-fn spawn_takers(
+pub(crate) fn spawn_takers(
     sequence: &Sequence,
     takers: usize,
     count: usize,

@@ -7,7 +7,7 @@
 //! at once with the host's takers held mid-take; and run while the
 //! counter's stripes change under it.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::process::Command;
 
 use mongodb::bson::{doc, Bson, DateTime, Document};
@@ -19,6 +19,7 @@ use idmint::sequence::striping::hooks::{hold, Point};
 use idmint::sequence::striping::{create_striped, lane_take_command, Generation, StripeMap};
 use idmint::sequence::{CounterKind, CounterName, CounterSpec, OpenOptions, Sequence};
 
+use crate::striped::{assert_distinct, spawn_takers};
 use crate::support::{self, counter_name, database_name, mongosh::shell_in};
 
 const MAX: i64 = (1 << 53) - 1;
@@ -591,23 +592,6 @@ async fn striped_orders(test: &str, lanes: u64) -> (Database, Sequence) {
     (database, sequence)
 }
 
-/// Takes `count` values of `sequence` in each of `takers` tasks.
-fn spawn_takers(
-    sequence: &Sequence,
-    takers: usize,
-    count: usize,
-) -> Vec<tokio::task::JoinHandle<Vec<u64>>> {
-    (0..takers)
-        .map(|_| {
-            let sequence = sequence.clone();
-            tokio::spawn(async move {
-                let taken = sequence.take(count, 0).await.unwrap();
-                taken.into_iter().map(|stamp| stamp.sequence).collect()
-            })
-        })
-        .collect()
-}
-
 /// The JSON lines `script` prints, run by mongosh in `test`'s database
 /// (after the functions' loader) in a blocking task, with `idmint` and
 /// its database in its environment for scripts that run it.
@@ -660,15 +644,6 @@ fn assert_lanes_hand_out(values: &[u64], generations: &[Generation]) {
             "generation {index} ({:?}), lane {residue}",
             generations[index]
         );
-    }
-}
-
-/// Fails if any value is there twice.
-#[track_caller]
-fn assert_distinct(values: &[u64]) {
-    let mut seen = HashSet::new();
-    for value in values {
-        assert!(seen.insert(*value), "{value} handed out twice");
     }
 }
 
