@@ -144,9 +144,25 @@ function (keyName, options) {
   // moved on. While the map has no live lane (a change under way), it is
   // read again after a pause. After ATTEMPTS lanes, nothing was taken. The
   // values are `last` back by the modulus; one here.
+  // A counter whose lanes span deployments is taken from in this
+  // deployment's lanes only (its copy of the map says which): a stored
+  // function cannot reach another deployment, nor fail over to one.
   function takeFromLanes(map, count) {
     var counters = db.getCollection("counters");
     var turn = Math.floor(Math.random() * map.modulus);
+    function localLanes() {
+      var residues = [];
+      for (var r = 0; r < map.modulus; r++) {
+        if (map.placement.length === 0 || map.placement[r] === map.here) residues.push(r);
+      }
+      if (map.live && residues.length === 0) {
+        throw new Error("counter '" + keyName + "': its lanes are in deployments " +
+          map.placement.filter(function (d, i) { return map.placement.indexOf(d) === i; }).join(", ") +
+          ", none in this one (" + map.here + "): take from it with idmint (--uri NAME=URI for each); " +
+          "nothing was taken");
+      }
+      return residues;
+    }
     var pause = 1;
     function wait() {
       sleep(pause);
@@ -161,7 +177,8 @@ function (keyName, options) {
         reload();
         continue;
       }
-      var id = keyName + "#" + (turn++ % map.modulus);
+      var local = localLanes();
+      var id = keyName + "#" + local[turn++ % local.length];
       var after = takeLane(id, map.kind, count);
       if (after !== null) return readCounter(keyName, after, "lane").last;
       var found = counters.findOne({ _id: id });

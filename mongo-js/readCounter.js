@@ -145,6 +145,7 @@ function (keyName, doc, expectedKind, lanesKind) {
     within("striped: ", function () { checkGeneration(map.base, map.modulus); });
     var lanes = within("striped.", function () { return readArray(striped, "lanes"); });
     map.live = lanes.length > 0;
+    var placement = [];
     if (map.live && map.generation === 0) {
       throw wrong("striped.lanes lists lanes of generation 0, which has none");
     }
@@ -162,8 +163,58 @@ function (keyName, doc, expectedKind, lanesKind) {
       if (residue !== index) {
         throw wrong("striped.lanes." + index + ".residue is " + residue + ", not " + index);
       }
+      if (lane.deployment !== undefined) {
+        var deployment = lane.deployment;
+        if (typeof deployment !== "string") {
+          throw wrong("striped.lanes." + index + ".deployment is " + describe(deployment) + ", not a string");
+        }
+        within("striped.lanes." + index + ".deployment: ", function () { checkDeploymentName(deployment); });
+        placement.push(deployment);
+      }
     }
+    // Across deployments: each lane's deployment, the deployments the
+    // counter spans and the one this copy is in.
+    var spans = [];
+    if (striped.spans !== undefined) {
+      var listed = within("striped.", function () { return readArray(striped, "spans"); });
+      for (var at = 0; at < listed.length; at++) {
+        var span = listed[at];
+        if (typeof span !== "string") {
+          throw wrong("striped.spans." + at + " is " + describe(span) + ", not a string");
+        }
+        within("striped.spans." + at + ": ", function () { checkDeploymentName(span); });
+        spans.push(span);
+      }
+    }
+    var here = null;
+    if (striped.here !== undefined) {
+      here = within("striped.", function () { return readString(striped, "here"); });
+    }
+    if (placement.length > 0 && placement.length !== lanes.length) {
+      throw wrong("striped.lanes names the deployment of some lanes only");
+    }
+    var mentioned = placement.concat(here === null ? [] : [here]);
+    for (var n = 0; n < mentioned.length; n++) {
+      if (spans.indexOf(mentioned[n]) < 0) {
+        throw wrong("striped names deployment " + JSON.stringify(mentioned[n]) +
+          ", which striped.spans does not list");
+      }
+    }
+    if ((spans.length === 0) !== (here === null)) {
+      throw wrong("striped.spans and striped.here go together");
+    }
+    map.placement = placement;
+    map.spans = spans;
+    map.here = here;
     return map;
+  }
+
+  // The host's check_deployment_name (striping/deployments.rs).
+  function checkDeploymentName(name) {
+    if (!/^[a-z][a-z0-9_-]{0,31}$/.test(name)) {
+      throw wrong(JSON.stringify(name) + " is not a deployment name: 1 to 32 of a-z, 0-9, '_' and '-', " +
+        "starting with a letter");
+    }
   }
 
   // The host's lane::read (striping/lane.rs), the twin of the lanes' take

@@ -7,7 +7,7 @@
 //!   are not asked for). The reference gives each command a heading
 //!   `` ### `idmint PATH` ``, its own flags as the rows of a table under it
 //!   (`` | `--flag ARG` | meaning | ``), and links to "database flags" when it
-//!   takes `--uri`, `--db` and `--server-timeout`, documented once with
+//!   takes `--uri`, `--uris`, `--db` and `--server-timeout`, documented once with
 //!   `--json`, `--help` and `--version` under "Common flags"
 //!   ([`reference_lists_every_command_and_flag_and_no_other`]).
 //! - Every relative link of README.md, ARCHITECTURE.md and `docs/*.md`
@@ -26,6 +26,7 @@ const COMMON_FLAGS: &[&str] = &[
     "--help",
     "--version",
     "--uri",
+    "--uris",
     "--db",
     "--server-timeout",
 ];

@@ -37,5 +37,6 @@ mod snowflake;
 mod standard_ids;
 mod stored_functions;
 mod striped;
+mod striped_deployments;
 mod striped_twin;
 mod test_kind;

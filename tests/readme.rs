@@ -58,7 +58,9 @@
 //!
 //! - MongoDB: the README tells the reader to `export MONGODB_URI=...` and the
 //!   files' commands use `$MONGODB_URI`; here `MONGODB_URI` is the fresh server's,
-//!   `mongodb://127.0.0.1:PORT`.
+//!   `mongodb://127.0.0.1:PORT`. A file that uses `$MONGODB_URI_US` (a
+//!   second deployment, for a counter striped across two) gets a second
+//!   fresh server there.
 //! - HTTP: `idmint serve` listens on the files' `127.0.0.1:8080`. Here
 //!   `:8080` in a command becomes the port the running `idmint serve` said it
 //!   listens on (`listening on http://127.0.0.1:PORT`), or `:0` while none
@@ -205,10 +207,16 @@ fn examples_run_in_order(file: &str) {
     // tests build on first use (into target/policy-fixtures/).
     support::fixture_policy("check-digit");
     let server = OwnedServer::start(ServerConfig::default());
+    let second = text
+        .contains(SECOND_URI_VAR)
+        .then(|| OwnedServer::start(ServerConfig::default()));
     let dir = tempfile::tempdir().expect("a working directory");
     std::os::unix::fs::symlink(workspace.join("target"), dir.path().join("target"))
         .expect("link target/ into the working directory");
     let mut session = Session::new(file, dir.path(), server.uri.trim_end_matches('/'));
+    session.second_uri = second
+        .as_ref()
+        .map(|second| second.uri.trim_end_matches('/').to_string());
     for block in &blocks {
         session.run_block(block);
     }
@@ -229,6 +237,9 @@ fn examples_run_in_order(file: &str) {
         session.failures.join("\n")
     );
 }
+
+/// The variable a file uses for a second deployment's connection string.
+const SECOND_URI_VAR: &str = "$MONGODB_URI_US";
 
 /// A fenced block of a file with at least one `$ ` command.
 #[derive(Debug, PartialEq)]
@@ -422,6 +433,8 @@ struct Session {
     dir: PathBuf,
     path: std::ffi::OsString,
     mongodb_uri: String,
+    /// A second server's, for files that use [`SECOND_URI_VAR`].
+    second_uri: Option<String>,
     status: i32,
     http_port: Option<String>,
     admin_port: Option<String>,
@@ -460,6 +473,7 @@ impl Session {
             dir: dir.to_path_buf(),
             path: std::env::join_paths(path).expect("a PATH"),
             mongodb_uri: mongodb_uri.to_string(),
+            second_uri: None,
             status: 0,
             http_port: None,
             admin_port: None,
@@ -543,6 +557,9 @@ impl Session {
             .env("PATH", &self.path)
             .env("MONGODB_URI", &self.mongodb_uri)
             .stdin(Stdio::null());
+        if let Some(second) = &self.second_uri {
+            shell.env(&SECOND_URI_VAR[1..], second);
+        }
         for (name, _) in std::env::vars_os() {
             if name.to_string_lossy().starts_with("IDMINT_") || name == "RUST_LOG" {
                 shell.env_remove(name);

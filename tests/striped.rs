@@ -237,7 +237,7 @@ pub(crate) fn spawn_takers(
         .collect()
 }
 
-async fn joined(takers: Vec<tokio::task::JoinHandle<Vec<u64>>>) -> Vec<Vec<u64>> {
+pub(crate) async fn joined(takers: Vec<tokio::task::JoinHandle<Vec<u64>>>) -> Vec<Vec<u64>> {
     let mut values = Vec::new();
     for taker in takers {
         values.push(taker.await.unwrap());
@@ -782,6 +782,7 @@ async fn serve_takes_values_and_ids_from_a_striped_counter() {
     // Every value taken is a lane's: their local values add up.
     let lanes = idmint::sequence::striping::lanes(
         &database,
+        None,
         &counter_name("orders"),
         &CounterState::from_document(
             &counter_name("orders"),
@@ -795,5 +796,11 @@ async fn serve_takes_values_and_ids_from_a_striped_counter() {
     )
     .await
     .unwrap();
-    assert_eq!(lanes.iter().map(|lane| lane.seq).sum::<u64>(), 23);
+    assert_eq!(
+        lanes
+            .iter()
+            .map(|lane| lane.lane.as_ref().unwrap().seq)
+            .sum::<u64>(),
+        23
+    );
 }

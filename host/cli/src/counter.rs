@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use clap::{Args, Subcommand};
 use idmint::parts::PeriodUnit;
-use idmint::sequence::striping::{self, LaneDocument, MAX_LANES};
+use idmint::sequence::striping::{self, Deployments, LaneReport, LaneView, Layout};
 use idmint::sequence::{
     self, CounterKind, CounterName, CounterSpec, CounterState, SequenceError, Setting, Settings,
 };
@@ -97,8 +97,10 @@ pub struct CreateArgs {
     /// document of its own, so that takes spread over them (autoinc only,
     /// so far): its values are then unique, not increasing. 1: an unstriped
     /// counter.
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=MAX_LANES))]
-    pub stripes: u64,
+    /// Across deployments: DEPLOYMENT:N,... (as in eu:2,us:2), each named
+    /// with --uri NAME=URI.
+    #[arg(long, value_name = "N|LAYOUT", default_value = "1", value_parser = parse_layout)]
+    pub stripes: Layout,
     /// Succeed without changing anything if the counter already exists.
     #[arg(long)]
     pub exist_ok: bool,
@@ -122,9 +124,10 @@ pub struct ShowArgs {
 pub struct StripesArgs {
     /// The counter's name.
     pub name: String,
-    /// How many lanes the new generation has.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=MAX_LANES))]
-    pub set: u64,
+    /// How many lanes the new generation has, or, across deployments,
+    /// DEPLOYMENT:N,... (as in eu:2,us:2), each named with --uri NAME=URI.
+    #[arg(long, value_name = "N|LAYOUT", value_parser = parse_layout)]
+    pub set: Layout,
     #[command(flatten)]
     pub connect: ConnectArgs,
 }
@@ -136,29 +139,7 @@ struct CounterView<'a> {
     state: &'a CounterState,
     facts: &'a [idmint::sequence::Fact],
     /// A striped counter's live lanes.
-    lanes: Option<&'a [LaneDocument]>,
-}
-
-/// One lane as `counter show --json` shows it.
-#[derive(Serialize)]
-struct LaneView {
-    residue: u64,
-    /// Its last local value (0: none yet).
-    local: u64,
-    /// The last value it handed out (the generation's base if none).
-    last: u64,
-    sealed: bool,
-}
-
-impl LaneView {
-    fn of(lane: &LaneDocument) -> Self {
-        LaneView {
-            residue: lane.lane.residue(),
-            local: lane.seq,
-            last: lane.last,
-            sealed: lane.sealed,
-        }
-    }
+    lanes: Option<&'a [LaneReport]>,
 }
 
 impl Serialize for CounterView<'_> {
@@ -174,7 +155,7 @@ impl Serialize for CounterView<'_> {
             map.serialize_entry(key, value)?;
         }
         if let Some(lanes) = self.lanes {
-            let lanes: Vec<LaneView> = lanes.iter().map(LaneView::of).collect();
+            let lanes: Vec<LaneView> = lanes.iter().map(LaneReport::view).collect();
             map.serialize_entry("lanes", &lanes)?;
         }
         map.end()
@@ -225,36 +206,42 @@ impl CounterCmd {
                         check_policy_prefix(&policy, &state, prefix)?;
                     }
                 }
-                let database = args.connect.connect().await?;
-                match striping::create_striped(&database, &name, &spec, args.stripes).await {
-                    Ok(state) => show_state(output, &database, &state, "created ").await,
+                let (database, deployments) = args.connect.connect_all().await?;
+                let deployments = deployments.as_ref();
+                match striping::create_laid_out(&database, deployments, &name, &spec, &args.stripes)
+                    .await
+                {
+                    Ok(state) => {
+                        show_state(output, &database, deployments, &state, "created ").await
+                    }
                     Err(SequenceError::CounterExists(_)) if args.exist_ok => {
                         let state = sequence::state(&database, &name)
                             .await
                             .map_err(idmint::Error::from)?;
-                        show_state(output, &database, &state, "existing ").await
+                        show_state(output, &database, deployments, &state, "existing ").await
                     }
                     Err(error) => Err(idmint::Error::from(error).into()),
                 }
             }
             CounterCmd::Show(args) => {
                 let name = CounterName::new(&args.name).map_err(idmint::Error::from)?;
-                let database = args.connect.connect().await?;
+                let (database, deployments) = args.connect.connect_all().await?;
                 let state = sequence::state(&database, &name)
                     .await
                     .map_err(idmint::Error::from)?;
-                show_state(output, &database, &state, "").await
+                show_state(output, &database, deployments.as_ref(), &state, "").await
             }
             CounterCmd::Stripes(args) => {
                 let name = CounterName::new(&args.name).map_err(idmint::Error::from)?;
-                let database = args.connect.connect().await?;
-                striping::set_stripes(&database, &name, args.set)
+                let (database, deployments) = args.connect.connect_all().await?;
+                let deployments = deployments.as_ref();
+                striping::set_layout(&database, deployments, &name, &args.set)
                     .await
                     .map_err(idmint::Error::from)?;
                 let state = sequence::state(&database, &name)
                     .await
                     .map_err(idmint::Error::from)?;
-                show_state(output, &database, &state, "").await
+                show_state(output, &database, deployments, &state, "").await
             }
             CounterCmd::Prefix(PrefixCmd::Add(args)) => {
                 let name = CounterName::new(&args.name).map_err(idmint::Error::from)?;
@@ -305,12 +292,13 @@ fn check_policy_prefix(
 async fn show_state(
     output: &Output,
     database: &mongodb::Database,
+    deployments: Option<&Deployments>,
     state: &CounterState,
     verb: &str,
 ) -> anyhow::Result<Outcome> {
     let lanes = match &state.striped {
         Some(map) => Some(
-            striping::lanes(database, &CounterName::new(&state.name)?, map)
+            striping::lanes(database, deployments, &CounterName::new(&state.name)?, map)
                 .await
                 .map_err(idmint::Error::from)?,
         ),
@@ -323,7 +311,7 @@ fn print_state(
     output: &Output,
     state: &CounterState,
     verb: &str,
-    lanes: Option<&[LaneDocument]>,
+    lanes: Option<&[LaneReport]>,
 ) -> anyhow::Result<Outcome> {
     let facts = state.facts(idmint::SystemClock.now_micros() / 1000);
     let view = CounterView {
@@ -342,11 +330,7 @@ fn print_state(
             line(&mut text, fact.label, &fact.text);
         }
         for lane in lanes.unwrap_or_default() {
-            line(
-                &mut text,
-                &format!("lane {}", lane.lane.residue()),
-                &lane.describe(),
-            );
+            line(&mut text, &lane.label(), &lane.describe());
         }
         line(&mut text, "prefix", &prefix_text(state));
         for fact in facts.iter().filter(|fact| fact.after_prefix) {
@@ -387,4 +371,9 @@ fn prefix_text(state: &CounterState) -> String {
         text.push_str(" (undeclared: `idmint status` reports a prefix two counters own)");
     }
     text
+}
+
+/// A `--stripes` or `--set` layout: N, or DEPLOYMENT:N,...
+fn parse_layout(text: &str) -> Result<Layout, String> {
+    text.parse()
 }

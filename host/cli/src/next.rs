@@ -74,7 +74,8 @@ impl NextCmd {
         let mut open = self.open.options()?;
         // A bounded run: a segment counter fetches no more than it will use.
         open.segment = open.segment.wants(Some(self.count));
-        let database = self.connect.connect().await?;
+        let (database, deployments) = self.connect.connect_all().await?;
+        open.deployments = deployments;
         let (sequence, state) = Sequence::open(&database, name, &open)
             .await
             .map_err(idmint::Error::from)?;
@@ -125,12 +126,13 @@ impl NextCmd {
         let name = CounterName::new(&self.name).map_err(idmint::Error::from)?;
         let runtime = PolicyRuntime::new().map_err(idmint::Error::from)?;
         let local = self.policy.load_with(&runtime)?;
-        let database = self.connect.connect().await?;
+        let (database, deployments) = self.connect.connect_all().await?;
         let mut options = LiveOptions::default()
             .prefix(self.prefix.clone())
             .follow_file(self.policy.file().map(Into::into))
             .follow_store(self.policy_from_db);
         options.open = self.open.options()?;
+        options.open.deployments = deployments;
         let (minter, mut events) = LiveMinter::start(
             &database,
             name,

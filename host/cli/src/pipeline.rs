@@ -158,7 +158,7 @@ impl PipelineCmd {
     /// The counter's own settings, read from the database; `None` without
     /// a database or when the counter does not exist.
     async fn stored(&self, name: &CounterName) -> anyhow::Result<Option<Target>> {
-        if self.connect.uri.is_none() {
+        if !self.connect.is_given() {
             return Ok(None);
         }
         let database = self.connect.connect().await?;
@@ -264,7 +264,7 @@ impl PipelineCmd {
 
     /// Why the counter was not read: no database, or no such counter.
     fn unread_reason(&self, name: &CounterName) -> String {
-        if self.connect.uri.is_none() {
+        if !self.connect.is_given() {
             "no database was given (--uri or MONGODB_URI)".to_string()
         } else {
             format!(

@@ -50,7 +50,8 @@ impl SeqCmd {
         let mut options = self.open.options()?;
         // A bounded run: a segment counter fetches no more than it will use.
         options.segment = options.segment.wants(Some(self.count));
-        let database = self.connect.connect().await?;
+        let (database, deployments) = self.connect.connect_all().await?;
+        options.deployments = deployments;
         let mut left = self.count;
         let (sequence, repeats) = match Sequence::open(&database, name.clone(), &options).await {
             Ok((sequence, state)) => (sequence, state.shape().repeats),

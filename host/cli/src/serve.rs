@@ -233,7 +233,8 @@ impl ServeCmd {
         }
         let local = self.policy.load_with(&runtime)?;
         options.kind_policies = self.kind_policies(&runtime)?;
-        let database = self.connect.connect().await?;
+        let (database, deployments) = self.connect.connect_all().await?;
+        options.open.deployments = deployments;
         let server = Server::start(&database, &runtime, local, options).await?;
         let bind = |address: SocketAddr| async move {
             tokio::net::TcpListener::bind(address)

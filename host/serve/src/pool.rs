@@ -90,7 +90,7 @@ impl CounterPool {
             let kind = served.sequence.kind();
             return Ok(if serves(kind) { Ok(served) } else { Err(kind) });
         }
-        let state = idmint::sequence::state(&self.database, name).await?;
+        let (_, state) = Sequence::read_state(&self.database, name, &self.open).await?;
         if !serves(state.kind()) {
             return Ok(Err(state.kind()));
         }

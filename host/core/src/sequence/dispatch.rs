@@ -37,7 +37,7 @@ macro_rules! registry {
         use $crate::sequence::name::CounterName;
         use $crate::sequence::settings::{Setting, Settings};
         use $crate::sequence::striping::{
-            StripeMap, StripedCounter, StripingError, LANE_KIND, STRIPED_KIND,
+            Deployments, StripeMap, StripedCounter, StripingError, LANE_KIND, STRIPED_KIND,
         };
         use $crate::mongo::collections::COUNTERS as COUNTERS_COLLECTION;
 
@@ -233,6 +233,9 @@ macro_rules! registry {
                 #[doc = concat!("How a ", stringify!($field), " counter is opened.")]
                 pub $field: <$kind as Kind>::Options,
             )+
+            /// The deployments a striped counter may span, the preferred
+            /// first (none: only the database it is opened from).
+            pub deployments: Option<Deployments>,
         }
 
         /// One opened counter, whatever its kind: the seam every ID path
@@ -241,8 +244,10 @@ macro_rules! registry {
         pub enum Sequence {
             $(
                 $(#[$meta])*
-                #[doc = concat!("An opened ", stringify!($field), " counter.")]
-                $variant(<$kind as Kind>::Handle),
+                #[doc = concat!("An opened ", stringify!($field), " counter, and the")]
+                /// deployments it was opened with (for its lanes, should
+                /// it be striped across them meanwhile).
+                $variant(<$kind as Kind>::Handle, Option<Deployments>),
             )+
             /// An opened striped counter: its values come from its lanes
             /// (`striping/`), each a counter of `kind`.
@@ -258,7 +263,7 @@ macro_rules! registry {
             $(#[$meta])*
             impl From<<$kind as Kind>::Handle> for Sequence {
                 fn from(handle: <$kind as Kind>::Handle) -> Self {
-                    Sequence::$variant(handle)
+                    Sequence::$variant(handle, None)
                 }
             }
         )+
@@ -272,9 +277,52 @@ macro_rules! registry {
                 name: CounterName,
                 options: &OpenOptions,
             ) -> Result<(Self, CounterState), SequenceError> {
-                let state = read_state(&database.collection(COUNTERS_COLLECTION), &name).await?;
-                let sequence = Self::open_read(database, name, &state, options).await?;
+                let (database, state) = Self::read_state(database, &name, options).await?;
+                let sequence = Self::open_read(&database, name, &state, options).await?;
                 Ok((sequence, state))
+            }
+
+            /// Reads counter `name`'s document from `database`; across
+            /// deployments (`options.deployments`), from the preferred
+            /// within its share of the deadline, else from a copy of a
+            /// striped counter's map in another: the state, and the
+            /// database it was read from.
+            pub async fn read_state(
+                database: &Database,
+                name: &CounterName,
+                options: &OpenOptions,
+            ) -> Result<(Database, CounterState), SequenceError> {
+                let collection = database.collection(COUNTERS_COLLECTION);
+                let Some(deployments) = options.deployments.as_ref().filter(|d| d.list().len() > 1) else {
+                    return Ok((database.clone(), read_state(&collection, name).await?));
+                };
+                let share = deployments.take_deadline() / deployments.list().len() as u32;
+                let failed = match tokio::time::timeout(share, read_state(&collection, name)).await {
+                    Ok(Ok(state)) => return Ok((database.clone(), state)),
+                    Ok(Err(error @ SequenceError::Database { .. })) => error,
+                    Ok(Err(error)) => return Err(error),
+                    Err(_) => SequenceError::Striping {
+                        name: name.clone(),
+                        source: StripingError::Unreachable {
+                            deadline_ms: share.as_millis() as u64,
+                            given: vec![deployments.preferred().name.clone()],
+                            failures: vec![format!("{}: no answer", deployments.preferred().name)],
+                        },
+                    },
+                };
+                deployments.failed(&deployments.preferred().name, std::time::Instant::now());
+                for other in &deployments.list()[1..] {
+                    let collection = other.database.collection(COUNTERS_COLLECTION);
+                    let Ok(Ok(state)) = tokio::time::timeout(share, read_state(&collection, name)).await else {
+                        continue;
+                    };
+                    // Only a copy of a map that spans deployments: another
+                    // deployment's own counter of the name is not this one.
+                    if state.striped.as_ref().is_some_and(StripeMap::spans_deployments) {
+                        return Ok((other.database.clone(), state));
+                    }
+                }
+                Err(failed)
             }
 
             /// Opens counter `name` whose document was just read as `state`.
@@ -287,12 +335,13 @@ macro_rules! registry {
                 if let Some(map) = &state.striped {
                     return Ok(Sequence::Striped {
                         kind: state.kind(),
-                        counter: StripedCounter::open(database, name, map)?,
+                        counter: StripedCounter::open(database, name, map, options.deployments.as_ref())?,
                     });
                 }
                 Ok(match &state.kind {
                     $($(#[$meta])* KindState::$variant(fields) => Sequence::$variant(
                         <$kind as Kind>::open(database, name, fields, &options.$field).await?,
+                        options.deployments.clone(),
                     ),)+
                 })
             }
@@ -300,7 +349,7 @@ macro_rules! registry {
             /// The counter's name.
             pub fn name(&self) -> &CounterName {
                 match self {
-                    $($(#[$meta])* Self::$variant(handle) => Handle::name(handle),)+
+                    $($(#[$meta])* Self::$variant(handle, _) => Handle::name(handle),)+
                     Self::Striped { counter, .. } => counter.name(),
                 }
             }
@@ -308,8 +357,16 @@ macro_rules! registry {
             /// The counter's kind.
             pub fn kind(&self) -> CounterKind {
                 match self {
-                    $($(#[$meta])* Self::$variant(_) => CounterKind::$variant,)+
+                    $($(#[$meta])* Self::$variant(..) => CounterKind::$variant,)+
                     Self::Striped { kind, .. } => *kind,
+                }
+            }
+
+            /// The deployments it was opened with.
+            fn deployments(&self) -> Option<Deployments> {
+                match self {
+                    $($(#[$meta])* Self::$variant(_, deployments) => deployments.clone(),)+
+                    Self::Striped { counter, .. } => counter.deployments().cloned(),
                 }
             }
 
@@ -321,7 +378,7 @@ macro_rules! registry {
             /// The database the counter is in.
             pub fn database(&self) -> Database {
                 match self {
-                    $($(#[$meta])* Self::$variant(handle) => Handle::database(handle),)+
+                    $($(#[$meta])* Self::$variant(handle, _) => Handle::database(handle),)+
                     Self::Striped { counter, .. } => counter.database(),
                 }
             }
@@ -339,7 +396,7 @@ macro_rules! registry {
             ) -> Result<Vec<Stamp>, SequenceError> {
                 check_block(self.name(), count)?;
                 let striped = match self {
-                    $($(#[$meta])* Self::$variant(handle) => match Handle::take(handle, count, client_micros).await {
+                    $($(#[$meta])* Self::$variant(handle, _) => match Handle::take(handle, count, client_micros).await {
                         // Striped since it was opened: its document is the
                         // map now, and it took nothing.
                         Err(SequenceError::Striped { .. }) => self.lanes_now().await?,
@@ -362,7 +419,11 @@ macro_rules! registry {
             async fn lanes_now(&self) -> Result<StripedCounter, SequenceError> {
                 let state = self.state().await?;
                 let database = self.database();
-                match Self::open_read(&database, self.name().clone(), &state, &OpenOptions::default()).await? {
+                // With the deployments it was opened with: the map may
+                // span them now.
+                let mut options = OpenOptions::default();
+                options.deployments = self.deployments();
+                match Self::open_read(&database, self.name().clone(), &state, &options).await? {
                     Sequence::Striped { counter, .. } => Ok(counter),
                     _ => Err(SequenceError::Striped { name: self.name().clone() }),
                 }
@@ -382,7 +443,7 @@ macro_rules! registry {
                     });
                 }
                 match self {
-                    $($(#[$meta])* Self::$variant(handle) => Handle::take_ranges(handle, count).await,)+
+                    $($(#[$meta])* Self::$variant(handle, _) => Handle::take_ranges(handle, count).await,)+
                     Self::Striped { .. } => unreachable!("refused above"),
                 }
             }
@@ -393,7 +454,7 @@ macro_rules! registry {
             /// were given back.
             pub async fn give_back(&self, runs: &[Range<u64>]) -> Result<u64, SequenceError> {
                 match self {
-                    $($(#[$meta])* Self::$variant(handle) => Handle::give_back(handle, runs).await,)+
+                    $($(#[$meta])* Self::$variant(handle, _) => Handle::give_back(handle, runs).await,)+
                     Self::Striped { .. } => Ok(0),
                 }
             }
@@ -402,7 +463,7 @@ macro_rules! registry {
             /// back (a segment's unused tail) or released (a worker lease).
             pub async fn close(&self) -> Result<GiveBack, SequenceError> {
                 match self {
-                    $($(#[$meta])* Self::$variant(handle) => Handle::close(handle).await,)+
+                    $($(#[$meta])* Self::$variant(handle, _) => Handle::close(handle).await,)+
                     Self::Striped { .. } => Ok(GiveBack::default()),
                 }
             }
@@ -428,7 +489,7 @@ macro_rules! registry {
             /// What this process holds of the counter (buffers, a lease).
             pub fn held(&self) -> Held {
                 match self {
-                    $($(#[$meta])* Self::$variant(handle) => Handle::held(handle),)+
+                    $($(#[$meta])* Self::$variant(handle, _) => Handle::held(handle),)+
                     Self::Striped { .. } => Held::default(),
                 }
             }

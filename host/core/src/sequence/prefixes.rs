@@ -228,6 +228,23 @@ async fn prefix_taken(
 /// Makes counter `name` own `prefix` too (declaring its prefixes if the
 /// document did not), with one conditional update under the unique index:
 /// a prefix another counter owns is refused and nothing changes. Returns
+/// Fails for a counter whose lanes span deployments: each holds a copy of
+/// its prefixes, which a change in one would leave behind.
+fn refuse_across_deployments(
+    name: &CounterName,
+    state: &CounterState,
+) -> Result<(), SequenceError> {
+    match &state.striped {
+        Some(map) if map.spans_deployments() => Err(SequenceError::Striping {
+            name: name.clone(),
+            source: crate::sequence::striping::StripingError::PrefixesAcrossDeployments {
+                spans: map.spans.clone(),
+            },
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// the counter after.
 pub async fn add(
     database: &Database,
@@ -237,6 +254,7 @@ pub async fn add(
     let collection = database.collection::<Document>(COUNTERS_COLLECTION);
     ensure_index(&collection, name).await?;
     let state = read_state(&collection, name).await?;
+    refuse_across_deployments(name, &state)?;
     if state.prefixes_declared && state.owns(prefix) {
         return Ok(state);
     }
@@ -278,6 +296,7 @@ pub async fn remove(
 ) -> Result<CounterState, SequenceError> {
     let collection = database.collection::<Document>(COUNTERS_COLLECTION);
     let state = read_state(&collection, name).await?;
+    refuse_across_deployments(name, &state)?;
     if !state.owns(prefix) {
         return Err(SequenceError::PrefixNotOwned {
             name: name.clone(),

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use idmint::sequence::prefixes::Collision;
-use idmint::sequence::striping::LaneDocument;
+use idmint::sequence::striping::LaneReport;
 use idmint::sequence::{Headroom, Listed};
 use serde::Serialize;
 
@@ -151,12 +151,9 @@ impl CounterRow {
 
     /// Adds what each lane of a striped counter has handed out to its
     /// facts, as `counter show` says it (`lane 0`, `lane 1`, ...).
-    pub fn add_lanes(&mut self, lanes: &[LaneDocument]) {
-        self.facts.extend(
-            lanes
-                .iter()
-                .map(|lane| (format!("lane {}", lane.lane.residue()), lane.describe())),
-        );
+    pub fn add_lanes(&mut self, lanes: &[LaneReport]) {
+        self.facts
+            .extend(lanes.iter().map(|lane| (lane.label(), lane.describe())));
     }
 
     /// Whether it is near its end ([`Headroom::near_end`]).

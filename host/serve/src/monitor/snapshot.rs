@@ -18,7 +18,7 @@
 use idmint::lock::{status_all, LOCKS_COLLECTION};
 use idmint::policy::PolicyStore;
 use idmint::sequence::prefixes::{self, Collision};
-use idmint::sequence::striping::{self, LaneDocument};
+use idmint::sequence::striping::{self, LaneReport};
 use idmint::sequence::{self, CounterName, Listed};
 use idmint::{Clock, ErrorClass};
 use mongodb::Database;
@@ -297,7 +297,7 @@ pub struct PageRead {
     /// could not be read.
     pub found: Result<(Vec<Listed>, Option<u64>), String>,
     /// The lanes of its striped counters, by counter name.
-    pub lanes: HashMap<String, Vec<LaneDocument>>,
+    pub lanes: HashMap<String, Vec<LaneReport>>,
     /// The lanes that could not be read, and why.
     pub problems: Vec<String>,
 }
@@ -559,7 +559,7 @@ async fn read_lanes<'a>(
     counters: impl Iterator<Item = &'a Listed>,
     deadline: Deadline,
     problems: &mut Vec<String>,
-) -> HashMap<String, Vec<LaneDocument>> {
+) -> HashMap<String, Vec<LaneReport>> {
     let reads = counters.filter_map(|counter| {
         let state = counter.state.as_ref().ok()?;
         let map = state.striped.as_ref()?;
@@ -567,7 +567,7 @@ async fn read_lanes<'a>(
         Some(async move {
             let part = format!("the lanes of counter '{name}'");
             let lanes = deadline
-                .read(&part, striping::lanes(database, &name, map))
+                .read(&part, striping::lanes(database, None, &name, map))
                 .await;
             (counter.name.clone(), lanes)
         })

@@ -83,6 +83,79 @@ pub enum StripingError {
         /// The generation the change claimed.
         generation: u64,
     },
+    /// Its lanes span deployments and this process was given none of them
+    /// by name.
+    #[error(
+        "its lanes span deployments {}: name them (--uri NAME=URI, or MONGODB_URIS) to take from it",
+        spans.join(", ")
+    )]
+    DeploymentsNotGiven {
+        /// The deployments it spans.
+        spans: Vec<String>,
+    },
+    /// No deployment holding a live lane answered a take within its
+    /// deadline.
+    #[error(
+        "no deployment answered within the deadline of {deadline_ms} ms ({}); deployments given \
+         that hold its lanes: {}; no value was handed out",
+        if failures.is_empty() { "none tried".to_string() } else { failures.join("; ") },
+        if given.is_empty() { "none".to_string() } else { given.join(", ") }
+    )]
+    Unreachable {
+        /// The deadline of the take.
+        deadline_ms: u64,
+        /// The deployments given that hold lanes.
+        given: Vec<String>,
+        /// Each try that failed: its deployment and why.
+        failures: Vec<String>,
+    },
+    /// A change of stripes needs a deployment this process was not given.
+    #[error(
+        "a change of its stripes needs deployment {deployment:?} ({why}): give it with \
+         --uri {deployment}=URI; nothing was changed"
+    )]
+    DeploymentNotGiven {
+        /// The deployment.
+        deployment: String,
+        /// Why the change needs it.
+        why: &'static str,
+    },
+    /// A change of stripes could not reach a deployment it needs.
+    #[error(
+        "deployment {deployment:?} did not answer ({reason}): a change of stripes needs every \
+         deployment its lanes are in; run it again once the deployment is back"
+    )]
+    DeploymentUnreachable {
+        /// The deployment.
+        deployment: String,
+        /// What failed.
+        reason: String,
+    },
+    /// Another counter of its name is in a deployment it would span.
+    #[error(
+        "deployment {deployment:?} holds another counter of its name (kind {kind}); nothing was \
+         changed there"
+    )]
+    NameTaken {
+        /// The deployment.
+        deployment: String,
+        /// The kind of the counter there.
+        kind: String,
+    },
+    /// A counter across deployments has a copy of its prefixes in each:
+    /// they are not changed there yet.
+    #[error(
+        "its lanes span deployments {}: its prefixes cannot be changed yet (each deployment \
+         keeps a copy, set when it was striped across them); nothing was changed",
+        spans.join(", ")
+    )]
+    PrefixesAcrossDeployments {
+        /// The deployments it spans.
+        spans: Vec<String>,
+    },
+    /// A layout of stripes that cannot be read.
+    #[error("{0}")]
+    Layout(String),
     /// Another change of the stripes ran at the same time and won.
     #[error(
         "another change of its stripes ran at the same time; nothing more was changed, try again"
@@ -94,9 +167,16 @@ impl StripingError {
     /// The class of the failure.
     pub fn class(&self) -> ErrorClass {
         match self {
-            Self::Modulus(_) | Self::Residue { .. } | Self::NotStripable { .. } => {
-                ErrorClass::BadInput
+            Self::Modulus(_)
+            | Self::Residue { .. }
+            | Self::NotStripable { .. }
+            | Self::DeploymentsNotGiven { .. }
+            | Self::DeploymentNotGiven { .. }
+            | Self::Layout(_) => ErrorClass::BadInput,
+            Self::Unreachable { .. } | Self::DeploymentUnreachable { .. } => {
+                ErrorClass::Unavailable
             }
+            Self::NameTaken { .. } | Self::PrefixesAcrossDeployments { .. } => ErrorClass::Conflict,
             Self::Exhausted { .. } => ErrorClass::Exhausted,
             Self::Changing { .. } | Self::NoLiveLane { .. } => ErrorClass::Unavailable,
             Self::CorruptMap(_)

@@ -172,7 +172,7 @@ pub(crate) fn take_command(lane_id: &str, kind: &str, count: u64) -> (Document, 
 
 /// The filter and update that seal lane `lane_id` for the change of
 /// stripes that claimed generation `claim` (a lane sealed already keeps
-/// the time of its seal, and takes the new claim): after it no take
+/// the time of its seal, and takes the new claim if it is the later): after it no take
 /// matches the lane, the lane after the update says the last value it
 /// handed out, and only that change writes a lane in its place
 /// ([`claimed`]).
@@ -181,7 +181,9 @@ pub(crate) fn seal_command(lane_id: &str, claim: u64) -> (Document, Vec<Document
     let update = vec![doc! { "$set": {
         "sealed": {
             "at": { "$ifNull": ["$sealed.at", "$$NOW"] },
-            "claim": claim as i64,
+            // A later change's claim stays: only the latest change that
+            // sealed a lane writes in its place.
+            "claim": { "$max": [{ "$ifNull": ["$sealed.claim", 0_i64] }, claim as i64] },
         },
     }}];
     (filter, update)

@@ -9,6 +9,16 @@
 //!              lanes: [{residue: 0}, {residue: 1}, {residue: 2}, {residue: 3}] } }
 //! ```
 //!
+//! A counter whose lanes span deployments has a copy of its map in each
+//! (`docs/design/striped-counters.md`): each lane names its deployment,
+//! `spans` lists the deployments (its home, where it was created, first)
+//! and `here` says which one the copy is in:
+//!
+//! ```text
+//!   striped: { ..., lanes: [{residue: 0, deployment: "eu"}, {residue: 1, deployment: "us"}],
+//!              spans: ["eu", "us"], here: "us" }
+//! ```
+//!
 //! The lanes' kind's own fields (`seq` above) stay as they were at the
 //! last change of stripes: every value up to `base` belongs to earlier
 //! generations. `lanes` lists the live lanes of the generation, every
@@ -20,6 +30,7 @@ use mongodb::bson::{doc, Bson, Document};
 use serde::Serialize;
 
 use super::arithmetic::{Generation, Lane, MAX_LANES};
+use super::deployments::check_deployment_name;
 use crate::mongo::describe_value;
 use crate::sequence::counter::fields::{read_array, read_document, read_integer, read_string};
 use crate::sequence::kind_trait::MAX_VALUE;
@@ -42,6 +53,16 @@ pub struct StripeMap {
     /// Whether the generation's lanes are live (false: a change of stripes
     /// is under way, no lane is to be taken from).
     pub live: bool,
+    /// Each live lane's deployment, by residue (empty: every lane is in the
+    /// deployment of the map, which spans no other).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub placement: Vec<String>,
+    /// The deployments the counter spans, its home first (empty: one).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub spans: Vec<String>,
+    /// The deployment this copy of the map is in (none: it spans one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub here: Option<String>,
 }
 
 impl StripeMap {
@@ -53,7 +74,20 @@ impl StripeMap {
             base: lanes.base,
             modulus: lanes.modulus,
             live: true,
+            placement: Vec::new(),
+            spans: Vec::new(),
+            here: None,
         }
+    }
+
+    /// Whether its lanes span deployments.
+    pub fn spans_deployments(&self) -> bool {
+        !self.spans.is_empty()
+    }
+
+    /// The deployment of lane `residue` (none: the map's own).
+    pub fn deployment_of(&self, residue: u64) -> Option<&str> {
+        self.placement.get(residue as usize).map(String::as_str)
     }
 
     /// The generation's arithmetic.
@@ -82,8 +116,19 @@ impl StripeMap {
                 self.generation
             );
         }
+        let over = if self.spans_deployments() {
+            let mut named: Vec<&str> = Vec::new();
+            for deployment in &self.placement {
+                if !named.contains(&deployment.as_str()) {
+                    named.push(deployment);
+                }
+            }
+            format!(" in {}", named.join(", "))
+        } else {
+            String::new()
+        };
         format!(
-            "generation {}: {} lanes, values above {} (unique, not increasing)",
+            "generation {}: {} lanes{over}, values above {} (unique, not increasing)",
             self.generation, self.modulus, self.base
         )
     }
@@ -99,6 +144,7 @@ impl StripeMap {
         Generation::new(base, modulus).map_err(|error| format!("striped: {error}"))?;
         let lanes = read_array(striped, "lanes").map_err(within)?;
         let live = !lanes.is_empty();
+        let mut placement = Vec::new();
         if live && generation == 0 {
             return Err("striped.lanes lists lanes of generation 0, which has none".to_string());
         }
@@ -122,6 +168,46 @@ impl StripeMap {
                     "striped.lanes.{index}.residue is {residue}, not {index}"
                 ));
             }
+            match lane.get("deployment") {
+                None => {}
+                Some(Bson::String(name)) => {
+                    check_deployment_name(name)
+                        .map_err(|reason| format!("striped.lanes.{index}.deployment: {reason}"))?;
+                    placement.push(name.clone());
+                }
+                Some(other) => {
+                    return Err(format!(
+                        "striped.lanes.{index}.deployment is {}, not a string",
+                        describe_value(other)
+                    ))
+                }
+            }
+        }
+        let spans = read_names(striped, "spans")?;
+        let here = match striped.get("here") {
+            None => None,
+            Some(Bson::String(name)) => Some(name.clone()),
+            Some(other) => {
+                return Err(format!(
+                    "striped.here is {}, not a string",
+                    describe_value(other)
+                ))
+            }
+        };
+        if !placement.is_empty() && placement.len() != lanes.len() {
+            return Err("striped.lanes names the deployment of some lanes only".to_string());
+        }
+        if let Some(stray) = placement
+            .iter()
+            .chain(&here)
+            .find(|name| !spans.contains(name))
+        {
+            return Err(format!(
+                "striped names deployment {stray:?}, which striped.spans does not list"
+            ));
+        }
+        if spans.is_empty() != here.is_none() {
+            return Err("striped.spans and striped.here go together".to_string());
         }
         Ok(StripeMap {
             kind,
@@ -129,6 +215,9 @@ impl StripeMap {
             base,
             modulus,
             live,
+            placement,
+            spans,
+            here,
         })
     }
 
@@ -137,15 +226,58 @@ impl StripeMap {
         let lanes: Vec<Bson> = self
             .lanes()
             .iter()
-            .map(|lane| Bson::Document(doc! { "residue": lane.residue() as i64 }))
+            .map(|lane| {
+                let mut entry = doc! { "residue": lane.residue() as i64 };
+                if let Some(deployment) = self.deployment_of(lane.residue()) {
+                    entry.insert("deployment", deployment);
+                }
+                Bson::Document(entry)
+            })
             .collect();
-        doc! {
+        let mut document = doc! {
             "kind": &self.kind,
             "generation": self.generation as i64,
             "base": self.base as i64,
             "modulus": self.modulus as i64,
             "lanes": lanes,
+        };
+        if let Some(here) = &self.here {
+            document.insert("spans", &self.spans);
+            document.insert("here", here);
         }
+        document
+    }
+
+    /// The same map as the copy in deployment `here` holds it.
+    pub(crate) fn copy_in(&self, here: &str) -> Self {
+        StripeMap {
+            here: Some(here.to_string()),
+            ..self.clone()
+        }
+    }
+}
+
+/// Reads the optional list of deployment names `key` of `striped`.
+fn read_names(striped: &Document, key: &str) -> Result<Vec<String>, String> {
+    match striped.get(key) {
+        None => Ok(Vec::new()),
+        Some(Bson::Array(names)) => names
+            .iter()
+            .enumerate()
+            .map(|(index, name)| match name {
+                Bson::String(name) => check_deployment_name(name)
+                    .map(|()| name.clone())
+                    .map_err(|reason| format!("striped.{key}.{index}: {reason}")),
+                other => Err(format!(
+                    "striped.{key}.{index} is {}, not a string",
+                    describe_value(other)
+                )),
+            })
+            .collect(),
+        Some(other) => Err(format!(
+            "striped.{key} is {}, not an array",
+            describe_value(other)
+        )),
     }
 }
 
@@ -199,6 +331,36 @@ mod tests {
         assert!(
             matches!(refused, crate::sequence::SequenceError::Striped { .. }),
             "{refused}"
+        );
+    }
+
+    #[test]
+    fn a_copy_of_a_map_across_deployments_reads_back_and_says_where_its_lanes_are() {
+        let mut map = StripeMap::live("autoinc", 2, Generation::new(7, 3).unwrap());
+        map.placement = vec!["eu".into(), "eu".into(), "us".into()];
+        map.spans = vec!["eu".into(), "us".into()];
+        let copy = map.copy_in("us");
+        let read = StripeMap::read(&map_document(copy.to_document())).unwrap();
+        assert_eq!(read, copy);
+        assert_eq!(read.deployment_of(2), Some("us"));
+        assert!(
+            read.describe().contains("3 lanes in eu, us"),
+            "{}",
+            read.describe()
+        );
+        // A copy claimed by a change keeps where the counter spans.
+        let claimed = StripeMap {
+            live: false,
+            ..copy.clone()
+        };
+        let read = StripeMap::read(&map_document(claimed.to_document())).unwrap();
+        assert_eq!((read.spans.len(), read.placement.len()), (2, 0));
+        let mut stray = copy.to_document();
+        stray.insert("spans", vec!["eu"]);
+        let error = StripeMap::read(&map_document(stray)).unwrap_err();
+        assert!(
+            error.contains("which striped.spans does not list"),
+            "{error}"
         );
     }
 

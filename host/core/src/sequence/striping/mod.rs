@@ -11,6 +11,8 @@
 //!   the commands that take from it and seal it;
 //! - `command`: a lane's take as the command `idmint pipeline --lane`
 //!   prints;
+//! - `deployments`: named deployments and their health; `layout`: where
+//!   a generation's lanes go;
 //! - `taker`: [`StripedCounter`], an opened striped counter, which
 //!   [`Sequence`](crate::sequence::Sequence) opens a counter whose document
 //!   is a map as;
@@ -23,9 +25,11 @@
 
 mod arithmetic;
 mod command;
+mod deployments;
 mod error;
 pub mod hooks;
 mod lane;
+mod layout;
 mod limits;
 mod map;
 mod restripe;
@@ -34,9 +38,13 @@ mod taker;
 
 pub use arithmetic::{lane_id, Generation, Lane, LANE_SEPARATOR, MAX_LANES};
 pub use command::lane_take_command;
+pub use deployments::{
+    check_deployment_name, Deployment, Deployments, HealthReport, FIRST_BACKOFF, LONGEST_BACKOFF,
+};
 pub use error::StripingError;
 pub use lane::{LaneDocument, LANE_KIND};
+pub use layout::Layout;
 pub use map::{StripeMap, STRIPED_KIND};
-pub use restripe::{create_striped, set_stripes, Restriped};
-pub use show::lanes;
+pub use restripe::{create_laid_out, create_striped, set_layout, set_stripes, Restriped};
+pub use show::{lanes, LaneReport, LaneView};
 pub use taker::{StripedCounter, ATTEMPTS, STRIPABLE};

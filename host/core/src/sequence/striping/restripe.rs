@@ -25,18 +25,22 @@
 //! without live lanes: takers wait and then fail, and running the change
 //! again finishes it.
 
-use mongodb::bson::{doc, Document};
+use std::time::Duration;
+
+use mongodb::bson::{doc, Bson, Document};
 use mongodb::options::{ReturnDocument, WriteConcern};
 use mongodb::{Collection, Database};
 
 use super::arithmetic::{lane_id, Generation, Lane};
+use super::deployments::Deployments;
 use super::error::StripingError;
 use super::hooks::{self, Point};
 use super::lane::{self, new_lane, placeholder};
+use super::layout::Layout;
 use super::map::{StripeMap, STRIPED_KIND};
 use super::taker::{read_map, striping, STRIPABLE};
 use crate::mongo::collections::COUNTERS;
-use crate::mongo::{durable_write_concern, is_duplicate_key};
+use crate::mongo::{describe_error, durable_write_concern, is_duplicate_key};
 use crate::sequence::counter::document::read;
 use crate::sequence::counter::fields::{read_kind, well_formed, DEFAULT_KIND};
 use crate::sequence::counter::spec::CounterSpec;
@@ -64,42 +68,88 @@ pub async fn create_striped(
     spec: &CounterSpec,
     stripes: u64,
 ) -> Result<crate::sequence::CounterState, SequenceError> {
-    if stripes != 1 {
+    create_laid_out(database, None, name, spec, &Layout::count(stripes)).await
+}
+
+/// Creates counter `name` as `spec` says in `database` (the preferred of
+/// `deployments`, if given), its lanes laid out as `layout` says (lanes in
+/// other deployments: of `deployments`): an unstriped counter for one
+/// unnamed lane, else a counter striped at once.
+pub async fn create_laid_out(
+    database: &Database,
+    deployments: Option<&Deployments>,
+    name: &CounterName,
+    spec: &CounterSpec,
+    layout: &Layout,
+) -> Result<crate::sequence::CounterState, SequenceError> {
+    let striped = layout.is_named() || layout.modulus() != 1;
+    if striped {
         check_stripable(name, spec.kind.as_str())?;
-        Generation::new(0, stripes).map_err(|error| striping(name, error))?;
+        Generation::new(0, layout.modulus()).map_err(|error| striping(name, error))?;
+        check_given(
+            name,
+            deployments,
+            &layout.deployments(),
+            "the layout names it",
+        )?;
     }
     let created = create(database, name, spec).await?;
-    if stripes == 1 {
+    if !striped {
         return Ok(created);
     }
-    set_stripes(database, name, stripes).await?;
+    set_layout(database, deployments, name, layout).await?;
     crate::sequence::state(database, name).await
 }
 
-/// Gives counter `name` a new generation of `stripes` lanes (see the module
-/// docs): an unstriped autoinc counter becomes striped.
+/// Gives counter `name` a new generation of `stripes` lanes in its own
+/// deployment (see the module docs): an unstriped autoinc counter becomes
+/// striped.
 pub async fn set_stripes(
     database: &Database,
     name: &CounterName,
     stripes: u64,
 ) -> Result<Restriped, SequenceError> {
+    set_layout(database, None, name, &Layout::count(stripes)).await
+}
+
+/// Gives counter `name`, read from `database` (the preferred of
+/// `deployments`, if given), a new generation of lanes laid out as
+/// `layout` says (see the module docs).
+pub async fn set_layout(
+    database: &Database,
+    deployments: Option<&Deployments>,
+    name: &CounterName,
+    layout: &Layout,
+) -> Result<Restriped, SequenceError> {
+    let stripes = layout.modulus();
     Generation::new(0, stripes).map_err(|error| striping(name, error))?;
-    let collection: Collection<Document> = database.collection(COUNTERS);
+    // Refused before anything is written.
+    check_given(
+        name,
+        deployments,
+        &layout.deployments(),
+        "the layout names it",
+    )?;
     let write_concern = durable_write_concern();
-    let map = current_map(&collection, name, &write_concern).await?;
+    let home_collection: Collection<Document> = database.collection(COUNTERS);
+    let first = current_map(&home_collection, name, &write_concern).await?;
+    let sites = Sites::of(database, deployments, name, &first, layout)?;
+    let (map, prefixes) = sites.latest_map(name, first).await?;
     let change = Change {
-        collection: &collection,
+        sites: &sites,
         name,
         write_concern: &write_concern,
         kind: &map.kind,
         claim: map.generation + 1,
     };
-    change.claim(map.generation).await?;
+    change.claim(&map, &prefixes).await?;
+    let placement = layout.placement();
+    let site_of = |residue: u64| placement.get(residue as usize).map(String::as_str);
     // Where the new lanes go, a lane sealed for this change: every lane
     // this change writes, it has sealed first.
     let placeholders = Generation::new(map.base, stripes).map_err(|error| striping(name, error))?;
     for lane in placeholders.lanes() {
-        change.place(lane).await?;
+        change.place(site_of(lane.residue()), lane).await?;
     }
     let sealed = change.seal_all().await?;
     let base = sealed
@@ -109,9 +159,14 @@ pub async fn set_stripes(
     let next = Generation::new(base, stripes).map_err(|error| striping(name, error))?;
     hooks::pass(database.name(), name.as_str(), Point::BeforeLaneWrites).await;
     for lane in next.lanes() {
-        change.write(lane).await?;
+        change.write(site_of(lane.residue()), lane).await?;
     }
-    let new_map = StripeMap::live(&map.kind, change.claim, next);
+    let mut new_map = StripeMap::live(&map.kind, change.claim, next);
+    if sites.spanning() {
+        new_map.placement = placement.clone();
+        new_map.spans = sites.names();
+        new_map.here = Some(sites.home_name().to_string());
+    }
     change.publish(&new_map).await?;
     Ok(Restriped {
         map: new_map,
@@ -119,9 +174,245 @@ pub async fn set_stripes(
     })
 }
 
+/// Fails unless every deployment of `needed` is given.
+fn check_given(
+    name: &CounterName,
+    deployments: Option<&Deployments>,
+    needed: &[String],
+    why: &'static str,
+) -> Result<(), SequenceError> {
+    match needed
+        .iter()
+        .find(|needed| deployments.is_none_or(|given| given.get(needed).is_none()))
+    {
+        Some(missing) => Err(striping(
+            name,
+            StripingError::DeploymentNotGiven {
+                deployment: missing.clone(),
+                why,
+            },
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The deployments a change writes in: the counter's home (where its map
+/// was read), then every other it spans or will span. One unnamed site
+/// when it spans none and will span none.
+struct Sites {
+    /// Each site's name (empty: the one unnamed) and counters collection.
+    list: Vec<(String, Collection<Document>)>,
+    /// How long a step in one site may take.
+    deadline: Option<Duration>,
+}
+
+impl Sites {
+    fn of(
+        database: &Database,
+        deployments: Option<&Deployments>,
+        name: &CounterName,
+        map: &StripeMap,
+        layout: &Layout,
+    ) -> Result<Self, SequenceError> {
+        let home_collection = database.collection(COUNTERS);
+        if !map.spans_deployments() && !layout.is_named() {
+            return Ok(Self {
+                list: vec![(String::new(), home_collection)],
+                deadline: None,
+            });
+        }
+        if map.spans_deployments() && !layout.is_named() {
+            return Err(striping(
+                name,
+                StripingError::Layout(format!(
+                    "its lanes span deployments {}: name the deployments of the new lanes \
+                     (as in {}:{})",
+                    map.spans.join(", "),
+                    map.spans[0],
+                    layout.modulus()
+                )),
+            ));
+        }
+        let Some(given) = deployments else {
+            let (needed, why) = if map.spans_deployments() {
+                (map.spans[0].clone(), "the counter spans it")
+            } else {
+                (layout.deployments()[0].clone(), "the layout names it")
+            };
+            return Err(striping(
+                name,
+                StripingError::DeploymentNotGiven {
+                    deployment: needed,
+                    why,
+                },
+            ));
+        };
+        // The home: the first deployment the map spans, else the one it
+        // was read from (the preferred).
+        let home = map
+            .spans
+            .first()
+            .cloned()
+            .unwrap_or_else(|| given.preferred().name.clone());
+        let mut names = vec![home];
+        for other in map.spans.iter().chain(&layout.deployments()) {
+            if !names.contains(other) {
+                names.push(other.clone());
+            }
+        }
+        check_given(name, Some(given), &map.spans, "the counter spans it")?;
+        check_given(
+            name,
+            Some(given),
+            &layout.deployments(),
+            "the layout names it",
+        )?;
+        let list = names
+            .into_iter()
+            .map(|site| {
+                let collection = given
+                    .get(&site)
+                    .expect("checked as given")
+                    .database
+                    .collection(COUNTERS);
+                (site, collection)
+            })
+            .collect();
+        Ok(Self {
+            list,
+            deadline: Some(given.take_deadline()),
+        })
+    }
+
+    fn spanning(&self) -> bool {
+        self.deadline.is_some()
+    }
+
+    fn names(&self) -> Vec<String> {
+        self.list.iter().map(|(name, _)| name.clone()).collect()
+    }
+
+    fn home_name(&self) -> &str {
+        &self.list[0].0
+    }
+
+    /// Site `site`'s collection (none: the home).
+    fn collection(&self, site: Option<&str>) -> &Collection<Document> {
+        let site = site.unwrap_or(self.home_name());
+        &self
+            .list
+            .iter()
+            .find(|(name, _)| name == site)
+            .expect("lanes are placed in sites")
+            .1
+    }
+
+    /// Runs `step` at site `site`, within the deadline when spanning; a
+    /// database error or no answer names the site.
+    async fn at<T>(
+        &self,
+        name: &CounterName,
+        site: &str,
+        action: &'static str,
+        step: impl std::future::IntoFuture<Output = mongodb::error::Result<T>>,
+    ) -> Result<T, SequenceError> {
+        let Some(deadline) = self.deadline else {
+            return step
+                .await
+                .map_err(|source| SequenceError::from_database(name, action, "update", source));
+        };
+        let unreachable = |reason: String| {
+            striping(
+                name,
+                StripingError::DeploymentUnreachable {
+                    deployment: site.to_string(),
+                    reason,
+                },
+            )
+        };
+        match tokio::time::timeout(deadline, step.into_future()).await {
+            Ok(Ok(done)) => Ok(done),
+            Ok(Err(source)) if is_duplicate_key(&source) => {
+                Err(SequenceError::from_database(name, action, "update", source))
+            }
+            Ok(Err(source)) => Err(unreachable(describe_error(&source))),
+            Err(_) => Err(unreachable(format!(
+                "no answer within {} ms",
+                deadline.as_millis()
+            ))),
+        }
+    }
+
+    /// The latest map among the copies (the one read from the home,
+    /// `first`, and each other site's), and the home's prefixes. Each copy
+    /// must say it is in the site it was read from.
+    async fn latest_map(
+        &self,
+        name: &CounterName,
+        first: StripeMap,
+    ) -> Result<(StripeMap, Bson), SequenceError> {
+        let home = self
+            .at(
+                name,
+                self.home_name(),
+                "read",
+                self.list[0].1.find_one(doc! { "_id": name.as_str() }),
+            )
+            .await?
+            .ok_or_else(|| SequenceError::UnknownCounter(name.clone()))?;
+        let prefixes = home
+            .get("prefixes")
+            .cloned()
+            .unwrap_or(Bson::Array(Vec::new()));
+        let mut latest = first;
+        if !self.spanning() {
+            return Ok((latest, prefixes));
+        }
+        for (site, collection) in &self.list {
+            let found = self
+                .at(
+                    name,
+                    site,
+                    "read",
+                    collection.find_one(doc! { "_id": name.as_str() }),
+                )
+                .await?;
+            let Some(document) = found else { continue };
+            if read_kind(&document).ok().flatten() != Some(STRIPED_KIND) {
+                let kind = read_kind(&document)
+                    .ok()
+                    .flatten()
+                    .unwrap_or(DEFAULT_KIND)
+                    .to_string();
+                return Err(striping(
+                    name,
+                    StripingError::NameTaken {
+                        deployment: site.clone(),
+                        kind,
+                    },
+                ));
+            }
+            let copy = read_map(name, &document)?;
+            if let Some(here) = copy.here.as_deref().filter(|here| here != site) {
+                return Err(striping(
+                    name,
+                    StripingError::CorruptMap(format!(
+                        "the copy in the deployment given as {site:?} says it is in {here:?}: \
+                         are the connection strings given the names the counter was created with?"
+                    )),
+                ));
+            }
+            if copy.generation > latest.generation {
+                latest = copy;
+            }
+        }
+        Ok((latest, prefixes))
+    }
+}
+
 /// One change of a counter's stripes, which claimed generation `claim`.
 struct Change<'a> {
-    collection: &'a Collection<Document>,
+    sites: &'a Sites,
     name: &'a CounterName,
     write_concern: &'a WriteConcern,
     kind: &'a str,
@@ -129,126 +420,219 @@ struct Change<'a> {
 }
 
 impl Change<'_> {
-    fn database_error(
-        &self,
-        action: &'static str,
-    ) -> impl Fn(mongodb::error::Error) -> SequenceError + '_ {
-        move |source| SequenceError::from_database(self.name, action, "update", source)
-    }
-
-    /// Claims the next generation: the map, of generation `from`, goes to
-    /// `claim` with no live lane. Of two changes at once, one claims it;
-    /// the other fails, having changed nothing.
-    async fn claim(&self, from: u64) -> Result<(), SequenceError> {
-        let claimed = self
-            .collection
-            .update_one(
-                doc! { "_id": self.name.as_str(), "kind": STRIPED_KIND, "striped.generation": from as i64 },
-                doc! { "$set": { "striped.generation": self.claim as i64, "striped.lanes": [] } },
-            )
-            .write_concern(self.write_concern.clone())
-            .await
-            .map_err(self.database_error("claim a change of"))?;
-        if claimed.matched_count == 0 {
-            return Err(striping(self.name, StripingError::Concurrent));
+    /// Claims the next generation on every copy of the map, the home
+    /// first: each goes to `claim` with no live lane (a site without a
+    /// copy gets one, with the home's `prefixes`). Of two changes at once,
+    /// one claims the home; the other fails, having changed nothing.
+    async fn claim(&self, map: &StripeMap, prefixes: &Bson) -> Result<(), SequenceError> {
+        let mut claimed_map = StripeMap {
+            generation: self.claim,
+            live: false,
+            ..map.clone()
+        };
+        if self.sites.spanning() {
+            claimed_map.spans = self.sites.names();
+        }
+        for (index, (site, collection)) in self.sites.list.iter().enumerate() {
+            let striped = if self.sites.spanning() {
+                claimed_map.copy_in(site).to_document()
+            } else {
+                claimed_map.to_document()
+            };
+            let filter = doc! {
+                "_id": self.name.as_str(),
+                "kind": STRIPED_KIND,
+                "striped.generation": { "$lt": self.claim as i64 },
+            };
+            let mut update = doc! { "striped": striped };
+            if index > 0 {
+                update.insert("prefixes", prefixes.clone());
+                update.insert("seq", map.base as i64);
+            }
+            let claimed = self
+                .sites
+                .at(
+                    self.name,
+                    site,
+                    "claim a change of",
+                    collection
+                        .update_one(filter, doc! { "$set": update })
+                        // Only another site's copy is made where none is.
+                        .upsert(index > 0)
+                        .write_concern(self.write_concern.clone()),
+                )
+                .await;
+            match claimed {
+                Ok(claimed) if claimed.matched_count > 0 || claimed.upserted_id.is_some() => {}
+                // Not matched, or (upserting) another document of the name
+                // is there: a later change's copy, or another counter.
+                Ok(_) | Err(SequenceError::Database { .. }) => {
+                    return Err(self.refused_claim(site, collection).await)
+                }
+                Err(error) => return Err(error),
+            }
         }
         Ok(())
     }
 
-    /// A sealed lane where `lane` goes, unless a lane is there.
-    async fn place(&self, lane: Lane) -> Result<(), SequenceError> {
-        let id = lane_id(self.name, lane.residue());
-        match self
-            .collection
-            .insert_one(placeholder(&id, self.kind, self.claim, lane))
-            .write_concern(self.write_concern.clone())
-            .await
-        {
-            Err(error) if !is_duplicate_key(&error) => {
-                Err(self.database_error("place a lane of")(error))
+    /// Why a claim at `site` matched nothing: another counter of the name
+    /// is there, or another change claimed it.
+    async fn refused_claim(&self, site: &str, collection: &Collection<Document>) -> SequenceError {
+        let found = self
+            .sites
+            .at(
+                self.name,
+                site,
+                "read",
+                collection.find_one(doc! { "_id": self.name.as_str() }),
+            )
+            .await;
+        match found {
+            Ok(Some(document)) if read_kind(&document).ok().flatten() != Some(STRIPED_KIND) => {
+                striping(
+                    self.name,
+                    StripingError::NameTaken {
+                        deployment: site.to_string(),
+                        kind: read_kind(&document)
+                            .ok()
+                            .flatten()
+                            .unwrap_or(DEFAULT_KIND)
+                            .to_string(),
+                    },
+                )
             }
-            _ => Ok(()),
+            Err(error) => error,
+            _ => striping(self.name, StripingError::Concurrent),
         }
     }
 
-    /// Seals every lane of the counter, of whatever generation, for this
-    /// change: each seal returns the last value its lane handed out.
+    /// A sealed lane where `lane` goes (in `site`; none: the home), unless
+    /// a lane is there.
+    async fn place(&self, site: Option<&str>, lane: Lane) -> Result<(), SequenceError> {
+        let id = lane_id(self.name, lane.residue());
+        let placed = self
+            .sites
+            .at(
+                self.name,
+                site.unwrap_or(self.sites.home_name()),
+                "place a lane of",
+                self.sites
+                    .collection(site)
+                    .insert_one(placeholder(&id, self.kind, self.claim, lane))
+                    .write_concern(self.write_concern.clone()),
+            )
+            .await;
+        match placed {
+            Err(SequenceError::Database { source, .. }) if is_duplicate_key(&source) => Ok(()),
+            Err(error) => Err(error),
+            Ok(_) => Ok(()),
+        }
+    }
+
+    /// Seals every lane of the counter in every site, of whatever
+    /// generation, for this change: each seal returns the last value its
+    /// lane handed out.
     async fn seal_all(&self) -> Result<Vec<(u64, u64)>, SequenceError> {
         use futures_util::TryStreamExt;
-        // The lanes' `_id`s are NAME#...: from "NAME#" up to "NAME$",
-        // '$' being the character after '#'.
-        let lanes = doc! { "_id": {
-            "$gte": format!("{}#", self.name),
-            "$lt": format!("{}$", self.name),
-        }};
-        let ids: Vec<Document> = self
-            .collection
-            .find(lanes)
-            .projection(doc! { "_id": 1 })
-            .await
-            .map_err(|source| SequenceError::from_database(self.name, "read", "find", source))?
-            .try_collect()
-            .await
-            .map_err(|source| SequenceError::from_database(self.name, "read", "find", source))?;
         let mut sealed = Vec::new();
-        for id in ids.iter().filter_map(|id| id.get_str("_id").ok()) {
-            let (filter, update) = lane::seal_command(id, self.claim);
-            let after = self
-                .collection
-                .find_one_and_update(filter, update)
-                .return_document(ReturnDocument::After)
-                .write_concern(self.write_concern.clone())
-                .await
-                .map_err(|source| {
-                    SequenceError::from_database(self.name, "seal", "find and update", source)
+        for (site, collection) in &self.sites.list {
+            // The lanes' `_id`s are NAME#...: from "NAME#" up to "NAME$",
+            // '$' being the character after '#'.
+            let lanes = doc! { "_id": {
+                "$gte": format!("{}#", self.name),
+                "$lt": format!("{}$", self.name),
+            }};
+            let find = async {
+                collection
+                    .find(lanes)
+                    .projection(doc! { "_id": 1 })
+                    .await?
+                    .try_collect::<Vec<Document>>()
+                    .await
+            };
+            let ids = self.sites.at(self.name, site, "read", find).await?;
+            for id in ids.iter().filter_map(|id| id.get_str("_id").ok()) {
+                let (filter, update) = lane::seal_command(id, self.claim);
+                let after = self
+                    .sites
+                    .at(
+                        self.name,
+                        site,
+                        "seal",
+                        collection
+                            .find_one_and_update(filter, update)
+                            .return_document(ReturnDocument::After)
+                            .write_concern(self.write_concern.clone()),
+                    )
+                    .await?;
+                let Some(after) = after else { continue };
+                let after = lane::read(&after).map_err(|reason| {
+                    striping(
+                        self.name,
+                        StripingError::CorruptLane {
+                            lane: id.to_string(),
+                            reason,
+                        },
+                    )
                 })?;
-            let Some(after) = after else { continue };
-            let after = lane::read(&after).map_err(|reason| {
-                striping(
-                    self.name,
-                    StripingError::CorruptLane {
-                        lane: id.to_string(),
-                        reason,
-                    },
-                )
-            })?;
-            sealed.push((after.lane.residue(), after.last));
+                sealed.push((after.lane.residue(), after.last));
+            }
         }
         Ok(sealed)
     }
 
-    /// Writes `lane` of the new generation in place of the lane this
-    /// change sealed there; a later change that sealed it since wins.
-    async fn write(&self, lane: Lane) -> Result<(), SequenceError> {
+    /// Writes `lane` of the new generation (in `site`; none: the home) in
+    /// place of the lane this change sealed there; a later change that
+    /// sealed it since wins.
+    async fn write(&self, site: Option<&str>, lane: Lane) -> Result<(), SequenceError> {
         let id = lane_id(self.name, lane.residue());
         let written = self
-            .collection
-            .replace_one(
-                lane::claimed(&id, self.claim),
-                new_lane(&id, self.kind, self.claim, lane),
+            .sites
+            .at(
+                self.name,
+                site.unwrap_or(self.sites.home_name()),
+                "write a lane of",
+                self.sites
+                    .collection(site)
+                    .replace_one(
+                        lane::claimed(&id, self.claim),
+                        new_lane(&id, self.kind, self.claim, lane),
+                    )
+                    .write_concern(self.write_concern.clone()),
             )
-            .write_concern(self.write_concern.clone())
-            .await
-            .map_err(self.database_error("write a lane of"))?;
+            .await?;
         if written.matched_count == 0 {
             return Err(striping(self.name, StripingError::Concurrent));
         }
         Ok(())
     }
 
-    /// Makes the map say `map`, if no later change claimed it since.
+    /// Makes every copy of the map say `map`, if no later change claimed
+    /// it since.
     async fn publish(&self, map: &StripeMap) -> Result<(), SequenceError> {
-        let published = self
-            .collection
-            .update_one(
-                doc! { "_id": self.name.as_str(), "kind": STRIPED_KIND, "striped.generation": self.claim as i64 },
-                doc! { "$set": { "striped": map.to_document(), "seq": map.base as i64 } },
-            )
-            .write_concern(self.write_concern.clone())
-            .await
-            .map_err(self.database_error("update the map of"))?;
-        if published.matched_count == 0 {
-            return Err(striping(self.name, StripingError::Concurrent));
+        for (site, collection) in &self.sites.list {
+            let copy = if self.sites.spanning() {
+                map.copy_in(site)
+            } else {
+                map.clone()
+            };
+            let published = self
+                .sites
+                .at(
+                    self.name,
+                    site,
+                    "update the map of",
+                    collection
+                        .update_one(
+                            doc! { "_id": self.name.as_str(), "kind": STRIPED_KIND, "striped.generation": self.claim as i64 },
+                            doc! { "$set": { "striped": copy.to_document(), "seq": map.base as i64 } },
+                        )
+                        .write_concern(self.write_concern.clone()),
+                )
+                .await?;
+            if published.matched_count == 0 {
+                return Err(striping(self.name, StripingError::Concurrent));
+            }
         }
         Ok(())
     }

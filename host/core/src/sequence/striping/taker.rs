@@ -1,7 +1,18 @@
 //! Taking from a striped counter: a handle that holds the counter's map and
-//! takes each block from one of its lanes, in turn from a random first one
-//! (so that processes spread over the lanes), in one `findAndModify` whose
+//! takes each block from one of its lanes, in one `findAndModify` whose
 //! filter holds only for a live lane ([`lane::take_command`]).
+//!
+//! In one deployment the lanes are taken in turn from a random first one
+//! (so that processes spread over them). Across deployments
+//! ([`Deployments`]) a take goes to a lane of the preferred deployment, else
+//! of a healthy one chosen at random, else of the one set aside the
+//! shortest; within a deployment, to its lanes in turn. A try that fails
+//! (a database error) or does not answer within its share of the take's
+//! deadline (what is left of it, shared among the deployments not tried
+//! yet) sets its deployment aside and the take moves on to another; past
+//! the deadline the take fails with [`StripingError::Unreachable`]. A try
+//! given up on may still be applied by its server: its values are then
+//! lost (a gap), never handed out twice.
 //!
 //! A take that finds its lane sealed or gone (a change of stripes sealed
 //! it) reads the map again and takes from a lane of the generation it
@@ -11,20 +22,20 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use mongodb::bson::{doc, Document};
 use mongodb::options::{ReturnDocument, WriteConcern};
-use mongodb::{Collection, Database};
+use mongodb::Database;
 
 use super::arithmetic::lane_id;
+use super::deployments::Deployments;
 use super::error::StripingError;
 use super::hooks::{self, Point};
 use super::lane::{self, LaneDocument};
 use super::map::{StripeMap, STRIPED_KIND};
 use crate::mongo::collections::COUNTERS;
-use crate::mongo::{describe_value, durable_write_concern};
-use crate::sequence::counter::fields::database_of;
+use crate::mongo::{describe_error, describe_value, durable_write_concern};
 use crate::sequence::error::SequenceError;
 use crate::sequence::kind_trait::MAX_VALUE;
 use crate::sequence::name::CounterName;
@@ -34,6 +45,9 @@ pub const ATTEMPTS: u32 = 64;
 
 /// The longest pause between two reads of a map that has no live lane.
 const LONGEST_PAUSE: Duration = Duration::from_millis(100);
+
+/// The shortest share of a deadline a try is given.
+const SHORTEST_TRY: Duration = Duration::from_millis(50);
 
 /// The lanes' kinds that can be striped, so far.
 pub const STRIPABLE: &[&str] = &["autoinc"];
@@ -47,7 +61,10 @@ pub struct StripedCounter {
 
 #[derive(Debug)]
 struct Inner {
-    collection: Collection<Document>,
+    /// The database its map was read from.
+    home: Database,
+    /// The deployments it may span (none: only `home`).
+    deployments: Option<Deployments>,
     name: CounterName,
     map: Mutex<StripeMap>,
     turn: AtomicU64,
@@ -62,12 +79,32 @@ pub(crate) fn striping(name: &CounterName, source: StripingError) -> SequenceErr
     }
 }
 
+/// Where one try goes: a lane, and the deployment holding it.
+struct Target {
+    residue: u64,
+    /// The deployment's name (none: the map's own, which spans no other).
+    deployment: Option<String>,
+    database: Database,
+}
+
+/// How one try ended.
+enum Tried {
+    Taken(Vec<u64>),
+    /// The lane refused it (sealed, gone, changed).
+    Refused,
+    /// The deployment failed it or did not answer in time.
+    Failed(String),
+}
+
 impl StripedCounter {
-    /// Opens counter `name` of `database`, whose map was read as `map`.
+    /// Opens counter `name` whose map was read from `database` as `map`;
+    /// a map whose lanes span deployments takes from those of
+    /// `deployments` it names.
     pub fn open(
         database: &Database,
         name: CounterName,
         map: &StripeMap,
+        deployments: Option<&Deployments>,
     ) -> Result<Self, SequenceError> {
         if !STRIPABLE.contains(&map.kind.as_str()) {
             return Err(striping(
@@ -82,7 +119,8 @@ impl StripedCounter {
         let turn = getrandom::u64().unwrap_or(0) % map.modulus;
         Ok(Self {
             inner: Arc::new(Inner {
-                collection: database.collection(COUNTERS),
+                home: database.clone(),
+                deployments: deployments.cloned(),
                 name,
                 map: Mutex::new(map.clone()),
                 turn: AtomicU64::new(turn),
@@ -96,9 +134,14 @@ impl StripedCounter {
         &self.inner.name
     }
 
-    /// The database the counter is in.
+    /// The database its map was read from.
     pub fn database(&self) -> Database {
-        database_of(&self.inner.collection)
+        self.inner.home.clone()
+    }
+
+    /// The deployments it may span.
+    pub fn deployments(&self) -> Option<&Deployments> {
+        self.inner.deployments.as_ref()
     }
 
     /// The map as this handle last read it.
@@ -110,40 +153,57 @@ impl StripedCounter {
     /// from one lane, in the order issued.
     pub async fn take(&self, count: u64) -> Result<Vec<u64>, SequenceError> {
         let name = self.name();
-        let database = self.inner.collection.namespace().db;
+        let deadline = self
+            .spanning()
+            .map(|deployments| Instant::now() + deployments.take_deadline());
         let mut pause = Duration::from_millis(1);
+        let mut tried: Vec<String> = Vec::new();
+        let mut failures: Vec<String> = Vec::new();
         for _ in 0..ATTEMPTS {
             let map = self.map();
             if !map.live {
-                tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(LONGEST_PAUSE);
-                self.reload().await?;
+                self.pause(&mut pause, deadline).await;
+                self.reload(deadline).await?;
                 continue;
             }
-            let residue = self.inner.turn.fetch_add(1, Ordering::Relaxed) % map.modulus;
-            let id = lane_id(name, residue);
-            hooks::pass(&database, name.as_str(), Point::BeforeTake).await;
-            let (filter, update) = lane::take_command(&id, &map.kind, count);
-            let after = self
-                .inner
-                .collection
-                .find_one_and_update(filter, update)
-                .return_document(ReturnDocument::After)
-                .write_concern(self.inner.write_concern.clone())
-                .await
-                .map_err(|source| {
-                    SequenceError::from_database(name, "take", "find and update", source)
-                })?;
-            hooks::pass(&database, name.as_str(), Point::AfterTake).await;
-            if let Some(after) = after {
-                return Ok(self.read_lane(&id, &after)?.taken(count));
-            }
-            self.unmatched(&id, &map, count).await?;
-            if self.map().generation == map.generation {
-                // Sealed and the map not moved on yet: the change is
-                // under way.
-                tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(LONGEST_PAUSE);
+            let Some(target) = self.pick(&map, &mut tried)? else {
+                return Err(self.unreachable(&failures, deadline));
+            };
+            let share = deadline.map(|deadline| {
+                // This try's deployment, and those not tried yet.
+                let untried = self.untried(&map, &tried) as u32 + 1;
+                (deadline.saturating_duration_since(Instant::now()) / untried).max(SHORTEST_TRY)
+            });
+            match self.try_lane(&target, &map, count, share).await? {
+                Tried::Taken(values) => return Ok(values),
+                Tried::Failed(why) => {
+                    let deployment = target.deployment.clone().unwrap_or_default();
+                    failures.push(format!("{deployment}: {why}"));
+                    if let Some(deployments) = &self.inner.deployments {
+                        deployments.failed(&deployment, Instant::now());
+                    }
+                    if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+                        return Err(self.unreachable(&failures, deadline));
+                    }
+                    if let Some(deadline) = deadline {
+                        if self.untried(&map, &tried) == 0 {
+                            // Every deployment failed once: again, after a
+                            // pause, while the deadline allows.
+                            tried.clear();
+                            self.pause(&mut pause, Some(deadline)).await;
+                        }
+                    } else {
+                        return Err(self.unreachable(&failures, deadline));
+                    }
+                }
+                Tried::Refused => {
+                    self.unmatched(&target, &map, count, deadline).await?;
+                    if self.map().generation == map.generation {
+                        // Sealed and the map not moved on yet: the change
+                        // is under way.
+                        self.pause(&mut pause, deadline).await;
+                    }
+                }
             }
         }
         Err(striping(
@@ -152,23 +212,216 @@ impl StripedCounter {
         ))
     }
 
-    /// After a take that matched nothing on lane `id`: an error if the lane
-    /// is malformed or exhausted; otherwise (sealed, gone, or changed
-    /// meanwhile) the map is read again for the next try.
-    async fn unmatched(&self, id: &str, map: &StripeMap, count: u64) -> Result<(), SequenceError> {
+    /// The deployments, if its lanes span several.
+    fn spanning(&self) -> Option<&Deployments> {
+        let spans = self.inner.map.lock().unwrap().spans_deployments();
+        self.inner.deployments.as_ref().filter(|_| spans)
+    }
+
+    /// Waits `pause` (doubled for next time, at most [`LONGEST_PAUSE`]),
+    /// never past `deadline`.
+    async fn pause(&self, pause: &mut Duration, deadline: Option<Instant>) {
+        let mut wait = *pause;
+        if let Some(deadline) = deadline {
+            wait = wait.min(deadline.saturating_duration_since(Instant::now()));
+        }
+        tokio::time::sleep(wait).await;
+        *pause = (*pause * 2).min(LONGEST_PAUSE);
+    }
+
+    /// The lane the next try goes to, or none when no lane of `map` is in
+    /// a deployment this process reaches. Across deployments: one not
+    /// `tried` yet in this take (it is added), preferring the preferred,
+    /// then healthy ones at random, then the one set aside the shortest.
+    fn pick(
+        &self,
+        map: &StripeMap,
+        tried: &mut Vec<String>,
+    ) -> Result<Option<Target>, SequenceError> {
+        let turn = self.inner.turn.fetch_add(1, Ordering::Relaxed);
+        let Some(deployments) = self.spanning() else {
+            if map.spans_deployments() {
+                return Err(striping(
+                    self.name(),
+                    StripingError::DeploymentsNotGiven {
+                        spans: map.spans.clone(),
+                    },
+                ));
+            }
+            return Ok(Some(Target {
+                residue: turn % map.modulus,
+                deployment: None,
+                database: self.inner.home.clone(),
+            }));
+        };
+        let now = Instant::now();
+        let mut candidates: Vec<&str> = map
+            .spans
+            .iter()
+            .map(String::as_str)
+            .filter(|name| deployments.get(name).is_some())
+            .filter(|name| !tried.iter().any(|seen| seen == name))
+            .filter(|name| map.placement.iter().any(|lane| lane == name))
+            .collect();
+        if candidates.is_empty() {
+            return Ok(None);
+        }
+        let preferred = deployments.preferred().name.as_str();
+        let random = getrandom::u64().unwrap_or(turn);
+        candidates.sort_by_key(|name| {
+            let healthy = deployments.is_healthy(name, now);
+            let aside = deployments
+                .aside_until(name)
+                .map_or(Duration::ZERO, |until| until.saturating_duration_since(now));
+            let order = if *name == preferred {
+                0
+            } else {
+                // Healthy ones in an order of their own for each take.
+                1 + (random ^ fxhash(name)) % 1024
+            };
+            (!healthy, aside, order)
+        });
+        let chosen = candidates[0].to_string();
+        let lanes: Vec<u64> = (0..map.modulus)
+            .filter(|residue| map.deployment_of(*residue) == Some(chosen.as_str()))
+            .collect();
+        let residue = lanes[(turn % lanes.len() as u64) as usize];
+        tried.push(chosen.clone());
+        let database = deployments
+            .get(&chosen)
+            .expect("candidates are deployments given")
+            .database
+            .clone();
+        Ok(Some(Target {
+            residue,
+            deployment: Some(chosen),
+            database,
+        }))
+    }
+
+    /// How many deployments holding lanes of `map` this process reaches
+    /// and has not tried in this take.
+    fn untried(&self, map: &StripeMap, tried: &[String]) -> usize {
+        let Some(deployments) = self.spanning() else {
+            return 1;
+        };
+        map.spans
+            .iter()
+            .filter(|name| deployments.get(name).is_some())
+            .filter(|name| map.placement.contains(name))
+            .filter(|name| !tried.contains(name))
+            .count()
+    }
+
+    /// One try: takes `count` values of `target`'s lane, within `share`.
+    async fn try_lane(
+        &self,
+        target: &Target,
+        map: &StripeMap,
+        count: u64,
+        share: Option<Duration>,
+    ) -> Result<Tried, SequenceError> {
         let name = self.name();
-        let found = self
-            .inner
-            .collection
-            .find_one(doc! { "_id": id })
-            .await
-            .map_err(|source| SequenceError::from_database(name, "read", "find", source))?;
+        let id = lane_id(name, target.residue);
+        let database = target.database.name().to_string();
+        hooks::pass(&database, name.as_str(), Point::BeforeTake).await;
+        let (filter, update) = lane::take_command(&id, &map.kind, count);
+        let collection = target.database.collection::<Document>(COUNTERS);
+        let take = collection
+            .find_one_and_update(filter, update)
+            .return_document(ReturnDocument::After)
+            .write_concern(self.inner.write_concern.clone());
+        let answer = match share {
+            None => take.await,
+            Some(share) => match tokio::time::timeout(share, take).await {
+                Ok(answer) => answer,
+                Err(_) => {
+                    return Ok(Tried::Failed(format!(
+                        "no answer within {} ms",
+                        share.as_millis()
+                    )))
+                }
+            },
+        };
+        let after = match answer {
+            Ok(after) => after,
+            Err(source) if target.deployment.is_some() => {
+                return Ok(Tried::Failed(describe_error(&source)))
+            }
+            Err(source) => {
+                return Err(SequenceError::from_database(
+                    name,
+                    "take",
+                    "find and update",
+                    source,
+                ))
+            }
+        };
+        if let (Some(deployment), Some(deployments)) = (&target.deployment, &self.inner.deployments)
+        {
+            deployments.succeeded(deployment);
+        }
+        hooks::pass(&database, name.as_str(), Point::AfterTake).await;
+        match after {
+            Some(after) => Ok(Tried::Taken(self.read_lane(&id, &after)?.taken(count))),
+            None => Ok(Tried::Refused),
+        }
+    }
+
+    /// The error of a take no deployment answered.
+    fn unreachable(&self, failures: &[String], deadline: Option<Instant>) -> SequenceError {
+        let spans = self.map().spans;
+        let given: Vec<String> = spans
+            .iter()
+            .filter(|name| {
+                self.inner
+                    .deployments
+                    .as_ref()
+                    .is_some_and(|deployments| deployments.get(name).is_some())
+            })
+            .cloned()
+            .collect();
+        striping(
+            self.name(),
+            StripingError::Unreachable {
+                deadline_ms: deadline.and(self.spanning()).map_or(0, |deployments| {
+                    deployments.take_deadline().as_millis() as u64
+                }),
+                given,
+                failures: failures.to_vec(),
+            },
+        )
+    }
+
+    /// After a take that matched nothing on `target`'s lane: an error if
+    /// the lane is malformed or exhausted; otherwise (sealed, gone, or
+    /// changed meanwhile) the map is read again for the next try.
+    async fn unmatched(
+        &self,
+        target: &Target,
+        map: &StripeMap,
+        count: u64,
+        deadline: Option<Instant>,
+    ) -> Result<(), SequenceError> {
+        let name = self.name();
+        let id = lane_id(name, target.residue);
+        let collection = target.database.collection::<Document>(COUNTERS);
+        let read = collection.find_one(doc! { "_id": &id });
+        let found = match within(deadline, read).await {
+            Some(Ok(found)) => found,
+            // A deployment that fails now is the next try's business.
+            Some(Err(_)) | None if target.deployment.is_some() => None,
+            Some(Err(source)) => {
+                return Err(SequenceError::from_database(name, "read", "find", source))
+            }
+            None => None,
+        };
         if let Some(document) = found {
-            let lane = self.read_lane(id, &document)?;
+            let lane = self.read_lane(&id, &document)?;
             let live = !lane.sealed && lane.generation == map.generation;
             if lane.kind != map.kind {
                 return Err(corrupt_lane(
-                    id,
+                    &id,
                     format!("it is a lane of {} counter, not of {}", lane.kind, map.kind),
                     name,
                 ));
@@ -182,27 +435,96 @@ impl StripedCounter {
                 });
             }
         }
-        self.reload().await
+        self.reload(deadline).await
     }
 
-    /// Reads the map again.
-    async fn reload(&self) -> Result<(), SequenceError> {
+    /// Reads the map again: from the database it was opened from, or,
+    /// across deployments, from every copy this process reaches (those
+    /// set aside last), keeping the latest generation.
+    async fn reload(&self, deadline: Option<Instant>) -> Result<(), SequenceError> {
         let name = self.name();
-        let document = self
-            .inner
-            .collection
-            .find_one(doc! { "_id": name.as_str() })
+        let Some(deployments) = self.spanning() else {
+            let document = self
+                .inner
+                .home
+                .collection::<Document>(COUNTERS)
+                .find_one(doc! { "_id": name.as_str() })
+                .await
+                .map_err(|source| SequenceError::from_database(name, "read", "find", source))?
+                .ok_or_else(|| SequenceError::UnknownCounter(name.clone()))?;
+            let map = read_map(name, &document)?;
+            *self.inner.map.lock().unwrap() = map;
+            return Ok(());
+        };
+        let now = Instant::now();
+        let spans = self.map().spans;
+        let mut copies: Vec<&str> = spans
+            .iter()
+            .map(String::as_str)
+            .filter(|name| deployments.get(name).is_some())
+            .collect();
+        if copies.iter().any(|name| deployments.is_healthy(name, now)) {
+            copies.retain(|name| deployments.is_healthy(name, now));
+        }
+        let reads = copies.iter().map(|deployment| {
+            let collection = deployments
+                .get(deployment)
+                .expect("copies are deployments given")
+                .database
+                .collection::<Document>(COUNTERS);
+            async move {
+                within(deadline, collection.find_one(doc! { "_id": name.as_str() }))
+                    .await
+                    .and_then(Result::ok)
+                    .flatten()
+            }
+        });
+        let mut latest: Option<StripeMap> = None;
+        for document in futures_util::future::join_all(reads)
             .await
-            .map_err(|source| SequenceError::from_database(name, "read", "find", source))?
-            .ok_or_else(|| SequenceError::UnknownCounter(name.clone()))?;
-        let map = read_map(name, &document)?;
-        *self.inner.map.lock().unwrap() = map;
+            .into_iter()
+            .flatten()
+        {
+            let map = read_map(name, &document)?;
+            let later = latest
+                .as_ref()
+                .is_none_or(|latest| (map.generation, map.live) > (latest.generation, latest.live));
+            if later {
+                latest = Some(map);
+            }
+        }
+        if let Some(map) = latest {
+            *self.inner.map.lock().unwrap() = map;
+        }
         Ok(())
     }
 
     fn read_lane(&self, id: &str, document: &Document) -> Result<LaneDocument, SequenceError> {
         lane::read(document).map_err(|reason| corrupt_lane(id, reason, self.name()))
     }
+}
+
+/// `future`'s output, unless `deadline` passes first (none: no limit).
+async fn within<F: std::future::IntoFuture>(
+    deadline: Option<Instant>,
+    future: F,
+) -> Option<F::Output> {
+    match deadline {
+        None => Some(future.await),
+        Some(deadline) => {
+            let left = deadline
+                .saturating_duration_since(Instant::now())
+                .max(SHORTEST_TRY);
+            tokio::time::timeout(left, future.into_future()).await.ok()
+        }
+    }
+}
+
+/// A small hash of a deployment's name, to shuffle the healthy ones.
+fn fxhash(name: &str) -> u64 {
+    name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// Reads the map of striped counter `name` from its document.

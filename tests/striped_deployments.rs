@@ -1,0 +1,673 @@
+//! Striped counters across deployments (issue 34): one counter whose lanes
+//! are in two or three independent servers, taken from by in-process
+//! takers, `idmint seq` processes and `idmint serve` while one server is
+//! killed with `kill -9` and restarted on its data, or partitioned (the
+//! fault proxy holds everything, connections open): no take waits past its
+//! deadline, no value is handed out twice, and the server's lanes are
+//! taken from again once it is back. Changes of stripes across
+//! deployments (1 lane to N, adding a deployment, retiring one) run with
+//! takes in flight. And what the CLI refuses, and says.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mongodb::Database;
+use serde_json::Value;
+
+use idmint::config::ConnectOptions;
+use idmint::sequence::striping::hooks::{hold, Point};
+use idmint::sequence::striping::{
+    create_laid_out, lanes, set_layout, Deployment, Deployments, Layout, StripeMap,
+};
+use idmint::sequence::{CounterKind, CounterSpec, OpenOptions, Sequence};
+
+use crate::striped::{assert_distinct, joined, spawn_takers};
+use crate::support::fault_proxy::FaultProxy;
+use crate::support::wait::{within, PATIENCE};
+use crate::support::{
+    self, assert_exit, counter_name, database_name, idmint_on, run, stderr, stdout, OwnedServer,
+    ServerConfig,
+};
+
+/// The deadline of a take across deployments in these tests.
+const DEADLINE: Duration = Duration::from_secs(2);
+/// What a loaded machine may add to a deadline before the take returns.
+const SLACK: Duration = Duration::from_millis(1500);
+
+/// One deployment of a test: a name, a connection string, a database.
+#[derive(Clone)]
+struct Site {
+    name: &'static str,
+    uri: String,
+    database: String,
+}
+
+impl Site {
+    /// `NAME=URI` as `--uri` takes it.
+    fn flag(&self) -> String {
+        format!("{}={}", self.name, self.uri)
+    }
+}
+
+/// The deployments `sites`, the first preferred, connected with a short
+/// server-selection timeout, a take across them given up after `deadline`.
+async fn connect(sites: &[Site], deadline: Duration) -> Deployments {
+    let mut list = Vec::new();
+    for site in sites {
+        let database = ConnectOptions::new(&site.uri)
+            .database(&site.database)
+            .server_selection_timeout(DEADLINE)
+            .connect()
+            .await
+            .unwrap();
+        database.drop().await.ok();
+        list.push(Deployment {
+            name: site.name.to_string(),
+            database,
+        });
+    }
+    Deployments::new(list).unwrap().deadline(deadline)
+}
+
+fn database_of(deployments: &Deployments, name: &str) -> Database {
+    deployments.get(name).unwrap().database.clone()
+}
+
+/// The flags that give `sites` to a command: `--uri NAME=URI` each, and
+/// the deadline.
+fn across_flags(sites: &[Site]) -> Vec<String> {
+    let mut flags = Vec::new();
+    for site in sites {
+        flags.extend(["--uri".to_string(), site.flag()]);
+    }
+    flags.extend([
+        "--server-timeout".to_string(),
+        DEADLINE.as_secs_f64().to_string(),
+    ]);
+    flags
+}
+
+/// `idmint ARGS` across `sites`, which share one database name (`--db` is
+/// one for every connection string).
+fn idmint_across(sites: &[Site], args: &[&str]) -> std::process::Command {
+    let mut command = idmint_on(&sites[0].uri, &sites[0].database);
+    command.args(args).args(across_flags(sites));
+    command
+}
+
+/// Takers running until told to stop, recording every value and the
+/// longest take.
+struct Takers {
+    values: Arc<Mutex<Vec<u64>>>,
+    stop: Arc<AtomicBool>,
+    slowest: Arc<Mutex<Duration>>,
+    errors: Arc<Mutex<Vec<String>>>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Takers {
+    fn start(sequence: &Sequence, takers: usize) -> Self {
+        let values = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let slowest = Arc::new(Mutex::new(Duration::ZERO));
+        let errors = Arc::new(Mutex::new(Vec::new()));
+        let tasks = (0..takers)
+            .map(|_| {
+                let (sequence, values, stop, slowest, errors) = (
+                    sequence.clone(),
+                    values.clone(),
+                    stop.clone(),
+                    slowest.clone(),
+                    errors.clone(),
+                );
+                tokio::spawn(async move {
+                    while !stop.load(Ordering::SeqCst) {
+                        let start = Instant::now();
+                        let taken = sequence.take(5, 0).await;
+                        let took = start.elapsed();
+                        let mut slowest = slowest.lock().unwrap();
+                        *slowest = (*slowest).max(took);
+                        drop(slowest);
+                        match taken {
+                            Ok(stamps) => values
+                                .lock()
+                                .unwrap()
+                                .extend(stamps.iter().map(|stamp| stamp.sequence)),
+                            Err(error) => errors.lock().unwrap().push(error.to_string()),
+                        }
+                    }
+                })
+            })
+            .collect();
+        Self {
+            values,
+            stop,
+            slowest,
+            errors,
+            tasks,
+        }
+    }
+
+    fn count(&self) -> usize {
+        self.values.lock().unwrap().len()
+    }
+
+    fn since(&self, from: usize) -> Vec<u64> {
+        self.values.lock().unwrap()[from..].to_vec()
+    }
+
+    /// Waits until `more` values more than now have been taken.
+    async fn progress(&self, more: usize, what: &str) {
+        let target = self.count() + more;
+        within(PATIENCE, what, async {
+            while self.count() < target {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await;
+    }
+
+    /// Waits until a value taken from now on satisfies `wanted`.
+    async fn until_one(&self, what: &str, wanted: impl Fn(u64) -> bool) {
+        let from = self.count();
+        within(PATIENCE, what, async {
+            while !self.since(from).into_iter().any(&wanted) {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await;
+    }
+
+    /// Stops them; every value they took.
+    async fn stop(self) -> (Vec<u64>, Duration, Vec<String>) {
+        self.stop.store(true, Ordering::SeqCst);
+        for task in self.tasks {
+            task.await.unwrap();
+        }
+        let values = self.values.lock().unwrap().clone();
+        let slowest = *self.slowest.lock().unwrap();
+        let errors = self.errors.lock().unwrap().clone();
+        (values, slowest, errors)
+    }
+}
+
+/// Whether `value` is one of `map`'s lanes in deployment `deployment`.
+fn in_deployment(map: &StripeMap, deployment: &str, value: u64) -> bool {
+    value > map.base && map.deployment_of((value - map.base - 1) % map.modulus) == Some(deployment)
+}
+
+/// The values `idmint seq` printed, one a line.
+fn printed(output: &std::process::Output) -> Vec<u64> {
+    stdout(output)
+        .lines()
+        .map(|line| line.parse().unwrap())
+        .collect()
+}
+
+/// Starts `count` servers of the test's own, the sites `eu`, `us`, `ap`;
+/// each fsyncs every commit, so that what it acknowledged survives
+/// `kill -9`, as a real deployment's journal makes it.
+fn own_servers(test: &str, count: usize) -> (Vec<OwnedServer>, Vec<Site>) {
+    const NAMES: [&str; 3] = ["eu", "us", "ap"];
+    let servers: Vec<OwnedServer> = (0..count)
+        .map(|_| {
+            OwnedServer::start(ServerConfig {
+                sync_on_commit: true,
+                ..ServerConfig::default()
+            })
+        })
+        .collect();
+    let sites = servers
+        .iter()
+        .zip(NAMES)
+        .map(|(server, name)| Site {
+            name,
+            uri: server.uri.clone(),
+            database: database_name(test),
+        })
+        .collect();
+    (servers, sites)
+}
+
+/// A counter striped over `servers` servers of the test's own (two lanes
+/// each), created with the CLI; takers in this process, `idmint seq`
+/// processes and `idmint serve` take from it while the preferred server is
+/// killed with `kill -9` and started again on its data.
+async fn kill_nine_of_one_of(test: &str, servers: usize) {
+    let (mut owned, sites) = own_servers(test, servers);
+    let deployments = connect(&sites, DEADLINE).await;
+    let layout: Vec<String> = sites
+        .iter()
+        .map(|site| format!("{}:2", site.name))
+        .collect();
+    let created = run(&mut idmint_across(
+        &sites,
+        &[
+            "counter",
+            "create",
+            "orders",
+            "--kind",
+            "autoinc",
+            "--raw",
+            "--stripes",
+            &layout.join(","),
+            "--json",
+        ],
+    ));
+    assert_exit(&created, 0);
+    let shown: Value = serde_json::from_str(&stdout(&created)).unwrap();
+    let lanes = shown["lanes"].as_array().unwrap();
+    assert_eq!(lanes.len(), 2 * servers, "{shown}");
+    assert_eq!(lanes[0]["deployment"], "eu", "{shown}");
+    assert_eq!(lanes[2]["deployment"], "us", "{shown}");
+
+    let mut options = OpenOptions::default();
+    options.deployments = Some(deployments.clone());
+    let (sequence, state) = Sequence::open(
+        &database_of(&deployments, "eu"),
+        counter_name("orders"),
+        &options,
+    )
+    .await
+    .unwrap();
+    let map = state.striped.clone().unwrap();
+    assert_eq!(map.spans.len(), servers);
+    let takers = Takers::start(&sequence, 4);
+    takers.progress(200, "values from every deployment").await;
+
+    // kill -9 the preferred deployment's server, with takes in flight.
+    owned[0].kill();
+    takers
+        .progress(300, "values while the preferred deployment is dead")
+        .await;
+    let dead_from = takers.count();
+    // Processes started while it is dead: they read the map from another
+    // deployment's copy, and take from its lanes.
+    let processes: Vec<_> = (0..3)
+        .map(|_| {
+            idmint_across(&sites, &["seq", "orders", "--count", "40"])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let flags = across_flags(&sites);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let service =
+        support::service::Service::spawn(idmint_on(&sites[0].uri, &sites[0].database), &flags);
+    let mut from_processes = Vec::new();
+    for process in processes {
+        let output = process.wait_with_output().unwrap();
+        assert_exit(&output, 0);
+        let values = printed(&output);
+        assert_eq!(values.len(), 40, "{}", stderr(&output));
+        from_processes.extend(values);
+    }
+    let answer = service.get("/v1/counters/orders/values?count=7");
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    from_processes.extend(answer.values());
+    // Nothing came from the dead deployment's lanes.
+    let while_dead = takers.since(dead_from);
+    assert!(
+        !while_dead
+            .iter()
+            .chain(&from_processes)
+            .any(|value| in_deployment(&map, "eu", *value)),
+        "a value of a dead deployment's lane"
+    );
+
+    // Back on its data: its lanes are taken from again.
+    owned[0].restart();
+    takers
+        .until_one("a value of the restarted deployment's lanes", |value| {
+            in_deployment(&map, "eu", value)
+        })
+        .await;
+    let answer = service.get("/v1/counters/orders/values?count=5");
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    from_processes.extend(answer.values());
+    drop(service);
+
+    let (mut all, slowest, errors) = takers.stop().await;
+    assert!(errors.is_empty(), "takes failed: {errors:?}");
+    assert!(
+        slowest <= DEADLINE + SLACK,
+        "a take waited {slowest:?}, past the deadline of {DEADLINE:?}"
+    );
+    all.extend(from_processes);
+    assert_distinct(&all);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_servers_one_killed_and_restarted_no_value_twice_no_take_past_its_deadline() {
+    kill_nine_of_one_of("striped_across_two", 2).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn three_servers_one_killed_and_restarted_no_value_twice_no_take_past_its_deadline() {
+    kill_nine_of_one_of("striped_across_three", 3).await;
+}
+
+/// The preferred deployment partitioned (the proxy forwards nothing,
+/// every connection stays open): a take waits on it at most its share of
+/// the deadline, then the others answer; set aside, it costs nothing more
+/// until its backoff passes. Healed, its lanes are taken from again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_partitioned_deployment_costs_a_take_at_most_its_deadline() {
+    const TEST: &str = "striped_partitioned";
+    let proxy = FaultProxy::start();
+    let sites = [
+        Site {
+            name: "eu",
+            uri: proxy.uri(),
+            database: database_name(&format!("{TEST}_eu")),
+        },
+        Site {
+            name: "us",
+            uri: support::uri().to_string(),
+            database: database_name(&format!("{TEST}_us")),
+        },
+    ];
+    let deployments = connect(&sites, DEADLINE).await;
+    let spec = CounterSpec::of(CounterKind::Autoinc).prefixes(Vec::new());
+    let layout: Layout = "eu:2,us:2".parse().unwrap();
+    let eu = database_of(&deployments, "eu");
+    let state = create_laid_out(
+        &eu,
+        Some(&deployments),
+        &counter_name("orders"),
+        &spec,
+        &layout,
+    )
+    .await
+    .unwrap();
+    let map = state.striped.unwrap();
+    let mut options = OpenOptions::default();
+    options.deployments = Some(deployments.clone());
+    let (sequence, _) = Sequence::open(&eu, counter_name("orders"), &options)
+        .await
+        .unwrap();
+    let takers = Takers::start(&sequence, 4);
+    takers
+        .until_one("a value of the preferred deployment", |value| {
+            in_deployment(&map, "eu", value)
+        })
+        .await;
+
+    proxy.freeze();
+    takers
+        .progress(300, "values while the preferred deployment is partitioned")
+        .await;
+    let health = deployments.health(Instant::now());
+    assert!(health[0].failures > 0, "{health:?}");
+
+    proxy.thaw();
+    takers
+        .until_one("a value of the healed deployment", |value| {
+            in_deployment(&map, "eu", value)
+        })
+        .await;
+    let (all, slowest, errors) = takers.stop().await;
+    assert!(errors.is_empty(), "takes failed: {errors:?}");
+    assert!(
+        slowest <= DEADLINE + SLACK,
+        "a take waited {slowest:?}, past the deadline of {DEADLINE:?}"
+    );
+    assert_distinct(&all);
+}
+
+/// Changes of stripes across deployments with takes in flight at both
+/// points (applied and not answered; sent on a map read before the
+/// change): a lane in `eu` goes to a lane in each of `eu` and `us`
+/// (adding a deployment), then to two in each, then leaves `eu` (two in
+/// `us`: retiring one). No value twice; each generation's values above the
+/// last's. (The deadline is long: takes held at a point are not late.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn changes_of_stripes_across_deployments_with_takes_in_flight_never_repeat_a_value() {
+    const TEST: &str = "striped_restripe_across";
+    let sites = [
+        Site {
+            name: "eu",
+            uri: support::uri().to_string(),
+            database: database_name(&format!("{TEST}_eu")),
+        },
+        Site {
+            name: "us",
+            uri: support::uri().to_string(),
+            database: database_name(&format!("{TEST}_us")),
+        },
+    ];
+    let deployments = connect(&sites, PATIENCE).await;
+    let eu = database_of(&deployments, "eu");
+    let name = counter_name("orders");
+    let spec = CounterSpec::of(CounterKind::Autoinc).prefixes(Vec::new());
+    create_laid_out(
+        &eu,
+        Some(&deployments),
+        &name,
+        &spec,
+        &"eu:1".parse().unwrap(),
+    )
+    .await
+    .unwrap();
+    let mut options = OpenOptions::default();
+    options.deployments = Some(deployments.clone());
+    let (sequence, _) = Sequence::open(&eu, name.clone(), &options).await.unwrap();
+    let mut all: Vec<u64> = joined(spawn_takers(&sequence, 4, 5)).await.concat();
+    let mut floor = 0;
+    for (layout, point) in [
+        ("eu:1,us:1", Point::AfterTake),
+        ("eu:2,us:2", Point::BeforeTake),
+        ("us:2", Point::AfterTake),
+    ] {
+        // Takes held in flight at `point` (in either deployment's
+        // database: the takers go to the preferred, `eu`, while it
+        // has lanes).
+        let held_eu = hold(&sites[0].database, "orders", point, 2);
+        let takers = spawn_takers(&sequence, 2, 3);
+        held_eu.arrived().await;
+        let changed = set_layout(&eu, Some(&deployments), &name, &layout.parse().unwrap())
+            .await
+            .unwrap();
+        assert!(changed.map.base >= floor, "{changed:?}");
+        floor = changed.map.base;
+        held_eu.release().await;
+        for taker in takers {
+            all.extend(taker.await.unwrap());
+        }
+        drop(held_eu);
+        let after = joined(spawn_takers(&sequence, 4, 5)).await.concat();
+        assert!(
+            after.iter().all(|value| *value > floor),
+            "{layout}: {after:?} not above {floor}"
+        );
+        all.extend(after);
+        assert_distinct(&all);
+    }
+    // Retired: both copies of the map say the lanes are in us.
+    for site in ["eu", "us"] {
+        let document = support::counter_document(&database_of(&deployments, site), "orders")
+            .await
+            .unwrap();
+        let map = StripeMap::read(&document).unwrap();
+        assert_eq!(map.placement, ["us", "us"], "{site}: {document}");
+        assert_eq!(map.here.as_deref(), Some(site));
+        let lanes = lanes(&eu, Some(&deployments), &name, &map).await.unwrap();
+        assert!(lanes.iter().all(|lane| lane.lane.is_ok()), "{lanes:?}");
+    }
+}
+
+/// What the CLI refuses across deployments, naming what is wrong, with
+/// nothing written: a layout naming a deployment not given; several
+/// connection strings, one unnamed; a change of the prefixes of a counter
+/// across deployments. And `counter show` with a deployment that does
+/// not answer shows its lanes as unread.
+#[tokio::test]
+async fn the_cli_names_what_is_wrong_across_deployments() {
+    const TEST: &str = "striped_across_cli";
+    let site = |name| Site {
+        name,
+        uri: support::uri().to_string(),
+        database: database_name(TEST),
+    };
+    let eu = site("eu");
+    let database = support::database(TEST).await;
+    let refused = run(&mut idmint_across(
+        std::slice::from_ref(&eu),
+        &[
+            "counter",
+            "create",
+            "orders",
+            "--kind",
+            "autoinc",
+            "--raw",
+            "--stripes",
+            "eu:2,us:1",
+        ],
+    ));
+    assert_exit(&refused, 2);
+    assert!(
+        stderr(&refused).contains("needs deployment \"us\" (the layout names it)"),
+        "{}",
+        stderr(&refused)
+    );
+    assert!(support::counter_document(&database, "orders")
+        .await
+        .is_none());
+
+    let unnamed = run(idmint_on(support::uri(), &database_name(TEST)).args([
+        "seq",
+        "orders",
+        "--uri",
+        support::uri(),
+        "--uri",
+        &eu.flag(),
+    ]));
+    assert_exit(&unnamed, 2);
+    assert!(
+        stderr(&unnamed).contains("has no name"),
+        "{}",
+        stderr(&unnamed)
+    );
+
+    let us_server = OwnedServer::start(ServerConfig::default());
+    let us = Site {
+        name: "us",
+        uri: us_server.uri.clone(),
+        database: database_name(TEST),
+    };
+    let created = run(&mut idmint_across(
+        &[eu.clone(), us.clone()],
+        &[
+            "counter",
+            "create",
+            "orders",
+            "--kind",
+            "autoinc",
+            "--raw",
+            "--stripes",
+            "eu:1,us:1",
+        ],
+    ));
+    assert_exit(&created, 0);
+    // Each deployment keeps a copy of its prefixes: not changed, refused.
+    let prefix = run(&mut idmint_across(
+        &[eu.clone(), us.clone()],
+        &["counter", "prefix", "add", "orders", "ORD-"],
+    ));
+    assert_exit(&prefix, 2);
+    assert!(
+        stderr(&prefix)
+            .contains("its lanes span deployments eu, us: its prefixes cannot be changed yet"),
+        "{}",
+        stderr(&prefix)
+    );
+    // us does not answer: its server is gone.
+    drop(us_server);
+    let dead_us = us;
+    let shown = run(&mut idmint_across(
+        &[eu, dead_us],
+        &["counter", "show", "orders"],
+    ));
+    assert_exit(&shown, 0);
+    let text = stdout(&shown);
+    assert!(
+        text.contains("striped: generation 1: 2 lanes in eu, us, values above 0"),
+        "{text}"
+    );
+    assert!(
+        text.contains("lane 0: in eu: nothing handed out yet"),
+        "{text}"
+    );
+    assert!(text.contains("lane 1: in us: unread ("), "{text}");
+}
+
+/// The stored twin `getNextSequence`, run in one deployment, takes from
+/// that deployment's lanes only (its copy of the map says which); in a
+/// deployment that holds none of the generation's lanes it refuses,
+/// naming where they are, and takes nothing.
+#[tokio::test]
+async fn the_stored_twin_takes_from_the_lanes_of_its_own_deployment() {
+    const TEST: &str = "striped_twin_across";
+    let sites = [
+        Site {
+            name: "eu",
+            uri: support::uri().to_string(),
+            database: database_name(&format!("{TEST}_eu")),
+        },
+        Site {
+            name: "us",
+            uri: support::uri().to_string(),
+            database: database_name(&format!("{TEST}_us")),
+        },
+    ];
+    let deployments = connect(&sites, PATIENCE).await;
+    let eu = database_of(&deployments, "eu");
+    let us = database_of(&deployments, "us");
+    let name = counter_name("orders");
+    let spec = CounterSpec::of(CounterKind::Autoinc).prefixes(Vec::new());
+    let state = create_laid_out(
+        &eu,
+        Some(&deployments),
+        &name,
+        &spec,
+        &"eu:1,us:2".parse().unwrap(),
+    )
+    .await
+    .unwrap();
+    let map = state.striped.unwrap();
+    for database in [&eu, &us] {
+        idmint::installer::install(database, &Default::default())
+            .await
+            .unwrap();
+    }
+    let script =
+        "for (var i = 0; i < 6; i++) print(JSON.stringify({ value: getNextSequence('orders') }));";
+    for (site, database) in [("us", &sites[1].database), ("eu", &sites[0].database)] {
+        let lines = support::mongosh::json_lines(&mut support::mongosh::shell_in(database, script));
+        let values: Vec<u64> = lines
+            .iter()
+            .map(|line| line["value"].as_u64().unwrap())
+            .collect();
+        assert_eq!(values.len(), 6, "{lines:?}");
+        assert!(
+            values.iter().all(|value| in_deployment(&map, site, *value)),
+            "{site}: {values:?}"
+        );
+    }
+    // Moved to us alone: eu's copy names no lane of eu.
+    set_layout(&eu, Some(&deployments), &name, &"us:2".parse().unwrap())
+        .await
+        .unwrap();
+    let script = "try { getNextSequence('orders'); } catch (e) { print(JSON.stringify({ refused: String(e.message) })); }";
+    let lines =
+        support::mongosh::json_lines(&mut support::mongosh::shell_in(&sites[0].database, script));
+    let refused = lines[0]["refused"].as_str().unwrap();
+    assert!(
+        refused.contains("its lanes are in deployments us, none in this one (eu)")
+            && refused.contains("nothing was taken"),
+        "{refused}"
+    );
+}
