@@ -60,6 +60,55 @@ fn the_sequence_bench_measures_every_mode_and_cleans_up() {
     assert!(left.is_empty(), "the bench left {left:?}");
 }
 
+/// Given two deployments, the sequence bench also measures a counter
+/// striped across both (half its clients preferring each), hands out values
+/// from it, and leaves nothing behind in either.
+#[test]
+fn the_sequence_bench_measures_a_counter_across_two_deployments() {
+    const TEST: &str = "bench_across";
+    block_on(support::database(TEST));
+    let us = support::OwnedServer::start(support::ServerConfig::default());
+    let output = run(idmint(TEST).args([
+        "bench",
+        "--only",
+        "sequence",
+        "--seconds",
+        "0.3",
+        "--concurrency",
+        "2",
+        "--json",
+        "--uri",
+        &format!("eu={}", support::uri()),
+        "--uri",
+        &format!("us={}", us.uri),
+    ]));
+    assert_exit(&output, 0);
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let results = report["results"].as_array().unwrap();
+    for kind in idmint::sequence::striping::STRIPABLE {
+        for stripes in [2, 4] {
+            let mode = format!("{kind}_across2_stripes{stripes}");
+            let result = results
+                .iter()
+                .find(|r| r["mode"] == mode.as_str())
+                .unwrap_or_else(|| panic!("no {mode} in {report}"));
+            assert!(result["ops"].as_u64().unwrap() > 0, "{result}");
+        }
+    }
+    let left = block_on(async {
+        let mut left = Vec::new();
+        for uri in [support::uri(), us.uri.as_str()] {
+            let client = mongodb::Client::with_uri_str(uri).await.unwrap();
+            let database = client.database(&support::database_name(TEST));
+            for collection in ["counters", "prefixes", "workers"] {
+                left.extend(support::documents(&database, collection).await);
+            }
+        }
+        left
+    });
+    assert!(left.is_empty(), "the bench left {left:?}");
+}
+
 /// Every format mode is measured, the standard IDs' beside the `uuid`
 /// crate's, and the text names each ratio a figure in docs/BENCHMARKS.md
 /// is read from.

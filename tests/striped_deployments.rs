@@ -308,6 +308,13 @@ async fn kill_nine_of_one_of(test: &str, servers: usize) {
     let answer = service.get("/v1/counters/orders/values?count=7");
     assert_eq!(answer.status, 200, "{}", answer.body);
     from_processes.extend(answer.values());
+    // Its monitor says which deployment it set aside.
+    let monitor = service.admin("/monitor.json").json();
+    let health = monitor["instance"]["deployments"].as_array().unwrap();
+    assert_eq!(health.len(), servers, "{monitor}");
+    assert_eq!(health[0]["name"], "eu", "{monitor}");
+    assert!(health[0]["failures"].as_u64().unwrap() > 0, "{monitor}");
+    assert_eq!(health[1]["healthy"], true, "{monitor}");
     // Nothing came from the dead deployment's lanes.
     let while_dead = takers.since(dead_from);
     assert!(

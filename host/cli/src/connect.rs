@@ -172,14 +172,23 @@ impl ConnectArgs {
     /// strings are named, every deployment's (the preferred first): what a
     /// striped counter spanning them is taken from.
     pub async fn connect_all(&self) -> anyhow::Result<(Database, Option<Deployments>)> {
+        self.connect_all_pooled(None).await
+    }
+
+    /// [`ConnectArgs::connect_all`], each client's pool holding at most
+    /// `pool` connections (unless the URI says).
+    pub async fn connect_all_pooled(
+        &self,
+        pool: Option<u32>,
+    ) -> anyhow::Result<(Database, Option<Deployments>)> {
         let given = self.checked()?;
         let mut list = Vec::new();
         for one in &given {
-            let database = self
-                .options_for(&one.uri)
-                .connect()
-                .await
-                .map_err(idmint::Error::from)?;
+            let mut options = self.options_for(&one.uri);
+            if let Some(pool) = pool {
+                options = options.max_pool_size(pool);
+            }
+            let database = options.connect().await.map_err(idmint::Error::from)?;
             register(&database);
             list.push((one.name.clone(), database));
         }

@@ -194,14 +194,25 @@ impl AppState {
             monitor::ASSEMBLY_GRACE,
             self.monitor_reads.get(|| {
                 let busiest = self.metrics.activity().busiest(monitor::BUSIEST);
-                DatabaseRead::read(self.database.clone(), busiest, deadline)
+                DatabaseRead::read(
+                    self.database.clone(),
+                    self.pool.deployments().cloned(),
+                    busiest,
+                    deadline,
+                )
             }),
         );
         let page = async {
             match view {
-                View::Page(request) => {
-                    Some(PageRead::read(&self.database, request.clone(), deadline).await)
-                }
+                View::Page(request) => Some(
+                    PageRead::read(
+                        &self.database,
+                        self.pool.deployments(),
+                        request.clone(),
+                        deadline,
+                    )
+                    .await,
+                ),
                 View::First => None,
             }
         };
@@ -233,6 +244,11 @@ impl AppState {
                 .rates
                 .lock()
                 .map(|rates| rates.points())
+                .unwrap_or_default(),
+            deployments: self
+                .pool
+                .deployments()
+                .map(|deployments| deployments.health(Instant::now()))
                 .unwrap_or_default(),
         };
         let policy = self.follower.current();

@@ -20,6 +20,7 @@ use std::time::Duration;
 use mongodb::Database;
 use tokio::sync::OnceCell;
 
+use idmint::sequence::striping::Deployments;
 use idmint::sequence::{
     CounterKind, CounterName, CounterState, OpenOptions, Sequence, SequenceError,
 };
@@ -183,6 +184,13 @@ impl CounterPool {
     }
 
     /// The counters opened and kept now.
+    /// The deployments counters are opened with (a striped counter may
+    /// span them).
+    pub fn deployments(&self) -> Option<&Deployments> {
+        self.open.deployments.as_ref()
+    }
+
+    /// Every counter opened now.
     pub fn opened(&self) -> Vec<Arc<Served>> {
         self.lock()
             .slots

@@ -41,7 +41,9 @@ pub enum Only {
     /// Sequence and format.
     All,
     /// Sequence modes only (needs the database): raw_inc, seed_cas, then
-    /// each kind of counter, one value per take and 100 per take (KIND_block).
+    /// each kind of counter, one value per take and 100 per take (KIND_block),
+    /// striped ones, and across two deployments when given two (--uri
+    /// eu=... --uri us=...).
     Sequence,
     /// Format modes only (no database is contacted).
     Format,
@@ -94,17 +96,11 @@ impl BenchCmd {
         };
         if matches!(self.only, Only::All | Only::Sequence) {
             let pool = self.concurrency.iter().copied().max().unwrap_or(1) as u32;
-            let database = self
-                .connect
-                .options()?
-                .max_pool_size(pool)
-                .connect()
-                .await
-                .map_err(idmint::Error::from)?;
-            super::connect::register(&database);
+            let (database, deployments) = self.connect.connect_all_pooled(Some(pool)).await?;
             let options = BenchOptions {
                 concurrencies: self.concurrency.clone(),
                 duration: Duration::from_secs_f64(self.seconds),
+                across: deployments,
                 ..BenchOptions::default()
             };
             report = sequence::run(&database, &options)
@@ -149,10 +145,18 @@ impl BenchCmd {
                             (BenchMode::Block(kind), BenchMode::Each(kind)),
                         ]
                     })
-                    .chain(BenchMode::all().into_iter().filter_map(|mode| match mode {
-                        BenchMode::Striped(kind, _) => Some((mode, BenchMode::Each(kind))),
-                        _ => None,
-                    }));
+                    .chain(
+                        BenchMode::all(true)
+                            .into_iter()
+                            .filter_map(|mode| match mode {
+                                BenchMode::Striped(kind, _) => Some((mode, BenchMode::Each(kind))),
+                                // Across two deployments against as many lanes in one.
+                                BenchMode::Across(kind, stripes) => {
+                                    Some((mode, BenchMode::Striped(kind, stripes)))
+                                }
+                                _ => None,
+                            }),
+                    );
                 for (mode, yardstick) in pairs {
                     if let Some(ratio) = report.ratio(mode, yardstick, concurrency) {
                         let _ = writeln!(

@@ -22,6 +22,11 @@
 //!   figure. On one server the lanes share its one journal and CPU, so the
 //!   ratio says what striping costs or saves there, not what it gains on a
 //!   sharded cluster (see docs/SCALE.md).
+//! - `<kind>_across2_stripes<N>`, when `idmint bench` is given two
+//!   deployments (`--uri eu=... --uri us=...`): a counter of that kind
+//!   striped across both, N/2 lanes in each, its clients split in two
+//!   halves that each prefer one deployment (as processes in two regions
+//!   take from their own): what two deployments carry against one.
 //!
 //! No mode names a kind: the kinds come from [`CounterKind::ALL`], and each
 //! counter is made with the settings that keep it from wrapping or running
@@ -51,7 +56,7 @@ use serde::Serialize;
 
 use idmint::mongo::durable_write_concern;
 
-use idmint::sequence::striping;
+use idmint::sequence::striping::{self, Deployments, Layout};
 use idmint::sequence::{
     Clock, CounterKind, CounterName, CounterSpec, OpenOptions, Repeats, Sequence, SequenceError,
     Setting, Settings, SystemClock, COUNTERS_COLLECTION, MAX_MAXVAL,
@@ -82,22 +87,34 @@ pub enum BenchMode {
     /// A counter of this kind striped over this many lanes, one value per
     /// take.
     Striped(CounterKind, u64),
+    /// A counter of this kind striped over this many lanes across two
+    /// deployments, half of them in each, one value per take.
+    Across(CounterKind, u64),
 }
 
 impl BenchMode {
-    /// Every mode, in report order: the yardsticks, then each kind's two.
-    pub fn all() -> Vec<BenchMode> {
+    /// Every mode, in report order: the yardsticks, then each kind's two,
+    /// the striped ones, and (`across`: two deployments given) those
+    /// across two deployments.
+    pub fn all(across: bool) -> Vec<BenchMode> {
         let kinds = CounterKind::ALL
             .iter()
             .flat_map(|&kind| [BenchMode::Each(kind), BenchMode::Block(kind)]);
-        let striped = CounterKind::ALL
-            .iter()
-            .filter(|kind| striping::STRIPABLE.contains(&kind.as_str()))
-            .flat_map(|&kind| STRIPES.map(|stripes| BenchMode::Striped(kind, stripes)));
+        let stripable = || {
+            CounterKind::ALL
+                .iter()
+                .filter(|kind| striping::STRIPABLE.contains(&kind.as_str()))
+        };
+        let striped =
+            stripable().flat_map(|&kind| STRIPES.map(|stripes| BenchMode::Striped(kind, stripes)));
+        let across = stripable()
+            .filter(|_| across)
+            .flat_map(|&kind| STRIPES.map(|stripes| BenchMode::Across(kind, stripes)));
         [BenchMode::RawInc, BenchMode::SeedCas]
             .into_iter()
             .chain(kinds)
             .chain(striped)
+            .chain(across)
             .collect()
     }
 
@@ -109,6 +126,7 @@ impl BenchMode {
             BenchMode::Each(kind) => kind.as_str().to_string(),
             BenchMode::Block(kind) => format!("{kind}_block"),
             BenchMode::Striped(kind, stripes) => format!("{kind}_stripes{stripes}"),
+            BenchMode::Across(kind, stripes) => format!("{kind}_across2_stripes{stripes}"),
         }
     }
 
@@ -117,7 +135,10 @@ impl BenchMode {
     fn kind(self) -> CounterKind {
         match self {
             BenchMode::RawInc | BenchMode::SeedCas => CounterKind::DEFAULT,
-            BenchMode::Each(kind) | BenchMode::Block(kind) | BenchMode::Striped(kind, _) => kind,
+            BenchMode::Each(kind)
+            | BenchMode::Block(kind)
+            | BenchMode::Striped(kind, _)
+            | BenchMode::Across(kind, _) => kind,
         }
     }
 
@@ -140,6 +161,9 @@ pub struct BenchOptions {
     pub duration: Duration,
     /// How many interleaved slices that time is cut into. Default: 3.
     pub slices: u32,
+    /// Two deployments, for the modes across them (the first is the one
+    /// `run` is given).
+    pub across: Option<Deployments>,
 }
 
 impl Default for BenchOptions {
@@ -148,6 +172,7 @@ impl Default for BenchOptions {
             concurrencies: vec![1, 8, 32],
             duration: Duration::from_secs(3),
             slices: 3,
+            across: None,
         }
     }
 }
@@ -198,7 +223,13 @@ pub async fn run(
     options: &BenchOptions,
 ) -> Result<BenchReport, SequenceError> {
     let collection: Collection<Document> = database.collection(COUNTERS_COLLECTION);
-    let modes = BenchMode::all();
+    let across = options
+        .across
+        .as_ref()
+        .filter(|deployments| deployments.list().len() > 1)
+        .map(Across::of)
+        .transpose()?;
+    let modes = BenchMode::all(across.is_some());
     let mut results = Vec::new();
     for &concurrency in &options.concurrencies {
         let mut totals = vec![Slice::default(); modes.len()];
@@ -207,8 +238,15 @@ pub async fn run(
             for offset in 0..modes.len() {
                 let index = (offset + slice as usize) % modes.len();
                 let slice_time = options.duration / options.slices.max(1);
-                let measured =
-                    run_slice(database, &collection, modes[index], concurrency, slice_time).await?;
+                let measured = run_slice(
+                    database,
+                    &collection,
+                    across.as_ref(),
+                    modes[index],
+                    concurrency,
+                    slice_time,
+                )
+                .await?;
                 totals[index].ops += measured.ops;
                 totals[index].elapsed += measured.elapsed;
                 totals[index].fetches = match (totals[index].fetches, measured.fetches) {
@@ -235,10 +273,16 @@ pub async fn run(
         name: bench_counter(BenchMode::RawInc),
         source,
     };
-    collection
-        .delete_many(doc! { "_id": { "$regex": "^bench\\." } })
-        .await
-        .map_err(cleanup_error)?;
+    let mut everywhere = vec![collection.clone()];
+    if let Some(across) = &across {
+        everywhere.push(across.second_collection());
+    }
+    for collection in everywhere {
+        collection
+            .delete_many(doc! { "_id": { "$regex": "^bench\\." } })
+            .await
+            .map_err(cleanup_error)?;
+    }
     for history in [
         idmint::sequence::WORKERS_COLLECTION,
         idmint::sequence::PREFIXES_COLLECTION,
@@ -250,6 +294,54 @@ pub async fn run(
             .map_err(cleanup_error)?;
     }
     Ok(BenchReport { results })
+}
+
+/// Two deployments, and the same two the other way round: half the
+/// clients of an `across` mode prefer the one, half the other.
+struct Across {
+    first: Deployments,
+    second: Deployments,
+}
+
+impl Across {
+    fn of(deployments: &Deployments) -> Result<Self, SequenceError> {
+        let list = deployments.list();
+        if list.len() != 2 {
+            return Err(SequenceError::InvalidSpec(format!(
+                "the benchmark across deployments takes two, not {}",
+                list.len()
+            )));
+        }
+        let reversed = vec![list[1].clone(), list[0].clone()];
+        let second = Deployments::new(reversed)
+            .map_err(SequenceError::InvalidSpec)?
+            .deadline(deployments.take_deadline());
+        Ok(Self {
+            first: deployments.clone(),
+            second,
+        })
+    }
+
+    /// The layout of `stripes` lanes, half in each.
+    fn layout(&self, stripes: u64) -> Layout {
+        let names = self.first.list();
+        format!(
+            "{}:{},{}:{}",
+            names[0].name,
+            stripes / 2,
+            names[1].name,
+            stripes - stripes / 2
+        )
+        .parse()
+        .unwrap_or_else(|_| unreachable!("names are checked, counts 1 or more"))
+    }
+
+    fn second_collection(&self) -> Collection<Document> {
+        self.second
+            .preferred()
+            .database
+            .collection(COUNTERS_COLLECTION)
+    }
 }
 
 /// What one slice measured.
@@ -287,27 +379,33 @@ fn spec_for(kind: CounterKind) -> CounterSpec {
 async fn run_slice(
     database: &Database,
     collection: &Collection<Document>,
+    across: Option<&Across>,
     mode: BenchMode,
     concurrency: usize,
     time: Duration,
 ) -> Result<Slice, SequenceError> {
     let name = bench_counter(mode);
     let stripes = match mode {
-        BenchMode::Striped(_, stripes) => stripes,
+        BenchMode::Striped(_, stripes) | BenchMode::Across(_, stripes) => stripes,
         _ => 1,
     };
+    let across = across.filter(|_| matches!(mode, BenchMode::Across(..)));
     // A fresh counter that will not wrap or run out during the run (and
-    // none of the lanes of a striped one).
+    // none of the lanes of a striped one), in every deployment it spans.
     let documents: Vec<String> = std::iter::once(name.to_string())
         .chain((0..stripes).map(|residue| striping::lane_id(&name, residue)))
         .collect();
-    collection
-        .delete_many(doc! { "_id": { "$in": documents } })
-        .await
-        .map_err(|source| SequenceError::Database {
-            name: name.clone(),
-            source,
-        })?;
+    let mut collections = vec![collection.clone()];
+    collections.extend(across.map(Across::second_collection));
+    for collection in &collections {
+        collection
+            .delete_many(doc! { "_id": { "$in": &documents } })
+            .await
+            .map_err(|source| SequenceError::Database {
+                name: name.clone(),
+                source,
+            })?;
+    }
     // A prefix of its own, as a counter in production owns one (two bench
     // counters may not both own the empty prefix), and a new one for each
     // slice: the counter is made afresh, and a prefix once owned is never
@@ -317,12 +415,32 @@ async fn run_slice(
         .unwrap_or_default()
         .as_nanos();
     let spec = spec_for(mode.kind()).prefixes(vec![format!("{name}-{started:x}-")]);
-    striping::create_striped(database, &name, &spec, stripes).await?;
+    match across {
+        Some(across) => {
+            let layout = across.layout(stripes);
+            striping::create_laid_out(database, Some(&across.first), &name, &spec, &layout).await?;
+        }
+        None => {
+            striping::create_striped(database, &name, &spec, stripes).await?;
+        }
+    }
+    let open = |deployments: Option<&Deployments>| {
+        let mut options = OpenOptions::default();
+        options.deployments = deployments.cloned();
+        let name = name.clone();
+        async move { Sequence::open(database, name, &options).await }
+    };
     let opened = match mode {
         BenchMode::Each(_) | BenchMode::Block(_) | BenchMode::Striped(..) => {
-            Some(Sequence::open(database, name.clone(), &OpenOptions::default()).await?)
+            Some(open(None).await?)
         }
+        BenchMode::Across(..) => Some(open(across.map(|across| &across.first)).await?),
         BenchMode::RawInc | BenchMode::SeedCas => None,
+    };
+    // Across deployments, the other half of the clients prefer the other.
+    let other_half = match across {
+        Some(across) => Some(open(Some(&across.second)).await?.0),
+        None => None,
     };
     // The values of a kind that never repeats them are checked afterwards.
     let keep_values = opened
@@ -331,8 +449,11 @@ async fn run_slice(
     let counter = opened.map(|(counter, _)| counter);
     let started = Instant::now();
     let deadline = started + time;
-    let workers = (0..concurrency).map(|_| {
-        let counter = counter.clone();
+    let workers = (0..concurrency).map(|client| {
+        let counter = match &other_half {
+            Some(other) if client % 2 == 1 => Some(other.clone()),
+            _ => counter.clone(),
+        };
         let collection = collection.clone();
         let name = name.clone();
         tokio::spawn(async move {

@@ -5,6 +5,7 @@
 //! links: nothing needs JavaScript.
 
 use idmint::sequence::group_thousands as thousands;
+use idmint::sequence::striping::HealthReport;
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 
 use super::counters::{Attention, CounterRow};
@@ -59,6 +60,7 @@ pub fn render(snapshot: &Snapshot) -> Markup {
                 }
                 (counters(snapshot))
                 h2 { "This instance" }
+                (deployments(&snapshot.instance.deployments))
                 (buffers(&snapshot.instance.buffers))
                 (chart(&snapshot.instance.rates))
                 (workers(snapshot))
@@ -216,6 +218,28 @@ fn range(range: Option<(u64, u64)>) -> String {
     match range {
         Some((start, end)) => format!("[{start}, {end})"),
         None => "—".to_string(),
+    }
+}
+
+/// Each deployment a striped counter may span, as this instance knows its
+/// health; nothing when it was given one connection string.
+fn deployments(rows: &[HealthReport]) -> Markup {
+    html! {
+        @if !rows.is_empty() {
+            table #deployments {
+                tr { th { "Deployment" } th { "Health" } th { "Failures in a row" } }
+                @for row in rows {
+                    tr {
+                        td { code { (row.name) } }
+                        td {
+                            @if row.healthy { "healthy" }
+                            @else { "set aside for " (row.aside_ms) " ms more" }
+                        }
+                        td.num { (row.failures) }
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -417,6 +441,20 @@ mod tests {
                         requests: 3,
                     },
                 ],
+                deployments: vec![
+                    HealthReport {
+                        name: "eu".into(),
+                        healthy: true,
+                        failures: 0,
+                        aside_ms: 0,
+                    },
+                    HealthReport {
+                        name: "us".into(),
+                        healthy: false,
+                        failures: 3,
+                        aside_ms: 1750,
+                    },
+                ],
             },
             counters: vec![CounterRow {
                 name: "<script>alert(1)</script>".into(),
@@ -455,6 +493,24 @@ mod tests {
             policy: PolicyView::default(),
             problems: Vec::new(),
         }
+    }
+
+    #[test]
+    fn each_deployment_shows_its_health_here() {
+        let page = render(&snapshot()).into_string();
+        assert!(
+            page.contains("<code>eu</code></td><td>healthy</td>"),
+            "{page}"
+        );
+        assert!(
+            page.contains(
+                "<code>us</code></td><td>set aside for 1750 ms more</td><td class=\"num\">3</td>"
+            ),
+            "{page}"
+        );
+        let mut one = snapshot();
+        one.instance.deployments.clear();
+        assert!(!render(&one).into_string().contains("id=\"deployments\""));
     }
 
     #[test]

@@ -18,7 +18,7 @@
 use idmint::lock::{status_all, LOCKS_COLLECTION};
 use idmint::policy::PolicyStore;
 use idmint::sequence::prefixes::{self, Collision};
-use idmint::sequence::striping::{self, LaneReport};
+use idmint::sequence::striping::{self, Deployments, HealthReport, LaneReport};
 use idmint::sequence::{self, CounterName, Listed};
 use idmint::{Clock, ErrorClass};
 use mongodb::Database;
@@ -66,6 +66,10 @@ pub struct Instance {
     pub buffers: Vec<BufferRow>,
     /// Values and requests per second, oldest first.
     pub rates: Vec<RatePoint>,
+    /// Each deployment a striped counter may span, as this instance knows
+    /// its health (none: it was given one connection string).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub deployments: Vec<HealthReport>,
 }
 
 /// One counter's buffers in this instance (the kinds that buffer values).
@@ -223,14 +227,19 @@ impl DatabaseRead {
     /// Reads the database's side, each part at once and all by `deadline`,
     /// choosing the counters to look at first with the `busiest` counters
     /// here. Reads only.
-    pub async fn read(database: Database, busiest: Vec<(String, u64)>, deadline: Deadline) -> Self {
+    pub async fn read(
+        database: Database,
+        deployments: Option<Deployments>,
+        busiest: Vec<(String, u64)>,
+        deadline: Deadline,
+    ) -> Self {
         let now_ms = idmint::SystemClock.now_micros() / 1000;
         let (
             (triage, collisions, workers, mut problems),
             locks,
             (stored, history, policy_problems),
         ) = tokio::join!(
-            read_counters(&database, now_ms, &busiest, deadline),
+            read_counters(&database, deployments.as_ref(), now_ms, &busiest, deadline),
             deadline.read("locks", read_locks(&database)),
             read_policies(&database, deadline),
         );
@@ -306,7 +315,12 @@ impl PageRead {
     /// Reads page `request` by `deadline`: its counters and, for a search,
     /// how many were found (at once; both from the index on names). Reads
     /// only.
-    pub async fn read(database: &Database, request: PageRequest, deadline: Deadline) -> Self {
+    pub async fn read(
+        database: &Database,
+        deployments: Option<&Deployments>,
+        request: PageRequest,
+        deadline: Deadline,
+    ) -> Self {
         let count = async {
             if request.start.is_empty() {
                 return Ok(None);
@@ -326,7 +340,16 @@ impl PageRead {
         let found = page.and_then(|page| Ok((page, total?)));
         let mut problems = Vec::new();
         let lanes = match &found {
-            Ok((listed, _)) => read_lanes(database, listed.iter(), deadline, &mut problems).await,
+            Ok((listed, _)) => {
+                read_lanes(
+                    database,
+                    deployments,
+                    listed.iter(),
+                    deadline,
+                    &mut problems,
+                )
+                .await
+            }
             Err(_) => HashMap::new(),
         };
         PageRead {
@@ -500,6 +523,7 @@ pub fn holder_fingerprint(owner: &str) -> String {
 /// problems met.
 async fn read_counters(
     database: &Database,
+    deployments: Option<&Deployments>,
     now_ms: u64,
     busiest: &[(String, u64)],
     deadline: Deadline,
@@ -529,7 +553,7 @@ async fn read_counters(
         let striped = all
             .iter()
             .filter(|counter| shown.contains(counter.name.as_str()));
-        let lanes = read_lanes(database, striped, deadline, &mut problems).await;
+        let lanes = read_lanes(database, deployments, striped, deadline, &mut problems).await;
         for row in &mut triage.rows {
             if let Some(lanes) = lanes.get(&row.name) {
                 row.add_lanes(lanes);
@@ -556,6 +580,7 @@ async fn read_counters(
 /// lanes cannot be read is shown without them, and named in `problems`.
 async fn read_lanes<'a>(
     database: &Database,
+    deployments: Option<&Deployments>,
     counters: impl Iterator<Item = &'a Listed>,
     deadline: Deadline,
     problems: &mut Vec<String>,
@@ -567,7 +592,7 @@ async fn read_lanes<'a>(
         Some(async move {
             let part = format!("the lanes of counter '{name}'");
             let lanes = deadline
-                .read(&part, striping::lanes(database, None, &name, map))
+                .read(&part, striping::lanes(database, deployments, &name, map))
                 .await;
             (counter.name.clone(), lanes)
         })
