@@ -99,7 +99,7 @@ public final class FailoverRun {
         });
     }
 
-    private static void pause(BufferedReader commands, int number) throws Exception {
+    static void pause(BufferedReader commands, int number) throws Exception {
         System.out.println("paused " + number);
         System.out.flush();
         String command = commands.readLine();
