@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # A soak with a nemesis: every counter kind through every client path (CLI
-# takers, `next --stream`, three `idmint serve` instances with plain HTTP
+# takers, `next --stream`, four `idmint serve` instances with plain HTTP
 # clients, the stored JavaScript twins in mongosh, `lock run` holders
-# writing to a fenced store) while a seeded schedule of faults runs (kill -9,
-# SIGSTOP, partitions, cut answers, slow clients, the server's clock stepped
-# back and frozen, Ctrl-Z of a lock run). Then it checks what the clients
-# recorded, Jepsen's way: duplicates, losses, order, lock overlaps, fencing.
+# writing to a fenced store), and a striped counter whose lanes span two
+# database servers, while a seeded schedule of faults runs (kill -9,
+# SIGSTOP, partitions of either server, cut answers, slow clients, the
+# server's clock stepped back and frozen, Ctrl-Z of a lock run). Then it
+# checks what the clients recorded, Jepsen's way: duplicates, losses, order,
+# lock overlaps, fencing.
 #
 #   scripts/soak.sh [--minutes M] [--seed S] [--out DIR] [--keep-data]
 #   scripts/soak.sh --self-test        the checker against planted violations
@@ -14,7 +16,7 @@
 # Self-contained like scripts/test.sh: installs what it needs (the test
 # server, mongosh, libfaketime, Java 17), builds idmint (debug; SOAK_RELEASE=1 for a
 # release build, or SOAK_BIN=PATH to use a binary as it is), starts its own
-# database server on a data dir of its own, its proxies and its serve
+# two database servers on data dirs of their own, its proxies and its serve
 # instances, loopback only, and stops all of them when it ends or on Ctrl-C.
 # Writes OUT (default /tmp/idmint-soak-SEED-TIME): schedule.json, logs/,
 # faults.jsonl, result.json ("valid": true|false), timeline.svg. Exits 0 when

@@ -19,7 +19,7 @@ import math
 import os
 from collections import defaultdict
 
-from ids import order_key, unique_key
+from ids import SPANNING, order_key, unique_key
 
 # Kinds whose values leave gaps only where an answer was lost
 # (docs/counter-kinds.md, "gaps"): a gap larger than the attempts that got no
@@ -29,6 +29,10 @@ GAP_CHECKED = ("autoinc", "periodic")
 # A path whose acknowledgements are usually further apart than this (the
 # stored JavaScript twins, under contention) is left out of recovery times.
 SPARSE = 1.0
+
+# The faults that take the spanning counter's deployment us away (its server
+# killed, or partitioned off by its proxy).
+US_DOWN = ("kill-db-us", "partition-us")
 
 
 def _row(record):
@@ -197,6 +201,34 @@ def recovery(attempts, faults, window=3.0):
     return out
 
 
+def spanning(attempts, faults):
+    """For each counter spanning two deployments: the values acknowledged;
+    those of attempts answered while its deployment us was down (inside a
+    kill-db-us or partition-us fault: values of eu's lanes), the attempts
+    answered then and how many of them got no values; and its changes of
+    stripes made and failed (which need us too)."""
+    down = [(f["start"], f["end"]) for f in faults if f["fault"] in US_DOWN]
+    out = {}
+    for record in attempts:
+        if record["kind"] != SPANNING:
+            continue
+        counter = out.setdefault(record["counter"], {
+            "values": 0, "values_while_us_down": 0, "attempts_while_us_down": 0,
+            "failed_while_us_down": 0, "restripes": 0, "restripes_failed": 0})
+        values = len(record.get("raw") or [])
+        counter["values"] += values
+        if any(start <= record["t1"] <= end for start, end in down):
+            counter["values_while_us_down"] += values
+            counter["attempts_while_us_down"] += 1
+            counter["failed_while_us_down"] += record["status"] != "ok"
+    for fault in faults:
+        if fault["fault"] == "restripe" and fault.get("target") in out:
+            counter = out[fault["target"]]
+            counter["restripes"] += 1
+            counter["restripes_failed"] += fault.get("rc") != 0
+    return out
+
+
 def _faults_around(faults, t, start, before=10.0, after=2.0):
     """The faults from `before` seconds before t to `after` after it, their
     times in seconds from the run's start."""
@@ -261,6 +293,7 @@ def check(attempts, lock_records, faults, start, end, shutdown=None):
         "stalled": sorted({a["path"] for a in attempts if a.get("stalled")}),
         "stalled_calls": sum(1 for a in attempts if a.get("stalled")),
         "faults": faults_summary,
+        "spanning": spanning(attempts, faults),
         "recoveries": recoveries,
         "shutdown_s": shutdown or {},
         "first_violation": first,

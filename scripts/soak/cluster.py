@@ -135,13 +135,17 @@ def libfaketime():
 class DbServer:
     """secantusd-rs on a data dir of the soak's own, every commit synced
     (durability is what is checked), its wall clock read at every call from
-    a file (libfaketime) that the nemesis steps back and freezes."""
+    a file (libfaketime) that the nemesis steps back and freezes. Two run:
+    "db" (deployment eu of the spanning counter, and the only one of every
+    other counter) and "db-us"; OUT/NAME-data, NAME.log and NAME-clock are
+    each one's."""
 
-    def __init__(self, binary, out):
+    def __init__(self, binary, out, name="db"):
         self.binary = binary
-        self.data = os.path.join(out, "db-data")
-        self.log = os.path.join(out, "db.log")
-        self.clock_file = os.path.join(out, "db-clock")
+        self.name = name
+        self.data = os.path.join(out, f"{name}-data")
+        self.log = os.path.join(out, f"{name}.log")
+        self.clock_file = os.path.join(out, f"{name}-clock")
         self.port = 0
         self.process = None
         self.offset = 0  # seconds the server's clock is behind, never ahead
@@ -180,7 +184,7 @@ class DbServer:
             if self.process.poll() is not None:
                 break
             time.sleep(0.05)
-        raise RuntimeError(f"the database server did not start; see {self.log}")
+        raise RuntimeError(f"the database server {self.name} did not start; see {self.log}")
 
     def kill9(self):
         signal_group(self.process, signal.SIGKILL)
@@ -199,7 +203,7 @@ class DbServer:
                 return
             except RuntimeError:
                 time.sleep(0.2)  # the port may still be held for a moment
-        raise RuntimeError("the database server did not restart")
+        raise RuntimeError(f"the database server {self.name} did not restart")
 
     def stop(self):
         return signal_group(self.process, signal.SIGSTOP)
@@ -262,13 +266,15 @@ class Serve:
     """One `idmint serve` on fixed loopback ports, so that a restart is found
     again by its clients."""
 
-    def __init__(self, index, idmint, uri, env, out, follow_db=False):
+    def __init__(self, index, idmint, uris, env, out, follow_db=False):
         self.name = f"serve-{index}"
         # Following the database's active policy (swapped live): the cyclic
         # counter's IDs come in either format (the other kinds keep theirs).
         self.follow_db = follow_db
         self.idmint = idmint
-        self.uri = uri
+        # One connection string, or several named ones (NAME=URI, the
+        # preferred first): the deployments a spanning counter's lanes are in.
+        self.uris = uris
         self.env = env
         self.port = free_port()
         self.admin = free_port()
@@ -282,13 +288,14 @@ class Serve:
 
     def start(self):
         policies = SERVE_POLICIES + (["--policy-from-db"] if self.follow_db else [])
+        uris = [arg for uri in self.uris for arg in ("--uri", uri)]
         open(self.out, "w").close()
         # A serve that follows the database reads its policies at start, and
         # exits if it cannot: a restart right after a database fault may need
         # a few tries, as a service manager would make them.
         for _ in range(10):
             self.process = spawn([self.idmint, "serve", "--listen", f"127.0.0.1:{self.port}",
-                                  "--admin-listen", f"127.0.0.1:{self.admin}", "--uri", self.uri,
+                                  "--admin-listen", f"127.0.0.1:{self.admin}", *uris,
                                   "--shutdown-timeout", "5", "--server-timeout", "3",
                                   "--log-format", "json", *policies],
                                  stdout=open(self.out, "a", encoding="utf-8"),

@@ -24,6 +24,11 @@ CHECK_DIGIT = re.compile(r"^(\d{8})T(\d{6})\.(\d{6})Z-(\d{3})-(\d)$")
 # their kind.
 KINDS = ("cyclic", "autoinc", "segment", "snowflake", "periodic", "striped")
 
+# One more, apart from KINDS (its takers name two deployments): a striped
+# autoinc counter whose lanes span the soak's two database servers,
+# deployments eu and us.
+SPANNING = "spanning"
+
 # How each is created (`idmint counter create NAME ...`).
 CREATE = {
     "cyclic": ["--kind", "cyclic"],
@@ -32,11 +37,12 @@ CREATE = {
     "snowflake": ["--kind", "snowflake"],
     "periodic": ["--kind", "periodic", "--policy", "builtin:decimal"],
     "striped": ["--kind", "autoinc", "--stripes", "3"],
+    SPANNING: ["--kind", "autoinc", "--stripes", "eu:2,us:2"],
 }
 
 # Values unique and in no order at all: a striped counter's lanes interleave
-# (docs/counter-kinds.md), even within one process.
-UNORDERED = ("striped",)
+# (docs/counter-kinds.md), even within one process, and across deployments.
+UNORDERED = ("striped", SPANNING)
 
 # The built-in policy each kind's IDs are formatted with in the soak.
 POLICY = {
@@ -46,6 +52,7 @@ POLICY = {
     "snowflake": "builtin:base32",
     "periodic": "builtin:decimal",
     "striped": "builtin:decimal",
+    SPANNING: "builtin:decimal",
 }
 
 CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"

@@ -1,6 +1,7 @@
 """Carries out the schedule (schedule.py), one fault at a time, and records
 each as {"fault", "target", "start", "end", "detail"} in OUT/faults.jsonl."""
 
+import os
 import threading
 import time
 
@@ -8,12 +9,13 @@ from workload import slow_clients
 
 
 class Supervisor(threading.Thread):
-    """Restarts the database server if it exits with nobody asking (not a
+    """Restarts a database server if it exits with nobody asking (not a
     fault of the schedule: a harness event), and records it as fault
-    "db-exited" with its exit status, so that a run goes on and says so."""
+    "db-exited" on the server's name with its exit status, so that a run
+    goes on and says so. One watches each server."""
 
     def __init__(self, db, recorder):
-        super().__init__(name="supervisor", daemon=True)
+        super().__init__(name=f"supervisor-{db.name}", daemon=True)
         self.db, self.recorder = db, recorder
         self.stopping = threading.Event()
 
@@ -30,10 +32,11 @@ class Supervisor(threading.Thread):
                 self.db.exits += 1
                 try:
                     self.db.restart()
-                    detail = f"exited by itself (status {status}); restarted: see db.log"
+                    detail = (f"exited by itself (status {status}); restarted: see "
+                              f"{os.path.basename(self.db.log)}")
                 except RuntimeError as error:
                     detail = f"exited by itself (status {status}); restart failed: {error}"
-            self.recorder.write({"fault": "db-exited", "target": "db", "start": start,
+            self.recorder.write({"fault": "db-exited", "target": self.db.name, "start": start,
                                  "end": time.time(), "detail": detail})
 
 
@@ -83,9 +86,10 @@ class Nemesis(threading.Thread):
         if fault == "clock-back":
             c.db.clock_back(event["seconds"])
             return f"stepped back {event['seconds']} s (now {c.db.offset} s behind)"
-        if fault == "kill-db":
-            with c.db.lock:  # the supervisor does not restart it meanwhile
-                return self.window((c.db.kill9, lambda _: c.db.restart(),
+        if fault in ("kill-db", "kill-db-us"):
+            db = c.dbs[target]
+            with db.lock:  # its supervisor does not restart it meanwhile
+                return self.window((db.kill9, lambda _: db.restart(),
                                     "killed and restarted", None), duration)
         return self.window(self.windows(target)[fault], duration)
 
@@ -116,6 +120,9 @@ class Nemesis(threading.Thread):
             "stop-db": (c.db.stop, lambda _: c.db.cont(), "stopped and continued", None),
             "partition": (lambda: proxy.tell("partition on"),
                           lambda _: proxy.tell("partition off"), "partitioned and healed", None),
+            "partition-us": (lambda: proxy.tell("partition on"),
+                             lambda _: proxy.tell("partition off"), "partitioned and healed",
+                             None),
             "cut": (lambda: proxy.tell("cut on"), lambda _: proxy.tell("cut off"),
                     "cutting, then not", None),
             "clock-freeze": (c.db.freeze, c.db.thaw,

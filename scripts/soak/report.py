@@ -44,8 +44,15 @@ def table(result, schedule_seed=None):
                                              for name, s in sorted(result["shutdown_s"].items())))
     exits = result["faults"].get("db-exited", {}).get("injected", 0)
     if exits:
-        lines.append(f"the database server exited by itself {exits} time(s), and was restarted: "
-                     f"not a fault of the schedule; see db.log")
+        lines.append(f"a database server exited by itself {exits} time(s), and was restarted: "
+                     f"not a fault of the schedule; see db.log, db-us.log")
+    for name, span in result.get("spanning", {}).items():
+        lines.append(f"{name} (lanes in deployments eu and us): {span['values']} values, "
+                     f"{span['values_while_us_down']} of them while us was down "
+                     f"({span['attempts_while_us_down']} attempts answered then, "
+                     f"{span['failed_while_us_down']} without values); stripes changed "
+                     f"{span['restripes'] - span['restripes_failed']} times, "
+                     f"{span['restripes_failed']} tries failed")
     if result.get("stalled_calls"):
         lines.append(f"stalled calls (no answer in 60 s, the client killed and restarted): "
                      f"{result['stalled_calls']} on {', '.join(result['stalled'])}")

@@ -1,6 +1,7 @@
 """The nemesis' schedule: made from the seed alone (and the run's length and
 the names of its targets), so that a rerun with the same seed repeats it."""
 
+import math
 import random
 
 # Each fault kind, and what it does (nemesis.py carries it out).
@@ -12,6 +13,10 @@ FAULTS = {
     "stop-serve": "SIGSTOP of a serve instance for DURATION, then SIGCONT",
     "stop-db": "SIGSTOP of the database server for DURATION, then SIGCONT",
     "partition": "the partition proxy stops forwarding, connections left open, for DURATION",
+    "kill-db-us": "kill -9 of the second database server (the spanning counter's deployment us), "
+                  "restarted on its data after DURATION",
+    "partition-us": "the proxy in front of the second database server stops forwarding, "
+                    "connections left open, for DURATION",
     "cut": "the cutting proxy cuts connections mid-answer for DURATION",
     "slow-clients": "12 connections to a serve instance that dribble or never read, DURATION",
     "clock-back": "the database server's clock stepped back by SECONDS (for good)",
@@ -26,18 +31,21 @@ WARM_UP = 12.0
 COOL_DOWN = 12.0
 SLOT = 9.0
 FREEZE = (8.0, 10.0)  # freeze-holder: past the soak's 5 s lock TTL
+JITTER = 1.05  # each fault starts up to a tenth of a slot late: a twentieth on average
 
 
 def make_schedule(seed, seconds, takers, serves, holders):
     """The list of faults: {"at" (s from the start), "fault", "target",
     "duration", "seconds"?}, one after another, none overlapping. Every fault
-    kind comes once before any comes twice, in a seeded order; a short run
-    packs them closer (down to 5 s apart) so that each still comes once."""
+    kind comes once before any comes twice, in a seeded order; a run packs
+    them closer (down to 5 s apart) so that it holds whole rounds, and no
+    more: each kind once in 2 minutes, twice in 5."""
     rng = random.Random(seed)
     last = seconds - COOL_DOWN
     window = max(0.0, last - WARM_UP)
-    # A freeze-holder lasts longer than a slot: leave room for it.
-    slot = max(5.0, min(SLOT, (window - FREEZE[1]) / len(FAULTS)))
+    rounds = max(1, math.ceil(window / (len(FAULTS) * SLOT + FREEZE[1])))
+    # A freeze-holder lasts longer than a slot: leave room for one a round.
+    slot = max(5.0, min(SLOT, (window - rounds * FREEZE[1]) / (rounds * len(FAULTS) * JITTER)))
     schedule = []
     round_ = []
     t = WARM_UP
@@ -57,6 +65,10 @@ def make_schedule(seed, seconds, takers, serves, holders):
             event["target"] = "db"
         elif fault == "partition":
             event["target"] = "proxy-partition"
+        elif fault == "kill-db-us":
+            event["target"] = "db-us"
+        elif fault == "partition-us":
+            event["target"] = "proxy-us"
         elif fault == "cut":
             event["target"] = "proxy-cut"
         elif fault in ("tstp-lock", "kill-lock", "freeze-holder"):
@@ -67,7 +79,7 @@ def make_schedule(seed, seconds, takers, serves, holders):
             event["duration"] = round(rng.uniform(*FREEZE), 2)
         if fault == "clock-back":
             event["seconds"] = rng.randint(5, 30)
-        if at + event["duration"] > last:
+        if at + event["duration"] > last or len(schedule) == rounds * len(FAULTS):
             return schedule
         schedule.append(event)
         t = at + max(slot, event["duration"] + slot / 2)

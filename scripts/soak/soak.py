@@ -31,7 +31,7 @@ import checker  # noqa: E402
 import report  # noqa: E402
 from cluster import (DbServer, Proxy, Serve, harness_error, harness_errors,  # noqa: E402
                      kill_all, open_fds, set_pgid_file, spawn)
-from ids import CREATE, KINDS  # noqa: E402
+from ids import CREATE, KINDS, SPANNING  # noqa: E402
 from nemesis import Nemesis, Supervisor  # noqa: E402
 from schedule import FAULTS, make_schedule  # noqa: E402
 from workload import (CliLoop, HttpClient, JavaClient, LockHolder, Mongosh,  # noqa: E402
@@ -39,7 +39,12 @@ from workload import (CliLoop, HttpClient, JavaClient, LockHolder, Mongosh,  # n
 
 REPO = os.path.dirname(os.path.dirname(HERE))
 PREFIX = {"cyclic": "CY-", "autoinc": "AI-", "segment": "SG-", "snowflake": "SF-",
-          "periodic": "PD-", "striped": "ST-"}
+          "periodic": "PD-", "striped": "ST-", SPANNING: "SP-"}
+# The spanning counter's lanes: deployment eu is the first database server
+# (reached directly), us the second (reached through its partition proxy).
+DEPLOYMENTS = ("eu", "us")
+# Its changes of stripes, in turn: each needs both deployments to answer.
+SPANNING_STRIPES = ("eu:1,us:3", "eu:2,us:2")
 LOCKS = ["soak-lock-a", "soak-lock-b"]
 # File descriptors the harness may hold: a few hundred in a healthy run of any
 # length (logs, pipes of the processes running, sockets); more is a leak, which
@@ -51,7 +56,8 @@ class Cluster:
     """What the nemesis reaches: the processes by name."""
 
     def __init__(self):
-        self.db = None
+        self.db = None  # the first database server: every counter's, deployment eu
+        self.dbs = {}  # both, by name: "db" and "db-us"
         self.proxies = {}
         self.serves = {}
         self.takers = {}
@@ -77,7 +83,8 @@ def names(args):
     takers += [f"stream-{k}" for k in KINDS] + ["mongosh"]
     if args.java:
         takers.append("java")
-    serves = [f"serve-{i}" for i in range(3)]
+    takers += [f"cli-seq-{SPANNING}", f"cli-next-{SPANNING}", f"stream-{SPANNING}"]
+    serves = [f"serve-{i}" for i in range(4)]
     holders = [f"lock-{lock}-{i}" for lock in LOCKS for i in range(2)]
     return takers, serves, holders
 
@@ -164,6 +171,41 @@ def finish(out, meta):
     return 0
 
 
+def across(deployments, first):
+    """The spanning counter's deployments as NAME=URI, `first` the preferred."""
+    order = [first] + [name for name in DEPLOYMENTS if name != first]
+    return [f"{name}={deployments[name]}" for name in order]
+
+
+def start_second_server(args, out, cluster, proxy_seed):
+    """The database server of deployment us, and the proxy that partitions it."""
+    db_us = DbServer(args.server_bin, out, name="db-us")
+    db_us.start()
+    cluster.dbs[db_us.name] = db_us
+    cluster.proxies["proxy-us"] = Proxy("proxy-us", db_us.port, proxy_seed, out)
+    log(f"second database server (deployment us) on {db_us.uri()} (data {db_us.data}), "
+        f"through proxy-us {cluster.proxies['proxy-us'].uri()}")
+    return db_us
+
+
+def spanning_drivers(args, counter, env_across, serve, out, faults, seed_rng):
+    """The spanning counter's takers (the nemesis' targets: a `seq` loop
+    preferring eu, a `next` loop and a stream preferring us), and its HTTP
+    client (on `serve`, which prefers us) and restriper."""
+    name, prefix = counter
+    takers = [CliLoop("seq", SPANNING, name, prefix, args.bin, env_across("eu"), out,
+                      seed_rng.random()),
+              CliLoop("next", SPANNING, name, prefix, args.bin, env_across("us"), out,
+                      seed_rng.random()),
+              Stream(SPANNING, name, prefix, args.bin, env_across("us"), out, seed_rng.random())]
+    http = HttpClient(3, {SPANNING: counter}, [serve], out, seed_rng.random())
+    restriper = Changes("restriper-spanning", "restripe", name,
+                        [["counter", "stripes", name, "--set", layout]
+                         for layout in SPANNING_STRIPES],
+                        args.bin, env_across("eu"), faults, period=25.0)
+    return takers, [http, restriper]
+
+
 def run(args):
     out = os.path.abspath(args.out)
     os.makedirs(os.path.join(out, "logs"), exist_ok=True)
@@ -205,9 +247,11 @@ def run(args):
         threading.__excepthook__(hook)
 
     threading.excepthook = on_thread_error
-    nemesis = supervisor = None
+    nemesis = None
+    supervisors = []
     try:
         cluster.db = db = DbServer(args.server_bin, out)
+        cluster.dbs[db.name] = db
         if not db.faketime:
             log("libfaketime not found: the clock faults are skipped")
         db.start()
@@ -217,31 +261,51 @@ def run(args):
             cluster.proxies[name] = Proxy(name, db.port, proxy_seed, out)
         uris = {"direct": db.uri(), "partition": cluster.proxies["proxy-partition"].uri(),
                 "cut": cluster.proxies["proxy-cut"].uri()}
+        db_us = start_second_server(args, out, cluster, proxy_seed)
+        deployments = {"eu": db.uri(), "us": cluster.proxies["proxy-us"].uri()}
         base = dict(os.environ, IDMINT_DB="soak", IDMINT_SERVER_TIMEOUT="3")
         base.pop("IDMINT_POLICY", None)
+        base.pop("MONGODB_URIS", None)
 
         def env(route):
             return dict(base, MONGODB_URI=uris[route])
 
+        def env_across(first):
+            env = dict(base, MONGODB_URIS=" ".join(across(deployments, first)))
+            env.pop("MONGODB_URI", None)  # beside named ones, an unnamed URI is an error
+            return env
+
         idmint_ok(args.bin, env("direct"), "install")
+        idmint_ok(args.bin, dict(base, MONGODB_URI=db_us.uri()), "install")
         counters = {}
         for kind in KINDS:
             name = f"soak-{kind}"
             idmint_ok(args.bin, env("direct"), "counter", "create", name, *CREATE[kind],
                       "--prefix", PREFIX[kind])
             counters[kind] = (name, PREFIX[kind])
+        spanning = (f"soak-{SPANNING}", PREFIX[SPANNING])
+        idmint_ok(args.bin, env_across("eu"), "counter", "create", spanning[0], *CREATE[SPANNING],
+                  "--prefix", spanning[1])
         swap_policy = check_digit_policy()
         if swap_policy:
             idmint_ok(args.bin, env("direct"), "policy", "push", swap_policy)
         for i, route in enumerate(["direct", "partition", "cut"]):
             # serve-0 follows the database's policy, swapped live (below).
-            serve = Serve(i, args.bin, uris[route], base, out,
+            serve = Serve(i, args.bin, [uris[route]], base, out,
                           follow_db=i == 0 and swap_policy is not None)
             serve.start()
             cluster.serves[serve.name] = serve
         log("3 serve instances: " + ", ".join(f"{s.name} {s.url()} (db {r})" for s, r in
                                                zip(cluster.serves.values(),
                                                    ["direct", "partition", "cut"])))
+        # Those three serve the single-deployment counters; a fourth, given
+        # both deployments (us preferred), serves the spanning counter.
+        one_deployment_serves = list(cluster.serves.values())
+        spanning_serve = Serve(3, args.bin, across(deployments, "us"), base, out)
+        spanning_serve.start()
+        cluster.serves[spanning_serve.name] = spanning_serve
+        log(f"{spanning_serve.name} {spanning_serve.url()} (deployments us, eu) for "
+            f"{spanning[0]} (lanes {CREATE[SPANNING][-1]})")
         routes = ["direct", "partition", "cut"]
         seed_rng = random.Random(args.seed + 1)
         for i, kind in enumerate(k for k in KINDS if k != "cyclic"):
@@ -258,7 +322,7 @@ def run(args):
             cluster.takers[d.name] = d
         mongosh_uri = uris["cut"].replace("/?", "/soak?", 1) + "&serverSelectionTimeoutMS=3000"
         if args.java:
-            d = JavaClient(build_java(out), counters, list(cluster.serves.values()), out,
+            d = JavaClient(build_java(out), counters, one_deployment_serves, out,
                            seed_rng.random())
             cluster.takers[d.name] = d
         faults = Recorder(os.path.join(out, "faults.jsonl"))
@@ -278,8 +342,13 @@ def run(args):
                            seed_rng.random())
             cluster.holders[d.name] = d
         drivers = list(cluster.takers.values()) + list(cluster.holders.values())
-        drivers += [HttpClient(i, counters, list(cluster.serves.values()), out, seed_rng.random())
+        drivers += [HttpClient(i, counters, one_deployment_serves, out, seed_rng.random())
                     for i in range(3)]
+        spanning_takers, spanning_others = spanning_drivers(args, spanning, env_across,
+                                                            spanning_serve, out, faults, seed_rng)
+        for d in spanning_takers:
+            cluster.takers[d.name] = d
+        drivers += spanning_takers + spanning_others
         assert sorted(cluster.takers) == sorted(takers)
         if swap_policy:
             # Not a target of the nemesis: the schedule stays the same without it.
@@ -296,8 +365,9 @@ def run(args):
         meta["start"] = time.time()
         for driver in drivers:
             driver.start()
-        supervisor = Supervisor(db, faults)
-        supervisor.start()
+        supervisors = [Supervisor(d, faults) for d in cluster.dbs.values()]
+        for supervisor in supervisors:
+            supervisor.start()
         nemesis = Nemesis(schedule, meta["start"], cluster, faults)
         nemesis.start()
         log(f"running {len(drivers)} drivers for {args.minutes} min")
@@ -315,6 +385,7 @@ def run(args):
         nemesis.join(timeout=60)
         meta["end"] = time.time()
         meta["db_exits_unasked"] = db.exits
+        meta["db_us_exits_unasked"] = db_us.exits
         log("stopping the drivers")
         for driver in drivers:
             driver.stop()
@@ -333,16 +404,18 @@ def run(args):
     finally:
         if nemesis is not None:
             nemesis.stop()
-        if supervisor is not None:
+        for supervisor in supervisors:
             supervisor.stop()
+        for supervisor in supervisors:
             supervisor.join(timeout=10)
         for driver in drivers:
             driver.stop()
         for proxy in cluster.proxies.values():
             proxy.tell("partition off")
         kill_all()
-        if not args.keep_data and cluster.db is not None:
-            subprocess.run(["rm", "-rf", cluster.db.data], check=False)
+        if not args.keep_data:
+            for server in cluster.dbs.values():
+                subprocess.run(["rm", "-rf", server.data], check=False)
     if interrupted.is_set():
         log("interrupted: checking what was recorded")
     code = finish(out, meta)

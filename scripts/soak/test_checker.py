@@ -9,8 +9,9 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from checker import check  # noqa: E402
-from ids import parse_id  # noqa: E402
+from ids import SPANNING, parse_id  # noqa: E402
 from schedule import FAULTS, make_schedule  # noqa: E402
+from workload import _scope  # noqa: E402
 
 START = 1000.0
 
@@ -105,6 +106,49 @@ class CheckerTest(unittest.TestCase):
         self.assertEqual(result["order_violations"], 1)
         self.assertEqual(result["first_violation"]["violation"], "order")
 
+    def spanning_attempts(self):
+        """Takes from a counter with two lanes in eu (1, 5, 9 and 2, 6, ...)
+        and two in us (3, 7, ... and 4, 8, ...), as its takers record them:
+        no order scope, each client's values going down and up."""
+        scope = _scope(SPANNING, "cli-seq-spanning", 1)
+        return [attempt("cli-seq", SPANNING, "sp", START + 1, [4, 8], scope=scope),
+                attempt("cli-seq", SPANNING, "sp", START + 2, [1, 5], scope=scope),
+                attempt("http-ids", SPANNING, "sp", START + 3, [2, 6], scope=scope),
+                attempt("cli-next", SPANNING, "sp", START + 4, [3], scope=scope)]
+
+    def test_the_spanning_counters_values_in_no_order_are_valid(self):
+        self.assertIsNone(_scope(SPANNING, "cli-seq-spanning", 1))
+        result = check(clean_attempts() + self.spanning_attempts(), [], [], START, START + 10)
+        self.assertTrue(result["valid"], result["first_violation"])
+        self.assertNotIn("sp", result["gaps"])
+        self.assertEqual(result["spanning"]["sp"]["values"], 7)
+
+    def test_a_planted_duplicate_of_the_spanning_counter_is_invalid(self):
+        # The same value from a lane of eu and, again, after a failover.
+        attempts = clean_attempts() + self.spanning_attempts() + [
+            attempt("stream", SPANNING, "sp", START + 5, [5])]
+        result = check(attempts, [], [], START, START + 10)
+        self.assertFalse(result["valid"])
+        self.assertEqual(result["duplicated"], 1)
+        first = result["first_violation"]
+        self.assertEqual((first["violation"], first["example"]["key"]), ("duplicate", ["sp", 5]))
+        self.assertEqual(first["example"]["second"]["path"], "stream")
+
+    def test_values_taken_while_us_was_down_are_counted(self):
+        down = {"fault": "partition-us", "target": "proxy-us", "start": START + 1.8,
+                "end": START + 3.5}
+        failed = attempt("cli-next", SPANNING, "sp", START + 3.4, [], status="fail", n=2)
+        restripes = [{"fault": "restripe", "target": "sp", "start": START + 2, "end": START + 3,
+                      "rc": 3},
+                     {"fault": "restripe", "target": "sp", "start": START + 6, "end": START + 7,
+                      "rc": 0}]
+        result = check(self.spanning_attempts() + [failed], [], [down] + restripes, START,
+                       START + 10)
+        self.assertTrue(result["valid"], result["first_violation"])
+        self.assertEqual(result["spanning"]["sp"], {
+            "values": 7, "values_while_us_down": 4, "attempts_while_us_down": 3,
+            "failed_while_us_down": 1, "restripes": 2, "restripes_failed": 1})
+
     def test_a_gap_beyond_the_unanswered_attempts_is_a_loss(self):
         attempts = clean_attempts() + [attempt("cli-seq", "autoinc", "ai", START + 6, [10])]
         result = check(attempts, [], [], START, START + 10)
@@ -171,6 +215,11 @@ class ScheduleTest(unittest.TestCase):
     def test_two_minutes_inject_every_fault_kind_once(self):
         schedule = make_schedule(1, 120, ["t"], ["s"], ["h"])
         self.assertEqual(sorted(e["fault"] for e in schedule), sorted(FAULTS))
+
+    def test_the_second_servers_faults_target_it(self):
+        schedule = make_schedule(1, 120, ["t"], ["s"], ["h"])
+        targets = {e["fault"]: e["target"] for e in schedule}
+        self.assertEqual((targets["kill-db-us"], targets["partition-us"]), ("db-us", "proxy-us"))
 
     def test_five_minutes_inject_every_fault_kind_twice(self):
         schedule = make_schedule(1, 300, ["t"], ["s"], ["h"])

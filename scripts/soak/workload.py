@@ -500,10 +500,12 @@ def slow_clients(serve, counter, seconds, count=12):
 class Changes(Driver):
     """Every `period` seconds, the next of `commands` (idmint arguments), in
     turn, moving on only once one succeeds; each attempt recorded beside the
-    faults as `event` on `target`. Two of them run: the live policy swap
-    (activate the stored check-digit policy, roll it back) under the clients
-    that follow the database, and the change of a striped counter's lanes
-    under its takers."""
+    faults as `event` on `target`, with its exit status `rc` (null: no answer
+    in 60 s). Three of them run: the live policy swap (activate the stored
+    check-digit policy, roll it back) under the clients that follow the
+    database, and the changes of the striped and the spanning counter's
+    lanes under their takers (the spanning one's fails, named, while a
+    deployment it spans does not answer, and is made again later)."""
 
     def __init__(self, name, event, target, commands, idmint, env, faults, period):
         super().__init__(name, 0)
@@ -515,16 +517,18 @@ class Changes(Driver):
         while not self.stopping.wait(self.period):
             command = self.commands[turn % len(self.commands)]
             start = time.time()
+            returncode = None
             try:
                 result = subprocess.run([self.idmint, *command], env=self.env,
                                         capture_output=True, text=True, timeout=60)
-                if result.returncode == 0:
+                returncode = result.returncode
+                if returncode == 0:
                     turn += 1
                 detail = (result.stdout or result.stderr).strip()[:200]
             except subprocess.TimeoutExpired:
                 detail = f"idmint {' '.join(command)}: no answer in 60 s"
             self.faults.write({"fault": self.event, "target": self.target, "start": start,
-                               "end": time.time(), "detail": detail})
+                               "end": time.time(), "detail": detail, "rc": returncode})
 
 
 class JavaClient(Driver):
