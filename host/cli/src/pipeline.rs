@@ -149,8 +149,14 @@ impl PipelineCmd {
              value is `value.last` (with --count N, the N values `value.lane.m` apart up to it). \
              A change of stripes seals the lane: the command then matches nothing (value: null) \
              until the new generation has a lane {residue}; if it has fewer lanes, run `idmint \
-             pipeline` again",
-            id = lane_id(name, residue)
+             pipeline` again{place}",
+            id = lane_id(name, residue),
+            place = map
+                .deployment_of(residue)
+                .map(|deployment| format!(
+                    ". The lane is in deployment '{deployment}': run the command there"
+                ))
+                .unwrap_or_default(),
         ));
         Ok(command)
     }

@@ -37,7 +37,8 @@ macro_rules! registry {
         use $crate::sequence::name::CounterName;
         use $crate::sequence::settings::{Setting, Settings};
         use $crate::sequence::striping::{
-            Deployments, StripeMap, StripedCounter, StripingError, LANE_KIND, STRIPED_KIND,
+            read_from_any, Deployments, StripeMap, StripedCounter, StripingError, LANE_KIND,
+            STRIPED_KIND,
         };
         use $crate::mongo::collections::COUNTERS as COUNTERS_COLLECTION;
 
@@ -296,33 +297,14 @@ macro_rules! registry {
                 let Some(deployments) = options.deployments.as_ref().filter(|d| d.list().len() > 1) else {
                     return Ok((database.clone(), read_state(&collection, name).await?));
                 };
-                let share = deployments.take_deadline() / deployments.list().len() as u32;
-                let failed = match tokio::time::timeout(share, read_state(&collection, name)).await {
-                    Ok(Ok(state)) => return Ok((database.clone(), state)),
-                    Ok(Err(error @ SequenceError::Database { .. })) => error,
-                    Ok(Err(error)) => return Err(error),
-                    Err(_) => SequenceError::Striping {
-                        name: name.clone(),
-                        source: StripingError::Unreachable {
-                            deadline_ms: share.as_millis() as u64,
-                            given: vec![deployments.preferred().name.clone()],
-                            failures: vec![format!("{}: no answer", deployments.preferred().name)],
-                        },
-                    },
-                };
-                deployments.failed(&deployments.preferred().name, std::time::Instant::now());
-                for other in &deployments.list()[1..] {
-                    let collection = other.database.collection(COUNTERS_COLLECTION);
-                    let Ok(Ok(state)) = tokio::time::timeout(share, read_state(&collection, name)).await else {
-                        continue;
-                    };
-                    // Only a copy of a map that spans deployments: another
-                    // deployment's own counter of the name is not this one.
-                    if state.striped.as_ref().is_some_and(StripeMap::spans_deployments) {
-                        return Ok((other.database.clone(), state));
-                    }
-                }
-                Err(failed)
+                read_from_any(
+                    database,
+                    deployments,
+                    name,
+                    |collection| async move { read_state(&collection, name).await },
+                    |state: &CounterState| state.striped.as_ref().is_some_and(StripeMap::spans_deployments),
+                )
+                .await
             }
 
             /// Opens counter `name` whose document was just read as `state`.

@@ -13,6 +13,8 @@
 //!   prints;
 //! - `deployments`: named deployments and their health; `layout`: where
 //!   a generation's lanes go;
+//! - `open`: reading a counter's document from the preferred deployment
+//!   or a copy in another;
 //! - `taker`: [`StripedCounter`], an opened striped counter, which
 //!   [`Sequence`](crate::sequence::Sequence) opens a counter whose document
 //!   is a map as;
@@ -32,6 +34,7 @@ mod lane;
 mod layout;
 mod limits;
 mod map;
+mod open;
 mod restripe;
 mod show;
 mod taker;
@@ -45,6 +48,7 @@ pub use error::StripingError;
 pub use lane::{LaneDocument, LANE_KIND};
 pub use layout::Layout;
 pub use map::{StripeMap, STRIPED_KIND};
+pub(crate) use open::read_from_any;
 pub use restripe::{create_laid_out, create_striped, set_layout, set_stripes, Restriped};
 pub use show::{lanes, LaneReport, LaneView};
-pub use taker::{StripedCounter, ATTEMPTS, STRIPABLE};
+pub use taker::{StripedCounter, ATTEMPTS, HEDGE_AFTER, STRIPABLE};

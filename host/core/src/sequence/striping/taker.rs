@@ -49,6 +49,10 @@ const LONGEST_PAUSE: Duration = Duration::from_millis(100);
 /// The shortest share of a deadline a try is given.
 const SHORTEST_TRY: Duration = Duration::from_millis(50);
 
+/// How long a try across deployments goes unanswered before a lane of
+/// another deployment is asked too.
+pub const HEDGE_AFTER: Duration = Duration::from_millis(250);
+
 /// The lanes' kinds that can be striped, so far.
 pub const STRIPABLE: &[&str] = &["autoinc"];
 
@@ -80,6 +84,7 @@ pub(crate) fn striping(name: &CounterName, source: StripingError) -> SequenceErr
 }
 
 /// Where one try goes: a lane, and the deployment holding it.
+#[derive(Clone)]
 struct Target {
     residue: u64,
     /// The deployment's name (none: the map's own, which spans no other).
@@ -156,12 +161,16 @@ impl StripedCounter {
         let deadline = self
             .spanning()
             .map(|deployments| Instant::now() + deployments.take_deadline());
+        let past = || deadline.is_some_and(|deadline| Instant::now() >= deadline);
         let mut pause = Duration::from_millis(1);
         let mut tried: Vec<String> = Vec::new();
         let mut failures: Vec<String> = Vec::new();
         for _ in 0..ATTEMPTS {
             let map = self.map();
             if !map.live {
+                if past() {
+                    return Err(self.changing(&map));
+                }
                 self.pause(&mut pause, deadline).await;
                 self.reload(deadline).await?;
                 continue;
@@ -169,47 +178,171 @@ impl StripedCounter {
             let Some(target) = self.pick(&map, &mut tried)? else {
                 return Err(self.unreachable(&failures, deadline));
             };
-            let share = deadline.map(|deadline| {
-                // This try's deployment, and those not tried yet.
-                let untried = self.untried(&map, &tried) as u32 + 1;
-                (deadline.saturating_duration_since(Instant::now()) / untried).max(SHORTEST_TRY)
-            });
-            match self.try_lane(&target, &map, count, share).await? {
-                Tried::Taken(values) => return Ok(values),
-                Tried::Failed(why) => {
-                    let deployment = target.deployment.clone().unwrap_or_default();
-                    failures.push(format!("{deployment}: {why}"));
-                    if let Some(deployments) = &self.inner.deployments {
-                        deployments.failed(&deployment, Instant::now());
-                    }
-                    if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
-                        return Err(self.unreachable(&failures, deadline));
-                    }
-                    if let Some(deadline) = deadline {
-                        if self.untried(&map, &tried) == 0 {
-                            // Every deployment failed once: again, after a
-                            // pause, while the deadline allows.
-                            tried.clear();
-                            self.pause(&mut pause, Some(deadline)).await;
+            let outcomes = self
+                .try_hedged(target, &map, count, deadline, &mut tried)
+                .await?;
+            let mut refused = None;
+            let mut taken = None;
+            for (target, outcome) in outcomes {
+                match outcome {
+                    Tried::Taken(values) => taken = Some(values),
+                    Tried::Failed(why) => {
+                        let deployment = target.deployment.clone().unwrap_or_default();
+                        failures.push(format!("{deployment}: {why}"));
+                        if let Some(deployments) = &self.inner.deployments {
+                            deployments.failed(&deployment, Instant::now());
                         }
-                    } else {
-                        return Err(self.unreachable(&failures, deadline));
                     }
+                    Tried::Refused => refused = Some(target),
                 }
-                Tried::Refused => {
-                    self.unmatched(&target, &map, count, deadline).await?;
-                    if self.map().generation == map.generation {
-                        // Sealed and the map not moved on yet: the change
-                        // is under way.
-                        self.pause(&mut pause, deadline).await;
+            }
+            if let Some(values) = taken {
+                return Ok(values);
+            }
+            if let Some(target) = refused {
+                self.unmatched(&target, &map, count, deadline).await?;
+                if self.map().generation == map.generation {
+                    // Sealed and the map not moved on yet: the change is
+                    // under way.
+                    if past() {
+                        return Err(self.changing(&map));
                     }
+                    self.pause(&mut pause, deadline).await;
                 }
+                continue;
+            }
+            let Some(deadline) = deadline else {
+                return Err(self.unreachable(&failures, None));
+            };
+            if past() {
+                return Err(self.unreachable(&failures, Some(deadline)));
+            }
+            if self.untried(&map, &tried) == 0 {
+                // Every deployment failed once: again, after a pause,
+                // while the deadline allows.
+                tried.clear();
+                self.pause(&mut pause, Some(deadline)).await;
             }
         }
         Err(striping(
             name,
             StripingError::Changing { attempts: ATTEMPTS },
         ))
+    }
+
+    /// The error of a take whose deadline passed while a change of stripes
+    /// left no lane to take from.
+    fn changing(&self, map: &StripeMap) -> SequenceError {
+        striping(
+            self.name(),
+            StripingError::NoLiveLane {
+                generation: map.generation,
+            },
+        )
+    }
+
+    /// Tries `target`'s lane; across deployments, when it has not answered
+    /// after [`HEDGE_AFTER`] and another deployment is left, a lane of that
+    /// one too (`tried` takes it), the first answer with values winning:
+    /// a deployment that is down or partitioned costs a take that delay,
+    /// not its share of the deadline. The outcomes, failures first; a try
+    /// that lost the race is dropped (if its server applies it after all,
+    /// its values are a gap) and its deployment set aside as late.
+    async fn try_hedged(
+        &self,
+        target: Target,
+        map: &StripeMap,
+        count: u64,
+        deadline: Option<Instant>,
+        tried: &mut Vec<String>,
+    ) -> Result<Vec<(Target, Tried)>, SequenceError> {
+        let share = |tried: &[String]| {
+            deadline.map(|deadline| {
+                // This try's deployment, and those not tried yet.
+                let untried = self.untried(map, tried) as u32 + 1;
+                (deadline.saturating_duration_since(Instant::now()) / untried).max(SHORTEST_TRY)
+            })
+        };
+        let first_share = share(tried);
+        self.before_take(&target).await;
+        let first = self.try_lane(target.clone(), map, count, first_share);
+        let (Some(first_share), true) = (first_share, self.untried(map, tried) > 0) else {
+            let outcome = first.await?;
+            self.after_take(&target, &outcome).await;
+            return Ok(vec![(target, outcome)]);
+        };
+        tokio::pin!(first);
+        tokio::select! {
+            outcome = &mut first => {
+                let outcome = outcome?;
+                self.after_take(&target, &outcome).await;
+                return Ok(vec![(target, outcome)]);
+            }
+            () = tokio::time::sleep(HEDGE_AFTER.min(first_share)) => {}
+        }
+        // Late: another deployment is asked too.
+        let Some(other) = self.pick(map, tried)? else {
+            let outcome = first.await?;
+            self.after_take(&target, &outcome).await;
+            return Ok(vec![(target, outcome)]);
+        };
+        let other_share = share(tried);
+        self.before_take(&other).await;
+        let second = self.try_lane(other.clone(), map, count, other_share);
+        tokio::pin!(second);
+        tokio::select! {
+            outcome = &mut first => self.settle(target, outcome?, other, second).await,
+            outcome = &mut second => self.settle(other, outcome?, target, first).await,
+        }
+    }
+
+    /// The outcomes of a hedged race that `winner` answered first with
+    /// `winning`: with values, `loser`'s try is dropped and its deployment
+    /// set aside as late; otherwise `loser`'s try (`rest`) is awaited too.
+    async fn settle<F>(
+        &self,
+        winner: Target,
+        winning: Tried,
+        loser: Target,
+        rest: std::pin::Pin<&mut F>,
+    ) -> Result<Vec<(Target, Tried)>, SequenceError>
+    where
+        F: std::future::Future<Output = Result<Tried, SequenceError>>,
+    {
+        self.after_take(&winner, &winning).await;
+        if matches!(winning, Tried::Taken(_)) {
+            let late = Tried::Failed(format!(
+                "no answer within {} ms, when another deployment answered",
+                HEDGE_AFTER.as_millis()
+            ));
+            return Ok(vec![(loser, late), (winner, winning)]);
+        }
+        let outcome = rest.await?;
+        self.after_take(&loser, &outcome).await;
+        let mut outcomes = vec![(winner, winning), (loser, outcome)];
+        outcomes.sort_by_key(|(_, outcome)| !matches!(outcome, Tried::Failed(_)));
+        Ok(outcomes)
+    }
+
+    async fn before_take(&self, target: &Target) {
+        hooks::pass(
+            target.database.name(),
+            self.name().as_str(),
+            Point::BeforeTake,
+        )
+        .await;
+    }
+
+    /// Where a test holds a take its server answered.
+    async fn after_take(&self, target: &Target, outcome: &Tried) {
+        if !matches!(outcome, Tried::Failed(_)) {
+            hooks::pass(
+                target.database.name(),
+                self.name().as_str(),
+                Point::AfterTake,
+            )
+            .await;
+        }
     }
 
     /// The deployments, if its lanes span several.
@@ -316,15 +449,14 @@ impl StripedCounter {
     /// One try: takes `count` values of `target`'s lane, within `share`.
     async fn try_lane(
         &self,
-        target: &Target,
+        target: Target,
         map: &StripeMap,
         count: u64,
         share: Option<Duration>,
     ) -> Result<Tried, SequenceError> {
+        let target = &target;
         let name = self.name();
         let id = lane_id(name, target.residue);
-        let database = target.database.name().to_string();
-        hooks::pass(&database, name.as_str(), Point::BeforeTake).await;
         let (filter, update) = lane::take_command(&id, &map.kind, count);
         let collection = target.database.collection::<Document>(COUNTERS);
         let take = collection
@@ -361,7 +493,6 @@ impl StripedCounter {
         {
             deployments.succeeded(deployment);
         }
-        hooks::pass(&database, name.as_str(), Point::AfterTake).await;
         match after {
             Some(after) => Ok(Tried::Taken(self.read_lane(&id, &after)?.taken(count))),
             None => Ok(Tried::Refused),
