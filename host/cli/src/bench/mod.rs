@@ -120,7 +120,7 @@ impl BenchCmd {
         }
         output.report(&report, || {
             let mut text = format!(
-                "{:<17} {:>11} {:>13} {:>11} {:>14}\n",
+                "{:<24} {:>11} {:>13} {:>11} {:>14}\n",
                 "mode", "concurrency", "ops/s", "ops", "fetches/1M"
             );
             for result in &report.results {
@@ -130,7 +130,7 @@ impl BenchCmd {
                     .unwrap_or_default();
                 let _ = writeln!(
                     text,
-                    "{:<17} {:>11} {:>13.0} {:>11} {:>14}",
+                    "{:<24} {:>11} {:>13.0} {:>11} {:>14}",
                     result.mode, result.concurrency, result.ops_per_sec, result.ops, fetches
                 );
             }
