@@ -595,7 +595,7 @@ async fn the_cli_names_what_is_wrong_across_deployments() {
     drop(us_server);
     let dead_us = us;
     let shown = run(&mut idmint_across(
-        &[eu, dead_us],
+        &[eu.clone(), dead_us.clone()],
         &["counter", "show", "orders"],
     ));
     assert_exit(&shown, 0);
@@ -609,6 +609,26 @@ async fn the_cli_names_what_is_wrong_across_deployments() {
         "{text}"
     );
     assert!(text.contains("lane 1: in us: unread ("), "{text}");
+    // A change of stripes with us down is refused before anything is
+    // claimed: the counter keeps its live lanes, and eu's is taken from.
+    let refused = run(&mut idmint_across(
+        &[eu.clone(), dead_us.clone()],
+        &["counter", "stripes", "orders", "--set", "eu:2,us:2"],
+    ));
+    assert_exit(&refused, 3);
+    assert!(
+        stderr(&refused).contains("deployment \"us\" did not answer"),
+        "{}",
+        stderr(&refused)
+    );
+    let document = support::counter_document(&database, "orders")
+        .await
+        .unwrap();
+    let map = StripeMap::read(&document).unwrap();
+    assert!(map.live && map.generation == 1, "{map:?}");
+    let taken = run(&mut idmint_across(&[eu, dead_us], &["seq", "orders"]));
+    assert_exit(&taken, 0);
+    assert_eq!(printed(&taken), [1]);
 }
 
 /// The stored twin `getNextSequence`, run in one deployment, takes from

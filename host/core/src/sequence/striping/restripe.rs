@@ -134,6 +134,8 @@ pub async fn set_layout(
     let home_collection: Collection<Document> = database.collection(COUNTERS);
     let first = current_map(&home_collection, name, &write_concern).await?;
     let sites = Sites::of(database, deployments, name, &first, layout)?;
+    // Every copy is read before anything is claimed: a deployment that
+    // does not answer stops the change here, the counter left as it was.
     let (map, prefixes) = sites.latest_map(name, first).await?;
     let change = Change {
         sites: &sites,
