@@ -317,44 +317,19 @@ async fn a_killed_instance_is_failed_over_and_rejoins_when_restarted() {
     create(TEST, "seg", &["--kind", "segment", "--step", "1000"]);
     let mut instances: Vec<Serve> = (0..3).map(|_| Serve::start(TEST)).collect();
     let urls: Vec<String> = instances.iter().map(Serve::url).collect();
-    let mut program = java("FailoverRun")
-        .args(["seg", &THREADS.to_string(), &PER_PHASE.to_string(), "100"])
-        .args(&urls)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run java");
-    let mut commands = program.stdin.take().expect("piped stdin");
-    let mut lines = BufReader::new(program.stdout.take().expect("piped stdout")).lines();
-    let errors: Arc<Mutex<String>> = Arc::default();
-    let stderr = program.stderr.take().expect("piped stderr");
-    let errors_sink = errors.clone();
-    let drained = std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let mut errors = errors_sink.lock().unwrap();
-            errors.push_str(&line);
-            errors.push('\n');
-        }
-    });
-
-    expect_line(&mut lines, "paused 1", &mut program, &errors, "FailoverRun");
+    let mut program = Pausing::start(
+        "FailoverRun",
+        &["seg", &THREADS.to_string(), &PER_PHASE.to_string(), "100"],
+        &urls,
+    );
+    program.paused(1);
     instances[0].kill();
-    writeln!(commands, "go").unwrap();
-    expect_line(&mut lines, "paused 2", &mut program, &errors, "FailoverRun");
+    program.go();
+    program.paused(2);
     instances[0].restart();
     assert_eq!(instances[0].url(), urls[0], "restarted on another port");
-    writeln!(commands, "go").unwrap();
-
-    let report: Vec<String> = lines.map_while(Result::ok).collect();
-    let status = program.wait().expect("wait for java");
-    drained.join().unwrap();
-    assert!(
-        status.success(),
-        "FailoverRun failed ({status}):\n{}\n{}",
-        report.join("\n"),
-        errors.lock().unwrap()
-    );
+    program.go();
+    let report = program.finish();
     let field = |name: &str| -> u64 {
         report
             .iter()
@@ -443,59 +418,99 @@ async fn the_java_client_takes_from_a_counter_across_deployments_while_one_is_ki
         ),
     ];
     let urls: Vec<String> = instances.iter().map(Serve::url).collect();
-    let mut program = java("DeploymentsRun")
-        .args(["orders", &THREADS.to_string(), &PER_PHASE.to_string(), "50"])
-        .args(&urls)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run java");
-    let mut commands = program.stdin.take().expect("piped stdin");
-    let mut lines = BufReader::new(program.stdout.take().expect("piped stdout")).lines();
-    let errors: Arc<Mutex<String>> = Arc::default();
-    let stderr = program.stderr.take().expect("piped stderr");
-    let errors_sink = errors.clone();
-    let drained = std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let mut errors = errors_sink.lock().unwrap();
-            errors.push_str(&line);
-            errors.push('\n');
-        }
-    });
-    expect_line(
-        &mut lines,
-        "paused 1",
-        &mut program,
-        &errors,
+    let mut program = Pausing::start(
         "DeploymentsRun",
+        &["orders", &THREADS.to_string(), &PER_PHASE.to_string(), "50"],
+        &urls,
     );
+    program.paused(1);
     eu.kill();
-    writeln!(commands, "go").unwrap();
-    expect_line(
-        &mut lines,
-        "paused 2",
-        &mut program,
-        &errors,
-        "DeploymentsRun",
-    );
+    program.go();
+    program.paused(2);
     eu.restart();
-    writeln!(commands, "go").unwrap();
-    let report: Vec<String> = lines.map_while(Result::ok).collect();
-    let status = program.wait().expect("wait for java");
-    drained.join().unwrap();
-    assert!(
-        status.success(),
-        "DeploymentsRun failed ({status}):\n{}\n{}",
-        report.join("\n"),
-        errors.lock().unwrap()
-    );
+    program.go();
     assert_eq!(
-        report,
-        [format!("ids ok {}", 3 * THREADS * PER_PHASE)],
-        "{}",
-        errors.lock().unwrap()
+        program.finish(),
+        [format!("ids ok {}", 3 * THREADS * PER_PHASE)]
     );
+}
+
+/// A check program that announces pauses (`paused N`) and waits at each
+/// for `go` on stdin, so that the test acts at a point the program is
+/// known to be at.
+struct Pausing {
+    name: &'static str,
+    child: Child,
+    commands: std::process::ChildStdin,
+    lines: std::io::Lines<BufReader<ChildStdout>>,
+    errors: Arc<Mutex<String>>,
+    drained: std::thread::JoinHandle<()>,
+}
+
+impl Pausing {
+    /// Runs program `name` with `args`, then the instances' `urls`.
+    fn start(name: &'static str, args: &[&str], urls: &[String]) -> Self {
+        let mut child = java(name)
+            .args(args)
+            .args(urls)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run java");
+        let commands = child.stdin.take().expect("piped stdin");
+        let lines = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
+        let errors: Arc<Mutex<String>> = Arc::default();
+        let stderr = child.stderr.take().expect("piped stderr");
+        let sink = errors.clone();
+        let drained = std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let mut errors = sink.lock().unwrap();
+                errors.push_str(&line);
+                errors.push('\n');
+            }
+        });
+        Self {
+            name,
+            child,
+            commands,
+            lines,
+            errors,
+            drained,
+        }
+    }
+
+    /// Returns once the program says it waits at pause `number`.
+    fn paused(&mut self, number: u32) {
+        expect_line(
+            &mut self.lines,
+            &format!("paused {number}"),
+            &mut self.child,
+            &self.errors,
+            self.name,
+        );
+    }
+
+    /// Lets it go on from its pause.
+    fn go(&mut self) {
+        writeln!(self.commands, "go").unwrap();
+    }
+
+    /// Waits for it to end, which must be a success; the lines it printed
+    /// after its last pause.
+    fn finish(mut self) -> Vec<String> {
+        let report: Vec<String> = self.lines.map_while(Result::ok).collect();
+        let status = self.child.wait().expect("wait for java");
+        self.drained.join().unwrap();
+        assert!(
+            status.success(),
+            "{} failed ({status}):\n{}\n{}",
+            self.name,
+            report.join("\n"),
+            self.errors.lock().unwrap()
+        );
+        report
+    }
 }
 
 /// Reads the program's next line, which must be `expected`.

@@ -44,6 +44,29 @@ struct Site {
 }
 
 impl Site {
+    /// Deployment `name` at `uri`, in `test`'s database (`_name` added
+    /// when `own_database`: two sites of one server).
+    fn new(name: &'static str, uri: &str, test: &str, own_database: bool) -> Self {
+        let database = if own_database {
+            database_name(&format!("{test}_{name}"))
+        } else {
+            database_name(test)
+        };
+        Self {
+            name,
+            uri: uri.to_string(),
+            database,
+        }
+    }
+
+    /// `eu` and `us` as two databases of the shared test server.
+    fn shared_pair(test: &str) -> [Site; 2] {
+        [
+            Site::new("eu", support::uri(), test, true),
+            Site::new("us", support::uri(), test, true),
+        ]
+    }
+
     /// `NAME=URI` as `--uri` takes it.
     fn flag(&self) -> String {
         format!("{}={}", self.name, self.uri)
@@ -68,6 +91,35 @@ async fn connect(sites: &[Site], deadline: Duration) -> Deployments {
         });
     }
     Deployments::new(list).unwrap().deadline(deadline)
+}
+
+/// Creates the raw autoinc counter `orders` in the preferred of
+/// `deployments`, its lanes laid out as `layout` says; its map.
+async fn create_orders(deployments: &Deployments, layout: &str) -> StripeMap {
+    let spec = CounterSpec::of(CounterKind::Autoinc).prefixes(Vec::new());
+    let layout: Layout = layout.parse().unwrap();
+    let preferred = &deployments.preferred().database;
+    let state = create_laid_out(
+        preferred,
+        Some(deployments),
+        &counter_name("orders"),
+        &spec,
+        &layout,
+    )
+    .await
+    .unwrap();
+    state.striped.unwrap()
+}
+
+/// Counter `orders` opened across `deployments`.
+async fn open_orders(deployments: &Deployments) -> Sequence {
+    let mut options = OpenOptions::default();
+    options.deployments = Some(deployments.clone());
+    let preferred = &deployments.preferred().database;
+    Sequence::open(preferred, counter_name("orders"), &options)
+        .await
+        .unwrap()
+        .0
 }
 
 fn database_of(deployments: &Deployments, name: &str) -> Database {
@@ -221,11 +273,7 @@ fn own_servers(test: &str, count: usize) -> (Vec<OwnedServer>, Vec<Site>) {
     let sites = servers
         .iter()
         .zip(NAMES)
-        .map(|(server, name)| Site {
-            name,
-            uri: server.uri.clone(),
-            database: database_name(test),
-        })
+        .map(|(server, name)| Site::new(name, &server.uri, test, false))
         .collect();
     (servers, sites)
 }
@@ -262,16 +310,8 @@ async fn kill_nine_of_one_of(test: &str, servers: usize) {
     assert_eq!(lanes[0]["deployment"], "eu", "{shown}");
     assert_eq!(lanes[2]["deployment"], "us", "{shown}");
 
-    let mut options = OpenOptions::default();
-    options.deployments = Some(deployments.clone());
-    let (sequence, state) = Sequence::open(
-        &database_of(&deployments, "eu"),
-        counter_name("orders"),
-        &options,
-    )
-    .await
-    .unwrap();
-    let map = state.striped.clone().unwrap();
+    let sequence = open_orders(&deployments).await;
+    let map = sequence.state().await.unwrap().striped.unwrap();
     assert_eq!(map.spans.len(), servers);
     let takers = Takers::start(&sequence, 4);
     takers.progress(200, "values from every deployment").await;
@@ -366,36 +406,12 @@ async fn a_partitioned_deployment_costs_a_take_at_most_its_deadline() {
     const TEST: &str = "striped_partitioned";
     let proxy = FaultProxy::start();
     let sites = [
-        Site {
-            name: "eu",
-            uri: proxy.uri(),
-            database: database_name(&format!("{TEST}_eu")),
-        },
-        Site {
-            name: "us",
-            uri: support::uri().to_string(),
-            database: database_name(&format!("{TEST}_us")),
-        },
+        Site::new("eu", &proxy.uri(), TEST, true),
+        Site::new("us", support::uri(), TEST, true),
     ];
     let deployments = connect(&sites, DEADLINE).await;
-    let spec = CounterSpec::of(CounterKind::Autoinc).prefixes(Vec::new());
-    let layout: Layout = "eu:2,us:2".parse().unwrap();
-    let eu = database_of(&deployments, "eu");
-    let state = create_laid_out(
-        &eu,
-        Some(&deployments),
-        &counter_name("orders"),
-        &spec,
-        &layout,
-    )
-    .await
-    .unwrap();
-    let map = state.striped.unwrap();
-    let mut options = OpenOptions::default();
-    options.deployments = Some(deployments.clone());
-    let (sequence, _) = Sequence::open(&eu, counter_name("orders"), &options)
-        .await
-        .unwrap();
+    let map = create_orders(&deployments, "eu:2,us:2").await;
+    let sequence = open_orders(&deployments).await;
     let takers = Takers::start(&sequence, 4);
     takers
         .until_one("a value of the preferred deployment", |value| {
@@ -434,34 +450,12 @@ async fn a_partitioned_deployment_costs_a_take_at_most_its_deadline() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn changes_of_stripes_across_deployments_with_takes_in_flight_never_repeat_a_value() {
     const TEST: &str = "striped_restripe_across";
-    let sites = [
-        Site {
-            name: "eu",
-            uri: support::uri().to_string(),
-            database: database_name(&format!("{TEST}_eu")),
-        },
-        Site {
-            name: "us",
-            uri: support::uri().to_string(),
-            database: database_name(&format!("{TEST}_us")),
-        },
-    ];
+    let sites = Site::shared_pair(TEST);
     let deployments = connect(&sites, PATIENCE).await;
     let eu = database_of(&deployments, "eu");
     let name = counter_name("orders");
-    let spec = CounterSpec::of(CounterKind::Autoinc).prefixes(Vec::new());
-    create_laid_out(
-        &eu,
-        Some(&deployments),
-        &name,
-        &spec,
-        &"eu:1".parse().unwrap(),
-    )
-    .await
-    .unwrap();
-    let mut options = OpenOptions::default();
-    options.deployments = Some(deployments.clone());
-    let (sequence, _) = Sequence::open(&eu, name.clone(), &options).await.unwrap();
+    create_orders(&deployments, "eu:1").await;
+    let sequence = open_orders(&deployments).await;
     let mut all: Vec<u64> = joined(spawn_takers(&sequence, 4, 5)).await.concat();
     let mut floor = 0;
     for (layout, point) in [
@@ -514,12 +508,7 @@ async fn changes_of_stripes_across_deployments_with_takes_in_flight_never_repeat
 #[tokio::test]
 async fn the_cli_names_what_is_wrong_across_deployments() {
     const TEST: &str = "striped_across_cli";
-    let site = |name| Site {
-        name,
-        uri: support::uri().to_string(),
-        database: database_name(TEST),
-    };
-    let eu = site("eu");
+    let eu = Site::new("eu", support::uri(), TEST, false);
     let database = support::database(TEST).await;
     let refused = run(&mut idmint_across(
         std::slice::from_ref(&eu),
@@ -560,11 +549,7 @@ async fn the_cli_names_what_is_wrong_across_deployments() {
     );
 
     let us_server = OwnedServer::start(ServerConfig::default());
-    let us = Site {
-        name: "us",
-        uri: us_server.uri.clone(),
-        database: database_name(TEST),
-    };
+    let us = Site::new("us", &us_server.uri, TEST, false);
     let created = run(&mut idmint_across(
         &[eu.clone(), us.clone()],
         &[
@@ -638,33 +623,12 @@ async fn the_cli_names_what_is_wrong_across_deployments() {
 #[tokio::test]
 async fn the_stored_twin_takes_from_the_lanes_of_its_own_deployment() {
     const TEST: &str = "striped_twin_across";
-    let sites = [
-        Site {
-            name: "eu",
-            uri: support::uri().to_string(),
-            database: database_name(&format!("{TEST}_eu")),
-        },
-        Site {
-            name: "us",
-            uri: support::uri().to_string(),
-            database: database_name(&format!("{TEST}_us")),
-        },
-    ];
+    let sites = Site::shared_pair(TEST);
     let deployments = connect(&sites, PATIENCE).await;
     let eu = database_of(&deployments, "eu");
     let us = database_of(&deployments, "us");
     let name = counter_name("orders");
-    let spec = CounterSpec::of(CounterKind::Autoinc).prefixes(Vec::new());
-    let state = create_laid_out(
-        &eu,
-        Some(&deployments),
-        &name,
-        &spec,
-        &"eu:1,us:2".parse().unwrap(),
-    )
-    .await
-    .unwrap();
-    let map = state.striped.unwrap();
+    let map = create_orders(&deployments, "eu:1,us:2").await;
     for database in [&eu, &us] {
         idmint::installer::install(database, &Default::default())
             .await

@@ -85,13 +85,7 @@ pub async fn create_laid_out(
     let striped = layout.is_named() || layout.modulus() != 1;
     if striped {
         check_stripable(name, spec.kind.as_str())?;
-        Generation::new(0, layout.modulus()).map_err(|error| striping(name, error))?;
-        check_given(
-            name,
-            deployments,
-            &layout.deployments(),
-            "the layout names it",
-        )?;
+        check_layout(name, deployments, layout)?;
     }
     let created = create(database, name, spec).await?;
     if !striped {
@@ -122,14 +116,8 @@ pub async fn set_layout(
     layout: &Layout,
 ) -> Result<Restriped, SequenceError> {
     let stripes = layout.modulus();
-    Generation::new(0, stripes).map_err(|error| striping(name, error))?;
     // Refused before anything is written.
-    check_given(
-        name,
-        deployments,
-        &layout.deployments(),
-        "the layout names it",
-    )?;
+    check_layout(name, deployments, layout)?;
     let write_concern = durable_write_concern();
     let home_collection: Collection<Document> = database.collection(COUNTERS);
     let first = current_map(&home_collection, name, &write_concern).await?;
@@ -174,6 +162,22 @@ pub async fn set_layout(
         map: new_map,
         sealed,
     })
+}
+
+/// Fails unless `layout` makes a generation and every deployment it names
+/// is given.
+fn check_layout(
+    name: &CounterName,
+    deployments: Option<&Deployments>,
+    layout: &Layout,
+) -> Result<(), SequenceError> {
+    Generation::new(0, layout.modulus()).map_err(|error| striping(name, error))?;
+    check_given(
+        name,
+        deployments,
+        &layout.deployments(),
+        "the layout names it",
+    )
 }
 
 /// Fails unless every deployment of `needed` is given.

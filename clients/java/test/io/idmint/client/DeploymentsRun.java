@@ -6,7 +6,6 @@ import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
@@ -27,20 +26,18 @@ import java.util.Set;
  */
 public final class DeploymentsRun {
     public static void main(String[] args) throws Exception {
-        String counter = args[0];
-        int threads = Integer.parseInt(args[1]);
-        int perPhase = Integer.parseInt(args[2]);
-        long batch = Long.parseLong(args[3]);
-        String[] servers = Arrays.copyOfRange(args, 4, args.length);
+        FailoverRun.RunArgs run = FailoverRun.RunArgs.parse(args);
+        int threads = run.threads();
+        int perPhase = run.perPhase();
         BufferedReader commands = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         List<List<String>> taken = new ArrayList<>();
         for (int t = 0; t < threads; t++) {
             taken.add(new ArrayList<>());
         }
         try (IdClient client = IdClient.builder()
-                .servers(servers)
-                .counter(counter)
-                .batch(batch)
+                .servers(run.servers())
+                .counter(run.counter())
+                .batch(run.batch())
                 .build()) {
             for (int phase = 1; phase <= 3; phase++) {
                 ClientCheck.inThreads(threads, index -> {

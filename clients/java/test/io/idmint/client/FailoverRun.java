@@ -31,11 +31,12 @@ import java.util.function.BooleanSupplier;
  */
 public final class FailoverRun {
     public static void main(String[] args) throws Exception {
-        String counter = args[0];
-        int threads = Integer.parseInt(args[1]);
-        int perPhase = Integer.parseInt(args[2]);
-        long batch = Long.parseLong(args[3]);
-        String[] servers = Arrays.copyOfRange(args, 4, args.length);
+        RunArgs run = RunArgs.parse(args);
+        String counter = run.counter();
+        int threads = run.threads();
+        int perPhase = run.perPhase();
+        long batch = run.batch();
+        String[] servers = run.servers();
         BufferedReader commands = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         try (ValueClient client = ValueClient.builder()
                 .servers(servers)
@@ -77,6 +78,17 @@ public final class FailoverRun {
             System.out.println("values ok " + seen.size());
             System.out.println("max " + max);
             System.out.println("failures " + total(client, 1));
+        }
+    }
+
+    /**
+     * The arguments of a run with pauses: counter, threads, values per
+     * thread and phase, batch, then the instances' base URLs.
+     */
+    record RunArgs(String counter, int threads, int perPhase, long batch, String[] servers) {
+        static RunArgs parse(String[] args) {
+            return new RunArgs(args[0], Integer.parseInt(args[1]), Integer.parseInt(args[2]),
+                    Long.parseLong(args[3]), Arrays.copyOfRange(args, 4, args.length));
         }
     }
 
