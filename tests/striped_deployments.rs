@@ -355,6 +355,11 @@ async fn kill_nine_of_one_of(test: &str, servers: usize) {
     assert_eq!(health[0]["name"], "eu", "{monitor}");
     assert!(health[0]["failures"].as_u64().unwrap() > 0, "{monitor}");
     assert_eq!(health[1]["healthy"], true, "{monitor}");
+    // Ready while one deployment answers, naming the one that does not.
+    let ready = service.admin("/readyz");
+    assert_eq!(ready.status, 200, "{}", ready.body);
+    let database = ready.json()["database"].as_str().unwrap().to_string();
+    assert!(database.starts_with("eu: "), "{database}");
     // Nothing came from the dead deployment's lanes.
     let while_dead = takers.since(dead_from);
     assert!(

@@ -32,30 +32,64 @@ use super::routes::Shared;
 use super::state::AppState;
 
 impl AppState {
-    /// `ok`, or why the database is not usable: asked at most once per
-    /// `readiness_interval` (callers at the same time share one ping).
-    async fn database_readiness(&self) -> String {
+    /// Whether the database can be used, and `ok` or why not: asked at
+    /// most once per `readiness_interval` (callers at the same time share
+    /// one ping). Across deployments, each is asked: usable while one
+    /// answers (a striped counter spanning them is served from it), and the
+    /// text names each that does not.
+    async fn database_readiness(&self) -> (bool, String) {
         let mut last = self.readiness.last.lock().await;
         if let Some((asked, answer)) = &*last {
             if asked.elapsed() < self.limits.readiness_interval {
                 return answer.clone();
             }
         }
-        let ping = tokio::time::timeout(
-            self.limits.readiness_timeout,
-            self.database.run_command(doc! { "ping": 1 }),
-        )
-        .await;
-        let answer = match ping {
-            Ok(Ok(_)) => "ok".to_string(),
-            Ok(Err(error)) => idmint::mongo::describe_error(&error),
-            Err(_) => format!(
-                "no answer within {} ms",
-                self.limits.readiness_timeout.as_millis()
-            ),
+        let answer = match self.pool.deployments().filter(|d| d.list().len() > 1) {
+            None => match self.ping(&self.database).await {
+                Ok(()) => (true, "ok".to_string()),
+                Err(why) => (false, why),
+            },
+            Some(deployments) => {
+                let pings = deployments.list().iter().map(|deployment| async move {
+                    (
+                        deployment.name.clone(),
+                        self.ping(&deployment.database).await,
+                    )
+                });
+                let answers = futures_util::future::join_all(pings).await;
+                let failed: Vec<String> = answers
+                    .iter()
+                    .filter_map(|(name, answer)| {
+                        answer.as_ref().err().map(|why| format!("{name}: {why}"))
+                    })
+                    .collect();
+                if failed.is_empty() {
+                    (true, "ok".to_string())
+                } else {
+                    (failed.len() < answers.len(), failed.join("; "))
+                }
+            }
         };
         *last = Some((Instant::now(), answer.clone()));
         answer
+    }
+
+    /// Pings `database` within `readiness_timeout`: why not, if it does not
+    /// answer.
+    async fn ping(&self, database: &mongodb::Database) -> Result<(), String> {
+        let ping = tokio::time::timeout(
+            self.limits.readiness_timeout,
+            database.run_command(doc! { "ping": 1 }),
+        )
+        .await;
+        match ping {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(error)) => Err(idmint::mongo::describe_error(&error)),
+            Err(_) => Err(format!(
+                "no answer within {} ms",
+                self.limits.readiness_timeout.as_millis()
+            )),
+        }
     }
 }
 
@@ -84,7 +118,7 @@ pub(crate) async fn authenticate(
     )
 )]
 pub(super) async fn readyz(State(state): State<Shared>) -> (StatusCode, Json<Readiness>) {
-    let database = state.database_readiness().await;
+    let (usable, database) = state.database_readiness().await;
     let opened = state.pool.opened();
     let leases: Vec<LeaseReadiness> = opened
         .iter()
@@ -109,7 +143,7 @@ pub(super) async fn readyz(State(state): State<Shared>) -> (StatusCode, Json<Rea
         })
         .collect();
     let policy = state.follower.current();
-    let ready = database == "ok" && leases.iter().all(|lease| lease.holding) && fetches.is_empty();
+    let ready = usable && leases.iter().all(|lease| lease.holding) && fetches.is_empty();
     let status = if ready {
         StatusCode::OK
     } else {

@@ -137,7 +137,9 @@ pub struct Readiness {
     /// Whether the server can serve: database reachable, policy loaded,
     /// every worker lease held, no segment fetch stuck.
     pub ready: bool,
-    /// `ok`, or why the database is not usable.
+    /// `ok`, or why the database is not usable (across deployments: each
+    /// deployment that does not answer, and why; the server is ready while
+    /// one does).
     pub database: String,
     /// The policy in service: `NAME VERSION (sha256 ...)`.
     pub policy: String,

@@ -86,5 +86,5 @@ impl AppState {
 /// `Limits::readiness_interval`.
 #[derive(Default)]
 pub(crate) struct ReadinessCache {
-    pub(crate) last: tokio::sync::Mutex<Option<(Instant, String)>>,
+    pub(crate) last: tokio::sync::Mutex<Option<(Instant, (bool, String))>>,
 }
