@@ -569,6 +569,37 @@ async fn the_cli_names_what_is_wrong_across_deployments() {
         ],
     ));
     assert_exit(&created, 0);
+    // A prefix another counter owns in us: the counter is not created.
+    let other = run(
+        idmint_on(&us.uri, &us.database).args(["counter", "create", "other", "--prefix", "P-"])
+    );
+    assert_exit(&other, 0);
+    let taken = run(&mut idmint_across(
+        &[eu.clone(), us.clone()],
+        &[
+            "counter",
+            "create",
+            "tickets",
+            "--kind",
+            "autoinc",
+            "--prefix",
+            "P-",
+            "--policy",
+            "builtin:decimal",
+            "--stripes",
+            "eu:1,us:1",
+        ],
+    ));
+    assert_exit(&taken, 2);
+    assert!(
+        stderr(&taken).contains("in deployment \"us\": ")
+            && stderr(&taken).contains("prefix \"P-\" is owned by counter 'other'"),
+        "{}",
+        stderr(&taken)
+    );
+    assert!(support::counter_document(&database, "tickets")
+        .await
+        .is_none());
     // Each deployment keeps a copy of its prefixes: not changed, refused.
     let prefix = run(&mut idmint_across(
         &[eu.clone(), us.clone()],
@@ -616,7 +647,24 @@ async fn the_cli_names_what_is_wrong_across_deployments() {
         .unwrap();
     let map = StripeMap::read(&document).unwrap();
     assert!(map.live && map.generation == 1, "{map:?}");
-    let taken = run(&mut idmint_across(&[eu, dead_us], &["seq", "orders"]));
+    let taken = run(&mut idmint_across(
+        &[eu.clone(), dead_us.clone()],
+        &["seq", "orders"],
+    ));
+    assert_exit(&taken, 0);
+    assert_eq!(printed(&taken), [1]);
+    // An unstriped counter is left unstriped, and taken from.
+    let solo = run(idmint_on(&eu.uri, &eu.database)
+        .args(["counter", "create", "solo", "--kind", "autoinc", "--raw"]));
+    assert_exit(&solo, 0);
+    let refused = run(&mut idmint_across(
+        &[eu.clone(), dead_us.clone()],
+        &["counter", "stripes", "solo", "--set", "eu:1,us:1"],
+    ));
+    assert_exit(&refused, 3);
+    let document = support::counter_document(&database, "solo").await.unwrap();
+    assert_eq!(document.get_str("kind"), Ok("autoinc"), "{document}");
+    let taken = run(&mut idmint_across(&[eu, dead_us], &["seq", "solo"]));
     assert_exit(&taken, 0);
     assert_eq!(printed(&taken), [1]);
 }

@@ -153,6 +153,18 @@ pub enum StripingError {
         /// The deployments it spans.
         spans: Vec<String>,
     },
+    /// A prefix of the counter is another counter's, or retired, in a
+    /// deployment the counter would span.
+    #[error(
+        "in deployment {deployment:?}: {reason}; a counter across deployments owns its prefixes \
+         in each, so nothing was changed"
+    )]
+    PrefixInDeployment {
+        /// The deployment.
+        deployment: String,
+        /// What its history of prefixes says.
+        reason: String,
+    },
     /// A layout of stripes that cannot be read.
     #[error("{0}")]
     Layout(String),
@@ -176,7 +188,9 @@ impl StripingError {
             Self::Unreachable { .. } | Self::DeploymentUnreachable { .. } => {
                 ErrorClass::Unavailable
             }
-            Self::NameTaken { .. } | Self::PrefixesAcrossDeployments { .. } => ErrorClass::Conflict,
+            Self::NameTaken { .. }
+            | Self::PrefixesAcrossDeployments { .. }
+            | Self::PrefixInDeployment { .. } => ErrorClass::Conflict,
             Self::Exhausted { .. } => ErrorClass::Exhausted,
             Self::Changing { .. } | Self::NoLiveLane { .. } => ErrorClass::Unavailable,
             Self::CorruptMap(_)

@@ -41,8 +41,9 @@ use super::map::{StripeMap, STRIPED_KIND};
 use super::taker::{read_map, striping, STRIPABLE};
 use crate::mongo::collections::COUNTERS;
 use crate::mongo::{describe_error, durable_write_concern, is_duplicate_key};
+use crate::sequence::claims::{self, Claimant};
 use crate::sequence::counter::document::read;
-use crate::sequence::counter::fields::{read_kind, well_formed, DEFAULT_KIND};
+use crate::sequence::counter::fields::{database_of, read_kind, well_formed, DEFAULT_KIND};
 use crate::sequence::counter::spec::CounterSpec;
 use crate::sequence::counters::create;
 use crate::sequence::error::SequenceError;
@@ -87,6 +88,19 @@ pub async fn create_laid_out(
         check_stripable(name, spec.kind.as_str())?;
         check_layout(name, deployments, layout)?;
     }
+    if layout.is_named() {
+        // Every deployment answers, none holds a counter of the name, and
+        // the prefixes are claimed in each, before the counter is created.
+        let sites = Sites::of(database, deployments, name, &[], layout)?;
+        sites.other_copies(name).await?;
+        let prefixes = Bson::Array(
+            spec.prefixes
+                .iter()
+                .map(|p| Bson::String(p.clone()))
+                .collect(),
+        );
+        sites.claim_prefixes(name, &prefixes).await?;
+    }
     let created = create(database, name, spec).await?;
     if !striped {
         return Ok(created);
@@ -120,11 +134,31 @@ pub async fn set_layout(
     check_layout(name, deployments, layout)?;
     let write_concern = durable_write_concern();
     let home_collection: Collection<Document> = database.collection(COUNTERS);
+    let home = home_collection
+        .find_one(doc! { "_id": name.as_str() })
+        .await
+        .map_err(|source| SequenceError::from_database(name, "read", "find", source))?
+        .ok_or_else(|| SequenceError::UnknownCounter(name.clone()))?;
+    let spans = match read_kind(&home) {
+        Ok(Some(STRIPED_KIND)) => read_map(name, &home)?.spans,
+        _ => Vec::new(),
+    };
+    let sites = Sites::of(database, deployments, name, &spans, layout)?;
+    // Every copy is read, and the counter's prefixes claimed in every
+    // deployment, before anything of the counter is changed: a deployment
+    // that does not answer, or where another counter owns one of its
+    // prefixes, stops the change here, the counter left as it was.
+    let copies = sites.other_copies(name).await?;
+    let prefixes = home
+        .get("prefixes")
+        .cloned()
+        .unwrap_or(Bson::Array(Vec::new()));
+    sites.claim_prefixes(name, &prefixes).await?;
     let first = current_map(&home_collection, name, &write_concern).await?;
-    let sites = Sites::of(database, deployments, name, &first, layout)?;
-    // Every copy is read before anything is claimed: a deployment that
-    // does not answer stops the change here, the counter left as it was.
-    let (map, prefixes) = sites.latest_map(name, first).await?;
+    let map = match copies {
+        Some(copy) if copy.generation > first.generation => copy,
+        _ => first,
+    };
     let change = Change {
         sites: &sites,
         name,
@@ -217,31 +251,31 @@ impl Sites {
         database: &Database,
         deployments: Option<&Deployments>,
         name: &CounterName,
-        map: &StripeMap,
+        spans: &[String],
         layout: &Layout,
     ) -> Result<Self, SequenceError> {
         let home_collection = database.collection(COUNTERS);
-        if !map.spans_deployments() && !layout.is_named() {
+        if spans.is_empty() && !layout.is_named() {
             return Ok(Self {
                 list: vec![(String::new(), home_collection)],
                 deadline: None,
             });
         }
-        if map.spans_deployments() && !layout.is_named() {
+        if !spans.is_empty() && !layout.is_named() {
             return Err(striping(
                 name,
                 StripingError::Layout(format!(
                     "its lanes span deployments {}: name the deployments of the new lanes \
                      (as in {}:{})",
-                    map.spans.join(", "),
-                    map.spans[0],
+                    spans.join(", "),
+                    spans[0],
                     layout.modulus()
                 )),
             ));
         }
         let Some(given) = deployments else {
-            let (needed, why) = if map.spans_deployments() {
-                (map.spans[0].clone(), "the counter spans it")
+            let (needed, why) = if !spans.is_empty() {
+                (spans[0].clone(), "the counter spans it")
             } else {
                 (layout.deployments()[0].clone(), "the layout names it")
             };
@@ -255,18 +289,17 @@ impl Sites {
         };
         // The home: the first deployment the map spans, else the one it
         // was read from (the preferred).
-        let home = map
-            .spans
+        let home = spans
             .first()
             .cloned()
             .unwrap_or_else(|| given.preferred().name.clone());
         let mut names = vec![home];
-        for other in map.spans.iter().chain(&layout.deployments()) {
+        for other in spans.iter().chain(&layout.deployments()) {
             if !names.contains(other) {
                 names.push(other.clone());
             }
         }
-        check_given(name, Some(given), &map.spans, "the counter spans it")?;
+        check_given(name, Some(given), spans, "the counter spans it")?;
         check_given(
             name,
             Some(given),
@@ -349,32 +382,12 @@ impl Sites {
         }
     }
 
-    /// The latest map among the copies (the one read from the home,
-    /// `first`, and each other site's), and the home's prefixes. Each copy
-    /// must say it is in the site it was read from.
-    async fn latest_map(
-        &self,
-        name: &CounterName,
-        first: StripeMap,
-    ) -> Result<(StripeMap, Bson), SequenceError> {
-        let home = self
-            .at(
-                name,
-                self.home_name(),
-                "read",
-                self.list[0].1.find_one(doc! { "_id": name.as_str() }),
-            )
-            .await?
-            .ok_or_else(|| SequenceError::UnknownCounter(name.clone()))?;
-        let prefixes = home
-            .get("prefixes")
-            .cloned()
-            .unwrap_or(Bson::Array(Vec::new()));
-        let mut latest = first;
-        if !self.spanning() {
-            return Ok((latest, prefixes));
-        }
-        for (site, collection) in &self.list {
+    /// The latest of the copies of the map in the sites other than the
+    /// home (none: none has one yet). Each must be a copy of this
+    /// counter's map, and say it is in the site it was read from.
+    async fn other_copies(&self, name: &CounterName) -> Result<Option<StripeMap>, SequenceError> {
+        let mut latest: Option<StripeMap> = None;
+        for (site, collection) in self.list.iter().skip(1) {
             let found = self
                 .at(
                     name,
@@ -408,11 +421,76 @@ impl Sites {
                     )),
                 ));
             }
-            if copy.generation > latest.generation {
-                latest = copy;
+            if latest
+                .as_ref()
+                .is_none_or(|latest| copy.generation > latest.generation)
+            {
+                latest = Some(copy);
             }
         }
-        Ok((latest, prefixes))
+        Ok(latest)
+    }
+
+    /// Claims the counter's `prefixes` (its home's) in every other site's
+    /// history of prefixes, so that no counter of that deployment formats
+    /// IDs with them: fails, naming the deployment, where another counter
+    /// owns one or ever did.
+    async fn claim_prefixes(
+        &self,
+        name: &CounterName,
+        prefixes: &Bson,
+    ) -> Result<(), SequenceError> {
+        let owned: Vec<String> = match prefixes {
+            Bson::Array(prefixes) => prefixes
+                .iter()
+                .filter_map(|prefix| prefix.as_str().map(str::to_string))
+                .collect(),
+            _ => Vec::new(),
+        };
+        for (site, collection) in self.list.iter().skip(1) {
+            let database = database_of(collection);
+            let claimed = claims::claim(&database, name, &owned, Claimant::Existing);
+            match self.within_deadline(name, site, claimed).await? {
+                Err(
+                    error @ (SequenceError::PrefixTaken { .. }
+                    | SequenceError::PrefixRetired { .. }),
+                ) => {
+                    return Err(striping(
+                        name,
+                        StripingError::PrefixInDeployment {
+                            deployment: site.clone(),
+                            reason: error.to_string(),
+                        },
+                    ))
+                }
+                claimed => {
+                    claimed?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `step`'s outcome at site `site`, unless it does not answer within
+    /// the deadline (when spanning).
+    async fn within_deadline<T>(
+        &self,
+        name: &CounterName,
+        site: &str,
+        step: impl std::future::Future<Output = T>,
+    ) -> Result<T, SequenceError> {
+        let Some(deadline) = self.deadline else {
+            return Ok(step.await);
+        };
+        tokio::time::timeout(deadline, step).await.map_err(|_| {
+            striping(
+                name,
+                StripingError::DeploymentUnreachable {
+                    deployment: site.to_string(),
+                    reason: format!("no answer within {} ms", deadline.as_millis()),
+                },
+            )
+        })
     }
 }
 
