@@ -66,6 +66,31 @@ impl Connection {
 }
 
 /// Waits until `metric` reads `value` on the admin listener.
+/// Gives `stream` a small receive buffer of its own: the kernel no longer
+/// grows its window as answers arrive, so a server write that finds it full
+/// stays blocked (a growing window would let the answer in flight finish,
+/// and a shutdown then end the connection before its deadline).
+fn fixed_receive_window(stream: &TcpStream) {
+    use std::os::fd::AsRawFd;
+    let size: libc::c_int = 4096;
+    // SAFETY: a valid socket, and an int option of the size given.
+    let set = unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            std::ptr::addr_of!(size).cast(),
+            std::mem::size_of_val(&size) as libc::socklen_t,
+        )
+    };
+    assert_eq!(
+        set,
+        0,
+        "setsockopt SO_RCVBUF: {}",
+        std::io::Error::last_os_error()
+    );
+}
+
 fn wait_for_metric(service: &Service, metric: &str, value: u64) {
     let line = format!("{metric} {value}");
     let waited = Instant::now();
@@ -173,6 +198,7 @@ fn shutdown_is_not_stalled_by_a_client_that_never_reads() {
     );
     service.get("/v1/counters/ev/values").values();
     let mut hostile = TcpStream::connect(&service.address).unwrap();
+    fixed_receive_window(&hostile);
     let writer = std::thread::spawn(move || {
         let request = b"GET /v1/counters/seg/values?count=1000 HTTP/1.1\r\nHost: idmint\r\n\r\n";
         // Writes until the server cuts the connection; never reads.

@@ -273,25 +273,29 @@ pub async fn run(
         name: bench_counter(BenchMode::RawInc),
         source,
     };
-    let mut everywhere = vec![collection.clone()];
+    // In every deployment: the counters and lanes, the worker leases and
+    // the prefixes claimed (a counter across deployments claims its own in
+    // each).
+    let mut everywhere = vec![database.clone()];
     if let Some(across) = &across {
-        everywhere.push(across.second_collection());
+        everywhere.push(across.second.preferred().database.clone());
     }
-    for collection in everywhere {
-        collection
+    for database in everywhere {
+        database
+            .collection::<Document>(COUNTERS_COLLECTION)
             .delete_many(doc! { "_id": { "$regex": "^bench\\." } })
             .await
             .map_err(cleanup_error)?;
-    }
-    for history in [
-        idmint::sequence::WORKERS_COLLECTION,
-        idmint::sequence::PREFIXES_COLLECTION,
-    ] {
-        database
-            .collection::<Document>(history)
-            .delete_many(doc! { "counter": { "$regex": "^bench\\." } })
-            .await
-            .map_err(cleanup_error)?;
+        for history in [
+            idmint::sequence::WORKERS_COLLECTION,
+            idmint::sequence::PREFIXES_COLLECTION,
+        ] {
+            database
+                .collection::<Document>(history)
+                .delete_many(doc! { "counter": { "$regex": "^bench\\." } })
+                .await
+                .map_err(cleanup_error)?;
+        }
     }
     Ok(BenchReport { results })
 }

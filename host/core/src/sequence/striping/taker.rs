@@ -9,8 +9,10 @@
 //! shortest; within a deployment, to its lanes in turn. A try that fails
 //! (a database error) or does not answer within its share of the take's
 //! deadline (what is left of it, shared among the deployments not tried
-//! yet) sets its deployment aside and the take moves on to another; past
-//! the deadline the take fails with [`StripingError::Unreachable`]. A try
+//! yet) sets its deployment aside and the take moves on to another; one
+//! that has not answered after [`HEDGE_AFTER`] has a lane of another
+//! deployment asked too, the first answer with values winning; past the
+//! deadline the take fails with [`StripingError::Unreachable`]. A try
 //! given up on may still be applied by its server: its values are then
 //! lost (a gap), never handed out twice.
 //!
