@@ -6,6 +6,16 @@ use serde_json::Value;
 use crate::support::service::block_on;
 use crate::support::{self, assert_exit, idmint, run, stdout};
 
+/// `idmint bench --only sequence --seconds 0.3 --json ARGS` for `test`,
+/// which must succeed: its report.
+fn sequence_bench(test: &str, args: &[&str]) -> Value {
+    let output = run(idmint(test)
+        .args(["bench", "--only", "sequence", "--seconds", "0.3", "--json"])
+        .args(args));
+    assert_exit(&output, 0);
+    serde_json::from_str(&stdout(&output)).unwrap()
+}
+
 /// Every sequence mode is measured, each in several slices with a counter
 /// made afresh for each (the prefix history must not refuse the second, nor
 /// a striped counter's lanes), and hands out values; the bench leaves none
@@ -14,18 +24,7 @@ use crate::support::{self, assert_exit, idmint, run, stdout};
 fn the_sequence_bench_measures_every_mode_and_cleans_up() {
     const TEST: &str = "bench_sequence";
     block_on(support::database(TEST));
-    let output = run(idmint(TEST).args([
-        "bench",
-        "--only",
-        "sequence",
-        "--seconds",
-        "0.3",
-        "--concurrency",
-        "1,2",
-        "--json",
-    ]));
-    assert_exit(&output, 0);
-    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let report = sequence_bench(TEST, &["--concurrency", "1,2"]);
     let results = report["results"].as_array().unwrap();
     // The yardsticks, then each kind the registry lists, one value and a
     // block per take, then each kind that can be striped, on 2 and 4 lanes.
@@ -68,22 +67,17 @@ fn the_sequence_bench_measures_a_counter_across_two_deployments() {
     const TEST: &str = "bench_across";
     block_on(support::database(TEST));
     let us = support::OwnedServer::start(support::ServerConfig::default());
-    let output = run(idmint(TEST).args([
-        "bench",
-        "--only",
-        "sequence",
-        "--seconds",
-        "0.3",
-        "--concurrency",
-        "2",
-        "--json",
-        "--uri",
-        &format!("eu={}", support::uri()),
-        "--uri",
-        &format!("us={}", us.uri),
-    ]));
-    assert_exit(&output, 0);
-    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let report = sequence_bench(
+        TEST,
+        &[
+            "--concurrency",
+            "2",
+            "--uri",
+            &format!("eu={}", support::uri()),
+            "--uri",
+            &format!("us={}", us.uri),
+        ],
+    );
     let results = report["results"].as_array().unwrap();
     for kind in idmint::sequence::striping::STRIPABLE {
         for stripes in [2, 4] {

@@ -412,7 +412,7 @@ impl StripedCounter {
                 0
             } else {
                 // Healthy ones in an order of their own for each take.
-                1 + (random ^ fxhash(name)) % 1024
+                1 + (random ^ fnv1a(name)) % 1024
             };
             (!healthy, aside, order)
         });
@@ -653,8 +653,8 @@ async fn within<F: std::future::IntoFuture>(
     }
 }
 
-/// A small hash of a deployment's name, to shuffle the healthy ones.
-fn fxhash(name: &str) -> u64 {
+/// The FNV-1a hash of a deployment's name, to shuffle the healthy ones.
+fn fnv1a(name: &str) -> u64 {
     name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
         (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
     })
