@@ -355,30 +355,17 @@ impl Sites {
         action: &'static str,
         step: impl std::future::IntoFuture<Output = mongodb::error::Result<T>>,
     ) -> Result<T, SequenceError> {
-        let Some(deadline) = self.deadline else {
-            return step
-                .await
-                .map_err(|source| SequenceError::from_database(name, action, "update", source));
-        };
-        let unreachable = |reason: String| {
-            striping(
+        let spanning = self.spanning();
+        match self.within_deadline(name, site, step.into_future()).await? {
+            Ok(done) => Ok(done),
+            Err(source) if spanning && !is_duplicate_key(&source) => Err(striping(
                 name,
                 StripingError::DeploymentUnreachable {
                     deployment: site.to_string(),
-                    reason,
+                    reason: describe_error(&source),
                 },
-            )
-        };
-        match tokio::time::timeout(deadline, step.into_future()).await {
-            Ok(Ok(done)) => Ok(done),
-            Ok(Err(source)) if is_duplicate_key(&source) => {
-                Err(SequenceError::from_database(name, action, "update", source))
-            }
-            Ok(Err(source)) => Err(unreachable(describe_error(&source))),
-            Err(_) => Err(unreachable(format!(
-                "no answer within {} ms",
-                deadline.as_millis()
-            ))),
+            )),
+            Err(source) => Err(SequenceError::from_database(name, action, "update", source)),
         }
     }
 
