@@ -20,6 +20,14 @@ function (keyName, clientMicros) {
   // optimistic read-then-update loop starved under contention: seconds per
   // value beside the host's takers). Runs in mongosh and the legacy mongo
   // shell, against MongoDB 4.2+ (pipeline updates).
+  //
+  // A striped counter (its document the map, kind "striped"; see
+  // docs/design/striped-counters.md) is taken from one of its cyclic lanes
+  // as the host's StripedCounter::take does
+  // (host/core/src/sequence/striping/taker.rs), by takeFromLanes, stored
+  // beside this function: `val` is the lane's `last`, the value (not the
+  // lane's local value), and `ts` the lane's, which moves by the rule above
+  // with clientMicros; tests/striped_twin.rs holds it equal to the host's.
   var MAX_ATTEMPTS = 100;
   var now = (clientMicros === undefined || clientMicros === null) ? Date.now() * 1000 : Number(clientMicros);
 
@@ -58,9 +66,14 @@ function (keyName, clientMicros) {
       return { ts: after.ts, val: after.val };
     }
     // Nothing matched: say why (missing, malformed, another kind), leaving
-    // the document as it is; a counter well-formed by now was replaced
-    // between the two: take again.
-    readCounter(keyName, db.getCollection("counters").findOne({ _id: keyName }), "cyclic");
+    // the document as it is, or take from the lanes of a striped counter;
+    // a counter well-formed by now was replaced between the two: take
+    // again.
+    var counter = readCounter(keyName, db.getCollection("counters").findOne({ _id: keyName }), "cyclic", "cyclic");
+    if (counter.striped !== undefined) {
+      var lane = takeFromLanes(keyName, counter.striped, now);
+      return { ts: lane.ts, val: lane.last };
+    }
   }
   throw new Error("counter '" + keyName + "' changed while it was read, " + MAX_ATTEMPTS +
     " times in a row; try again");

@@ -16,19 +16,26 @@ function (keyName, doc, expectedKind, lanesKind) {
   // `keyName#r` with kind "lane" (host/core/src/sequence/striping/):
   // - a lane is never read as a counter, and a map is refused as the
   //   host's kind readers refuse it, unless the caller takes from the
-  //   lanes of `lanesKind` counters (getNextSequence: "autoinc"): then the
-  //   map is read as the host opens it (the map, its lanes' kind and that
-  //   kind's fields, the prefixes) and returned with `striped`, the map
-  //   {kind, generation, base, modulus, live}; lanes of another kind cannot
-  //   be striped;
+  //   lanes of `lanesKind` counters (getNextSequence: "autoinc",
+  //   getNextUniqueStamp: "cyclic"): then the map is read as the host
+  //   opens it (the map, its lanes' kind and that kind's fields, the
+  //   prefixes) and returned with `striped`, the map {kind, generation,
+  //   base, modulus, live, placement, spans, here}; the map of a counter
+  //   of a kind that cannot be striped is refused as the host refuses it,
+  //   and of another kind that can as the host's kind readers do;
   // - expectedKind "striped": the map alone, as the host's taker reads it
   //   again (striping/taker.rs, read_map);
   // - expectedKind "lane": `doc` is a lane of counter `keyName`, read as
-  //   striping/lane.rs reads it: {kind, generation, b, m, r, seq, last,
-  //   sealed}; given `lanesKind` (its map's), a lane of another kind is
-  //   corrupt.
+  //   striping/lane.rs reads it: {kind, generation, b, m, r, last, sealed}
+  //   and an autoinc lane's {seq}, a cyclic lane's {top, maxval, val, ts};
+  //   given `lanesKind` (its map's), a lane of another kind is corrupt.
   var MAX_VALUE = 9007199254740991;
   var MAX_LANES = 1024;
+  // The host's MAX_MAXVAL (kinds/cyclic), and the largest BSON long.
+  var MAX_MAXVAL = 9007199254740990;
+  var MAX_LONG = 9223372036854775807;
+  // The kinds whose counters can be striped (the host's STRIPABLE).
+  var STRIPABLE = ["autoinc", "cyclic"];
   var KINDS = ["cyclic", "autoinc", "segment", "snowflake", "periodic"];
   var LABELS = {
     year: /^[0-9]{4}$/,
@@ -218,7 +225,7 @@ function (keyName, doc, expectedKind, lanesKind) {
   }
 
   // The host's lane::read (striping/lane.rs), the twin of the lanes' take
-  // filter that getNextSequence sends.
+  // filter that takeFromLanes sends.
   function readLane() {
     if (doc.kind !== "lane") {
       throw wrong("kind is " + (doc.kind === undefined ? "missing" : describe(doc.kind)) + ", not \"lane\"");
@@ -239,15 +246,39 @@ function (keyName, doc, expectedKind, lanesKind) {
         throw wrong("lane " + lane.r + " does not exist in a generation of " + lane.m + " lanes");
       }
     });
-    // How many values the lane hands out in all (a remainder taken first:
-    // every step exact below 2^53).
-    var room = MAX_VALUE - (lane.b + lane.r + 1);
-    var capacity = (room - room % lane.m) / lane.m + 1;
-    lane.seq = readInteger(doc, "seq", 0, capacity);
     lane.last = readInteger(doc, "last", 0, MAX_VALUE);
-    var highWater = lane.seq === 0 ? lane.b : lane.b + (lane.seq - 1) * lane.m + lane.r + 1;
-    if (lane.last !== highWater) {
-      throw wrong("last is " + lane.last + ", not " + highWater + ", the value of its local value " + lane.seq);
+    var expected;
+    var localValue;
+    if (lane.kind === "cyclic") {
+      // A cyclic counter over its residue class of its counter's cycle
+      // 0..=top: local values 0..=maxval, standing for r + val * m.
+      lane.top = within("lane.", function () { return readInteger(place, "top", 1, MAX_MAXVAL); });
+      if (lane.r > lane.top) {
+        throw wrong("lane.r is " + lane.r + ", above lane.top " + lane.top + ": the lane has no value");
+      }
+      // A remainder taken first: exact below 2^53.
+      var span = lane.top - lane.r;
+      var cycle = (span - span % lane.m) / lane.m;
+      lane.maxval = readInteger(doc, "maxval", 0, MAX_MAXVAL);
+      if (lane.maxval !== cycle) {
+        throw wrong("maxval is " + lane.maxval + ", not " + cycle + ", the last local value of lane " + lane.r +
+          " of " + lane.m + " over 0..=" + lane.top);
+      }
+      lane.val = readInteger(doc, "val", 0, lane.maxval);
+      lane.ts = readInteger(doc, "ts", 0, MAX_LONG);
+      expected = lane.r + lane.val * lane.m;
+      localValue = lane.val;
+    } else {
+      // How many values the lane hands out in all (a remainder taken
+      // first: every step exact below 2^53).
+      var room = MAX_VALUE - (lane.b + lane.r + 1);
+      var capacity = (room - room % lane.m) / lane.m + 1;
+      lane.seq = readInteger(doc, "seq", 0, capacity);
+      expected = lane.seq === 0 ? lane.b : lane.b + (lane.seq - 1) * lane.m + lane.r + 1;
+      localValue = lane.seq;
+    }
+    if (lane.last !== expected) {
+      throw wrong("last is " + lane.last + ", not " + expected + ", the value of its local value " + localValue);
     }
     if (doc.sealed === undefined) throw wrong("sealed is missing");
     if (doc.sealed !== null && describe(doc.sealed) !== "a document") {
@@ -347,12 +378,16 @@ function (keyName, doc, expectedKind, lanesKind) {
     return fields;
   }, corrupt);
   if (map !== null) {
-    if (lanesKind === undefined) {
+    // As the host opens it (StripedCounter::open), for a path that takes
+    // from lanes.
+    if (lanesKind !== undefined && STRIPABLE.indexOf(kind) < 0) {
+      throw striping(kind + " counters cannot be striped (only " + STRIPABLE.join(" and ") + " ones can, so far)");
+    }
+    // As the host's kind readers refuse it (its lanes are not of the
+    // caller's kind, or the caller takes from no lanes).
+    if (kind !== lanesKind) {
       throw new Error("counter '" + keyName + "' is striped: its values come from its lanes, which this " +
         "path does not take from (take with `idmint seq`, `next` or `serve`); it was left unchanged");
-    }
-    if (kind !== lanesKind) {
-      throw striping(kind + " counters cannot be striped (only " + lanesKind + " ones can, so far)");
     }
     fields.striped = map;
     return fields;

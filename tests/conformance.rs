@@ -717,6 +717,10 @@ fn the_stored_javascript_writes_with_the_hosts_write_concern() {
             "getNextUniqueStamp.js",
             include_str!("../mongo-js/getNextUniqueStamp.js"),
         ),
+        (
+            "takeFromLanes.js",
+            include_str!("../mongo-js/takeFromLanes.js"),
+        ),
     ];
     for (file, source) in sources {
         let concerns: Vec<&str> = source

@@ -37,6 +37,7 @@ mod snowflake;
 mod standard_ids;
 mod stored_functions;
 mod striped;
+mod striped_cyclic;
 mod striped_deployments;
 mod striped_twin;
 mod test_kind;

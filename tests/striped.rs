@@ -144,10 +144,18 @@ async fn counter_show_says_each_lane() {
         )
     );
     // A kind that cannot be striped yet is refused before anything is written.
-    let refused = run(idmint(TEST).args(["counter", "create", "c", "--stripes", "2"]));
+    let refused = run(idmint(TEST).args([
+        "counter",
+        "create",
+        "c",
+        "--kind",
+        "segment",
+        "--stripes",
+        "2",
+    ]));
     assert_exit(&refused, 2);
     assert!(
-        stderr(&refused).contains("cyclic counters cannot be striped"),
+        stderr(&refused).contains("segment counters cannot be striped"),
         "{}",
         stderr(&refused)
     );
@@ -799,7 +807,7 @@ async fn serve_takes_values_and_ids_from_a_striped_counter() {
     assert_eq!(
         lanes
             .iter()
-            .map(|lane| lane.lane.as_ref().unwrap().seq)
+            .map(|lane| lane.lane.as_ref().unwrap().local_value())
             .sum::<u64>(),
         23
     );

@@ -151,7 +151,8 @@ fn idmint_across(sites: &[Site], args: &[&str]) -> std::process::Command {
 /// Takers running until told to stop, recording every value and the
 /// longest take.
 struct Takers {
-    values: Arc<Mutex<Vec<u64>>>,
+    /// Each (timestamp, value) pair taken.
+    values: Arc<Mutex<Vec<(u64, u64)>>>,
     stop: Arc<AtomicBool>,
     slowest: Arc<Mutex<Duration>>,
     errors: Arc<Mutex<Vec<String>>>,
@@ -160,6 +161,11 @@ struct Takers {
 
 impl Takers {
     fn start(sequence: &Sequence, takers: usize) -> Self {
+        Self::start_at(sequence, takers, 0)
+    }
+
+    /// Takers whose clock reads `client_micros`, frozen.
+    fn start_at(sequence: &Sequence, takers: usize, client_micros: u64) -> Self {
         let values = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
         let slowest = Arc::new(Mutex::new(Duration::ZERO));
@@ -176,16 +182,17 @@ impl Takers {
                 tokio::spawn(async move {
                     while !stop.load(Ordering::SeqCst) {
                         let start = Instant::now();
-                        let taken = sequence.take(5, 0).await;
+                        let taken = sequence.take(5, client_micros).await;
                         let took = start.elapsed();
                         let mut slowest = slowest.lock().unwrap();
                         *slowest = (*slowest).max(took);
                         drop(slowest);
                         match taken {
-                            Ok(stamps) => values
-                                .lock()
-                                .unwrap()
-                                .extend(stamps.iter().map(|stamp| stamp.sequence)),
+                            Ok(stamps) => values.lock().unwrap().extend(
+                                stamps
+                                    .iter()
+                                    .map(|stamp| (stamp.timestamp_micros, stamp.sequence)),
+                            ),
                             Err(error) => errors.lock().unwrap().push(error.to_string()),
                         }
                     }
@@ -206,7 +213,10 @@ impl Takers {
     }
 
     fn since(&self, from: usize) -> Vec<u64> {
-        self.values.lock().unwrap()[from..].to_vec()
+        self.values.lock().unwrap()[from..]
+            .iter()
+            .map(|(_, value)| *value)
+            .collect()
     }
 
     /// Waits until `more` values more than now have been taken.
@@ -233,6 +243,13 @@ impl Takers {
 
     /// Stops them; every value they took.
     async fn stop(self) -> (Vec<u64>, Duration, Vec<String>) {
+        let (pairs, slowest, errors) = self.stop_pairs().await;
+        let values = pairs.into_iter().map(|(_, value)| value).collect();
+        (values, slowest, errors)
+    }
+
+    /// Stops them; every (timestamp, value) pair they took.
+    async fn stop_pairs(self) -> (Vec<(u64, u64)>, Duration, Vec<String>) {
         self.stop.store(true, Ordering::SeqCst);
         for task in self.tasks {
             task.await.unwrap();
@@ -400,6 +417,122 @@ async fn two_servers_one_killed_and_restarted_no_value_twice_no_take_past_its_de
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_servers_one_killed_and_restarted_no_value_twice_no_take_past_its_deadline() {
     kill_nine_of_one_of("striped_across_three", 3).await;
+}
+
+/// A cyclic counter striped across two servers of the test's own, taken
+/// from by takers whose clocks are frozen at one instant (so that only the
+/// lanes' rule keeps their pairs apart) and by `idmint seq` processes
+/// started while the preferred server is dead after `kill -9`, and IDs
+/// from `serve`: no (timestamp, value) pair twice, no ID twice, no take
+/// past its deadline, and the
+/// killed server's lanes come back once it is restarted on its data.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_cyclic_counter_across_two_servers_one_killed_and_restarted_no_pair_twice() {
+    const TEST: &str = "striped_cyclic_across_two";
+    const FROZEN_MICROS: u64 = 1_767_225_600_000_000;
+    let (mut owned, sites) = own_servers(TEST, 2);
+    let deployments = connect(&sites, DEADLINE).await;
+    let created = run(&mut idmint_across(
+        &sites,
+        &[
+            "counter",
+            "create",
+            "serial",
+            "--max",
+            "99",
+            "--prefix",
+            "S",
+            "--stripes",
+            "eu:2,us:2",
+        ],
+    ));
+    assert_exit(&created, 0);
+    let mut options = OpenOptions::default();
+    options.deployments = Some(deployments.clone());
+    let (sequence, state) = Sequence::open(
+        &deployments.preferred().database,
+        counter_name("serial"),
+        &options,
+    )
+    .await
+    .unwrap();
+    let map = state.striped.unwrap();
+    // A cyclic lane's values are its residue class of the cycle.
+    let in_eu = |value: u64| map.deployment_of(value % map.modulus) == Some("eu");
+    let takers = Takers::start_at(&sequence, 4, FROZEN_MICROS);
+    takers.progress(200, "pairs from both deployments").await;
+
+    owned[0].kill();
+    takers
+        .progress(300, "pairs while the preferred deployment is dead")
+        .await;
+    let dead_from = takers.count();
+    let mut from_processes = Vec::new();
+    let processes: Vec<_> = (0..3)
+        .map(|_| {
+            idmint_across(&sites, &["seq", "serial", "--count", "40", "--json"])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for process in processes {
+        let output = process.wait_with_output().unwrap();
+        assert_exit(&output, 0);
+        for line in stdout(&output).lines() {
+            let line: Value = serde_json::from_str(line).unwrap();
+            from_processes.push((
+                line["timestamp_micros"].as_u64().unwrap(),
+                line["value"].as_u64().unwrap(),
+            ));
+        }
+    }
+    assert_eq!(from_processes.len(), 120);
+    // And `serve`, started while it is dead, formats IDs from the pairs.
+    let flags = across_flags(&sites);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let service =
+        support::service::Service::spawn(idmint_on(&sites[0].uri, &sites[0].database), &flags);
+    let mut ids = Vec::new();
+    let mut take_ids = || {
+        let answer = service.get("/v1/counters/serial/ids?count=7");
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        for id in answer.json()["ids"].as_array().unwrap() {
+            ids.push(id.as_str().unwrap().to_string());
+        }
+    };
+    take_ids();
+    assert!(
+        !takers
+            .since(dead_from)
+            .into_iter()
+            .chain(from_processes.iter().map(|(_, value)| *value))
+            .any(in_eu),
+        "a value of a dead deployment's lane"
+    );
+
+    owned[0].restart();
+    takers
+        .until_one("a value of the restarted deployment's lanes", in_eu)
+        .await;
+    take_ids();
+    drop(service);
+    assert_eq!(ids.len(), 14);
+    assert!(ids.iter().all(|id| id.starts_with('S')), "{ids:?}");
+    let distinct: std::collections::HashSet<&String> = ids.iter().collect();
+    assert_eq!(distinct.len(), ids.len(), "an ID twice: {ids:?}");
+    let (mut all, slowest, errors) = takers.stop_pairs().await;
+    assert!(errors.is_empty(), "takes failed: {errors:?}");
+    assert!(
+        slowest <= DEADLINE + SLACK,
+        "a take waited {slowest:?}, past the deadline of {DEADLINE:?}"
+    );
+    all.extend(from_processes);
+    let mut seen = std::collections::HashSet::new();
+    for pair in &all {
+        assert!(seen.insert(*pair), "{pair:?} handed out twice");
+    }
 }
 
 /// The preferred deployment partitioned (the proxy forwards nothing,

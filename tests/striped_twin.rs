@@ -1,11 +1,14 @@
-//! The stored JavaScript twin's take from a striped counter (issue 34):
-//! `getNextSequence(NAME)`, run by mongosh, takes from the counter's lanes
-//! as the host's `StripedCounter::take` does. Held equal to the host on a
-//! set of maps and lanes (fresh, taken from, sealed, gone, malformed, near
-//! exhaustion, without a live lane): the same values or refusals, the same
-//! documents left, and the very command of `lane_take_command` sent; run
-//! at once with the host's takers held mid-take; and run while the
-//! counter's stripes change under it.
+//! The stored JavaScript twins' take from a striped counter (issue 34):
+//! `getNextSequence(NAME)` (autoinc lanes) and `getNextUniqueStamp(NAME,
+//! clientMicros)` (cyclic lanes), run by mongosh, take from the counter's
+//! lanes as the host's `StripedCounter::take` does (both through the
+//! shared stored `takeFromLanes`). Held equal to the host on a set of maps
+//! and lanes (fresh, taken from, sealed, gone, malformed, near exhaustion,
+//! without a live lane): the same values (and timestamps) or refusals, the
+//! same documents left, and the very command of `lane_take_command` sent;
+//! `readCounter` reads a lane as the host's lane reader does; run at once
+//! with the host's takers held mid-take; and run while the counter's
+//! stripes change under it.
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -17,7 +20,7 @@ use serde_json::{json, Value};
 use idmint::installer;
 use idmint::sequence::striping::hooks::{hold, Point};
 use idmint::sequence::striping::{create_striped, lane_take_command, Generation, StripeMap};
-use idmint::sequence::{CounterKind, CounterName, CounterSpec, OpenOptions, Sequence};
+use idmint::sequence::{ClientTime, CounterKind, CounterName, CounterSpec, OpenOptions, Sequence};
 
 use crate::striped::{assert_distinct, spawn_takers};
 use crate::support::{self, counter_name, database_name, mongosh::shell_in};
@@ -28,10 +31,36 @@ const MAX: i64 = (1 << 53) - 1;
 /// a striped counter exists).
 const START: u64 = 500;
 
+/// The clock both twins read in a cyclic case (microseconds): the host
+/// takes with it, the twin calls `getNextUniqueStamp(NAME, CLIENT)`.
+const CLIENT: u64 = 1_764_000_000_000_500;
+
+/// Which stored function a case calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Twin {
+    /// `getNextSequence(NAME)`: autoinc lanes.
+    Sequence,
+    /// `getNextUniqueStamp(NAME, CLIENT)`: cyclic lanes.
+    Stamp,
+}
+
+impl Twin {
+    /// The kind of the lanes it takes from.
+    fn kind(self) -> &'static str {
+        match self {
+            Self::Sequence => "autoinc",
+            Self::Stamp => "cyclic",
+        }
+    }
+}
+
 /// A striped counter as a case seeds it: its map and its lanes, and the
 /// calls each twin makes.
 struct Case {
     name: &'static str,
+    /// The stored function the twin calls (the host takes with `Sequence`,
+    /// whatever the kind).
+    twin: Twin,
     /// The map's fields (`_id` is the name).
     map: Document,
     /// Each lane's fields, by residue (`_id` is `NAME#r`).
@@ -98,13 +127,81 @@ fn with(mut document: Document, key: &str, value: impl Into<Bson>) -> Document {
     document
 }
 
+/// `document` without `key`.
+fn without(mut document: Document, key: &str) -> Document {
+    document.remove(key);
+    document
+}
+
+/// The map of a cyclic counter of cycle `0..=top`, generation
+/// `generation`: `modulus` lanes whose timestamps start above `base`,
+/// every lane live, or none. It keeps the counter's own fields, as the
+/// host writes them (`val`, `maxval`, `ts`).
+fn cyclic_map(generation: i64, base: i64, modulus: i64, top: i64, live: bool) -> Document {
+    let mut document = map(generation, base, modulus, live);
+    document.remove("seq");
+    let striped = document.get_document_mut("striped").unwrap();
+    striped.insert("kind", "cyclic");
+    document.insert("val", 0_i64);
+    document.insert("maxval", top);
+    document.insert("ts", base);
+    document
+}
+
+/// Cyclic lane `residue` of a generation of `modulus` lanes above `base`
+/// over the cycle `0..=top`, with local value `val` and timestamp `ts`
+/// (its `maxval` and `last` what they stand for), sealed or live.
+#[allow(clippy::too_many_arguments)]
+fn cyclic_lane(
+    generation: i64,
+    base: i64,
+    modulus: i64,
+    top: i64,
+    residue: i64,
+    val: i64,
+    ts: i64,
+    sealed: bool,
+) -> Document {
+    let sealed = if sealed {
+        Bson::Document(doc! { "at": DateTime::from_millis(0), "claim": generation + 1 })
+    } else {
+        Bson::Null
+    };
+    doc! {
+        "kind": "lane",
+        "lane": { "kind": "cyclic", "generation": generation, "b": base, "m": modulus, "r": residue, "top": top },
+        "val": val, "maxval": (top - residue) / modulus, "ts": ts, "last": residue + val * modulus,
+        "sealed": sealed, "prefixes": [],
+    }
+}
+
+/// A new cyclic lane, as the host makes one: at the end of its cycle, at
+/// its floor `base`.
+fn fresh_cyclic_lane(generation: i64, base: i64, modulus: i64, top: i64, residue: i64) -> Document {
+    let maxval = (top - residue) / modulus;
+    cyclic_lane(generation, base, modulus, top, residue, maxval, base, false)
+}
+
+/// `lane` with its `lane.KEY` set to `value`.
+fn with_place(mut lane: Document, key: &str, value: impl Into<Bson>) -> Document {
+    lane.get_document_mut("lane")
+        .unwrap()
+        .insert(key, value.into());
+    lane
+}
+
 fn cases() -> Vec<Case> {
     let case = |name, map, lanes: Vec<(u64, Document)>, calls| Case {
         name,
+        twin: Twin::Sequence,
         map,
         lanes,
         calls,
         upsert: false,
+    };
+    let stamp_case = |name, map, lanes: Vec<(u64, Document)>, calls| Case {
+        twin: Twin::Stamp,
+        ..case(name, map, lanes, calls)
     };
     // Every lane of a generation, live, each with its local value.
     let live = |generation, base, seqs: &[i64]| -> Vec<(u64, Document)> {
@@ -121,6 +218,7 @@ fn cases() -> Vec<Case> {
     };
     let one = |document: Document| vec![(0, document)];
     let fresh_one = || lane(1, 0, 1, 0, 0, false);
+    let ts = CLIENT as i64;
     vec![
         case("s_fresh", map(1, 0, 3, true), live(1, 0, &[0, 0, 0]), 3),
         case(
@@ -326,20 +424,20 @@ fn cases() -> Vec<Case> {
             1,
         ),
         case(
-            "s_map_of_cyclic",
+            "s_map_of_segment",
             with(
                 with(
                     with(
                         map(1, 0, 1, true),
                         "striped",
-                        doc! { "kind": "cyclic", "generation": 1, "base": 0, "modulus": 1,
+                        doc! { "kind": "segment", "generation": 1, "base": 0, "modulus": 1,
                         "lanes": [{ "residue": 0 }] },
                     ),
-                    "val",
+                    "max",
                     0,
                 ),
-                "maxval",
-                9,
+                "step",
+                10,
             ),
             vec![],
             1,
@@ -405,6 +503,249 @@ fn cases() -> Vec<Case> {
             one(fresh_one()),
             1,
         ),
+        // Cyclic lanes, taken by getNextUniqueStamp(NAME, CLIENT): the
+        // value is the lane's `last`, with its `ts`.
+        // Fresh lanes at their floor, below the clock and above it: each
+        // first take wraps, to the lane's first value.
+        stamp_case(
+            "c_fresh",
+            cyclic_map(1, ts - 1000, 3, 9, true),
+            (0..3)
+                .map(|r| (r as u64, fresh_cyclic_lane(1, ts - 1000, 3, 9, r)))
+                .collect(),
+            3,
+        ),
+        stamp_case(
+            "c_fresh_ahead",
+            cyclic_map(1, ts + 1000, 3, 9, true),
+            (0..3)
+                .map(|r| (r as u64, fresh_cyclic_lane(1, ts + 1000, 3, 9, r)))
+                .collect(),
+            3,
+        ),
+        // Taken from: a lane that wraps ahead of the clock (its ts moves
+        // on by one), one behind it, one ahead that does not wrap, one
+        // that reaches its maxval.
+        stamp_case(
+            "c_taken",
+            cyclic_map(2, ts - 5000, 4, 99, true),
+            vec![
+                (0, cyclic_lane(2, ts - 5000, 4, 99, 0, 24, ts + 50, false)),
+                (1, cyclic_lane(2, ts - 5000, 4, 99, 1, 3, ts - 10, false)),
+                (2, cyclic_lane(2, ts - 5000, 4, 99, 2, 0, ts + 7, false)),
+                (3, cyclic_lane(2, ts - 5000, 4, 99, 3, 23, ts, false)),
+            ],
+            4,
+        ),
+        stamp_case(
+            "c_int32",
+            cyclic_map(1, 0, 2, 9, true),
+            vec![
+                (
+                    0,
+                    doc! { "kind": "lane", "lane": { "kind": "cyclic", "generation": 1_i32, "b": 0_i32, "m": 2_i32, "r": 0_i32, "top": 9_i32 },
+                    "val": 2_i32, "maxval": 4_i32, "ts": 5_i32, "last": 4_i32, "sealed": null, "prefixes": [] },
+                ),
+                (1, fresh_cyclic_lane(1, 0, 2, 9, 1)),
+            ],
+            2,
+        ),
+        stamp_case(
+            "c_double",
+            cyclic_map(1, 0, 2, 9, true),
+            vec![
+                (
+                    0,
+                    doc! { "kind": "lane", "lane": { "kind": "cyclic", "generation": 1.0, "b": 0.0, "m": 2.0, "r": 0.0, "top": 9.0 },
+                    "val": 1.0, "maxval": 4.0, "ts": (ts + 3) as f64, "last": 2.0, "sealed": null, "prefixes": [] },
+                ),
+                (1, fresh_cyclic_lane(1, 0, 2, 9, 1)),
+            ],
+            2,
+        ),
+        stamp_case(
+            "c_sealed_beside",
+            cyclic_map(3, ts - 100, 4, 99, true),
+            vec![
+                (0, cyclic_lane(3, ts - 100, 4, 99, 0, 2, ts, true)),
+                (1, cyclic_lane(3, ts - 100, 4, 99, 1, 0, ts - 100, true)),
+                (2, cyclic_lane(3, ts - 100, 4, 99, 2, 5, ts + 9, false)),
+                (3, cyclic_lane(3, ts - 100, 4, 99, 3, 9, ts, true)),
+            ],
+            2,
+        ),
+        stamp_case(
+            "c_gone_beside",
+            cyclic_map(1, 0, 2, 9, true),
+            vec![(0, cyclic_lane(1, 0, 2, 9, 0, 1, ts - 1, false))],
+            2,
+        ),
+        stamp_case(
+            "c_older_generation_beside",
+            cyclic_map(2, ts - 100, 2, 9, true),
+            vec![
+                (0, cyclic_lane(1, 0, 3, 9, 0, 2, ts - 100, true)),
+                (1, cyclic_lane(2, ts - 100, 2, 9, 1, 0, ts - 50, false)),
+            ],
+            2,
+        ),
+        // Malformed cyclic lanes: named, left unchanged.
+        stamp_case(
+            "c_lane_last_wrong",
+            cyclic_map(1, 0, 2, 9, true),
+            vec![
+                (
+                    0,
+                    with(cyclic_lane(1, 0, 2, 9, 0, 2, ts, false), "last", 2_i64),
+                ),
+                (1, cyclic_lane(1, 0, 2, 9, 1, 2, ts, false)),
+            ],
+            2,
+        ),
+        stamp_case(
+            "c_lane_maxval_wrong",
+            cyclic_map(1, 0, 1, 9, true),
+            one(with(
+                cyclic_lane(1, 0, 1, 9, 0, 3, ts, false),
+                "maxval",
+                10_i64,
+            )),
+            1,
+        ),
+        stamp_case(
+            "c_lane_val_past_maxval",
+            cyclic_map(1, 0, 2, 9, true),
+            vec![
+                (
+                    0,
+                    with(cyclic_lane(1, 0, 2, 9, 0, 4, ts, false), "val", 5_i64),
+                ),
+                (1, cyclic_lane(1, 0, 2, 9, 1, 4, ts, false)),
+            ],
+            2,
+        ),
+        stamp_case(
+            "c_lane_val_fraction",
+            cyclic_map(1, 0, 1, 9, true),
+            one(with(cyclic_lane(1, 0, 1, 9, 0, 3, ts, false), "val", 2.5)),
+            1,
+        ),
+        stamp_case(
+            "c_lane_ts_missing",
+            cyclic_map(1, 0, 1, 9, true),
+            one(without(cyclic_lane(1, 0, 1, 9, 0, 3, ts, false), "ts")),
+            1,
+        ),
+        stamp_case(
+            "c_lane_ts_string",
+            cyclic_map(1, 0, 1, 9, true),
+            one(with(cyclic_lane(1, 0, 1, 9, 0, 3, ts, false), "ts", "1764")),
+            1,
+        ),
+        stamp_case(
+            "c_lane_ts_negative",
+            cyclic_map(1, 0, 1, 9, true),
+            one(with(cyclic_lane(1, 0, 1, 9, 0, 3, ts, false), "ts", -1_i64)),
+            1,
+        ),
+        stamp_case(
+            "c_lane_top_missing",
+            cyclic_map(1, 0, 1, 9, true),
+            one({
+                let mut lane = cyclic_lane(1, 0, 1, 9, 0, 3, ts, false);
+                lane.get_document_mut("lane").unwrap().remove("top");
+                lane
+            }),
+            1,
+        ),
+        // Lane 2 of 3 over 0..=1 has no value.
+        stamp_case(
+            "c_lane_r_above_top",
+            cyclic_map(1, 0, 3, 1, true),
+            vec![
+                (0, cyclic_lane(1, 0, 3, 1, 0, 0, ts, false)),
+                (1, cyclic_lane(1, 0, 3, 1, 1, 0, ts, false)),
+                (
+                    2,
+                    with(
+                        with(cyclic_lane(1, 0, 3, 9, 2, 0, ts, false), "maxval", 0_i64),
+                        "lane",
+                        doc! { "kind": "cyclic", "generation": 1, "b": 0, "m": 3, "r": 2, "top": 1 },
+                    ),
+                ),
+            ],
+            3,
+        ),
+        stamp_case(
+            "c_lane_sealed_missing",
+            cyclic_map(1, 0, 1, 9, true),
+            one(without(cyclic_lane(1, 0, 1, 9, 0, 3, ts, false), "sealed")),
+            1,
+        ),
+        stamp_case(
+            "c_lane_of_autoinc",
+            cyclic_map(1, 0, 1, 9, true),
+            one(fresh_one()),
+            1,
+        ),
+        stamp_case(
+            "c_lane_not_a_lane",
+            cyclic_map(1, 0, 1, 9, true),
+            one(with(
+                cyclic_lane(1, 0, 1, 9, 0, 3, ts, false),
+                "kind",
+                "cyclic",
+            )),
+            1,
+        ),
+        stamp_case(
+            "c_lane_m_int32_top_double",
+            cyclic_map(1, 0, 2, 9, true),
+            vec![
+                (
+                    0,
+                    with_place(
+                        with_place(cyclic_lane(1, 0, 2, 9, 0, 1, ts, false), "m", 2_i32),
+                        "top",
+                        9.5,
+                    ),
+                ),
+                (1, cyclic_lane(1, 0, 2, 9, 1, 1, ts, false)),
+            ],
+            2,
+        ),
+        // Cyclic maps: malformed, and of a kind that cannot be striped.
+        stamp_case(
+            "c_map_val_missing",
+            without(cyclic_map(1, 0, 1, 9, true), "val"),
+            one(fresh_cyclic_lane(1, 0, 1, 9, 0)),
+            1,
+        ),
+        stamp_case(
+            "c_map_maxval_zero",
+            with(cyclic_map(1, 0, 1, 9, true), "maxval", 0_i64),
+            one(fresh_cyclic_lane(1, 0, 1, 9, 0)),
+            1,
+        ),
+        stamp_case(
+            "c_map_of_segment",
+            with(
+                with(
+                    with(
+                        map(1, 0, 1, true),
+                        "striped",
+                        doc! { "kind": "segment", "generation": 1, "base": 0, "modulus": 1,
+                        "lanes": [{ "residue": 0 }] },
+                    ),
+                    "max",
+                    0,
+                ),
+                "step",
+                10,
+            ),
+            vec![],
+            1,
+        ),
         // Lanes in this deployment (here: eu) and in another: the twin
         // takes from this one's; the host, given no deployment, refuses.
         // (Not a case: their answers differ by design; see
@@ -437,9 +778,12 @@ async fn documents(database: &Database, collection: &str) -> Vec<Value> {
 }
 
 /// The outcomes of a case, in an order that does not depend on which
-/// lane each twin met first.
+/// lane each twin met first (nor on the order of an outcome's fields).
 fn sorted(mut outcomes: Vec<Value>) -> Vec<Value> {
-    outcomes.sort_by_key(Value::to_string);
+    outcomes.sort_by_key(|outcome| {
+        let fields: BTreeMap<&String, &Value> = outcome.as_object().unwrap().iter().collect();
+        format!("{fields:?}")
+    });
     outcomes
 }
 
@@ -455,12 +799,14 @@ fn modulus(case: &Case) -> i64 {
         .unwrap_or(1)
 }
 
-/// `getNextSequence` and the host's take (`Sequence::open`, then `take`)
-/// on the same striped counters give the same values and refusals (in
-/// whichever order their lanes came), leave the same documents, leave a
-/// counter that refused every call as it was, and the twin sends, for
-/// every lane it takes from, the command `lane_take_command` prints:
-/// filter and update, BSON types included.
+/// `getNextSequence` (autoinc lanes), `getNextUniqueStamp` (cyclic lanes,
+/// at the clock `CLIENT`) and the host's take (`Sequence::open`, then
+/// `take`) on the same striped counters give the same values (a cyclic
+/// lane's with the same timestamps) and refusals (in whichever order their
+/// lanes came), leave the same documents, leave a counter that refused
+/// every call as it was, and the twin sends, for every lane it takes from,
+/// the command `lane_take_command` prints: filter and update, BSON types
+/// included.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_stored_function_and_the_host_take_alike_from_a_striped_counter() {
     let cases = cases();
@@ -477,18 +823,25 @@ async fn the_stored_function_and_the_host_take_alike_from_a_striped_counter() {
         let name = CounterName::new(case.name).unwrap();
         let opened = Sequence::open(&host_db, name, &OpenOptions::default()).await;
         let outcomes = host.entry(case.name).or_default();
+        let client = match case.twin {
+            Twin::Sequence => 0,
+            Twin::Stamp => CLIENT,
+        };
         for _ in 0..case.calls {
             let outcome = match &opened {
                 Ok((sequence, _)) => sequence
-                    .take(1, 0)
+                    .take(1, client)
                     .await
-                    .map(|taken| taken[0].sequence)
+                    .map(|taken| taken[0])
                     .map_err(|error| error.to_string()),
                 Err(error) => Err(error.to_string()),
             };
-            outcomes.push(match outcome {
-                Ok(value) => json!({ "val": value }),
-                Err(error) => json!({ "error": error }),
+            outcomes.push(match (outcome, case.twin) {
+                (Ok(stamp), Twin::Sequence) => json!({ "val": stamp.sequence }),
+                (Ok(stamp), Twin::Stamp) => {
+                    json!({ "ts": stamp.timestamp_micros, "val": stamp.sequence })
+                }
+                (Err(error), _) => json!({ "error": error }),
             });
         }
     }
@@ -499,7 +852,15 @@ async fn the_stored_function_and_the_host_take_alike_from_a_striped_counter() {
     let calls: Vec<Value> = cases
         .iter()
         .flat_map(|case| {
-            (0..case.calls).map(|call| json!([case.name, case.upsert, modulus(case), call]))
+            (0..case.calls).map(|call| {
+                json!([
+                    case.name,
+                    case.twin == Twin::Stamp,
+                    case.upsert,
+                    modulus(case),
+                    call
+                ])
+            })
         })
         .collect();
     let script = format!(
@@ -512,10 +873,15 @@ async fn the_stored_function_and_the_host_take_alike_from_a_striped_counter() {
           }}
           return send(command, ...rest);
         }};
-        for (const [name, upsert, modulus, call] of {calls}) {{
+        for (const [name, stamp, upsert, modulus, call] of {calls}) {{
           const random = Math.random;
           Math.random = () => ((call % modulus) + 0.5) / modulus;
           try {{
+            if (stamp) {{
+              const taken = getNextUniqueStamp(name, {CLIENT});
+              print(JSON.stringify({{ case: name, ts: taken.ts, val: taken.val }}));
+              continue;
+            }}
             const val = upsert ? getNextSequence(name, {{ upsert: true, start: {START} }})
               : getNextSequence(name);
             print(JSON.stringify({{ case: name, val: val }}));
@@ -601,8 +967,13 @@ async fn the_stored_function_and_the_host_take_alike_from_a_striped_counter() {
         let query = command.get_document("query").unwrap();
         let (name, residue) = query.get_str("_id").unwrap().split_once('#').unwrap();
         let residue: u64 = residue.parse().unwrap();
+        let twin = cases
+            .iter()
+            .find(|case| case.name == name)
+            .unwrap_or_else(|| panic!("{name}: no such case"))
+            .twin;
         let map = StripeMap {
-            kind: "autoinc".into(),
+            kind: twin.kind().into(),
             generation: 1,
             base: 0,
             modulus: residue + 1,
@@ -611,8 +982,14 @@ async fn the_stored_function_and_the_host_take_alike_from_a_striped_counter() {
             spans: Vec::new(),
             here: None,
         };
-        let expected =
-            lane_take_command(&CounterName::new(name).unwrap(), &map, residue, 1).unwrap();
+        let expected = lane_take_command(
+            &CounterName::new(name).unwrap(),
+            &map,
+            residue,
+            1,
+            ClientTime::Micros(CLIENT),
+        )
+        .unwrap();
         for field in ["query", "update"] {
             assert_eq!(
                 command.get(field).unwrap().clone().into_canonical_extjson(),
@@ -624,6 +1001,273 @@ async fn the_stored_function_and_the_host_take_alike_from_a_striped_counter() {
                 "{name}#{residue}: the twin's {field} (left) is not the host's (right)"
             );
         }
+    }
+}
+
+/// `readCounter(NAME, LANE, "lane")` reads each lane as the host's lane
+/// reader does (`striping::lanes`, which reads each with `lane::read`):
+/// the same fields of a well-formed cyclic (or autoinc) lane, whatever
+/// its numbers' BSON types, and the same reason, in the host's words, for
+/// a malformed one.
+#[tokio::test]
+async fn the_stored_reader_reads_a_lane_as_the_host_does() {
+    const TEST: &str = "striped_twin_lane_reader";
+    let database = support::database(TEST).await;
+    installer::install(&database, &Default::default())
+        .await
+        .unwrap();
+    let ts = CLIENT as i64;
+    // Lane 2 of 4 over 0..=99, as lane.rs shows it: maxval 24, val 3,
+    // last 14.
+    let good = || cyclic_lane(1, ts - 123, 4, 99, 2, 3, ts, false);
+    let lanes: Vec<Document> = vec![
+        good(),
+        fresh_cyclic_lane(3, ts, 4, 99, 2),
+        cyclic_lane(1, 0, 4, 99, 2, 24, ts, true),
+        doc! { "kind": "lane", "lane": { "kind": "cyclic", "generation": 1_i32, "b": 0_i32, "m": 4_i32, "r": 2_i32, "top": 99_i32 },
+        "val": 0_i32, "maxval": 24_i32, "ts": 7_i32, "last": 2_i32, "sealed": null, "prefixes": [] },
+        doc! { "kind": "lane", "lane": { "kind": "cyclic", "generation": 1.0, "b": 0.0, "m": 4.0, "r": 2.0, "top": 99.0 },
+        "val": 1.0, "maxval": 24.0, "ts": ts as f64, "last": 6.0, "sealed": null, "prefixes": [] },
+        // The whole cycle in one lane, and its largest cycle.
+        cyclic_lane(1, 0, 1, 1, 0, 1, 0, false),
+        cyclic_lane(
+            1,
+            0,
+            1,
+            9_007_199_254_740_990,
+            0,
+            9_007_199_254_740_990,
+            ts,
+            false,
+        ),
+        // Malformed: one field each.
+        with_place(good(), "top", 0_i64),
+        with_place(good(), "top", 9_007_199_254_740_991_i64),
+        with_place(good(), "top", "99"),
+        with_place(good(), "top", 99.5),
+        {
+            let mut lane = good();
+            lane.get_document_mut("lane").unwrap().remove("top");
+            lane
+        },
+        with(with_place(good(), "top", 1_i64), "maxval", 0_i64),
+        with(good(), "maxval", 25_i64),
+        with(good(), "maxval", -1_i64),
+        with(good(), "maxval", Bson::Null),
+        without(good(), "maxval"),
+        with(good(), "val", 25_i64),
+        with(good(), "val", -3_i64),
+        with(good(), "val", 3.5),
+        with(good(), "val", "3"),
+        without(good(), "val"),
+        with(good(), "ts", -1_i64),
+        with(good(), "ts", "now"),
+        with(good(), "ts", 1.5),
+        with(good(), "ts", DateTime::from_millis(1)),
+        without(good(), "ts"),
+        with(good(), "last", 15_i64),
+        with(good(), "last", 3_i64),
+        without(good(), "last"),
+        with(good(), "sealed", true),
+        without(good(), "sealed"),
+        with(good(), "kind", "cyclic"),
+        with_place(good(), "r", 4_i64),
+        with_place(good(), "m", 0_i64),
+        with_place(good(), "b", 9_007_199_254_740_990_i64),
+        with_place(good(), "kind", 7_i64),
+        without(good(), "lane"),
+        // A cyclic lane read as an autoinc one (its kind says so), and an
+        // autoinc lane with neither seq nor last: last is read first.
+        with_place(good(), "kind", "autoinc"),
+        without(without(lane(1, 0, 2, 1, 3, false), "seq"), "last"),
+        lane(2, 40, 3, 1, 5, false),
+    ];
+    let name = counter_name("lanes");
+    let counters = database.collection::<Document>("counters");
+    for (residue, fields) in lanes.iter().enumerate() {
+        let mut document = doc! { "_id": format!("lanes#{residue}") };
+        document.extend(fields.clone());
+        counters.insert_one(document).await.unwrap();
+    }
+    let map = StripeMap {
+        kind: "cyclic".into(),
+        generation: 1,
+        base: 0,
+        modulus: lanes.len() as u64,
+        live: true,
+        placement: Vec::new(),
+        spans: Vec::new(),
+        here: None,
+    };
+    let host: Vec<Value> = idmint::sequence::striping::lanes(&database, None, &name, &map)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|report| match report.lane {
+            Ok(lane) => json!({
+                "kind": lane.kind,
+                "generation": lane.generation,
+                "b": lane.lane.generation().base,
+                "m": lane.lane.generation().modulus,
+                "r": lane.lane.residue(),
+                "local": format!("{:?}", lane.local),
+                "last": lane.last,
+                "sealed": lane.sealed,
+            }),
+            Err(reason) => {
+                let reason = reason
+                    .strip_prefix("corrupt: ")
+                    .unwrap_or_else(|| panic!("lane {}: {reason}", report.residue));
+                json!({ "error": format!(
+                    "counter 'lanes': lane 'lanes#{}' is corrupt: {reason}; it was left unchanged",
+                    report.residue
+                ) })
+            }
+        })
+        .collect();
+    let script = format!(
+        r#"
+        for (let r = 0; r < {count}; r++) {{
+          try {{
+            const lane = readCounter("lanes", db.getCollection("counters").findOne({{ _id: "lanes#" + r }}), "lane");
+            print(JSON.stringify({{ r: r, lane: lane }}));
+          }} catch (e) {{
+            print(JSON.stringify({{ r: r, error: e.message }}));
+          }}
+        }}
+        "#,
+        count = lanes.len()
+    );
+    let lines = twin(TEST, script).await;
+    assert_eq!(lines.len(), lanes.len(), "{lines:?}");
+    let twin: Vec<Value> = lines
+        .iter()
+        .map(|line| {
+            if let Some(error) = line.get("error") {
+                return json!({ "error": error });
+            }
+            let lane = &line["lane"];
+            // The host's Local, as Debug shows it.
+            let local = if lane.get("val").is_some() {
+                format!(
+                    "Cyclic {{ val: {}, maxval: {}, ts: {}, top: {} }}",
+                    lane["val"], lane["maxval"], lane["ts"], lane["top"]
+                )
+            } else {
+                format!("Autoinc {{ seq: {} }}", lane["seq"])
+            };
+            json!({
+                "kind": lane["kind"],
+                "generation": lane["generation"],
+                "b": lane["b"],
+                "m": lane["m"],
+                "r": lane["r"],
+                "local": local,
+                "last": lane["last"],
+                "sealed": lane["sealed"],
+            })
+        })
+        .collect();
+    for (residue, (twin, host)) in twin.iter().zip(&host).enumerate() {
+        assert_eq!(
+            twin, host,
+            "lane {residue} ({}): the twin (left) and the host (right) disagree",
+            lanes[residue]
+        );
+    }
+    // Both kinds of answer were compared.
+    let read = host
+        .iter()
+        .filter(|lane| lane.get("error").is_none())
+        .count();
+    assert!(read >= 8 && host.len() - read >= 30, "{host:?}");
+}
+
+/// The twin and the host take (timestamp, value) pairs from one striped
+/// cyclic counter at once, every taker's clock frozen at one instant (so
+/// that only the lanes' rule keeps the pairs apart), the overlap made
+/// certain by the library's test hooks as for autoinc lanes above: host
+/// takers held before their take is sent, then after it is applied and
+/// not answered, while the twin takes 24 pairs from the same lanes. Every
+/// pair is handed out once, each value in its lane's residue class of the
+/// cycle, and each lane's pairs are exactly its first ones: from its
+/// floor, one wrap to the frozen clock, then its values in turn, a wrap
+/// moving the timestamp on by one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_stored_function_and_the_host_take_from_one_striped_cyclic_counter_at_once() {
+    const TEST: &str = "striped_twin_cyclic_at_once";
+    const FROZEN: u64 = 1_767_225_600_000_000;
+    const TOP: u64 = 9;
+    const LANES: u64 = 3;
+    let database = support::database(TEST).await;
+    installer::install(&database, &Default::default())
+        .await
+        .unwrap();
+    let name = counter_name("serial");
+    let spec = CounterSpec::of(CounterKind::Cyclic)
+        .maxval(TOP)
+        .prefixes(Vec::new());
+    create_striped(&database, &name, &spec, LANES)
+        .await
+        .unwrap();
+    let (sequence, _) = Sequence::open(&database, name.clone(), &OpenOptions::default())
+        .await
+        .unwrap();
+    let host_takers =
+        |takers: usize, count: usize| -> Vec<tokio::task::JoinHandle<Vec<(u64, u64)>>> {
+            (0..takers)
+                .map(|_| {
+                    let sequence = sequence.clone();
+                    tokio::spawn(async move {
+                        sequence
+                            .take(count, FROZEN)
+                            .await
+                            .unwrap()
+                            .iter()
+                            .map(|stamp| (stamp.timestamp_micros, stamp.sequence))
+                            .collect()
+                    })
+                })
+                .collect()
+        };
+    let script = format!(
+        "for (let i = 0; i < 24; i++) {{ const s = getNextUniqueStamp('serial', {FROZEN}); \
+         print(JSON.stringify({{ ts: s.ts, val: s.val }})); }}"
+    );
+    let mut all: Vec<(u64, u64)> = Vec::new();
+    let mut twins = 0;
+    for point in [Point::BeforeTake, Point::AfterTake] {
+        let held = hold(&database_name(TEST), "serial", point, 3);
+        let takers = host_takers(3, 4);
+        held.arrived().await;
+        for line in twin(TEST, script.clone()).await {
+            twins += 1;
+            all.push((line["ts"].as_u64().unwrap(), line["val"].as_u64().unwrap()));
+        }
+        held.release().await;
+        for taker in takers {
+            all.extend(taker.await.unwrap());
+        }
+        drop(held);
+    }
+    assert_eq!((twins, all.len()), (48, 2 * (24 + 3 * 4)));
+    let mut seen = std::collections::HashSet::new();
+    for pair in &all {
+        assert!(seen.insert(*pair), "{pair:?} handed out twice");
+    }
+    // Each lane's pairs, sorted, are its first ones.
+    let mut by_lane: BTreeMap<u64, Vec<(u64, u64)>> = BTreeMap::new();
+    for &(ts, value) in &all {
+        assert!(value <= TOP, "{value} is outside the cycle 0..={TOP}");
+        by_lane.entry(value % LANES).or_default().push((ts, value));
+    }
+    for (residue, mut pairs) in by_lane {
+        pairs.sort_unstable();
+        let cycle = (TOP - residue) / LANES + 1;
+        let first: Vec<(u64, u64)> = (0..pairs.len() as u64)
+            .map(|k| (FROZEN + k / cycle, residue + (k % cycle) * LANES))
+            .collect();
+        assert_eq!(pairs, first, "lane {residue}");
     }
 }
 
@@ -732,7 +1376,7 @@ async fn the_stored_function_and_the_host_take_from_one_striped_counter_at_once(
             .await
             .unwrap()
             .iter()
-            .map(|lane| lane.lane.as_ref().unwrap().seq)
+            .map(|lane| lane.lane.as_ref().unwrap().local_value())
             .sum();
     assert_eq!(locals, all.len() as u64);
 }

@@ -27,8 +27,9 @@ pub enum CounterCmd {
     Show(ShowArgs),
     /// Give a counter a new generation of lanes (stripes) in this
     /// deployment: every lane of the current one is sealed, and the new
-    /// lanes hand out values above all they handed out. An unstriped
-    /// autoinc counter becomes striped.
+    /// lanes hand out values above all they handed out (a cyclic counter's:
+    /// timestamps above all they issued). An unstriped autoinc or cyclic
+    /// counter becomes striped.
     Stripes(StripesArgs),
     /// Add a prefix to the ones a counter owns, or remove one (a prefix is
     /// owned by one counter, once, so that formatted IDs never collide).
@@ -94,9 +95,9 @@ pub struct CreateArgs {
     #[arg(long)]
     pub raw: bool,
     /// How many lanes (stripes) the counter's values come from, each a
-    /// document of its own, so that takes spread over them (autoinc only,
-    /// so far): its values are then unique, not increasing. 1: an unstriped
-    /// counter.
+    /// document of its own, so that takes spread over them (autoinc and
+    /// cyclic, so far): its values (a cyclic counter's pairs) are then
+    /// unique, not increasing. 1: an unstriped counter.
     /// Across deployments: DEPLOYMENT:N,... (as in eu:2,us:2), each named
     /// with --uri NAME=URI.
     #[arg(long, value_name = "N|LAYOUT", default_value = "1", value_parser = parse_layout)]

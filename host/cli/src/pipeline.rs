@@ -142,12 +142,21 @@ impl PipelineCmd {
             ))
             .into());
         };
-        let command =
-            lane_take_command(name, map, residue, self.count).map_err(idmint::Error::from)?;
+        let client = self
+            .client_micros
+            .map_or(ClientTime::ServerNow, ClientTime::Micros);
+        let command = lane_take_command(name, map, residue, self.count, client)
+            .map_err(idmint::Error::from)?;
+        let read = if map.kind == CounterKind::Cyclic.as_str() {
+            "the value is `value.last`, issued with the timestamp `value.ts` (with --count N, \
+             the block unfolds back from local value `value.val` as a cyclic counter's does, \
+             each local value k standing for `value.lane.r` + k * `value.lane.m`)"
+        } else {
+            "the value is `value.last` (with --count N, the N values `value.lane.m` apart up to it)"
+        };
         output.warning(&format!(
-            "this command takes from lane {residue} of counter '{name}' (document '{id}'): the \
-             value is `value.last` (with --count N, the N values `value.lane.m` apart up to it). \
-             A change of stripes seals the lane: the command then matches nothing (value: null) \
+            "this command takes from lane {residue} of counter '{name}' (document '{id}'): \
+             {read}. A change of stripes seals the lane: the command then matches nothing (value: null) \
              until the new generation has a lane {residue}; if it has fewer lanes, run `idmint \
              pipeline` again{place}",
             id = lane_id(name, residue),

@@ -386,12 +386,7 @@ macro_rules! registry {
                     },)+
                     Self::Striped { counter, .. } => counter.clone(),
                 };
-                Ok(striped
-                    .take(count as u64)
-                    .await?
-                    .into_iter()
-                    .map(|value| Stamp::new(client_micros, value))
-                    .collect())
+                striped.take(count as u64, client_micros).await
             }
 
             /// The lanes of this counter, opened from its map as it is now:

@@ -15,7 +15,7 @@
 use std::fmt::Debug;
 use std::ops::Range;
 
-use mongodb::bson::{Bson, Document};
+use mongodb::bson::{doc, Bson, Document};
 use mongodb::Database;
 use serde::Serialize;
 
@@ -499,6 +499,20 @@ pub enum ClientTime {
     /// The server's clock, `$$NOW` in microseconds (milliseconds times
     /// 1,000): for an application that would rather not read its own.
     ServerNow,
+}
+
+impl ClientTime {
+    /// The clock as a take's update reads it: a long (clamped to what a
+    /// BSON long holds; 2^63 microseconds is year 294,247), or the
+    /// server's `$$NOW` in microseconds.
+    pub(crate) fn expression(self) -> Bson {
+        match self {
+            Self::Micros(micros) => Bson::Int64(i64::try_from(micros).unwrap_or(i64::MAX)),
+            Self::ServerNow => {
+                Bson::Document(doc! { "$multiply": [{ "$toLong": "$$NOW" }, 1000_i64] })
+            }
+        }
+    }
 }
 
 #[cfg(test)]

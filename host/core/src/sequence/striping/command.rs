@@ -22,20 +22,24 @@ use super::map::StripeMap;
 use super::taker::{striping, STRIPABLE};
 use crate::sequence::counter::command::find_and_modify;
 use crate::sequence::error::SequenceError;
+use crate::sequence::kind_trait::ClientTime;
 use crate::sequence::name::CounterName;
 
 /// The `findAndModify` command that takes `count` values from lane
 /// `residue` of striped counter `name`, whose map is `map` (see the
 /// module docs): `value` in its answer is the lane after the take, whose
-/// `last` is the last value taken (the values are `last - (count - 1) *
-/// lane.m`, then every `lane.m`, up to `last`), or null when nothing was
-/// taken. Refused for a lane the map does not have, or while the map has
-/// no live lane (a change of stripes under way).
+/// `last` is the last value taken (autoinc: the values are
+/// `last - (count - 1) * lane.m`, then every `lane.m`, up to `last`;
+/// cyclic: with the timestamp `ts`, floored at `client`), or null when
+/// nothing was taken.
+/// Refused for a lane the map does not have, or while the map has no
+/// live lane (a change of stripes under way).
 pub fn lane_take_command(
     name: &CounterName,
     map: &StripeMap,
     residue: u64,
     count: u64,
+    client: ClientTime,
 ) -> Result<Document, SequenceError> {
     if !STRIPABLE.contains(&map.kind.as_str()) {
         return Err(striping(
@@ -56,7 +60,12 @@ pub fn lane_take_command(
     map.lanes_generation()
         .lane(residue)
         .map_err(|error| striping(name, error))?;
-    let (filter, update) = lane::take_command(&lane_id(name, residue), &map.kind, count);
+    let (filter, update) = lane::take_command(
+        &lane_id(name, residue),
+        &map.kind,
+        count,
+        client.expression(),
+    );
     Ok(find_and_modify(filter, update))
 }
 
@@ -75,8 +84,9 @@ mod tests {
     #[test]
     fn the_command_is_the_lanes_take() {
         let name = CounterName::new("orders").unwrap();
-        let command = lane_take_command(&name, &map(true), 2, 5).unwrap();
-        let (filter, update) = lane::take_command("orders#2", "autoinc", 5);
+        let now = ClientTime::Micros(7);
+        let command = lane_take_command(&name, &map(true), 2, 5, now).unwrap();
+        let (filter, update) = lane::take_command("orders#2", "autoinc", 5, now.expression());
         assert_eq!(command.get_document("query").unwrap(), &filter);
         let update: Vec<mongodb::bson::Bson> = update.into_iter().map(Into::into).collect();
         assert_eq!(command.get_array("update").unwrap(), &update);
@@ -87,27 +97,28 @@ mod tests {
     #[test]
     fn refuses_a_lane_the_map_does_not_have_or_a_map_without_live_lanes() {
         let name = CounterName::new("orders").unwrap();
-        let past = lane_take_command(&name, &map(true), 3, 1).unwrap_err();
+        let past = lane_take_command(&name, &map(true), 3, 1, ClientTime::ServerNow).unwrap_err();
         assert_eq!(
             past.to_string(),
             "counter 'orders': lane 3 does not exist in a generation of 3 lanes"
         );
-        let changing = lane_take_command(&name, &map(false), 0, 1).unwrap_err();
+        let changing =
+            lane_take_command(&name, &map(false), 0, 1, ClientTime::ServerNow).unwrap_err();
         assert!(
             changing
                 .to_string()
                 .contains("generation 2 has no live lane"),
             "{changing}"
         );
-        let cyclic = StripeMap {
-            kind: "cyclic".into(),
+        let segment = StripeMap {
+            kind: "segment".into(),
             ..map(true)
         };
-        let refused = lane_take_command(&name, &cyclic, 0, 1).unwrap_err();
+        let refused = lane_take_command(&name, &segment, 0, 1, ClientTime::ServerNow).unwrap_err();
         assert!(
             refused
                 .to_string()
-                .contains("cyclic counters cannot be striped"),
+                .contains("segment counters cannot be striped"),
             "{refused}"
         );
     }

@@ -58,10 +58,24 @@ pub enum StripingError {
     #[error("it is a lane of a striped counter, taken from through that counter only; it was left unchanged")]
     Lane,
     /// The lanes' kind cannot be striped (yet).
-    #[error("{kind} counters cannot be striped (only autoinc ones can, so far)")]
+    #[error("{kind} counters cannot be striped (only autoinc and cyclic ones can, so far)")]
     NotStripable {
         /// The counter's kind.
         kind: String,
+    },
+    /// More lanes than a cyclic counter's cycle has values: a lane would
+    /// have none.
+    #[error(
+        "a cyclic counter of maxval {maxval} has at most {most} lanes, one per value of its \
+         cycle 0..={maxval}, not {lanes}"
+    )]
+    CycleTooShort {
+        /// The counter's maxval.
+        maxval: u64,
+        /// The most lanes it can have.
+        most: u64,
+        /// The lanes asked for.
+        lanes: u64,
     },
     /// Every lane a take tried was sealed or missing, and the map did not
     /// move on: a change of stripes is under way or stopped half way.
@@ -182,6 +196,7 @@ impl StripingError {
             Self::Modulus(_)
             | Self::Residue { .. }
             | Self::NotStripable { .. }
+            | Self::CycleTooShort { .. }
             | Self::DeploymentsNotGiven { .. }
             | Self::DeploymentNotGiven { .. }
             | Self::Layout(_) => ErrorClass::BadInput,

@@ -1,6 +1,7 @@
 //! A lane of a striped counter: a document `_id: "NAME#r"` whose `kind` is
 //! `lane` (so that no path that does not know lanes takes from it), with
-//! its place in its generation, its local counter and its seal:
+//! its place in its generation, its local counter and its seal. An autoinc
+//! lane:
 //!
 //! ```text
 //! { _id: "orders#2", kind: "lane",
@@ -9,12 +10,31 @@
 //! ```
 //!
 //! `seq` is the lane's last local value (0: none yet) and `last` the value
-//! it stands for, `b + (seq - 1) * m + r + 1` (`b` when none): a take
-//! computes both on the server in one update ([`take_command`]), so that
-//! whatever runs the command gets values, never local ones. `sealed` is
-//! null while the lane is live; a change of stripes sets it
-//! ([`seal_command`]), after which no take matches the lane. A lane owns
-//! no prefix (`prefixes: []`): its counter owns them.
+//! it stands for, `b + (seq - 1) * m + r + 1` (`b` when none). A cyclic
+//! lane is a cyclic counter over its residue class of its counter's cycle
+//! `0..=top`:
+//!
+//! ```text
+//! { _id: "serial#2", kind: "lane",
+//!   lane: { kind: "cyclic", generation: 1, b: 1764000000000000, m: 4, r: 2, top: 99 },
+//!   val: 3, maxval: 24, ts: 1764000000000123, last: 14, sealed: null, prefixes: [] }
+//! ```
+//!
+//! Its local values `val` cycle `0..=maxval`, `maxval` being
+//! `floor((top - r) / m)`, and stand for `last = r + val * m`: the lanes of
+//! a generation hand out disjoint values, together the whole cycle. Its
+//! `ts` moves as a cyclic counter's does, from `b`, the highest timestamp
+//! the lanes it follows issued (a new lane's `val` is its `maxval`, so its
+//! first take wraps and moves `ts` above `b`): each lane's (timestamp,
+//! value) pairs strictly increase, and every pair of a generation is above
+//! every pair of the one before.
+//!
+//! A take computes the local value and the value it stands for on the
+//! server in one update ([`take_command`]), so that whatever runs the
+//! command gets values, never local ones. `sealed` is null while the lane
+//! is live; a change of stripes sets it ([`seal_command`]), after which no
+//! take matches the lane. A lane owns no prefix (`prefixes: []`): its
+//! counter owns them.
 //!
 //! [`read`] and [`guard`] are twins, as every counter's reader and guard
 //! are: the take's filter holds only while the document is a well-formed,
@@ -24,11 +44,19 @@ use mongodb::bson::{doc, Bson, Document};
 
 use super::arithmetic::{Generation, Lane, MAX_LANES};
 use crate::mongo::describe_value;
+use crate::parts::Stamp;
 use crate::sequence::counter::fields::{integer_in, read_document, read_integer, read_string};
 use crate::sequence::kind_trait::MAX_VALUE;
+use crate::sequence::kinds::cyclic::{closed_form, one_value, unfold_block, MAX_MAXVAL};
 
 /// The `kind` of a lane document.
 pub const LANE_KIND: &str = "lane";
+
+/// The `kind` of autoinc lanes.
+const AUTOINC: &str = "autoinc";
+
+/// The `kind` of cyclic lanes.
+const CYCLIC: &str = "cyclic";
 
 /// A lane document, read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,35 +67,124 @@ pub struct LaneDocument {
     pub generation: u64,
     /// Its place in its generation.
     pub lane: Lane,
-    /// Its last local value (0: none yet).
-    pub seq: u64,
-    /// The value `seq` stands for ([`Lane::high_water`]).
+    /// Its local counter.
+    pub local: Local,
+    /// The value its last local value stands for (an autoinc lane's
+    /// [`Lane::high_water`]; a cyclic lane's `r + val * m`).
     pub last: u64,
     /// Whether it is sealed: no take matches it any more.
     pub sealed: bool,
 }
 
+/// A lane's local counter, by its counter's kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Local {
+    /// An autoinc lane's: its last local value (0: none yet).
+    Autoinc {
+        /// Its last local value.
+        seq: u64,
+    },
+    /// A cyclic lane's: a cyclic counter over its residue class.
+    Cyclic {
+        /// Its last local value, `0..=maxval`.
+        val: u64,
+        /// Its cycle's last local value, `floor((top - r) / m)`.
+        maxval: u64,
+        /// The timestamp issued with `val` (`b`, the lane's floor, until
+        /// its first take).
+        ts: u64,
+        /// The counter's cycle's last value.
+        top: u64,
+    },
+}
+
 impl LaneDocument {
-    /// What it has handed out, in words, as `counter show` and the monitor
-    /// page say it: "nothing handed out yet", or its local and last values,
-    /// and whether it is sealed.
-    pub fn describe(&self) -> String {
-        let sealed = if self.sealed { ", sealed" } else { "" };
-        if self.seq == 0 {
-            format!("nothing handed out yet{sealed}")
-        } else {
-            format!("local value {}, last value {}{sealed}", self.seq, self.last)
+    /// Its last local value, as `counter show` says it.
+    pub fn local_value(&self) -> u64 {
+        match self.local {
+            Local::Autoinc { seq } => seq,
+            Local::Cyclic { val, .. } => val,
         }
     }
 
-    /// The values its last take of `count` handed out, in order, read from
-    /// the lane after that take.
-    pub fn taken(&self, count: u64) -> Vec<u64> {
-        let modulus = self.lane.generation().modulus;
-        (0..count)
-            .map(|index| self.last - (count - 1 - index) * modulus)
-            .collect()
+    /// Whether it has handed out nothing yet.
+    fn untouched(&self) -> bool {
+        match self.local {
+            Local::Autoinc { seq } => seq == 0,
+            Local::Cyclic { ts, .. } => ts == self.lane.generation().base,
+        }
     }
+
+    /// What it has handed out, in words, as `counter show` and the monitor
+    /// page say it: "nothing handed out yet", or its local and last values
+    /// (and a cyclic lane's timestamp), and whether it is sealed.
+    pub fn describe(&self) -> String {
+        let sealed = if self.sealed { ", sealed" } else { "" };
+        if self.untouched() {
+            return format!("nothing handed out yet{sealed}");
+        }
+        match self.local {
+            Local::Autoinc { seq } => {
+                format!("local value {seq}, last value {}{sealed}", self.last)
+            }
+            Local::Cyclic {
+                val, maxval, ts, ..
+            } => format!(
+                "local value {val} of 0..={maxval}, last value {} at {}{sealed}",
+                self.last,
+                crate::parts::rfc3339_micros(ts)
+            ),
+        }
+    }
+
+    /// The highest mark of what it handed out, which the next generation
+    /// starts above: an autoinc lane's last value, a cyclic lane's last
+    /// timestamp (its floor if none).
+    pub fn high_water(&self) -> u64 {
+        match self.local {
+            Local::Autoinc { .. } => self.last,
+            Local::Cyclic { ts, .. } => ts,
+        }
+    }
+
+    /// What its last take of `count` handed out, in order, read from the
+    /// lane after that take: each value with `client_micros` (autoinc), or
+    /// each (timestamp, value) pair (cyclic).
+    pub fn taken(&self, count: u64, client_micros: u64) -> Vec<Stamp> {
+        let modulus = self.lane.generation().modulus;
+        match self.local {
+            Local::Autoinc { .. } => (0..count)
+                .map(|index| Stamp::new(client_micros, self.last - (count - 1 - index) * modulus))
+                .collect(),
+            Local::Cyclic {
+                val, maxval, ts, ..
+            } => unfold_block(ts, val, maxval, count as usize)
+                .into_iter()
+                .map(|local| {
+                    Stamp::new(
+                        local.timestamp_micros,
+                        self.lane.residue() + local.sequence * modulus,
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    /// How many more values a take may ask for (none: it never runs out).
+    pub fn room(&self) -> Option<u64> {
+        match self.local {
+            Local::Autoinc { .. } => {
+                Some(MAX_VALUE.saturating_sub(self.last) / self.lane.generation().modulus)
+            }
+            Local::Cyclic { .. } => None,
+        }
+    }
+}
+
+/// The last local value of a cyclic lane `residue` of `modulus` over the
+/// cycle `0..=top`, if it has one.
+pub(crate) fn cyclic_maxval(top: u64, modulus: u64, residue: u64) -> Option<u64> {
+    top.checked_sub(residue).map(|room| room / modulus)
 }
 
 /// Reads a lane document, or says what is wrong with it.
@@ -92,12 +209,46 @@ pub fn read(document: &Document) -> Result<LaneDocument, String> {
     let lane = Generation::new(base, modulus)
         .and_then(|generation| generation.lane(residue))
         .map_err(|error| format!("lane: {error}"))?;
-    let seq = read_integer(document, "seq", 0, lane.capacity())?;
     let last = read_integer(document, "last", 0, MAX_VALUE)?;
-    if last != lane.high_water(seq) {
+    let (local, expected) = match kind.as_str() {
+        CYCLIC => {
+            let top = read_integer(place, "top", 1, MAX_MAXVAL).map_err(within)?;
+            let Some(cycle) = cyclic_maxval(top, modulus, residue) else {
+                return Err(format!(
+                    "lane.r is {residue}, above lane.top {top}: the lane has no value"
+                ));
+            };
+            let maxval = read_integer(document, "maxval", 0, MAX_MAXVAL)?;
+            if maxval != cycle {
+                return Err(format!(
+                    "maxval is {maxval}, not {cycle}, the last local value of lane {residue} \
+                     of {modulus} over 0..={top}"
+                ));
+            }
+            let val = read_integer(document, "val", 0, maxval)?;
+            let ts = read_integer(document, "ts", 0, i64::MAX as u64)?;
+            (
+                Local::Cyclic {
+                    val,
+                    maxval,
+                    ts,
+                    top,
+                },
+                residue + val * modulus,
+            )
+        }
+        _ => {
+            let seq = read_integer(document, "seq", 0, lane.capacity())?;
+            (Local::Autoinc { seq }, lane.high_water(seq))
+        }
+    };
+    if last != expected {
         return Err(format!(
-            "last is {last}, not {}, the value of its local value {seq}",
-            lane.high_water(seq)
+            "last is {last}, not {expected}, the value of its local value {}",
+            match local {
+                Local::Autoinc { seq } => seq,
+                Local::Cyclic { val, .. } => val,
+            }
         ));
     }
     let sealed = match document.get("sealed") {
@@ -115,7 +266,7 @@ pub fn read(document: &Document) -> Result<LaneDocument, String> {
         kind,
         generation,
         lane,
-        seq,
+        local,
         last,
         sealed,
     })
@@ -124,33 +275,84 @@ pub fn read(document: &Document) -> Result<LaneDocument, String> {
 /// The server-side twin of [`read`] for a live lane of `kind`: true only
 /// while the document is a well-formed lane of that kind and not sealed.
 pub(crate) fn guard(kind: &str) -> Document {
-    doc! { "$and": [
-        { "$eq": ["$kind", LANE_KIND] },
-        { "$eq": ["$lane.kind", kind] },
+    let mut terms = vec![
+        Bson::Document(doc! { "$eq": ["$kind", LANE_KIND] }),
+        Bson::Document(doc! { "$eq": ["$lane.kind", kind] }),
         integer_in("lane.generation", 1, MAX_VALUE),
         integer_in("lane.b", 0, MAX_VALUE),
         integer_in("lane.m", 1, MAX_LANES),
         integer_in("lane.r", 0, MAX_LANES - 1),
-        { "$lt": ["$lane.r", "$lane.m"] },
-        integer_in("seq", 0, MAX_VALUE),
+        Bson::Document(doc! { "$lt": ["$lane.r", "$lane.m"] }),
         integer_in("last", 0, MAX_VALUE),
-        { "$eq": ["$last", { "$cond": [
-            { "$eq": ["$seq", 0] },
-            "$lane.b",
-            { "$add": ["$lane.b", { "$multiply": [{ "$subtract": ["$seq", 1] }, "$lane.m"] }, "$lane.r", 1] },
-        ]}]},
-        // Live: sealed is null (a missing one is malformed).
-        { "$eq": [{ "$type": "$sealed" }, "null"] },
-    ]}
+    ];
+    if kind == CYCLIC {
+        terms.extend([
+            integer_in("lane.top", 1, MAX_MAXVAL),
+            integer_in("maxval", 0, MAX_MAXVAL),
+            // maxval = floor((top - r) / m), in exact integer terms:
+            // maxval * m + r <= top < (maxval + 1) * m + r.
+            Bson::Document(doc! { "$lte": [
+                { "$add": [{ "$multiply": ["$maxval", "$lane.m"] }, "$lane.r"] },
+                "$lane.top",
+            ]}),
+            Bson::Document(doc! { "$lt": [
+                "$lane.top",
+                { "$add": [{ "$multiply": [{ "$add": ["$maxval", 1] }, "$lane.m"] }, "$lane.r"] },
+            ]}),
+            integer_in("val", 0, MAX_MAXVAL),
+            Bson::Document(doc! { "$lte": ["$val", "$maxval"] }),
+            integer_in("ts", 0, i64::MAX as u64),
+            Bson::Document(doc! { "$eq": [
+                "$last",
+                { "$add": ["$lane.r", { "$multiply": ["$val", "$lane.m"] }] },
+            ]}),
+        ]);
+    } else {
+        terms.extend([
+            integer_in("seq", 0, MAX_VALUE),
+            Bson::Document(doc! { "$eq": ["$last", { "$cond": [
+                { "$eq": ["$seq", 0] },
+                "$lane.b",
+                { "$add": ["$lane.b", { "$multiply": [{ "$subtract": ["$seq", 1] }, "$lane.m"] }, "$lane.r", 1] },
+            ]}]}),
+        ]);
+    }
+    // Live: sealed is null (a missing one is malformed).
+    terms.push(Bson::Document(
+        doc! { "$eq": [{ "$type": "$sealed" }, "null"] },
+    ));
+    doc! { "$and": terms }
 }
 
 /// The filter and update that take `count` values of lane `lane_id` of
 /// kind `kind` in one `findAndModify` (returning the lane after): the
-/// filter holds only for a well-formed live lane with `count` values left;
-/// the update advances `seq` and sets `last` to the value of its new
-/// local value, on the server.
-pub(crate) fn take_command(lane_id: &str, kind: &str, count: u64) -> (Document, Vec<Document>) {
+/// filter holds only for a well-formed live lane (of an autoinc counter:
+/// with `count` values left); the update advances the local counter and
+/// sets `last` to the value of its new local value, on the server. A
+/// cyclic lane's timestamp is never below `client_micros` (a long, or an
+/// expression of the server's clock).
+pub(crate) fn take_command(
+    lane_id: &str,
+    kind: &str,
+    count: u64,
+    client_micros: Bson,
+) -> (Document, Vec<Document>) {
     let count = count as i64;
+    if kind == CYCLIC {
+        let advanced = if count == 1 {
+            one_value(client_micros)
+        } else {
+            closed_form(count, client_micros)
+        };
+        let filter = doc! { "_id": lane_id, "$expr": guard(kind) };
+        let update = vec![
+            doc! { "$replaceWith": { "$mergeObjects": ["$$ROOT", advanced] } },
+            doc! { "$set": { "last": { "$toLong": {
+                "$add": ["$lane.r", { "$multiply": ["$val", "$lane.m"] }],
+            }}}},
+        ];
+        return (filter, update);
+    }
     let filter = doc! {
         "_id": lane_id,
         "$expr": { "$and": [
@@ -195,11 +397,80 @@ pub(crate) fn claimed(lane_id: &str, claim: u64) -> Document {
     doc! { "_id": lane_id, "kind": LANE_KIND, "sealed.claim": claim as i64 }
 }
 
+/// What the lanes of a counter are made of: its kind, and what a new lane
+/// of that kind needs to know of the counter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LaneOf {
+    /// An autoinc counter's lanes.
+    Autoinc,
+    /// A cyclic counter's lanes, over its cycle `0..=top`.
+    Cyclic {
+        /// The counter's `maxval`.
+        top: u64,
+    },
+}
+
+impl LaneOf {
+    /// The lanes of a counter of `kind` whose own document (an unstriped
+    /// counter's, or its map's) is `document`, or why it has none.
+    pub(crate) fn of(kind: &str, document: &Document) -> Result<Self, String> {
+        match kind {
+            AUTOINC => Ok(Self::Autoinc),
+            CYCLIC => Ok(Self::Cyclic {
+                top: read_integer(document, "maxval", 1, MAX_MAXVAL)?,
+            }),
+            other => Err(format!("{other} counters cannot be striped")),
+        }
+    }
+
+    /// The counter's kind.
+    pub(crate) fn kind(self) -> &'static str {
+        match self {
+            Self::Autoinc => AUTOINC,
+            Self::Cyclic { .. } => CYCLIC,
+        }
+    }
+
+    /// The most lanes a generation of this counter can have: each must
+    /// have a value of its own (a cyclic counter's cycle is `top + 1`
+    /// values).
+    pub(crate) fn most_lanes(self) -> u64 {
+        match self {
+            Self::Autoinc => MAX_LANES,
+            Self::Cyclic { top } => MAX_LANES.min(top.saturating_add(1)),
+        }
+    }
+
+    /// The base the lanes of an unstriped counter's next generation
+    /// start above, as an expression of its document: an autoinc
+    /// counter's last value, a cyclic counter's last timestamp.
+    pub(crate) fn base_of_unstriped(self) -> Bson {
+        match self {
+            Self::Autoinc => Bson::Document(doc! { "$toLong": "$seq" }),
+            Self::Cyclic { .. } => {
+                Bson::Document(doc! { "$toLong": { "$ifNull": ["$ts", 0_i64] } })
+            }
+        }
+    }
+
+    /// The kind's own fields of a map whose generation is above `base`
+    /// (the kind's reader reads them; every value, or timestamp, up to
+    /// `base` belongs to earlier generations).
+    pub(crate) fn map_fields(self, base: u64) -> Document {
+        match self {
+            Self::Autoinc => doc! { "seq": base as i64 },
+            Self::Cyclic { top } => {
+                doc! { "val": 0_i64, "maxval": top as i64, "ts": base as i64 }
+            }
+        }
+    }
+}
+
 /// A lane `lane_id` that hands out nothing, sealed for the change that
 /// claimed generation `claim`: what that change writes where it will
 /// write a lane and none is, so that its seals cover every lane it writes.
-pub(crate) fn placeholder(lane_id: &str, kind: &str, claim: u64, lane: Lane) -> Document {
-    let mut document = new_lane(lane_id, kind, claim, lane);
+pub(crate) fn placeholder(lane_id: &str, of: LaneOf, claim: u64, lane: Lane) -> Document {
+    let mut document = new_lane(lane_id, of, claim, lane);
     document.insert(
         "sealed",
         doc! { "at": mongodb::bson::DateTime::now(), "claim": claim as i64 },
@@ -207,26 +478,42 @@ pub(crate) fn placeholder(lane_id: &str, kind: &str, claim: u64, lane: Lane) -> 
     document
 }
 
-/// The document of a new lane `lane_id` of kind `kind`: `lane` of
-/// generation `generation`, nothing handed out yet.
-pub(crate) fn new_lane(lane_id: &str, kind: &str, generation: u64, lane: Lane) -> Document {
+/// The document of a new lane `lane_id` of a counter whose lanes are
+/// `of`: `lane` of generation `generation`, nothing handed out yet. (A
+/// cyclic lane's residue is within its counter's cycle: see
+/// [`LaneOf::most_lanes`].)
+pub(crate) fn new_lane(lane_id: &str, of: LaneOf, generation: u64, lane: Lane) -> Document {
     let Generation { base, modulus } = lane.generation();
-    doc! {
-        "_id": lane_id,
-        "kind": LANE_KIND,
-        "lane": {
-            "kind": kind,
-            "generation": generation as i64,
-            "b": base as i64,
-            "m": modulus as i64,
-            "r": lane.residue() as i64,
-        },
-        "seq": 0_i64,
-        "last": base as i64,
-        "sealed": Bson::Null,
-        // A lane owns no prefix: its counter owns them.
-        "prefixes": [],
+    let mut place = doc! {
+        "kind": of.kind(),
+        "generation": generation as i64,
+        "b": base as i64,
+        "m": modulus as i64,
+        "r": lane.residue() as i64,
+    };
+    let mut document = doc! { "_id": lane_id, "kind": LANE_KIND };
+    match of {
+        LaneOf::Autoinc => {
+            document.insert("lane", place);
+            document.insert("seq", 0_i64);
+            document.insert("last", base as i64);
+        }
+        LaneOf::Cyclic { top } => {
+            place.insert("top", top as i64);
+            let maxval = cyclic_maxval(top, modulus, lane.residue()).unwrap_or(0);
+            document.insert("lane", place);
+            // At the end of its cycle, at its floor: its first take wraps
+            // and moves its timestamp above every one before.
+            document.insert("val", maxval as i64);
+            document.insert("maxval", maxval as i64);
+            document.insert("ts", base as i64);
+            document.insert("last", (lane.residue() + maxval * modulus) as i64);
+        }
     }
+    document.insert("sealed", Bson::Null);
+    // A lane owns no prefix: its counter owns them.
+    document.insert("prefixes", Bson::Array(Vec::new()));
+    document
 }
 
 #[cfg(test)]
@@ -239,29 +526,83 @@ mod tests {
 
     #[test]
     fn a_new_lane_reads_back_live_and_empty() {
-        let document = new_lane("orders#2", "autoinc", 3, lane_two());
+        let document = new_lane("orders#2", LaneOf::Autoinc, 3, lane_two());
         let read = read(&document).unwrap();
         assert_eq!(
-            (read.generation, read.seq, read.last, read.sealed),
-            (3, 0, 100, false)
+            (read.generation, read.local, read.last, read.sealed),
+            (3, Local::Autoinc { seq: 0 }, 100, false)
         );
         assert_eq!(read.lane, lane_two());
+        assert_eq!(read.describe(), "nothing handed out yet");
     }
 
     #[test]
     fn a_take_hands_out_the_values_before_last() {
-        let mut document = new_lane("orders#2", "autoinc", 1, lane_two());
+        let mut document = new_lane("orders#2", LaneOf::Autoinc, 1, lane_two());
         document.insert("seq", 3_i64);
         document.insert("last", lane_two().value(3).unwrap() as i64);
         let read = read(&document).unwrap();
-        assert_eq!(read.taken(3), lane_two().values(1..=3).unwrap());
+        let values: Vec<u64> = read.taken(3, 7).iter().map(|s| s.sequence).collect();
+        assert_eq!(values, lane_two().values(1..=3).unwrap());
+    }
+
+    #[test]
+    fn a_new_cyclic_lane_is_at_the_end_of_its_cycle_at_its_floor() {
+        // 0..=9 over 4 lanes: lane 2 hands out 2 and 6 (local 0 and 1).
+        let of = LaneOf::Cyclic { top: 9 };
+        let document = new_lane("serial#2", of, 1, lane_two());
+        let read = read(&document).unwrap();
+        assert_eq!(
+            read.local,
+            Local::Cyclic {
+                val: 1,
+                maxval: 1,
+                ts: 100,
+                top: 9
+            }
+        );
+        assert_eq!((read.last, read.high_water()), (6, 100));
+        assert_eq!(read.describe(), "nothing handed out yet");
+        // Its lanes cover the cycle, each value once.
+        let mut values: Vec<u64> = (0..4)
+            .flat_map(|r| {
+                let maxval = cyclic_maxval(9, 4, r).unwrap();
+                (0..=maxval).map(move |k| r + k * 4)
+            })
+            .collect();
+        values.sort_unstable();
+        assert_eq!(values, (0..=9).collect::<Vec<_>>());
+        assert_eq!(of.most_lanes(), 10);
+    }
+
+    #[test]
+    fn a_cyclic_take_unfolds_its_pairs_through_the_residue() {
+        let mut document = new_lane("serial#2", LaneOf::Cyclic { top: 9 }, 1, lane_two());
+        // Three values from the new lane at client time 500: (500, 2),
+        // (500, 6), then a wrap: (501, 2).
+        document.insert("val", 0_i64);
+        document.insert("ts", 501_i64);
+        document.insert("last", 2_i64);
+        let read = read(&document).unwrap();
+        let pairs: Vec<(u64, u64)> = read
+            .taken(3, 0)
+            .iter()
+            .map(|s| (s.timestamp_micros, s.sequence))
+            .collect();
+        assert_eq!(pairs, [(500, 2), (500, 6), (501, 2)]);
+        assert_eq!(read.room(), None);
     }
 
     #[test]
     fn names_what_is_wrong() {
-        let good = || new_lane("orders#2", "autoinc", 1, lane_two());
+        let good = || new_lane("orders#2", LaneOf::Autoinc, 1, lane_two());
         let with = |key: &str, value: Bson| {
             let mut document = good();
+            document.insert(key, value);
+            document
+        };
+        let cyclic = |key: &str, value: Bson| {
+            let mut document = new_lane("serial#2", LaneOf::Cyclic { top: 9 }, 1, lane_two());
             document.insert(key, value);
             document
         };
@@ -285,6 +626,9 @@ mod tests {
                 ),
                 "lane 2 does not exist",
             ),
+            (cyclic("maxval", Bson::Int64(2)), "maxval is 2, not 1"),
+            (cyclic("val", Bson::Int64(2)), "val is 2"),
+            (cyclic("last", Bson::Int64(5)), "last is 5, not 6"),
         ] {
             let error = read(&document).unwrap_err();
             assert!(error.contains(needle), "{document}: {error}");

@@ -127,6 +127,21 @@ impl StripeMap {
         } else {
             String::new()
         };
+        if self.kind == "cyclic" && self.base == 0 {
+            return format!(
+                "generation {}: {} lanes{over} (pairs unique, not increasing)",
+                self.generation, self.modulus
+            );
+        }
+        if self.kind == "cyclic" {
+            return format!(
+                "generation {}: {} lanes{over}, timestamps after {} (pairs unique, not \
+                 increasing)",
+                self.generation,
+                self.modulus,
+                crate::parts::rfc3339_micros(self.base)
+            );
+        }
         format!(
             "generation {}: {} lanes{over}, values above {} (unique, not increasing)",
             self.generation, self.modulus, self.base

@@ -35,7 +35,7 @@ use super::arithmetic::{lane_id, Generation, Lane};
 use super::deployments::Deployments;
 use super::error::StripingError;
 use super::hooks::{self, Point};
-use super::lane::{self, new_lane, placeholder};
+use super::lane::{self, new_lane, placeholder, LaneOf};
 use super::layout::Layout;
 use super::map::{StripeMap, STRIPED_KIND};
 use super::taker::{read_map, striping, STRIPABLE};
@@ -48,7 +48,9 @@ use crate::sequence::counter::spec::CounterSpec;
 use crate::sequence::counters::create;
 use crate::sequence::error::SequenceError;
 use crate::sequence::kinds::autoinc::AutoincKind;
+use crate::sequence::kinds::cyclic::{CyclicKind, DEFAULT_MAXVAL};
 use crate::sequence::name::CounterName;
+use crate::sequence::CounterKind;
 
 /// What a change of stripes did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,6 +89,10 @@ pub async fn create_laid_out(
     if striped {
         check_stripable(name, spec.kind.as_str())?;
         check_layout(name, deployments, layout)?;
+        if spec.kind == CounterKind::Cyclic {
+            let top = spec.settings.maxval.unwrap_or(DEFAULT_MAXVAL);
+            check_lanes(name, LaneOf::Cyclic { top }, layout.modulus())?;
+        }
     }
     if layout.is_named() {
         // Every deployment answers, none holds a counter of the name, and
@@ -139,10 +145,25 @@ pub async fn set_layout(
         .await
         .map_err(|source| SequenceError::from_database(name, "read", "find", source))?
         .ok_or_else(|| SequenceError::UnknownCounter(name.clone()))?;
-    let spans = match read_kind(&home) {
-        Ok(Some(STRIPED_KIND)) => read_map(name, &home)?.spans,
-        _ => Vec::new(),
+    let (spans, kind) = match read_kind(&home) {
+        Ok(Some(STRIPED_KIND)) => {
+            let map = read_map(name, &home)?;
+            (map.spans, map.kind)
+        }
+        Ok(kind) => (Vec::new(), kind.unwrap_or(DEFAULT_KIND).to_string()),
+        Err(reason) => {
+            return Err(SequenceError::CorruptCounter {
+                name: name.clone(),
+                reason,
+            })
+        }
     };
+    check_stripable(name, &kind)?;
+    let of = LaneOf::of(&kind, &home).map_err(|reason| SequenceError::CorruptCounter {
+        name: name.clone(),
+        reason,
+    })?;
+    check_lanes(name, of, stripes)?;
     let sites = Sites::of(database, deployments, name, &spans, layout)?;
     // Every copy is read, and the counter's prefixes claimed in every
     // deployment, before anything of the counter is changed: a deployment
@@ -154,7 +175,7 @@ pub async fn set_layout(
         .cloned()
         .unwrap_or(Bson::Array(Vec::new()));
     sites.claim_prefixes(name, &prefixes).await?;
-    let first = current_map(&home_collection, name, &write_concern).await?;
+    let first = current_map(&home_collection, name, of, &write_concern).await?;
     let map = match copies {
         Some(copy) if copy.generation > first.generation => copy,
         _ => first,
@@ -163,7 +184,7 @@ pub async fn set_layout(
         sites: &sites,
         name,
         write_concern: &write_concern,
-        kind: &map.kind,
+        of,
         claim: map.generation + 1,
     };
     change.claim(&map, &prefixes).await?;
@@ -486,7 +507,7 @@ struct Change<'a> {
     sites: &'a Sites,
     name: &'a CounterName,
     write_concern: &'a WriteConcern,
-    kind: &'a str,
+    of: LaneOf,
     claim: u64,
 }
 
@@ -518,7 +539,7 @@ impl Change<'_> {
             let mut update = doc! { "striped": striped };
             if index > 0 {
                 update.insert("prefixes", prefixes.clone());
-                update.insert("seq", map.base as i64);
+                update.extend(self.of.map_fields(map.base));
             }
             let claimed = self
                 .sites
@@ -589,7 +610,7 @@ impl Change<'_> {
                 "place a lane of",
                 self.sites
                     .collection(site)
-                    .insert_one(placeholder(&id, self.kind, self.claim, lane))
+                    .insert_one(placeholder(&id, self.of, self.claim, lane))
                     .write_concern(self.write_concern.clone()),
             )
             .await;
@@ -646,7 +667,7 @@ impl Change<'_> {
                         },
                     )
                 })?;
-                sealed.push((after.lane.residue(), after.last));
+                sealed.push((after.lane.residue(), after.high_water()));
             }
         }
         Ok(sealed)
@@ -667,7 +688,7 @@ impl Change<'_> {
                     .collection(site)
                     .replace_one(
                         lane::claimed(&id, self.claim),
-                        new_lane(&id, self.kind, self.claim, lane),
+                        new_lane(&id, self.of, self.claim, lane),
                     )
                     .write_concern(self.write_concern.clone()),
             )
@@ -687,6 +708,8 @@ impl Change<'_> {
             } else {
                 map.clone()
             };
+            let mut set = self.of.map_fields(map.base);
+            set.insert("striped", copy.to_document());
             let published = self
                 .sites
                 .at(
@@ -696,7 +719,7 @@ impl Change<'_> {
                     collection
                         .update_one(
                             doc! { "_id": self.name.as_str(), "kind": STRIPED_KIND, "striped.generation": self.claim as i64 },
-                            doc! { "$set": { "striped": copy.to_document(), "seq": map.base as i64 } },
+                            doc! { "$set": set },
                         )
                         .write_concern(self.write_concern.clone()),
                 )
@@ -715,6 +738,7 @@ impl Change<'_> {
 async fn current_map(
     collection: &Collection<Document>,
     name: &CounterName,
+    of: LaneOf,
     write_concern: &WriteConcern,
 ) -> Result<StripeMap, SequenceError> {
     let document = collection
@@ -732,15 +756,19 @@ async fn current_map(
         return read_map(name, &document);
     }
     check_stripable(name, kind)?;
+    let well_formed = match of {
+        LaneOf::Autoinc => well_formed::<AutoincKind>(),
+        LaneOf::Cyclic { .. } => well_formed::<CyclicKind>(),
+    };
     let sealed = collection
         .find_one_and_update(
-            doc! { "_id": name.as_str(), "$expr": well_formed::<AutoincKind>() },
+            doc! { "_id": name.as_str(), "$expr": well_formed },
             vec![doc! { "$set": {
                 "kind": STRIPED_KIND,
                 "striped": {
                     "kind": kind,
                     "generation": 0_i64,
-                    "base": { "$toLong": "$seq" },
+                    "base": of.base_of_unstriped(),
                     "modulus": 1_i64,
                     "lanes": [],
                 },
@@ -754,9 +782,28 @@ async fn current_map(
         Some(map) => read_map(name, &map),
         None => {
             // Malformed (say what is wrong), or changed since it was read.
-            read::<AutoincKind>(name, &document)?;
+            match of {
+                LaneOf::Autoinc => read::<AutoincKind>(name, &document).map(drop)?,
+                LaneOf::Cyclic { .. } => read::<CyclicKind>(name, &document).map(drop)?,
+            }
             Err(striping(name, StripingError::Concurrent))
         }
+    }
+}
+
+/// Fails unless a generation of `lanes` lanes of a counter whose lanes are
+/// `of` gives each lane a value.
+fn check_lanes(name: &CounterName, of: LaneOf, lanes: u64) -> Result<(), SequenceError> {
+    match of {
+        LaneOf::Cyclic { top } if lanes > of.most_lanes() => Err(striping(
+            name,
+            StripingError::CycleTooShort {
+                maxval: top,
+                most: of.most_lanes(),
+                lanes,
+            },
+        )),
+        _ => Ok(()),
     }
 }
 

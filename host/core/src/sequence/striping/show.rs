@@ -79,7 +79,7 @@ impl LaneReport {
         LaneView {
             residue: self.residue,
             deployment: self.deployment.clone(),
-            local: lane.map(|lane| lane.seq),
+            local: lane.map(LaneDocument::local_value),
             last: lane.map(|lane| lane.last),
             sealed: lane.map(|lane| lane.sealed),
             error: self.lane.as_ref().err().cloned(),

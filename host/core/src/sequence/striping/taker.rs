@@ -38,8 +38,9 @@ use super::lane::{self, LaneDocument};
 use super::map::{StripeMap, STRIPED_KIND};
 use crate::mongo::collections::COUNTERS;
 use crate::mongo::{describe_error, describe_value, durable_write_concern};
+use crate::parts::Stamp;
 use crate::sequence::error::SequenceError;
-use crate::sequence::kind_trait::MAX_VALUE;
+use crate::sequence::kind_trait::{ClientTime, MAX_VALUE};
 use crate::sequence::name::CounterName;
 
 /// How many lanes a take tries before it gives up.
@@ -56,7 +57,7 @@ const SHORTEST_TRY: Duration = Duration::from_millis(50);
 pub const HEDGE_AFTER: Duration = Duration::from_millis(250);
 
 /// The lanes' kinds that can be striped, so far.
-pub const STRIPABLE: &[&str] = &["autoinc"];
+pub const STRIPABLE: &[&str] = &["autoinc", "cyclic"];
 
 /// An opened striped counter (see the module docs). Cheap to clone: clones
 /// share the map and the turn.
@@ -96,7 +97,7 @@ struct Target {
 
 /// How one try ended.
 enum Tried {
-    Taken(Vec<u64>),
+    Taken(Vec<Stamp>),
     /// The lane refused it (sealed, gone, changed).
     Refused,
     /// The deployment failed it or did not answer in time.
@@ -157,8 +158,11 @@ impl StripedCounter {
     }
 
     /// Takes `count` values (1 to [`MAX_BLOCK`](crate::sequence::MAX_BLOCK))
-    /// from one lane, in the order issued.
-    pub async fn take(&self, count: u64) -> Result<Vec<u64>, SequenceError> {
+    /// from one lane, in the order issued: an autoinc counter's each with
+    /// `client_micros`, a cyclic counter's each with the timestamp its lane
+    /// issued it with (never below `client_micros` nor below the lane's
+    /// last).
+    pub async fn take(&self, count: u64, client_micros: u64) -> Result<Vec<Stamp>, SequenceError> {
         let name = self.name();
         let deadline = self
             .spanning()
@@ -181,7 +185,7 @@ impl StripedCounter {
                 return Err(self.unreachable(&failures, deadline));
             };
             let outcomes = self
-                .try_hedged(target, &map, count, deadline, &mut tried)
+                .try_hedged(target, &map, count, client_micros, deadline, &mut tried)
                 .await?;
             let mut refused = None;
             let mut taken = None;
@@ -255,6 +259,7 @@ impl StripedCounter {
         target: Target,
         map: &StripeMap,
         count: u64,
+        client_micros: u64,
         deadline: Option<Instant>,
         tried: &mut Vec<String>,
     ) -> Result<Vec<(Target, Tried)>, SequenceError> {
@@ -267,7 +272,7 @@ impl StripedCounter {
         };
         let first_share = share(tried);
         self.before_take(&target).await;
-        let first = self.try_lane(target.clone(), map, count, first_share);
+        let first = self.try_lane(target.clone(), map, count, client_micros, first_share);
         let (Some(first_share), true) = (first_share, self.untried(map, tried) > 0) else {
             let outcome = first.await?;
             self.after_take(&target, &outcome).await;
@@ -290,7 +295,7 @@ impl StripedCounter {
         };
         let other_share = share(tried);
         self.before_take(&other).await;
-        let second = self.try_lane(other.clone(), map, count, other_share);
+        let second = self.try_lane(other.clone(), map, count, client_micros, other_share);
         tokio::pin!(second);
         tokio::select! {
             outcome = &mut first => self.settle(target, outcome?, other, second).await,
@@ -454,12 +459,14 @@ impl StripedCounter {
         target: Target,
         map: &StripeMap,
         count: u64,
+        client_micros: u64,
         share: Option<Duration>,
     ) -> Result<Tried, SequenceError> {
         let target = &target;
         let name = self.name();
         let id = lane_id(name, target.residue);
-        let (filter, update) = lane::take_command(&id, &map.kind, count);
+        let client = ClientTime::Micros(client_micros).expression();
+        let (filter, update) = lane::take_command(&id, &map.kind, count, client);
         let collection = target.database.collection::<Document>(COUNTERS);
         let take = collection
             .find_one_and_update(filter, update)
@@ -496,7 +503,9 @@ impl StripedCounter {
             deployments.succeeded(deployment);
         }
         match after {
-            Some(after) => Ok(Tried::Taken(self.read_lane(&id, &after)?.taken(count))),
+            Some(after) => Ok(Tried::Taken(
+                self.read_lane(&id, &after)?.taken(count, client_micros),
+            )),
             None => Ok(Tried::Refused),
         }
     }
@@ -559,8 +568,7 @@ impl StripedCounter {
                     name,
                 ));
             }
-            let room = MAX_VALUE.saturating_sub(lane.last) / lane.lane.generation().modulus;
-            if live && room < count {
+            if live && lane.room().is_some_and(|room| room < count) {
                 return Err(SequenceError::Exhausted {
                     name: name.clone(),
                     requested: count,

@@ -50,7 +50,7 @@ use crate::sequence::counter::fields::SHARED_FIELDS;
 use crate::sequence::counter::fields::{integer_in, read_integer, well_formed};
 use crate::sequence::error::SequenceError;
 use crate::sequence::kind_trait::{
-    check_block, ClientTime, CommandOptions, Fact, Handle, Kind, Repeats, ValueShape,
+    check_block, CommandOptions, Fact, Handle, Kind, Repeats, ValueShape,
 };
 use crate::sequence::known_shape::{KnownShape, ShapeCache};
 use crate::sequence::name::CounterName;
@@ -161,16 +161,9 @@ impl Kind for CyclicKind {
         options: &CommandOptions,
     ) -> Result<(Document, Vec<Document>), SequenceError> {
         check_block(name, usize::try_from(count).unwrap_or(usize::MAX))?;
-        let client = match options.client {
-            // Clamp to what a BSON long holds; 2^63 microseconds is year 294,247.
-            ClientTime::Micros(micros) => Bson::Int64(i64::try_from(micros).unwrap_or(i64::MAX)),
-            ClientTime::ServerNow => {
-                Bson::Document(doc! { "$multiply": [{ "$toLong": "$$NOW" }, 1000_i64] })
-            }
-        };
         Ok((
             doc! { "_id": name.as_str() },
-            block_pipeline(count as i64, client),
+            block_pipeline(count as i64, options.client.expression()),
         ))
     }
 
@@ -356,7 +349,7 @@ fn short_pipeline(shape: &KnownShape, client_micros: Bson) -> Option<Vec<Documen
 }
 
 /// The one-value rule of the module docs: `val` and `ts` after one value.
-fn one_value(client_micros: Bson) -> Document {
+pub(crate) fn one_value(client_micros: Bson) -> Document {
     doc! { "$let": {
         "vars": { "wrapped": { "$gte": ["$val", "$maxval"] } },
         "in": {
@@ -370,7 +363,7 @@ fn one_value(client_micros: Bson) -> Document {
 }
 
 /// `val` and `ts` after a block of `count` values, in closed form.
-fn closed_form(count: i64, client_micros: Bson) -> Document {
+pub(crate) fn closed_form(count: i64, client_micros: Bson) -> Document {
     doc! { "$let": {
         "vars": {
             "a": { "$min": ["$val", "$maxval"] },

@@ -1,0 +1,212 @@
+function (keyName, map, clientMicros) {
+  // A striped counter's take (docs/design/striped-counters.md), shared by
+  // the stored twins whose counters can be striped, stored beside this
+  // function: getNextSequence (autoinc lanes) and getNextUniqueStamp
+  // (cyclic lanes). It is the host's StripedCounter::take for one value
+  // (host/core/src/sequence/striping/taker.rs), and each lane's take the
+  // host's lane::take_command (striping/lane.rs); tests/striped_twin.rs
+  // holds them equal, term for term and BSON type for type.
+  //
+  // `map` is counter `keyName`'s map as readCounter (beside this function)
+  // reads it: {kind, generation, base, modulus, live, placement, here}.
+  // clientMicros is the caller's clock in microseconds, below which a
+  // cyclic lane issues no timestamp (an autoinc lane does not read it).
+  // Returns the lane after the take as readCounter reads it: `last` is the
+  // value taken, and a cyclic lane's `ts` the timestamp issued with it.
+  // Throws, taking nothing, when no lane can be taken from.
+  var MAX_VALUE = 9007199254740991;
+  // The host's MAX_MAXVAL (a cyclic counter's largest maxval) and the
+  // largest BSON long, the bound of a cyclic lane's ts.
+  var MAX_MAXVAL = 9007199254740990;
+  var MAX_LONG = "9223372036854775807";
+  // The host's striping::MAX_LANES and ATTEMPTS (how many lanes a take
+  // tries), and its longest pause between two reads of a map that has no
+  // live lane.
+  var MAX_LANES = 1024;
+  var ATTEMPTS = 64;
+  var LONGEST_PAUSE_MS = 100;
+  // One value a call.
+  var COUNT = 1;
+  var durable = { w: "majority", j: true, wtimeout: 10000 };
+  var counters = db.getCollection("counters");
+
+  function check(result, what) {
+    if (!result.ok) throw new Error(what + " of counter '" + keyName + "' failed: " + result.errmsg);
+    if (result.writeErrors && result.writeErrors.length > 0) {
+      var error = new Error(what + " of counter '" + keyName + "' failed: " + result.writeErrors[0].errmsg);
+      error.code = result.writeErrors[0].code;
+      throw error;
+    }
+    if (result.writeConcernError) {
+      throw new Error(what + " of counter '" + keyName + "' not durable: " + result.writeConcernError.errmsg);
+    }
+    return result;
+  }
+
+  // A 64-bit integer, as the host writes its constants (n: a number, or
+  // the decimal text of one past 2^53).
+  function long(n) {
+    return NumberLong(String(n));
+  }
+  // The host's integer_in (host/core/src/sequence/counter/fields.rs).
+  function integerIn(field, min, max) {
+    var path = "$" + field;
+    // The types readInteger takes: $isNumber would let a decimal through.
+    return { $and: [{ $in: [{ $type: path }, ["int", "long", "double"]] }, { $eq: [path, { $trunc: path }] },
+      { $gte: [path, long(min)] }, { $lte: [path, long(max)] }] };
+  }
+  // The host's lane::guard: true only while the document is a
+  // well-formed, live (unsealed) lane of `kind`, as readCounter reads one.
+  function laneGuard(kind) {
+    var terms = [
+      { $eq: ["$kind", "lane"] },
+      { $eq: ["$lane.kind", kind] },
+      integerIn("lane.generation", 1, MAX_VALUE),
+      integerIn("lane.b", 0, MAX_VALUE),
+      integerIn("lane.m", 1, MAX_LANES),
+      integerIn("lane.r", 0, MAX_LANES - 1),
+      { $lt: ["$lane.r", "$lane.m"] },
+      integerIn("last", 0, MAX_VALUE)
+    ];
+    if (kind === "cyclic") {
+      terms.push(
+        integerIn("lane.top", 1, MAX_MAXVAL),
+        integerIn("maxval", 0, MAX_MAXVAL),
+        // maxval = floor((top - r) / m), in exact integer terms:
+        // maxval * m + r <= top < (maxval + 1) * m + r.
+        { $lte: [{ $add: [{ $multiply: ["$maxval", "$lane.m"] }, "$lane.r"] }, "$lane.top"] },
+        { $lt: ["$lane.top", { $add: [{ $multiply: [{ $add: ["$maxval", 1] }, "$lane.m"] }, "$lane.r"] }] },
+        integerIn("val", 0, MAX_MAXVAL),
+        { $lte: ["$val", "$maxval"] },
+        integerIn("ts", 0, MAX_LONG),
+        { $eq: ["$last", { $add: ["$lane.r", { $multiply: ["$val", "$lane.m"] }] }] }
+      );
+    } else {
+      terms.push(
+        integerIn("seq", 0, MAX_VALUE),
+        { $eq: ["$last", { $cond: [
+          { $eq: ["$seq", 0] },
+          "$lane.b",
+          { $add: ["$lane.b", { $multiply: [{ $subtract: ["$seq", 1] }, "$lane.m"] }, "$lane.r", 1] }
+        ] }] }
+      );
+    }
+    // Live: sealed is null (a missing one is malformed).
+    terms.push({ $eq: [{ $type: "$sealed" }, "null"] });
+    return { $and: terms };
+  }
+  // The host's lane::take_command for one value: its filter holds only
+  // while lane `id` is a well-formed live lane of `kind` (an autoinc one
+  // with a value left); its update advances the lane's local value and
+  // computes `last`, the value it stands for, on the server. An autoinc
+  // lane: seq + 1, and last = b + (seq - 1) * m + r + 1. A cyclic lane:
+  // the cyclic counter's one-value rule on its local val (the host's
+  // cyclic::one_value: wrapped = val >= maxval; val = wrapped ? 0 :
+  // val + 1; ts = max(client, ts + (wrapped ? 1 : 0))), and last = r +
+  // val * m.
+  function takeLane(id, kind) {
+    var query;
+    var update;
+    if (kind === "cyclic") {
+      query = { _id: id, $expr: laneGuard(kind) };
+      update = [
+        { $replaceWith: { $mergeObjects: ["$$ROOT", { $let: {
+          vars: { wrapped: { $gte: ["$val", "$maxval"] } },
+          in: {
+            val: { $cond: ["$$wrapped", long(0), { $toLong: { $add: ["$val", long(1)] } }] },
+            ts: { $toLong: { $max: [
+              long(clientMicros),
+              { $add: [{ $ifNull: ["$ts", long(0)] }, { $cond: ["$$wrapped", long(1), long(0)] }] }
+            ] } }
+          }
+        } }] } },
+        { $set: { last: { $toLong: { $add: ["$lane.r", { $multiply: ["$val", "$lane.m"] }] } } } }
+      ];
+    } else {
+      query = { _id: id, $expr: { $and: [
+        laneGuard(kind),
+        { $lte: ["$last", { $subtract: [long(MAX_VALUE), { $multiply: [long(COUNT), "$lane.m"] }] }] }
+      ] } };
+      update = [{ $set: {
+        seq: { $toLong: { $add: ["$seq", long(COUNT)] } },
+        last: { $toLong: { $add: [
+          "$lane.b",
+          { $multiply: [{ $add: ["$seq", long(COUNT - 1)] }, "$lane.m"] },
+          "$lane.r",
+          1
+        ] } }
+      } }];
+    }
+    return check(db.runCommand({
+      findAndModify: "counters",
+      query: query,
+      update: update,
+      new: true,
+      writeConcern: durable
+    }), "take").value;
+  }
+
+  // From a random first lane of `map`'s generation, one lane after
+  // another, each one take. A lane that takes nothing is read: malformed
+  // (or of another kind) or out of values, that is the error, the lane
+  // left unchanged; sealed, gone or of another generation (a change of
+  // stripes), the map is read again and the next lane tried, after a pause
+  // while the map has not moved on. While the map has no live lane (a
+  // change under way), it is read again after a pause. After ATTEMPTS
+  // lanes, nothing was taken.
+  // A counter whose lanes span deployments is taken from in this
+  // deployment's lanes only (its copy of the map says which): a stored
+  // function cannot reach another deployment, nor fail over to one.
+  var turn = Math.floor(Math.random() * map.modulus);
+  function localLanes() {
+    var residues = [];
+    for (var r = 0; r < map.modulus; r++) {
+      if (map.placement.length === 0 || map.placement[r] === map.here) residues.push(r);
+    }
+    if (map.live && residues.length === 0) {
+      throw new Error("counter '" + keyName + "': its lanes are in deployments " +
+        map.placement.filter(function (d, i) { return map.placement.indexOf(d) === i; }).join(", ") +
+        ", none in this one (" + map.here + "): take from it with idmint (--uri NAME=URI for each); " +
+        "nothing was taken");
+    }
+    return residues;
+  }
+  var pause = 1;
+  function wait() {
+    sleep(pause);
+    pause = Math.min(pause * 2, LONGEST_PAUSE_MS);
+  }
+  function reload() {
+    map = readCounter(keyName, counters.findOne({ _id: keyName }), "striped");
+  }
+  for (var attempt = 0; attempt < ATTEMPTS; attempt++) {
+    if (!map.live) {
+      wait();
+      reload();
+      continue;
+    }
+    var local = localLanes();
+    var id = keyName + "#" + local[turn++ % local.length];
+    var after = takeLane(id, map.kind);
+    if (after !== null) return readCounter(keyName, after, "lane");
+    var found = counters.findOne({ _id: id });
+    if (found !== null) {
+      var lane = readCounter(keyName, found, "lane", map.kind);
+      var live = !lane.sealed && lane.generation === map.generation;
+      // A cyclic lane never runs out.
+      if (live && lane.kind !== "cyclic") {
+        var room = Math.max(MAX_VALUE - lane.last, 0);
+        if ((room - room % lane.m) / lane.m < COUNT) {
+          throw new Error("counter '" + keyName + "' is exhausted: it cannot hand out " + COUNT +
+            " more value(s) without passing " + MAX_VALUE + "; it was left unchanged");
+        }
+      }
+    }
+    var generation = map.generation;
+    reload();
+    // Sealed and the map not moved on yet: the change is under way.
+    if (map.generation === generation) wait();
+  }
+  throw new Error("counter '" + keyName + "': no live lane after " + ATTEMPTS + " tries: a change of " +
+    "stripes is under way or stopped half way (`idmint counter stripes` finishes it); nothing was taken");
+}
