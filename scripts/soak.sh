@@ -2,10 +2,11 @@
 # A soak with a nemesis: every counter kind through every client path (CLI
 # takers, `next --stream`, four `idmint serve` instances with plain HTTP
 # clients, the stored JavaScript twins in mongosh, `lock run` holders
-# writing to a fenced store), and a striped counter whose lanes span two
-# database servers, while a seeded schedule of faults runs (kill -9,
-# SIGSTOP, partitions of either server, cut answers, slow clients, the
-# server's clock stepped back and frozen, Ctrl-Z of a lock run). Then it
+# writing to a fenced store), and two striped counters (autoinc, cyclic)
+# whose lanes span two database servers, while a seeded schedule of faults
+# runs (kill -9, SIGSTOP, partitions of either server, cut answers, slow
+# clients, the server's clock, and one taker's, stepped back and frozen,
+# Ctrl-Z of a lock run). Then it
 # checks what the clients recorded, Jepsen's way: duplicates, losses, order,
 # lock overlaps, fencing.
 #

@@ -19,7 +19,7 @@ import math
 import os
 from collections import defaultdict
 
-from ids import SPANNING, order_key, unique_key
+from ids import MAXVAL, SPANNING_KINDS, order_key, unique_key
 
 # Kinds whose values leave gaps only where an answer was lost
 # (docs/counter-kinds.md, "gaps"): a gap larger than the attempts that got no
@@ -30,7 +30,7 @@ GAP_CHECKED = ("autoinc", "periodic")
 # stored JavaScript twins, under contention) is left out of recovery times.
 SPARSE = 1.0
 
-# The faults that take the spanning counter's deployment us away (its server
+# The faults that take the spanning counters' deployment us away (its server
 # killed, or partitioned off by its proxy).
 US_DOWN = ("kill-db-us", "partition-us")
 
@@ -44,11 +44,15 @@ def _example(record):
 
 
 def check_values(attempts):
-    """Counts, duplicates, order violations and gaps of the attempts."""
+    """Counts, duplicates, order violations, gaps, malformed IDs, values out
+    of a cyclic counter's range and IDs written twice, of the attempts."""
     rows = defaultdict(lambda: {"attempted": 0, "ok": 0, "fail": 0, "unknown": 0, "values": 0})
     malformed = []
     seen = {}
     duplicates = []
+    out_of_range = []
+    seen_ids = {}
+    duplicate_ids = []
     last_in_scope = {}
     order = []
     by_counter = defaultdict(lambda: {"kind": None, "values": defaultdict(set), "unanswered": 0,
@@ -70,7 +74,21 @@ def check_values(attempts):
                 counter["unbounded"] = True
             else:
                 counter["unanswered"] += max(0, asked - len(raw_values))
+        for text in record.get("ids") or []:
+            key = (record["counter"], text)
+            if key in seen_ids:
+                duplicate_ids.append({"id": list(key), "t": record["t1"], "first": seen_ids[key],
+                                      "second": _example(record)})
+            else:
+                seen_ids[key] = _example(record)
+        top = MAXVAL.get(record["kind"])
         for raw in raw_values:
+            if top is not None and not (isinstance(raw, list) and isinstance(raw[1], int)
+                                        and 0 <= raw[1] <= top):
+                out_of_range.append({"key": [record["counter"], *(raw if isinstance(raw, list)
+                                                                    else [raw])],
+                                     "maxval": top, "t": record["t1"],
+                                     "record": _example(record)})
             key = unique_key(record["kind"], record["counter"], raw)
             if key in seen:
                 duplicates.append({"key": list(key), "t": record["t1"], "first": seen[key],
@@ -103,7 +121,7 @@ def check_values(attempts):
         gaps[name] = {"missing": missing, "unanswered_bound": bound}
         if bound is not None and missing > bound:
             lost.append({"counter": name, "missing": missing, "unanswered_bound": bound, "t": None})
-    return dict(rows), duplicates, order, gaps, lost, malformed
+    return dict(rows), duplicates, order, gaps, lost, malformed, out_of_range, duplicate_ids
 
 
 def check_locks(records, faults=()):
@@ -202,7 +220,9 @@ def recovery(attempts, faults, window=3.0):
 
 
 def spanning(attempts, faults):
-    """For each counter spanning two deployments: the values acknowledged;
+    """For each counter spanning two deployments (the autoinc one, and the
+    cyclic one, whose values are (timestamp, value) pairs): its kind; the
+    values acknowledged;
     those of attempts answered while its deployment us was down (inside a
     kill-db-us or partition-us fault: values of eu's lanes), the attempts
     answered then and how many of them got no values; and its changes of
@@ -210,11 +230,12 @@ def spanning(attempts, faults):
     down = [(f["start"], f["end"]) for f in faults if f["fault"] in US_DOWN]
     out = {}
     for record in attempts:
-        if record["kind"] != SPANNING:
+        if record["kind"] not in SPANNING_KINDS:
             continue
         counter = out.setdefault(record["counter"], {
-            "values": 0, "values_while_us_down": 0, "attempts_while_us_down": 0,
-            "failed_while_us_down": 0, "restripes": 0, "restripes_failed": 0})
+            "kind": record["kind"], "values": 0, "values_while_us_down": 0,
+            "attempts_while_us_down": 0, "failed_while_us_down": 0, "restripes": 0,
+            "restripes_failed": 0})
         values = len(record.get("raw") or [])
         counter["values"] += values
         if any(start <= record["t1"] <= end for start, end in down):
@@ -238,7 +259,8 @@ def _faults_around(faults, t, start, before=10.0, after=2.0):
 
 def check(attempts, lock_records, faults, start, end, shutdown=None):
     """The verdict of one run, as result.json holds it."""
-    rows, duplicates, order, gaps, lost, malformed = check_values(attempts)
+    (rows, duplicates, order, gaps, lost, malformed, out_of_range,
+     duplicate_ids) = check_values(attempts)
     locks, overlaps, fencing = check_locks(lock_records, faults)
     avail = availability(attempts, start, end)
     path_avail = availability(attempts, start, end, by=lambda record: record["path"])
@@ -259,6 +281,8 @@ def check(attempts, lock_records, faults, start, end, shutdown=None):
         counts["availability"] = avail.get(row, 0.0)
     violations = ([("duplicate", d) for d in duplicates] + [("order", o) for o in order]
                   + [("malformed", m) for m in malformed]
+                  + [("out-of-range", x) for x in out_of_range]
+                  + [("duplicate-id", d) for d in duplicate_ids]
                   + [("lost", x) for x in lost] + [("overlap", o) for o in overlaps]
                   + [("fencing", f) for f in fencing])
     first = None
@@ -282,6 +306,8 @@ def check(attempts, lock_records, faults, start, end, shutdown=None):
         "duplicated": len(duplicates),
         "order_violations": len(order),
         "malformed": len(malformed),
+        "out_of_range": len(out_of_range),
+        "duplicated_ids": len(duplicate_ids),
         "lost": sum(x["missing"] - x["unanswered_bound"] for x in lost),
         "lock_overlaps": len(overlaps),
         "fencing_violations": len(fencing),
@@ -298,7 +324,8 @@ def check(attempts, lock_records, faults, start, end, shutdown=None):
         "shutdown_s": shutdown or {},
         "first_violation": first,
         "examples": {"duplicates": duplicates[:5], "order": order[:5], "lost": lost[:5],
-                     "malformed": malformed[:5],
+                     "malformed": malformed[:5], "out_of_range": out_of_range[:5],
+                     "duplicate_ids": duplicate_ids[:5],
                      "overlaps": overlaps[:5], "fencing": fencing[:5]},
     }
 

@@ -160,11 +160,17 @@ class DbServer:
             file.write(text + "\n")
         os.replace(tmp, self.clock_file)
 
+    def clock_env(self):
+        """The environment that gives a process this server's faked wall
+        clock (read from its clock file at every call; the monotonic clock
+        left real): empty without libfaketime."""
+        if not self.faketime:
+            return {}
+        return {"LD_PRELOAD": self.faketime, "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+                "FAKETIME_TIMESTAMP_FILE": self.clock_file, "FAKETIME_NO_CACHE": "1"}
+
     def start(self):
-        env = dict(os.environ)
-        if self.faketime:
-            env.update(LD_PRELOAD=self.faketime, FAKETIME_DONT_FAKE_MONOTONIC="1",
-                       FAKETIME_TIMESTAMP_FILE=self.clock_file, FAKETIME_NO_CACHE="1")
+        env = dict(os.environ, **self.clock_env())
         with open(self.log, "a", encoding="utf-8") as log:
             log.write(f"--- start at {time.time():.3f}\n")
             log.flush()

@@ -13,6 +13,7 @@ Formatted IDs are read back into the same keys, so that an ID handed out by
 """
 
 import calendar
+import json
 import re
 
 # The check-digit policy (guest/check-digit) that the soak swaps in live:
@@ -24,25 +25,40 @@ CHECK_DIGIT = re.compile(r"^(\d{8})T(\d{6})\.(\d{6})Z-(\d{3})-(\d)$")
 # their kind.
 KINDS = ("cyclic", "autoinc", "segment", "snowflake", "periodic", "striped")
 
-# One more, apart from KINDS (its takers name two deployments): a striped
+# Two more, apart from KINDS (their takers name two deployments): a striped
 # autoinc counter whose lanes span the soak's two database servers,
-# deployments eu and us.
+# deployments eu and us, and a striped cyclic one across the same two.
 SPANNING = "spanning"
+SPANNING_CYCLIC = "spanning-cyclic"
+SPANNING_KINDS = (SPANNING, SPANNING_CYCLIC)
+
+# The kinds whose values are a cyclic counter's: each with a timestamp, the
+# (timestamp, value) pair unique, the value within 0..=maxval.
+CYCLIC_KINDS = ("cyclic", SPANNING_CYCLIC)
+# Their maxval (the soak's cyclic counters are all created with --max 99).
+MAXVAL = {"cyclic": 99, SPANNING_CYCLIC: 99}
+
+# Kinds whose formatted IDs are recorded as printed, beside the keys read
+# back from them, so that the checker also holds the IDs' text distinct.
+IDS_RECORDED = (SPANNING_CYCLIC,)
 
 # How each is created (`idmint counter create NAME ...`).
 CREATE = {
-    "cyclic": ["--kind", "cyclic"],
+    "cyclic": ["--kind", "cyclic", "--max", str(MAXVAL["cyclic"])],
     "autoinc": ["--kind", "autoinc"],
     "segment": ["--kind", "segment", "--step", "100"],
     "snowflake": ["--kind", "snowflake"],
     "periodic": ["--kind", "periodic", "--policy", "builtin:decimal"],
     "striped": ["--kind", "autoinc", "--stripes", "3"],
     SPANNING: ["--kind", "autoinc", "--stripes", "eu:2,us:2"],
+    SPANNING_CYCLIC: ["--kind", "cyclic", "--max", str(MAXVAL[SPANNING_CYCLIC]),
+                      "--stripes", "eu:2,us:2"],
 }
 
 # Values unique and in no order at all: a striped counter's lanes interleave
-# (docs/counter-kinds.md), even within one process, and across deployments.
-UNORDERED = ("striped", SPANNING)
+# (docs/counter-kinds.md), even within one process, and across deployments
+# (a striped cyclic counter's pairs too: each lane's timestamps its own).
+UNORDERED = ("striped", SPANNING, SPANNING_CYCLIC)
 
 # The built-in policy each kind's IDs are formatted with in the soak.
 POLICY = {
@@ -53,6 +69,7 @@ POLICY = {
     "periodic": "builtin:decimal",
     "striped": "builtin:decimal",
     SPANNING: "builtin:decimal",
+    SPANNING_CYCLIC: "builtin:default",
 }
 
 CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
@@ -67,7 +84,7 @@ def parse_id(kind, prefix, text):
     if not text.startswith(prefix):
         raise UnreadableId(f"{text!r} does not start with {prefix!r}")
     rest = text[len(prefix):]
-    if kind == "cyclic":
+    if kind in CYCLIC_KINDS:
         swapped = CHECK_DIGIT.match(rest)
         if swapped:
             date, clock, micros, sequence, _ = swapped.groups()
@@ -97,8 +114,14 @@ def parse_id(kind, prefix, text):
 
 
 def parse_seq_line(kind, line):
-    """The raw key of one line of `idmint seq` (cyclic prints no timestamp:
-    its bare values are not unique, so it is not used)."""
+    """The raw key of one line of `idmint seq` (`--json` for the striped
+    cyclic counter: {"counter", "value", "timestamp_micros"}, the pair; the
+    unstriped cyclic counter's `cli-seq` path is left out)."""
+    if kind == SPANNING_CYCLIC:
+        item = json.loads(line)
+        if not isinstance(item, dict):
+            raise ValueError(f"{line!r} is not a JSON object")
+        return [int(item["timestamp_micros"]), int(item["value"])]
     if kind == "periodic":
         period, value = line.split()
         return [period, int(value)]

@@ -8,15 +8,16 @@ from html import escape
 
 def table(result, schedule_seed=None):
     lines = []
-    head = f"{'path/kind':<24}{'attempted':>10}{'ok':>8}{'fail':>7}{'unknown':>8}{'values':>9}{'avail':>7}"
+    w = max([24] + [len(row) + 1 for row in result["rows"]])  # the first column's width
+    head = f"{'path/kind':<{w}}{'attempted':>10}{'ok':>8}{'fail':>7}{'unknown':>8}{'values':>9}{'avail':>7}"
     lines.append(head)
     lines.append("-" * len(head))
     for row, r in result["rows"].items():
-        lines.append(f"{row:<24}{r['attempted']:>10}{r['ok']:>8}{r['fail']:>7}{r['unknown']:>8}"
+        lines.append(f"{row:<{w}}{r['attempted']:>10}{r['ok']:>8}{r['fail']:>7}{r['unknown']:>8}"
                      f"{r['values']:>9}{r['availability']:>7.2f}")
     t = result["totals"]
     lines.append("-" * len(head))
-    lines.append(f"{'total':<24}{t['attempted']:>10}{t['ok']:>8}{t['fail']:>7}{t['unknown']:>8}"
+    lines.append(f"{'total':<{w}}{t['attempted']:>10}{t['ok']:>8}{t['fail']:>7}{t['unknown']:>8}"
                  f"{t['acknowledged_values']:>9}")
     lines.append("")
     lines.append("availability per path (share of seconds with a value acknowledged): "
@@ -46,8 +47,11 @@ def table(result, schedule_seed=None):
     if exits:
         lines.append(f"a database server exited by itself {exits} time(s), and was restarted: "
                      f"not a fault of the schedule; see db.log, db-us.log")
-    for name, span in result.get("spanning", {}).items():
-        lines.append(f"{name} (lanes in deployments eu and us): {span['values']} values, "
+    for name, span in sorted(result.get("spanning", {}).items()):
+        cyclic = span.get("kind") == "spanning-cyclic"
+        lines.append(f"{name} ({'cyclic' if cyclic else 'autoinc'}, lanes in deployments eu and "
+                     f"us): {span['values']} values"
+                     f"{' ((timestamp, value) pairs)' if cyclic else ''}, "
                      f"{span['values_while_us_down']} of them while us was down "
                      f"({span['attempts_while_us_down']} attempts answered then, "
                      f"{span['failed_while_us_down']} without values); stripes changed "
@@ -62,6 +66,8 @@ def table(result, schedule_seed=None):
     lines.append(f"duplicated: {result['duplicated']}   lost: {result['lost']}   "
                  f"order violations: {result['order_violations']}   "
                  f"malformed: {result.get('malformed', 0)}   "
+                 f"out of range: {result.get('out_of_range', 0)}   "
+                 f"IDs twice: {result.get('duplicated_ids', 0)}   "
                  f"lock overlaps: {result['lock_overlaps']}   "
                  f"fencing violations: {result['fencing_violations']}")
     lines.append(f"valid: {str(result['valid']).lower()}")

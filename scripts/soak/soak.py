@@ -31,7 +31,7 @@ import checker  # noqa: E402
 import report  # noqa: E402
 from cluster import (DbServer, Proxy, Serve, harness_error, harness_errors,  # noqa: E402
                      kill_all, open_fds, set_pgid_file, spawn)
-from ids import CREATE, KINDS, SPANNING  # noqa: E402
+from ids import CREATE, KINDS, MAXVAL, SPANNING, SPANNING_CYCLIC  # noqa: E402
 from nemesis import Nemesis, Supervisor  # noqa: E402
 from schedule import FAULTS, make_schedule  # noqa: E402
 from workload import (CliLoop, HttpClient, JavaClient, LockHolder, Mongosh,  # noqa: E402
@@ -39,12 +39,19 @@ from workload import (CliLoop, HttpClient, JavaClient, LockHolder, Mongosh,  # n
 
 REPO = os.path.dirname(os.path.dirname(HERE))
 PREFIX = {"cyclic": "CY-", "autoinc": "AI-", "segment": "SG-", "snowflake": "SF-",
-          "periodic": "PD-", "striped": "ST-", SPANNING: "SP-"}
+          "periodic": "PD-", "striped": "ST-", SPANNING: "SP-", SPANNING_CYCLIC: "SC-"}
 # The spanning counter's lanes: deployment eu is the first database server
 # (reached directly), us the second (reached through its partition proxy).
 DEPLOYMENTS = ("eu", "us")
 # Its changes of stripes, in turn: each needs both deployments to answer.
 SPANNING_STRIPES = ("eu:1,us:3", "eu:2,us:2")
+# The spanning cyclic counter's, the same layouts, every 22 s (out of step
+# with the autoinc one's): a cyclic counter has at most maxval + 1 lanes.
+SPANNING_CYCLIC_STRIPES = SPANNING_STRIPES
+assert all(sum(int(part.split(":")[1]) for part in layout.split(","))
+           <= MAXVAL[SPANNING_CYCLIC] + 1 for layout in SPANNING_CYCLIC_STRIPES)
+# How often each spanning counter's stripes change (s).
+RESTRIPE_PERIOD = {SPANNING: 25.0, SPANNING_CYCLIC: 22.0}
 LOCKS = ["soak-lock-a", "soak-lock-b"]
 # File descriptors the harness may hold: a few hundred in a healthy run of any
 # length (logs, pipes of the processes running, sockets); more is a leak, which
@@ -83,7 +90,8 @@ def names(args):
     takers += [f"stream-{k}" for k in KINDS] + ["mongosh"]
     if args.java:
         takers.append("java")
-    takers += [f"cli-seq-{SPANNING}", f"cli-next-{SPANNING}", f"stream-{SPANNING}"]
+    for kind in (SPANNING, SPANNING_CYCLIC):
+        takers += [f"cli-seq-{kind}", f"cli-next-{kind}", f"stream-{kind}"]
     serves = [f"serve-{i}" for i in range(4)]
     holders = [f"lock-{lock}-{i}" for lock in LOCKS for i in range(2)]
     return takers, serves, holders
@@ -188,21 +196,23 @@ def start_second_server(args, out, cluster, proxy_seed):
     return db_us
 
 
-def spanning_drivers(args, counter, env_across, serve, out, faults, seed_rng):
-    """The spanning counter's takers (the nemesis' targets: a `seq` loop
-    preferring eu, a `next` loop and a stream preferring us), and its HTTP
-    client (on `serve`, which prefers us) and restriper."""
+def spanning_drivers(args, kind, counter, env_across, serve, out, faults, seed_rng, index,
+                     next_env=None):
+    """A spanning counter's takers (the nemesis' targets: a `seq` loop
+    preferring eu, a `next` loop and a stream preferring us; the `next` loop
+    in `next_env` if given), and its HTTP client `index` (on `serve`, which
+    prefers us) and restriper."""
     name, prefix = counter
-    takers = [CliLoop("seq", SPANNING, name, prefix, args.bin, env_across("eu"), out,
+    takers = [CliLoop("seq", kind, name, prefix, args.bin, env_across("eu"), out,
                       seed_rng.random()),
-              CliLoop("next", SPANNING, name, prefix, args.bin, env_across("us"), out,
+              CliLoop("next", kind, name, prefix, args.bin, next_env or env_across("us"), out,
                       seed_rng.random()),
-              Stream(SPANNING, name, prefix, args.bin, env_across("us"), out, seed_rng.random())]
-    http = HttpClient(3, {SPANNING: counter}, [serve], out, seed_rng.random())
-    restriper = Changes("restriper-spanning", "restripe", name,
-                        [["counter", "stripes", name, "--set", layout]
-                         for layout in SPANNING_STRIPES],
-                        args.bin, env_across("eu"), faults, period=25.0)
+              Stream(kind, name, prefix, args.bin, env_across("us"), out, seed_rng.random())]
+    http = HttpClient(index, {kind: counter}, [serve], out, seed_rng.random())
+    layouts = SPANNING_STRIPES if kind == SPANNING else SPANNING_CYCLIC_STRIPES
+    restriper = Changes(f"restriper-{kind}", "restripe", name,
+                        [["counter", "stripes", name, "--set", layout] for layout in layouts],
+                        args.bin, env_across("eu"), faults, period=RESTRIPE_PERIOD[kind])
     return takers, [http, restriper]
 
 
@@ -286,6 +296,9 @@ def run(args):
         spanning = (f"soak-{SPANNING}", PREFIX[SPANNING])
         idmint_ok(args.bin, env_across("eu"), "counter", "create", spanning[0], *CREATE[SPANNING],
                   "--prefix", spanning[1])
+        spanning_cyclic = (f"soak-{SPANNING_CYCLIC}", PREFIX[SPANNING_CYCLIC])
+        idmint_ok(args.bin, env_across("eu"), "counter", "create", spanning_cyclic[0],
+                  *CREATE[SPANNING_CYCLIC], "--prefix", spanning_cyclic[1])
         swap_policy = check_digit_policy()
         if swap_policy:
             idmint_ok(args.bin, env("direct"), "policy", "push", swap_policy)
@@ -305,7 +318,8 @@ def run(args):
         spanning_serve.start()
         cluster.serves[spanning_serve.name] = spanning_serve
         log(f"{spanning_serve.name} {spanning_serve.url()} (deployments us, eu) for "
-            f"{spanning[0]} (lanes {CREATE[SPANNING][-1]})")
+            f"{spanning[0]} (autoinc, lanes {CREATE[SPANNING][-1]}) and {spanning_cyclic[0]} "
+            f"(cyclic, maxval {MAXVAL[SPANNING_CYCLIC]}, lanes {CREATE[SPANNING_CYCLIC][-1]})")
         routes = ["direct", "partition", "cut"]
         seed_rng = random.Random(args.seed + 1)
         for i, kind in enumerate(k for k in KINDS if k != "cyclic"):
@@ -344,11 +358,25 @@ def run(args):
         drivers = list(cluster.takers.values()) + list(cluster.holders.values())
         drivers += [HttpClient(i, counters, one_deployment_serves, out, seed_rng.random())
                     for i in range(3)]
-        spanning_takers, spanning_others = spanning_drivers(args, spanning, env_across,
-                                                            spanning_serve, out, faults, seed_rng)
-        for d in spanning_takers:
+        spanning_takers, spanning_others = spanning_drivers(args, SPANNING, spanning, env_across,
+                                                            spanning_serve, out, faults, seed_rng,
+                                                            3)
+        # The spanning cyclic counter's `next` loop runs on the first
+        # server's faked wall clock (its clock file, through libfaketime):
+        # stepped back and frozen with it by clock-back and clock-freeze,
+        # while every other taker's clock and the second server's stay true.
+        clocked = dict(env_across("us"), **db.clock_env())
+        cyclic_takers, cyclic_others = spanning_drivers(args, SPANNING_CYCLIC, spanning_cyclic,
+                                                        env_across, spanning_serve, out, faults,
+                                                        seed_rng, 4, next_env=clocked)
+        if db.clock_env():
+            log(f"cli-next-{SPANNING_CYCLIC} runs on the first server's faked clock (stepped "
+                f"back and frozen by clock-back and clock-freeze): {db.clock_file}")
+        else:
+            log(f"libfaketime not found: cli-next-{SPANNING_CYCLIC} runs on the true clock")
+        for d in spanning_takers + cyclic_takers:
             cluster.takers[d.name] = d
-        drivers += spanning_takers + spanning_others
+        drivers += spanning_takers + spanning_others + cyclic_takers + cyclic_others
         assert sorted(cluster.takers) == sorted(takers)
         if swap_policy:
             # Not a target of the nemesis: the schedule stays the same without it.

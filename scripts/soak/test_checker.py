@@ -9,7 +9,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from checker import check  # noqa: E402
-from ids import SPANNING, parse_id  # noqa: E402
+from ids import SPANNING, SPANNING_CYCLIC, parse_id, parse_seq_line  # noqa: E402
 from schedule import FAULTS, make_schedule  # noqa: E402
 from workload import _scope  # noqa: E402
 
@@ -146,8 +146,109 @@ class CheckerTest(unittest.TestCase):
                        START + 10)
         self.assertTrue(result["valid"], result["first_violation"])
         self.assertEqual(result["spanning"]["sp"], {
-            "values": 7, "values_while_us_down": 4, "attempts_while_us_down": 3,
+            "kind": SPANNING, "values": 7, "values_while_us_down": 4, "attempts_while_us_down": 3,
             "failed_while_us_down": 1, "restripes": 2, "restripes_failed": 1})
+
+    def spanning_cyclic_attempts(self):
+        """Takes from a cyclic counter (maxval 99) with four lanes (residues
+        0..3 of 4) in eu and us, as its takers record them: one lane's pairs
+        share a timestamp until it wraps, two lanes may share one, a value
+        comes again with a later timestamp (after a wrap, or in the next
+        generation of lanes), and the `next` and `/ids` takers' IDs."""
+        scope = _scope(SPANNING_CYCLIC, "cli-seq-spanning-cyclic", 1)
+        ids = ["SC-2026112620455741971301", "SC-2026112620455741971305"]
+        return [attempt("cli-seq", SPANNING_CYCLIC, "sc", START + 1,
+                        [[5000, 1], [5000, 5], [5000, 9]], scope=scope),
+                attempt("cli-seq", SPANNING_CYCLIC, "sc", START + 1.5, [[5000, 2], [5000, 6]],
+                        scope=scope),
+                # Lane 3 wraps: 99, then 3 with the next timestamp.
+                attempt("stream", SPANNING_CYCLIC, "sc", START + 2, [[5000, 99]], scope=scope),
+                attempt("stream", SPANNING_CYCLIC, "sc", START + 2.1, [[5001, 3]], scope=scope),
+                # A new generation, its timestamps after every one before.
+                attempt("http-values", SPANNING_CYCLIC, "sc", START + 3, [[5002, 1], [5002, 5]],
+                        scope=scope),
+                dict(attempt("cli-next", SPANNING_CYCLIC, "sc", START + 4,
+                             [parse_id(SPANNING_CYCLIC, "SC-", text) for text in ids],
+                             scope=scope), ids=ids)]
+
+    def test_the_spanning_cyclic_counters_pairs_are_valid(self):
+        self.assertIsNone(_scope(SPANNING_CYCLIC, "cli-seq-spanning-cyclic", 1))
+        attempts = clean_attempts() + self.spanning_attempts() + self.spanning_cyclic_attempts()
+        result = check(attempts, [], [], START, START + 10)
+        self.assertTrue(result["valid"], result["first_violation"])
+        self.assertEqual(result["spanning"]["sc"]["kind"], SPANNING_CYCLIC)
+        self.assertEqual(result["spanning"]["sc"]["values"], 11)
+        self.assertEqual((result["out_of_range"], result["duplicated_ids"]), (0, 0))
+        self.assertNotIn("sc", result["gaps"])
+
+    def test_seq_json_of_a_striped_cyclic_counter_reads_as_its_pair(self):
+        line = '{"counter":"sc","value":17,"timestamp_micros":1795791428744768}'
+        self.assertEqual(parse_seq_line(SPANNING_CYCLIC, line), [1795791428744768, 17])
+
+    def test_a_planted_repeated_pair_of_the_spanning_cyclic_counter_is_invalid(self):
+        # The pair a `seq` had, handed out again by serve-3 (as a new
+        # generation that started its lanes' timestamps too low would).
+        attempts = clean_attempts() + self.spanning_cyclic_attempts() + [
+            attempt("http-values", SPANNING_CYCLIC, "sc", START + 5, [[5002, 9], [5000, 5]])]
+        result = check(attempts, [], [], START, START + 10)
+        self.assertFalse(result["valid"])
+        self.assertEqual(result["duplicated"], 1)
+        first = result["first_violation"]
+        self.assertEqual((first["violation"], first["example"]["key"]),
+                         ("duplicate", ["sc", 5000, 5]))
+        self.assertEqual(first["example"]["first"]["path"], "cli-seq")
+        self.assertEqual(first["example"]["second"]["path"], "http-values")
+
+    def test_a_repeated_pair_read_back_from_an_id_is_invalid(self):
+        # The same pair as an ID of a `next` and as a raw pair of `seq`.
+        text = "SC-2026112620455741971342"
+        pair = parse_id(SPANNING_CYCLIC, "SC-", text)
+        attempts = [attempt("cli-seq", SPANNING_CYCLIC, "sc", START + 1, [pair]),
+                    dict(attempt("stream", SPANNING_CYCLIC, "sc", START + 2, [pair]), ids=[text])]
+        result = check(attempts, [], [], START, START + 5)
+        self.assertFalse(result["valid"])
+        self.assertEqual(result["duplicated"], 1)
+
+    def test_an_id_written_twice_is_invalid(self):
+        text = "SC-2026112620455741971342"
+        pair = parse_id(SPANNING_CYCLIC, "SC-", text)
+        attempts = [dict(attempt("cli-next", SPANNING_CYCLIC, "sc", START + 1, [pair]),
+                         ids=[text]),
+                    dict(attempt("http-ids", SPANNING_CYCLIC, "sc", START + 2, [pair]),
+                         ids=[text])]
+        result = check(attempts, [], [], START, START + 5)
+        self.assertFalse(result["valid"])
+        self.assertEqual((result["duplicated"], result["duplicated_ids"]), (1, 1))
+        self.assertEqual(result["examples"]["duplicate_ids"][0]["id"], ["sc", text])
+
+    def test_a_cyclic_value_beyond_maxval_is_invalid(self):
+        for kind, counter in ((SPANNING_CYCLIC, "sc"), ("cyclic", "cy")):
+            attempts = [attempt("cli-seq", kind, counter, START + 1, [[5000, 98], [5000, 100]])]
+            result = check(attempts, [], [], START, START + 5)
+            self.assertFalse(result["valid"], kind)
+            self.assertEqual(result["out_of_range"], 1)
+            self.assertEqual(result["first_violation"]["violation"], "out-of-range")
+            self.assertEqual(result["first_violation"]["example"]["key"], [counter, 5000, 100])
+        attempts = [attempt("cli-seq", SPANNING_CYCLIC, "sc", START + 1, [[5000, -1]])]
+        self.assertEqual(check(attempts, [], [], START, START + 5)["out_of_range"], 1)
+
+    def test_the_spanning_cyclic_counters_figures_while_us_was_down(self):
+        down = {"fault": "kill-db-us", "target": "db-us", "start": START + 1.8,
+                "end": START + 3.5}
+        failed = attempt("cli-next", SPANNING_CYCLIC, "sc", START + 2.5, [], status="unknown",
+                         n=4)
+        restripes = [{"fault": "restripe", "target": "sc", "start": START + 2, "end": START + 3,
+                      "rc": 3},
+                     {"fault": "restripe", "target": "sp", "start": START + 6, "end": START + 7,
+                      "rc": 0}]
+        result = check(self.spanning_attempts() + self.spanning_cyclic_attempts() + [failed], [],
+                       [down] + restripes, START, START + 10)
+        self.assertTrue(result["valid"], result["first_violation"])
+        self.assertEqual(result["spanning"]["sc"], {
+            "kind": SPANNING_CYCLIC, "values": 11, "values_while_us_down": 4,
+            "attempts_while_us_down": 4, "failed_while_us_down": 1, "restripes": 1,
+            "restripes_failed": 1})
+        self.assertEqual(result["spanning"]["sp"]["restripes"], 1)
 
     def test_a_gap_beyond_the_unanswered_attempts_is_a_loss(self):
         attempts = clean_attempts() + [attempt("cli-seq", "autoinc", "ai", START + 6, [10])]

@@ -25,7 +25,8 @@ import threading
 import time
 
 from cluster import reap, signal_group, spawn
-from ids import POLICY, UNORDERED, UnreadableId, parse_id, parse_seq_line
+from ids import (CYCLIC_KINDS, IDS_RECORDED, POLICY, SPANNING_CYCLIC, UNORDERED, UnreadableId,
+                 parse_id, parse_seq_line)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -106,6 +107,8 @@ class CliLoop(Driver):
             args = [self.idmint, self.mode, self.counter, "--count", str(count)]
             if self.mode == "next":
                 args += ["--policy", POLICY[self.kind]]
+            elif self.kind == SPANNING_CYCLIC:
+                args.append("--json")  # each value with its timestamp
             self.invocations += 1
             scope = _scope(self.kind, self.name, self.invocations)
             t0 = time.time()
@@ -115,7 +118,7 @@ class CliLoop(Driver):
             timer = threading.Timer(30, lambda: timed_out.append(signal_group(process,
                                                                               signal.SIGKILL)))
             timer.start()
-            raw, err = [], None
+            raw, ids, err = [], [], None
             for line in process.stdout:
                 text = line.decode(errors="replace").strip()
                 if not text:
@@ -123,7 +126,9 @@ class CliLoop(Driver):
                 try:
                     raw.append(parse_seq_line(self.kind, text) if self.mode == "seq"
                                else parse_id(self.kind, self.prefix, text))
-                except (UnreadableId, ValueError) as error:
+                    if self.mode == "next":
+                        ids.append(text)
+                except (UnreadableId, ValueError, KeyError) as error:
                     err = f"unreadable: {error}"
             stderr = process.stderr.read().decode(errors="replace").strip()
             returncode = reap(process)
@@ -132,6 +137,8 @@ class CliLoop(Driver):
             record = {"path": f"cli-{self.mode}", "kind": self.kind, "counter": self.counter,
                       "t0": t0, "t1": time.time(), "status": status, "n": count, "raw": raw,
                       "scope": scope, "rc": returncode}
+            if self.kind in IDS_RECORDED and self.mode == "next":
+                record["ids"] = ids
             if err or (status != "ok" and stderr):
                 record["err"] = err or stderr[-300:]
             if err:
@@ -176,6 +183,8 @@ class Stream(Driver):
                           "t0": t0, "t1": now, "status": "ok", "n": 1, "scope": scope}
                 if self.path == "stream-swap":
                     record["id"] = text  # which policy wrote it shows
+                if self.kind in IDS_RECORDED:
+                    record["ids"] = [text]
                 try:
                     record["raw"] = [parse_id(self.kind, self.prefix, text)]
                 except UnreadableId as error:
@@ -209,11 +218,16 @@ class Stream(Driver):
 
 
 def _http_raw(kind, prefix, route, body):
+    """The raw keys of an answer, and the IDs as written (None: values)."""
     data = json.loads(body)
     if route == "ids":
-        return [parse_id(kind, prefix, text) for text in data["ids"]]
+        return [parse_id(kind, prefix, text) for text in data["ids"]], list(data["ids"])
+    return _http_values(kind, data), None
+
+
+def _http_values(kind, data):
     values = data["values"]
-    if kind == "cyclic":
+    if kind in CYCLIC_KINDS:
         return [[ts, value] for ts, value in zip(data["timestamps_micros"], values)]
     if kind == "periodic":
         return [[period, value] for period, value in zip(data["periods"], values)]
@@ -237,7 +251,7 @@ class HttpClient(Driver):
             count = self.rng.randint(1, 10)
             generation = serve.generation
             t0 = time.time()
-            status, raw, err = "unknown", [], None
+            status, raw, ids, err = "unknown", [], None, None
             try:
                 connection = http.client.HTTPConnection("127.0.0.1", serve.port, timeout=8)
                 connection.request("GET", f"/v1/counters/{counter}/{route}?count={count}")
@@ -245,7 +259,7 @@ class HttpClient(Driver):
                 body = response.read()
                 connection.close()
                 if response.status == 200:
-                    raw, status = _http_raw(kind, prefix, route, body), "ok"
+                    (raw, ids), status = _http_raw(kind, prefix, route, body), "ok"
                 else:
                     status, err = "fail", f"{response.status} {body[:200].decode(errors='replace')}"
             except ConnectionRefusedError as error:
@@ -265,6 +279,8 @@ class HttpClient(Driver):
             record = {"path": f"http-{route}", "kind": kind, "counter": counter, "t0": t0,
                       "t1": time.time(), "status": status, "n": count, "raw": raw,
                       "scope": scope, "serve": serve.name}
+            if kind in IDS_RECORDED and ids is not None:
+                record["ids"] = ids
             if err:
                 record["err"] = err
                 if err.startswith("unreadable"):
@@ -501,10 +517,10 @@ class Changes(Driver):
     """Every `period` seconds, the next of `commands` (idmint arguments), in
     turn, moving on only once one succeeds; each attempt recorded beside the
     faults as `event` on `target`, with its exit status `rc` (null: no answer
-    in 60 s). Three of them run: the live policy swap (activate the stored
+    in 60 s). Four of them run: the live policy swap (activate the stored
     check-digit policy, roll it back) under the clients that follow the
-    database, and the changes of the striped and the spanning counter's
-    lanes under their takers (the spanning one's fails, named, while a
+    database, and the changes of the striped and the two spanning counters'
+    lanes under their takers (a spanning one's fails, named, while a
     deployment it spans does not answer, and is made again later)."""
 
     def __init__(self, name, event, target, commands, idmint, env, faults, period):
