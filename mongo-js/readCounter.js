@@ -35,7 +35,7 @@ function (keyName, doc, expectedKind, lanesKind) {
   var MAX_MAXVAL = 9007199254740990;
   var MAX_LONG = 9223372036854775807;
   // The kinds whose counters can be striped (the host's STRIPABLE).
-  var STRIPABLE = ["autoinc", "cyclic"];
+  var STRIPABLE = ["autoinc", "segment", "cyclic"];
   var KINDS = ["cyclic", "autoinc", "segment", "snowflake", "periodic"];
   var LABELS = {
     year: /^[0-9]{4}$/,
@@ -381,7 +381,8 @@ function (keyName, doc, expectedKind, lanesKind) {
     // As the host opens it (StripedCounter::open), for a path that takes
     // from lanes.
     if (lanesKind !== undefined && STRIPABLE.indexOf(kind) < 0) {
-      throw striping(kind + " counters cannot be striped (only " + STRIPABLE.join(" and ") + " ones can, so far)");
+      throw striping(kind + " counters cannot be striped (only " + STRIPABLE.slice(0, -1).join(", ") + " and " +
+        STRIPABLE[STRIPABLE.length - 1] + " ones can, so far)");
     }
     // As the host's kind readers refuse it (its lanes are not of the
     // caller's kind, or the caller takes from no lanes).

@@ -149,13 +149,13 @@ async fn counter_show_says_each_lane() {
         "create",
         "c",
         "--kind",
-        "segment",
+        "periodic",
         "--stripes",
         "2",
     ]));
     assert_exit(&refused, 2);
     assert!(
-        stderr(&refused).contains("segment counters cannot be striped"),
+        stderr(&refused).contains("periodic counters cannot be striped"),
         "{}",
         stderr(&refused)
     );

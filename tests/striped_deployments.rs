@@ -419,6 +419,95 @@ async fn three_servers_one_killed_and_restarted_no_value_twice_no_take_past_its_
     kill_nine_of_one_of("striped_across_three", 3).await;
 }
 
+/// A segment counter striped across two servers of the test's own, each
+/// handle taking whole segments of a lane and handing them out from
+/// memory, while the preferred server is killed with `kill -9` and
+/// restarted: no value twice, no take past its deadline, the killed
+/// server's lanes taken from again once it is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_segment_counter_across_two_servers_one_killed_and_restarted_no_value_twice() {
+    const TEST: &str = "striped_segment_across_two";
+    let (mut owned, sites) = own_servers(TEST, 2);
+    let deployments = connect(&sites, DEADLINE).await;
+    let created = run(&mut idmint_across(
+        &sites,
+        &[
+            "counter",
+            "create",
+            "tickets",
+            "--kind",
+            "segment",
+            "--step",
+            "20",
+            "--raw",
+            "--stripes",
+            "eu:2,us:2",
+        ],
+    ));
+    assert_exit(&created, 0);
+    let mut options = OpenOptions::default();
+    options.deployments = Some(deployments.clone());
+    let open = || async {
+        Sequence::open(
+            &deployments.preferred().database,
+            counter_name("tickets"),
+            &options,
+        )
+        .await
+        .unwrap()
+    };
+    let (sequence, state) = open().await;
+    let map = state.striped.unwrap();
+    // Two handles, as two processes: each its own segments.
+    let (other, _) = open().await;
+    let takers = Takers::start(&sequence, 2);
+    let others = Takers::start(&other, 2);
+    takers.progress(200, "values from both deployments").await;
+
+    owned[0].kill();
+    takers
+        .progress(300, "values while the preferred deployment is dead")
+        .await;
+    let dead_from = takers.count();
+    let seq = run(&mut idmint_across(
+        &sites,
+        &["seq", "tickets", "--count", "50"],
+    ));
+    assert_exit(&seq, 0);
+    let from_process = printed(&seq);
+    assert_eq!(from_process.len(), 50);
+    // Past the segments taken before the kill: none of the dead lanes.
+    takers.progress(200, "more values while it is dead").await;
+    let late: Vec<u64> = takers.since(dead_from + 200);
+    assert!(
+        !late
+            .iter()
+            .chain(&from_process)
+            .any(|value| in_deployment(&map, "eu", *value)),
+        "a value of a dead deployment's lane, not from a segment taken before"
+    );
+
+    owned[0].restart();
+    takers
+        .until_one("a value of the restarted deployment's lanes", |value| {
+            in_deployment(&map, "eu", value)
+        })
+        .await;
+    let (mut all, slowest, errors) = takers.stop().await;
+    let (from_others, others_slowest, others_errors) = others.stop().await;
+    assert!(
+        errors.is_empty() && others_errors.is_empty(),
+        "takes failed: {errors:?} {others_errors:?}"
+    );
+    assert!(
+        slowest.max(others_slowest) <= DEADLINE + SLACK,
+        "a take waited past the deadline of {DEADLINE:?}"
+    );
+    all.extend(from_others);
+    all.extend(from_process);
+    assert_distinct(&all);
+}
+
 /// A cyclic counter striped across two servers of the test's own, taken
 /// from by takers whose clocks are frozen at one instant (so that only the
 /// lanes' rule keeps their pairs apart) and by `idmint seq` processes

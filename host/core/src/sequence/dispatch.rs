@@ -223,6 +223,14 @@ macro_rules! registry {
                     $($(#[$meta])* Self::$variant(state) => <$kind as Kind>::headroom(state, now_ms),)+
                 }
             }
+
+            /// The fewest values a take from one of its lanes asks for,
+            /// once striped (see [`Kind::least_lane_take`]).
+            pub fn least_lane_take(&self) -> Option<u64> {
+                match self {
+                    $($(#[$meta])* Self::$variant(state) => <$kind as Kind>::least_lane_take(state),)+
+                }
+            }
         }
 
         /// How each kind of counter is opened.
@@ -317,7 +325,13 @@ macro_rules! registry {
                 if let Some(map) = &state.striped {
                     return Ok(Sequence::Striped {
                         kind: state.kind(),
-                        counter: StripedCounter::open(database, name, map, options.deployments.as_ref())?,
+                        counter: StripedCounter::open(
+                            database,
+                            name,
+                            map,
+                            options.deployments.as_ref(),
+                            state.kind.least_lane_take(),
+                        )?,
                     });
                 }
                 Ok(match &state.kind {

@@ -110,15 +110,15 @@ mod tests {
                 .contains("generation 2 has no live lane"),
             "{changing}"
         );
-        let segment = StripeMap {
-            kind: "segment".into(),
+        let periodic = StripeMap {
+            kind: "periodic".into(),
             ..map(true)
         };
-        let refused = lane_take_command(&name, &segment, 0, 1, ClientTime::ServerNow).unwrap_err();
+        let refused = lane_take_command(&name, &periodic, 0, 1, ClientTime::ServerNow).unwrap_err();
         assert!(
             refused
                 .to_string()
-                .contains("segment counters cannot be striped"),
+                .contains("periodic counters cannot be striped"),
             "{refused}"
         );
     }

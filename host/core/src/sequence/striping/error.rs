@@ -58,7 +58,9 @@ pub enum StripingError {
     #[error("it is a lane of a striped counter, taken from through that counter only; it was left unchanged")]
     Lane,
     /// The lanes' kind cannot be striped (yet).
-    #[error("{kind} counters cannot be striped (only autoinc and cyclic ones can, so far)")]
+    #[error(
+        "{kind} counters cannot be striped (only autoinc, segment and cyclic ones can, so far)"
+    )]
     NotStripable {
         /// The counter's kind.
         kind: String,

@@ -48,6 +48,7 @@ use crate::parts::Stamp;
 use crate::sequence::counter::fields::{integer_in, read_document, read_integer, read_string};
 use crate::sequence::kind_trait::MAX_VALUE;
 use crate::sequence::kinds::cyclic::{closed_form, one_value, unfold_block, MAX_MAXVAL};
+use crate::sequence::kinds::segment::MAX_STEP;
 
 /// The `kind` of a lane document.
 pub const LANE_KIND: &str = "lane";
@@ -57,6 +58,10 @@ const AUTOINC: &str = "autoinc";
 
 /// The `kind` of cyclic lanes.
 const CYCLIC: &str = "cyclic";
+
+/// The `kind` of segment lanes: autoinc lanes whose takes are whole
+/// segments, handed out from the taking process's memory.
+const SEGMENT: &str = "segment";
 
 /// A lane document, read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -408,6 +413,12 @@ pub(crate) enum LaneOf {
         /// The counter's `maxval`.
         top: u64,
     },
+    /// A segment counter's lanes: an autoinc lane's document, each take
+    /// at least `step` values.
+    Segment {
+        /// The counter's `step`.
+        step: u64,
+    },
 }
 
 impl LaneOf {
@@ -419,6 +430,9 @@ impl LaneOf {
             CYCLIC => Ok(Self::Cyclic {
                 top: read_integer(document, "maxval", 1, MAX_MAXVAL)?,
             }),
+            SEGMENT => Ok(Self::Segment {
+                step: read_integer(document, "step", 1, MAX_STEP)?,
+            }),
             other => Err(format!("{other} counters cannot be striped")),
         }
     }
@@ -428,6 +442,7 @@ impl LaneOf {
         match self {
             Self::Autoinc => AUTOINC,
             Self::Cyclic { .. } => CYCLIC,
+            Self::Segment { .. } => SEGMENT,
         }
     }
 
@@ -436,17 +451,22 @@ impl LaneOf {
     /// values).
     pub(crate) fn most_lanes(self) -> u64 {
         match self {
-            Self::Autoinc => MAX_LANES,
+            Self::Autoinc | Self::Segment { .. } => MAX_LANES,
             Self::Cyclic { top } => MAX_LANES.min(top.saturating_add(1)),
         }
     }
 
     /// The base the lanes of an unstriped counter's next generation
     /// start above, as an expression of its document: an autoinc
-    /// counter's last value, a cyclic counter's last timestamp.
+    /// counter's last value, a segment counter's last value taken (its
+    /// `max` is the first one no process took), a cyclic counter's last
+    /// timestamp.
     pub(crate) fn base_of_unstriped(self) -> Bson {
         match self {
             Self::Autoinc => Bson::Document(doc! { "$toLong": "$seq" }),
+            Self::Segment { .. } => {
+                Bson::Document(doc! { "$toLong": { "$subtract": ["$max", 1_i64] } })
+            }
             Self::Cyclic { .. } => {
                 Bson::Document(doc! { "$toLong": { "$ifNull": ["$ts", 0_i64] } })
             }
@@ -459,6 +479,7 @@ impl LaneOf {
     pub(crate) fn map_fields(self, base: u64) -> Document {
         match self {
             Self::Autoinc => doc! { "seq": base as i64 },
+            Self::Segment { step } => doc! { "max": (base + 1) as i64, "step": step as i64 },
             Self::Cyclic { top } => {
                 doc! { "val": 0_i64, "maxval": top as i64, "ts": base as i64 }
             }
@@ -493,7 +514,7 @@ pub(crate) fn new_lane(lane_id: &str, of: LaneOf, generation: u64, lane: Lane) -
     };
     let mut document = doc! { "_id": lane_id, "kind": LANE_KIND };
     match of {
-        LaneOf::Autoinc => {
+        LaneOf::Autoinc | LaneOf::Segment { .. } => {
             document.insert("lane", place);
             document.insert("seq", 0_i64);
             document.insert("last", base as i64);

@@ -2,8 +2,8 @@
 //! counter whose values come from several **lanes**, each a counter
 //! document whose local values are mapped into one residue class of its
 //! generation's modulus, so that the lanes' values are disjoint by
-//! construction. Built so far: autoinc and cyclic lanes, in one deployment
-//! or across several.
+//! construction. Built so far: autoinc, segment and cyclic lanes, in one
+//! deployment or across several.
 //!
 //! - `arithmetic`: the residue classes, generations and their proofs
 //!   (`limits`: how many lanes);

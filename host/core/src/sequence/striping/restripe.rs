@@ -49,6 +49,7 @@ use crate::sequence::counters::create;
 use crate::sequence::error::SequenceError;
 use crate::sequence::kinds::autoinc::AutoincKind;
 use crate::sequence::kinds::cyclic::{CyclicKind, DEFAULT_MAXVAL};
+use crate::sequence::kinds::segment::SegmentKind;
 use crate::sequence::name::CounterName;
 use crate::sequence::CounterKind;
 
@@ -759,6 +760,7 @@ async fn current_map(
     let well_formed = match of {
         LaneOf::Autoinc => well_formed::<AutoincKind>(),
         LaneOf::Cyclic { .. } => well_formed::<CyclicKind>(),
+        LaneOf::Segment { .. } => well_formed::<SegmentKind>(),
     };
     let sealed = collection
         .find_one_and_update(
@@ -785,6 +787,7 @@ async fn current_map(
             match of {
                 LaneOf::Autoinc => read::<AutoincKind>(name, &document).map(drop)?,
                 LaneOf::Cyclic { .. } => read::<CyclicKind>(name, &document).map(drop)?,
+                LaneOf::Segment { .. } => read::<SegmentKind>(name, &document).map(drop)?,
             }
             Err(striping(name, StripingError::Concurrent))
         }

@@ -30,7 +30,7 @@ use mongodb::bson::{doc, Document};
 use mongodb::options::{ReturnDocument, WriteConcern};
 use mongodb::Database;
 
-use super::arithmetic::lane_id;
+use super::arithmetic::{lane_id, Lane};
 use super::deployments::Deployments;
 use super::error::StripingError;
 use super::hooks::{self, Point};
@@ -56,8 +56,11 @@ const SHORTEST_TRY: Duration = Duration::from_millis(50);
 /// another deployment is asked too.
 pub const HEDGE_AFTER: Duration = Duration::from_millis(250);
 
+/// The kind of a striped counter whose takes are whole segments.
+const SEGMENT: &str = "segment";
+
 /// The lanes' kinds that can be striped, so far.
-pub const STRIPABLE: &[&str] = &["autoinc", "cyclic"];
+pub const STRIPABLE: &[&str] = &["autoinc", "segment", "cyclic"];
 
 /// An opened striped counter (see the module docs). Cheap to clone: clones
 /// share the map and the turn.
@@ -76,6 +79,19 @@ struct Inner {
     map: Mutex<StripeMap>,
     turn: AtomicU64,
     write_concern: WriteConcern,
+    /// A segment counter's: the values each take from a lane asks for at
+    /// least (its `step`), and what this handle took and has not handed
+    /// out yet.
+    segment: Option<(u64, tokio::sync::Mutex<Option<Segment>>)>,
+}
+
+/// A segment counter's values taken from a lane and not handed out yet:
+/// the lane's local values `next..=last`.
+#[derive(Debug)]
+struct Segment {
+    lane: Lane,
+    next: u64,
+    last: u64,
 }
 
 /// The error of counter `name`'s striping.
@@ -97,7 +113,8 @@ struct Target {
 
 /// How one try ended.
 enum Tried {
-    Taken(Vec<Stamp>),
+    /// The lane after the take.
+    Taken(LaneDocument),
     /// The lane refused it (sealed, gone, changed).
     Refused,
     /// The deployment failed it or did not answer in time.
@@ -107,12 +124,17 @@ enum Tried {
 impl StripedCounter {
     /// Opens counter `name` whose map was read from `database` as `map`;
     /// a map whose lanes span deployments takes from those of
-    /// `deployments` it names.
+    /// `deployments` it names. A segment counter's takes ask a lane for
+    /// `segment_step` values at least ([`Kind::least_lane_take`]), handed
+    /// out from memory.
+    ///
+    /// [`Kind::least_lane_take`]: crate::sequence::kind_trait::Kind::least_lane_take
     pub fn open(
         database: &Database,
         name: CounterName,
         map: &StripeMap,
         deployments: Option<&Deployments>,
+        segment_step: Option<u64>,
     ) -> Result<Self, SequenceError> {
         if !STRIPABLE.contains(&map.kind.as_str()) {
             return Err(striping(
@@ -133,6 +155,9 @@ impl StripedCounter {
                 map: Mutex::new(map.clone()),
                 turn: AtomicU64::new(turn),
                 write_concern: durable_write_concern(),
+                segment: segment_step
+                    .filter(|_| map.kind == SEGMENT)
+                    .map(|step| (step, tokio::sync::Mutex::new(None))),
             }),
         })
     }
@@ -163,6 +188,69 @@ impl StripedCounter {
     /// issued it with (never below `client_micros` nor below the lane's
     /// last).
     pub async fn take(&self, count: u64, client_micros: u64) -> Result<Vec<Stamp>, SequenceError> {
+        if let Some((step, segment)) = &self.inner.segment {
+            return self
+                .take_buffered(count, *step, segment, client_micros)
+                .await;
+        }
+        let after = self.take_from_lane(count, client_micros).await?;
+        Ok(after.taken(count, client_micros))
+    }
+
+    /// A segment counter's take: from the values this handle took and has
+    /// not handed out yet (`segment`), then from a new segment of at least
+    /// `step` values of one lane, taken when they are used up (not in the
+    /// background: one taker fetches, the others wait for it). Values a
+    /// process took and did not hand out are lost when it stops (a gap,
+    /// never a value twice: a change of stripes counts them in its seal).
+    async fn take_buffered(
+        &self,
+        count: u64,
+        step: u64,
+        segment: &tokio::sync::Mutex<Option<Segment>>,
+        client_micros: u64,
+    ) -> Result<Vec<Stamp>, SequenceError> {
+        let mut segment = segment.lock().await;
+        let mut taken = Vec::with_capacity(count as usize);
+        while (taken.len() as u64) < count {
+            let wanted = count - taken.len() as u64;
+            match segment.as_mut() {
+                Some(run) if run.next <= run.last => {
+                    let end = run.last.min(run.next + wanted - 1);
+                    for local in run.next..=end {
+                        let value = run.lane.value(local).ok_or_else(|| {
+                            corrupt_lane(
+                                &lane_id(self.name(), run.lane.residue()),
+                                format!("its local value {local} has no value"),
+                                self.name(),
+                            )
+                        })?;
+                        taken.push(Stamp::new(client_micros, value));
+                    }
+                    run.next = end + 1;
+                }
+                _ => {
+                    let size = step.max(wanted);
+                    let after = self.take_from_lane(size, client_micros).await?;
+                    let last = after.local_value();
+                    *segment = Some(Segment {
+                        lane: after.lane,
+                        next: last + 1 - size,
+                        last,
+                    });
+                }
+            }
+        }
+        Ok(taken)
+    }
+
+    /// Takes `count` local values from one lane (see the module docs): the
+    /// lane after the take.
+    async fn take_from_lane(
+        &self,
+        count: u64,
+        client_micros: u64,
+    ) -> Result<LaneDocument, SequenceError> {
         let name = self.name();
         let deadline = self
             .spanning()
@@ -202,8 +290,8 @@ impl StripedCounter {
                     Tried::Refused => refused = Some(target),
                 }
             }
-            if let Some(values) = taken {
-                return Ok(values);
+            if let Some(after) = taken {
+                return Ok(after);
             }
             if let Some(target) = refused {
                 self.unmatched(&target, &map, count, deadline).await?;
@@ -503,9 +591,7 @@ impl StripedCounter {
             deployments.succeeded(deployment);
         }
         match after {
-            Some(after) => Ok(Tried::Taken(
-                self.read_lane(&id, &after)?.taken(count, client_micros),
-            )),
+            Some(after) => Ok(Tried::Taken(self.read_lane(&id, &after)?)),
             None => Ok(Tried::Refused),
         }
     }
