@@ -241,6 +241,14 @@ impl Takers {
         .await;
     }
 
+    /// Restarts `server` on its data and waits until a value of its lanes
+    /// (`its`) is taken again.
+    async fn back_after_restart(&self, server: &mut OwnedServer, its: impl Fn(u64) -> bool) {
+        server.restart();
+        self.until_one("a value of the restarted deployment's lanes", its)
+            .await;
+    }
+
     /// Stops them; every value they took.
     async fn stop(self) -> (Vec<u64>, Duration, Vec<String>) {
         let (pairs, slowest, errors) = self.stop_pairs().await;
@@ -258,6 +266,15 @@ impl Takers {
         let slowest = *self.slowest.lock().unwrap();
         let errors = self.errors.lock().unwrap().clone();
         (values, slowest, errors)
+    }
+}
+
+/// Fails if any of `values` is of a dead deployment's lanes (`dead`).
+#[track_caller]
+fn assert_none_of(values: impl IntoIterator<Item = u64>, dead: impl Fn(u64) -> bool) {
+    let values: Vec<u64> = values.into_iter().collect();
+    if let Some(value) = values.iter().find(|value| dead(**value)) {
+        panic!("{value}, a value of a dead deployment's lane, among {values:?}");
     }
 }
 
@@ -378,21 +395,17 @@ async fn kill_nine_of_one_of(test: &str, servers: usize) {
     let database = ready.json()["database"].as_str().unwrap().to_string();
     assert!(database.starts_with("eu: "), "{database}");
     // Nothing came from the dead deployment's lanes.
-    let while_dead = takers.since(dead_from);
-    assert!(
-        !while_dead
-            .iter()
-            .chain(&from_processes)
-            .any(|value| in_deployment(&map, "eu", *value)),
-        "a value of a dead deployment's lane"
+    assert_none_of(
+        takers
+            .since(dead_from)
+            .into_iter()
+            .chain(from_processes.clone()),
+        |value| in_deployment(&map, "eu", value),
     );
 
     // Back on its data: its lanes are taken from again.
-    owned[0].restart();
     takers
-        .until_one("a value of the restarted deployment's lanes", |value| {
-            in_deployment(&map, "eu", value)
-        })
+        .back_after_restart(&mut owned[0], |value| in_deployment(&map, "eu", value))
         .await;
     let answer = service.get("/v1/counters/orders/values?count=5");
     assert_eq!(answer.status, 200, "{}", answer.body);
@@ -478,20 +491,16 @@ async fn a_segment_counter_across_two_servers_one_killed_and_restarted_no_value_
     assert_eq!(from_process.len(), 50);
     // Past the segments taken before the kill: none of the dead lanes.
     takers.progress(200, "more values while it is dead").await;
-    let late: Vec<u64> = takers.since(dead_from + 200);
-    assert!(
-        !late
-            .iter()
-            .chain(&from_process)
-            .any(|value| in_deployment(&map, "eu", *value)),
-        "a value of a dead deployment's lane, not from a segment taken before"
+    assert_none_of(
+        takers
+            .since(dead_from + 200)
+            .into_iter()
+            .chain(from_process.clone()),
+        |value| in_deployment(&map, "eu", value),
     );
 
-    owned[0].restart();
     takers
-        .until_one("a value of the restarted deployment's lanes", |value| {
-            in_deployment(&map, "eu", value)
-        })
+        .back_after_restart(&mut owned[0], |value| in_deployment(&map, "eu", value))
         .await;
     let (mut all, slowest, errors) = takers.stop().await;
     let (from_others, others_slowest, others_errors) = others.stop().await;
@@ -592,19 +601,15 @@ async fn a_cyclic_counter_across_two_servers_one_killed_and_restarted_no_pair_tw
         }
     };
     take_ids();
-    assert!(
-        !takers
+    assert_none_of(
+        takers
             .since(dead_from)
             .into_iter()
-            .chain(from_processes.iter().map(|(_, value)| *value))
-            .any(in_eu),
-        "a value of a dead deployment's lane"
+            .chain(from_processes.iter().map(|(_, value)| *value)),
+        in_eu,
     );
 
-    owned[0].restart();
-    takers
-        .until_one("a value of the restarted deployment's lanes", in_eu)
-        .await;
+    takers.back_after_restart(&mut owned[0], in_eu).await;
     take_ids();
     drop(service);
     assert_eq!(ids.len(), 14);

@@ -79,10 +79,20 @@ struct Inner {
     map: Mutex<StripeMap>,
     turn: AtomicU64,
     write_concern: WriteConcern,
-    /// A segment counter's: the values each take from a lane asks for at
-    /// least (its `step`), and what this handle took and has not handed
-    /// out yet.
-    segment: Option<(u64, tokio::sync::Mutex<Option<Segment>>)>,
+    /// A segment counter's segments.
+    segments: Option<Segments>,
+}
+
+/// What a handle of a segment counter took from its lanes and has not
+/// handed out yet.
+#[derive(Debug)]
+struct Segments {
+    /// The values each take from a lane asks for at least (its `step`).
+    step: u64,
+    /// What is left of the last segment taken.
+    left: Mutex<Option<Segment>>,
+    /// Held by the one taker fetching the next segment.
+    fetching: tokio::sync::Mutex<()>,
 }
 
 /// A segment counter's values taken from a lane and not handed out yet:
@@ -92,6 +102,44 @@ struct Segment {
     lane: Lane,
     next: u64,
     last: u64,
+}
+
+impl Segments {
+    /// Hands out into `taken`, with `client_micros`, what is left, up to
+    /// `count` values in all.
+    fn hand_out(
+        &self,
+        count: usize,
+        client_micros: u64,
+        taken: &mut Vec<Stamp>,
+        name: &CounterName,
+    ) -> Result<(), SequenceError> {
+        let mut left = self.left.lock().unwrap();
+        let Some(run) = left.as_mut() else {
+            return Ok(());
+        };
+        while taken.len() < count && run.next <= run.last {
+            let value = run.lane.value(run.next).ok_or_else(|| {
+                corrupt_lane(
+                    &lane_id(name, run.lane.residue()),
+                    format!("its local value {} has no value", run.next),
+                    name,
+                )
+            })?;
+            taken.push(Stamp::new(client_micros, value));
+            run.next += 1;
+        }
+        Ok(())
+    }
+
+    /// Whether anything is left.
+    fn any_left(&self) -> bool {
+        self.left
+            .lock()
+            .unwrap()
+            .as_ref()
+            .is_some_and(|run| run.next <= run.last)
+    }
 }
 
 /// The error of counter `name`'s striping.
@@ -155,9 +203,13 @@ impl StripedCounter {
                 map: Mutex::new(map.clone()),
                 turn: AtomicU64::new(turn),
                 write_concern: durable_write_concern(),
-                segment: segment_step
+                segments: segment_step
                     .filter(|_| map.kind == SEGMENT)
-                    .map(|step| (step, tokio::sync::Mutex::new(None))),
+                    .map(|step| Segments {
+                        step,
+                        left: Mutex::new(None),
+                        fetching: tokio::sync::Mutex::new(()),
+                    }),
             }),
         })
     }
@@ -188,60 +240,46 @@ impl StripedCounter {
     /// issued it with (never below `client_micros` nor below the lane's
     /// last).
     pub async fn take(&self, count: u64, client_micros: u64) -> Result<Vec<Stamp>, SequenceError> {
-        if let Some((step, segment)) = &self.inner.segment {
-            return self
-                .take_buffered(count, *step, segment, client_micros)
-                .await;
+        if let Some(segments) = &self.inner.segments {
+            return self.take_buffered(count, segments, client_micros).await;
         }
         let after = self.take_from_lane(count, client_micros).await?;
         Ok(after.taken(count, client_micros))
     }
 
     /// A segment counter's take: from the values this handle took and has
-    /// not handed out yet (`segment`), then from a new segment of at least
-    /// `step` values of one lane, taken when they are used up (not in the
+    /// not handed out yet, then from a new segment of at least its `step`
+    /// values of one lane, taken when they are used up (not in the
     /// background: one taker fetches, the others wait for it). Values a
     /// process took and did not hand out are lost when it stops (a gap,
     /// never a value twice: a change of stripes counts them in its seal).
     async fn take_buffered(
         &self,
         count: u64,
-        step: u64,
-        segment: &tokio::sync::Mutex<Option<Segment>>,
+        segments: &Segments,
         client_micros: u64,
     ) -> Result<Vec<Stamp>, SequenceError> {
-        let mut segment = segment.lock().await;
-        let mut taken = Vec::with_capacity(count as usize);
-        while (taken.len() as u64) < count {
-            let wanted = count - taken.len() as u64;
-            match segment.as_mut() {
-                Some(run) if run.next <= run.last => {
-                    let end = run.last.min(run.next + wanted - 1);
-                    for local in run.next..=end {
-                        let value = run.lane.value(local).ok_or_else(|| {
-                            corrupt_lane(
-                                &lane_id(self.name(), run.lane.residue()),
-                                format!("its local value {local} has no value"),
-                                self.name(),
-                            )
-                        })?;
-                        taken.push(Stamp::new(client_micros, value));
-                    }
-                    run.next = end + 1;
-                }
-                _ => {
-                    let size = step.max(wanted);
-                    let after = self.take_from_lane(size, client_micros).await?;
-                    let last = after.local_value();
-                    *segment = Some(Segment {
-                        lane: after.lane,
-                        next: last + 1 - size,
-                        last,
-                    });
-                }
+        let count = count as usize;
+        let mut taken = Vec::with_capacity(count);
+        loop {
+            segments.hand_out(count, client_micros, &mut taken, self.name())?;
+            if taken.len() == count {
+                return Ok(taken);
             }
+            let _fetching = segments.fetching.lock().await;
+            if segments.any_left() {
+                // Another taker fetched meanwhile.
+                continue;
+            }
+            let size = segments.step.max((count - taken.len()) as u64);
+            let after = self.take_from_lane(size, client_micros).await?;
+            let last = after.local_value();
+            *segments.left.lock().unwrap() = Some(Segment {
+                lane: after.lane,
+                next: last + 1 - size,
+                last,
+            });
         }
-        Ok(taken)
     }
 
     /// Takes `count` local values from one lane (see the module docs): the
