@@ -165,12 +165,14 @@ async fn a_change_of_stripes_with_takes_in_flight_never_hands_out_a_pair_twice()
     let mut all = joined(spawn_takers(&sequence, 4, 7)).await;
     let two = set_stripes(&database, &name, 2).await.unwrap();
     assert!(all.iter().all(|(ts, _)| *ts <= two.map.base));
-    let (sequence, _) = Sequence::open(&database, name.clone(), &OpenOptions::default())
-        .await
-        .unwrap();
+    // The handle opened before: its short guard no longer holds, and it
+    // takes from the lanes.
     let generation_one = joined(spawn_takers(&sequence, 4, 7)).await;
     assert!(generation_one.iter().all(|(ts, _)| *ts > two.map.base));
     all.extend(generation_one);
+    let (sequence, _) = Sequence::open(&database, name.clone(), &OpenOptions::default())
+        .await
+        .unwrap();
 
     // Applied, not answered: 4 takes held after the server applied them,
     // while the 2 lanes become 4.
