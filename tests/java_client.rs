@@ -78,6 +78,8 @@ struct Serve {
     log: Arc<Mutex<Vec<String>>>,
     /// Flags of `idmint serve` besides the listeners.
     args: Vec<String>,
+    /// Its wall clock, as libfaketime's FAKETIME says it (none: the real one).
+    clock: Option<&'static str>,
 }
 
 impl Serve {
@@ -95,6 +97,22 @@ impl Serve {
             child: None,
             log: Arc::default(),
             args: args.iter().map(|arg| arg.to_string()).collect(),
+            clock: None,
+        };
+        serve.spawn();
+        serve
+    }
+
+    /// Starts one with more flags and its wall clock frozen at `clock`.
+    fn start_frozen(test: &'static str, args: &[&str], clock: &'static str) -> Self {
+        let mut serve = Self {
+            test,
+            port: 0,
+            admin_port: 0,
+            child: None,
+            log: Arc::default(),
+            args: args.iter().map(|arg| arg.to_string()).collect(),
+            clock: Some(clock),
         };
         serve.spawn();
         serve
@@ -120,7 +138,11 @@ impl Serve {
 
     fn spawn(&mut self) {
         let listen = format!("127.0.0.1:{}", self.port);
-        let mut child = idmint(self.test)
+        let mut command = idmint(self.test);
+        if let Some(clock) = self.clock {
+            support::fake_clock(&mut command, clock);
+        }
+        let mut child = command
             .args([
                 "serve",
                 "--listen",
@@ -363,7 +385,39 @@ async fn a_killed_instance_is_failed_over_and_rejoins_when_restarted() {
 /// counter's values are not runs, which `ValueClient` takes.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_java_client_takes_from_a_counter_across_deployments_while_one_is_killed() {
-    const TEST: &str = "java_deployments";
+    java_across_deployments(
+        "java_deployments",
+        &["--kind", "autoinc", "--prefix", "J-"],
+        &["--policy", "builtin:decimal"],
+        None,
+    )
+    .await;
+}
+
+/// The same with a cyclic counter (`--max 99`) and the default policy,
+/// whose IDs are the lanes' (timestamp, value) pairs, the instances' wall
+/// clocks frozen at one instant: only the lanes' rule keeps the IDs apart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_java_client_takes_from_a_cyclic_counter_across_deployments_while_one_is_killed() {
+    java_across_deployments(
+        "java_deployments_cyclic",
+        &["--max", "99", "--prefix", "C"],
+        &[],
+        Some("2026-01-01 00:00:00"),
+    )
+    .await;
+}
+
+/// Counter `orders`, created with `kind` (its kind and prefix), striped
+/// `eu:2,us:2` across two servers of the test's own; two instances with
+/// `policy` (and their wall clocks at `clock`, if given); the Java program
+/// `DeploymentsRun` through them while eu is killed and restarted.
+async fn java_across_deployments(
+    test: &'static str,
+    kind: &[&str],
+    policy: &[&str],
+    clock: Option<&'static str>,
+) {
     const THREADS: u64 = 4;
     const PER_PHASE: u64 = 2_000;
     let durable = || {
@@ -375,48 +429,26 @@ async fn the_java_client_takes_from_a_counter_across_deployments_while_one_is_ki
     let (mut eu, us) = (durable(), durable());
     let eu_flag = format!("eu={}", eu.uri);
     let us_flag = format!("us={}", us.uri);
-    create(
-        TEST,
-        "orders",
-        &[
-            "--kind",
-            "autoinc",
-            "--prefix",
-            "J-",
-            "--policy",
-            "builtin:decimal",
-            "--stripes",
-            "eu:2,us:2",
-            "--uri",
-            &eu_flag,
-            "--uri",
-            &us_flag,
-        ],
-    );
-    let instances = [
-        Serve::start_with(
-            TEST,
-            &[
-                "--policy",
-                "builtin:decimal",
-                "--uri",
-                &eu_flag,
-                "--uri",
-                &us_flag,
-            ],
-        ),
-        Serve::start_with(
-            TEST,
-            &[
-                "--policy",
-                "builtin:decimal",
-                "--uri",
-                &us_flag,
-                "--uri",
-                &eu_flag,
-            ],
-        ),
-    ];
+    let mut args: Vec<&str> = kind.to_vec();
+    args.extend(policy);
+    args.extend([
+        "--stripes",
+        "eu:2,us:2",
+        "--uri",
+        &eu_flag,
+        "--uri",
+        &us_flag,
+    ]);
+    create(test, "orders", &args);
+    let serve = |first: &str, second: &str| {
+        let mut args: Vec<&str> = policy.to_vec();
+        args.extend(["--uri", first, "--uri", second]);
+        match clock {
+            Some(clock) => Serve::start_frozen(test, &args, clock),
+            None => Serve::start_with(test, &args),
+        }
+    };
+    let instances = [serve(&eu_flag, &us_flag), serve(&us_flag, &eu_flag)];
     let urls: Vec<String> = instances.iter().map(Serve::url).collect();
     let mut program = Pausing::start(
         "DeploymentsRun",
