@@ -812,3 +812,87 @@ async fn serve_takes_values_and_ids_from_a_striped_counter() {
         23
     );
 }
+
+/// The short guard for lanes: a handle's second take of a lane sends a
+/// filter of plain equalities and bounds (no `$expr`), and hands out the
+/// next values; a lane changed since (here its `seq` made an int32 by
+/// hand, which the short filter's type test refuses) is taken with the
+/// full guard again, once, and then with the short one; a sealed lane
+/// matches neither. Autoinc and cyclic lanes alike.
+#[tokio::test]
+async fn a_lane_taken_before_is_taken_with_the_short_guard() {
+    const TEST: &str = "striped_short_guard";
+    let (database, log) = support::monitored_database(TEST).await;
+    for (name, spec) in [
+        (
+            "orders",
+            CounterSpec::of(CounterKind::Autoinc).prefixes(Vec::new()),
+        ),
+        (
+            "serial",
+            CounterSpec::of(CounterKind::Cyclic)
+                .maxval(9)
+                .prefixes(Vec::new()),
+        ),
+    ] {
+        let name = counter_name(name);
+        // One lane: unstriped, then striped over 1.
+        create_striped(&database, &name, &spec, 1).await.unwrap();
+        set_stripes(&database, &name, 1).await.unwrap();
+        let (sequence, _) = Sequence::open(&database, name.clone(), &OpenOptions::default())
+            .await
+            .unwrap();
+        let takes = || {
+            log.named("findAndModify")
+                .into_iter()
+                .filter(|command| command.get_str("findAndModify") == Ok("counters"))
+                // Takes: a seal's query has neither guard.
+                .filter(|command| {
+                    command.get_document("query").is_ok_and(|query| {
+                        query.get_str("_id") == Ok(&format!("{name}#0"))
+                            && (query.contains_key("$expr") || query.contains_key("sealed"))
+                    })
+                })
+                .map(|command| command.get_document("query").unwrap().contains_key("$expr"))
+                .collect::<Vec<bool>>()
+        };
+        let mut values = Vec::new();
+        for _ in 0..3 {
+            values.extend(sequence.take(2, 7).await.unwrap());
+        }
+        // The first take sends the full guard, the next ones the short.
+        assert_eq!(takes(), [true, false, false], "{name}");
+        // Edited by hand: the short filter matches nothing, the full one
+        // takes, and the next take is short again.
+        let lanes = database.collection::<Document>("counters");
+        let id = format!("{name}#0");
+        let field = if name.as_str() == "orders" {
+            "seq"
+        } else {
+            "val"
+        };
+        let document = lanes.find_one(doc! { "_id": &id }).await.unwrap().unwrap();
+        let local = document.get_i64(field).unwrap() as i32;
+        lanes
+            .update_one(doc! { "_id": &id }, doc! { "$set": { field: local } })
+            .await
+            .unwrap();
+        values.extend(sequence.take(2, 7).await.unwrap());
+        values.extend(sequence.take(2, 7).await.unwrap());
+        assert_eq!(takes(), [true, false, false, false, true, false], "{name}");
+        let pairs: HashSet<(u64, u64)> = values
+            .iter()
+            .map(|stamp| (stamp.timestamp_micros, stamp.sequence))
+            .collect();
+        assert_eq!(pairs.len(), values.len(), "{name}: {values:?}");
+        // Sealed: the short filter matches nothing, and the take goes to
+        // the new generation's lane.
+        let changed = set_stripes(&database, &name, 1).await.unwrap();
+        let after = sequence.take(1, 7).await.unwrap();
+        if name.as_str() == "orders" {
+            assert!(after[0].sequence > changed.map.base, "{after:?}");
+        } else {
+            assert!(after[0].timestamp_micros > changed.map.base, "{after:?}");
+        }
+    }
+}

@@ -377,6 +377,75 @@ pub(crate) fn take_command(
     (filter, update)
 }
 
+/// What a handle learnt of a lane from its last take (the short guard):
+/// the fields no take changes, exactly as the lane held them then. A take
+/// of a lane it knows filters on those by equality, and on its moving
+/// fields' types and bounds, with plain query operators instead of the
+/// full guard's expression, which the server evaluates on every take; a
+/// lane changed since (sealed, rewritten by a change of stripes, edited)
+/// matches nothing, and its next take sends the full guard.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct KnownLane {
+    lane: Lane,
+    /// `lane` (the place, generation included), `prefixes`, and a cyclic
+    /// lane's `maxval`, as read.
+    fixed: Document,
+    cyclic: Option<u64>,
+}
+
+impl KnownLane {
+    /// What `document`, a live lane just read well formed as `read`,
+    /// tells of it (none if a field is not where a take left it).
+    pub(crate) fn of(document: &Document, read: &LaneDocument) -> Option<Self> {
+        if read.sealed {
+            return None;
+        }
+        let mut fixed = doc! {
+            "lane": document.get_document("lane").ok()?.clone(),
+            "prefixes": document.get_array("prefixes").ok()?.clone(),
+        };
+        let cyclic = match read.local {
+            Local::Cyclic { maxval, .. } => {
+                fixed.insert("maxval", document.get_i64("maxval").ok()?);
+                Some(maxval)
+            }
+            Local::Autoinc { .. } => None,
+        };
+        Some(Self {
+            lane: read.lane,
+            fixed,
+            cyclic,
+        })
+    }
+
+    /// The short filter of a take of `count` from lane `lane_id` (the
+    /// update is the full take's), or none when the lane has not `count`
+    /// values left whatever its local value.
+    pub(crate) fn filter(&self, lane_id: &str, count: u64) -> Option<Document> {
+        let mut filter = doc! { "_id": lane_id, "kind": LANE_KIND };
+        filter.extend(self.fixed.clone());
+        filter.insert("sealed", doc! { "$type": "null" });
+        match self.cyclic {
+            Some(maxval) => {
+                filter.insert(
+                    "val",
+                    doc! { "$type": "long", "$gte": 0_i64, "$lte": maxval as i64 },
+                );
+                filter.insert("ts", doc! { "$type": "long", "$gte": 0_i64 });
+            }
+            None => {
+                // Its values up to local value seq + count exist.
+                let most = self.lane.capacity().checked_sub(count)?;
+                filter.insert(
+                    "seq",
+                    doc! { "$type": "long", "$gte": 0_i64, "$lte": most as i64 },
+                );
+            }
+        }
+        Some(filter)
+    }
+}
+
 /// The filter and update that seal lane `lane_id` for the change of
 /// stripes that claimed generation `claim` (a lane sealed already keeps
 /// the time of its seal, and takes the new claim if it is the later): after it no take

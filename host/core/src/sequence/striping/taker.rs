@@ -1,6 +1,7 @@
 //! Taking from a striped counter: a handle that holds the counter's map and
 //! takes each block from one of its lanes, in one `findAndModify` whose
-//! filter holds only for a live lane ([`lane::take_command`]).
+//! filter holds only for a live lane ([`lane::take_command`]; once the
+//! handle has taken from the lane, the short guard of [`KnownLane`]).
 //!
 //! In one deployment the lanes are taken in turn from a random first one
 //! (so that processes spread over them). Across deployments
@@ -22,6 +23,7 @@
 //! again after a short pause, up to [`ATTEMPTS`] times, and then fails
 //! with [`StripingError::Changing`], having taken nothing.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -34,7 +36,7 @@ use super::arithmetic::{lane_id, Lane};
 use super::deployments::Deployments;
 use super::error::StripingError;
 use super::hooks::{self, Point};
-use super::lane::{self, LaneDocument};
+use super::lane::{self, KnownLane, LaneDocument};
 use super::map::{StripeMap, STRIPED_KIND};
 use crate::mongo::collections::COUNTERS;
 use crate::mongo::{describe_error, describe_value, durable_write_concern};
@@ -81,6 +83,8 @@ struct Inner {
     write_concern: WriteConcern,
     /// A segment counter's segments.
     segments: Option<Segments>,
+    /// What its last take of each lane learnt (the short guard), by `_id`.
+    known: Mutex<HashMap<String, KnownLane>>,
 }
 
 /// What a handle of a segment counter took from its lanes and has not
@@ -203,6 +207,7 @@ impl StripedCounter {
                 map: Mutex::new(map.clone()),
                 turn: AtomicU64::new(turn),
                 write_concern: durable_write_concern(),
+                known: Mutex::new(HashMap::new()),
                 segments: segment_step
                     .filter(|_| map.kind == SEGMENT)
                     .map(|step| Segments {
@@ -332,6 +337,9 @@ impl StripedCounter {
                 return Ok(after);
             }
             if let Some(target) = refused {
+                // Its deployment answered: it may be tried again, on the
+                // lanes of the map as it is now.
+                tried.retain(|name| Some(name) != target.deployment.as_ref());
                 self.unmatched(&target, &map, count, deadline).await?;
                 if self.map().generation == map.generation {
                     // Sealed and the map not moved on yet: the change is
@@ -592,7 +600,11 @@ impl StripedCounter {
         let name = self.name();
         let id = lane_id(name, target.residue);
         let client = ClientTime::Micros(client_micros).expression();
-        let (filter, update) = lane::take_command(&id, &map.kind, count, client);
+        let (full, update) = lane::take_command(&id, &map.kind, count, client);
+        let known = self.inner.known.lock().unwrap().get(&id).cloned();
+        let filter = known
+            .and_then(|known| known.filter(&id, count))
+            .unwrap_or(full);
         let collection = target.database.collection::<Document>(COUNTERS);
         let take = collection
             .find_one_and_update(filter, update)
@@ -629,8 +641,20 @@ impl StripedCounter {
             deployments.succeeded(deployment);
         }
         match after {
-            Some(after) => Ok(Tried::Taken(self.read_lane(&id, &after)?)),
-            None => Ok(Tried::Refused),
+            Some(after) => {
+                let read = self.read_lane(&id, &after)?;
+                let mut known = self.inner.known.lock().unwrap();
+                match KnownLane::of(&after, &read) {
+                    Some(lane) => known.insert(id, lane),
+                    None => known.remove(&id),
+                };
+                Ok(Tried::Taken(read))
+            }
+            None => {
+                // Its next take sends the full guard.
+                self.inner.known.lock().unwrap().remove(&id);
+                Ok(Tried::Refused)
+            }
         }
     }
 
