@@ -90,21 +90,12 @@ impl Serve {
 
     /// Starts one with more flags (`--policy FILE`).
     fn start_with(test: &'static str, args: &[&str]) -> Self {
-        let mut serve = Self {
-            test,
-            port: 0,
-            admin_port: 0,
-            child: None,
-            log: Arc::default(),
-            args: args.iter().map(|arg| arg.to_string()).collect(),
-            clock: None,
-        };
-        serve.spawn();
-        serve
+        Self::start_at(test, args, None)
     }
 
-    /// Starts one with more flags and its wall clock frozen at `clock`.
-    fn start_frozen(test: &'static str, args: &[&str], clock: &'static str) -> Self {
+    /// Starts one with more flags, its wall clock at `clock` if given (as
+    /// libfaketime's FAKETIME says it).
+    fn start_at(test: &'static str, args: &[&str], clock: Option<&'static str>) -> Self {
         let mut serve = Self {
             test,
             port: 0,
@@ -112,7 +103,7 @@ impl Serve {
             child: None,
             log: Arc::default(),
             args: args.iter().map(|arg| arg.to_string()).collect(),
-            clock: Some(clock),
+            clock,
         };
         serve.spawn();
         serve
@@ -443,10 +434,7 @@ async fn java_across_deployments(
     let serve = |first: &str, second: &str| {
         let mut args: Vec<&str> = policy.to_vec();
         args.extend(["--uri", first, "--uri", second]);
-        match clock {
-            Some(clock) => Serve::start_frozen(test, &args, clock),
-            None => Serve::start_with(test, &args),
-        }
+        Serve::start_at(test, &args, clock)
     };
     let instances = [serve(&eu_flag, &us_flag), serve(&us_flag, &eu_flag)];
     let urls: Vec<String> = instances.iter().map(Serve::url).collect();

@@ -113,13 +113,18 @@ async fn create_orders(deployments: &Deployments, layout: &str) -> StripeMap {
 
 /// Counter `orders` opened across `deployments`.
 async fn open_orders(deployments: &Deployments) -> Sequence {
+    open_across(deployments, "orders").await.0
+}
+
+/// Counter `name` opened across `deployments`, and its map.
+async fn open_across(deployments: &Deployments, name: &str) -> (Sequence, StripeMap) {
     let mut options = OpenOptions::default();
     options.deployments = Some(deployments.clone());
     let preferred = &deployments.preferred().database;
-    Sequence::open(preferred, counter_name("orders"), &options)
+    let (sequence, state) = Sequence::open(preferred, counter_name(name), &options)
         .await
-        .unwrap()
-        .0
+        .unwrap();
+    (sequence, state.striped.unwrap())
 }
 
 fn database_of(deployments: &Deployments, name: &str) -> Database {
@@ -458,21 +463,9 @@ async fn a_segment_counter_across_two_servers_one_killed_and_restarted_no_value_
         ],
     ));
     assert_exit(&created, 0);
-    let mut options = OpenOptions::default();
-    options.deployments = Some(deployments.clone());
-    let open = || async {
-        Sequence::open(
-            &deployments.preferred().database,
-            counter_name("tickets"),
-            &options,
-        )
-        .await
-        .unwrap()
-    };
-    let (sequence, state) = open().await;
-    let map = state.striped.unwrap();
+    let (sequence, map) = open_across(&deployments, "tickets").await;
     // Two handles, as two processes: each its own segments.
-    let (other, _) = open().await;
+    let (other, _) = open_across(&deployments, "tickets").await;
     let takers = Takers::start(&sequence, 2);
     let others = Takers::start(&other, 2);
     takers.progress(200, "values from both deployments").await;
@@ -545,16 +538,7 @@ async fn a_cyclic_counter_across_two_servers_one_killed_and_restarted_no_pair_tw
         ],
     ));
     assert_exit(&created, 0);
-    let mut options = OpenOptions::default();
-    options.deployments = Some(deployments.clone());
-    let (sequence, state) = Sequence::open(
-        &deployments.preferred().database,
-        counter_name("serial"),
-        &options,
-    )
-    .await
-    .unwrap();
-    let map = state.striped.unwrap();
+    let (sequence, map) = open_across(&deployments, "serial").await;
     // A cyclic lane's values are its residue class of the cycle.
     let in_eu = |value: u64| map.deployment_of(value % map.modulus) == Some("eu");
     let takers = Takers::start_at(&sequence, 4, FROZEN_MICROS);
