@@ -45,10 +45,15 @@ use mongodb::bson::{doc, Bson, Document};
 use super::arithmetic::{Generation, Lane, MAX_LANES};
 use crate::mongo::describe_value;
 use crate::parts::Stamp;
-use crate::sequence::counter::fields::{integer_in, read_document, read_integer, read_string};
+use crate::sequence::counter::fields::{
+    integer_in, read_document, read_integer, read_string, well_formed,
+};
 use crate::sequence::kind_trait::MAX_VALUE;
-use crate::sequence::kinds::cyclic::{closed_form, one_value, unfold_block, MAX_MAXVAL};
-use crate::sequence::kinds::segment::MAX_STEP;
+use crate::sequence::kinds::autoinc::AutoincKind;
+use crate::sequence::kinds::cyclic::{
+    closed_form, one_value, unfold_block, CyclicKind, MAX_MAXVAL,
+};
+use crate::sequence::kinds::segment::{SegmentKind, MAX_STEP};
 
 /// The `kind` of a lane document.
 pub const LANE_KIND: &str = "lane";
@@ -62,6 +67,10 @@ const CYCLIC: &str = "cyclic";
 /// The `kind` of segment lanes: autoinc lanes whose takes are whole
 /// segments, handed out from the taking process's memory.
 const SEGMENT: &str = "segment";
+
+/// The kinds whose counters can be striped, so far: those [`LaneOf`] makes
+/// lanes of.
+pub const STRIPABLE: &[&str] = &[AUTOINC, SEGMENT, CYCLIC];
 
 /// A lane document, read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,13 +112,20 @@ pub enum Local {
     },
 }
 
-impl LaneDocument {
-    /// Its last local value, as `counter show` says it.
-    pub fn local_value(&self) -> u64 {
-        match self.local {
+impl Local {
+    /// The last local value: an autoinc lane's `seq`, a cyclic lane's `val`.
+    pub fn value(self) -> u64 {
+        match self {
             Local::Autoinc { seq } => seq,
             Local::Cyclic { val, .. } => val,
         }
+    }
+}
+
+impl LaneDocument {
+    /// Its last local value, as `counter show` says it.
+    pub fn local_value(&self) -> u64 {
+        self.local.value()
     }
 
     /// Whether it has handed out nothing yet.
@@ -250,10 +266,7 @@ pub fn read(document: &Document) -> Result<LaneDocument, String> {
     if last != expected {
         return Err(format!(
             "last is {last}, not {expected}, the value of its local value {}",
-            match local {
-                Local::Autoinc { seq } => seq,
-                Local::Cyclic { val, .. } => val,
-            }
+            local.value()
         ));
     }
     let sealed = match document.get("sealed") {
@@ -522,6 +535,17 @@ impl LaneOf {
         match self {
             Self::Autoinc | Self::Segment { .. } => MAX_LANES,
             Self::Cyclic { top } => MAX_LANES.min(top.saturating_add(1)),
+        }
+    }
+
+    /// The guard of an unstriped counter of this kind: true only while
+    /// it is a well-formed counter of the kind, which a change of stripes
+    /// seals.
+    pub(crate) fn unstriped_guard(self) -> Document {
+        match self {
+            Self::Autoinc => well_formed::<AutoincKind>(),
+            Self::Cyclic { .. } => well_formed::<CyclicKind>(),
+            Self::Segment { .. } => well_formed::<SegmentKind>(),
         }
     }
 

@@ -46,10 +46,10 @@ pub use deployments::{
     check_deployment_name, Deployment, Deployments, HealthReport, FIRST_BACKOFF, LONGEST_BACKOFF,
 };
 pub use error::StripingError;
-pub use lane::{LaneDocument, LANE_KIND};
+pub use lane::{LaneDocument, LANE_KIND, STRIPABLE};
 pub use layout::Layout;
 pub use map::{StripeMap, STRIPED_KIND};
 pub(crate) use open::read_from_any;
 pub use restripe::{create_laid_out, create_striped, set_layout, set_stripes, Restriped};
 pub use show::{lanes, LaneReport, LaneView};
-pub use taker::{StripedCounter, ATTEMPTS, HEDGE_AFTER, STRIPABLE};
+pub use taker::{StripedCounter, ATTEMPTS, HEDGE_AFTER};

@@ -35,21 +35,19 @@ use super::arithmetic::{lane_id, Generation, Lane};
 use super::deployments::Deployments;
 use super::error::StripingError;
 use super::hooks::{self, Point};
+use super::lane::STRIPABLE;
 use super::lane::{self, new_lane, placeholder, LaneOf};
 use super::layout::Layout;
 use super::map::{StripeMap, STRIPED_KIND};
-use super::taker::{read_map, striping, STRIPABLE};
+use super::taker::{read_map, striping};
 use crate::mongo::collections::COUNTERS;
 use crate::mongo::{describe_error, durable_write_concern, is_duplicate_key};
 use crate::sequence::claims::{self, Claimant};
-use crate::sequence::counter::document::read;
-use crate::sequence::counter::fields::{database_of, read_kind, well_formed, DEFAULT_KIND};
+use crate::sequence::counter::fields::{database_of, read_kind, DEFAULT_KIND};
 use crate::sequence::counter::spec::CounterSpec;
 use crate::sequence::counters::create;
 use crate::sequence::error::SequenceError;
-use crate::sequence::kinds::autoinc::AutoincKind;
-use crate::sequence::kinds::cyclic::{CyclicKind, DEFAULT_MAXVAL};
-use crate::sequence::kinds::segment::SegmentKind;
+use crate::sequence::kinds::cyclic::DEFAULT_MAXVAL;
 use crate::sequence::name::CounterName;
 use crate::sequence::CounterKind;
 
@@ -757,14 +755,9 @@ async fn current_map(
         return read_map(name, &document);
     }
     check_stripable(name, kind)?;
-    let well_formed = match of {
-        LaneOf::Autoinc => well_formed::<AutoincKind>(),
-        LaneOf::Cyclic { .. } => well_formed::<CyclicKind>(),
-        LaneOf::Segment { .. } => well_formed::<SegmentKind>(),
-    };
     let sealed = collection
         .find_one_and_update(
-            doc! { "_id": name.as_str(), "$expr": well_formed },
+            doc! { "_id": name.as_str(), "$expr": of.unstriped_guard() },
             vec![doc! { "$set": {
                 "kind": STRIPED_KIND,
                 "striped": {
@@ -784,11 +777,7 @@ async fn current_map(
         Some(map) => read_map(name, &map),
         None => {
             // Malformed (say what is wrong), or changed since it was read.
-            match of {
-                LaneOf::Autoinc => read::<AutoincKind>(name, &document).map(drop)?,
-                LaneOf::Cyclic { .. } => read::<CyclicKind>(name, &document).map(drop)?,
-                LaneOf::Segment { .. } => read::<SegmentKind>(name, &document).map(drop)?,
-            }
+            crate::sequence::CounterState::from_document(name, &document)?;
             Err(striping(name, StripingError::Concurrent))
         }
     }

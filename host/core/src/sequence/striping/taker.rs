@@ -36,7 +36,7 @@ use super::arithmetic::{lane_id, Lane};
 use super::deployments::Deployments;
 use super::error::StripingError;
 use super::hooks::{self, Point};
-use super::lane::{self, KnownLane, LaneDocument};
+use super::lane::{self, KnownLane, LaneDocument, STRIPABLE};
 use super::map::{StripeMap, STRIPED_KIND};
 use crate::mongo::collections::COUNTERS;
 use crate::mongo::{describe_error, describe_value, durable_write_concern};
@@ -57,12 +57,6 @@ const SHORTEST_TRY: Duration = Duration::from_millis(50);
 /// How long a try across deployments goes unanswered before a lane of
 /// another deployment is asked too.
 pub const HEDGE_AFTER: Duration = Duration::from_millis(250);
-
-/// The kind of a striped counter whose takes are whole segments.
-const SEGMENT: &str = "segment";
-
-/// The lanes' kinds that can be striped, so far.
-pub const STRIPABLE: &[&str] = &["autoinc", "segment", "cyclic"];
 
 /// An opened striped counter (see the module docs). Cheap to clone: clones
 /// share the map and the turn.
@@ -208,13 +202,11 @@ impl StripedCounter {
                 turn: AtomicU64::new(turn),
                 write_concern: durable_write_concern(),
                 known: Mutex::new(HashMap::new()),
-                segments: segment_step
-                    .filter(|_| map.kind == SEGMENT)
-                    .map(|step| Segments {
-                        step,
-                        left: Mutex::new(None),
-                        fetching: tokio::sync::Mutex::new(()),
-                    }),
+                segments: segment_step.map(|step| Segments {
+                    step,
+                    left: Mutex::new(None),
+                    fetching: tokio::sync::Mutex::new(()),
+                }),
             }),
         })
     }
