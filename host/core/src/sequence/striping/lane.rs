@@ -68,7 +68,7 @@ const CYCLIC: &str = "cyclic";
 /// segments, handed out from the taking process's memory.
 const SEGMENT: &str = "segment";
 
-/// The kinds whose counters can be striped, so far: those [`LaneOf`] makes
+/// The kinds whose counters can be striped, so far: those `LaneOf` makes
 /// lanes of.
 pub const STRIPABLE: &[&str] = &[AUTOINC, SEGMENT, CYCLIC];
 
