@@ -39,6 +39,7 @@ mod stored_functions;
 mod striped;
 mod striped_cyclic;
 mod striped_deployments;
+mod striped_periodic;
 mod striped_segment;
 mod striped_twin;
 mod test_kind;

@@ -6,54 +6,8 @@
 //! stored JavaScript twin beside the host.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use crate::support::{
-    self, assert_exit, idmint_on, replace_file, run, stderr, stdout, OwnedServer, Seq, ServerConfig,
-};
-
-/// A server of the test's own whose clock is `clock`'s.
-struct FakeClockServer {
-    server: OwnedServer,
-    file: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl FakeClockServer {
-    /// Starts the server with its clock frozen at `frozen` (`YYYY-MM-DD
-    /// hh:mm:ss`, UTC).
-    fn start(frozen: &str) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("server-clock");
-        set(&file, frozen);
-        let server = OwnedServer::start(ServerConfig {
-            fake_time: Some(file.clone()),
-            ..ServerConfig::default()
-        });
-        Self {
-            server,
-            file,
-            _dir: dir,
-        }
-    }
-
-    /// Freezes the server's clock at `frozen` (UTC), from its next call on.
-    fn freeze(&self, frozen: &str) {
-        set(&self.file, frozen);
-    }
-
-    /// `idmint` against this server's database `periodic`.
-    fn idmint(&self) -> Command {
-        idmint_on(&self.server.uri, "periodic")
-    }
-}
-
-/// Writes libfaketime's absolute, frozen form of a UTC time, whole (the
-/// server never reads half a line).
-fn set(file: &Path, frozen: &str) {
-    replace_file(file, format!("{frozen}\n").as_bytes());
-}
+use crate::support::{self, assert_exit, idmint_on, run, stderr, stdout, FakeClockServer, Seq};
 
 /// `PERIOD VALUE` lines of `idmint seq`, as pairs.
 fn pairs(output: &std::process::Output) -> Vec<(String, u64)> {
@@ -77,7 +31,7 @@ async fn the_server_clock_decides_the_period_frozen_stepped_back_and_in_a_zone()
     ] {
         let prefix = format!("{}-", name.to_uppercase());
         assert_exit(
-            &run(clock.idmint().args([
+            &run(clock.idmint("periodic").args([
                 "counter",
                 "create",
                 name,
@@ -94,23 +48,29 @@ async fn the_server_clock_decides_the_period_frozen_stepped_back_and_in_a_zone()
         );
     }
     // A frozen clock: the same period, values still unique and increasing.
-    let frozen = run(clock.idmint().args(["seq", "inv", "--count", "3"]));
+    let frozen = run(clock
+        .idmint("periodic")
+        .args(["seq", "inv", "--count", "3"]));
     assert_exit(&frozen, 0);
     assert_eq!(
         pairs(&frozen),
         [("2026".into(), 1), ("2026".into(), 2), ("2026".into(), 3)]
     );
     // 23:00 UTC on 31 December is already next year in Paris (UTC+1).
-    let paris = run(clock.idmint().args(["seq", "paris"]));
+    let paris = run(clock.idmint("periodic").args(["seq", "paris"]));
     assert_eq!(pairs(&paris), [("2027".into(), 1)], "{}", stderr(&paris));
 
     // Across the boundary: the values restart at 1, and the decimal policy
     // prints the period.
     clock.freeze("2027-01-01 00:00:01");
-    let next_year =
-        run(clock
-            .idmint()
-            .args(["next", "inv", "--count", "2", "--policy", "builtin:decimal"]));
+    let next_year = run(clock.idmint("periodic").args([
+        "next",
+        "inv",
+        "--count",
+        "2",
+        "--policy",
+        "builtin:decimal",
+    ]));
     assert_exit(&next_year, 0);
     assert_eq!(
         stdout(&next_year),
@@ -120,15 +80,17 @@ async fn the_server_clock_decides_the_period_frozen_stepped_back_and_in_a_zone()
     // Stepped back an hour: the counter stays in 2027 and goes on; nothing
     // of 2026 or 2027 is handed out twice.
     clock.freeze("2026-12-31 23:59:59");
-    let back = run(clock.idmint().args(["seq", "inv", "--count", "2"]));
+    let back = run(clock
+        .idmint("periodic")
+        .args(["seq", "inv", "--count", "2"]));
     assert_eq!(pairs(&back), [("2027".into(), 3), ("2027".into(), 4)]);
     // And a UTC+1 counter that has not moved since stays in its 2027.
-    let lagos = run(clock.idmint().args(["seq", "lagos"]));
+    let lagos = run(clock.idmint("periodic").args(["seq", "lagos"]));
     assert_eq!(pairs(&lagos), [("2027".into(), 1)]);
 
     // The stored JavaScript twin shares the counter: it goes on where the
     // host left off, and the host after it.
-    assert_exit(&run(clock.idmint().args(["install"])), 0);
+    assert_exit(&run(clock.idmint("periodic").args(["install"])), 0);
     let shell = run(&mut support::mongosh::shell_on(
         &clock.server.uri,
         "periodic",
@@ -140,7 +102,7 @@ async fn the_server_clock_decides_the_period_frozen_stepped_back_and_in_a_zone()
         "{}",
         stdout(&shell)
     );
-    let after = run(clock.idmint().args(["seq", "inv"]));
+    let after = run(clock.idmint("periodic").args(["seq", "inv"]));
     assert_eq!(pairs(&after), [("2027".into(), 7)]);
 }
 
@@ -157,7 +119,7 @@ async fn eight_processes_across_a_period_boundary_never_repeat_a_value() {
     let clock = FakeClockServer::start("2030-12-31 23:59:00");
     assert_exit(
         &run(clock
-            .idmint()
+            .idmint("periodic")
             .args(["counter", "create", "p", "--kind", "periodic", "--raw"])),
         0,
     );

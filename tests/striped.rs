@@ -149,13 +149,13 @@ async fn counter_show_says_each_lane() {
         "create",
         "c",
         "--kind",
-        "periodic",
+        "snowflake",
         "--stripes",
         "2",
     ]));
     assert_exit(&refused, 2);
     assert!(
-        stderr(&refused).contains("periodic counters cannot be striped"),
+        stderr(&refused).contains("snowflake counters cannot be striped"),
         "{}",
         stderr(&refused)
     );

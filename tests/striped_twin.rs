@@ -19,7 +19,9 @@ use serde_json::{json, Value};
 
 use idmint::installer;
 use idmint::sequence::striping::hooks::{hold, Point};
-use idmint::sequence::striping::{create_striped, lane_take_command, Generation, StripeMap};
+use idmint::sequence::striping::{
+    create_striped, lane_take_command, Generation, LaneOf, StripeMap,
+};
 use idmint::sequence::{ClientTime, CounterKind, CounterName, CounterSpec, OpenOptions, Sequence};
 
 use crate::striped::{assert_distinct, spawn_takers};
@@ -980,16 +982,11 @@ async fn the_stored_function_and_the_host_take_alike_from_a_striped_counter() {
             .find(|case| case.name == name)
             .unwrap_or_else(|| panic!("{name}: no such case"))
             .twin;
-        let map = StripeMap {
-            kind: twin.kind().into(),
-            generation: 1,
-            base: 0,
-            modulus: residue + 1,
-            live: true,
-            placement: Vec::new(),
-            spans: Vec::new(),
-            here: None,
+        let of = match twin.kind() {
+            "cyclic" => LaneOf::Cyclic { top: 9 },
+            _ => LaneOf::Autoinc,
         };
+        let map = StripeMap::live(&of, 1, Generation::new(0, residue + 1).unwrap());
         let expected = lane_take_command(
             &CounterName::new(name).unwrap(),
             &map,
@@ -1097,16 +1094,11 @@ async fn the_stored_reader_reads_a_lane_as_the_host_does() {
         document.extend(fields.clone());
         counters.insert_one(document).await.unwrap();
     }
-    let map = StripeMap {
-        kind: "cyclic".into(),
-        generation: 1,
-        base: 0,
-        modulus: lanes.len() as u64,
-        live: true,
-        placement: Vec::new(),
-        spans: Vec::new(),
-        here: None,
-    };
+    let map = StripeMap::live(
+        &LaneOf::Cyclic { top: 9 },
+        1,
+        Generation::new(0, lanes.len() as u64).unwrap(),
+    );
     let host: Vec<Value> = idmint::sequence::striping::lanes(&database, None, &name, &map)
         .await
         .unwrap()

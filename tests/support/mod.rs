@@ -15,6 +15,7 @@
 //!
 //! What almost every test uses is re-exported here.
 
+pub mod clock_server;
 pub mod counters;
 pub mod database;
 pub mod faketime;
@@ -27,6 +28,7 @@ pub mod server;
 pub mod service;
 pub mod wait;
 
+pub use clock_server::FakeClockServer;
 pub use counters::{
     counter_doc, counter_document, counter_field, counter_name, create, replace_counter,
     worker_leases,

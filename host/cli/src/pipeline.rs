@@ -14,7 +14,7 @@
 
 use clap::Args;
 use idmint::parts::PeriodUnit;
-use idmint::sequence::striping::{lane_id, lane_take_command, StripeMap};
+use idmint::sequence::striping::{how_to_read_a_lane_take, lane_id, lane_take_command, StripeMap};
 use idmint::sequence::{
     command_takes_count, take_command, ClientTime, CommandOptions, CounterKind, CounterName,
     SequenceError, Setting, DEFAULT_STEP, DEFAULT_ZONE,
@@ -147,13 +147,7 @@ impl PipelineCmd {
             .map_or(ClientTime::ServerNow, ClientTime::Micros);
         let command = lane_take_command(name, map, residue, self.count, client)
             .map_err(idmint::Error::from)?;
-        let read = if map.kind == CounterKind::Cyclic.as_str() {
-            "the value is `value.last`, issued with the timestamp `value.ts` (with --count N, \
-             the block unfolds back from local value `value.val` as a cyclic counter's does, \
-             each local value k standing for `value.lane.r` + k * `value.lane.m`)"
-        } else {
-            "the value is `value.last` (with --count N, the N values `value.lane.m` apart up to it)"
-        };
+        let read = how_to_read_a_lane_take(&map.kind);
         output.warning(&format!(
             "this command takes from lane {residue} of counter '{name}' (document '{id}'): \
              {read}. A change of stripes seals the lane: the command then matches nothing (value: null) \

@@ -18,7 +18,6 @@ use mongodb::bson::Document;
 use super::arithmetic::lane_id;
 use super::error::StripingError;
 use super::lane;
-use super::lane::STRIPABLE;
 use super::map::StripeMap;
 use super::taker::striping;
 use crate::sequence::counter::command::find_and_modify;
@@ -42,14 +41,14 @@ pub fn lane_take_command(
     count: u64,
     client: ClientTime,
 ) -> Result<Document, SequenceError> {
-    if !STRIPABLE.contains(&map.kind.as_str()) {
+    let Some(of) = &map.lanes_of else {
         return Err(striping(
             name,
             StripingError::NotStripable {
                 kind: map.kind.clone(),
             },
         ));
-    }
+    };
     if !map.live {
         return Err(striping(
             name,
@@ -61,13 +60,29 @@ pub fn lane_take_command(
     map.lanes_generation()
         .lane(residue)
         .map_err(|error| striping(name, error))?;
-    let (filter, update) = lane::take_command(
-        &lane_id(name, residue),
-        &map.kind,
-        count,
-        client.expression(),
-    );
+    let (filter, update) =
+        lane::take_command(&lane_id(name, residue), of, count, client.expression());
     Ok(find_and_modify(filter, update))
+}
+
+/// How an application reads the values of the answer of a lane's take
+/// command of a counter of `kind`, in words.
+pub fn how_to_read_a_lane_take(kind: &str) -> &'static str {
+    use crate::sequence::CounterKind;
+    match kind {
+        kind if kind == CounterKind::Cyclic.as_str() => {
+            "the value is `value.last`, issued with the timestamp `value.ts` (with --count N, \
+             the block unfolds back from local value `value.val` as a cyclic counter's does, \
+             each local value k standing for `value.lane.r` + k * `value.lane.m`)"
+        }
+        kind if kind == CounterKind::Periodic.as_str() => {
+            "the value is `value.last`, of the period `value.current` (with --count N, the N \
+             values `value.lane.m` apart up to it)"
+        }
+        _ => {
+            "the value is `value.last` (with --count N, the N values `value.lane.m` apart up to it)"
+        }
+    }
 }
 
 #[cfg(test)]
@@ -78,7 +93,11 @@ mod tests {
     fn map(live: bool) -> StripeMap {
         StripeMap {
             live,
-            ..StripeMap::live("autoinc", 2, Generation::new(40, 3).unwrap())
+            ..StripeMap::live(
+                &super::lane::LaneOf::Autoinc,
+                2,
+                Generation::new(40, 3).unwrap(),
+            )
         }
     }
 
@@ -87,7 +106,8 @@ mod tests {
         let name = CounterName::new("orders").unwrap();
         let now = ClientTime::Micros(7);
         let command = lane_take_command(&name, &map(true), 2, 5, now).unwrap();
-        let (filter, update) = lane::take_command("orders#2", "autoinc", 5, now.expression());
+        let (filter, update) =
+            lane::take_command("orders#2", &lane::LaneOf::Autoinc, 5, now.expression());
         assert_eq!(command.get_document("query").unwrap(), &filter);
         let update: Vec<mongodb::bson::Bson> = update.into_iter().map(Into::into).collect();
         assert_eq!(command.get_array("update").unwrap(), &update);
@@ -111,15 +131,17 @@ mod tests {
                 .contains("generation 2 has no live lane"),
             "{changing}"
         );
-        let periodic = StripeMap {
-            kind: "periodic".into(),
+        let snowflake = StripeMap {
+            kind: "snowflake".into(),
+            lanes_of: None,
             ..map(true)
         };
-        let refused = lane_take_command(&name, &periodic, 0, 1, ClientTime::ServerNow).unwrap_err();
+        let refused =
+            lane_take_command(&name, &snowflake, 0, 1, ClientTime::ServerNow).unwrap_err();
         assert!(
             refused
                 .to_string()
-                .contains("periodic counters cannot be striped"),
+                .contains("snowflake counters cannot be striped"),
             "{refused}"
         );
     }

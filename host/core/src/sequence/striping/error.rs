@@ -59,7 +59,7 @@ pub enum StripingError {
     Lane,
     /// The lanes' kind cannot be striped (yet).
     #[error(
-        "{kind} counters cannot be striped (only autoinc, segment and cyclic ones can, so far)"
+        "{kind} counters cannot be striped (only autoinc, segment, cyclic and periodic ones can, so far)"
     )]
     NotStripable {
         /// The counter's kind.

@@ -29,6 +29,25 @@
 //! value) pairs strictly increase, and every pair of a generation is above
 //! every pair of the one before.
 //!
+//! A periodic lane is an autoinc lane that starts again in each period of
+//! its counter (`unit` and `zone`, as the counter's), decided by its own
+//! server's clock as a periodic counter's is:
+//!
+//! ```text
+//! { _id: "invoices#2", kind: "lane",
+//!   lane: { kind: "periodic", generation: 1, b: 41, m: 4, r: 2,
+//!           period: "year", zone: "UTC", base_period: "2026" },
+//!   current: "2026", seq: 3, last: 52, sealed: null, prefixes: [] }
+//! ```
+//!
+//! `current` is the period of its last value, `seq` the local value in
+//! it. In `base_period`, the period its generation started in, its values
+//! are above `b` as an autoinc lane's are; in every later one they start
+//! again above 0: `last` is `(seq - 1) * m + r + 1`, plus `b` while
+//! `current` is `base_period`. So the lanes of a generation hand out
+//! disjoint values in every period, and a generation starts above the
+//! highest (period, value) its lanes handed out, ordered by period first.
+//!
 //! A take computes the local value and the value it stands for on the
 //! server in one update ([`take_command`]), so that whatever runs the
 //! command gets values, never local ones. `sealed` is null while the lane
@@ -45,6 +64,7 @@ use mongodb::bson::{doc, Bson, Document};
 use super::arithmetic::{Generation, Lane, MAX_LANES};
 use crate::mongo::describe_value;
 use crate::parts::Stamp;
+use crate::parts::{Period, PeriodUnit};
 use crate::sequence::counter::fields::{
     integer_in, read_document, read_integer, read_string, well_formed,
 };
@@ -52,6 +72,9 @@ use crate::sequence::kind_trait::MAX_VALUE;
 use crate::sequence::kinds::autoinc::AutoincKind;
 use crate::sequence::kinds::cyclic::{
     closed_form, one_value, unfold_block, CyclicKind, MAX_MAXVAL,
+};
+use crate::sequence::kinds::periodic::{
+    label_regex_of, now_label, read_label, zone_is_well_formed, PeriodicKind, ZONE_PATTERN,
 };
 use crate::sequence::kinds::segment::{SegmentKind, MAX_STEP};
 
@@ -68,9 +91,12 @@ const CYCLIC: &str = "cyclic";
 /// segments, handed out from the taking process's memory.
 const SEGMENT: &str = "segment";
 
+/// The `kind` of periodic lanes.
+const PERIODIC: &str = "periodic";
+
 /// The kinds whose counters can be striped, so far: those `LaneOf` makes
 /// lanes of.
-pub const STRIPABLE: &[&str] = &[AUTOINC, SEGMENT, CYCLIC];
+pub const STRIPABLE: &[&str] = &[AUTOINC, SEGMENT, CYCLIC, PERIODIC];
 
 /// A lane document, read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,14 +136,49 @@ pub enum Local {
         /// The counter's cycle's last value.
         top: u64,
     },
+    /// A periodic lane's: an autoinc lane's local value in `current`.
+    Periodic {
+        /// Its last local value in `current` (0: none yet).
+        seq: u64,
+        /// The period of its last value (none: it never handed one out
+        /// and nor did the counter before it).
+        current: Option<Period>,
+        /// The period its generation's base counts in (none: no value was
+        /// handed out before it): its values are above the base there,
+        /// above 0 in every later period.
+        base_period: Option<Period>,
+    },
 }
 
 impl Local {
-    /// The last local value: an autoinc lane's `seq`, a cyclic lane's `val`.
+    /// The last local value: an autoinc or periodic lane's `seq`, a
+    /// cyclic lane's `val`.
     pub fn value(self) -> u64 {
         match self {
-            Local::Autoinc { seq } => seq,
+            Local::Autoinc { seq } | Local::Periodic { seq, .. } => seq,
             Local::Cyclic { val, .. } => val,
+        }
+    }
+}
+
+/// How far a lane, or a generation, got: the period of its last value
+/// (periodic lanes only), and its last value (a cyclic lane's: its last
+/// timestamp). Marks order by period first, then value: a later period's
+/// values start again.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Mark {
+    /// The label of the period (none: not periodic, or no period yet).
+    pub period: Option<String>,
+    /// The value, or timestamp.
+    pub value: u64,
+}
+
+impl Mark {
+    /// A mark of `value` in no period.
+    pub fn of(value: u64) -> Self {
+        Self {
+            period: None,
+            value,
         }
     }
 }
@@ -131,7 +192,7 @@ impl LaneDocument {
     /// Whether it has handed out nothing yet.
     fn untouched(&self) -> bool {
         match self.local {
-            Local::Autoinc { seq } => seq == 0,
+            Local::Autoinc { seq } | Local::Periodic { seq, .. } => seq == 0,
             Local::Cyclic { ts, .. } => ts == self.lane.generation().base,
         }
     }
@@ -155,27 +216,44 @@ impl LaneDocument {
                 self.last,
                 crate::parts::rfc3339_micros(ts)
             ),
+            Local::Periodic { seq, current, .. } => format!(
+                "local value {seq} in {}, last value {}{sealed}",
+                current.map_or_else(String::new, |period| period.to_string()),
+                self.last
+            ),
         }
     }
 
     /// The highest mark of what it handed out, which the next generation
-    /// starts above: an autoinc lane's last value, a cyclic lane's last
-    /// timestamp (its floor if none).
-    pub fn high_water(&self) -> u64 {
+    /// starts above: an autoinc lane's last value, a periodic lane's last
+    /// value in its current period, a cyclic lane's last timestamp (its
+    /// floor if none).
+    pub fn high_water(&self) -> Mark {
         match self.local {
-            Local::Autoinc { .. } => self.last,
-            Local::Cyclic { ts, .. } => ts,
+            Local::Autoinc { .. } => Mark::of(self.last),
+            Local::Cyclic { ts, .. } => Mark::of(ts),
+            Local::Periodic { current, .. } => Mark {
+                period: current.map(|period| period.to_string()),
+                value: self.last,
+            },
         }
     }
 
     /// What its last take of `count` handed out, in order, read from the
-    /// lane after that take: each value with `client_micros` (autoinc), or
-    /// each (timestamp, value) pair (cyclic).
+    /// lane after that take: each value with `client_micros` (autoinc; a
+    /// periodic lane's in its current period), or each (timestamp, value)
+    /// pair (cyclic).
     pub fn taken(&self, count: u64, client_micros: u64) -> Vec<Stamp> {
         let modulus = self.lane.generation().modulus;
+        let values = (0..count)
+            .map(move |index| Stamp::new(client_micros, self.last - (count - 1 - index) * modulus));
         match self.local {
-            Local::Autoinc { .. } => (0..count)
-                .map(|index| Stamp::new(client_micros, self.last - (count - 1 - index) * modulus))
+            Local::Autoinc { .. } => values.collect(),
+            Local::Periodic { current, .. } => values
+                .map(|stamp| match current {
+                    Some(period) => stamp.in_period(period),
+                    None => stamp,
+                })
                 .collect(),
             Local::Cyclic {
                 val, maxval, ts, ..
@@ -191,10 +269,11 @@ impl LaneDocument {
         }
     }
 
-    /// How many more values a take may ask for (none: it never runs out).
+    /// How many more values a take may ask for (none: it never runs out;
+    /// a periodic lane's: in its current period).
     pub fn room(&self) -> Option<u64> {
         match self.local {
-            Local::Autoinc { .. } => {
+            Local::Autoinc { .. } | Local::Periodic { .. } => {
                 Some(MAX_VALUE.saturating_sub(self.last) / self.lane.generation().modulus)
             }
             Local::Cyclic { .. } => None,
@@ -258,6 +337,13 @@ pub fn read(document: &Document) -> Result<LaneDocument, String> {
                 residue + val * modulus,
             )
         }
+        PERIODIC => read_periodic(document, place, lane).map_err(|reason| {
+            if reason.starts_with("period") || reason.starts_with("zone") {
+                within(reason)
+            } else {
+                reason
+            }
+        })?,
         _ => {
             let seq = read_integer(document, "seq", 0, lane.capacity())?;
             (Local::Autoinc { seq }, lane.high_water(seq))
@@ -288,6 +374,69 @@ pub fn read(document: &Document) -> Result<LaneDocument, String> {
         last,
         sealed,
     })
+}
+
+/// Reads a periodic lane's local counter and the value its `seq` stands
+/// for, or says what is wrong.
+fn read_periodic(
+    document: &Document,
+    place: &Document,
+    lane: Lane,
+) -> Result<(Local, u64), String> {
+    let unit: PeriodUnit = read_string(place, "period")?
+        .parse()
+        .map_err(|reason| format!("period: {reason}"))?;
+    let zone = read_string(place, "zone")?;
+    if !zone_is_well_formed(zone) {
+        return Err(format!("zone {zone:?} is not a time zone name"));
+    }
+    let label = |document: &Document, key: &str| -> Result<Option<Period>, String> {
+        let text = read_string(document, key)?;
+        if text.is_empty() {
+            return Ok(None);
+        }
+        read_label(unit, text).map(Some).ok_or_else(|| {
+            format!(
+                "{key} {text:?} is not a {unit} label ({})",
+                unit.label_format()
+            )
+        })
+    };
+    let base_period = label(place, "base_period").map_err(|reason| format!("lane.{reason}"))?;
+    let current = label(document, "current")?;
+    if current < base_period {
+        return Err(format!(
+            "current is {}, before lane.base_period {}",
+            describe_label(current),
+            describe_label(base_period)
+        ));
+    }
+    // Above the base in its period, above 0 in every later one.
+    let in_period = if current == base_period {
+        lane
+    } else {
+        Generation::new(0, lane.generation().modulus)
+            .and_then(|generation| generation.lane(lane.residue()))
+            .map_err(|error| format!("lane: {error}"))?
+    };
+    let least = u64::from(current != base_period);
+    let seq = read_integer(document, "seq", least, in_period.capacity())?;
+    Ok((
+        Local::Periodic {
+            seq,
+            current,
+            base_period,
+        },
+        in_period.high_water(seq),
+    ))
+}
+
+/// A period's label as an error says it (`""`: none).
+fn describe_label(period: Option<Period>) -> String {
+    period.map_or_else(
+        || "\"\"".to_string(),
+        |period| format!("{:?}", period.to_string()),
+    )
 }
 
 /// The server-side twin of [`read`] for a live lane of `kind`: true only
@@ -325,6 +474,33 @@ pub(crate) fn guard(kind: &str) -> Document {
                 { "$add": ["$lane.r", { "$multiply": ["$val", "$lane.m"] }] },
             ]}),
         ]);
+    } else if kind == PERIODIC {
+        let string = |field: &str| doc! { "$eq": [{ "$type": format!("${field}") }, "string"] };
+        let label = |field: &str| {
+            Bson::Document(doc! { "$and": [
+                string(field),
+                { "$regexMatch": { "input": format!("${field}"), "regex": label_regex_of("$lane.period") } },
+            ]})
+        };
+        terms.extend([
+            Bson::Document(
+                doc! { "$in": ["$lane.period", PeriodUnit::ALL.map(PeriodUnit::as_str).to_vec()] },
+            ),
+            Bson::Document(doc! { "$and": [
+                string("lane.zone"),
+                { "$regexMatch": { "input": "$lane.zone", "regex": ZONE_PATTERN } },
+            ]}),
+            label("lane.base_period"),
+            label("current"),
+            Bson::Document(doc! { "$gte": ["$current", "$lane.base_period"] }),
+            integer_in("seq", 0, MAX_VALUE),
+            // A later period than the base's has a value.
+            Bson::Document(doc! { "$or": [
+                { "$eq": ["$current", "$lane.base_period"] },
+                { "$gte": ["$seq", 1] },
+            ]}),
+            Bson::Document(doc! { "$eq": ["$last", periodic_last("$seq")] }),
+        ]);
     } else {
         terms.extend([
             integer_in("seq", 0, MAX_VALUE),
@@ -342,19 +518,33 @@ pub(crate) fn guard(kind: &str) -> Document {
     doc! { "$and": terms }
 }
 
-/// The filter and update that take `count` values of lane `lane_id` of
-/// kind `kind` in one `findAndModify` (returning the lane after): the
-/// filter holds only for a well-formed live lane (of an autoinc counter:
-/// with `count` values left); the update advances the local counter and
-/// sets `last` to the value of its new local value, on the server. A
-/// cyclic lane's timestamp is never below `client_micros` (a long, or an
-/// expression of the server's clock).
+/// The value a periodic lane's local value `seq` (an expression) stands
+/// for in its `current` period: `b` or 0 (the base of `current`) for none,
+/// else that base plus `(seq - 1) * m + r + 1`.
+fn periodic_last(seq: &str) -> Document {
+    let base = doc! { "$cond": [{ "$eq": ["$current", "$lane.base_period"] }, "$lane.b", 0_i64] };
+    doc! { "$cond": [
+        { "$eq": [seq, 0] },
+        base.clone(),
+        { "$add": [base, { "$multiply": [{ "$subtract": [seq, 1] }, "$lane.m"] }, "$lane.r", 1] },
+    ]}
+}
+
+/// The filter and update that take `count` values of lane `lane_id` of a
+/// counter whose lanes are `of` in one `findAndModify` (returning the lane
+/// after): the filter holds only for a well-formed live lane (of an
+/// autoinc counter: with `count` values left; of a periodic one: of its
+/// period and zone, with `count` values left in the period now); the
+/// update advances the local counter and sets `last` to the value of its
+/// new local value, on the server. A cyclic lane's timestamp is never
+/// below `client_micros` (a long, or an expression of the server's clock).
 pub(crate) fn take_command(
     lane_id: &str,
-    kind: &str,
+    of: &LaneOf,
     count: u64,
     client_micros: Bson,
 ) -> (Document, Vec<Document>) {
+    let kind = of.kind();
     let count = count as i64;
     if kind == CYCLIC {
         let advanced = if count == 1 {
@@ -368,6 +558,38 @@ pub(crate) fn take_command(
             doc! { "$set": { "last": { "$toLong": {
                 "$add": ["$lane.r", { "$multiply": ["$val", "$lane.m"] }],
             }}}},
+        ];
+        return (filter, update);
+    }
+    if let LaneOf::Periodic { unit, zone } = of {
+        // A new period by this server's clock starts again at local value
+        // `count`; the same period goes on, if it has `count` values left.
+        // The period and zone are the command's own (a server's
+        // `$dateToString` may take its zone from a constant only), and the
+        // lane's must be them.
+        let now = now_label(*unit, zone);
+        let filter = doc! {
+            "_id": lane_id,
+            "$expr": { "$and": [
+                guard(kind),
+                { "$eq": ["$lane.period", unit.as_str()] },
+                { "$eq": ["$lane.zone", zone] },
+                { "$or": [
+                    { "$gt": [now.clone(), "$current"] },
+                    { "$lte": ["$last", { "$subtract": [MAX_VALUE as i64, { "$multiply": [count, "$lane.m"] }] }] },
+                ]},
+            ]},
+        };
+        let update = vec![
+            doc! { "$replaceWith": { "$mergeObjects": ["$$ROOT", { "$let": {
+                "vars": { "now": now },
+                "in": { "$cond": [
+                    { "$gt": ["$$now", "$current"] },
+                    { "current": "$$now", "seq": { "$toLong": count } },
+                    { "seq": { "$toLong": { "$add": ["$seq", count] } } },
+                ]},
+            }}]}},
+            doc! { "$set": { "last": { "$toLong": periodic_last("$seq") } } },
         ];
         return (filter, update);
     }
@@ -422,7 +644,7 @@ impl KnownLane {
                 fixed.insert("maxval", document.get_i64("maxval").ok()?);
                 Some(maxval)
             }
-            Local::Autoinc { .. } => None,
+            Local::Autoinc { .. } | Local::Periodic { .. } => None,
         };
         Some(Self {
             lane: read.lane,
@@ -447,12 +669,18 @@ impl KnownLane {
                 filter.insert("ts", doc! { "$type": "long", "$gte": 0_i64 });
             }
             None => {
-                // Its values up to local value seq + count exist.
+                // Its values up to local value seq + count exist (a
+                // periodic lane's, in its base period, where it has the
+                // fewest: in a later one, a take that matches nothing is
+                // sent again with the full guard).
                 let most = self.lane.capacity().checked_sub(count)?;
                 filter.insert(
                     "seq",
                     doc! { "$type": "long", "$gte": 0_i64, "$lte": most as i64 },
                 );
+                if self.fixed.get_document("lane").ok()?.get_str("kind") == Ok(PERIODIC) {
+                    filter.insert("current", doc! { "$type": "string" });
+                }
             }
         }
         Some(filter)
@@ -486,8 +714,8 @@ pub(crate) fn claimed(lane_id: &str, claim: u64) -> Document {
 
 /// What the lanes of a counter are made of: its kind, and what a new lane
 /// of that kind needs to know of the counter.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum LaneOf {
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LaneOf {
     /// An autoinc counter's lanes.
     Autoinc,
     /// A cyclic counter's lanes, over its cycle `0..=top`.
@@ -500,6 +728,13 @@ pub(crate) enum LaneOf {
     Segment {
         /// The counter's `step`.
         step: u64,
+    },
+    /// A periodic counter's lanes, in its periods.
+    Periodic {
+        /// How long a period lasts.
+        unit: PeriodUnit,
+        /// The time zone periods are counted in.
+        zone: String,
     },
 }
 
@@ -515,25 +750,33 @@ impl LaneOf {
             SEGMENT => Ok(Self::Segment {
                 step: read_integer(document, "step", 1, MAX_STEP)?,
             }),
+            PERIODIC => {
+                let state = <PeriodicKind as crate::sequence::kind_trait::Kind>::read(document)?;
+                Ok(Self::Periodic {
+                    unit: state.period,
+                    zone: state.zone,
+                })
+            }
             other => Err(format!("{other} counters cannot be striped")),
         }
     }
 
     /// The counter's kind.
-    pub(crate) fn kind(self) -> &'static str {
+    pub fn kind(&self) -> &'static str {
         match self {
             Self::Autoinc => AUTOINC,
             Self::Cyclic { .. } => CYCLIC,
             Self::Segment { .. } => SEGMENT,
+            Self::Periodic { .. } => PERIODIC,
         }
     }
 
     /// The most lanes a generation of this counter can have: each must
     /// have a value of its own (a cyclic counter's cycle is `top + 1`
     /// values).
-    pub(crate) fn most_lanes(self) -> u64 {
+    pub(crate) fn most_lanes(&self) -> u64 {
         match self {
-            Self::Autoinc | Self::Segment { .. } => MAX_LANES,
+            Self::Autoinc | Self::Segment { .. } | Self::Periodic { .. } => MAX_LANES,
             Self::Cyclic { top } => MAX_LANES.min(top.saturating_add(1)),
         }
     }
@@ -541,11 +784,12 @@ impl LaneOf {
     /// The guard of an unstriped counter of this kind: true only while
     /// it is a well-formed counter of the kind, which a change of stripes
     /// seals.
-    pub(crate) fn unstriped_guard(self) -> Document {
+    pub(crate) fn unstriped_guard(&self) -> Document {
         match self {
             Self::Autoinc => well_formed::<AutoincKind>(),
             Self::Cyclic { .. } => well_formed::<CyclicKind>(),
             Self::Segment { .. } => well_formed::<SegmentKind>(),
+            Self::Periodic { .. } => well_formed::<PeriodicKind>(),
         }
     }
 
@@ -553,10 +797,11 @@ impl LaneOf {
     /// start above, as an expression of its document: an autoinc
     /// counter's last value, a segment counter's last value taken (its
     /// `max` is the first one no process took), a cyclic counter's last
-    /// timestamp.
-    pub(crate) fn base_of_unstriped(self) -> Bson {
+    /// timestamp, a periodic counter's last value in its current period
+    /// (see [`LaneOf::base_period_of_unstriped`]).
+    pub(crate) fn base_of_unstriped(&self) -> Bson {
         match self {
-            Self::Autoinc => Bson::Document(doc! { "$toLong": "$seq" }),
+            Self::Autoinc | Self::Periodic { .. } => Bson::Document(doc! { "$toLong": "$seq" }),
             Self::Segment { .. } => {
                 Bson::Document(doc! { "$toLong": { "$subtract": ["$max", 1_i64] } })
             }
@@ -566,16 +811,34 @@ impl LaneOf {
         }
     }
 
+    /// The period an unstriped counter's base counts in, as an
+    /// expression of its document: a periodic counter's current period
+    /// (empty: none yet); none for the other kinds.
+    pub(crate) fn base_period_of_unstriped(&self) -> Option<Bson> {
+        match self {
+            Self::Periodic { .. } => Some(Bson::String("$current".to_string())),
+            _ => None,
+        }
+    }
+
     /// The kind's own fields of a map whose generation is above `base`
     /// (the kind's reader reads them; every value, or timestamp, up to
-    /// `base` belongs to earlier generations).
-    pub(crate) fn map_fields(self, base: u64) -> Document {
+    /// `base` belongs to earlier generations, and a periodic counter's up
+    /// to `base` in its period).
+    pub(crate) fn map_fields(&self, base: &Mark) -> Document {
+        let value = base.value;
         match self {
-            Self::Autoinc => doc! { "seq": base as i64 },
-            Self::Segment { step } => doc! { "max": (base + 1) as i64, "step": step as i64 },
+            Self::Autoinc => doc! { "seq": value as i64 },
+            Self::Segment { step } => doc! { "max": (value + 1) as i64, "step": *step as i64 },
             Self::Cyclic { top } => {
-                doc! { "val": 0_i64, "maxval": top as i64, "ts": base as i64 }
+                doc! { "val": 0_i64, "maxval": *top as i64, "ts": value as i64 }
             }
+            Self::Periodic { unit, zone } => doc! {
+                "period": unit.as_str(),
+                "zone": zone,
+                "current": base.period.clone().unwrap_or_default(),
+                "seq": value as i64,
+            },
         }
     }
 }
@@ -583,8 +846,8 @@ impl LaneOf {
 /// A lane `lane_id` that hands out nothing, sealed for the change that
 /// claimed generation `claim`: what that change writes where it will
 /// write a lane and none is, so that its seals cover every lane it writes.
-pub(crate) fn placeholder(lane_id: &str, of: LaneOf, claim: u64, lane: Lane) -> Document {
-    let mut document = new_lane(lane_id, of, claim, lane);
+pub(crate) fn placeholder(lane_id: &str, of: &LaneOf, claim: u64, lane: Lane) -> Document {
+    let mut document = new_lane(lane_id, of, claim, lane, None);
     document.insert(
         "sealed",
         doc! { "at": mongodb::bson::DateTime::now(), "claim": claim as i64 },
@@ -593,10 +856,17 @@ pub(crate) fn placeholder(lane_id: &str, of: LaneOf, claim: u64, lane: Lane) -> 
 }
 
 /// The document of a new lane `lane_id` of a counter whose lanes are
-/// `of`: `lane` of generation `generation`, nothing handed out yet. (A
+/// `of`: `lane` of generation `generation`, nothing handed out yet (a
+/// periodic lane's base counts in `base_period`, none: no period yet). (A
 /// cyclic lane's residue is within its counter's cycle: see
 /// [`LaneOf::most_lanes`].)
-pub(crate) fn new_lane(lane_id: &str, of: LaneOf, generation: u64, lane: Lane) -> Document {
+pub(crate) fn new_lane(
+    lane_id: &str,
+    of: &LaneOf,
+    generation: u64,
+    lane: Lane,
+    base_period: Option<&str>,
+) -> Document {
     let Generation { base, modulus } = lane.generation();
     let mut place = doc! {
         "kind": of.kind(),
@@ -612,7 +882,19 @@ pub(crate) fn new_lane(lane_id: &str, of: LaneOf, generation: u64, lane: Lane) -
             document.insert("seq", 0_i64);
             document.insert("last", base as i64);
         }
+        LaneOf::Periodic { unit, zone } => {
+            let base_period = base_period.unwrap_or_default();
+            place.insert("period", unit.as_str());
+            place.insert("zone", zone);
+            place.insert("base_period", base_period);
+            document.insert("lane", place);
+            // In its base period, above the base.
+            document.insert("current", base_period);
+            document.insert("seq", 0_i64);
+            document.insert("last", base as i64);
+        }
         LaneOf::Cyclic { top } => {
+            let top = *top;
             place.insert("top", top as i64);
             let maxval = cyclic_maxval(top, modulus, lane.residue()).unwrap_or(0);
             document.insert("lane", place);
@@ -640,7 +922,7 @@ mod tests {
 
     #[test]
     fn a_new_lane_reads_back_live_and_empty() {
-        let document = new_lane("orders#2", LaneOf::Autoinc, 3, lane_two());
+        let document = new_lane("orders#2", &LaneOf::Autoinc, 3, lane_two(), None);
         let read = read(&document).unwrap();
         assert_eq!(
             (read.generation, read.local, read.last, read.sealed),
@@ -652,7 +934,7 @@ mod tests {
 
     #[test]
     fn a_take_hands_out_the_values_before_last() {
-        let mut document = new_lane("orders#2", LaneOf::Autoinc, 1, lane_two());
+        let mut document = new_lane("orders#2", &LaneOf::Autoinc, 1, lane_two(), None);
         document.insert("seq", 3_i64);
         document.insert("last", lane_two().value(3).unwrap() as i64);
         let read = read(&document).unwrap();
@@ -664,7 +946,7 @@ mod tests {
     fn a_new_cyclic_lane_is_at_the_end_of_its_cycle_at_its_floor() {
         // 0..=9 over 4 lanes: lane 2 hands out 2 and 6 (local 0 and 1).
         let of = LaneOf::Cyclic { top: 9 };
-        let document = new_lane("serial#2", of, 1, lane_two());
+        let document = new_lane("serial#2", &of, 1, lane_two(), None);
         let read = read(&document).unwrap();
         assert_eq!(
             read.local,
@@ -675,7 +957,7 @@ mod tests {
                 top: 9
             }
         );
-        assert_eq!((read.last, read.high_water()), (6, 100));
+        assert_eq!((read.last, read.high_water()), (6, Mark::of(100)));
         assert_eq!(read.describe(), "nothing handed out yet");
         // Its lanes cover the cycle, each value once.
         let mut values: Vec<u64> = (0..4)
@@ -691,7 +973,7 @@ mod tests {
 
     #[test]
     fn a_cyclic_take_unfolds_its_pairs_through_the_residue() {
-        let mut document = new_lane("serial#2", LaneOf::Cyclic { top: 9 }, 1, lane_two());
+        let mut document = new_lane("serial#2", &LaneOf::Cyclic { top: 9 }, 1, lane_two(), None);
         // Three values from the new lane at client time 500: (500, 2),
         // (500, 6), then a wrap: (501, 2).
         document.insert("val", 0_i64);
@@ -709,14 +991,15 @@ mod tests {
 
     #[test]
     fn names_what_is_wrong() {
-        let good = || new_lane("orders#2", LaneOf::Autoinc, 1, lane_two());
+        let good = || new_lane("orders#2", &LaneOf::Autoinc, 1, lane_two(), None);
         let with = |key: &str, value: Bson| {
             let mut document = good();
             document.insert(key, value);
             document
         };
         let cyclic = |key: &str, value: Bson| {
-            let mut document = new_lane("serial#2", LaneOf::Cyclic { top: 9 }, 1, lane_two());
+            let mut document =
+                new_lane("serial#2", &LaneOf::Cyclic { top: 9 }, 1, lane_two(), None);
             document.insert(key, value);
             document
         };

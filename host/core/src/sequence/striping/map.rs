@@ -31,6 +31,7 @@ use serde::Serialize;
 
 use super::arithmetic::{Generation, Lane, MAX_LANES};
 use super::deployments::check_deployment_name;
+use super::lane::{LaneOf, Mark, STRIPABLE};
 use crate::mongo::describe_value;
 use crate::sequence::counter::fields::{read_array, read_document, read_integer, read_string};
 use crate::sequence::kind_trait::MAX_VALUE;
@@ -46,8 +47,13 @@ pub struct StripeMap {
     /// The generation: 0 while an unstriped counter is being striped, then
     /// 1, 2, ... one more at each change of stripes.
     pub generation: u64,
-    /// Every value of the generation is above it.
+    /// Every value of the generation is above it (a periodic counter's:
+    /// in `base_period`; in a later period they start again).
     pub base: u64,
+    /// The period `base` counts in: a periodic counter's only, none
+    /// before its first value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_period: Option<String>,
     /// How many lanes the generation has.
     pub modulus: u64,
     /// Whether the generation's lanes are live (false: a change of stripes
@@ -63,20 +69,26 @@ pub struct StripeMap {
     /// The deployment this copy of the map is in (none: it spans one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub here: Option<String>,
+    /// What its lanes are made of, read from the map's own fields (none:
+    /// lanes of a kind that cannot be striped, or a map made here).
+    #[serde(skip)]
+    pub(crate) lanes_of: Option<LaneOf>,
 }
 
 impl StripeMap {
-    /// The map of generation `generation` of lanes of `kind`, live.
-    pub(crate) fn live(kind: &str, generation: u64, lanes: Generation) -> Self {
+    /// The map of generation `generation` of lanes made of `of`, live.
+    pub fn live(of: &LaneOf, generation: u64, lanes: Generation) -> Self {
         StripeMap {
-            kind: kind.to_string(),
+            kind: of.kind().to_string(),
             generation,
             base: lanes.base,
+            base_period: None,
             modulus: lanes.modulus,
             live: true,
             placement: Vec::new(),
             spans: Vec::new(),
             here: None,
+            lanes_of: Some(of.clone()),
         }
     }
 
@@ -95,6 +107,15 @@ impl StripeMap {
         Generation {
             base: self.base,
             modulus: self.modulus,
+        }
+    }
+
+    /// How far the generations before this one got: every (period,)
+    /// value they handed out is at or below it.
+    pub fn mark(&self) -> Mark {
+        Mark {
+            period: self.base_period.clone(),
+            value: self.base,
         }
     }
 
@@ -142,8 +163,12 @@ impl StripeMap {
                 crate::parts::rfc3339_micros(self.base)
             );
         }
+        let period = match &self.base_period {
+            Some(period) => format!(" in {period} (from 1 in later periods)"),
+            None => String::new(),
+        };
         format!(
-            "generation {}: {} lanes{over}, values above {} (unique, not increasing)",
+            "generation {}: {} lanes{over}, values above {}{period} (unique, not increasing)",
             self.generation, self.modulus, self.base
         )
     }
@@ -155,6 +180,24 @@ impl StripeMap {
         let kind = read_string(striped, "kind").map_err(within)?.to_string();
         let generation = read_integer(striped, "generation", 0, MAX_VALUE).map_err(within)?;
         let base = read_integer(striped, "base", 0, MAX_VALUE).map_err(within)?;
+        // A kind that can be striped: its own fields say what its lanes
+        // are made of.
+        let lanes_of = if STRIPABLE.contains(&kind.as_str()) {
+            Some(LaneOf::of(&kind, document)?)
+        } else {
+            None
+        };
+        let base_period = match striped.get("base_period") {
+            None => None,
+            Some(Bson::String(label)) if label.is_empty() => None,
+            Some(Bson::String(label)) => Some(label.clone()),
+            Some(other) => {
+                return Err(format!(
+                    "striped.base_period is {}, not a string",
+                    describe_value(other)
+                ))
+            }
+        };
         let modulus = read_integer(striped, "modulus", 1, MAX_LANES).map_err(within)?;
         Generation::new(base, modulus).map_err(|error| format!("striped: {error}"))?;
         let lanes = read_array(striped, "lanes").map_err(within)?;
@@ -225,14 +268,16 @@ impl StripeMap {
             return Err("striped.spans and striped.here go together".to_string());
         }
         Ok(StripeMap {
-            kind,
+            kind: kind.clone(),
             generation,
             base,
+            base_period,
             modulus,
             live,
             placement,
             spans,
             here,
+            lanes_of,
         })
     }
 
@@ -256,6 +301,9 @@ impl StripeMap {
             "modulus": self.modulus as i64,
             "lanes": lanes,
         };
+        if let Some(period) = &self.base_period {
+            document.insert("base_period", period);
+        }
         if let Some(here) = &self.here {
             document.insert("spans", &self.spans);
             document.insert("here", here);
@@ -306,7 +354,7 @@ mod tests {
 
     #[test]
     fn reads_back_what_it_writes() {
-        let map = StripeMap::live("autoinc", 3, Generation::new(41, 4).unwrap());
+        let map = StripeMap::live(&LaneOf::Autoinc, 3, Generation::new(41, 4).unwrap());
         let read = StripeMap::read(&map_document(map.to_document())).unwrap();
         assert_eq!(read, map);
         assert_eq!(read.lanes().len(), 4);
@@ -320,7 +368,7 @@ mod tests {
 
     #[test]
     fn the_registry_reads_a_map_as_its_lanes_kind_and_says_its_generation() {
-        let map = StripeMap::live("autoinc", 2, Generation::new(41, 4).unwrap());
+        let map = StripeMap::live(&LaneOf::Autoinc, 2, Generation::new(41, 4).unwrap());
         let mut document = map_document(map.to_document());
         document.insert("prefixes", Vec::<String>::new());
         let name = crate::sequence::CounterName::new("orders").unwrap();
@@ -351,7 +399,7 @@ mod tests {
 
     #[test]
     fn a_copy_of_a_map_across_deployments_reads_back_and_says_where_its_lanes_are() {
-        let mut map = StripeMap::live("autoinc", 2, Generation::new(7, 3).unwrap());
+        let mut map = StripeMap::live(&LaneOf::Autoinc, 2, Generation::new(7, 3).unwrap());
         map.placement = vec!["eu".into(), "eu".into(), "us".into()];
         map.spans = vec!["eu".into(), "us".into()];
         let copy = map.copy_in("us");
@@ -381,7 +429,8 @@ mod tests {
 
     #[test]
     fn names_what_is_wrong() {
-        let good = || StripeMap::live("autoinc", 1, Generation::new(0, 2).unwrap()).to_document();
+        let good =
+            || StripeMap::live(&LaneOf::Autoinc, 1, Generation::new(0, 2).unwrap()).to_document();
         let with = |key: &str, value: Bson| {
             let mut striped = good();
             striped.insert(key, value);

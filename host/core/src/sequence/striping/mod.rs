@@ -41,12 +41,12 @@ mod show;
 mod taker;
 
 pub use arithmetic::{lane_id, Generation, Lane, LANE_SEPARATOR, MAX_LANES};
-pub use command::lane_take_command;
+pub use command::{how_to_read_a_lane_take, lane_take_command};
 pub use deployments::{
     check_deployment_name, Deployment, Deployments, HealthReport, FIRST_BACKOFF, LONGEST_BACKOFF,
 };
 pub use error::StripingError;
-pub use lane::{LaneDocument, LANE_KIND, STRIPABLE};
+pub use lane::{LaneDocument, LaneOf, Mark, LANE_KIND, STRIPABLE};
 pub use layout::Layout;
 pub use map::{StripeMap, STRIPED_KIND};
 pub(crate) use open::read_from_any;

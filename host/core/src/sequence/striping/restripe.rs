@@ -36,7 +36,7 @@ use super::deployments::Deployments;
 use super::error::StripingError;
 use super::hooks::{self, Point};
 use super::lane::STRIPABLE;
-use super::lane::{self, new_lane, placeholder, LaneOf};
+use super::lane::{self, new_lane, placeholder, LaneOf, Mark};
 use super::layout::Layout;
 use super::map::{StripeMap, STRIPED_KIND};
 use super::taker::{read_map, striping};
@@ -56,9 +56,9 @@ use crate::sequence::CounterKind;
 pub struct Restriped {
     /// The map after the change.
     pub map: StripeMap,
-    /// Each lane sealed: its residue and the last value it handed out (its
-    /// generation's base if none).
-    pub sealed: Vec<(u64, u64)>,
+    /// Each lane sealed: its residue and how far it got (the last value
+    /// it handed out, its generation's base if none; see [`Mark`]).
+    pub sealed: Vec<(u64, Mark)>,
 }
 
 /// Creates counter `name` as `spec` says with `stripes` lanes: an
@@ -90,7 +90,7 @@ pub async fn create_laid_out(
         check_layout(name, deployments, layout)?;
         if spec.kind == CounterKind::Cyclic {
             let top = spec.settings.maxval.unwrap_or(DEFAULT_MAXVAL);
-            check_lanes(name, LaneOf::Cyclic { top }, layout.modulus())?;
+            check_lanes(name, &LaneOf::Cyclic { top }, layout.modulus())?;
         }
     }
     if layout.is_named() {
@@ -162,7 +162,7 @@ pub async fn set_layout(
         name: name.clone(),
         reason,
     })?;
-    check_lanes(name, of, stripes)?;
+    check_lanes(name, &of, stripes)?;
     let sites = Sites::of(database, deployments, name, &spans, layout)?;
     // Every copy is read, and the counter's prefixes claimed in every
     // deployment, before anything of the counter is changed: a deployment
@@ -174,7 +174,7 @@ pub async fn set_layout(
         .cloned()
         .unwrap_or(Bson::Array(Vec::new()));
     sites.claim_prefixes(name, &prefixes).await?;
-    let first = current_map(&home_collection, name, of, &write_concern).await?;
+    let first = current_map(&home_collection, name, &of, &write_concern).await?;
     let map = match copies {
         Some(copy) if copy.generation > first.generation => copy,
         _ => first,
@@ -198,14 +198,17 @@ pub async fn set_layout(
     let sealed = change.seal_all().await?;
     let base = sealed
         .iter()
-        .map(|&(_, last)| last)
-        .fold(map.base, u64::max);
-    let next = Generation::new(base, stripes).map_err(|error| striping(name, error))?;
+        .map(|(_, mark)| mark)
+        .fold(map.mark(), |highest, mark| highest.max(mark.clone()));
+    let next = Generation::new(base.value, stripes).map_err(|error| striping(name, error))?;
     hooks::pass(database.name(), name.as_str(), Point::BeforeLaneWrites).await;
     for lane in next.lanes() {
-        change.write(site_of(lane.residue()), lane).await?;
+        change
+            .write(site_of(lane.residue()), lane, base.period.as_deref())
+            .await?;
     }
-    let mut new_map = StripeMap::live(&map.kind, change.claim, next);
+    let mut new_map = StripeMap::live(&change.of, change.claim, next);
+    new_map.base_period = base.period;
     if sites.spanning() {
         new_map.placement = placement.clone();
         new_map.spans = sites.names();
@@ -538,7 +541,7 @@ impl Change<'_> {
             let mut update = doc! { "striped": striped };
             if index > 0 {
                 update.insert("prefixes", prefixes.clone());
-                update.extend(self.of.map_fields(map.base));
+                update.extend(self.of.map_fields(&map.mark()));
             }
             let claimed = self
                 .sites
@@ -609,7 +612,7 @@ impl Change<'_> {
                 "place a lane of",
                 self.sites
                     .collection(site)
-                    .insert_one(placeholder(&id, self.of, self.claim, lane))
+                    .insert_one(placeholder(&id, &self.of, self.claim, lane))
                     .write_concern(self.write_concern.clone()),
             )
             .await;
@@ -621,9 +624,9 @@ impl Change<'_> {
     }
 
     /// Seals every lane of the counter in every site, of whatever
-    /// generation, for this change: each seal returns the last value its
-    /// lane handed out.
-    async fn seal_all(&self) -> Result<Vec<(u64, u64)>, SequenceError> {
+    /// generation, for this change: each seal returns how far its lane
+    /// got.
+    async fn seal_all(&self) -> Result<Vec<(u64, Mark)>, SequenceError> {
         use futures_util::TryStreamExt;
         let mut sealed = Vec::new();
         for (site, collection) in &self.sites.list {
@@ -672,10 +675,16 @@ impl Change<'_> {
         Ok(sealed)
     }
 
-    /// Writes `lane` of the new generation (in `site`; none: the home) in
-    /// place of the lane this change sealed there; a later change that
-    /// sealed it since wins.
-    async fn write(&self, site: Option<&str>, lane: Lane) -> Result<(), SequenceError> {
+    /// Writes `lane` of the new generation (in `site`; none: the home),
+    /// whose base counts in `base_period` (periodic lanes), in place of
+    /// the lane this change sealed there; a later change that sealed it
+    /// since wins.
+    async fn write(
+        &self,
+        site: Option<&str>,
+        lane: Lane,
+        base_period: Option<&str>,
+    ) -> Result<(), SequenceError> {
         let id = lane_id(self.name, lane.residue());
         let written = self
             .sites
@@ -687,7 +696,7 @@ impl Change<'_> {
                     .collection(site)
                     .replace_one(
                         lane::claimed(&id, self.claim),
-                        new_lane(&id, self.of, self.claim, lane),
+                        new_lane(&id, &self.of, self.claim, lane, base_period),
                     )
                     .write_concern(self.write_concern.clone()),
             )
@@ -707,7 +716,7 @@ impl Change<'_> {
             } else {
                 map.clone()
             };
-            let mut set = self.of.map_fields(map.base);
+            let mut set = self.of.map_fields(&map.mark());
             set.insert("striped", copy.to_document());
             let published = self
                 .sites
@@ -737,7 +746,7 @@ impl Change<'_> {
 async fn current_map(
     collection: &Collection<Document>,
     name: &CounterName,
-    of: LaneOf,
+    of: &LaneOf,
     write_concern: &WriteConcern,
 ) -> Result<StripeMap, SequenceError> {
     let document = collection
@@ -755,19 +764,20 @@ async fn current_map(
         return read_map(name, &document);
     }
     check_stripable(name, kind)?;
+    let mut striped = doc! {
+        "kind": kind,
+        "generation": 0_i64,
+        "base": of.base_of_unstriped(),
+        "modulus": 1_i64,
+        "lanes": [],
+    };
+    if let Some(period) = of.base_period_of_unstriped() {
+        striped.insert("base_period", period);
+    }
     let sealed = collection
         .find_one_and_update(
             doc! { "_id": name.as_str(), "$expr": of.unstriped_guard() },
-            vec![doc! { "$set": {
-                "kind": STRIPED_KIND,
-                "striped": {
-                    "kind": kind,
-                    "generation": 0_i64,
-                    "base": of.base_of_unstriped(),
-                    "modulus": 1_i64,
-                    "lanes": [],
-                },
-            }}],
+            vec![doc! { "$set": { "kind": STRIPED_KIND, "striped": striped } }],
         )
         .return_document(ReturnDocument::After)
         .write_concern(write_concern.clone())
@@ -785,8 +795,8 @@ async fn current_map(
 
 /// Fails unless a generation of `lanes` lanes of a counter whose lanes are
 /// `of` gives each lane a value.
-fn check_lanes(name: &CounterName, of: LaneOf, lanes: u64) -> Result<(), SequenceError> {
-    match of {
+fn check_lanes(name: &CounterName, of: &LaneOf, lanes: u64) -> Result<(), SequenceError> {
+    match *of {
         LaneOf::Cyclic { top } if lanes > of.most_lanes() => Err(striping(
             name,
             StripingError::CycleTooShort {

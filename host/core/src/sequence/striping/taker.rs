@@ -36,7 +36,7 @@ use super::arithmetic::{lane_id, Lane};
 use super::deployments::Deployments;
 use super::error::StripingError;
 use super::hooks::{self, Point};
-use super::lane::{self, KnownLane, LaneDocument, STRIPABLE};
+use super::lane::{self, KnownLane, LaneDocument};
 use super::map::{StripeMap, STRIPED_KIND};
 use crate::mongo::collections::COUNTERS;
 use crate::mongo::{describe_error, describe_value, durable_write_concern};
@@ -182,13 +182,8 @@ impl StripedCounter {
         deployments: Option<&Deployments>,
         segment_step: Option<u64>,
     ) -> Result<Self, SequenceError> {
-        if !STRIPABLE.contains(&map.kind.as_str()) {
-            return Err(striping(
-                &name,
-                StripingError::NotStripable {
-                    kind: map.kind.clone(),
-                },
-            ));
+        if map.lanes_of.is_none() {
+            return Err(not_stripable(&name, map));
         }
         // A random first lane: processes that open the counter at once do
         // not all start on lane 0.
@@ -592,7 +587,11 @@ impl StripedCounter {
         let name = self.name();
         let id = lane_id(name, target.residue);
         let client = ClientTime::Micros(client_micros).expression();
-        let (full, update) = lane::take_command(&id, &map.kind, count, client);
+        let of = map
+            .lanes_of
+            .as_ref()
+            .ok_or_else(|| not_stripable(name, map))?;
+        let (full, update) = lane::take_command(&id, of, count, client);
         let known = self.inner.known.lock().unwrap().get(&id).cloned();
         let filter = known
             .and_then(|known| known.filter(&id, count))
@@ -824,6 +823,16 @@ pub(crate) fn read_map(
         }
     }
     StripeMap::read(document).map_err(|reason| striping(name, StripingError::CorruptMap(reason)))
+}
+
+/// The error of a map whose lanes' kind cannot be striped.
+fn not_stripable(name: &CounterName, map: &StripeMap) -> SequenceError {
+    striping(
+        name,
+        StripingError::NotStripable {
+            kind: map.kind.clone(),
+        },
+    )
 }
 
 fn corrupt_lane(id: &str, reason: String, name: &CounterName) -> SequenceError {

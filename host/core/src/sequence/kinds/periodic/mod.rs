@@ -61,7 +61,7 @@ pub use crate::sequence::kind_trait::DEFAULT_ZONE;
 /// IANA name (`America/Argentina/Buenos_Aires`), `UTC`, or an offset
 /// (`+05:30`). Whether the server knows it is asked when the counter is
 /// created.
-const ZONE_PATTERN: &str = "^[A-Za-z0-9_+/:-]{1,64}$";
+pub(crate) const ZONE_PATTERN: &str = "^[A-Za-z0-9_+/:-]{1,64}$";
 
 /// The periodic kind (see the module docs).
 #[derive(Debug)]
@@ -124,13 +124,7 @@ impl Kind for PeriodicKind {
 
     fn guard() -> Vec<Bson> {
         let string = |field: &str| doc! { "$eq": [{ "$type": format!("${field}") }, "string"] };
-        let label_regex = doc! { "$switch": {
-            "branches": PeriodUnit::ALL.map(|unit| doc! {
-                "case": { "$eq": ["$period", unit.as_str()] },
-                "then": label_regex(unit),
-            }).to_vec(),
-            "default": "^$",
-        }};
+        let label_regex = label_regex_of("$period");
         vec![
             Bson::Document(
                 doc! { "$in": ["$period", PeriodUnit::ALL.map(PeriodUnit::as_str).to_vec()] },
@@ -228,6 +222,18 @@ impl Kind for PeriodicKind {
     }
 }
 
+/// The regular expression a label of the unit whose name is at field path
+/// `unit` matches, as a server expression (`^$` for no unit).
+pub(crate) fn label_regex_of(unit: &str) -> Document {
+    doc! { "$switch": {
+        "branches": PeriodUnit::ALL.map(|each| doc! {
+            "case": { "$eq": [unit, each.as_str()] },
+            "then": label_regex(each),
+        }).to_vec(),
+        "default": "^$",
+    }}
+}
+
 /// Fails unless `zone` has the shape of a time zone name ([`ZONE_PATTERN`]).
 fn check_zone(zone: &str) -> Result<(), SequenceError> {
     if zone_is_well_formed(zone) {
@@ -240,7 +246,7 @@ fn check_zone(zone: &str) -> Result<(), SequenceError> {
 }
 
 /// Whether `zone` has the shape of a time zone name ([`ZONE_PATTERN`]).
-fn zone_is_well_formed(zone: &str) -> bool {
+pub(crate) fn zone_is_well_formed(zone: &str) -> bool {
     (1..=64).contains(&zone.len())
         && zone
             .bytes()
@@ -257,7 +263,7 @@ fn label_regex(unit: PeriodUnit) -> &'static str {
 }
 
 /// Reads a non-empty label of `unit` exactly as [`label_regex`] accepts it.
-fn read_label(unit: PeriodUnit, label: &str) -> Option<Period> {
+pub(crate) fn read_label(unit: PeriodUnit, label: &str) -> Option<Period> {
     let fields: Vec<&str> = label.split('-').collect();
     let digits = |text: &str, width: usize| {
         (text.len() == width && text.bytes().all(|b| b.is_ascii_digit()))
@@ -280,7 +286,7 @@ fn read_label(unit: PeriodUnit, label: &str) -> Option<Period> {
 }
 
 /// The label of `$$NOW` in `zone`, for periods of `unit`.
-fn now_label(unit: PeriodUnit, zone: &str) -> Document {
+pub(crate) fn now_label(unit: PeriodUnit, zone: &str) -> Document {
     doc! { "$dateToString": { "format": unit.label_format(), "date": "$$NOW", "timezone": zone } }
 }
 
