@@ -16,6 +16,7 @@ use mongodb::Database;
 use serde_json::Value;
 
 use idmint::config::ConnectOptions;
+use idmint::parts::Stamp;
 use idmint::sequence::striping::hooks::{hold, Point};
 use idmint::sequence::striping::{
     create_laid_out, lanes, set_layout, Deployment, Deployments, Layout, StripeMap,
@@ -156,8 +157,8 @@ fn idmint_across(sites: &[Site], args: &[&str]) -> std::process::Command {
 /// Takers running until told to stop, recording every value and the
 /// longest take.
 struct Takers {
-    /// Each (timestamp, value) pair taken.
-    values: Arc<Mutex<Vec<(u64, u64)>>>,
+    /// Each value taken, as its stamp.
+    values: Arc<Mutex<Vec<Stamp>>>,
     stop: Arc<AtomicBool>,
     slowest: Arc<Mutex<Duration>>,
     errors: Arc<Mutex<Vec<String>>>,
@@ -193,11 +194,7 @@ impl Takers {
                         *slowest = (*slowest).max(took);
                         drop(slowest);
                         match taken {
-                            Ok(stamps) => values.lock().unwrap().extend(
-                                stamps
-                                    .iter()
-                                    .map(|stamp| (stamp.timestamp_micros, stamp.sequence)),
-                            ),
+                            Ok(stamps) => values.lock().unwrap().extend(stamps),
                             Err(error) => errors.lock().unwrap().push(error.to_string()),
                         }
                     }
@@ -220,8 +217,16 @@ impl Takers {
     fn since(&self, from: usize) -> Vec<u64> {
         self.values.lock().unwrap()[from..]
             .iter()
-            .map(|(_, value)| *value)
+            .map(|stamp| stamp.sequence)
             .collect()
+    }
+
+    /// Fails at once, naming them, if takes failed: no take may fail, so
+    /// a test waiting on more values would only wait out its patience.
+    #[track_caller]
+    fn assert_no_error(&self) {
+        let errors = self.errors.lock().unwrap().clone();
+        assert!(errors.is_empty(), "takes failed: {errors:?}");
     }
 
     /// Waits until `more` values more than now have been taken.
@@ -229,6 +234,7 @@ impl Takers {
         let target = self.count() + more;
         within(PATIENCE, what, async {
             while self.count() < target {
+                self.assert_no_error();
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
         })
@@ -240,6 +246,7 @@ impl Takers {
         let from = self.count();
         within(PATIENCE, what, async {
             while !self.since(from).into_iter().any(&wanted) {
+                self.assert_no_error();
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
         })
@@ -263,6 +270,16 @@ impl Takers {
 
     /// Stops them; every (timestamp, value) pair they took.
     async fn stop_pairs(self) -> (Vec<(u64, u64)>, Duration, Vec<String>) {
+        let (stamps, slowest, errors) = self.stop_stamps().await;
+        let pairs = stamps
+            .iter()
+            .map(|stamp| (stamp.timestamp_micros, stamp.sequence))
+            .collect();
+        (pairs, slowest, errors)
+    }
+
+    /// Stops them; every value they took, as its stamp.
+    async fn stop_stamps(self) -> (Vec<Stamp>, Duration, Vec<String>) {
         self.stop.store(true, Ordering::SeqCst);
         for task in self.tasks {
             task.await.unwrap();
@@ -610,6 +627,109 @@ async fn a_cyclic_counter_across_two_servers_one_killed_and_restarted_no_pair_tw
     let mut seen = std::collections::HashSet::new();
     for pair in &all {
         assert!(seen.insert(*pair), "{pair:?} handed out twice");
+    }
+}
+
+/// A periodic counter (years, in Paris) striped across two servers of
+/// the test's own, taken from by takers, by `idmint seq` processes started
+/// while the preferred server is dead after `kill -9`, and by `serve`'s
+/// `/values`: no (period, value) twice, no take past its deadline, and the
+/// killed server's lanes come back once it is restarted on its data.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_periodic_counter_across_two_servers_one_killed_and_restarted_no_value_twice() {
+    const TEST: &str = "striped_periodic_across_two";
+    let (mut owned, sites) = own_servers(TEST, 2);
+    let deployments = connect(&sites, DEADLINE).await;
+    let created = run(&mut idmint_across(
+        &sites,
+        &[
+            "counter",
+            "create",
+            "inv",
+            "--kind",
+            "periodic",
+            "--zone",
+            "Europe/Paris",
+            "--raw",
+            "--stripes",
+            "eu:2,us:2",
+        ],
+    ));
+    assert_exit(&created, 0);
+    let (sequence, map) = open_across(&deployments, "inv").await;
+    // Above no base in every period: a value's lane is its residue.
+    let in_eu = |value: u64| in_deployment(&map, "eu", value);
+    let takers = Takers::start(&sequence, 4);
+    takers.progress(200, "values from both deployments").await;
+
+    owned[0].kill();
+    takers
+        .progress(300, "values while the preferred deployment is dead")
+        .await;
+    let dead_from = takers.count();
+    let processes: Vec<_> = (0..3)
+        .map(|_| {
+            idmint_across(&sites, &["seq", "inv", "--count", "40"])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut others: Vec<(String, u64)> = Vec::new();
+    for process in processes {
+        let output = process.wait_with_output().unwrap();
+        assert_exit(&output, 0);
+        for line in stdout(&output).lines() {
+            let (period, value) = line.split_once(' ').expect("PERIOD VALUE");
+            others.push((period.to_string(), value.parse().unwrap()));
+        }
+    }
+    assert_eq!(others.len(), 120);
+    // And `serve`, started while it is dead.
+    let flags = across_flags(&sites);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let service =
+        support::service::Service::spawn(idmint_on(&sites[0].uri, &sites[0].database), &flags);
+    let take_values = |others: &mut Vec<(String, u64)>| {
+        let answer = service.get("/v1/counters/inv/values?count=7");
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        let answer = answer.json();
+        let values = answer["values"].as_array().unwrap();
+        let periods = answer["periods"].as_array().unwrap();
+        assert_eq!(values.len(), 7);
+        for (period, value) in periods.iter().zip(values) {
+            others.push((
+                period.as_str().unwrap().to_string(),
+                value.as_u64().unwrap(),
+            ));
+        }
+    };
+    take_values(&mut others);
+    assert_none_of(
+        takers
+            .since(dead_from)
+            .into_iter()
+            .chain(others.iter().map(|(_, value)| *value)),
+        in_eu,
+    );
+
+    takers.back_after_restart(&mut owned[0], in_eu).await;
+    take_values(&mut others);
+    drop(service);
+    let (stamps, slowest, errors) = takers.stop_stamps().await;
+    assert!(errors.is_empty(), "takes failed: {errors:?}");
+    assert!(
+        slowest <= DEADLINE + SLACK,
+        "a take waited {slowest:?}, past the deadline of {DEADLINE:?}"
+    );
+    let mut seen = std::collections::HashSet::new();
+    let taken = stamps.iter().map(|stamp| {
+        let period = stamp.period.expect("a periodic value has its period");
+        (period.to_string(), stamp.sequence)
+    });
+    for pair in taken.chain(others) {
+        assert!(seen.insert(pair.clone()), "{pair:?} handed out twice");
     }
 }
 

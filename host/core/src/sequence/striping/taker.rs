@@ -593,26 +593,35 @@ impl StripedCounter {
             .ok_or_else(|| not_stripable(name, map))?;
         let (full, update) = lane::take_command(&id, of, count, client);
         let known = self.inner.known.lock().unwrap().get(&id).cloned();
-        let filter = known
-            .and_then(|known| known.filter(&id, count))
-            .unwrap_or(full);
+        let short = known.and_then(|known| known.filter(&id, count));
         let collection = target.database.collection::<Document>(COUNTERS);
-        let take = collection
-            .find_one_and_update(filter, update)
-            .return_document(ReturnDocument::After)
-            .write_concern(self.inner.write_concern.clone());
-        let answer = match share {
-            None => take.await,
-            Some(share) => match tokio::time::timeout(share, take).await {
-                Ok(answer) => answer,
-                Err(_) => {
-                    return Ok(Tried::Failed(format!(
-                        "no answer within {} ms",
-                        share.as_millis()
-                    )))
-                }
-            },
-        };
+        let until = share.map(|share| tokio::time::Instant::now() + share);
+        // The short filter first, if the lane is known; if it matches
+        // nothing, the full guard at once: a live lane the handle no longer
+        // knows (edited, or in a later period) takes, a sealed one refuses.
+        let mut answer = Ok(None);
+        for filter in short.into_iter().chain([full]) {
+            let take = collection
+                .find_one_and_update(filter, update.clone())
+                .return_document(ReturnDocument::After)
+                .write_concern(self.inner.write_concern.clone());
+            answer = match until {
+                None => take.await,
+                Some(until) => match tokio::time::timeout_at(until, take).await {
+                    Ok(answer) => answer,
+                    Err(_) => {
+                        return Ok(Tried::Failed(format!(
+                            "no answer within {} ms",
+                            share.unwrap_or_default().as_millis()
+                        )))
+                    }
+                },
+            };
+            if !matches!(answer, Ok(None)) {
+                break;
+            }
+            self.inner.known.lock().unwrap().remove(&id);
+        }
         let after = match answer {
             Ok(after) => after,
             Err(source) if target.deployment.is_some() => {
@@ -641,11 +650,7 @@ impl StripedCounter {
                 };
                 Ok(Tried::Taken(read))
             }
-            None => {
-                // Its next take sends the full guard.
-                self.inner.known.lock().unwrap().remove(&id);
-                Ok(Tried::Refused)
-            }
+            None => Ok(Tried::Refused),
         }
     }
 
