@@ -41,5 +41,6 @@ mod striped_cyclic;
 mod striped_deployments;
 mod striped_periodic;
 mod striped_segment;
+mod striped_snowflake;
 mod striped_twin;
 mod test_kind;

@@ -143,23 +143,6 @@ async fn counter_show_says_each_lane() {
             &serde_json::json!({"residue": 2, "local": 1, "last": 13, "sealed": false})
         )
     );
-    // A kind that cannot be striped yet is refused before anything is written.
-    let refused = run(idmint(TEST).args([
-        "counter",
-        "create",
-        "c",
-        "--kind",
-        "snowflake",
-        "--stripes",
-        "2",
-    ]));
-    assert_exit(&refused, 2);
-    assert!(
-        stderr(&refused).contains("snowflake counters cannot be striped"),
-        "{}",
-        stderr(&refused)
-    );
-    assert!(support::counter_doc(TEST, "c").await.is_none());
 }
 
 /// `counter stripes NAME --set N` on an unstriped autoinc counter: its

@@ -8,6 +8,7 @@
 //! deployments (1 lane to N, adding a deployment, retiring one) run with
 //! takes in flight. And what the CLI refuses, and says.
 
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -21,7 +22,7 @@ use idmint::sequence::striping::hooks::{hold, Point};
 use idmint::sequence::striping::{
     create_laid_out, lanes, set_layout, Deployment, Deployments, Layout, StripeMap,
 };
-use idmint::sequence::{CounterKind, CounterSpec, OpenOptions, Sequence};
+use idmint::sequence::{CounterKind, CounterSpec, OpenOptions, Sequence, SnowflakeOptions};
 
 use crate::striped::{assert_distinct, joined, spawn_takers};
 use crate::support::fault_proxy::FaultProxy;
@@ -119,7 +120,16 @@ async fn open_orders(deployments: &Deployments) -> Sequence {
 
 /// Counter `name` opened across `deployments`, and its map.
 async fn open_across(deployments: &Deployments, name: &str) -> (Sequence, StripeMap) {
-    let mut options = OpenOptions::default();
+    open_across_with(deployments, name, OpenOptions::default()).await
+}
+
+/// Counter `name` opened across `deployments` as `options` say
+/// otherwise, and its map.
+async fn open_across_with(
+    deployments: &Deployments,
+    name: &str,
+    mut options: OpenOptions,
+) -> (Sequence, StripeMap) {
     options.deployments = Some(deployments.clone());
     let preferred = &deployments.preferred().database;
     let (sequence, state) = Sequence::open(preferred, counter_name(name), &options)
@@ -731,6 +741,196 @@ async fn a_periodic_counter_across_two_servers_one_killed_and_restarted_no_value
     for pair in taken.chain(others) {
         assert!(seen.insert(pair.clone()), "{pair:?} handed out twice");
     }
+}
+
+/// Snowflake options whose leases live `ttl`.
+fn leases_of(ttl: Duration) -> OpenOptions {
+    let mut options = OpenOptions::default();
+    options.snowflake = SnowflakeOptions::default().lease_ttl(ttl);
+    options
+}
+
+/// The worker id and time unit of each of `ids`, in the default layout.
+fn workers_and_times(ids: &[u64]) -> Vec<(u64, u64)> {
+    let layout = idmint::parts::Layout::default();
+    ids.iter()
+        .map(|id| {
+            let parts = layout.decompose(*id).unwrap();
+            (parts.worker, parts.time)
+        })
+        .collect()
+}
+
+/// A snowflake counter whose only lane moves from `eu` to `us`: worker id
+/// 0, leased in `eu` by a handle opened before the change, is leased in
+/// `us` after it, while the first holder still issues from the time it
+/// reserved in `eu` (its lease outlives the test). Every ID the second
+/// holder issues is later than every ID of the first, whose reservation
+/// the change's floor is above: no ID twice, though the two deployments
+/// never see each other's leases.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_worker_id_moved_to_another_deployment_issues_after_its_holder_there() {
+    const TEST: &str = "striped_snowflake_moved";
+    let (_owned, sites) = own_servers(TEST, 2);
+    let deployments = connect(&sites, DEADLINE).await;
+    let created = run(&mut idmint_across(
+        &sites,
+        &[
+            "counter",
+            "create",
+            "ids",
+            "--kind",
+            "snowflake",
+            "--raw",
+            "--stripes",
+            "eu:1",
+        ],
+    ));
+    assert_exit(&created, 0);
+    let long = Duration::from_secs(120);
+    let (first, _) = open_across_with(&deployments, "ids", leases_of(long)).await;
+    let take = |sequence: &Sequence| {
+        let sequence = sequence.clone();
+        async move {
+            let stamps = sequence.take(50, 0).await.unwrap();
+            stamps
+                .iter()
+                .map(|stamp| stamp.sequence)
+                .collect::<Vec<u64>>()
+        }
+    };
+    let mut before = take(&first).await;
+    let moved = run(&mut idmint_across(
+        &sites,
+        &["counter", "stripes", "ids", "--set", "us:1"],
+    ));
+    assert_exit(&moved, 0);
+    let (second, map) = open_across_with(&deployments, "ids", leases_of(long)).await;
+    assert_eq!(map.placement, ["us"]);
+    let after = take(&second).await;
+    // The first holder issues on, from what it reserved in eu.
+    before.extend(take(&first).await);
+    let (before, after) = (workers_and_times(&before), workers_and_times(&after));
+    let worker = |ids: &[(u64, u64)]| ids.iter().map(|(w, _)| *w).collect::<BTreeSet<u64>>();
+    assert_eq!(worker(&before), BTreeSet::from([0]));
+    assert_eq!(worker(&after), BTreeSet::from([0]));
+    let last_before = before.iter().map(|(_, time)| *time).max().unwrap();
+    let first_after = after.iter().map(|(_, time)| *time).min().unwrap();
+    assert!(
+        last_before <= map.base && first_after > map.base,
+        "the first holder issued up to unit {last_before}, the second from {first_after}, \
+         the floor is {}",
+        map.base
+    );
+    first.close().await.unwrap();
+    second.close().await.unwrap();
+}
+
+/// A snowflake counter striped across two servers of the test's own, its
+/// handles holding short leases, while the preferred server is killed with
+/// `kill -9` and restarted: takers move their lease to the other
+/// deployment within the deadline, `idmint seq` processes started while
+/// it is dead lease there, and one started once it is back leases in it
+/// again. No ID twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_snowflake_counter_across_two_servers_one_killed_and_restarted_no_id_twice() {
+    const TEST: &str = "striped_snowflake_across_two";
+    let (mut owned, sites) = own_servers(TEST, 2);
+    let deployments = connect(&sites, DEADLINE).await;
+    let created = run(&mut idmint_across(
+        &sites,
+        &[
+            "counter",
+            "create",
+            "ids",
+            "--kind",
+            "snowflake",
+            "--raw",
+            "--stripes",
+            "eu:1,us:1",
+        ],
+    ));
+    assert_exit(&created, 0);
+    let (sequence, map) =
+        open_across_with(&deployments, "ids", leases_of(Duration::from_secs(3))).await;
+    let residue_of = |deployment: &str| {
+        (0..map.modulus)
+            .find(|residue| map.deployment_of(*residue) == Some(deployment))
+            .unwrap()
+    };
+    let in_eu = |id: u64| {
+        let worker = idmint::parts::Layout::default()
+            .decompose(id)
+            .unwrap()
+            .worker;
+        worker % map.modulus == residue_of("eu")
+    };
+    let takers = Takers::start(&sequence, 4);
+    takers
+        .progress(200, "IDs from the preferred deployment's lane")
+        .await;
+    assert!(takers.since(0).into_iter().all(in_eu));
+
+    owned[0].kill();
+    let dead_from = takers.count();
+    takers
+        .until_one("an ID of the other deployment's lane", |id| !in_eu(id))
+        .await;
+    takers
+        .progress(300, "IDs while the preferred deployment is dead")
+        .await;
+    let seq = |sites: &[Site], count: &str| {
+        idmint_across(sites, &["seq", "ids", "--count", count])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let mut others = Vec::new();
+    for process in (0..3).map(|_| seq(&sites, "40")).collect::<Vec<_>>() {
+        let output = process.wait_with_output().unwrap();
+        assert_exit(&output, 0);
+        others.extend(printed(&output));
+    }
+    assert_eq!(others.len(), 120);
+    // IDs issued from memory before the lease ran out are eu's; none after.
+    let late: Vec<u64> = takers.since(takers.count().saturating_sub(100));
+    assert_none_of(late.into_iter().chain(others.iter().copied()), in_eu);
+    assert!(takers.count() > dead_from);
+
+    owned[0].restart();
+    let back = within(
+        PATIENCE,
+        "a process leasing in the restarted deployment",
+        async {
+            loop {
+                let sites = sites.clone();
+                let output =
+                    tokio::task::spawn_blocking(move || seq(&sites, "5").wait_with_output())
+                        .await
+                        .unwrap()
+                        .unwrap();
+                if output.status.success() {
+                    let ids = printed(&output);
+                    if ids.iter().copied().all(in_eu) {
+                        return ids;
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        },
+    )
+    .await;
+    others.extend(back);
+    let (mut all, slowest, errors) = takers.stop().await;
+    assert!(errors.is_empty(), "takes failed: {errors:?}");
+    assert!(
+        slowest <= DEADLINE + SLACK,
+        "a take waited {slowest:?}, past the deadline of {DEADLINE:?}"
+    );
+    all.extend(others);
+    assert_distinct(&all);
+    sequence.close().await.unwrap();
 }
 
 /// The preferred deployment partitioned (the proxy forwards nothing,

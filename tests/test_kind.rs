@@ -72,6 +72,26 @@ fn a_kind_added_as_a_folder_and_a_registry_line_works_everywhere() {
         stderr(&refused)
     );
 
+    // Not striped: its kind makes no lanes, and the refusal comes before
+    // anything is written.
+    let unstripable = run(tally().args([
+        "counter",
+        "create",
+        "s",
+        "--kind",
+        "tally",
+        "--raw",
+        "--stripes",
+        "2",
+    ]));
+    assert_exit(&unstripable, 2);
+    assert!(
+        stderr(&unstripable).contains("tally counters cannot be striped"),
+        "{}",
+        stderr(&unstripable)
+    );
+    assert!(block_on(support::counter_doc(TEST, "s")).is_none());
+
     // Taken: raw values, and IDs from a policy that holds them; the
     // two-digit default cannot, and says what to use instead.
     let values = run(tally().args(["seq", "t", "--count", "3"]));

@@ -95,9 +95,11 @@ pub struct CreateArgs {
     #[arg(long)]
     pub raw: bool,
     /// How many lanes (stripes) the counter's values come from, each a
-    /// document of its own, so that takes spread over them (autoinc and
-    /// cyclic, so far): its values (a cyclic counter's pairs) are then
-    /// unique, not increasing. 1: an unstriped counter.
+    /// document of its own, so that takes spread over them (autoinc,
+    /// segment, cyclic, periodic and snowflake counters): its values (a
+    /// cyclic counter's pairs, a periodic counter's in each period) are
+    /// then unique, not increasing; a snowflake counter's lanes split its
+    /// worker ids. 1: an unstriped counter.
     /// Across deployments: DEPLOYMENT:N,... (as in eu:2,us:2), each named
     /// with --uri NAME=URI.
     #[arg(long, value_name = "N|LAYOUT", default_value = "1", value_parser = parse_layout)]

@@ -223,14 +223,6 @@ macro_rules! registry {
                     $($(#[$meta])* Self::$variant(state) => <$kind as Kind>::headroom(state, now_ms),)+
                 }
             }
-
-            /// The fewest values a take from one of its lanes asks for,
-            /// once striped (see [`Kind::least_lane_take`]).
-            pub fn least_lane_take(&self) -> Option<u64> {
-                match self {
-                    $($(#[$meta])* Self::$variant(state) => <$kind as Kind>::least_lane_take(state),)+
-                }
-            }
         }
 
         /// How each kind of counter is opened.
@@ -330,7 +322,7 @@ macro_rules! registry {
                             name,
                             map,
                             options.deployments.as_ref(),
-                            state.kind.least_lane_take(),
+                            &options.snowflake,
                         )?,
                     });
                 }
@@ -398,9 +390,15 @@ macro_rules! registry {
                         Err(SequenceError::Striped { .. }) => self.lanes_now().await?,
                         taken => return taken,
                     },)+
-                    Self::Striped { counter, .. } => counter.clone(),
+                    Self::Striped { counter, .. } => {
+                        return counter.take(count as u64, client_micros).await
+                    }
                 };
-                striped.take(count as u64, client_micros).await
+                // Opened for this take only: what it holds (a worker
+                // lease) is let go at once.
+                let taken = striped.take(count as u64, client_micros).await;
+                let _ = striped.close().await;
+                taken
             }
 
             /// The lanes of this counter, opened from its map as it is now:
@@ -455,7 +453,10 @@ macro_rules! registry {
             pub async fn close(&self) -> Result<GiveBack, SequenceError> {
                 match self {
                     $($(#[$meta])* Self::$variant(handle, _) => Handle::close(handle).await,)+
-                    Self::Striped { .. } => Ok(GiveBack::default()),
+                    Self::Striped { counter, .. } => {
+                        counter.close().await?;
+                        Ok(GiveBack::default())
+                    }
                 }
             }
 

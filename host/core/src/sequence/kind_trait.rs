@@ -103,13 +103,6 @@ pub trait Kind: 'static {
         None
     }
 
-    /// The fewest values a take from one of the counter's lanes asks for,
-    /// once it is striped, the rest handed out from the taking process's
-    /// memory (a segment counter's step); `None`: as many as asked.
-    fn least_lane_take(_state: &Self::State) -> Option<u64> {
-        None
-    }
-
     /// The filter and update that take `count` values in one
     /// `findAndModify` (what `idmint pipeline` prints), or why this kind has
     /// no such command.

@@ -17,7 +17,7 @@ use mongodb::bson::Document;
 
 use super::arithmetic::lane_id;
 use super::error::StripingError;
-use super::lane;
+use super::lane::{self, LaneOf};
 use super::map::StripeMap;
 use super::taker::striping;
 use crate::sequence::counter::command::find_and_modify;
@@ -49,6 +49,13 @@ pub fn lane_take_command(
             },
         ));
     };
+    if let LaneOf::Snowflake { .. } = of {
+        return Err(SequenceError::NoCommand {
+            kind: "snowflake",
+            reason: "snowflake IDs are made in the process that leases a worker id of a lane; \
+                     no single command takes them",
+        });
+    }
     if !map.live {
         return Err(striping(
             name,
@@ -131,17 +138,16 @@ mod tests {
                 .contains("generation 2 has no live lane"),
             "{changing}"
         );
-        let snowflake = StripeMap {
-            kind: "snowflake".into(),
+        let tally = StripeMap {
+            kind: "tally".into(),
             lanes_of: None,
             ..map(true)
         };
-        let refused =
-            lane_take_command(&name, &snowflake, 0, 1, ClientTime::ServerNow).unwrap_err();
+        let refused = lane_take_command(&name, &tally, 0, 1, ClientTime::ServerNow).unwrap_err();
         assert!(
             refused
                 .to_string()
-                .contains("snowflake counters cannot be striped"),
+                .contains("tally counters cannot be striped"),
             "{refused}"
         );
     }

@@ -59,7 +59,8 @@ pub enum StripingError {
     Lane,
     /// The lanes' kind cannot be striped (yet).
     #[error(
-        "{kind} counters cannot be striped (only autoinc, segment, cyclic and periodic ones can, so far)"
+        "{kind} counters cannot be striped (autoinc, segment, cyclic, periodic and snowflake \
+         ones can)"
     )]
     NotStripable {
         /// The counter's kind.
@@ -74,6 +75,19 @@ pub enum StripingError {
     CycleTooShort {
         /// The counter's maxval.
         maxval: u64,
+        /// The most lanes it can have.
+        most: u64,
+        /// The lanes asked for.
+        lanes: u64,
+    },
+    /// A snowflake counter gets at most one lane per worker id.
+    #[error(
+        "a snowflake counter of {worker_bits} worker bits has at most {most} lanes, one per \
+         worker id, not {lanes}"
+    )]
+    TooFewWorkers {
+        /// The counter's worker bits.
+        worker_bits: u32,
         /// The most lanes it can have.
         most: u64,
         /// The lanes asked for.
@@ -199,6 +213,7 @@ impl StripingError {
             | Self::Residue { .. }
             | Self::NotStripable { .. }
             | Self::CycleTooShort { .. }
+            | Self::TooFewWorkers { .. }
             | Self::DeploymentsNotGiven { .. }
             | Self::DeploymentNotGiven { .. }
             | Self::Layout(_) => ErrorClass::BadInput,

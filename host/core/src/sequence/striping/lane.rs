@@ -48,6 +48,19 @@
 //! disjoint values in every period, and a generation starts above the
 //! highest (period, value) its lanes handed out, ordered by period first.
 //!
+//! A snowflake lane hands out no values: it is the gate of the worker ids
+//! of its residue class (`worker % m == r`), leased in its deployment's
+//! `workers` collection, and `last` is the last time unit any of their
+//! holders may issue, raised before each claim and renewal of a lease
+//! (`kinds/snowflake/gate.rs`); its holders issue only above `b`, the
+//! highest `last` of the lanes before it:
+//!
+//! ```text
+//! { _id: "ids#1", kind: "lane",
+//!   lane: { kind: "snowflake", generation: 2, b: 90210, m: 2, r: 1 },
+//!   last: 90377, sealed: null, prefixes: [] }
+//! ```
+//!
 //! A take computes the local value and the value it stands for on the
 //! server in one update ([`take_command`]), so that whatever runs the
 //! command gets values, never local ones. `sealed` is null while the lane
@@ -77,6 +90,7 @@ use crate::sequence::kinds::periodic::{
     label_regex_of, now_label, read_label, zone_is_well_formed, PeriodicKind, ZONE_PATTERN,
 };
 use crate::sequence::kinds::segment::{SegmentKind, MAX_STEP};
+use crate::sequence::kinds::snowflake::{SnowflakeKind, SnowflakeState};
 
 /// The `kind` of a lane document.
 pub const LANE_KIND: &str = "lane";
@@ -94,9 +108,11 @@ const SEGMENT: &str = "segment";
 /// The `kind` of periodic lanes.
 const PERIODIC: &str = "periodic";
 
-/// The kinds whose counters can be striped, so far: those `LaneOf` makes
-/// lanes of.
-pub const STRIPABLE: &[&str] = &[AUTOINC, SEGMENT, CYCLIC, PERIODIC];
+/// The `kind` of snowflake lanes.
+const SNOWFLAKE: &str = "snowflake";
+
+/// The kinds whose counters can be striped: those `LaneOf` makes lanes of.
+pub const STRIPABLE: &[&str] = &[AUTOINC, SEGMENT, CYCLIC, PERIODIC, SNOWFLAKE];
 
 /// A lane document, read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -148,6 +164,12 @@ pub enum Local {
         /// above 0 in every later period.
         base_period: Option<Period>,
     },
+    /// A snowflake lane's: the last time unit its worker ids' holders may
+    /// issue (its generation's floor `b` until the first claim).
+    Snowflake {
+        /// That time unit.
+        reserved: u64,
+    },
 }
 
 impl Local {
@@ -157,6 +179,7 @@ impl Local {
         match self {
             Local::Autoinc { seq } | Local::Periodic { seq, .. } => seq,
             Local::Cyclic { val, .. } => val,
+            Local::Snowflake { reserved } => reserved,
         }
     }
 }
@@ -194,6 +217,7 @@ impl LaneDocument {
         match self.local {
             Local::Autoinc { seq } | Local::Periodic { seq, .. } => seq == 0,
             Local::Cyclic { ts, .. } => ts == self.lane.generation().base,
+            Local::Snowflake { reserved } => reserved == self.lane.generation().base,
         }
     }
 
@@ -221,6 +245,15 @@ impl LaneDocument {
                 current.map_or_else(String::new, |period| period.to_string()),
                 self.last
             ),
+            Local::Snowflake { reserved } => {
+                let Generation { base, modulus } = self.lane.generation();
+                format!(
+                    "worker ids {} modulo {modulus}, time reserved up to unit {reserved} \
+                     (from unit {}){sealed}",
+                    self.lane.residue(),
+                    base + 1
+                )
+            }
         }
     }
 
@@ -230,7 +263,7 @@ impl LaneDocument {
     /// floor if none).
     pub fn high_water(&self) -> Mark {
         match self.local {
-            Local::Autoinc { .. } => Mark::of(self.last),
+            Local::Autoinc { .. } | Local::Snowflake { .. } => Mark::of(self.last),
             Local::Cyclic { ts, .. } => Mark::of(ts),
             Local::Periodic { current, .. } => Mark {
                 period: current.map(|period| period.to_string()),
@@ -249,6 +282,8 @@ impl LaneDocument {
             .map(move |index| Stamp::new(client_micros, self.last - (count - 1 - index) * modulus));
         match self.local {
             Local::Autoinc { .. } => values.collect(),
+            // Its IDs come from its holders' memory, not from a take.
+            Local::Snowflake { .. } => Vec::new(),
             Local::Periodic { current, .. } => values
                 .map(|stamp| match current {
                     Some(period) => stamp.in_period(period),
@@ -276,7 +311,7 @@ impl LaneDocument {
             Local::Autoinc { .. } | Local::Periodic { .. } => {
                 Some(MAX_VALUE.saturating_sub(self.last) / self.lane.generation().modulus)
             }
-            Local::Cyclic { .. } => None,
+            Local::Cyclic { .. } | Local::Snowflake { .. } => None,
         }
     }
 }
@@ -336,6 +371,10 @@ pub fn read(document: &Document) -> Result<LaneDocument, String> {
                 },
                 residue + val * modulus,
             )
+        }
+        SNOWFLAKE => {
+            let reserved = read_integer(document, "last", base, MAX_VALUE)?;
+            (Local::Snowflake { reserved }, reserved)
         }
         PERIODIC => read_periodic(document, place, lane).map_err(|reason| {
             if reason.starts_with("period") || reason.starts_with("zone") {
@@ -474,6 +513,9 @@ pub(crate) fn guard(kind: &str) -> Document {
                 { "$add": ["$lane.r", { "$multiply": ["$val", "$lane.m"] }] },
             ]}),
         ]);
+    } else if kind == SNOWFLAKE {
+        // Its holders reserve time above its floor.
+        terms.push(Bson::Document(doc! { "$gte": ["$last", "$lane.b"] }));
     } else if kind == PERIODIC {
         let string = |field: &str| doc! { "$eq": [{ "$type": format!("${field}") }, "string"] };
         let label = |field: &str| {
@@ -546,6 +588,14 @@ pub(crate) fn take_command(
 ) -> (Document, Vec<Document>) {
     let kind = of.kind();
     let count = count as i64;
+    if kind == SNOWFLAKE {
+        // Hands out no values (see `kinds/snowflake/gate.rs`): matches
+        // nothing, changes nothing.
+        return (
+            doc! { "_id": lane_id, "$expr": false },
+            vec![doc! { "$set": {} }],
+        );
+    }
     if kind == CYCLIC {
         let advanced = if count == 1 {
             one_value(client_micros)
@@ -612,6 +662,18 @@ pub(crate) fn take_command(
     (filter, update)
 }
 
+/// The filter that matches snowflake lane `lane_id` while it is live and
+/// of generation `generation` above `base`: the gate its holders raise
+/// (`kinds/snowflake/gate.rs`).
+pub(crate) fn live_snowflake_lane(lane_id: &str, generation: u64, base: u64) -> Document {
+    doc! {
+        "_id": lane_id,
+        "lane.generation": generation as i64,
+        "lane.b": base as i64,
+        "$expr": guard(SNOWFLAKE),
+    }
+}
+
 /// What a handle learnt of a lane from its last take (the short guard):
 /// the fields no take changes, exactly as the lane held them then. A take
 /// of a lane it knows filters on those by equality, and on its moving
@@ -644,7 +706,7 @@ impl KnownLane {
                 fixed.insert("maxval", document.get_i64("maxval").ok()?);
                 Some(maxval)
             }
-            Local::Autoinc { .. } | Local::Periodic { .. } => None,
+            Local::Autoinc { .. } | Local::Periodic { .. } | Local::Snowflake { .. } => None,
         };
         Some(Self {
             lane: read.lane,
@@ -736,6 +798,11 @@ pub enum LaneOf {
         /// The time zone periods are counted in.
         zone: String,
     },
+    /// A snowflake counter's lanes: the gates of its worker ids.
+    Snowflake {
+        /// The counter's layout, and its tag.
+        state: SnowflakeState,
+    },
 }
 
 impl LaneOf {
@@ -749,6 +816,9 @@ impl LaneOf {
             }),
             SEGMENT => Ok(Self::Segment {
                 step: read_integer(document, "step", 1, MAX_STEP)?,
+            }),
+            SNOWFLAKE => Ok(Self::Snowflake {
+                state: <SnowflakeKind as crate::sequence::kind_trait::Kind>::read(document)?,
             }),
             PERIODIC => {
                 let state = <PeriodicKind as crate::sequence::kind_trait::Kind>::read(document)?;
@@ -768,6 +838,7 @@ impl LaneOf {
             Self::Cyclic { .. } => CYCLIC,
             Self::Segment { .. } => SEGMENT,
             Self::Periodic { .. } => PERIODIC,
+            Self::Snowflake { .. } => SNOWFLAKE,
         }
     }
 
@@ -778,6 +849,7 @@ impl LaneOf {
         match self {
             Self::Autoinc | Self::Segment { .. } | Self::Periodic { .. } => MAX_LANES,
             Self::Cyclic { top } => MAX_LANES.min(top.saturating_add(1)),
+            Self::Snowflake { state } => MAX_LANES.min(state.layout.max_worker() + 1),
         }
     }
 
@@ -790,6 +862,7 @@ impl LaneOf {
             Self::Cyclic { .. } => well_formed::<CyclicKind>(),
             Self::Segment { .. } => well_formed::<SegmentKind>(),
             Self::Periodic { .. } => well_formed::<PeriodicKind>(),
+            Self::Snowflake { .. } => well_formed::<SnowflakeKind>(),
         }
     }
 
@@ -807,6 +880,10 @@ impl LaneOf {
             }
             Self::Cyclic { .. } => {
                 Bson::Document(doc! { "$toLong": { "$ifNull": ["$ts", 0_i64] } })
+            }
+            // The time its holders recorded in it (`kinds/snowflake/gate.rs`).
+            Self::Snowflake { .. } => {
+                Bson::Document(doc! { "$toLong": { "$ifNull": ["$reserved", 0_i64] } })
             }
         }
     }
@@ -839,6 +916,21 @@ impl LaneOf {
                 "current": base.period.clone().unwrap_or_default(),
                 "seq": value as i64,
             },
+            Self::Snowflake { state } => {
+                let layout = state.layout;
+                let mut fields = doc! {
+                    "time_bits": i64::from(layout.time_bits),
+                    "worker_bits": i64::from(layout.worker_bits),
+                    "seq_bits": i64::from(layout.seq_bits),
+                    "unit": layout.unit.as_str(),
+                    "epoch_ms": layout.epoch_ms as i64,
+                    "reserved": value as i64,
+                };
+                if let Some(tag) = &state.tag {
+                    fields.extend(tag.fields());
+                }
+                fields
+            }
         }
     }
 }
@@ -880,6 +972,11 @@ pub(crate) fn new_lane(
         LaneOf::Autoinc | LaneOf::Segment { .. } => {
             document.insert("lane", place);
             document.insert("seq", 0_i64);
+            document.insert("last", base as i64);
+        }
+        LaneOf::Snowflake { .. } => {
+            document.insert("lane", place);
+            // No time reserved above its floor yet.
             document.insert("last", base as i64);
         }
         LaneOf::Periodic { unit, zone } => {

@@ -163,6 +163,13 @@ impl StripeMap {
                 crate::parts::rfc3339_micros(self.base)
             );
         }
+        if self.kind == "snowflake" {
+            return format!(
+                "generation {}: {} lanes{over}, each leasing the worker ids of its residue, \
+                 issuing after time unit {} (IDs unique, not increasing)",
+                self.generation, self.modulus, self.base
+            );
+        }
         let period = match &self.base_period {
             Some(period) => format!(" in {period} (from 1 in later periods)"),
             None => String::new(),

@@ -38,6 +38,7 @@ mod map;
 mod open;
 mod restripe;
 mod show;
+mod snowflake_lanes;
 mod taker;
 
 pub use arithmetic::{lane_id, Generation, Lane, LANE_SEPARATOR, MAX_LANES};

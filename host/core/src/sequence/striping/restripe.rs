@@ -805,6 +805,14 @@ fn check_lanes(name: &CounterName, of: &LaneOf, lanes: u64) -> Result<(), Sequen
                 lanes,
             },
         )),
+        LaneOf::Snowflake { state } if lanes > of.most_lanes() => Err(striping(
+            name,
+            StripingError::TooFewWorkers {
+                worker_bits: state.layout.worker_bits,
+                most: of.most_lanes(),
+                lanes,
+            },
+        )),
         _ => Ok(()),
     }
 }

@@ -36,13 +36,15 @@ use super::arithmetic::{lane_id, Lane};
 use super::deployments::Deployments;
 use super::error::StripingError;
 use super::hooks::{self, Point};
-use super::lane::{self, KnownLane, LaneDocument};
+use super::lane::{self, KnownLane, LaneDocument, LaneOf};
 use super::map::{StripeMap, STRIPED_KIND};
+use super::snowflake_lanes::SnowflakeLanes;
 use crate::mongo::collections::COUNTERS;
 use crate::mongo::{describe_error, describe_value, durable_write_concern};
 use crate::parts::Stamp;
 use crate::sequence::error::SequenceError;
 use crate::sequence::kind_trait::{ClientTime, MAX_VALUE};
+use crate::sequence::kinds::snowflake::SnowflakeOptions;
 use crate::sequence::name::CounterName;
 
 /// How many lanes a take tries before it gives up.
@@ -79,6 +81,8 @@ struct Inner {
     segments: Option<Segments>,
     /// What its last take of each lane learnt (the short guard), by `_id`.
     known: Mutex<HashMap<String, KnownLane>>,
+    /// A snowflake counter's worker lease, in one of its lanes.
+    snowflake: Option<SnowflakeLanes>,
 }
 
 /// What a handle of a segment counter took from its lanes and has not
@@ -150,11 +154,11 @@ pub(crate) fn striping(name: &CounterName, source: StripingError) -> SequenceErr
 
 /// Where one try goes: a lane, and the deployment holding it.
 #[derive(Clone)]
-struct Target {
-    residue: u64,
+pub(super) struct Target {
+    pub(super) residue: u64,
     /// The deployment's name (none: the map's own, which spans no other).
-    deployment: Option<String>,
-    database: Database,
+    pub(super) deployment: Option<String>,
+    pub(super) database: Database,
 }
 
 /// How one try ended.
@@ -171,20 +175,29 @@ impl StripedCounter {
     /// Opens counter `name` whose map was read from `database` as `map`;
     /// a map whose lanes span deployments takes from those of
     /// `deployments` it names. A segment counter's takes ask a lane for
-    /// `segment_step` values at least ([`Kind::least_lane_take`]), handed
-    /// out from memory.
-    ///
-    /// [`Kind::least_lane_take`]: crate::sequence::kind_trait::Kind::least_lane_take
+    /// its `step` values at least, handed out from memory; a snowflake
+    /// counter's IDs come from a worker id leased in one of its lanes
+    /// (`snowflake` says how it is held).
     pub fn open(
         database: &Database,
         name: CounterName,
         map: &StripeMap,
         deployments: Option<&Deployments>,
-        segment_step: Option<u64>,
+        snowflake: &SnowflakeOptions,
     ) -> Result<Self, SequenceError> {
-        if map.lanes_of.is_none() {
+        let Some(of) = &map.lanes_of else {
             return Err(not_stripable(&name, map));
-        }
+        };
+        let segment_step = match of {
+            LaneOf::Segment { step } => Some(*step),
+            _ => None,
+        };
+        let snowflake = match of {
+            LaneOf::Snowflake { state } => {
+                Some(SnowflakeLanes::new(state.layout, snowflake, deployments))
+            }
+            _ => None,
+        };
         // A random first lane: processes that open the counter at once do
         // not all start on lane 0.
         let turn = getrandom::u64().unwrap_or(0) % map.modulus;
@@ -202,6 +215,7 @@ impl StripedCounter {
                     left: Mutex::new(None),
                     fetching: tokio::sync::Mutex::new(()),
                 }),
+                snowflake,
             }),
         })
     }
@@ -209,6 +223,14 @@ impl StripedCounter {
     /// The counter's name.
     pub fn name(&self) -> &CounterName {
         &self.inner.name
+    }
+
+    /// Ends its use: a snowflake counter's worker lease is released.
+    pub async fn close(&self) -> Result<(), SequenceError> {
+        match &self.inner.snowflake {
+            Some(lanes) => lanes.close().await,
+            None => Ok(()),
+        }
     }
 
     /// The database its map was read from.
@@ -232,6 +254,9 @@ impl StripedCounter {
     /// issued it with (never below `client_micros` nor below the lane's
     /// last).
     pub async fn take(&self, count: u64, client_micros: u64) -> Result<Vec<Stamp>, SequenceError> {
+        if let Some(lanes) = &self.inner.snowflake {
+            return self.take_snowflake(count, lanes).await;
+        }
         if let Some(segments) = &self.inner.segments {
             return self.take_buffered(count, segments, client_micros).await;
         }
@@ -359,7 +384,7 @@ impl StripedCounter {
 
     /// The error of a take whose deadline passed while a change of stripes
     /// left no lane to take from.
-    fn changing(&self, map: &StripeMap) -> SequenceError {
+    pub(super) fn changing(&self, map: &StripeMap) -> SequenceError {
         striping(
             self.name(),
             StripingError::NoLiveLane {
@@ -474,14 +499,14 @@ impl StripedCounter {
     }
 
     /// The deployments, if its lanes span several.
-    fn spanning(&self) -> Option<&Deployments> {
+    pub(super) fn spanning(&self) -> Option<&Deployments> {
         let spans = self.inner.map.lock().unwrap().spans_deployments();
         self.inner.deployments.as_ref().filter(|_| spans)
     }
 
     /// Waits `pause` (doubled for next time, at most [`LONGEST_PAUSE`]),
     /// never past `deadline`.
-    async fn pause(&self, pause: &mut Duration, deadline: Option<Instant>) {
+    pub(super) async fn pause(&self, pause: &mut Duration, deadline: Option<Instant>) {
         let mut wait = *pause;
         if let Some(deadline) = deadline {
             wait = wait.min(deadline.saturating_duration_since(Instant::now()));
@@ -494,7 +519,7 @@ impl StripedCounter {
     /// a deployment this process reaches. Across deployments: one not
     /// `tried` yet in this take (it is added), preferring the preferred,
     /// then healthy ones at random, then the one set aside the shortest.
-    fn pick(
+    pub(super) fn pick(
         &self,
         map: &StripeMap,
         tried: &mut Vec<String>,
@@ -562,7 +587,7 @@ impl StripedCounter {
 
     /// How many deployments holding lanes of `map` this process reaches
     /// and has not tried in this take.
-    fn untried(&self, map: &StripeMap, tried: &[String]) -> usize {
+    pub(super) fn untried(&self, map: &StripeMap, tried: &[String]) -> usize {
         let Some(deployments) = self.spanning() else {
             return 1;
         };
@@ -655,7 +680,11 @@ impl StripedCounter {
     }
 
     /// The error of a take no deployment answered.
-    fn unreachable(&self, failures: &[String], deadline: Option<Instant>) -> SequenceError {
+    pub(super) fn unreachable(
+        &self,
+        failures: &[String],
+        deadline: Option<Instant>,
+    ) -> SequenceError {
         let spans = self.map().spans;
         let given: Vec<String> = spans
             .iter()
@@ -726,7 +755,7 @@ impl StripedCounter {
     /// Reads the map again: from the database it was opened from, or,
     /// across deployments, from every copy this process reaches (those
     /// set aside last), keeping the latest generation.
-    async fn reload(&self, deadline: Option<Instant>) -> Result<(), SequenceError> {
+    pub(super) async fn reload(&self, deadline: Option<Instant>) -> Result<(), SequenceError> {
         let name = self.name();
         let Some(deployments) = self.spanning() else {
             let document = self

@@ -115,10 +115,6 @@ impl Kind for SegmentKind {
         Some(Headroom::of_values(state.max, MAX_VALUE + 1))
     }
 
-    fn least_lane_take(state: &SegmentState) -> Option<u64> {
-        Some(state.step)
-    }
-
     fn take_command(
         name: &CounterName,
         _count: u64,

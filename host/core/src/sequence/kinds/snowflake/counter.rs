@@ -9,6 +9,7 @@ use mongodb::Database;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
+use super::gate::{Gate, LaneGate};
 use super::generator::{Generator, RollbackOptions, Stall};
 use super::lease::{Held as HeldLease, Leases};
 use crate::lease::{keep_renewed, Renewal};
@@ -88,6 +89,9 @@ struct Inner {
 struct Holding {
     held: Option<HeldLease>,
     closed: bool,
+    /// Its gate was sealed (the counter striped, its lane sealed): it
+    /// issues nothing more, and its takes say so.
+    retired: bool,
 }
 
 /// Issues snowflake IDs of one counter from this process (see the module
@@ -126,13 +130,39 @@ impl SnowflakeCounter {
         options: SnowflakeOptions,
         clock: Arc<dyn Clock>,
     ) -> Result<Self, SequenceError> {
+        Self::start_under(database, name, layout, options, clock, Gate::Counter).await
+    }
+
+    /// Leases a worker id of lane `lane` of striped counter `name` (in the
+    /// lane's deployment, `database`), and keeps it renewed while the lane
+    /// is live; once it is sealed, takes fail with
+    /// [`SequenceError::Striped`], and another lane is to be opened.
+    pub async fn start_in_lane(
+        database: &Database,
+        name: CounterName,
+        layout: Layout,
+        options: SnowflakeOptions,
+        lane: LaneGate,
+    ) -> Result<Self, SequenceError> {
+        let clock = Arc::new(SystemClock);
+        Self::start_under(database, name, layout, options, clock, Gate::Lane(lane)).await
+    }
+
+    async fn start_under(
+        database: &Database,
+        name: CounterName,
+        layout: Layout,
+        options: SnowflakeOptions,
+        clock: Arc<dyn Clock>,
+        gate: Gate,
+    ) -> Result<Self, SequenceError> {
         let inner = Arc::new(Inner {
             database: database.clone(),
             generator: Generator::new(layout, options.rollback),
             renewals: AtomicU64::new(0),
             failed_renewals: AtomicU64::new(0),
             losses: AtomicU64::new(0),
-            leases: Leases::new(database, name),
+            leases: Leases::new(database, name, gate),
             options,
             clock,
             leased: Notify::new(),
@@ -148,6 +178,11 @@ impl SnowflakeCounter {
     /// The counter's name.
     pub fn name(&self) -> &CounterName {
         self.inner.leases.counter()
+    }
+
+    /// Whether `other` is a clone of this handle (shares its lease).
+    pub fn same_as(&self, other: &SnowflakeCounter) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
     }
 
     /// The database the counter is in.
@@ -205,6 +240,11 @@ impl SnowflakeCounter {
                     })
                 }
                 Err(Stall::Lease | Stall::Reservation) => {
+                    if self.inner.holding().retired {
+                        return Err(SequenceError::Striped {
+                            name: self.name().clone(),
+                        });
+                    }
                     if self.inner.holding().closed {
                         return Err(SequenceError::LeaseLost {
                             name: self.name().clone(),
@@ -312,8 +352,29 @@ impl Inner {
             .map(drop)
     }
 
-    /// Renews the lease once; claims another if it was lost.
+    /// Stops for good: its gate was sealed. What it reserved, the seal
+    /// counted; it issues nothing more.
+    fn retire(&self) {
+        let mut holding = self.holding();
+        holding.retired = true;
+        holding.closed = true;
+        holding.held = None;
+        self.generator.invalidate();
+        drop(holding);
+        self.leased.notify_waiters();
+    }
+
+    /// Renews the lease once; claims another if it was lost; retires when
+    /// its gate is sealed.
     async fn renew(&self) -> Result<(), SequenceError> {
+        let outcome = self.renew_or_claim().await;
+        if let Err(SequenceError::Striped { .. }) = &outcome {
+            self.retire();
+        }
+        outcome
+    }
+
+    async fn renew_or_claim(&self) -> Result<(), SequenceError> {
         let Some(held) = self.holding().held.clone() else {
             return Ok(());
         };

@@ -35,6 +35,7 @@ use mongodb::bson::{doc, DateTime, Document};
 use mongodb::Database;
 use serde::Serialize;
 
+use super::gate::Gate;
 use crate::lease::{Acquire, Fields, LeaseFields, LeaseStore};
 use crate::parts::Layout;
 use crate::sequence::{CounterName, SequenceError};
@@ -84,10 +85,13 @@ pub(crate) struct Held {
     pub sent: Instant,
 }
 
-/// The lease store of one snowflake counter.
+/// The lease store of one snowflake counter (of one lane of it, once
+/// striped).
 #[derive(Debug, Clone)]
 pub(crate) struct Leases {
     store: LeaseStore,
+    counters: mongodb::Collection<Document>,
+    gate: Gate,
     counter: CounterName,
     /// This process's host and pid.
     host: String,
@@ -95,9 +99,11 @@ pub(crate) struct Leases {
 }
 
 impl Leases {
-    pub fn new(database: &Database, counter: CounterName) -> Self {
+    pub fn new(database: &Database, counter: CounterName, gate: Gate) -> Self {
         Self {
             store: LeaseStore::new(database.collection(WORKERS_COLLECTION), WORKER_FIELDS),
+            counters: database.collection(crate::mongo::collections::COUNTERS),
+            gate,
             counter,
             host: crate::host_name(),
             pid: u64::from(std::process::id()),
@@ -188,9 +194,28 @@ impl Leases {
             .map_err(|reason| self.corrupt(document, reason))
     }
 
-    /// Claims the lowest worker id that is free or expired, reserving time
-    /// from `now_units` on for `reserve_units`. Fails, naming when the first
-    /// lease expires, when every worker id is leased and live.
+    /// Raises the gate to `until` (see `gate.rs`): the most a holder may
+    /// reserve now, or [`SequenceError::Striped`] when the gate is sealed.
+    async fn raise_gate(&self, until: u64) -> Result<u64, SequenceError> {
+        self.gate
+            .raise(&self.counters, &self.counter, until)
+            .await?
+            .ok_or_else(|| SequenceError::Striped {
+                name: self.counter.clone(),
+            })
+    }
+
+    /// The time a holding that is at `now_units` reserves up to: from the
+    /// later of now and its gate's first unit, `reserve_units` on.
+    fn until(&self, now_units: u64, reserve_units: u64) -> u64 {
+        now_units.max(self.gate.first_unit()) + reserve_units
+    }
+
+    /// Claims the lowest worker id its gate owns that is free or expired,
+    /// reserving time from `now_units` on for `reserve_units`, no more than
+    /// its gate recorded first. Fails, naming when the first lease expires,
+    /// when every such worker id is leased and live;
+    /// [`SequenceError::Striped`] when the gate is sealed.
     pub async fn claim(
         &self,
         layout: &Layout,
@@ -210,10 +235,15 @@ impl Leases {
         }
         let live: std::collections::BTreeSet<u64> =
             leases.iter().filter(|l| l.live).map(|l| l.worker).collect();
+        let cap = self
+            .raise_gate(self.until(now_units, reserve_units))
+            .await?;
         let owner = crate::random::random_token();
-        for worker in (0..=layout.max_worker()).filter(|w| !live.contains(w)) {
+        let workers = (0..=layout.max_worker()).filter(|w| self.gate.owns(*w));
+        let owned = workers.clone().count() as u64;
+        for worker in workers.filter(|w| !live.contains(w)) {
             if let Some(held) = self
-                .try_claim(worker, &owner, now_units, reserve_units, ttl)
+                .try_claim(worker, &owner, now_units, reserve_units, ttl, cap)
                 .await?
             {
                 return Ok(held);
@@ -222,7 +252,7 @@ impl Leases {
         let first_expiry = leases.iter().filter(|l| l.live).map(|l| l.expires_ms).min();
         Err(SequenceError::NoWorkerFree {
             counter: self.counter.clone(),
-            workers: layout.max_worker() + 1,
+            workers: owned,
             first_expiry: first_expiry
                 .and_then(chrono::DateTime::from_timestamp_millis)
                 .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
@@ -234,8 +264,9 @@ impl Leases {
     /// clock (one upsert: an id never leased is created, an ended one taken
     /// over); `None` if it is live (another process claimed or renewed it
     /// first). The holding starts at `floor = last_time + 1` of the lease
-    /// it takes over (0 for a new one) and reserves up to the later of that
-    /// and `now_units`, plus `reserve_units`.
+    /// it takes over (0 for a new one), or its gate's first unit if later,
+    /// and reserves up to the later of that and `now_units`, plus
+    /// `reserve_units`, but never past `cap`, what its gate recorded.
     async fn try_claim(
         &self,
         worker: u64,
@@ -243,8 +274,12 @@ impl Leases {
         now_units: u64,
         reserve_units: u64,
         ttl: Duration,
+        cap: u64,
     ) -> Result<Option<Held>, SequenceError> {
-        let floor = doc! { "$toLong": { "$add": [{ "$ifNull": ["$last_time", -1_i64] }, 1_i64] } };
+        let floor = doc! { "$toLong": { "$max": [
+            { "$add": [{ "$ifNull": ["$last_time", -1_i64] }, 1_i64] },
+            self.gate.first_unit() as i64,
+        ]}};
         let acquire = Acquire {
             well_formed: well_formed_expr(),
             fresh: doc! {
@@ -254,7 +289,10 @@ impl Leases {
                 "pid": self.pid as i64,
                 "acquired": "$$NOW",
                 "floor": floor.clone(),
-                "last_time": { "$toLong": { "$add": [{ "$max": [floor, now_units as i64] }, reserve_units as i64] } },
+                "last_time": { "$toLong": { "$min": [
+                    cap as i64,
+                    { "$add": [{ "$max": [floor, now_units as i64] }, reserve_units as i64] },
+                ]}},
             },
             ..Acquire::default()
         };
@@ -281,8 +319,10 @@ impl Leases {
     }
 
     /// Renews `held` and extends its reservation to `now_units +
-    /// reserve_units`. Returns the reservation and when the renewal was
-    /// sent, or `None` if the lease is no longer this holding's live one.
+    /// reserve_units` (from its gate's first unit at least), recorded in
+    /// its gate first. Returns the reservation and when the renewal was
+    /// sent, or `None` if the lease is no longer this holding's live one;
+    /// [`SequenceError::Striped`] when the gate is sealed.
     pub async fn renew(
         &self,
         held: &Held,
@@ -290,6 +330,8 @@ impl Leases {
         reserve_units: u64,
         ttl: Duration,
     ) -> Result<Option<(u64, Instant)>, SequenceError> {
+        let until = self.until(now_units, reserve_units);
+        self.raise_gate(until).await?;
         let renewed = self
             .store
             .renew(
@@ -297,7 +339,7 @@ impl Leases {
                 &doc! { WORKER_FIELDS.owner: &held.owner },
                 ttl,
                 doc! {
-                    "last_time": { "$toLong": { "$max": ["$last_time", (now_units + reserve_units) as i64] } },
+                    "last_time": { "$toLong": { "$max": ["$last_time", until as i64] } },
                 },
             )
             .await

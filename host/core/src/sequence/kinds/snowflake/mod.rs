@@ -6,15 +6,19 @@
 //! ([`generator`]).
 //!
 //! The counter document is `{_id, kind: "snowflake", time_bits,
-//! worker_bits, seq_bits, unit, epoch_ms, tag, salt, prefix?}`; it is never
-//! written after creation, but for the tag and salt of a counter made
-//! before idmint knew them, written once (`late_tag.rs`). The leases live in the
-//! `workers` collection.
+//! worker_bits, seq_bits, unit, epoch_ms, tag, salt, reserved?, prefix?}`;
+//! it is written after creation only for the tag and salt of a counter made
+//! before idmint knew them, written once (`late_tag.rs`), and for
+//! `reserved`, the last time unit any holder of its worker ids may issue,
+//! which every claim and renewal raises first (`gate.rs`: striping the
+//! counter seals it). The leases live in the `workers` collection.
 //!
 //! `mod.rs` holds the kind (settings, creation, reading the document) and
 //! its `Handle` impl (the two name each other), `counter.rs`
 //! [`SnowflakeCounter`] (claiming a worker id, the renewer, `close`),
-//! `workers.rs` the listings (the worker leases of a counter, the layout
+//! `gate.rs` the document every reservation is recorded in first (the
+//! counter's own, or a lane's once striped, whose filter and field the
+//! striping module gives), `workers.rs` the listings (the worker leases of a counter, the layout
 //! lifetime of every counter), `lease.rs` the worker-lease documents and
 //! their time reservation, `generator.rs` the word IDs are taken from and
 //! its fail-closed checks, `tag.rs` the counter's tag and salt (standard
@@ -30,6 +34,7 @@
 //! reservation (`floor`, `last_time`).
 
 mod counter;
+mod gate;
 mod generator;
 mod late_tag;
 mod lease;
@@ -41,6 +46,7 @@ use mongodb::Database;
 use serde::Serialize;
 
 pub use counter::{SnowflakeCounter, SnowflakeOptions};
+pub use gate::LaneGate;
 pub use generator::{OnRollback, RollbackOptions};
 pub use late_tag::{ensure_tag, keep_tag};
 pub use lease::{WorkerLease, WORKERS_COLLECTION};

@@ -60,5 +60,7 @@ pub async fn workers(
     name: &CounterName,
 ) -> Result<(Vec<WorkerLease>, i64), SequenceError> {
     find::<SnowflakeKind>(&database.collection(COUNTERS), name).await?;
-    Leases::new(database, name.clone()).list().await
+    Leases::new(database, name.clone(), super::gate::Gate::Counter)
+        .list()
+        .await
 }

@@ -1,0 +1,144 @@
+//! Striped snowflake counters (issue 34): each lane owns the worker ids of
+//! its residue class and is the gate of their time reservations; a process
+//! leases a worker id of one lane and issues from memory. Taken from by
+//! processes at once, and changed while handles opened before the change
+//! keep issuing from the reservations they hold.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use idmint::parts::Layout;
+use idmint::sequence::striping::set_stripes;
+use idmint::sequence::SnowflakeOptions;
+use idmint::sequence::{OpenOptions, Sequence};
+
+use crate::support::{self, assert_exit, counter_name, create, idmint, run, stdout, Seq};
+
+/// The layout `idmint counter show NAME --json` says.
+fn layout(test: &str, counter: &str) -> Layout {
+    let output = run(idmint(test).args(["counter", "show", counter, "--json"]));
+    assert_exit(&output, 0);
+    let shown: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    Layout {
+        time_bits: shown["time_bits"].as_u64().unwrap() as u32,
+        worker_bits: shown["worker_bits"].as_u64().unwrap() as u32,
+        seq_bits: shown["seq_bits"].as_u64().unwrap() as u32,
+        unit: shown["unit"].as_str().unwrap().parse().unwrap(),
+        epoch_ms: shown["epoch_ms"].as_u64().unwrap(),
+    }
+}
+
+/// `counter create ids --kind snowflake --stripes 4`, then 8 `idmint seq`
+/// processes holding their leases at once: each issues under one worker id,
+/// the eight worker ids distinct, and no ID twice. `counter show` says
+/// what each lane reserved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eight_processes_lease_worker_ids_of_the_lanes_and_never_share_an_id() {
+    const TEST: &str = "striped_snowflake_processes";
+    support::database(TEST).await;
+    create(
+        TEST,
+        "ids",
+        &["--kind", "snowflake", "--raw", "--stripes", "4"],
+    );
+    let layout = layout(TEST, "ids");
+    // More than a pipe holds: reading one ID of each first proves all
+    // eight hold their leases at once.
+    let mut issuers: Vec<Seq> = (0..8)
+        .map(|_| Seq::start(TEST, &["ids", "--count", "20000"]))
+        .collect();
+    let mut ids: Vec<Vec<u64>> = issuers
+        .iter_mut()
+        .map(|issuer| vec![issuer.next_value().unwrap()])
+        .collect();
+    for (issuer, ids) in issuers.iter_mut().zip(&mut ids) {
+        ids.extend(issuer.rest());
+        assert!(issuer.child.wait().unwrap().success());
+    }
+    let mut workers = BTreeSet::new();
+    let mut all = BTreeSet::new();
+    for ids in &ids {
+        assert_eq!(ids.len(), 20000);
+        let worker: BTreeSet<u64> = ids
+            .iter()
+            .map(|&id| layout.decompose(id).unwrap().worker)
+            .collect();
+        assert_eq!(worker.len(), 1, "one worker id per process");
+        workers.extend(worker);
+        all.extend(ids.iter().copied());
+    }
+    assert_eq!(workers.len(), 8, "eight distinct worker ids: {workers:?}");
+    assert_eq!(all.len(), 8 * 20000, "an ID was issued twice");
+    let shown = stdout(&run(idmint(TEST).args(["counter", "show", "ids"])));
+    assert!(
+        shown.contains(
+            "striped: generation 1: 4 lanes, each leasing the worker ids of its residue, \
+             issuing after time unit 0 (IDs unique, not increasing)"
+        ) && shown.contains("lane 1: worker ids 1 modulo 4, time reserved up to unit"),
+        "{shown}"
+    );
+}
+
+/// A handle opened on an unstriped counter, and handles opened on its
+/// lanes after each change of stripes (1 to 2, 2 to 4, 4 to 2), all
+/// issuing while the changes happen, with leases long enough that no
+/// handle renews within the test: each handle issues from the
+/// reservation it holds after its gate was sealed, and every ID of a
+/// generation's handles is later than the reservation of every handle
+/// before. No ID twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn handles_from_before_a_change_issue_from_what_they_reserved_and_never_share_an_id() {
+    const TEST: &str = "striped_snowflake_changes";
+    let database = support::database(TEST).await;
+    create(TEST, "ids", &["--kind", "snowflake", "--raw"]);
+    let layout = layout(TEST, "ids");
+    let name = counter_name("ids");
+    let mut options = OpenOptions::default();
+    options.snowflake = SnowflakeOptions::default().lease_ttl(Duration::from_secs(120));
+    let open = || async {
+        Sequence::open(&database, name.clone(), &options)
+            .await
+            .unwrap()
+            .0
+    };
+    let take = |sequence: Sequence| async move {
+        let stamps = sequence.take(50, 0).await.unwrap();
+        stamps
+            .iter()
+            .map(|stamp| stamp.sequence)
+            .collect::<Vec<u64>>()
+    };
+    let time = |id: &u64| layout.decompose(*id).unwrap().time;
+
+    let mut handles = vec![open().await];
+    let mut all: Vec<u64> = take(handles[0].clone()).await;
+    for lanes in [2, 4, 2] {
+        let changed = set_stripes(&database, &name, lanes).await.unwrap();
+        let floor = changed.map.base;
+        assert!(
+            all.iter().all(|id| time(id) <= floor),
+            "an ID before the change is after the new floor {floor}"
+        );
+        let fresh = open().await;
+        let after = take(fresh.clone()).await;
+        assert!(
+            after.iter().all(|id| time(id) > floor),
+            "an ID of the new generation is not after its floor {floor}"
+        );
+        all.extend(after);
+        handles.push(fresh);
+        // Every handle opened before issues on, from what it reserved.
+        for handle in &handles[..handles.len() - 1] {
+            let ids = take(handle.clone()).await;
+            assert!(ids.iter().all(|id| time(id) <= floor));
+            all.extend(ids);
+        }
+    }
+    let distinct: BTreeSet<u64> = all.iter().copied().collect();
+    assert_eq!(distinct.len(), all.len(), "an ID was issued twice");
+    for handle in handles {
+        handle.close().await.unwrap();
+    }
+}
