@@ -14,7 +14,7 @@ use idmint::sequence::striping::set_stripes;
 use idmint::sequence::SnowflakeOptions;
 use idmint::sequence::{OpenOptions, Sequence};
 
-use crate::support::{self, assert_exit, counter_name, create, idmint, run, stdout, Seq};
+use crate::support::{self, assert_exit, counter_name, create, idmint, run, stderr, stdout, Seq};
 
 /// The layout `idmint counter show NAME --json` says.
 fn layout(test: &str, counter: &str) -> Layout {
@@ -79,6 +79,28 @@ async fn eight_processes_lease_worker_ids_of_the_lanes_and_never_share_an_id() {
         ) && shown.contains("lane 1: worker ids 1 modulo 4, time reserved up to unit"),
         "{shown}"
     );
+    // More lanes than worker ids: refused, nothing written.
+    let refused = run(idmint(TEST).args([
+        "counter",
+        "create",
+        "few",
+        "--kind",
+        "snowflake",
+        "--raw",
+        "--layout",
+        "41,2,20",
+        "--stripes",
+        "5",
+    ]));
+    assert_exit(&refused, 2);
+    assert!(
+        stderr(&refused).contains(
+            "a snowflake counter of 2 worker bits has at most 4 lanes, one per worker id, not 5"
+        ),
+        "{}",
+        stderr(&refused)
+    );
+    assert!(support::counter_doc(TEST, "few").await.is_none());
 }
 
 /// A handle opened on an unstriped counter, and handles opened on its

@@ -170,6 +170,13 @@ impl StripeMap {
                 self.generation, self.modulus, self.base
             );
         }
+        if self.kind == "periodic" && self.base_period.is_none() {
+            return format!(
+                "generation {}: {} lanes{over}, values from 1 in each period (unique, not \
+                 increasing)",
+                self.generation, self.modulus
+            );
+        }
         let period = match &self.base_period {
             Some(period) => format!(" in {period} (from 1 in later periods)"),
             None => String::new(),

@@ -48,6 +48,7 @@ use crate::sequence::counter::spec::CounterSpec;
 use crate::sequence::counters::create;
 use crate::sequence::error::SequenceError;
 use crate::sequence::kinds::cyclic::DEFAULT_MAXVAL;
+use crate::sequence::kinds::snowflake::{layout_of, SnowflakeState};
 use crate::sequence::name::CounterName;
 use crate::sequence::CounterKind;
 
@@ -88,9 +89,22 @@ pub async fn create_laid_out(
     if striped {
         check_stripable(name, spec.kind.as_str())?;
         check_layout(name, deployments, layout)?;
-        if spec.kind == CounterKind::Cyclic {
-            let top = spec.settings.maxval.unwrap_or(DEFAULT_MAXVAL);
-            check_lanes(name, &LaneOf::Cyclic { top }, layout.modulus())?;
+        // The kinds whose settings bound their lanes, refused before the
+        // counter is created.
+        let of = match spec.kind {
+            CounterKind::Cyclic => Some(LaneOf::Cyclic {
+                top: spec.settings.maxval.unwrap_or(DEFAULT_MAXVAL),
+            }),
+            CounterKind::Snowflake => Some(LaneOf::Snowflake {
+                state: SnowflakeState {
+                    layout: layout_of(&spec.settings),
+                    tag: None,
+                },
+            }),
+            _ => None,
+        };
+        if let Some(of) = of {
+            check_lanes(name, &of, layout.modulus())?;
         }
     }
     if layout.is_named() {
