@@ -399,6 +399,45 @@ async fn the_java_client_takes_from_a_cyclic_counter_across_deployments_while_on
     .await;
 }
 
+/// The same with a segment counter: each instance hands out the segments
+/// it takes from a lane from memory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_java_client_takes_from_a_segment_counter_across_deployments_while_one_is_killed() {
+    java_across_deployments(
+        "java_deployments_segment",
+        &["--kind", "segment", "--step", "100", "--prefix", "G-"],
+        &["--policy", "builtin:decimal"],
+        None,
+    )
+    .await;
+}
+
+/// The same with a periodic counter, whose IDs write each value's period.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_java_client_takes_from_a_periodic_counter_across_deployments_while_one_is_killed() {
+    java_across_deployments(
+        "java_deployments_periodic",
+        &["--kind", "periodic", "--prefix", "P-"],
+        &["--policy", "builtin:decimal"],
+        None,
+    )
+    .await;
+}
+
+/// The same with a snowflake counter: each instance leases a worker id of
+/// a lane, and moves its lease to the other deployment's lane when eu is
+/// killed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_java_client_takes_from_a_snowflake_counter_across_deployments_while_one_is_killed() {
+    java_across_deployments(
+        "java_deployments_snowflake",
+        &["--kind", "snowflake", "--prefix", "S-"],
+        &["--policy", "builtin:base32"],
+        None,
+    )
+    .await;
+}
+
 /// Counter `orders`, created with `kind` (its kind and prefix), striped
 /// `eu:2,us:2` across two servers of the test's own; two instances with
 /// `policy` (and their wall clocks at `clock`, if given); the Java program
