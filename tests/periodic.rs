@@ -9,17 +9,6 @@ use std::collections::BTreeSet;
 
 use crate::support::{self, assert_exit, idmint_on, run, stderr, stdout, FakeClockServer, Seq};
 
-/// `PERIOD VALUE` lines of `idmint seq`, as pairs.
-fn pairs(output: &std::process::Output) -> Vec<(String, u64)> {
-    stdout(output)
-        .lines()
-        .map(|line| {
-            let (period, value) = line.split_once(' ').expect("PERIOD VALUE");
-            (period.to_string(), value.parse().expect("a value"))
-        })
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_server_clock_decides_the_period_frozen_stepped_back_and_in_a_zone() {
     // TZ of the test process itself does not matter: the server decides.
@@ -53,12 +42,17 @@ async fn the_server_clock_decides_the_period_frozen_stepped_back_and_in_a_zone()
         .args(["seq", "inv", "--count", "3"]));
     assert_exit(&frozen, 0);
     assert_eq!(
-        pairs(&frozen),
+        support::period_value_pairs(&stdout(&frozen)),
         [("2026".into(), 1), ("2026".into(), 2), ("2026".into(), 3)]
     );
     // 23:00 UTC on 31 December is already next year in Paris (UTC+1).
     let paris = run(clock.idmint("periodic").args(["seq", "paris"]));
-    assert_eq!(pairs(&paris), [("2027".into(), 1)], "{}", stderr(&paris));
+    assert_eq!(
+        support::period_value_pairs(&stdout(&paris)),
+        [("2027".into(), 1)],
+        "{}",
+        stderr(&paris)
+    );
 
     // Across the boundary: the values restart at 1, and the decimal policy
     // prints the period.
@@ -83,10 +77,16 @@ async fn the_server_clock_decides_the_period_frozen_stepped_back_and_in_a_zone()
     let back = run(clock
         .idmint("periodic")
         .args(["seq", "inv", "--count", "2"]));
-    assert_eq!(pairs(&back), [("2027".into(), 3), ("2027".into(), 4)]);
+    assert_eq!(
+        support::period_value_pairs(&stdout(&back)),
+        [("2027".into(), 3), ("2027".into(), 4)]
+    );
     // And a UTC+1 counter that has not moved since stays in its 2027.
     let lagos = run(clock.idmint("periodic").args(["seq", "lagos"]));
-    assert_eq!(pairs(&lagos), [("2027".into(), 1)]);
+    assert_eq!(
+        support::period_value_pairs(&stdout(&lagos)),
+        [("2027".into(), 1)]
+    );
 
     // The stored JavaScript twin shares the counter: it goes on where the
     // host left off, and the host after it.
@@ -103,7 +103,10 @@ async fn the_server_clock_decides_the_period_frozen_stepped_back_and_in_a_zone()
         stdout(&shell)
     );
     let after = run(clock.idmint("periodic").args(["seq", "inv"]));
-    assert_eq!(pairs(&after), [("2027".into(), 7)]);
+    assert_eq!(
+        support::period_value_pairs(&stdout(&after)),
+        [("2027".into(), 7)]
+    );
 }
 
 /// Eight processes take from one periodic counter while the server's clock

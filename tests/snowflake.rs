@@ -11,19 +11,6 @@ use serde_json::Value;
 
 use crate::support::{self, assert_exit, create, idmint, run, stderr, stdout, wait, Seq};
 
-fn layout(test: &str, counter: &str) -> Layout {
-    let output = run(idmint(test).args(["counter", "show", counter, "--json"]));
-    assert_exit(&output, 0);
-    let shown: Value = serde_json::from_str(&stdout(&output)).unwrap();
-    Layout {
-        time_bits: shown["time_bits"].as_u64().unwrap() as u32,
-        worker_bits: shown["worker_bits"].as_u64().unwrap() as u32,
-        seq_bits: shown["seq_bits"].as_u64().unwrap() as u32,
-        unit: shown["unit"].as_str().unwrap().parse().unwrap(),
-        epoch_ms: shown["epoch_ms"].as_u64().unwrap(),
-    }
-}
-
 /// The live leases (worker ids) of a counter, by the server's clock.
 fn live_workers(test: &str, counter: &str) -> BTreeSet<u64> {
     support::worker_leases(test, counter)
@@ -38,7 +25,7 @@ async fn eight_processes_lease_eight_worker_ids_and_never_share_an_id() {
     const TEST: &str = "snowflake_eight_processes";
     support::database(TEST).await;
     create(TEST, "ids", &["--kind", "snowflake"]);
-    let layout = layout(TEST, "ids");
+    let layout = support::snowflake_layout(TEST, "ids");
     // More than a pipe holds: each process blocks until read, so reading one
     // ID of each first proves all eight hold their leases at once.
     let mut issuers: Vec<Seq> = (0..8)
@@ -107,7 +94,7 @@ async fn all_worker_ids_live_is_a_clear_error_and_a_killed_holders_id_waits_for_
         "tiny",
         &["--kind", "snowflake", "--layout", "52,1,10"],
     ); // two worker ids
-    let layout = layout(TEST, "tiny");
+    let layout = support::snowflake_layout(TEST, "tiny");
     let mut first = Seq::start(TEST, &["tiny", "--count", "10000000", "--lease-ttl", "2"]);
     let mut second = Seq::start(TEST, &["tiny", "--count", "10000000", "--lease-ttl", "2"]);
     let a = first.next_value().unwrap();
@@ -155,7 +142,7 @@ async fn a_holder_paused_past_its_lease_issues_nothing_with_the_worker_id_taken_
     const TEST: &str = "snowflake_sigstop";
     support::database(TEST).await;
     create(TEST, "ids", &["--kind", "snowflake", "--layout", "51,2,10"]);
-    let layout = layout(TEST, "ids");
+    let layout = support::snowflake_layout(TEST, "ids");
     let mut paused = Seq::start(TEST, &["ids", "--count", "10000000", "--lease-ttl", "2"]);
     let first = paused.next_value().unwrap();
     let worker = layout.decompose(first).unwrap().worker;
@@ -209,7 +196,7 @@ async fn a_restart_with_the_clock_an_hour_back_repeats_nothing() {
     const TEST: &str = "snowflake_clock_back_restart";
     support::database(TEST).await;
     create(TEST, "ids", &["--kind", "snowflake"]);
-    let layout = layout(TEST, "ids");
+    let layout = support::snowflake_layout(TEST, "ids");
     let before = run(idmint(TEST).args(["seq", "ids", "--count", "1000"]));
     assert_exit(&before, 0);
     let before: Vec<u64> = stdout(&before)
@@ -345,7 +332,7 @@ async fn snowflake_ids_format_through_the_base32_policy() {
         "{ids:?}"
     );
     assert!(ids.windows(2).all(|pair| pair[0] < pair[1]));
-    let layout = layout(TEST, "events");
+    let layout = support::snowflake_layout(TEST, "events");
     let valid = run(idmint(TEST)
         .args(["validate", "--policy", "builtin:base32", "--prefix", "EVT-"])
         .args(["--layout", "41,10,12", "--json"])

@@ -323,6 +323,33 @@ fn printed(output: &std::process::Output) -> Vec<u64> {
         .collect()
 }
 
+/// `count` processes `idmint seq ARGS` across `sites`, started at once.
+fn start_seqs(sites: &[Site], args: &[&str], count: usize) -> Vec<std::process::Child> {
+    (0..count)
+        .map(|_| {
+            let mut command = idmint_across(sites, &["seq"]);
+            command
+                .args(args)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect()
+}
+
+/// What each of `processes` printed, each a success.
+fn finished(processes: Vec<std::process::Child>) -> Vec<std::process::Output> {
+    processes
+        .into_iter()
+        .map(|process| {
+            let output = process.wait_with_output().unwrap();
+            assert_exit(&output, 0);
+            output
+        })
+        .collect()
+}
+
 /// Starts `count` servers of the test's own, the sites `eu`, `us`, `ap`;
 /// each fsyncs every commit, so that what it acknowledged survives
 /// `kill -9`, as a real deployment's journal makes it.
@@ -390,23 +417,13 @@ async fn kill_nine_of_one_of(test: &str, servers: usize) {
     let dead_from = takers.count();
     // Processes started while it is dead: they read the map from another
     // deployment's copy, and take from its lanes.
-    let processes: Vec<_> = (0..3)
-        .map(|_| {
-            idmint_across(&sites, &["seq", "orders", "--count", "40"])
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
+    let processes = start_seqs(&sites, &["orders", "--count", "40"], 3);
     let flags = across_flags(&sites);
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
     let service =
         support::service::Service::spawn(idmint_on(&sites[0].uri, &sites[0].database), &flags);
     let mut from_processes = Vec::new();
-    for process in processes {
-        let output = process.wait_with_output().unwrap();
-        assert_exit(&output, 0);
+    for output in finished(processes) {
         let values = printed(&output);
         assert_eq!(values.len(), 40, "{}", stderr(&output));
         from_processes.extend(values);
@@ -577,18 +594,8 @@ async fn a_cyclic_counter_across_two_servers_one_killed_and_restarted_no_pair_tw
         .await;
     let dead_from = takers.count();
     let mut from_processes = Vec::new();
-    let processes: Vec<_> = (0..3)
-        .map(|_| {
-            idmint_across(&sites, &["seq", "serial", "--count", "40", "--json"])
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    for process in processes {
-        let output = process.wait_with_output().unwrap();
-        assert_exit(&output, 0);
+    let processes = start_seqs(&sites, &["serial", "--count", "40", "--json"], 3);
+    for output in finished(processes) {
         for line in stdout(&output).lines() {
             let line: Value = serde_json::from_str(line).unwrap();
             from_processes.push((
@@ -677,23 +684,10 @@ async fn a_periodic_counter_across_two_servers_one_killed_and_restarted_no_value
         .progress(300, "values while the preferred deployment is dead")
         .await;
     let dead_from = takers.count();
-    let processes: Vec<_> = (0..3)
-        .map(|_| {
-            idmint_across(&sites, &["seq", "inv", "--count", "40"])
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
+    let processes = start_seqs(&sites, &["inv", "--count", "40"], 3);
     let mut others: Vec<(String, u64)> = Vec::new();
-    for process in processes {
-        let output = process.wait_with_output().unwrap();
-        assert_exit(&output, 0);
-        for line in stdout(&output).lines() {
-            let (period, value) = line.split_once(' ').expect("PERIOD VALUE");
-            others.push((period.to_string(), value.parse().unwrap()));
-        }
+    for output in finished(processes) {
+        others.extend(support::period_value_pairs(&stdout(&output)));
     }
     assert_eq!(others.len(), 120);
     // And `serve`, started while it is dead.
@@ -879,17 +873,8 @@ async fn a_snowflake_counter_across_two_servers_one_killed_and_restarted_no_id_t
     takers
         .progress(300, "IDs while the preferred deployment is dead")
         .await;
-    let seq = |sites: &[Site], count: &str| {
-        idmint_across(sites, &["seq", "ids", "--count", count])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap()
-    };
     let mut others = Vec::new();
-    for process in (0..3).map(|_| seq(&sites, "40")).collect::<Vec<_>>() {
-        let output = process.wait_with_output().unwrap();
-        assert_exit(&output, 0);
+    for output in finished(start_seqs(&sites, &["ids", "--count", "40"], 3)) {
         others.extend(printed(&output));
     }
     assert_eq!(others.len(), 120);
@@ -905,11 +890,13 @@ async fn a_snowflake_counter_across_two_servers_one_killed_and_restarted_no_id_t
         async {
             loop {
                 let sites = sites.clone();
-                let output =
-                    tokio::task::spawn_blocking(move || seq(&sites, "5").wait_with_output())
-                        .await
-                        .unwrap()
-                        .unwrap();
+                let output = tokio::task::spawn_blocking(move || {
+                    let mut one = start_seqs(&sites, &["ids", "--count", "5"], 1);
+                    one.remove(0).wait_with_output()
+                })
+                .await
+                .unwrap()
+                .unwrap();
                 if output.status.success() {
                     let ids = printed(&output);
                     if ids.iter().copied().all(in_eu) {

@@ -18,7 +18,9 @@ use idmint::sequence::striping::hooks::{hold, Point};
 use idmint::sequence::striping::{create_striped, set_stripes};
 use idmint::sequence::{CounterKind, CounterName, CounterSpec, OpenOptions, Sequence};
 
-use crate::support::{assert_exit, counter_name, run, stderr, stdout, FakeClockServer, Seq};
+use crate::support::{
+    assert_exit, counter_name, period_value_pairs, run, stderr, stdout, FakeClockServer, Seq,
+};
 
 /// A (period, value) pair.
 type Pair = (String, u64);
@@ -62,17 +64,6 @@ fn assert_each_lane_whole(pairs: &[Pair], period: &str, base: u64, lanes: u64) {
             .collect();
         assert_eq!(values, expected, "lane {residue} in {period}");
     }
-}
-
-/// `PERIOD VALUE` lines of `idmint seq`, as pairs.
-fn printed(lines: impl IntoIterator<Item = String>) -> Vec<Pair> {
-    lines
-        .into_iter()
-        .map(|line| {
-            let (period, value) = line.split_once(' ').expect("PERIOD VALUE");
-            (period.to_string(), value.parse().expect("a value"))
-        })
-        .collect()
 }
 
 /// `counter create inv --kind periodic --stripes 4`, then 8 `idmint seq`
@@ -124,9 +115,10 @@ async fn processes_across_a_period_boundary_never_repeat_a_value_of_a_striped_pe
         "{before:?}"
     );
     clock.freeze("2031-01-01 00:00:05");
-    let mut all = printed(before);
+    let mut all = period_value_pairs(&before.join("\n"));
     for process in &mut processes {
-        all.extend(printed(std::iter::from_fn(|| process.next_line())));
+        let rest: Vec<String> = std::iter::from_fn(|| process.next_line()).collect();
+        all.extend(period_value_pairs(&rest.join("\n")));
         assert!(process.child.wait().unwrap().success());
     }
     assert_eq!(all.len(), 8 * PER_PROCESS);
@@ -156,7 +148,7 @@ async fn processes_across_a_period_boundary_never_repeat_a_value_of_a_striped_pe
     );
     let after = run(clock.idmint(db).args(["seq", "inv", "--count", "6"]));
     assert_exit(&after, 0);
-    for (period, value) in printed(stdout(&after).lines().map(str::to_string)) {
+    for (period, value) in period_value_pairs(&stdout(&after)) {
         assert!(period == "2031" && value > highest, "{period} {value}");
     }
 }

@@ -7,28 +7,11 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use serde_json::Value;
-
-use idmint::parts::Layout;
 use idmint::sequence::striping::set_stripes;
 use idmint::sequence::SnowflakeOptions;
 use idmint::sequence::{OpenOptions, Sequence};
 
 use crate::support::{self, assert_exit, counter_name, create, idmint, run, stderr, stdout, Seq};
-
-/// The layout `idmint counter show NAME --json` says.
-fn layout(test: &str, counter: &str) -> Layout {
-    let output = run(idmint(test).args(["counter", "show", counter, "--json"]));
-    assert_exit(&output, 0);
-    let shown: Value = serde_json::from_str(&stdout(&output)).unwrap();
-    Layout {
-        time_bits: shown["time_bits"].as_u64().unwrap() as u32,
-        worker_bits: shown["worker_bits"].as_u64().unwrap() as u32,
-        seq_bits: shown["seq_bits"].as_u64().unwrap() as u32,
-        unit: shown["unit"].as_str().unwrap().parse().unwrap(),
-        epoch_ms: shown["epoch_ms"].as_u64().unwrap(),
-    }
-}
 
 /// `counter create ids --kind snowflake --stripes 4`, then 8 `idmint seq`
 /// processes holding their leases at once: each issues under one worker id,
@@ -43,7 +26,7 @@ async fn eight_processes_lease_worker_ids_of_the_lanes_and_never_share_an_id() {
         "ids",
         &["--kind", "snowflake", "--raw", "--stripes", "4"],
     );
-    let layout = layout(TEST, "ids");
+    let layout = support::snowflake_layout(TEST, "ids");
     // More than a pipe holds: reading one ID of each first proves all
     // eight hold their leases at once.
     let mut issuers: Vec<Seq> = (0..8)
@@ -115,7 +98,7 @@ async fn handles_from_before_a_change_issue_from_what_they_reserved_and_never_sh
     const TEST: &str = "striped_snowflake_changes";
     let database = support::database(TEST).await;
     create(TEST, "ids", &["--kind", "snowflake", "--raw"]);
-    let layout = layout(TEST, "ids");
+    let layout = support::snowflake_layout(TEST, "ids");
     let name = counter_name("ids");
     let mut options = OpenOptions::default();
     options.snowflake = SnowflakeOptions::default().lease_ttl(Duration::from_secs(120));

@@ -73,3 +73,30 @@ pub fn worker_leases(test: &str, name: &str) -> Vec<Value> {
         .unwrap_or_else(|| panic!("no leases in {report}"))
         .clone()
 }
+
+/// The `PERIOD VALUE` lines `idmint seq` prints for a periodic counter, as
+/// (period, value) pairs.
+pub fn period_value_pairs(printed: &str) -> Vec<(String, u64)> {
+    printed
+        .lines()
+        .map(|line| {
+            let (period, value) = line.split_once(' ').expect("PERIOD VALUE");
+            (period.to_string(), value.parse().expect("a value"))
+        })
+        .collect()
+}
+
+/// The layout of snowflake counter `counter` of `test`'s database, as
+/// `idmint counter show --json` says it.
+pub fn snowflake_layout(test: &str, counter: &str) -> idmint::parts::Layout {
+    let output = run(idmint(test).args(["counter", "show", counter, "--json"]));
+    assert_exit(&output, 0);
+    let shown: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    idmint::parts::Layout {
+        time_bits: shown["time_bits"].as_u64().unwrap() as u32,
+        worker_bits: shown["worker_bits"].as_u64().unwrap() as u32,
+        seq_bits: shown["seq_bits"].as_u64().unwrap() as u32,
+        unit: shown["unit"].as_str().unwrap().parse().unwrap(),
+        epoch_ms: shown["epoch_ms"].as_u64().unwrap(),
+    }
+}

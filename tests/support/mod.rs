@@ -30,8 +30,8 @@ pub mod wait;
 
 pub use clock_server::FakeClockServer;
 pub use counters::{
-    counter_doc, counter_document, counter_field, counter_name, create, replace_counter,
-    worker_leases,
+    counter_doc, counter_document, counter_field, counter_name, create, period_value_pairs,
+    replace_counter, snowflake_layout, worker_leases,
 };
 pub use database::{
     assert_durable, database, database_handle, database_name, documents, monitored_database,

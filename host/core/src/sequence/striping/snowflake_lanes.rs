@@ -99,9 +99,7 @@ impl StripedCounter {
         count: u64,
         lanes: &SnowflakeLanes,
     ) -> Result<Vec<Stamp>, SequenceError> {
-        let deadline = self
-            .spanning()
-            .map(|deployments| Instant::now() + deployments.take_deadline());
+        let deadline = self.take_deadline();
         let past = || deadline.is_some_and(|deadline| Instant::now() >= deadline);
         let mut pause = Duration::from_millis(1);
         let mut tried: Vec<String> = Vec::new();

@@ -307,9 +307,7 @@ impl StripedCounter {
         client_micros: u64,
     ) -> Result<LaneDocument, SequenceError> {
         let name = self.name();
-        let deadline = self
-            .spanning()
-            .map(|deployments| Instant::now() + deployments.take_deadline());
+        let deadline = self.take_deadline();
         let past = || deadline.is_some_and(|deadline| Instant::now() >= deadline);
         let mut pause = Duration::from_millis(1);
         let mut tried: Vec<String> = Vec::new();
@@ -496,6 +494,13 @@ impl StripedCounter {
             )
             .await;
         }
+    }
+
+    /// When a take that starts now is given up: across deployments, after
+    /// their deadline; none in one deployment.
+    pub(super) fn take_deadline(&self) -> Option<Instant> {
+        self.spanning()
+            .map(|deployments| Instant::now() + deployments.take_deadline())
     }
 
     /// The deployments, if its lanes span several.
