@@ -147,3 +147,46 @@ async fn handles_from_before_a_change_issue_from_what_they_reserved_and_never_sh
         handle.close().await.unwrap();
     }
 }
+
+/// A handle that holds a lease of the unstriped counter, renewed often but
+/// long lived (5 minutes), when the counter is striped: its next renewal finds its gate
+/// sealed, and it releases its worker id at once (not minutes later, when
+/// its lease would expire); its next take comes from the lanes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handle_whose_gate_is_sealed_releases_its_worker_id_at_once() {
+    const TEST: &str = "striped_snowflake_retired";
+    let database = support::database(TEST).await;
+    create(TEST, "ids", &["--kind", "snowflake", "--raw"]);
+    let name = counter_name("ids");
+    let mut options = OpenOptions::default();
+    let mut leases = SnowflakeOptions::default().lease_ttl(Duration::from_secs(300));
+    leases.renew_every = Duration::from_millis(100);
+    options.snowflake = leases;
+    let (held, _) = Sequence::open(&database, name.clone(), &options)
+        .await
+        .unwrap();
+    let before = held.take(10, 0).await.unwrap();
+    let live = || {
+        support::worker_leases(TEST, "ids")
+            .iter()
+            .filter(|lease| lease["live"].as_bool().unwrap())
+            .count()
+    };
+    assert_eq!(live(), 1);
+    set_stripes(&database, &name, 2).await.unwrap();
+    support::wait::within(
+        support::wait::PATIENCE,
+        "the sealed handle's lease released",
+        async {
+            while live() > 0 {
+                tokio::task::yield_now().await;
+            }
+        },
+    )
+    .await;
+    let after = held.take(10, 0).await.unwrap();
+    let mut all: Vec<u64> = before.iter().chain(&after).map(|s| s.sequence).collect();
+    all.sort_unstable();
+    all.dedup();
+    assert_eq!(all.len(), 20, "an ID was issued twice");
+}

@@ -353,15 +353,20 @@ impl Inner {
     }
 
     /// Stops for good: its gate was sealed. What it reserved, the seal
-    /// counted; it issues nothing more.
-    fn retire(&self) {
-        let mut holding = self.holding();
-        holding.retired = true;
-        holding.closed = true;
-        holding.held = None;
-        self.generator.invalidate();
-        drop(holding);
+    /// counted; it issues nothing more, and its lease is released with the
+    /// last time it issued, so that its worker id is free at once.
+    async fn retire(&self) {
+        let (held, last) = {
+            let mut holding = self.holding();
+            holding.retired = true;
+            holding.closed = true;
+            (holding.held.take(), self.generator.seal())
+        };
         self.leased.notify_waiters();
+        if let (Some(held), Some(last)) = (held, last) {
+            // Best effort: a lease not released expires.
+            let _ = self.leases.release(&held, last).await;
+        }
     }
 
     /// Renews the lease once; claims another if it was lost; retires when
@@ -369,7 +374,7 @@ impl Inner {
     async fn renew(&self) -> Result<(), SequenceError> {
         let outcome = self.renew_or_claim().await;
         if let Err(SequenceError::Striped { .. }) = &outcome {
-            self.retire();
+            self.retire().await;
         }
         outcome
     }

@@ -51,15 +51,29 @@ pub async fn lifetimes(database: &Database, now_ms: u64) -> Result<Vec<Lifetime>
         .collect())
 }
 
-/// Every worker lease of counter `name`, by worker id, with the server's
-/// time now (ms since 1970): what `idmint workers` lists. Only a snowflake
-/// counter has worker leases: another counter is
+/// Every worker lease of counter `name` in `database`, by worker id, with
+/// the server's time now (ms since 1970): what `idmint workers` lists (a
+/// striped counter's: those of its lanes in this deployment). Only a
+/// snowflake counter has worker leases: another counter is
 /// [`SequenceError::WrongKind`], a missing one [`SequenceError::UnknownCounter`].
 pub async fn workers(
     database: &Database,
     name: &CounterName,
 ) -> Result<(Vec<WorkerLease>, i64), SequenceError> {
-    find::<SnowflakeKind>(&database.collection(COUNTERS), name).await?;
+    match find::<SnowflakeKind>(&database.collection(COUNTERS), name).await {
+        Ok(_) => {}
+        Err(SequenceError::Striped { .. }) => {
+            let kind = crate::sequence::state(database, name).await?.kind();
+            if kind.as_str() != SnowflakeKind::NAME {
+                return Err(SequenceError::WrongKind {
+                    name: name.clone(),
+                    expected: SnowflakeKind::NAME,
+                    found: kind.as_str(),
+                });
+            }
+        }
+        Err(error) => return Err(error),
+    }
     Leases::new(database, name.clone(), super::gate::Gate::Counter)
         .list()
         .await
