@@ -16,7 +16,21 @@ function (keyName, count) {
   // left; anything else is left as it is, nothing comes back, and
   // readCounter (stored beside this function) says what is wrong, in the
   // host's words.
+  //
+  // A striped counter (its document the map, kind "striped"; see
+  // docs/design/striped-counters.md) is taken from one of its periodic
+  // lanes as the host's Sequence::take does (StripedCounter::take,
+  // host/core/src/sequence/striping/taker.rs), by takeFromLanes, stored
+  // beside this function: the `count` values in one take of one lane (1
+  // to MAX_BLOCK, the host's most per request), in the lane's period by
+  // this server's clock, `m` apart up to the lane's `last` (another
+  // lane's values of that period lie between them); tests/striped_twin.rs
+  // holds it equal to the host's. Taking them one value a call instead
+  // would hand out values of different lanes, and across a period
+  // boundary of different periods, which one {period, values} cannot say.
   var MAX_VALUE = 9007199254740991;
+  // The host's MAX_BLOCK: the most values one take from lanes hands out.
+  var MAX_BLOCK = 1000;
   var MAX_ATTEMPTS = 10;
   var n = (count === undefined || count === null) ? 1 : Number(count);
   if (!(n >= 1 && n <= MAX_VALUE) || Math.floor(n) !== n) {
@@ -56,8 +70,23 @@ function (keyName, count) {
     return { $dateToString: { format: FORMATS[period], date: "$$NOW", timezone: zone } };
   }
 
+  // The `n` values of one lane of striped counter `keyName` whose map is
+  // `map`, and their period.
+  function takeStriped(map) {
+    if (n > MAX_BLOCK) {
+      throw new Error("cannot take " + n + " values of counter '" + keyName + "' at once: at most " +
+        MAX_BLOCK + " per request");
+    }
+    var lane = takeFromLanes(keyName, map, undefined, n);
+    var values = [];
+    for (var k = n - 1; k >= 0; k--) values.push(lane.last - k * lane.m);
+    return { period: lane.current, values: values };
+  }
+
   for (var attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    var counter = readCounter(keyName, db.getCollection("counters").findOne({ _id: keyName }), "periodic");
+    var counter = readCounter(keyName, db.getCollection("counters").findOne({ _id: keyName }), "periodic",
+      "periodic");
+    if (counter.striped !== undefined) return takeStriped(counter.striped);
     var result = db.runCommand({
       findAndModify: "counters",
       query: { _id: keyName, $expr: { $and: [wellFormed(), { $and: [
@@ -90,9 +119,12 @@ function (keyName, count) {
     if (result.value === null) {
       // Nothing matched: say why (missing, corrupt, of another kind), or
       // the current period has no values left; else the counter changed
-      // under us (its period or zone too): read it again.
-      var now = readCounter(keyName, db.getCollection("counters").findOne({ _id: keyName }), "periodic");
-      if (now.period === counter.period && now.zone === counter.zone && now.seq + n > MAX_VALUE) {
+      // under us (its period or zone too, or it was striped): read it
+      // again.
+      var now = readCounter(keyName, db.getCollection("counters").findOne({ _id: keyName }), "periodic",
+        "periodic");
+      if (now.striped === undefined && now.period === counter.period && now.zone === counter.zone &&
+        now.seq + n > MAX_VALUE) {
         throw new Error("counter '" + keyName + "' is exhausted: it cannot hand out " + n +
           " more value(s) without passing " + MAX_VALUE + "; it was left unchanged");
       }

@@ -17,25 +17,37 @@ function (keyName, doc, expectedKind, lanesKind) {
   // - a lane is never read as a counter, and a map is refused as the
   //   host's kind readers refuse it, unless the caller takes from the
   //   lanes of `lanesKind` counters (getNextSequence: "autoinc",
-  //   getNextUniqueStamp: "cyclic"): then the map is read as the host
-  //   opens it (the map, its lanes' kind and that kind's fields, the
-  //   prefixes) and returned with `striped`, the map {kind, generation,
-  //   base, modulus, live, placement, spans, here}; the map of a counter
-  //   of a kind that cannot be striped is refused as the host refuses it,
-  //   and of another kind that can as the host's kind readers do;
+  //   getNextUniqueStamp: "cyclic", getNextPeriodic: "periodic"): then
+  //   the map is read as the host opens it (the map, its lanes' kind and
+  //   that kind's fields, the prefixes) and returned with `striped`, the
+  //   map {kind, generation, base, basePeriod, modulus, live, placement,
+  //   spans, here} and what its lanes are made of (the host's LaneOf,
+  //   read from the map's own fields): a cyclic counter's {top}, a
+  //   segment counter's {step}, a periodic counter's {period, zone}, a
+  //   snowflake counter's {layout} (no stored function takes from
+  //   snowflake lanes: their IDs are made in the leasing process); the
+  //   map of a counter of a kind that cannot be striped is refused as the
+  //   host refuses it, and of another kind that can as the host's kind
+  //   readers do;
   // - expectedKind "striped": the map alone, as the host's taker reads it
   //   again (striping/taker.rs, read_map);
   // - expectedKind "lane": `doc` is a lane of counter `keyName`, read as
   //   striping/lane.rs reads it: {kind, generation, b, m, r, last, sealed}
-  //   and an autoinc lane's {seq}, a cyclic lane's {top, maxval, val, ts};
-  //   given `lanesKind` (its map's), a lane of another kind is corrupt.
+  //   and an autoinc lane's {seq}, a cyclic lane's {top, maxval, val, ts},
+  //   a periodic lane's {period, zone, basePeriod, current, seq} (labels,
+  //   "" for none); given `lanesKind` (its map's), a lane of another kind
+  //   is corrupt.
   var MAX_VALUE = 9007199254740991;
   var MAX_LANES = 1024;
   // The host's MAX_MAXVAL (kinds/cyclic), and the largest BSON long.
   var MAX_MAXVAL = 9007199254740990;
   var MAX_LONG = 9223372036854775807;
+  // The host's segment MAX_STEP.
+  var MAX_STEP = 100000000;
   // The kinds whose counters can be striped (the host's STRIPABLE).
-  var STRIPABLE = ["autoinc", "segment", "cyclic"];
+  var STRIPABLE = ["autoinc", "segment", "cyclic", "periodic", "snowflake"];
+  // The host's snowflake MAX_TAG (kinds/snowflake/tag.rs).
+  var MAX_TAG = 16777215;
   var KINDS = ["cyclic", "autoinc", "segment", "snowflake", "periodic"];
   var LABELS = {
     year: /^[0-9]{4}$/,
@@ -43,6 +55,8 @@ function (keyName, doc, expectedKind, lanesKind) {
     day: /^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$/
   };
   var LABEL_FORMATS = { year: "%Y", month: "%Y-%m", day: "%Y-%m-%d" };
+  // The host's ZONE_PATTERN (kinds/periodic).
+  var ZONE = /^[A-Za-z0-9_+\/:-]{1,64}$/;
 
   function corrupt(reason) {
     return new Error("counter '" + keyName + "' is corrupt: " + reason +
@@ -138,6 +152,74 @@ function (keyName, doc, expectedKind, lanesKind) {
     }
   }
 
+  // The host's PeriodicKind::read (kinds/periodic): {period, zone,
+  // current, seq} of a periodic counter's document (or a periodic
+  // map's).
+  function readPeriodic(source) {
+    var fields = {};
+    fields.period = readString(source, "period");
+    if (!LABELS.hasOwnProperty(fields.period)) {
+      throw wrong("period: unknown period " + JSON.stringify(fields.period) + ": use day, month or year");
+    }
+    fields.zone = readString(source, "zone");
+    if (!ZONE.test(fields.zone)) {
+      throw wrong("zone " + JSON.stringify(fields.zone) +
+        " is not a time zone name (letters, digits, _ + / : -, 1 to 64)");
+    }
+    fields.current = readString(source, "current");
+    if (fields.current !== "" && !LABELS[fields.period].test(fields.current)) {
+      throw wrong("current " + JSON.stringify(fields.current) + " is not a " + fields.period +
+        " label (" + LABEL_FORMATS[fields.period] + ")");
+    }
+    fields.seq = readInteger(source, "seq", 0, MAX_VALUE);
+    return fields;
+  }
+
+  // The host's SnowflakeKind::read (kinds/snowflake): the layout and
+  // tag of a snowflake counter's document (or a snowflake map's).
+  function readSnowflake(source) {
+    var unit = readString(source, "unit");
+    if (unit !== "ms" && unit !== "s") {
+      throw wrong("unit: unknown time unit " + JSON.stringify(unit) + ": use ms or s");
+    }
+    var t = readInteger(source, "time_bits", 1, 62);
+    var w = readInteger(source, "worker_bits", 1, 62);
+    var s = readInteger(source, "seq_bits", 1, 62);
+    readInteger(source, "epoch_ms", 0, MAX_LONG);
+    // The host's Layout::check_shape.
+    if (t + w + s !== 63) {
+      throw wrong("layout " + t + "," + w + "," + s + " adds up to " + (t + w + s) +
+        " bits; time, worker and sequence must add up to 63");
+    }
+    if (t < 20 || w < 1 || s < 1) {
+      throw wrong("layout " + t + "," + w + "," + s + ": at least 20 time bits, 1 worker bit and 1 sequence bit");
+    }
+    // The host's CounterTag::read: both or neither.
+    if (source.tag !== undefined && source.salt === undefined) throw wrong("tag is set but salt is missing");
+    if (source.tag === undefined && source.salt !== undefined) throw wrong("salt is set but tag is missing");
+    if (source.tag !== undefined) {
+      readInteger(source, "tag", 1, MAX_TAG);
+      var salt = readString(source, "salt");
+      // Rust's u64::from_str_radix, which takes a leading '+'.
+      if (salt.length !== 16 || !/^\+?[0-9A-Fa-f]+$/.test(salt)) throw wrong("salt is not 16 hex digits");
+    }
+    return { unit: unit, timeBits: t, workerBits: w, seqBits: s };
+  }
+
+  // The host's LaneOf::of (striping/lane.rs): what the lanes of a counter
+  // of `kind` whose own document (its map) is `source` are made of, read
+  // from the kind's own fields; its reasons are the kind reader's.
+  function lanesOf(kind, source) {
+    if (kind === "cyclic") return { top: readInteger(source, "maxval", 1, MAX_MAXVAL) };
+    if (kind === "segment") return { step: readInteger(source, "step", 1, MAX_STEP) };
+    if (kind === "periodic") {
+      var periodic = readPeriodic(source);
+      return { period: periodic.period, zone: periodic.zone };
+    }
+    if (kind === "snowflake") return { layout: readSnowflake(source) };
+    return {};
+  }
+
   // The host's StripeMap::read (striping/map.rs).
   function readMap() {
     var striped = readDocument(doc, "striped");
@@ -145,10 +227,25 @@ function (keyName, doc, expectedKind, lanesKind) {
       return {
         kind: readString(striped, "kind"),
         generation: readInteger(striped, "generation", 0, MAX_VALUE),
-        base: readInteger(striped, "base", 0, MAX_VALUE),
-        modulus: readInteger(striped, "modulus", 1, MAX_LANES)
+        base: readInteger(striped, "base", 0, MAX_VALUE)
       };
     });
+    // A kind that can be striped: its own fields say what its lanes are
+    // made of.
+    if (STRIPABLE.indexOf(map.kind) >= 0) {
+      var of = lanesOf(map.kind, doc);
+      for (var key in of) map[key] = of[key];
+    }
+    // The period the base counts in (a periodic counter's; none: absent
+    // or "").
+    map.basePeriod = null;
+    if (striped.base_period !== undefined) {
+      if (typeof striped.base_period !== "string") {
+        throw wrong("striped.base_period is " + describe(striped.base_period) + ", not a string");
+      }
+      if (striped.base_period !== "") map.basePeriod = striped.base_period;
+    }
+    map.modulus = within("striped.", function () { return readInteger(striped, "modulus", 1, MAX_LANES); });
     within("striped: ", function () { checkGeneration(map.base, map.modulus); });
     var lanes = within("striped.", function () { return readArray(striped, "lanes"); });
     map.live = lanes.length > 0;
@@ -224,6 +321,16 @@ function (keyName, doc, expectedKind, lanesKind) {
     }
   }
 
+  // A period's label of `unit`, or "" (none), in field `key` of `source`
+  // (the host's read_periodic's label).
+  function readLabel(source, key, unit) {
+    var text = readString(source, key);
+    if (text !== "" && !LABELS[unit].test(text)) {
+      throw wrong(key + " " + JSON.stringify(text) + " is not a " + unit + " label (" + LABEL_FORMATS[unit] + ")");
+    }
+    return text;
+  }
+
   // The host's lane::read (striping/lane.rs), the twin of the lanes' take
   // filter that takeFromLanes sends.
   function readLane() {
@@ -268,6 +375,31 @@ function (keyName, doc, expectedKind, lanesKind) {
       lane.ts = readInteger(doc, "ts", 0, MAX_LONG);
       expected = lane.r + lane.val * lane.m;
       localValue = lane.val;
+    } else if (lane.kind === "periodic") {
+      // An autoinc lane that starts again in each period of its counter's
+      // unit and zone (the host's read_periodic): in basePeriod, the
+      // period its generation started in, its values are above b; in
+      // every later one above 0.
+      lane.period = within("lane.", function () { return readString(place, "period"); });
+      if (!LABELS.hasOwnProperty(lane.period)) {
+        throw wrong("lane.period: unknown period " + JSON.stringify(lane.period) + ": use day, month or year");
+      }
+      lane.zone = within("lane.", function () { return readString(place, "zone"); });
+      if (!ZONE.test(lane.zone)) throw wrong("lane.zone " + JSON.stringify(lane.zone) + " is not a time zone name");
+      lane.basePeriod = within("lane.", function () { return readLabel(place, "base_period", lane.period); });
+      lane.current = readLabel(doc, "current", lane.period);
+      // Labels of one unit sort as their periods do ("": none, first).
+      if (lane.current < lane.basePeriod) {
+        throw wrong("current is " + JSON.stringify(lane.current) + ", before lane.base_period " +
+          JSON.stringify(lane.basePeriod));
+      }
+      var inBase = lane.current === lane.basePeriod;
+      var floor = inBase ? lane.b : 0;
+      var left = MAX_VALUE - (floor + lane.r + 1);
+      // A later period has a value: its local value is at least 1.
+      lane.seq = readInteger(doc, "seq", inBase ? 0 : 1, (left - left % lane.m) / lane.m + 1);
+      expected = lane.seq === 0 ? floor : floor + (lane.seq - 1) * lane.m + lane.r + 1;
+      localValue = lane.seq;
     } else {
       // How many values the lane hands out in all (a remainder taken
       // first: every step exact below 2^53).
@@ -334,23 +466,10 @@ function (keyName, doc, expectedKind, lanesKind) {
       fields.seq = readInteger(doc, "seq", 0, MAX_VALUE);
     } else if (kind === "segment") {
       fields.max = readInteger(doc, "max", 0, MAX_VALUE + 1);
-      fields.step = readInteger(doc, "step", 1, 100000000);
+      fields.step = readInteger(doc, "step", 1, MAX_STEP);
     } else if (kind === "periodic") {
-      fields.period = readString(doc, "period");
-      if (!LABELS.hasOwnProperty(fields.period)) {
-        throw wrong("period: unknown period " + JSON.stringify(fields.period) + ": use day, month or year");
-      }
-      fields.zone = readString(doc, "zone");
-      if (!/^[A-Za-z0-9_+\/:-]{1,64}$/.test(fields.zone)) {
-        throw wrong("zone " + JSON.stringify(fields.zone) +
-          " is not a time zone name (letters, digits, _ + / : -, 1 to 64)");
-      }
-      fields.current = readString(doc, "current");
-      if (fields.current !== "" && !LABELS[fields.period].test(fields.current)) {
-        throw wrong("current " + JSON.stringify(fields.current) + " is not a " + fields.period +
-          " label (" + LABEL_FORMATS[fields.period] + ")");
-      }
-      fields.seq = readInteger(doc, "seq", 0, MAX_VALUE);
+      var periodic = readPeriodic(doc);
+      for (var key in periodic) fields[key] = periodic[key];
     }
     if (doc.prefix !== undefined && doc.prefix !== null && typeof doc.prefix !== "string") {
       throw wrong("prefix is " + describe(doc.prefix) + ", not a string");
@@ -381,8 +500,8 @@ function (keyName, doc, expectedKind, lanesKind) {
     // As the host opens it (StripedCounter::open), for a path that takes
     // from lanes.
     if (lanesKind !== undefined && STRIPABLE.indexOf(kind) < 0) {
-      throw striping(kind + " counters cannot be striped (only " + STRIPABLE.slice(0, -1).join(", ") + " and " +
-        STRIPABLE[STRIPABLE.length - 1] + " ones can, so far)");
+      throw striping(kind + " counters cannot be striped (" + STRIPABLE.slice(0, -1).join(", ") + " and " +
+        STRIPABLE[STRIPABLE.length - 1] + " ones can)");
     }
     // As the host's kind readers refuse it (its lanes are not of the
     // caller's kind, or the caller takes from no lanes).

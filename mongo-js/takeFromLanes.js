@@ -1,19 +1,26 @@
-function (keyName, map, clientMicros) {
+function (keyName, map, clientMicros, count) {
   // A striped counter's take (docs/design/striped-counters.md), shared by
   // the stored twins whose counters can be striped, stored beside this
-  // function: getNextSequence (autoinc lanes) and getNextUniqueStamp
-  // (cyclic lanes). It is the host's StripedCounter::take for one value
-  // (host/core/src/sequence/striping/taker.rs), and each lane's take the
-  // host's lane::take_command (striping/lane.rs); tests/striped_twin.rs
-  // holds them equal, term for term and BSON type for type.
+  // function: getNextSequence (autoinc lanes), getNextUniqueStamp (cyclic
+  // lanes) and getNextPeriodic (periodic lanes). It is the host's
+  // StripedCounter::take (host/core/src/sequence/striping/taker.rs) of
+  // `count` values from one lane (default 1; more only from autoinc and
+  // periodic lanes: getNextPeriodic's count), and each lane's take the
+  // host's lane::take_command (striping/lane.rs) for that count;
+  // tests/striped_twin.rs holds them equal, term for term and BSON type
+  // for type.
   //
   // `map` is counter `keyName`'s map as readCounter (beside this function)
-  // reads it: {kind, generation, base, modulus, live, placement, here}.
-  // clientMicros is the caller's clock in microseconds, below which a
-  // cyclic lane issues no timestamp (an autoinc lane does not read it).
-  // Returns the lane after the take as readCounter reads it: `last` is the
-  // value taken, and a cyclic lane's `ts` the timestamp issued with it.
-  // Throws, taking nothing, when no lane can be taken from.
+  // reads it: {kind, generation, base, modulus, live, placement, here},
+  // and a periodic counter's {period, zone}, which its lanes' take names
+  // as constants (a server's $dateToString takes its zone from a constant
+  // only). clientMicros is the caller's clock in microseconds, below
+  // which a cyclic lane issues no timestamp (the other lanes do not read
+  // it). Returns the lane after the take as readCounter reads it: `last`
+  // is the last value taken (the `count` values are the ones `m` apart up
+  // to it, a periodic lane's all in its `current` period), and a cyclic
+  // lane's `ts` the timestamp issued with it. Throws, taking nothing, when
+  // no lane can be taken from.
   var MAX_VALUE = 9007199254740991;
   // The host's MAX_MAXVAL (a cyclic counter's largest maxval) and the
   // largest BSON long, the bound of a cyclic lane's ts.
@@ -25,8 +32,12 @@ function (keyName, map, clientMicros) {
   var MAX_LANES = 1024;
   var ATTEMPTS = 64;
   var LONGEST_PAUSE_MS = 100;
-  // One value a call.
-  var COUNT = 1;
+  // The values one call takes, from one lane: a cyclic lane's take is
+  // the one-value rule only.
+  var COUNT = (count === undefined || count === null) ? 1 : count;
+  if (map.kind === "cyclic" && COUNT !== 1) {
+    throw new Error("takeFromLanes takes one value a call from cyclic lanes, not " + COUNT);
+  }
   var durable = { w: "majority", j: true, wtimeout: 10000 };
   var counters = db.getCollection("counters");
 
@@ -55,6 +66,40 @@ function (keyName, map, clientMicros) {
     return { $and: [{ $in: [{ $type: path }, ["int", "long", "double"]] }, { $eq: [path, { $trunc: path }] },
       { $gte: [path, long(min)] }, { $lte: [path, long(max)] }] };
   }
+  // The host's PeriodUnit::ALL, label_regex and ZONE_PATTERN
+  // (kinds/periodic): the units, the regular expression of each unit's
+  // labels ("": none yet), and what a zone's name is made of.
+  var UNITS = ["day", "month", "year"];
+  var LABEL_REGEX = {
+    day: "^$|^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$",
+    month: "^$|^[0-9]{4}-(0[1-9]|1[0-2])$",
+    year: "^$|^[0-9]{4}$"
+  };
+  var LABEL_FORMAT = { day: "%Y-%m-%d", month: "%Y-%m", year: "%Y" };
+  var ZONE_PATTERN = "^[A-Za-z0-9_+/:-]{1,64}$";
+  // The host's label_regex_of: the regular expression of the labels of
+  // the unit at field path `unit`, on the server.
+  function labelRegexOf(unit) {
+    return { $switch: {
+      branches: UNITS.map(function (each) { return { case: { $eq: [unit, each] }, then: LABEL_REGEX[each] }; }),
+      default: "^$"
+    } };
+  }
+  // The host's now_label: the label of the server's $$NOW in `zone`.
+  function nowLabel(unit, zone) {
+    return { $dateToString: { format: LABEL_FORMAT[unit], date: "$$NOW", timezone: zone } };
+  }
+  // The host's periodic_last: the value a periodic lane's local value
+  // `seq` (an expression) stands for in its `current` period, above b in
+  // its base period, above 0 in a later one.
+  function periodicLast(seq) {
+    var base = function () { return { $cond: [{ $eq: ["$current", "$lane.base_period"] }, "$lane.b", long(0)] }; };
+    return { $cond: [
+      { $eq: [seq, 0] },
+      base(),
+      { $add: [base(), { $multiply: [{ $subtract: [seq, 1] }, "$lane.m"] }, "$lane.r", 1] }
+    ] };
+  }
   // The host's lane::guard: true only while the document is a
   // well-formed, live (unsealed) lane of `kind`, as readCounter reads one.
   function laneGuard(kind) {
@@ -81,6 +126,22 @@ function (keyName, map, clientMicros) {
         integerIn("ts", 0, MAX_LONG),
         { $eq: ["$last", { $add: ["$lane.r", { $multiply: ["$val", "$lane.m"] }] }] }
       );
+    } else if (kind === "periodic") {
+      var string = function (field) { return { $eq: [{ $type: "$" + field }, "string"] }; };
+      var label = function (field) {
+        return { $and: [string(field), { $regexMatch: { input: "$" + field, regex: labelRegexOf("$lane.period") } }] };
+      };
+      terms.push(
+        { $in: ["$lane.period", UNITS] },
+        { $and: [string("lane.zone"), { $regexMatch: { input: "$lane.zone", regex: ZONE_PATTERN } }] },
+        label("lane.base_period"),
+        label("current"),
+        { $gte: ["$current", "$lane.base_period"] },
+        integerIn("seq", 0, MAX_VALUE),
+        // A later period than the base's has a value.
+        { $or: [{ $eq: ["$current", "$lane.base_period"] }, { $gte: ["$seq", 1] }] },
+        { $eq: ["$last", periodicLast("$seq")] }
+      );
     } else {
       terms.push(
         integerIn("seq", 0, MAX_VALUE),
@@ -95,19 +156,47 @@ function (keyName, map, clientMicros) {
     terms.push({ $eq: [{ $type: "$sealed" }, "null"] });
     return { $and: terms };
   }
-  // The host's lane::take_command for one value: its filter holds only
-  // while lane `id` is a well-formed live lane of `kind` (an autoinc one
-  // with a value left); its update advances the lane's local value and
-  // computes `last`, the value it stands for, on the server. An autoinc
-  // lane: seq + 1, and last = b + (seq - 1) * m + r + 1. A cyclic lane:
-  // the cyclic counter's one-value rule on its local val (the host's
-  // cyclic::one_value: wrapped = val >= maxval; val = wrapped ? 0 :
+  // The host's lane::take_command for COUNT values: its filter holds
+  // only while lane `id` is a well-formed live lane of the lanes `of`
+  // (the map: its kind, a periodic counter's unit and zone) with COUNT
+  // values left (an autoinc one; a periodic one: in the period now, or a
+  // new period); its update advances the lane's local value and computes
+  // `last`, the value it stands for, on the server. An autoinc lane: seq
+  // + COUNT, and last = b + (seq - 1) * m + r + 1. A cyclic lane (one
+  // value): the cyclic counter's one-value rule on its local val (the
+  // host's cyclic::one_value: wrapped = val >= maxval; val = wrapped ? 0 :
   // val + 1; ts = max(client, ts + (wrapped ? 1 : 0))), and last = r +
-  // val * m.
-  function takeLane(id, kind) {
+  // val * m. A periodic lane: the label of the server's now in the zone;
+  // a later one than `current` starts again (current = now, seq =
+  // COUNT), else seq + COUNT; last as an autoinc lane's, above b in the
+  // base period, above 0 in a later one.
+  function takeLane(id, of) {
+    var kind = of.kind;
     var query;
     var update;
-    if (kind === "cyclic") {
+    if (kind === "periodic") {
+      var now = nowLabel(of.period, of.zone);
+      query = { _id: id, $expr: { $and: [
+        laneGuard(kind),
+        { $eq: ["$lane.period", of.period] },
+        { $eq: ["$lane.zone", of.zone] },
+        { $or: [
+          { $gt: [now, "$current"] },
+          { $lte: ["$last", { $subtract: [long(MAX_VALUE), { $multiply: [long(COUNT), "$lane.m"] }] }] }
+        ] }
+      ] } };
+      update = [
+        { $replaceWith: { $mergeObjects: ["$$ROOT", { $let: {
+          vars: { now: nowLabel(of.period, of.zone) },
+          in: { $cond: [
+            { $gt: ["$$now", "$current"] },
+            { current: "$$now", seq: { $toLong: long(COUNT) } },
+            { seq: { $toLong: { $add: ["$seq", long(COUNT)] } } }
+          ] }
+        } }] } },
+        { $set: { last: { $toLong: periodicLast("$seq") } } }
+      ];
+    } else if (kind === "cyclic") {
       query = { _id: id, $expr: laneGuard(kind) };
       update = [
         { $replaceWith: { $mergeObjects: ["$$ROOT", { $let: {
@@ -187,7 +276,7 @@ function (keyName, map, clientMicros) {
     }
     var local = localLanes();
     var id = keyName + "#" + local[turn++ % local.length];
-    var after = takeLane(id, map.kind);
+    var after = takeLane(id, map);
     if (after !== null) return readCounter(keyName, after, "lane");
     var found = counters.findOne({ _id: id });
     if (found !== null) {
