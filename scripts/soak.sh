@@ -2,13 +2,13 @@
 # A soak with a nemesis: every counter kind through every client path (CLI
 # takers, `next --stream`, four `idmint serve` instances with plain HTTP
 # clients, the stored JavaScript twins in mongosh, `lock run` holders
-# writing to a fenced store), and two striped counters (autoinc, cyclic)
-# whose lanes span two database servers, while a seeded schedule of faults
-# runs (kill -9, SIGSTOP, partitions of either server, cut answers, slow
-# clients, the server's clock, and one taker's, stepped back and frozen,
-# Ctrl-Z of a lock run). Then it
-# checks what the clients recorded, Jepsen's way: duplicates, losses, order,
-# lock overlaps, fencing.
+# writing to a fenced store), and four striped counters (autoinc, cyclic,
+# snowflake, periodic) whose lanes span two database servers, while a
+# seeded schedule of faults runs (kill -9, SIGSTOP, partitions of either
+# server, cut answers, slow clients, the server's clock, and two takers',
+# stepped back and frozen, Ctrl-Z of a lock run). Then it checks what the
+# clients recorded, Jepsen's way: duplicates, losses, order, lock overlaps,
+# fencing.
 #
 #   scripts/soak.sh [--minutes M] [--seed S] [--out DIR] [--keep-data]
 #   scripts/soak.sh --self-test        the checker against planted violations

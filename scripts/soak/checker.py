@@ -220,9 +220,10 @@ def recovery(attempts, faults, window=3.0):
 
 
 def spanning(attempts, faults):
-    """For each counter spanning two deployments (the autoinc one, and the
-    cyclic one, whose values are (timestamp, value) pairs): its kind; the
-    values acknowledged;
+    """For each counter spanning two deployments (the autoinc one; the
+    cyclic one, whose values are (timestamp, value) pairs; the snowflake
+    one, whose values are its IDs; the periodic one, whose values are
+    (period, value) pairs): its kind; the values acknowledged;
     those of attempts answered while its deployment us was down (inside a
     kill-db-us or partition-us fault: values of eu's lanes), the attempts
     answered then and how many of them got no values; and its changes of

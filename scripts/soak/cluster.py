@@ -272,8 +272,9 @@ class Serve:
     """One `idmint serve` on fixed loopback ports, so that a restart is found
     again by its clients."""
 
-    def __init__(self, index, idmint, uris, env, out, follow_db=False):
+    def __init__(self, index, idmint, uris, env, out, follow_db=False, extra=()):
         self.name = f"serve-{index}"
+        self.extra = list(extra)  # more options (serve-3: the snowflake lease's TTL)
         # Following the database's active policy (swapped live): the cyclic
         # counter's IDs come in either format (the other kinds keep theirs).
         self.follow_db = follow_db
@@ -303,7 +304,7 @@ class Serve:
             self.process = spawn([self.idmint, "serve", "--listen", f"127.0.0.1:{self.port}",
                                   "--admin-listen", f"127.0.0.1:{self.admin}", *uris,
                                   "--shutdown-timeout", "5", "--server-timeout", "3",
-                                  "--log-format", "json", *policies],
+                                  "--log-format", "json", *policies, *self.extra],
                                  stdout=open(self.out, "a", encoding="utf-8"),
                                  stderr=open(self.log, "a", encoding="utf-8"), env=self.env)
             if wait_for_line(self.out, "listening on ", self.process, timeout=60) is not None:

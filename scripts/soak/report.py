@@ -5,6 +5,12 @@ import math
 from collections import defaultdict
 from html import escape
 
+from ids import base_kind
+
+# What a spanning counter's figures count, by its kind: each a unique key.
+SPANNING_UNITS = {"cyclic": "values ((timestamp, value) pairs)",
+                  "periodic": "values ((period, value) pairs)", "snowflake": "IDs"}
+
 
 def table(result, schedule_seed=None):
     lines = []
@@ -48,10 +54,9 @@ def table(result, schedule_seed=None):
         lines.append(f"a database server exited by itself {exits} time(s), and was restarted: "
                      f"not a fault of the schedule; see db.log, db-us.log")
     for name, span in sorted(result.get("spanning", {}).items()):
-        cyclic = span.get("kind") == "spanning-cyclic"
-        lines.append(f"{name} ({'cyclic' if cyclic else 'autoinc'}, lanes in deployments eu and "
-                     f"us): {span['values']} values"
-                     f"{' ((timestamp, value) pairs)' if cyclic else ''}, "
+        kind = base_kind(span.get("kind"))
+        lines.append(f"{name} ({kind}, lanes in deployments eu and us): {span['values']} "
+                     f"{SPANNING_UNITS.get(kind, 'values')}, "
                      f"{span['values_while_us_down']} of them while us was down "
                      f"({span['attempts_while_us_down']} attempts answered then, "
                      f"{span['failed_while_us_down']} without values); stripes changed "

@@ -31,7 +31,8 @@ import checker  # noqa: E402
 import report  # noqa: E402
 from cluster import (DbServer, Proxy, Serve, harness_error, harness_errors,  # noqa: E402
                      kill_all, open_fds, set_pgid_file, spawn)
-from ids import CREATE, KINDS, MAXVAL, SPANNING, SPANNING_CYCLIC  # noqa: E402
+from ids import (BASE_KIND, CREATE, KINDS, MAXVAL, SPANNING, SPANNING_CYCLIC,  # noqa: E402
+                 SPANNING_KINDS, SPANNING_LEASE_TTL, SPANNING_PERIODIC, SPANNING_SNOWFLAKE)
 from nemesis import Nemesis, Supervisor  # noqa: E402
 from schedule import FAULTS, make_schedule  # noqa: E402
 from workload import (CliLoop, HttpClient, JavaClient, LockHolder, Mongosh,  # noqa: E402
@@ -39,7 +40,8 @@ from workload import (CliLoop, HttpClient, JavaClient, LockHolder, Mongosh,  # n
 
 REPO = os.path.dirname(os.path.dirname(HERE))
 PREFIX = {"cyclic": "CY-", "autoinc": "AI-", "segment": "SG-", "snowflake": "SF-",
-          "periodic": "PD-", "striped": "ST-", SPANNING: "SP-", SPANNING_CYCLIC: "SC-"}
+          "periodic": "PD-", "striped": "ST-", SPANNING: "SP-", SPANNING_CYCLIC: "SC-",
+          SPANNING_SNOWFLAKE: "SN-", SPANNING_PERIODIC: "SY-"}
 # The spanning counter's lanes: deployment eu is the first database server
 # (reached directly), us the second (reached through its partition proxy).
 DEPLOYMENTS = ("eu", "us")
@@ -50,8 +52,15 @@ SPANNING_STRIPES = ("eu:1,us:3", "eu:2,us:2")
 SPANNING_CYCLIC_STRIPES = SPANNING_STRIPES
 assert all(sum(int(part.split(":")[1]) for part in layout.split(","))
            <= MAXVAL[SPANNING_CYCLIC] + 1 for layout in SPANNING_CYCLIC_STRIPES)
-# How often each spanning counter's stripes change (s).
-RESTRIPE_PERIOD = {SPANNING: 25.0, SPANNING_CYCLIC: 22.0}
+# Each spanning counter's layouts, in turn: the snowflake and periodic ones
+# between the same two (4 lanes; a snowflake counter has at most one lane per
+# worker id, 1024 of them).
+SPANNING_LAYOUTS = {SPANNING: SPANNING_STRIPES, SPANNING_CYCLIC: SPANNING_CYCLIC_STRIPES,
+                    SPANNING_SNOWFLAKE: SPANNING_STRIPES, SPANNING_PERIODIC: SPANNING_STRIPES}
+# How often each spanning counter's stripes change (s), each out of step
+# with the others'.
+RESTRIPE_PERIOD = {SPANNING: 25.0, SPANNING_CYCLIC: 22.0, SPANNING_SNOWFLAKE: 23.0,
+                   SPANNING_PERIODIC: 21.0}
 LOCKS = ["soak-lock-a", "soak-lock-b"]
 # File descriptors the harness may hold: a few hundred in a healthy run of any
 # length (logs, pipes of the processes running, sockets); more is a leak, which
@@ -90,7 +99,7 @@ def names(args):
     takers += [f"stream-{k}" for k in KINDS] + ["mongosh"]
     if args.java:
         takers.append("java")
-    for kind in (SPANNING, SPANNING_CYCLIC):
+    for kind in SPANNING_KINDS:
         takers += [f"cli-seq-{kind}", f"cli-next-{kind}", f"stream-{kind}"]
     serves = [f"serve-{i}" for i in range(4)]
     holders = [f"lock-{lock}-{i}" for lock in LOCKS for i in range(2)]
@@ -209,9 +218,9 @@ def spanning_drivers(args, kind, counter, env_across, serve, out, faults, seed_r
                       seed_rng.random()),
               Stream(kind, name, prefix, args.bin, env_across("us"), out, seed_rng.random())]
     http = HttpClient(index, {kind: counter}, [serve], out, seed_rng.random())
-    layouts = SPANNING_STRIPES if kind == SPANNING else SPANNING_CYCLIC_STRIPES
     restriper = Changes(f"restriper-{kind}", "restripe", name,
-                        [["counter", "stripes", name, "--set", layout] for layout in layouts],
+                        [["counter", "stripes", name, "--set", layout]
+                         for layout in SPANNING_LAYOUTS[kind]],
                         args.bin, env_across("eu"), faults, period=RESTRIPE_PERIOD[kind])
     return takers, [http, restriper]
 
@@ -293,12 +302,11 @@ def run(args):
             idmint_ok(args.bin, env("direct"), "counter", "create", name, *CREATE[kind],
                       "--prefix", PREFIX[kind])
             counters[kind] = (name, PREFIX[kind])
-        spanning = (f"soak-{SPANNING}", PREFIX[SPANNING])
-        idmint_ok(args.bin, env_across("eu"), "counter", "create", spanning[0], *CREATE[SPANNING],
-                  "--prefix", spanning[1])
-        spanning_cyclic = (f"soak-{SPANNING_CYCLIC}", PREFIX[SPANNING_CYCLIC])
-        idmint_ok(args.bin, env_across("eu"), "counter", "create", spanning_cyclic[0],
-                  *CREATE[SPANNING_CYCLIC], "--prefix", spanning_cyclic[1])
+        spanning_counters = {}
+        for kind in SPANNING_KINDS:
+            spanning_counters[kind] = (f"soak-{kind}", PREFIX[kind])
+            idmint_ok(args.bin, env_across("eu"), "counter", "create", f"soak-{kind}",
+                      *CREATE[kind], "--prefix", PREFIX[kind])
         swap_policy = check_digit_policy()
         if swap_policy:
             idmint_ok(args.bin, env("direct"), "policy", "push", swap_policy)
@@ -312,14 +320,18 @@ def run(args):
                                                zip(cluster.serves.values(),
                                                    ["direct", "partition", "cut"])))
         # Those three serve the single-deployment counters; a fourth, given
-        # both deployments (us preferred), serves the spanning counter.
+        # both deployments (us preferred), serves the spanning counters (its
+        # snowflake worker leases as short as their CLI takers').
         one_deployment_serves = list(cluster.serves.values())
-        spanning_serve = Serve(3, args.bin, across(deployments, "us"), base, out)
+        spanning_serve = Serve(3, args.bin, across(deployments, "us"), base, out,
+                               extra=["--lease-ttl", SPANNING_LEASE_TTL])
         spanning_serve.start()
         cluster.serves[spanning_serve.name] = spanning_serve
         log(f"{spanning_serve.name} {spanning_serve.url()} (deployments us, eu) for "
-            f"{spanning[0]} (autoinc, lanes {CREATE[SPANNING][-1]}) and {spanning_cyclic[0]} "
-            f"(cyclic, maxval {MAXVAL[SPANNING_CYCLIC]}, lanes {CREATE[SPANNING_CYCLIC][-1]})")
+            + ", ".join(f"{spanning_counters[kind][0]} ({BASE_KIND[kind]}"
+                        + (f", maxval {MAXVAL[kind]}" if kind in MAXVAL else "")
+                        + (f", lease {SPANNING_LEASE_TTL} s" if kind == SPANNING_SNOWFLAKE else "")
+                        + f", lanes {CREATE[kind][-1]})" for kind in SPANNING_KINDS))
         routes = ["direct", "partition", "cut"]
         seed_rng = random.Random(args.seed + 1)
         for i, kind in enumerate(k for k in KINDS if k != "cyclic"):
@@ -358,25 +370,28 @@ def run(args):
         drivers = list(cluster.takers.values()) + list(cluster.holders.values())
         drivers += [HttpClient(i, counters, one_deployment_serves, out, seed_rng.random())
                     for i in range(3)]
-        spanning_takers, spanning_others = spanning_drivers(args, SPANNING, spanning, env_across,
-                                                            spanning_serve, out, faults, seed_rng,
-                                                            3)
-        # The spanning cyclic counter's `next` loop runs on the first
-        # server's faked wall clock (its clock file, through libfaketime):
-        # stepped back and frozen with it by clock-back and clock-freeze,
-        # while every other taker's clock and the second server's stay true.
+        # The spanning cyclic and snowflake counters' `next` loops run on the
+        # first server's faked wall clock (its clock file, through
+        # libfaketime): stepped back and frozen with it by clock-back and
+        # clock-freeze, while every other taker's clock and the second
+        # server's stay true. A cyclic lane's timestamps and a snowflake
+        # ID's time are the taker's clock's; a periodic counter's period is
+        # the server's, and an autoinc counter has no time.
         clocked = dict(env_across("us"), **db.clock_env())
-        cyclic_takers, cyclic_others = spanning_drivers(args, SPANNING_CYCLIC, spanning_cyclic,
-                                                        env_across, spanning_serve, out, faults,
-                                                        seed_rng, 4, next_env=clocked)
+        on_faked_clock = (SPANNING_CYCLIC, SPANNING_SNOWFLAKE)
+        for index, kind in enumerate(SPANNING_KINDS, start=3):
+            takers_of, others = spanning_drivers(
+                args, kind, spanning_counters[kind], env_across, spanning_serve, out, faults,
+                seed_rng, index, next_env=clocked if kind in on_faked_clock else None)
+            for d in takers_of:
+                cluster.takers[d.name] = d
+            drivers += takers_of + others
+        names_clocked = ", ".join(f"cli-next-{kind}" for kind in on_faked_clock)
         if db.clock_env():
-            log(f"cli-next-{SPANNING_CYCLIC} runs on the first server's faked clock (stepped "
-                f"back and frozen by clock-back and clock-freeze): {db.clock_file}")
+            log(f"{names_clocked} run on the first server's faked clock (stepped back and "
+                f"frozen by clock-back and clock-freeze): {db.clock_file}")
         else:
-            log(f"libfaketime not found: cli-next-{SPANNING_CYCLIC} runs on the true clock")
-        for d in spanning_takers + cyclic_takers:
-            cluster.takers[d.name] = d
-        drivers += spanning_takers + spanning_others + cyclic_takers + cyclic_others
+            log(f"libfaketime not found: {names_clocked} run on the true clock")
         assert sorted(cluster.takers) == sorted(takers)
         if swap_policy:
             # Not a target of the nemesis: the schedule stays the same without it.

@@ -9,7 +9,9 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from checker import check  # noqa: E402
-from ids import SPANNING, SPANNING_CYCLIC, parse_id, parse_seq_line  # noqa: E402
+from ids import (CROCKFORD, SPANNING, SPANNING_CYCLIC, SPANNING_PERIODIC,  # noqa: E402
+                 SPANNING_SNOWFLAKE, UnreadableId, parse_id, parse_seq_line)
+from report import table  # noqa: E402
 from schedule import FAULTS, make_schedule  # noqa: E402
 from workload import _scope  # noqa: E402
 
@@ -44,6 +46,17 @@ def clean_locks():
 
 
 FAULT = {"fault": "kill-db", "target": "db", "start": START + 3, "end": START + 4}
+
+
+def snowflake(unit, worker, sequence):
+    """A snowflake value of the default layout (41,10,12)."""
+    return (unit << 22) | (worker << 12) | sequence
+
+
+def base32(prefix, value):
+    """The built-in base32 policy's ID of a snowflake value: 13 Crockford
+    characters."""
+    return prefix + "".join(CROCKFORD[(value >> (5 * i)) & 31] for i in reversed(range(13)))
 
 
 class CheckerTest(unittest.TestCase):
@@ -249,6 +262,165 @@ class CheckerTest(unittest.TestCase):
             "attempts_while_us_down": 4, "failed_while_us_down": 1, "restripes": 1,
             "restripes_failed": 1})
         self.assertEqual(result["spanning"]["sp"]["restripes"], 1)
+
+    def spanning_snowflake_attempts(self):
+        """Takes from a snowflake counter with four lanes in eu and us (lane
+        r leasing the worker ids w % 4 == r), as its takers record them:
+        each process's IDs of its own worker id, in no order across them (a
+        stream's IDs behind a `seq`'s, a taker on a clock stepped back
+        borrowing time), a worker id again in the next generation, after
+        every time its last holder reserved; the `next` and `/ids` takers'
+        IDs as written (base32)."""
+        scope = _scope(SPANNING_SNOWFLAKE, "cli-seq-spanning-snowflake", 1)
+        ids = [base32("SN-", snowflake(1000, 1, 0)), base32("SN-", snowflake(1000, 1, 1))]
+        streamed = base32("SN-", snowflake(990, 3, 0))
+        return [attempt("cli-seq", SPANNING_SNOWFLAKE, "sn", START + 1,
+                        [snowflake(1000, 0, 0), snowflake(1000, 0, 1)], scope=scope),
+                dict(attempt("cli-next", SPANNING_SNOWFLAKE, "sn", START + 1.5,
+                             [parse_id(SPANNING_SNOWFLAKE, "SN-", text) for text in ids],
+                             scope=scope), ids=ids),
+                dict(attempt("stream", SPANNING_SNOWFLAKE, "sn", START + 2,
+                             [parse_id(SPANNING_SNOWFLAKE, "SN-", streamed)], scope=scope),
+                     ids=[streamed]),
+                attempt("http-values", SPANNING_SNOWFLAKE, "sn", START + 2.5,
+                        [snowflake(1001, 2, 0), snowflake(1001, 2, 1)], scope=scope),
+                # The next generation: worker id 0 again, after its reservation.
+                attempt("cli-seq", SPANNING_SNOWFLAKE, "sn", START + 3,
+                        [snowflake(1020, 0, 0)], scope=scope)]
+
+    def test_the_spanning_snowflake_counters_ids_in_no_order_are_valid(self):
+        self.assertIsNone(_scope(SPANNING_SNOWFLAKE, "cli-seq-spanning-snowflake", 1))
+        attempts = clean_attempts() + self.spanning_snowflake_attempts()
+        result = check(attempts, [], [], START, START + 10)
+        self.assertTrue(result["valid"], result["first_violation"])
+        self.assertEqual(result["spanning"]["sn"]["kind"], SPANNING_SNOWFLAKE)
+        self.assertEqual(result["spanning"]["sn"]["values"], 8)
+        self.assertEqual((result["duplicated_ids"], result["order_violations"]), (0, 0))
+        self.assertNotIn("sn", result["gaps"])
+
+    def test_a_base32_id_reads_back_as_its_snowflake_value(self):
+        # docs/counter-kinds.md's example, as `validate` reads it.
+        self.assertEqual(parse_id(SPANNING_SNOWFLAKE, "SN-", "SN-06YGFTZ8G0000"),
+                         250530148871307264)
+        self.assertEqual(base32("SN-", 250530148871307264), "SN-06YGFTZ8G0000")
+        for text in ("SN-06YGFTZ8G000", "SN-06YGFTZ8G0000U", "SC-06YGFTZ8G0000"):
+            with self.assertRaises(UnreadableId, msg=text):
+                parse_id(SPANNING_SNOWFLAKE, "SN-", text)
+
+    def test_a_planted_id_twice_of_the_spanning_snowflake_counter_is_invalid(self):
+        # The ID a `seq` had, handed out again as an ID by serve-3 (as a
+        # worker id leased in two lanes, or a new generation issuing below
+        # its gate, would).
+        again = base32("SN-", snowflake(1000, 0, 1))
+        attempts = clean_attempts() + self.spanning_snowflake_attempts() + [
+            dict(attempt("http-ids", SPANNING_SNOWFLAKE, "sn", START + 5,
+                         [parse_id(SPANNING_SNOWFLAKE, "SN-", again)]), ids=[again])]
+        result = check(attempts, [], [], START, START + 10)
+        self.assertFalse(result["valid"])
+        self.assertEqual((result["duplicated"], result["duplicated_ids"]), (1, 0))
+        first = result["first_violation"]
+        self.assertEqual((first["violation"], first["example"]["key"]),
+                         ("duplicate", ["sn", snowflake(1000, 0, 1)]))
+        self.assertEqual(first["example"]["first"]["path"], "cli-seq")
+        self.assertEqual(first["example"]["second"]["path"], "http-ids")
+        # The same ID written twice, by two `next` processes.
+        text = base32("SN-", snowflake(1000, 1, 1))
+        attempts = clean_attempts() + self.spanning_snowflake_attempts() + [
+            dict(attempt("stream", SPANNING_SNOWFLAKE, "sn", START + 6,
+                         [parse_id(SPANNING_SNOWFLAKE, "SN-", text)]), ids=[text])]
+        result = check(attempts, [], [], START, START + 10)
+        self.assertFalse(result["valid"])
+        self.assertEqual((result["duplicated"], result["duplicated_ids"]), (1, 1))
+        self.assertEqual(result["examples"]["duplicate_ids"][0]["id"], ["sn", text])
+
+    def spanning_periodic_attempts(self):
+        """Takes from a periodic counter (yearly) with four lanes (values r + 1
+        modulo 4 in each period) in eu and us, as its takers record them:
+        `seq` lines, `next` IDs (decimal) and serve-3's values, in no order
+        within a period, and the values again from 1 in the next period."""
+        scope = _scope(SPANNING_PERIODIC, "cli-seq-spanning-periodic", 1)
+        ids = ["SY-2026-000000002", "SY-2026-000000006"]
+        streamed = "SY-2026-000000004"
+        return [attempt("cli-seq", SPANNING_PERIODIC, "sy", START + 1,
+                        [parse_seq_line(SPANNING_PERIODIC, line) for line in ("2026 1", "2026 5")],
+                        scope=scope),
+                dict(attempt("cli-next", SPANNING_PERIODIC, "sy", START + 1.5,
+                             [parse_id(SPANNING_PERIODIC, "SY-", text) for text in ids],
+                             scope=scope), ids=ids),
+                dict(attempt("stream", SPANNING_PERIODIC, "sy", START + 2,
+                             [parse_id(SPANNING_PERIODIC, "SY-", streamed)], scope=scope),
+                     ids=[streamed]),
+                attempt("http-values", SPANNING_PERIODIC, "sy", START + 2.5,
+                        [["2026", 3], ["2026", 7]], scope=scope),
+                # The next period: each lane's values from its first again.
+                attempt("cli-seq", SPANNING_PERIODIC, "sy", START + 3, [["2027", 1], ["2027", 2]],
+                        scope=scope)]
+
+    def test_the_spanning_periodic_counters_pairs_are_valid(self):
+        self.assertIsNone(_scope(SPANNING_PERIODIC, "cli-seq-spanning-periodic", 1))
+        self.assertEqual(parse_seq_line(SPANNING_PERIODIC, "2026 17"), ["2026", 17])
+        self.assertEqual(parse_id(SPANNING_PERIODIC, "SY-", "SY-2026-000000017"), ["2026", 17])
+        attempts = clean_attempts() + self.spanning_periodic_attempts()
+        result = check(attempts, [], [], START, START + 10)
+        self.assertTrue(result["valid"], result["first_violation"])
+        self.assertEqual(result["spanning"]["sy"]["kind"], SPANNING_PERIODIC)
+        self.assertEqual(result["spanning"]["sy"]["values"], 9)
+        self.assertEqual((result["duplicated_ids"], result["order_violations"]), (0, 0))
+        self.assertNotIn("sy", result["gaps"])
+
+    def test_a_planted_pair_twice_of_the_spanning_periodic_counter_is_invalid(self):
+        # The pair a `seq` had, handed out again as a `next` ID (as a new
+        # generation that started at or below a sealed lane's last would).
+        again = "SY-2026-000000005"
+        attempts = clean_attempts() + self.spanning_periodic_attempts() + [
+            dict(attempt("cli-next", SPANNING_PERIODIC, "sy", START + 5,
+                         [parse_id(SPANNING_PERIODIC, "SY-", again)]), ids=[again])]
+        result = check(attempts, [], [], START, START + 10)
+        self.assertFalse(result["valid"])
+        self.assertEqual((result["duplicated"], result["duplicated_ids"]), (1, 0))
+        first = result["first_violation"]
+        self.assertEqual((first["violation"], first["example"]["key"]),
+                         ("duplicate", ["sy", "2026", 5]))
+        self.assertEqual(first["example"]["first"]["path"], "cli-seq")
+        self.assertEqual(first["example"]["second"]["path"], "cli-next")
+        # A pair twice between serve-3's values and a `seq`, in a later period.
+        attempts = clean_attempts() + self.spanning_periodic_attempts() + [
+            attempt("http-values", SPANNING_PERIODIC, "sy", START + 6, [["2027", 3], ["2027", 2]])]
+        result = check(attempts, [], [], START, START + 10)
+        self.assertFalse(result["valid"])
+        self.assertEqual(result["first_violation"]["example"]["key"], ["sy", "2027", 2])
+
+    def test_the_new_spanning_counters_figures_and_report(self):
+        down = {"fault": "partition-us", "target": "proxy-us", "start": START + 1.8,
+                "end": START + 2.6}
+        failed = attempt("cli-next", SPANNING_SNOWFLAKE, "sn", START + 2.2, [], status="fail",
+                         n=3)
+        restripes = [{"fault": "restripe", "target": "sn", "start": START + 2, "end": START + 3,
+                      "rc": 3},
+                     {"fault": "restripe", "target": "sn", "start": START + 5, "end": START + 6,
+                      "rc": 0},
+                     {"fault": "restripe", "target": "sy", "start": START + 4, "end": START + 5,
+                      "rc": 0}]
+        attempts = (self.spanning_attempts() + self.spanning_snowflake_attempts()
+                    + self.spanning_periodic_attempts() + [failed])
+        result = check(attempts, [], [down] + restripes, START, START + 10)
+        self.assertTrue(result["valid"], result["first_violation"])
+        self.assertEqual(result["spanning"]["sn"], {
+            "kind": SPANNING_SNOWFLAKE, "values": 8, "values_while_us_down": 3,
+            "attempts_while_us_down": 3, "failed_while_us_down": 1, "restripes": 2,
+            "restripes_failed": 1})
+        self.assertEqual(result["spanning"]["sy"], {
+            "kind": SPANNING_PERIODIC, "values": 9, "values_while_us_down": 3,
+            "attempts_while_us_down": 2, "failed_while_us_down": 0, "restripes": 1,
+            "restripes_failed": 0})
+        result["lock_runs"] = {}
+        text = table(result)
+        self.assertIn("sn (snowflake, lanes in deployments eu and us): 8 IDs, 3 of them while "
+                      "us was down (3 attempts answered then, 1 without values); stripes changed "
+                      "1 times, 1 tries failed", text)
+        self.assertIn("sy (periodic, lanes in deployments eu and us): 9 values ((period, value) "
+                      "pairs), 3 of them while us was down", text)
+        self.assertIn("sp (autoinc, lanes in deployments eu and us): 7 values, ", text)
 
     def test_a_gap_beyond_the_unanswered_attempts_is_a_loss(self):
         attempts = clean_attempts() + [attempt("cli-seq", "autoinc", "ai", START + 6, [10])]

@@ -3,6 +3,7 @@ descriptors (every Popen kept with its pipes) and went on reporting "valid"
 while its takers had stopped and the database could not be restarted. Run by
 `scripts/soak.sh --self-test`."""
 
+import argparse
 import contextlib
 import io
 import json
@@ -15,7 +16,9 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from cluster import open_fds, reap, spawn  # noqa: E402
+from ids import CREATE, SPANNING_KINDS, SPANNING_SNOWFLAKE  # noqa: E402
 import soak  # noqa: E402
+import workload  # noqa: E402
 
 
 def quietly(function, *args):
@@ -76,6 +79,26 @@ class HarnessFailuresFailTheRun(unittest.TestCase):
     def test_a_clean_run_exits_0(self):
         out, meta = self.run_dir([self.fault("killed and restarted")])
         self.assertEqual(quietly(soak.finish, out, meta), 0)
+
+
+class SpanningCounters(unittest.TestCase):
+    def test_each_has_three_takers_the_nemesis_picks_from(self):
+        takers, serves, _ = soak.names(argparse.Namespace(java=False))
+        for kind in SPANNING_KINDS:
+            for path in ("cli-seq", "cli-next", "stream"):
+                self.assertIn(f"{path}-{kind}", takers)
+        self.assertIn("serve-3", serves)
+
+    def test_each_is_striped_across_both_deployments_and_restriped(self):
+        for kind in SPANNING_KINDS:
+            self.assertEqual(CREATE[kind][-2:], ["--stripes", "eu:2,us:2"], kind)
+            self.assertIn(kind, soak.RESTRIPE_PERIOD)
+            self.assertEqual(len(soak.SPANNING_LAYOUTS[kind]), 2)
+        self.assertEqual(len(set(soak.PREFIX.values())), len(soak.PREFIX))
+
+    def test_the_spanning_snowflake_takers_lease_briefly(self):
+        self.assertEqual(workload._lease(SPANNING_SNOWFLAKE), ["--lease-ttl", "3"])
+        self.assertEqual(workload._lease("snowflake"), [])
 
 
 if __name__ == "__main__":

@@ -25,8 +25,9 @@ import threading
 import time
 
 from cluster import reap, signal_group, spawn
-from ids import (CYCLIC_KINDS, IDS_RECORDED, POLICY, SPANNING_CYCLIC, UNORDERED, UnreadableId,
-                 parse_id, parse_seq_line)
+from ids import (CYCLIC_KINDS, IDS_RECORDED, POLICY, SPANNING_CYCLIC, SPANNING_LEASE_TTL,
+                 SPANNING_SNOWFLAKE, UNORDERED, UnreadableId, base_kind, parse_id,
+                 parse_seq_line)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -85,6 +86,12 @@ def _scope(kind, name, process):
     return name if kind in SERVER_ORDERED else f"{name}#{process}"
 
 
+def _lease(kind):
+    """The options that give a taker of the spanning snowflake counter its
+    short worker lease (none for any other kind)."""
+    return ["--lease-ttl", SPANNING_LEASE_TTL] if kind == SPANNING_SNOWFLAKE else []
+
+
 def _status(returncode, timed_out):
     if timed_out or returncode < 0:
         return "unknown"  # no answer: killed, or given up on
@@ -104,7 +111,8 @@ class CliLoop(Driver):
     def run(self):
         while not self.stopping.is_set():
             count = self.rng.randint(1, 20)
-            args = [self.idmint, self.mode, self.counter, "--count", str(count)]
+            args = [self.idmint, self.mode, self.counter, "--count", str(count),
+                    *_lease(self.kind)]
             if self.mode == "next":
                 args += ["--policy", POLICY[self.kind]]
             elif self.kind == SPANNING_CYCLIC:
@@ -167,7 +175,7 @@ class Stream(Driver):
             self.incarnations += 1
             scope = _scope(self.kind, self.name, self.incarnations)
             process = spawn([self.idmint, "next", self.counter, "--stream", "--rate",
-                             str(self.rate), *self.policy],
+                             str(self.rate), *self.policy, *_lease(self.kind)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.env)
             self.current = process
             stopper = threading.Thread(target=self._interrupt_on_stop, args=(process,),
@@ -229,7 +237,7 @@ def _http_values(kind, data):
     values = data["values"]
     if kind in CYCLIC_KINDS:
         return [[ts, value] for ts, value in zip(data["timestamps_micros"], values)]
-    if kind == "periodic":
+    if base_kind(kind) == "periodic":
         return [[period, value] for period, value in zip(data["periods"], values)]
     return list(values)
 
@@ -517,9 +525,9 @@ class Changes(Driver):
     """Every `period` seconds, the next of `commands` (idmint arguments), in
     turn, moving on only once one succeeds; each attempt recorded beside the
     faults as `event` on `target`, with its exit status `rc` (null: no answer
-    in 60 s). Four of them run: the live policy swap (activate the stored
+    in 60 s). Six of them run: the live policy swap (activate the stored
     check-digit policy, roll it back) under the clients that follow the
-    database, and the changes of the striped and the two spanning counters'
+    database, and the changes of the striped and the four spanning counters'
     lanes under their takers (a spanning one's fails, named, while a
     deployment it spans does not answer, and is made again later)."""
 
