@@ -7,11 +7,14 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use idmint::sequence::striping::hooks::{hold, Point};
 use idmint::sequence::striping::set_stripes;
 use idmint::sequence::SnowflakeOptions;
 use idmint::sequence::{OpenOptions, Sequence};
 
-use crate::support::{self, assert_exit, counter_name, create, idmint, run, stderr, stdout, Seq};
+use crate::support::{
+    self, assert_exit, counter_name, create, database_name, idmint, run, stderr, stdout, Seq,
+};
 
 /// `counter create ids --kind snowflake --stripes 4`, then 8 `idmint seq`
 /// processes holding their leases at once: each issues under one worker id,
@@ -189,4 +192,41 @@ async fn a_handle_whose_gate_is_sealed_releases_its_worker_id_at_once() {
     all.sort_unstable();
     all.dedup();
     assert_eq!(all.len(), 20, "an ID was issued twice");
+}
+
+/// A change of stripes that stopped half way (its task ended after its
+/// seals) leaves a snowflake counter with no live lane: `idmint seq` fails
+/// saying so, having issued nothing; running the change again finishes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_change_stopped_half_way_says_no_live_lane_until_it_is_finished() {
+    const TEST: &str = "striped_snowflake_half_way";
+    let database = support::database(TEST).await;
+    create(
+        TEST,
+        "ids",
+        &["--kind", "snowflake", "--raw", "--stripes", "3"],
+    );
+    let name = counter_name("ids");
+    let held = hold(&database_name(TEST), "ids", Point::BeforeLaneWrites, 1);
+    let stopped = {
+        let (database, name) = (database.clone(), name.clone());
+        tokio::spawn(async move { set_stripes(&database, &name, 2).await })
+    };
+    held.arrived().await;
+    stopped.abort();
+    assert!(stopped.await.unwrap_err().is_cancelled());
+    drop(held);
+
+    let waiting = run(idmint(TEST).args(["seq", "ids"]));
+    assert_exit(&waiting, 3);
+    assert!(
+        stderr(&waiting).contains("no live lane") && stdout(&waiting).is_empty(),
+        "{}",
+        stderr(&waiting)
+    );
+    let finished = run(idmint(TEST).args(["counter", "stripes", "ids", "--set", "2"]));
+    assert_exit(&finished, 0);
+    let after = run(idmint(TEST).args(["seq", "ids", "--count", "3"]));
+    assert_exit(&after, 0);
+    assert_eq!(stdout(&after).lines().count(), 3);
 }

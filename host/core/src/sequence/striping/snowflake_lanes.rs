@@ -15,8 +15,9 @@ use std::time::{Duration, Instant};
 
 use super::arithmetic::lane_id;
 use super::deployments::Deployments;
+use super::error::StripingError;
 use super::lane::live_snowflake_lane;
-use super::taker::{StripedCounter, Target, ATTEMPTS};
+use super::taker::{striping, StripedCounter, Target, ATTEMPTS};
 use crate::mongo::describe_error;
 use crate::parts::{Layout, Stamp};
 use crate::sequence::error::SequenceError;
@@ -116,7 +117,7 @@ impl StripedCounter {
             };
             let Some(holder) = holder else {
                 if past() {
-                    return Err(self.unreachable(&failures, deadline));
+                    return Err(self.given_up(&failures, deadline));
                 }
                 if self.untried(&self.map(), &tried) == 0 {
                     tried.clear();
@@ -147,12 +148,26 @@ impl StripedCounter {
                         }
                     }
                     if past() {
-                        return Err(self.unreachable(&failures, deadline));
+                        return Err(self.given_up(&failures, deadline));
                     }
                 }
             }
         }
-        Err(self.unreachable(&failures, deadline))
+        Err(self.given_up(&failures, deadline))
+    }
+
+    /// The error of a take that got no lease: no live lane (a change of
+    /// stripes under way, or stopped half way), or no deployment that
+    /// leased one.
+    fn given_up(&self, failures: &[String], deadline: Option<Instant>) -> SequenceError {
+        let map = self.map();
+        if !map.live {
+            return self.changing(&map);
+        }
+        if failures.is_empty() {
+            return striping(self.name(), StripingError::Changing { attempts: ATTEMPTS });
+        }
+        self.unreachable(failures, deadline)
     }
 
     /// Leases a worker id of a lane of the map as it is now, in a
@@ -167,9 +182,7 @@ impl StripedCounter {
     ) -> Result<Option<Holder>, SequenceError> {
         let map = self.map();
         if !map.live {
-            if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
-                return Err(self.changing(&map));
-            }
+            // The caller pauses, and says so when its time is up.
             self.reload(deadline).await?;
             return Ok(None);
         }
