@@ -920,29 +920,84 @@ async fn a_snowflake_counter_across_two_servers_one_killed_and_restarted_no_id_t
     sequence.close().await.unwrap();
 }
 
-/// The preferred deployment partitioned (the proxy forwards nothing,
-/// every connection stays open): a take waits on it at most its share of
-/// the deadline, then the others answer; set aside, it costs nothing more
-/// until its backoff passes. Healed, its lanes are taken from again.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_partitioned_deployment_costs_a_take_at_most_its_deadline() {
-    const TEST: &str = "striped_partitioned";
+/// How a test tells which lane a value came from, by its counter's kind.
+#[derive(Debug, Clone, Copy)]
+enum LaneOfValue {
+    /// Above the map's base, every `m`-th (autoinc, segment; periodic with
+    /// no base).
+    AboveBase,
+    /// The value's residue (a cyclic counter's cycle).
+    Residue,
+    /// A snowflake ID's worker id's residue.
+    Worker,
+}
+
+impl LaneOfValue {
+    /// Whether `value` came from one of `map`'s lanes in `deployment`.
+    fn of(self, map: &StripeMap, deployment: &str, value: u64) -> bool {
+        let residue = match self {
+            LaneOfValue::AboveBase => return in_deployment(map, deployment, value),
+            LaneOfValue::Residue => value % map.modulus,
+            LaneOfValue::Worker => {
+                let worker = idmint::parts::Layout::default()
+                    .decompose(value)
+                    .unwrap()
+                    .worker;
+                worker % map.modulus
+            }
+        };
+        map.deployment_of(residue) == Some(deployment)
+    }
+}
+
+/// What makes a value unique, whatever its counter's kind: its period, its
+/// timestamp (a cyclic counter's; the takers' frozen clock otherwise) and
+/// the value.
+fn unique_key(stamp: &Stamp) -> (Option<String>, u64, u64) {
+    (
+        stamp.period.map(|period| period.to_string()),
+        stamp.timestamp_micros,
+        stamp.sequence,
+    )
+}
+
+/// A counter made as `spec` says, striped `eu:2,us:2` (the two sites are
+/// two databases of the test server, `eu` reached through a proxy),
+/// its preferred deployment partitioned (the proxy forwards nothing, every
+/// connection stays open): a take waits on it at most its share of the
+/// deadline, then the other answers (a snowflake handle moves its lease
+/// there once its lease in eu runs out); set aside, it costs nothing more
+/// until its backoff passes. Healed, its lanes are taken from again (a
+/// snowflake counter's: by a handle opened then). No value twice.
+async fn partitioned(test: &'static str, spec: CounterSpec, lanes: LaneOfValue) {
     let proxy = FaultProxy::start();
     let sites = [
-        Site::new("eu", &proxy.uri(), TEST, true),
-        Site::new("us", support::uri(), TEST, true),
+        Site::new("eu", &proxy.uri(), test, true),
+        Site::new("us", support::uri(), test, true),
     ];
     let deployments = connect(&sites, DEADLINE).await;
-    let map = create_orders(&deployments, "eu:2,us:2").await;
-    let sequence = open_orders(&deployments).await;
+    let layout: Layout = "eu:2,us:2".parse().unwrap();
+    create_laid_out(
+        &deployments.preferred().database,
+        Some(&deployments),
+        &counter_name("c"),
+        &spec.prefixes(Vec::new()),
+        &layout,
+    )
+    .await
+    .unwrap();
+    let short_leases = leases_of(Duration::from_secs(3));
+    let (sequence, map) = open_across_with(&deployments, "c", short_leases.clone()).await;
+    let in_eu = |value: u64| lanes.of(&map, "eu", value);
     let takers = Takers::start(&sequence, 4);
     takers
-        .until_one("a value of the preferred deployment", |value| {
-            in_deployment(&map, "eu", value)
-        })
+        .until_one("a value of the preferred deployment", in_eu)
         .await;
 
     proxy.freeze();
+    takers
+        .until_one("a value of the other deployment", |value| !in_eu(value))
+        .await;
     takers
         .progress(300, "values while the preferred deployment is partitioned")
         .await;
@@ -950,18 +1005,84 @@ async fn a_partitioned_deployment_costs_a_take_at_most_its_deadline() {
     assert!(health[0].failures > 0, "{health:?}");
 
     proxy.thaw();
-    takers
-        .until_one("a value of the healed deployment", |value| {
-            in_deployment(&map, "eu", value)
-        })
-        .await;
-    let (all, slowest, errors) = takers.stop().await;
+    let mut later = Vec::new();
+    if let LaneOfValue::Worker = lanes {
+        // The takers' handle holds its lease in us; a handle opened now
+        // (with fresh health: eu is not set aside) leases in eu.
+        let fresh = Deployments::new(deployments.list().to_vec())
+            .unwrap()
+            .deadline(DEADLINE);
+        let (healed, _) = open_across_with(&fresh, "c", short_leases).await;
+        later = healed.take(20, 0).await.unwrap();
+        assert!(later.iter().all(|stamp| in_eu(stamp.sequence)), "{later:?}");
+        healed.close().await.unwrap();
+    } else {
+        takers
+            .until_one("a value of the healed deployment", in_eu)
+            .await;
+    }
+    let (mut all, slowest, errors) = takers.stop_stamps().await;
     assert!(errors.is_empty(), "takes failed: {errors:?}");
     assert!(
         slowest <= DEADLINE + SLACK,
         "a take waited {slowest:?}, past the deadline of {DEADLINE:?}"
     );
-    assert_distinct(&all);
+    all.extend(later);
+    let mut seen = std::collections::HashSet::new();
+    for stamp in &all {
+        assert!(seen.insert(unique_key(stamp)), "{stamp:?} handed out twice");
+    }
+    sequence.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_partitioned_deployment_costs_a_take_at_most_its_deadline() {
+    partitioned(
+        "striped_partitioned",
+        CounterSpec::of(CounterKind::Autoinc),
+        LaneOfValue::AboveBase,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_partitioned_deployment_costs_a_segment_take_at_most_its_deadline() {
+    partitioned(
+        "striped_partitioned_segment",
+        CounterSpec::of(CounterKind::Segment).step(20),
+        LaneOfValue::AboveBase,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_partitioned_deployment_costs_a_cyclic_take_at_most_its_deadline() {
+    partitioned(
+        "striped_partitioned_cyclic",
+        CounterSpec::of(CounterKind::Cyclic).maxval(99),
+        LaneOfValue::Residue,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_partitioned_deployment_costs_a_periodic_take_at_most_its_deadline() {
+    partitioned(
+        "striped_partitioned_periodic",
+        CounterSpec::of(CounterKind::Periodic),
+        LaneOfValue::AboveBase,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_partitioned_deployment_costs_a_snowflake_take_at_most_its_deadline() {
+    partitioned(
+        "striped_partitioned_snowflake",
+        CounterSpec::of(CounterKind::Snowflake),
+        LaneOfValue::Worker,
+    )
+    .await;
 }
 
 /// Changes of stripes across deployments with takes in flight at both

@@ -124,10 +124,11 @@ enum Found {
     /// lookup it names has passed.
     Kept {
         prepared: Arc<Prepared>,
-        aged: Option<Aged>,
+        aged: Option<Box<Aged>>,
     },
-    /// Nothing to trust: a minter to prepare for the counter as it is now.
-    Fresh(Fresh),
+    /// Nothing to trust: a minter to prepare for the counter as it is now
+    /// (boxed: a counter's state is large beside a kept minter).
+    Fresh(Box<Fresh>),
 }
 
 /// A kept minter past its age: trusted again once the counter is still its
@@ -228,7 +229,7 @@ impl Minters {
                 Found::Kept { prepared, aged } => (prepared, aged),
                 Found::Fresh(fresh) => {
                     return self
-                        .prepare_and_take(served, policy, slots, count, &admit, fresh)
+                        .prepare_and_take(served, policy, slots, count, &admit, *fresh)
                         .await
                 }
             };
@@ -287,24 +288,24 @@ impl Minters {
             // (same policy, same counter shape), its ownership may have.
             Some((Ok(prepared), _)) => Ok(Found::Kept {
                 prepared,
-                aged: Some(Aged {
+                aged: Some(Box::new(Aged {
                     key,
                     sequence: served.sequence.clone(),
                     counter: served.state.name.clone(),
-                }),
+                })),
             }),
             // Nothing, and the counter opened within the age: read a moment
             // ago, and so prepared from what its opening read.
             None if !stale && served.opened_at.elapsed() <= self.max_age => {
                 let current = served.state.clone();
-                Ok(Found::Fresh(fresh(key, served, current, prefix)))
+                Ok(Found::Fresh(Box::new(fresh(key, served, current, prefix))))
             }
             // A refusal too old to trust, a minter just found stale, or a
             // counter opened long ago: prepared afresh from the counter as
             // it is now, which names what is wrong.
             Some((Err(_), _)) | None => {
                 let current = served.sequence.state().await?;
-                Ok(Found::Fresh(fresh(key, served, current, prefix)))
+                Ok(Found::Fresh(Box::new(fresh(key, served, current, prefix))))
             }
         }
     }

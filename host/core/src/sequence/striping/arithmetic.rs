@@ -173,6 +173,28 @@ impl fmt::Display for Lane {
     }
 }
 
+/// How far a lane, or a generation, got: the period of its last value
+/// (periodic lanes only), and its last value (a cyclic lane's: its last
+/// timestamp). Marks order by period first, then value: a later period's
+/// values start again.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Mark {
+    /// The label of the period (none: not periodic, or no period yet).
+    pub period: Option<String>,
+    /// The value, or timestamp.
+    pub value: u64,
+}
+
+impl Mark {
+    /// A mark of `value` in no period.
+    pub fn of(value: u64) -> Self {
+        Self {
+            period: None,
+            value,
+        }
+    }
+}
+
 /// The `_id` of lane `residue` of counter `name`: `orders#3`.
 pub fn lane_id(name: &CounterName, residue: u64) -> String {
     format!("{name}{LANE_SEPARATOR}{residue}")

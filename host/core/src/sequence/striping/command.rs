@@ -41,7 +41,7 @@ pub fn lane_take_command(
     count: u64,
     client: ClientTime,
 ) -> Result<Document, SequenceError> {
-    let Some(of) = &map.lanes_of else {
+    let Some(of) = map.lanes_of() else {
         return Err(striping(
             name,
             StripingError::NotStripable {
@@ -68,7 +68,7 @@ pub fn lane_take_command(
         .lane(residue)
         .map_err(|error| striping(name, error))?;
     let (filter, update) =
-        lane::take_command(&lane_id(name, residue), of, count, client.expression());
+        lane::take_command(&lane_id(name, residue), &of, count, client.expression());
     Ok(find_and_modify(filter, update))
 }
 
@@ -140,7 +140,6 @@ mod tests {
         );
         let tally = StripeMap {
             kind: "tally".into(),
-            lanes_of: None,
             ..map(true)
         };
         let refused = lane_take_command(&name, &tally, 0, 1, ClientTime::ServerNow).unwrap_err();

@@ -74,7 +74,9 @@
 
 use mongodb::bson::{doc, Bson, Document};
 
+pub use super::arithmetic::Mark;
 use super::arithmetic::{Generation, Lane, MAX_LANES};
+use super::map::StripeMap;
 use crate::mongo::describe_value;
 use crate::parts::Stamp;
 use crate::parts::{Period, PeriodUnit};
@@ -180,28 +182,6 @@ impl Local {
             Local::Autoinc { seq } | Local::Periodic { seq, .. } => seq,
             Local::Cyclic { val, .. } => val,
             Local::Snowflake { reserved } => reserved,
-        }
-    }
-}
-
-/// How far a lane, or a generation, got: the period of its last value
-/// (periodic lanes only), and its last value (a cyclic lane's: its last
-/// timestamp). Marks order by period first, then value: a later period's
-/// values start again.
-#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Mark {
-    /// The label of the period (none: not periodic, or no period yet).
-    pub period: Option<String>,
-    /// The value, or timestamp.
-    pub value: u64,
-}
-
-impl Mark {
-    /// A mark of `value` in no period.
-    pub fn of(value: u64) -> Self {
-        Self {
-            period: None,
-            value,
         }
     }
 }
@@ -1007,6 +987,46 @@ pub(crate) fn new_lane(
     // A lane owns no prefix: its counter owns them.
     document.insert("prefixes", Bson::Array(Vec::new()));
     document
+}
+
+impl StripeMap {
+    /// Reads the `striped` field of `document`, a map whose own fields
+    /// say what its lanes are made of (a kind that can be striped: its
+    /// reader's fields), or says what is wrong.
+    pub fn read(document: &Document) -> Result<Self, String> {
+        Self::read_with(document, |kind, document| {
+            if STRIPABLE.contains(&kind) {
+                LaneOf::of(kind, document).map(drop)
+            } else {
+                Ok(())
+            }
+        })
+    }
+
+    /// The map of generation `generation` of lanes made of `of`, live.
+    pub fn live(of: &LaneOf, generation: u64, lanes: Generation) -> Self {
+        StripeMap {
+            kind: of.kind().to_string(),
+            generation,
+            base: lanes.base,
+            base_period: None,
+            modulus: lanes.modulus,
+            live: true,
+            placement: Vec::new(),
+            spans: Vec::new(),
+            here: None,
+            fields: of.map_fields(&Mark::of(lanes.base)),
+        }
+    }
+
+    /// What its lanes are made of, read from its own fields; none for a
+    /// kind that cannot be striped or fields that say nothing of it.
+    pub(crate) fn lanes_of(&self) -> Option<LaneOf> {
+        if !STRIPABLE.contains(&self.kind.as_str()) {
+            return None;
+        }
+        LaneOf::of(&self.kind, &self.fields).ok()
+    }
 }
 
 #[cfg(test)]

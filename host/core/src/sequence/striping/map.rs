@@ -29,9 +29,9 @@
 use mongodb::bson::{doc, Bson, Document};
 use serde::Serialize;
 
+use super::arithmetic::Mark;
 use super::arithmetic::{Generation, Lane, MAX_LANES};
 use super::deployments::check_deployment_name;
-use super::lane::{LaneOf, Mark, STRIPABLE};
 use crate::mongo::describe_value;
 use crate::sequence::counter::fields::{read_array, read_document, read_integer, read_string};
 use crate::sequence::kind_trait::MAX_VALUE;
@@ -40,7 +40,7 @@ use crate::sequence::kind_trait::MAX_VALUE;
 pub const STRIPED_KIND: &str = "striped";
 
 /// The `striped` field of a map, as read.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct StripeMap {
     /// The lanes' kind (`autoinc`).
     pub kind: String,
@@ -69,29 +69,23 @@ pub struct StripeMap {
     /// The deployment this copy of the map is in (none: it spans one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub here: Option<String>,
-    /// What its lanes are made of, read from the map's own fields (none:
-    /// lanes of a kind that cannot be striped, or a map made here).
+    /// The map document's own fields, those of its lanes' kind among them
+    /// (`lane.rs` reads what its lanes are made of from them).
     #[serde(skip)]
-    pub(crate) lanes_of: Option<LaneOf>,
+    pub(crate) fields: Document,
 }
 
-impl StripeMap {
-    /// The map of generation `generation` of lanes made of `of`, live.
-    pub fn live(of: &LaneOf, generation: u64, lanes: Generation) -> Self {
-        StripeMap {
-            kind: of.kind().to_string(),
-            generation,
-            base: lanes.base,
-            base_period: None,
-            modulus: lanes.modulus,
-            live: true,
-            placement: Vec::new(),
-            spans: Vec::new(),
-            here: None,
-            lanes_of: Some(of.clone()),
-        }
+/// Two maps are equal when their `striped` fields say the same: the
+/// document's own fields are its kind's, whose reader compares them.
+impl PartialEq for StripeMap {
+    fn eq(&self, other: &Self) -> bool {
+        self.to_document() == other.to_document() && self.live == other.live
     }
+}
 
+impl Eq for StripeMap {}
+
+impl StripeMap {
     /// Whether its lanes span deployments.
     pub fn spans_deployments(&self) -> bool {
         !self.spans.is_empty()
@@ -187,20 +181,19 @@ impl StripeMap {
         )
     }
 
-    /// Reads the `striped` field of `document`, or says what is wrong.
-    pub fn read(document: &Document) -> Result<Self, String> {
+    /// Reads the `striped` field of `document`, or says what is wrong;
+    /// `lanes` checks, given the lanes' kind, that the document's own
+    /// fields say what they are made of (`lane.rs`'s `StripeMap::read`).
+    pub(crate) fn read_with(
+        document: &Document,
+        lanes: impl FnOnce(&str, &Document) -> Result<(), String>,
+    ) -> Result<Self, String> {
         let striped = read_document(document, "striped")?;
         let within = |reason: String| format!("striped.{reason}");
         let kind = read_string(striped, "kind").map_err(within)?.to_string();
         let generation = read_integer(striped, "generation", 0, MAX_VALUE).map_err(within)?;
         let base = read_integer(striped, "base", 0, MAX_VALUE).map_err(within)?;
-        // A kind that can be striped: its own fields say what its lanes
-        // are made of.
-        let lanes_of = if STRIPABLE.contains(&kind.as_str()) {
-            Some(LaneOf::of(&kind, document)?)
-        } else {
-            None
-        };
+        lanes(&kind, document)?;
         let base_period = match striped.get("base_period") {
             None => None,
             Some(Bson::String(label)) if label.is_empty() => None,
@@ -282,7 +275,7 @@ impl StripeMap {
             return Err("striped.spans and striped.here go together".to_string());
         }
         Ok(StripeMap {
-            kind: kind.clone(),
+            kind,
             generation,
             base,
             base_period,
@@ -291,7 +284,7 @@ impl StripeMap {
             placement,
             spans,
             here,
-            lanes_of,
+            fields: document.clone(),
         })
     }
 
@@ -361,6 +354,7 @@ fn read_names(striped: &Document, key: &str) -> Result<Vec<String>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sequence::striping::lane::LaneOf;
 
     fn map_document(striped: Document) -> Document {
         doc! { "_id": "orders", "kind": STRIPED_KIND, "seq": 5, "striped": striped }

@@ -39,6 +39,7 @@ mod open;
 mod restripe;
 mod show;
 mod snowflake_lanes;
+mod snowflake_take;
 mod taker;
 
 pub use arithmetic::{lane_id, Generation, Lane, LANE_SEPARATOR, MAX_LANES};

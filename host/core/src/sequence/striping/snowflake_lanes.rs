@@ -6,22 +6,15 @@
 //! above the lane's generation's floor, the highest time any lane before
 //! it reserved, so no two holders ever issue one (time, worker id).
 //!
-//! When its lane is sealed by a change of stripes, its deployment fails,
-//! or its lease is lost, the handle lets that lease go and leases a worker
-//! id of another lane (a deployment that failed is set aside, as for
-//! values), within the take's deadline.
+//! This file holds the lease a handle holds; `snowflake_take.rs` how a
+//! take gets one.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use super::arithmetic::lane_id;
 use super::deployments::Deployments;
-use super::error::StripingError;
-use super::lane::live_snowflake_lane;
-use super::taker::{striping, StripedCounter, Target, ATTEMPTS};
-use crate::mongo::describe_error;
-use crate::parts::{Layout, Stamp};
+use crate::parts::Layout;
 use crate::sequence::error::SequenceError;
-use crate::sequence::kinds::snowflake::{LaneGate, SnowflakeCounter, SnowflakeOptions};
+use crate::sequence::kinds::snowflake::{SnowflakeCounter, SnowflakeOptions};
 
 /// How long letting a lease go (its release) may take before it is left
 /// to expire.
@@ -30,18 +23,18 @@ const RELEASE_WITHIN: Duration = Duration::from_secs(5);
 /// A striped snowflake counter's worker lease, in one of its lanes.
 #[derive(Debug)]
 pub(super) struct SnowflakeLanes {
-    layout: Layout,
-    options: SnowflakeOptions,
+    pub(super) layout: Layout,
+    pub(super) options: SnowflakeOptions,
     /// The lease held now; held while a lease is being taken, so that one
     /// taker leases and the others wait for it.
-    held: tokio::sync::Mutex<Option<Holder>>,
+    pub(super) held: tokio::sync::Mutex<Option<Holder>>,
 }
 
 /// A worker id leased in one lane, and the deployment of that lane.
 #[derive(Debug, Clone)]
-struct Holder {
-    counter: SnowflakeCounter,
-    deployment: Option<String>,
+pub(super) struct Holder {
+    pub(super) counter: SnowflakeCounter,
+    pub(super) deployment: Option<String>,
 }
 
 impl SnowflakeLanes {
@@ -67,7 +60,7 @@ impl SnowflakeLanes {
 
     /// Lets the lease held now go, releasing it in the background (a dead
     /// deployment's lease expires instead).
-    async fn let_go(&self, holder: &Holder) {
+    pub(super) async fn let_go(&self, holder: &Holder) {
         let mut held = self.held.lock().await;
         if held
             .as_ref()
@@ -88,174 +81,6 @@ impl SnowflakeLanes {
         match holder {
             Some(holder) => holder.counter.close().await,
             None => Ok(()),
-        }
-    }
-}
-
-impl StripedCounter {
-    /// `count` IDs from the worker id this handle leases in one lane (see
-    /// the module docs), in the order issued.
-    pub(super) async fn take_snowflake(
-        &self,
-        count: u64,
-        lanes: &SnowflakeLanes,
-    ) -> Result<Vec<Stamp>, SequenceError> {
-        let deadline = self.take_deadline();
-        let past = || deadline.is_some_and(|deadline| Instant::now() >= deadline);
-        let mut pause = Duration::from_millis(1);
-        let mut tried: Vec<String> = Vec::new();
-        let mut failures: Vec<String> = Vec::new();
-        for _ in 0..ATTEMPTS {
-            let holder = {
-                let mut held = lanes.held.lock().await;
-                if held.is_none() {
-                    *held = self
-                        .lease_a_lane(lanes, &mut tried, &mut failures, deadline)
-                        .await?;
-                }
-                held.clone()
-            };
-            let Some(holder) = holder else {
-                if past() {
-                    return Err(self.given_up(&failures, deadline));
-                }
-                if self.untried(&self.map(), &tried) == 0 {
-                    tried.clear();
-                }
-                self.pause(&mut pause, deadline).await;
-                continue;
-            };
-            match holder.counter.take(count as usize).await {
-                Ok(ids) => {
-                    return Ok(ids
-                        .into_iter()
-                        .map(|id| {
-                            Stamp::snowflake(id, &lanes.layout)
-                                .expect("the generator issues 63-bit IDs")
-                        })
-                        .collect())
-                }
-                Err(error) => {
-                    lanes.let_go(&holder).await;
-                    let sealed = matches!(error, SequenceError::Striped { .. });
-                    if sealed {
-                        // A change of stripes sealed the lane: the map moved on.
-                        self.reload(deadline).await?;
-                    } else {
-                        self.set_aside(holder.deployment.as_deref(), &error, &mut failures);
-                        if self.spanning().is_none() {
-                            return Err(error);
-                        }
-                    }
-                    if past() {
-                        return Err(self.given_up(&failures, deadline));
-                    }
-                }
-            }
-        }
-        Err(self.given_up(&failures, deadline))
-    }
-
-    /// The error of a take that got no lease: no live lane (a change of
-    /// stripes under way, or stopped half way), or no deployment that
-    /// leased one.
-    fn given_up(&self, failures: &[String], deadline: Option<Instant>) -> SequenceError {
-        let map = self.map();
-        if !map.live {
-            return self.changing(&map);
-        }
-        if failures.is_empty() {
-            return striping(self.name(), StripingError::Changing { attempts: ATTEMPTS });
-        }
-        self.unreachable(failures, deadline)
-    }
-
-    /// Leases a worker id of a lane of the map as it is now, in a
-    /// deployment not `tried` yet; none when this try failed (and was
-    /// recorded) and the next one is to be made.
-    async fn lease_a_lane(
-        &self,
-        lanes: &SnowflakeLanes,
-        tried: &mut Vec<String>,
-        failures: &mut Vec<String>,
-        deadline: Option<Instant>,
-    ) -> Result<Option<Holder>, SequenceError> {
-        let map = self.map();
-        if !map.live {
-            // The caller pauses, and says so when its time is up.
-            self.reload(deadline).await?;
-            return Ok(None);
-        }
-        let Some(Target {
-            residue,
-            deployment,
-            database,
-        }) = self.pick(&map, tried)?
-        else {
-            return Err(self.unreachable(failures, deadline));
-        };
-        // Live, and of the generation this map says: a holder under a map
-        // read before a change issues above no floor but its own
-        // generation's.
-        let gate = LaneGate {
-            live: live_snowflake_lane(&lane_id(self.name(), residue), map.generation, map.base),
-            residue,
-            modulus: map.modulus,
-            floor: map.base,
-        };
-        let start = SnowflakeCounter::start_in_lane(
-            &database,
-            self.name().clone(),
-            lanes.layout,
-            lanes.options.clone(),
-            gate,
-        );
-        let started = match deadline {
-            None => start.await,
-            Some(deadline) => match tokio::time::timeout_at(deadline.into(), start).await {
-                Ok(started) => started,
-                Err(_) => {
-                    failures.push(format!(
-                        "{}: no lease within the deadline",
-                        deployment.as_deref().unwrap_or_default()
-                    ));
-                    return Ok(None);
-                }
-            },
-        };
-        match started {
-            Ok(counter) => Ok(Some(Holder {
-                counter,
-                deployment,
-            })),
-            // Sealed or of another generation: the map moved on.
-            Err(SequenceError::Striped { .. }) => {
-                self.reload(deadline).await?;
-                Ok(None)
-            }
-            Err(error) if self.spanning().is_some() => {
-                self.set_aside(deployment.as_deref(), &error, failures);
-                Ok(None)
-            }
-            Err(error) => Err(error),
-        }
-    }
-
-    /// Records that `deployment` failed with `error`, and sets it aside.
-    fn set_aside(
-        &self,
-        deployment: Option<&str>,
-        error: &SequenceError,
-        failures: &mut Vec<String>,
-    ) {
-        let deployment = deployment.unwrap_or_default();
-        let why = match error {
-            SequenceError::Database { source, .. } => describe_error(source),
-            other => other.to_string(),
-        };
-        failures.push(format!("{deployment}: {why}"));
-        if let Some(deployments) = self.spanning() {
-            deployments.failed(deployment, Instant::now());
         }
     }
 }

@@ -185,11 +185,11 @@ impl StripedCounter {
         deployments: Option<&Deployments>,
         snowflake: &SnowflakeOptions,
     ) -> Result<Self, SequenceError> {
-        let Some(of) = &map.lanes_of else {
+        let Some(of) = map.lanes_of() else {
             return Err(not_stripable(&name, map));
         };
         let segment_step = match of {
-            LaneOf::Segment { step } => Some(*step),
+            LaneOf::Segment { step } => Some(step),
             _ => None,
         };
         let snowflake = match of {
@@ -617,11 +617,8 @@ impl StripedCounter {
         let name = self.name();
         let id = lane_id(name, target.residue);
         let client = ClientTime::Micros(client_micros).expression();
-        let of = map
-            .lanes_of
-            .as_ref()
-            .ok_or_else(|| not_stripable(name, map))?;
-        let (full, update) = lane::take_command(&id, of, count, client);
+        let of = map.lanes_of().ok_or_else(|| not_stripable(name, map))?;
+        let (full, update) = lane::take_command(&id, &of, count, client);
         let known = self.inner.known.lock().unwrap().get(&id).cloned();
         let short = known.and_then(|known| known.filter(&id, count));
         let collection = target.database.collection::<Document>(COUNTERS);
