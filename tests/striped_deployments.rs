@@ -34,6 +34,9 @@ use crate::support::{
 
 /// The deadline of a take across deployments in these tests.
 const DEADLINE: Duration = Duration::from_secs(2);
+/// How many `idmint seq` processes a kill test starts at once while a
+/// deployment is dead.
+const PROCESSES: usize = 8;
 /// What a loaded machine may add to a deadline before the take returns.
 const SLACK: Duration = Duration::from_millis(1500);
 
@@ -417,7 +420,7 @@ async fn kill_nine_of_one_of(test: &str, servers: usize) {
     let dead_from = takers.count();
     // Processes started while it is dead: they read the map from another
     // deployment's copy, and take from its lanes.
-    let processes = start_seqs(&sites, &["orders", "--count", "40"], 3);
+    let processes = start_seqs(&sites, &["orders", "--count", "40"], PROCESSES);
     let flags = across_flags(&sites);
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
     let service =
@@ -594,7 +597,7 @@ async fn a_cyclic_counter_across_two_servers_one_killed_and_restarted_no_pair_tw
         .await;
     let dead_from = takers.count();
     let mut from_processes = Vec::new();
-    let processes = start_seqs(&sites, &["serial", "--count", "40", "--json"], 3);
+    let processes = start_seqs(&sites, &["serial", "--count", "40", "--json"], PROCESSES);
     for output in finished(processes) {
         for line in stdout(&output).lines() {
             let line: Value = serde_json::from_str(line).unwrap();
@@ -604,7 +607,7 @@ async fn a_cyclic_counter_across_two_servers_one_killed_and_restarted_no_pair_tw
             ));
         }
     }
-    assert_eq!(from_processes.len(), 120);
+    assert_eq!(from_processes.len(), 40 * PROCESSES);
     // And `serve`, started while it is dead, formats IDs from the pairs.
     let flags = across_flags(&sites);
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
@@ -684,12 +687,12 @@ async fn a_periodic_counter_across_two_servers_one_killed_and_restarted_no_value
         .progress(300, "values while the preferred deployment is dead")
         .await;
     let dead_from = takers.count();
-    let processes = start_seqs(&sites, &["inv", "--count", "40"], 3);
+    let processes = start_seqs(&sites, &["inv", "--count", "40"], PROCESSES);
     let mut others: Vec<(String, u64)> = Vec::new();
     for output in finished(processes) {
         others.extend(support::period_value_pairs(&stdout(&output)));
     }
-    assert_eq!(others.len(), 120);
+    assert_eq!(others.len(), 40 * PROCESSES);
     // And `serve`, started while it is dead.
     let flags = across_flags(&sites);
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
@@ -874,10 +877,10 @@ async fn a_snowflake_counter_across_two_servers_one_killed_and_restarted_no_id_t
         .progress(300, "IDs while the preferred deployment is dead")
         .await;
     let mut others = Vec::new();
-    for output in finished(start_seqs(&sites, &["ids", "--count", "40"], 3)) {
+    for output in finished(start_seqs(&sites, &["ids", "--count", "40"], PROCESSES)) {
         others.extend(printed(&output));
     }
-    assert_eq!(others.len(), 120);
+    assert_eq!(others.len(), 40 * PROCESSES);
     // IDs issued from memory before the lease ran out are eu's; none after.
     let late: Vec<u64> = takers.since(takers.count().saturating_sub(100));
     assert_none_of(late.into_iter().chain(others.iter().copied()), in_eu);
@@ -953,12 +956,206 @@ impl LaneOfValue {
 /// What makes a value unique, whatever its counter's kind: its period, its
 /// timestamp (a cyclic counter's; the takers' frozen clock otherwise) and
 /// the value.
-fn unique_key(stamp: &Stamp) -> (Option<String>, u64, u64) {
+fn unique_key(stamp: &Stamp) -> Key {
+    // A snowflake ID is unique alone; its time is in it.
+    let time = if stamp.snowflake.is_some() {
+        0
+    } else {
+        stamp.timestamp_micros
+    };
     (
         stamp.period.map(|period| period.to_string()),
-        stamp.timestamp_micros,
+        time,
         stamp.sequence,
     )
+}
+
+/// What makes a value unique (see [`unique_key`]).
+type Key = (Option<String>, u64, u64);
+
+/// The keys of the values a line of `idmint seq --json` or an answer of
+/// `serve`'s `/values` gives: `value`, with `timestamp_micros` and
+/// `period` where its kind has them.
+fn keys_of_seq_json(printed: &str) -> Vec<Key> {
+    printed
+        .lines()
+        .map(|line| {
+            let line: Value = serde_json::from_str(line).unwrap();
+            (
+                line["period"].as_str().map(str::to_string),
+                line["timestamp_micros"].as_u64().unwrap_or(0),
+                line["value"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// The keys of the values of an answer of `serve`'s `/values`.
+fn keys_of_values(answer: &Value) -> Vec<Key> {
+    let values = answer["values"].as_array().unwrap();
+    (0..values.len())
+        .map(|index| {
+            (
+                answer["periods"][index].as_str().map(str::to_string),
+                answer["timestamps_micros"][index].as_u64().unwrap_or(0),
+                values[index].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// A counter made as `spec` says, two lanes in each of `servers` servers of
+/// the test's own (`eu`, `us`, `ap`), taken from while the preferred one is
+/// killed with `kill -9` and restarted on its data: takers in this process
+/// (a snowflake handle's lease of 3 s), `PROCESSES` `idmint seq` processes
+/// started while it is dead, and `serve`'s `/values`. No value twice, no
+/// take past its deadline, and eu's lanes taken from again once it is back
+/// (a snowflake counter's: by a handle opened then).
+async fn kill_nine_across(
+    test: &'static str,
+    servers: usize,
+    spec: CounterSpec,
+    lanes: LaneOfValue,
+) {
+    let (mut owned, sites) = own_servers(test, servers);
+    let deployments = connect(&sites, DEADLINE).await;
+    let layout: Layout = sites
+        .iter()
+        .map(|site| format!("{}:2", site.name))
+        .collect::<Vec<_>>()
+        .join(",")
+        .parse()
+        .unwrap();
+    create_laid_out(
+        &deployments.preferred().database,
+        Some(&deployments),
+        &counter_name("c"),
+        &spec.prefixes(Vec::new()),
+        &layout,
+    )
+    .await
+    .unwrap();
+    let short_leases = leases_of(Duration::from_secs(3));
+    let (sequence, map) = open_across_with(&deployments, "c", short_leases.clone()).await;
+    let in_eu = |value: u64| lanes.of(&map, "eu", value);
+    let takers = Takers::start(&sequence, 4);
+    takers.until_one("a value of eu's lanes", in_eu).await;
+
+    owned[0].kill();
+    takers
+        .until_one("a value of another deployment's lanes", |value| {
+            !in_eu(value)
+        })
+        .await;
+    takers.progress(300, "values while eu is dead").await;
+    let dead_from = takers.count();
+    let mut others: Vec<Key> = Vec::new();
+    for output in finished(start_seqs(
+        &sites,
+        &["c", "--count", "40", "--json"],
+        PROCESSES,
+    )) {
+        others.extend(keys_of_seq_json(&stdout(&output)));
+    }
+    assert_eq!(others.len(), 40 * PROCESSES);
+    let flags = across_flags(&sites);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let service =
+        support::service::Service::spawn(idmint_on(&sites[0].uri, &sites[0].database), &flags);
+    let answer = service.get("/v1/counters/c/values?count=7");
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    others.extend(keys_of_values(&answer.json()));
+    drop(service);
+    assert_none_of(
+        takers
+            .since(dead_from)
+            .into_iter()
+            .chain(others.iter().map(|(_, _, value)| *value)),
+        in_eu,
+    );
+
+    owned[0].restart();
+    let mut later = Vec::new();
+    if let LaneOfValue::Worker = lanes {
+        // Each try a handle of its own, with fresh health (eu not set
+        // aside): once eu answers, it leases there.
+        later = within(PATIENCE, "a lease in the restarted deployment", async {
+            loop {
+                let fresh = Deployments::new(deployments.list().to_vec())
+                    .unwrap()
+                    .deadline(DEADLINE);
+                let (healed, _) = open_across_with(&fresh, "c", short_leases.clone()).await;
+                let taken = healed.take(20, 0).await;
+                let _ = healed.close().await;
+                if let Ok(stamps) = taken {
+                    if stamps.iter().all(|stamp| in_eu(stamp.sequence)) {
+                        return stamps;
+                    }
+                }
+            }
+        })
+        .await;
+    } else {
+        takers
+            .until_one("a value of the restarted deployment's lanes", in_eu)
+            .await;
+    }
+    let (mut all, slowest, errors) = takers.stop_stamps().await;
+    assert!(errors.is_empty(), "takes failed: {errors:?}");
+    assert!(
+        slowest <= DEADLINE + SLACK,
+        "a take waited {slowest:?}, past the deadline of {DEADLINE:?}"
+    );
+    all.extend(later);
+    let mut seen = std::collections::HashSet::new();
+    for key in all.iter().map(unique_key).chain(others) {
+        assert!(seen.insert(key.clone()), "{key:?} handed out twice");
+    }
+    sequence.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_segment_counter_across_three_servers_one_killed_and_restarted_no_value_twice() {
+    kill_nine_across(
+        "striped_three_segment",
+        3,
+        CounterSpec::of(CounterKind::Segment).step(20),
+        LaneOfValue::AboveBase,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_cyclic_counter_across_three_servers_one_killed_and_restarted_no_pair_twice() {
+    kill_nine_across(
+        "striped_three_cyclic",
+        3,
+        CounterSpec::of(CounterKind::Cyclic).maxval(99),
+        LaneOfValue::Residue,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_periodic_counter_across_three_servers_one_killed_and_restarted_no_value_twice() {
+    kill_nine_across(
+        "striped_three_periodic",
+        3,
+        CounterSpec::of(CounterKind::Periodic),
+        LaneOfValue::AboveBase,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_snowflake_counter_across_three_servers_one_killed_and_restarted_no_id_twice() {
+    kill_nine_across(
+        "striped_three_snowflake",
+        3,
+        CounterSpec::of(CounterKind::Snowflake),
+        LaneOfValue::Worker,
+    )
+    .await;
 }
 
 /// A counter made as `spec` says, striped `eu:2,us:2` (the two sites are
