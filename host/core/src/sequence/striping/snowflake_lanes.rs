@@ -9,6 +9,7 @@
 //! This file holds the lease a handle holds; `snowflake_take.rs` how a
 //! take gets one.
 
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use super::deployments::Deployments;
@@ -25,13 +26,17 @@ const RELEASE_WITHIN: Duration = Duration::from_secs(5);
 pub(super) struct SnowflakeLanes {
     pub(super) layout: Layout,
     pub(super) options: SnowflakeOptions,
-    /// The lease held now; held while a lease is being taken, so that one
-    /// taker leases and the others wait for it.
-    pub(super) held: tokio::sync::Mutex<Option<Holder>>,
+    /// The lease held now: read by every take, written when a lease is
+    /// taken or let go.
+    held: RwLock<Option<Arc<Holder>>>,
+    /// Held while a lease is being taken, so that one taker leases and the
+    /// others wait for it.
+    pub(super) leasing: tokio::sync::Mutex<()>,
 }
 
-/// A worker id leased in one lane, and the deployment of that lane.
-#[derive(Debug, Clone)]
+/// A worker id leased in one lane, and the deployment of that lane (each
+/// take clones an `Arc` of it, nothing more).
+#[derive(Debug)]
 pub(super) struct Holder {
     pub(super) counter: SnowflakeCounter,
     pub(super) deployment: Option<String>,
@@ -54,14 +59,30 @@ impl SnowflakeLanes {
         Self {
             layout,
             options,
-            held: tokio::sync::Mutex::new(None),
+            held: RwLock::new(None),
+            leasing: tokio::sync::Mutex::new(()),
         }
+    }
+
+    /// The lease held now, if any.
+    pub(super) fn held(&self) -> Option<Arc<Holder>> {
+        self.held
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Holds `holder` from now on.
+    pub(super) fn hold(&self, holder: Holder) -> Arc<Holder> {
+        let holder = Arc::new(holder);
+        *self.held.write().unwrap_or_else(PoisonError::into_inner) = Some(holder.clone());
+        holder
     }
 
     /// Lets the lease held now go, releasing it in the background (a dead
     /// deployment's lease expires instead).
-    pub(super) async fn let_go(&self, holder: &Holder) {
-        let mut held = self.held.lock().await;
+    pub(super) fn let_go(&self, holder: &Holder) {
+        let mut held = self.held.write().unwrap_or_else(PoisonError::into_inner);
         if held
             .as_ref()
             .is_some_and(|now| now.counter.same_as(&holder.counter))
@@ -77,7 +98,11 @@ impl SnowflakeLanes {
 
     /// Releases the lease held now, if any.
     pub(super) async fn close(&self) -> Result<(), SequenceError> {
-        let holder = self.held.lock().await.take();
+        let holder = self
+            .held
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
         match holder {
             Some(holder) => holder.counter.close().await,
             None => Ok(()),

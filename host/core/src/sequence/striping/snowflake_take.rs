@@ -25,20 +25,30 @@ impl StripedCounter {
         count: u64,
         lanes: &SnowflakeLanes,
     ) -> Result<Vec<Stamp>, SequenceError> {
+        // IDs come from memory, with no await that waits: without this, a
+        // task taking in a loop would never yield, and a task it woke (one
+        // waiting for the lease being taken) could wait on its worker's
+        // queue until the lease stalls.
+        tokio::task::consume_budget().await;
         let deadline = self.take_deadline();
         let past = || deadline.is_some_and(|deadline| Instant::now() >= deadline);
         let mut pause = Duration::from_millis(1);
         let mut tried: Vec<String> = Vec::new();
         let mut failures: Vec<String> = Vec::new();
         for _ in 0..ATTEMPTS {
-            let holder = {
-                let mut held = lanes.held.lock().await;
-                if held.is_none() {
-                    *held = self
-                        .lease_a_lane(lanes, &mut tried, &mut failures, deadline)
-                        .await?;
+            let holder = match lanes.held() {
+                Some(holder) => Some(holder),
+                None => {
+                    let _leasing = lanes.leasing.lock().await;
+                    match lanes.held() {
+                        // Another taker leased meanwhile.
+                        Some(holder) => Some(holder),
+                        None => self
+                            .lease_a_lane(lanes, &mut tried, &mut failures, deadline)
+                            .await?
+                            .map(|holder| lanes.hold(holder)),
+                    }
                 }
-                held.clone()
             };
             let Some(holder) = holder else {
                 if past() {
@@ -61,7 +71,7 @@ impl StripedCounter {
                         .collect())
                 }
                 Err(error) => {
-                    lanes.let_go(&holder).await;
+                    lanes.let_go(&holder);
                     let sealed = matches!(error, SequenceError::Striped { .. });
                     if sealed {
                         // A change of stripes sealed the lane: the map moved on.
