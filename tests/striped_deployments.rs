@@ -823,6 +823,79 @@ async fn a_worker_id_moved_to_another_deployment_issues_after_its_holder_there()
     second.close().await.unwrap();
 }
 
+/// A snowflake counter's tag is kept in every deployment it spans: a
+/// counter of `us` that has it already refuses the layout (exit 2, naming
+/// it), and the counter made for it is not left behind; spanning with a
+/// tag no counter of `us` has raises `us`'s tags, so that a counter made
+/// there after it gets another. Two counters with one tag could make the
+/// same standard ID.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_snowflake_counter_keeps_its_tag_in_every_deployment_it_spans() {
+    const TEST: &str = "striped_snowflake_tags";
+    let (_owned, sites) = own_servers(TEST, 2);
+    let deployments = connect(&sites, DEADLINE).await;
+    let in_us = |args: &[&str]| run(idmint_on(&sites[1].uri, &sites[1].database).args(args));
+    let tag_of = |show: &std::process::Output| -> u64 {
+        let shown: Value = serde_json::from_str(&stdout(show)).unwrap();
+        shown["tag"].as_u64().unwrap()
+    };
+    // Tag 1 in us, and tag 1 drawn in eu for the spanning counter.
+    assert_exit(
+        &in_us(&["counter", "create", "first", "--kind", "snowflake", "--raw"]),
+        0,
+    );
+    let refused = run(&mut idmint_across(
+        &sites,
+        &[
+            "counter",
+            "create",
+            "ids",
+            "--kind",
+            "snowflake",
+            "--raw",
+            "--stripes",
+            "eu:1,us:1",
+        ],
+    ));
+    assert_exit(&refused, 2);
+    assert!(
+        stderr(&refused).contains("in deployment \"us\": counter 'first' has tag 1"),
+        "{}",
+        stderr(&refused)
+    );
+    let eu = database_of(&deployments, "eu");
+    assert!(support::counter_document(&eu, "ids").await.is_none());
+
+    // Tag 2 in eu, free in us: spanning keeps it there.
+    let created = run(&mut idmint_across(
+        &sites,
+        &[
+            "counter",
+            "create",
+            "ids",
+            "--kind",
+            "snowflake",
+            "--raw",
+            "--stripes",
+            "eu:1,us:1",
+        ],
+    ));
+    assert_exit(&created, 0);
+    let spanning = tag_of(&run(&mut idmint_across(
+        &sites,
+        &["counter", "show", "ids", "--json"],
+    )));
+    assert_exit(
+        &in_us(&["counter", "create", "later", "--kind", "snowflake", "--raw"]),
+        0,
+    );
+    let later = tag_of(&in_us(&["counter", "show", "later", "--json"]));
+    assert!(
+        later > spanning,
+        "us drew tag {later}, not above {spanning}"
+    );
+}
+
 /// A snowflake counter striped across two servers of the test's own, its
 /// handles holding short leases, while the preferred server is killed with
 /// `kill -9` and restarted: takers move their lease to the other

@@ -195,6 +195,20 @@ pub enum StripingError {
         /// What its history of prefixes says.
         reason: String,
     },
+    /// Another counter of a deployment a snowflake counter would span has
+    /// its tag: their standard IDs could meet.
+    #[error(
+        "in deployment {deployment:?}: counter '{owner}' has tag {tag}, this counter's: the \
+         standard IDs of two counters with one tag could meet, so nothing was changed there"
+    )]
+    TagInDeployment {
+        /// The deployment.
+        deployment: String,
+        /// The tag.
+        tag: u32,
+        /// The counter that has it there.
+        owner: String,
+    },
     /// A layout of stripes that cannot be read.
     #[error("{0}")]
     Layout(String),
@@ -222,7 +236,8 @@ impl StripingError {
             }
             Self::NameTaken { .. }
             | Self::PrefixesAcrossDeployments { .. }
-            | Self::PrefixInDeployment { .. } => ErrorClass::Conflict,
+            | Self::PrefixInDeployment { .. }
+            | Self::TagInDeployment { .. } => ErrorClass::Conflict,
             Self::Exhausted { .. } => ErrorClass::Exhausted,
             Self::Changing { .. } | Self::NoLiveLane { .. } => ErrorClass::Unavailable,
             Self::CorruptMap(_)

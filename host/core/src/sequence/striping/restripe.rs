@@ -48,7 +48,7 @@ use crate::sequence::counter::spec::CounterSpec;
 use crate::sequence::counters::create;
 use crate::sequence::error::SequenceError;
 use crate::sequence::kinds::cyclic::DEFAULT_MAXVAL;
-use crate::sequence::kinds::snowflake::{layout_of, SnowflakeState};
+use crate::sequence::kinds::snowflake::{keep_tag_from_others, layout_of, SnowflakeState};
 use crate::sequence::name::CounterName;
 use crate::sequence::CounterKind;
 
@@ -124,7 +124,27 @@ pub async fn create_laid_out(
     if !striped {
         return Ok(created);
     }
-    set_layout(database, deployments, name, layout).await?;
+    let laid_out = set_layout(database, deployments, name, layout).await;
+    if let Err(
+        error @ SequenceError::Striping {
+            source: StripingError::TagInDeployment { .. },
+            ..
+        },
+    ) = laid_out
+    {
+        // The tag is drawn when the counter is made: one another
+        // deployment has given already refuses the layout, and the counter
+        // made for it is not left behind (its tag is skipped, never drawn
+        // again).
+        database
+            .collection::<Document>(COUNTERS)
+            .delete_one(doc! { "_id": name.as_str(), "kind": spec.kind.as_str() })
+            .write_concern(durable_write_concern())
+            .await
+            .map_err(|source| SequenceError::from_database(name, "remove", "remove", source))?;
+        return Err(error);
+    }
+    laid_out?;
     crate::sequence::state(database, name).await
 }
 
@@ -188,6 +208,7 @@ pub async fn set_layout(
         .cloned()
         .unwrap_or(Bson::Array(Vec::new()));
     sites.claim_prefixes(name, &prefixes).await?;
+    sites.claim_tag(name, &of).await?;
     let first = current_map(&home_collection, name, &of, &write_concern).await?;
     let map = match copies {
         Some(copy) if copy.generation > first.generation => copy,
@@ -490,6 +511,33 @@ impl Sites {
                 claimed => {
                     claimed?;
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// Keeps a snowflake counter's tag (lanes `of`) from every other
+    /// counter of each other deployment, or fails naming one that has it
+    /// (see `keep_tag_from_others`); any other kind has no tag.
+    async fn claim_tag(&self, name: &CounterName, of: &LaneOf) -> Result<(), SequenceError> {
+        let LaneOf::Snowflake {
+            state: SnowflakeState { tag: Some(tag), .. },
+        } = of
+        else {
+            return Ok(());
+        };
+        for (site, collection) in self.list.iter().skip(1) {
+            let database = database_of(collection);
+            let kept = keep_tag_from_others(&database, name, tag.tag);
+            if let Some(owner) = self.within_deadline(name, site, kept).await?? {
+                return Err(striping(
+                    name,
+                    StripingError::TagInDeployment {
+                        deployment: site.clone(),
+                        tag: tag.tag,
+                        owner,
+                    },
+                ));
             }
         }
         Ok(())

@@ -50,7 +50,7 @@ pub use gate::LaneGate;
 pub use generator::{OnRollback, RollbackOptions};
 pub use late_tag::{ensure_tag, keep_tag};
 pub use lease::{WorkerLease, WORKERS_COLLECTION};
-pub use tag::{draw_tag, CounterTag, MAX_TAG, TAGS_ID};
+pub use tag::{draw_tag, keep_tag_from_others, CounterTag, MAX_TAG, TAGS_ID};
 pub use workers::{lifetimes, workers, Lifetime};
 
 use crate::mongo::describe_value;

@@ -137,6 +137,40 @@ pub async fn draw_tag(
     })
 }
 
+/// Keeps tag `tag` of counter `name` from every other counter of
+/// `database` (a deployment the counter spans, whose tags document did not
+/// draw it): the tags document's last tag is raised to it at least, so that
+/// no draw there hands it out from now on, durably; then a counter of
+/// `database` that has it already is looked for. Its name, if there is one:
+/// the two counters' standard IDs could meet.
+pub async fn keep_tag_from_others(
+    database: &Database,
+    name: &CounterName,
+    tag: u32,
+) -> Result<Option<String>, SequenceError> {
+    let counters = database.collection::<Document>(COUNTERS);
+    counters
+        .update_one(
+            doc! { "_id": TAGS_ID },
+            vec![doc! { "$set": {
+                LAST_FIELD: { "$max": [{ "$ifNull": [format!("${LAST_FIELD}"), 0_i64] }, i64::from(tag)] },
+                "prefixes": { "$ifNull": ["$prefixes", []] },
+            }}],
+        )
+        .upsert(true)
+        .write_concern(durable_write_concern())
+        .await
+        .map_err(|source| SequenceError::from_database(name, "keep the tag of", "update", source))?;
+    let owner = counters
+        .find_one(doc! {
+            TAG_FIELD: i64::from(tag),
+            "_id": { "$nin": [name.as_str(), TAGS_ID] },
+        })
+        .await
+        .map_err(|source| SequenceError::from_database(name, "read", "find", source))?;
+    Ok(owner.and_then(|owner| owner.get_str("_id").ok().map(str::to_string)))
+}
+
 /// The fields a new snowflake counter `name` is written with: a freshly
 /// drawn tag and salt.
 pub(super) async fn drawn_fields(
