@@ -75,6 +75,9 @@ struct Inner {
     deployments: Option<Deployments>,
     name: CounterName,
     map: Mutex<StripeMap>,
+    /// What its lanes are made of, read from the map when it was opened
+    /// (its kind's fields that say it do not change with the stripes).
+    lanes_of: Arc<LaneOf>,
     turn: AtomicU64,
     write_concern: WriteConcern,
     /// A segment counter's segments.
@@ -207,6 +210,7 @@ impl StripedCounter {
                 deployments: deployments.cloned(),
                 name,
                 map: Mutex::new(map.clone()),
+                lanes_of: Arc::new(of.clone()),
                 turn: AtomicU64::new(turn),
                 write_concern: durable_write_concern(),
                 known: Mutex::new(HashMap::new()),
@@ -416,7 +420,7 @@ impl StripedCounter {
         };
         let first_share = share(tried);
         self.before_take(&target).await;
-        let first = self.try_lane(target.clone(), map, count, client_micros, first_share);
+        let first = self.try_lane(target.clone(), count, client_micros, first_share);
         let (Some(first_share), true) = (first_share, self.untried(map, tried) > 0) else {
             let outcome = first.await?;
             self.after_take(&target, &outcome).await;
@@ -439,7 +443,7 @@ impl StripedCounter {
         };
         let other_share = share(tried);
         self.before_take(&other).await;
-        let second = self.try_lane(other.clone(), map, count, client_micros, other_share);
+        let second = self.try_lane(other.clone(), count, client_micros, other_share);
         tokio::pin!(second);
         tokio::select! {
             outcome = &mut first => self.settle(target, outcome?, other, second).await,
@@ -608,7 +612,6 @@ impl StripedCounter {
     async fn try_lane(
         &self,
         target: Target,
-        map: &StripeMap,
         count: u64,
         client_micros: u64,
         share: Option<Duration>,
@@ -617,8 +620,7 @@ impl StripedCounter {
         let name = self.name();
         let id = lane_id(name, target.residue);
         let client = ClientTime::Micros(client_micros).expression();
-        let of = map.lanes_of().ok_or_else(|| not_stripable(name, map))?;
-        let (full, update) = lane::take_command(&id, &of, count, client);
+        let (full, update) = lane::take_command(&id, &self.inner.lanes_of, count, client);
         let known = self.inner.known.lock().unwrap().get(&id).cloned();
         let short = known.and_then(|known| known.filter(&id, count));
         let collection = target.database.collection::<Document>(COUNTERS);
