@@ -21,10 +21,10 @@ function (keyName, doc, expectedKind, lanesKind) {
   //   the map is read as the host opens it (the map, its lanes' kind and
   //   that kind's fields, the prefixes) and returned with `striped`, the
   //   map {kind, generation, base, basePeriod, modulus, live, placement,
-  //   spans, here} and what its lanes are made of (the host's LaneOf,
-  //   read from the map's own fields): a cyclic counter's {top}, a
-  //   segment counter's {step}, a periodic counter's {period, zone}, a
-  //   snowflake counter's {layout} (no stored function takes from
+  //   spans, here, incarnation} and what its lanes are made of (the
+  //   host's LaneOf, read from the map's own fields): a cyclic counter's
+  //   {top}, a segment counter's {step}, a periodic counter's {period,
+  //   zone}, a snowflake counter's {layout} (no stored function takes from
   //   snowflake lanes: their IDs are made in the leasing process); the
   //   map of a counter of a kind that cannot be striped is refused as the
   //   host refuses it, and of another kind that can as the host's kind
@@ -220,9 +220,23 @@ function (keyName, doc, expectedKind, lanesKind) {
     return {};
   }
 
+  // The host's Incarnation::read (sequence/identity.rs): the counter's
+  // identity, 32 lowercase hex digits in field `field` of `source`; null
+  // for none (absent or null: a counter made before incarnations).
+  function readIncarnation(source, field) {
+    var value = source[field];
+    if (value === undefined || value === null) return null;
+    if (typeof value !== "string") throw wrong(field + " is " + describe(value) + ", not a string");
+    if (!/^[0-9a-f]{32}$/.test(value)) {
+      throw wrong(field + " " + JSON.stringify(value) + " is not 32 lowercase hex digits");
+    }
+    return value;
+  }
+
   // The host's StripeMap::read (striping/map.rs).
   function readMap() {
     var striped = readDocument(doc, "striped");
+    var incarnation = readIncarnation(doc, "incarnation");
     var map = within("striped.", function () {
       return {
         kind: readString(striped, "kind"),
@@ -310,6 +324,7 @@ function (keyName, doc, expectedKind, lanesKind) {
     map.placement = placement;
     map.spans = spans;
     map.here = here;
+    map.incarnation = incarnation;
     return map;
   }
 

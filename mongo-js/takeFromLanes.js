@@ -11,12 +11,12 @@ function (keyName, map, clientMicros, count) {
   // for type.
   //
   // `map` is counter `keyName`'s map as readCounter (beside this function)
-  // reads it: {kind, generation, base, modulus, live, placement, here},
-  // and a periodic counter's {period, zone}, which its lanes' take names
-  // as constants (a server's $dateToString takes its zone from a constant
-  // only). clientMicros is the caller's clock in microseconds, below
-  // which a cyclic lane issues no timestamp (the other lanes do not read
-  // it). Returns the lane after the take as readCounter reads it: `last`
+  // reads it: {kind, generation, base, modulus, live, placement, here,
+  // incarnation}, and a periodic counter's {period, zone}, which its
+  // lanes' take names as constants (a server's $dateToString takes its
+  // zone from a constant only). clientMicros is the caller's clock in
+  // microseconds, below which a cyclic lane issues no timestamp (the
+  // other lanes do not read it). Returns the lane after the take as readCounter reads it: `last`
   // is the last value taken (the `count` values are the ones `m` apart up
   // to it, a periodic lane's all in its `current` period), and a cyclic
   // lane's `ts` the timestamp issued with it. Throws, taking nothing, when
@@ -160,9 +160,10 @@ function (keyName, map, clientMicros, count) {
   // only while lane `id` is a well-formed live lane of the lanes `of`
   // (the map: its kind, a periodic counter's unit and zone) with COUNT
   // values left (an autoinc one; a periodic one: in the period now, or a
-  // new period); its update advances the lane's local value and computes
-  // `last`, the value it stands for, on the server. An autoinc lane: seq
-  // + COUNT, and last = b + (seq - 1) * m + r + 1. A cyclic lane (one
+  // new period), and of the map's counter (the host's lane::of_counter);
+  // its update advances the lane's local value and computes `last`, the
+  // value it stands for, on the server. An autoinc lane: seq + COUNT,
+  // and last = b + (seq - 1) * m + r + 1. A cyclic lane (one
   // value): the cyclic counter's one-value rule on its local val (the
   // host's cyclic::one_value: wrapped = val >= maxval; val = wrapped ? 0 :
   // val + 1; ts = max(client, ts + (wrapped ? 1 : 0))), and last = r +
@@ -226,6 +227,11 @@ function (keyName, map, clientMicros, count) {
         ] } }
       } }];
     }
+    // The host's lane::of_counter: lane.incarnation the map's or none (a
+    // lane written before incarnations), none when the map has none; a
+    // lane of another counter of the name matches nothing.
+    query["lane.incarnation"] = (of.incarnation === undefined || of.incarnation === null) ? null
+      : { $in: [of.incarnation, null] };
     return check(db.runCommand({
       findAndModify: "counters",
       query: query,

@@ -151,7 +151,7 @@ async fn two_processes_racing_to_tag_an_older_counter_keep_the_first_tag() {
         let (barrier, name) = (barrier.clone(), name.clone());
         tokio::spawn(async move {
             let database = database_handle(TEST).await;
-            let drawn = draw_tag(&database, &name).await.unwrap();
+            let drawn = draw_tag(&database, &name, None).await.unwrap();
             barrier.wait().await;
             let kept = keep_tag(&database, &name, drawn).await.unwrap();
             (drawn, kept)

@@ -9,94 +9,33 @@
 //! takes in flight. And what the CLI refuses, and says.
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use mongodb::Database;
 use serde_json::Value;
 
-use idmint::config::ConnectOptions;
 use idmint::parts::Stamp;
 use idmint::sequence::striping::hooks::{hold, Point};
 use idmint::sequence::striping::{
-    create_laid_out, lanes, set_layout, Deployment, Deployments, Layout, StripeMap,
+    create_laid_out, lanes, set_layout, Deployments, Layout, StripeMap,
 };
-use idmint::sequence::{CounterKind, CounterSpec, OpenOptions, Sequence, SnowflakeOptions};
+use idmint::sequence::{CounterKind, CounterSpec, Sequence};
 
 use crate::striped::{assert_distinct, joined, spawn_takers};
 use crate::support::fault_proxy::FaultProxy;
+use crate::support::sites::{
+    across_flags, connect, database_of, idmint_across, open_across, open_across_with, own_servers,
+    Site, DEADLINE,
+};
+use crate::support::takers::{leases_of, Takers, SLACK};
 use crate::support::wait::{within, PATIENCE};
 use crate::support::{
     self, assert_exit, counter_name, database_name, idmint_on, run, stderr, stdout, OwnedServer,
     ServerConfig,
 };
 
-/// The deadline of a take across deployments in these tests.
-const DEADLINE: Duration = Duration::from_secs(2);
 /// How many `idmint seq` processes a kill test starts at once while a
 /// deployment is dead.
 const PROCESSES: usize = 8;
-/// What a loaded machine may add to a deadline before the take returns.
-const SLACK: Duration = Duration::from_millis(1500);
-
-/// One deployment of a test: a name, a connection string, a database.
-#[derive(Clone)]
-struct Site {
-    name: &'static str,
-    uri: String,
-    database: String,
-}
-
-impl Site {
-    /// Deployment `name` at `uri`, in `test`'s database (`_name` added
-    /// when `own_database`: two sites of one server).
-    fn new(name: &'static str, uri: &str, test: &str, own_database: bool) -> Self {
-        let database = if own_database {
-            database_name(&format!("{test}_{name}"))
-        } else {
-            database_name(test)
-        };
-        Self {
-            name,
-            uri: uri.to_string(),
-            database,
-        }
-    }
-
-    /// `eu` and `us` as two databases of the shared test server.
-    fn shared_pair(test: &str) -> [Site; 2] {
-        [
-            Site::new("eu", support::uri(), test, true),
-            Site::new("us", support::uri(), test, true),
-        ]
-    }
-
-    /// `NAME=URI` as `--uri` takes it.
-    fn flag(&self) -> String {
-        format!("{}={}", self.name, self.uri)
-    }
-}
-
-/// The deployments `sites`, the first preferred, connected with a short
-/// server-selection timeout, a take across them given up after `deadline`.
-async fn connect(sites: &[Site], deadline: Duration) -> Deployments {
-    let mut list = Vec::new();
-    for site in sites {
-        let database = ConnectOptions::new(&site.uri)
-            .database(&site.database)
-            .server_selection_timeout(DEADLINE)
-            .connect()
-            .await
-            .unwrap();
-        database.drop().await.ok();
-        list.push(Deployment {
-            name: site.name.to_string(),
-            database,
-        });
-    }
-    Deployments::new(list).unwrap().deadline(deadline)
-}
 
 /// Creates the raw autoinc counter `orders` in the preferred of
 /// `deployments`, its lanes laid out as `layout` says; its map.
@@ -119,189 +58,6 @@ async fn create_orders(deployments: &Deployments, layout: &str) -> StripeMap {
 /// Counter `orders` opened across `deployments`.
 async fn open_orders(deployments: &Deployments) -> Sequence {
     open_across(deployments, "orders").await.0
-}
-
-/// Counter `name` opened across `deployments`, and its map.
-async fn open_across(deployments: &Deployments, name: &str) -> (Sequence, StripeMap) {
-    open_across_with(deployments, name, OpenOptions::default()).await
-}
-
-/// Counter `name` opened across `deployments` as `options` say
-/// otherwise, and its map.
-async fn open_across_with(
-    deployments: &Deployments,
-    name: &str,
-    mut options: OpenOptions,
-) -> (Sequence, StripeMap) {
-    options.deployments = Some(deployments.clone());
-    let preferred = &deployments.preferred().database;
-    let (sequence, state) = Sequence::open(preferred, counter_name(name), &options)
-        .await
-        .unwrap();
-    (sequence, state.striped.unwrap())
-}
-
-fn database_of(deployments: &Deployments, name: &str) -> Database {
-    deployments.get(name).unwrap().database.clone()
-}
-
-/// The flags that give `sites` to a command: `--uri NAME=URI` each, and
-/// the deadline.
-fn across_flags(sites: &[Site]) -> Vec<String> {
-    let mut flags = Vec::new();
-    for site in sites {
-        flags.extend(["--uri".to_string(), site.flag()]);
-    }
-    flags.extend([
-        "--server-timeout".to_string(),
-        DEADLINE.as_secs_f64().to_string(),
-    ]);
-    flags
-}
-
-/// `idmint ARGS` across `sites`, which share one database name (`--db` is
-/// one for every connection string).
-fn idmint_across(sites: &[Site], args: &[&str]) -> std::process::Command {
-    let mut command = idmint_on(&sites[0].uri, &sites[0].database);
-    command.args(args).args(across_flags(sites));
-    command
-}
-
-/// Takers running until told to stop, recording every value and the
-/// longest take.
-struct Takers {
-    /// Each value taken, as its stamp.
-    values: Arc<Mutex<Vec<Stamp>>>,
-    stop: Arc<AtomicBool>,
-    slowest: Arc<Mutex<Duration>>,
-    errors: Arc<Mutex<Vec<String>>>,
-    tasks: Vec<tokio::task::JoinHandle<()>>,
-}
-
-impl Takers {
-    fn start(sequence: &Sequence, takers: usize) -> Self {
-        Self::start_at(sequence, takers, 0)
-    }
-
-    /// Takers whose clock reads `client_micros`, frozen.
-    fn start_at(sequence: &Sequence, takers: usize, client_micros: u64) -> Self {
-        let values = Arc::new(Mutex::new(Vec::new()));
-        let stop = Arc::new(AtomicBool::new(false));
-        let slowest = Arc::new(Mutex::new(Duration::ZERO));
-        let errors = Arc::new(Mutex::new(Vec::new()));
-        let tasks = (0..takers)
-            .map(|_| {
-                let (sequence, values, stop, slowest, errors) = (
-                    sequence.clone(),
-                    values.clone(),
-                    stop.clone(),
-                    slowest.clone(),
-                    errors.clone(),
-                );
-                tokio::spawn(async move {
-                    while !stop.load(Ordering::SeqCst) {
-                        let start = Instant::now();
-                        let taken = sequence.take(5, client_micros).await;
-                        let took = start.elapsed();
-                        let mut slowest = slowest.lock().unwrap();
-                        *slowest = (*slowest).max(took);
-                        drop(slowest);
-                        match taken {
-                            Ok(stamps) => values.lock().unwrap().extend(stamps),
-                            Err(error) => errors.lock().unwrap().push(error.to_string()),
-                        }
-                    }
-                })
-            })
-            .collect();
-        Self {
-            values,
-            stop,
-            slowest,
-            errors,
-            tasks,
-        }
-    }
-
-    fn count(&self) -> usize {
-        self.values.lock().unwrap().len()
-    }
-
-    fn since(&self, from: usize) -> Vec<u64> {
-        self.values.lock().unwrap()[from..]
-            .iter()
-            .map(|stamp| stamp.sequence)
-            .collect()
-    }
-
-    /// Fails at once, naming them, if takes failed: no take may fail, so
-    /// a test waiting on more values would only wait out its patience.
-    #[track_caller]
-    fn assert_no_error(&self) {
-        let errors = self.errors.lock().unwrap().clone();
-        assert!(errors.is_empty(), "takes failed: {errors:?}");
-    }
-
-    /// Waits until `more` values more than now have been taken.
-    async fn progress(&self, more: usize, what: &str) {
-        let target = self.count() + more;
-        within(PATIENCE, what, async {
-            while self.count() < target {
-                self.assert_no_error();
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        })
-        .await;
-    }
-
-    /// Waits until a value taken from now on satisfies `wanted`.
-    async fn until_one(&self, what: &str, wanted: impl Fn(u64) -> bool) {
-        let from = self.count();
-        within(PATIENCE, what, async {
-            while !self.since(from).into_iter().any(&wanted) {
-                self.assert_no_error();
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        })
-        .await;
-    }
-
-    /// Restarts `server` on its data and waits until a value of its lanes
-    /// (`its`) is taken again.
-    async fn back_after_restart(&self, server: &mut OwnedServer, its: impl Fn(u64) -> bool) {
-        server.restart();
-        self.until_one("a value of the restarted deployment's lanes", its)
-            .await;
-    }
-
-    /// Stops them; every value they took.
-    async fn stop(self) -> (Vec<u64>, Duration, Vec<String>) {
-        let (pairs, slowest, errors) = self.stop_pairs().await;
-        let values = pairs.into_iter().map(|(_, value)| value).collect();
-        (values, slowest, errors)
-    }
-
-    /// Stops them; every (timestamp, value) pair they took.
-    async fn stop_pairs(self) -> (Vec<(u64, u64)>, Duration, Vec<String>) {
-        let (stamps, slowest, errors) = self.stop_stamps().await;
-        let pairs = stamps
-            .iter()
-            .map(|stamp| (stamp.timestamp_micros, stamp.sequence))
-            .collect();
-        (pairs, slowest, errors)
-    }
-
-    /// Stops them; every value they took, as its stamp.
-    async fn stop_stamps(self) -> (Vec<Stamp>, Duration, Vec<String>) {
-        self.stop.store(true, Ordering::SeqCst);
-        for task in self.tasks {
-            task.await.unwrap();
-        }
-        let values = self.values.lock().unwrap().clone();
-        let slowest = *self.slowest.lock().unwrap();
-        let errors = self.errors.lock().unwrap().clone();
-        (values, slowest, errors)
-    }
 }
 
 /// Fails if any of `values` is of a dead deployment's lanes (`dead`).
@@ -356,23 +112,6 @@ fn finished(processes: Vec<std::process::Child>) -> Vec<std::process::Output> {
 /// Starts `count` servers of the test's own, the sites `eu`, `us`, `ap`;
 /// each fsyncs every commit, so that what it acknowledged survives
 /// `kill -9`, as a real deployment's journal makes it.
-fn own_servers(test: &str, count: usize) -> (Vec<OwnedServer>, Vec<Site>) {
-    const NAMES: [&str; 3] = ["eu", "us", "ap"];
-    let servers: Vec<OwnedServer> = (0..count)
-        .map(|_| {
-            OwnedServer::start(ServerConfig {
-                sync_on_commit: true,
-                ..ServerConfig::default()
-            })
-        })
-        .collect();
-    let sites = servers
-        .iter()
-        .zip(NAMES)
-        .map(|(server, name)| Site::new(name, &server.uri, test, false))
-        .collect();
-    (servers, sites)
-}
 
 /// A counter striped over `servers` servers of the test's own (two lanes
 /// each), created with the CLI; takers in this process, `idmint seq`
@@ -738,13 +477,6 @@ async fn a_periodic_counter_across_two_servers_one_killed_and_restarted_no_value
     for pair in taken.chain(others) {
         assert!(seen.insert(pair.clone()), "{pair:?} handed out twice");
     }
-}
-
-/// Snowflake options whose leases live `ttl`.
-fn leases_of(ttl: Duration) -> OpenOptions {
-    let mut options = OpenOptions::default();
-    options.snowflake = SnowflakeOptions::default().lease_ttl(ttl);
-    options
 }
 
 /// The worker id and time unit of each of `ids`, in the default layout.

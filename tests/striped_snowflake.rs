@@ -195,10 +195,10 @@ async fn a_handle_whose_gate_is_sealed_releases_its_worker_id_at_once() {
 }
 
 /// A change of stripes that stopped half way (its task ended after its
-/// seals) leaves a snowflake counter with no live lane: `idmint seq` fails
-/// saying so, having issued nothing; running the change again finishes it.
+/// seals) leaves a snowflake counter with no live lane: the next `idmint
+/// seq` finishes it on its own (see `striped_resume.rs`) and issues.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_change_stopped_half_way_says_no_live_lane_until_it_is_finished() {
+async fn a_change_stopped_half_way_is_finished_by_the_next_seq() {
     const TEST: &str = "striped_snowflake_half_way";
     let database = support::database(TEST).await;
     create(
@@ -217,16 +217,89 @@ async fn a_change_stopped_half_way_says_no_live_lane_until_it_is_finished() {
     assert!(stopped.await.unwrap_err().is_cancelled());
     drop(held);
 
-    let waiting = run(idmint(TEST).args(["seq", "ids"]));
-    assert_exit(&waiting, 3);
-    assert!(
-        stderr(&waiting).contains("no live lane") && stdout(&waiting).is_empty(),
-        "{}",
-        stderr(&waiting)
-    );
-    let finished = run(idmint(TEST).args(["counter", "stripes", "ids", "--set", "2"]));
-    assert_exit(&finished, 0);
     let after = run(idmint(TEST).args(["seq", "ids", "--count", "3"]));
     assert_exit(&after, 0);
     assert_eq!(stdout(&after).lines().count(), 3);
+    let shown = stdout(&run(idmint(TEST).args(["counter", "show", "ids"])));
+    assert!(shown.contains("generation 3: 2 lanes"), "{shown}");
+}
+
+/// A holder of an idmint before gates records its reservations in its
+/// lease only, never in the counter (its lease says nothing of the gate):
+/// striping the counter while its lease is live is refused, naming it and
+/// changing nothing; once its lease has lapsed, the new generation starts
+/// above the time it reserved, so no holder of a lane issues a time unit
+/// it may have issued under the same worker id.
+#[tokio::test]
+async fn a_holder_that_never_raised_the_gate_is_waited_for_and_then_counted() {
+    use mongodb::bson::{doc, DateTime, Document};
+    const TEST: &str = "striped_snowflake_ungated";
+    let database = support::database(TEST).await;
+    create(TEST, "ids", &["--kind", "snowflake", "--raw"]);
+    let first = run(idmint(TEST).args(["seq", "ids", "--count", "1"]));
+    assert_exit(&first, 0);
+    let workers = database.collection::<Document>("workers");
+    let gated = workers
+        .find_one(doc! { "counter": "ids" })
+        .await
+        .unwrap()
+        .unwrap();
+    let ahead = gated.get_i64("last_time").unwrap() + 100_000;
+    // Worker id 7, as an idmint before gates leases it: no `gated`.
+    workers
+        .insert_one(doc! {
+            "_id": "ids#7", "counter": "ids", "worker": 7_i64, "owner": "0123456789abcdef",
+            "host": "old-host", "pid": 4242_i64, "acquired": DateTime::now(), "floor": 0_i64,
+            "last_time": ahead,
+            "expires": DateTime::from_millis(DateTime::now().timestamp_millis() + 3_600_000),
+        })
+        .await
+        .unwrap();
+    let before = database
+        .collection::<Document>("counters")
+        .find_one(doc! { "_id": "ids" })
+        .await
+        .unwrap();
+
+    let refused = run(idmint(TEST).args(["counter", "stripes", "ids", "--set", "2"]));
+    assert_exit(&refused, 2);
+    assert!(
+        stderr(&refused).contains("worker id 7 is leased by old-host (pid 4242)"),
+        "{}",
+        stderr(&refused)
+    );
+    let after = database
+        .collection::<Document>("counters")
+        .find_one(doc! { "_id": "ids" })
+        .await
+        .unwrap();
+    assert_eq!(after, before, "nothing changed");
+
+    // Its lease lapses (the process stopped): the change goes ahead, above it.
+    workers
+        .update_one(
+            doc! { "_id": "ids#7" },
+            doc! { "$set": { "expires": DateTime::from_millis(0) } },
+        )
+        .await
+        .unwrap();
+    let striped = run(idmint(TEST).args(["counter", "stripes", "ids", "--set", "2"]));
+    assert_exit(&striped, 0);
+    let lanes = database
+        .collection::<Document>("counters")
+        .find(doc! { "_id": { "$in": ["ids#0", "ids#1"] } })
+        .await
+        .unwrap();
+    use futures_util::TryStreamExt;
+    let lanes: Vec<Document> = lanes.try_collect().await.unwrap();
+    assert_eq!(lanes.len(), 2);
+    for lane in &lanes {
+        let floor = lane.get_document("lane").unwrap().get_i64("b").unwrap();
+        assert!(
+            floor >= ahead,
+            "lane floor {floor} is below {ahead}, reserved by worker 7"
+        );
+    }
+    let after = run(idmint(TEST).args(["seq", "ids", "--count", "3"]));
+    assert_exit(&after, 0);
 }

@@ -5,10 +5,11 @@
 //! host's `StripedCounter::take` does (all through the shared stored
 //! `takeFromLanes`). Held equal to the host on a set of maps and lanes
 //! (fresh, taken from, in a later period, sealed, gone, malformed, near
-//! exhaustion, without a live lane): the same values (and timestamps, or
-//! periods) or refusals, the same documents left, and the very command of
-//! `lane_take_command` sent; `readCounter` reads a lane (and a periodic
-//! map) as the host's readers do; run at once with the host's takers held
+//! exhaustion, without a live lane, of another counter of the name): the
+//! same values (and timestamps, or periods) or refusals, the same
+//! documents left, and the very command of `lane_take_command` sent;
+//! `readCounter` reads a lane (and a periodic map, its incarnation with
+//! it) as the host's readers do; run at once with the host's takers held
 //! mid-take (a periodic counter's across a period boundary of the
 //! server's clock); and run while the counter's stripes change under it.
 
@@ -21,6 +22,7 @@ use serde_json::{json, Value};
 
 use idmint::installer;
 use idmint::parts::PeriodUnit;
+use idmint::sequence::identity::Incarnation;
 use idmint::sequence::striping::hooks::{hold, Point};
 use idmint::sequence::striping::{
     create_striped, lane_take_command, Generation, LaneOf, StripeMap,
@@ -51,6 +53,10 @@ const FAR: &str = "9000";
 /// A year the test server's clock is long after: a take of a periodic
 /// lane in it starts the period of the server's clock, from 1.
 const PAST: &str = "2001";
+
+/// A counter's incarnation (issue 49), and another counter's of its name.
+const MINE: &str = "0123456789abcdef0123456789abcdef";
+const OTHER: &str = "fedcba9876543210fedcba9876543210";
 
 /// Which stored function a case calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1188,6 +1194,50 @@ fn cases() -> Vec<Case> {
             one(with_place(periodic_one(), "zone", "Europe/Paris")),
             1,
         ),
+        // Identities (issue 49): a lane of another incarnation than its
+        // map's is another counter's of the name, which neither twin takes
+        // from; a lane of the map's, or of none (written before
+        // incarnations), is taken from. A map's malformed one is named.
+        case(
+            "s_lane_of_another_counter",
+            with(map(1, 0, 1, true), "incarnation", MINE),
+            one(with_place(fresh_one(), "incarnation", OTHER)),
+            1,
+        ),
+        case(
+            "s_lane_of_its_counter",
+            with(map(1, 0, 2, true), "incarnation", MINE),
+            vec![
+                (
+                    0,
+                    with_place(lane(1, 0, 2, 0, 3, false), "incarnation", MINE),
+                ),
+                (1, lane(1, 0, 2, 1, 0, false)),
+            ],
+            2,
+        ),
+        stamp_case(
+            "c_lane_of_its_counter",
+            with(cyclic_map(1, 0, 1, 9, true), "incarnation", MINE),
+            one(with_place(
+                fresh_cyclic_lane(1, 0, 1, 9, 0),
+                "incarnation",
+                MINE,
+            )),
+            1,
+        ),
+        periodic_case(
+            "p_lane_of_its_counter",
+            with(periodic_map(1, 0, FAR, 1, true), "incarnation", MINE),
+            one(with_place(periodic_one(), "incarnation", MINE)),
+            1,
+        ),
+        case(
+            "s_map_incarnation_number",
+            with(map(1, 0, 1, true), "incarnation", 49_i64),
+            one(fresh_one()),
+            1,
+        ),
         // Periodic maps, malformed: their own fields are what their lanes
         // are made of, read with the map.
         periodic_case(
@@ -1462,6 +1512,21 @@ async fn the_stored_function_and_the_host_take_alike_from_a_striped_counter() {
         }
     }
     assert!(refused > 5, "too few cases refused every call: {refused}");
+    // Another counter's lane was refused; its counter's own taken from.
+    let errors = |case: &str| {
+        host[case]
+            .iter()
+            .filter(|o| o.get("error").is_some())
+            .count()
+    };
+    assert_eq!(errors("s_lane_of_another_counter"), 1, "{host:?}");
+    for case in [
+        "s_lane_of_its_counter",
+        "c_lane_of_its_counter",
+        "p_lane_of_its_counter",
+    ] {
+        assert_eq!(errors(case), 0, "{case}: {:?}", host[case]);
+    }
 
     // Every lane take the twin sent is the host's command for that lane
     // (a periodic lane's of the map's period and zone, and of the case's
@@ -1486,11 +1551,16 @@ async fn the_stored_function_and_the_host_take_alike_from_a_striped_counter() {
             .iter()
             .find(|case| case.name == name)
             .unwrap_or_else(|| panic!("{name}: no such case"));
-        let map = StripeMap::live(
+        let mut map = StripeMap::live(
             &case.lanes_of(),
             1,
             Generation::new(0, residue + 1).unwrap(),
         );
+        map.incarnation = case
+            .map
+            .get_str("incarnation")
+            .ok()
+            .and_then(Incarnation::parse);
         let expected = lane_take_command(
             &CounterName::new(name).unwrap(),
             &map,
@@ -1906,6 +1976,20 @@ async fn the_stored_reader_reads_periodic_lanes_and_maps_as_the_host_does() {
             doc! { "kind": "segment", "generation": 1, "base": 0, "modulus": 2,
             "lanes": [{ "residue": 0 }, { "residue": 1 }] },
         ),
+        // Its incarnation (issue 49): none (absent or null), or 32
+        // lowercase hex digits, read once striped is found, before the
+        // rest.
+        with(periodic(), "incarnation", MINE),
+        with(periodic(), "incarnation", Bson::Null),
+        with(periodic(), "incarnation", "xyz"),
+        with(periodic(), "incarnation", MINE.to_uppercase()),
+        with(periodic(), "incarnation", 49_i32),
+        with(without(periodic(), "striped"), "incarnation", 49_i32),
+        modulus_zero(with(
+            with(periodic(), "period", "week"),
+            "incarnation",
+            "xyz",
+        )),
     ];
     for (index, fields) in maps.iter().enumerate() {
         let mut document = doc! { "_id": format!("maps-{index}") };
@@ -1922,6 +2006,7 @@ async fn the_stored_reader_reads_periodic_lanes_and_maps_as_the_host_does() {
                 "base_period": map.base_period,
                 "modulus": map.modulus,
                 "live": map.live,
+                "incarnation": map.incarnation,
             }),
             Err(reason) => json!({ "error": format!(
                 "counter 'maps': its stripe map is corrupt: {reason}; it was left unchanged"
@@ -2008,6 +2093,7 @@ async fn the_stored_reader_reads_periodic_lanes_and_maps_as_the_host_does() {
                 "base_period": map["basePeriod"],
                 "modulus": map["modulus"],
                 "live": map["live"],
+                "incarnation": map["incarnation"],
             })
         })
         .collect();

@@ -26,6 +26,8 @@ pub mod mongosh;
 pub mod process;
 pub mod server;
 pub mod service;
+pub mod sites;
+pub mod takers;
 pub mod wait;
 
 pub use clock_server::FakeClockServer;

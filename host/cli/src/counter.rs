@@ -129,8 +129,19 @@ pub struct StripesArgs {
     pub name: String,
     /// How many lanes the new generation has, or, across deployments,
     /// DEPLOYMENT:N,... (as in eu:2,us:2), each named with --uri NAME=URI.
-    #[arg(long, value_name = "N|LAYOUT", value_parser = parse_layout)]
-    pub set: Layout,
+    #[arg(
+        long,
+        value_name = "N|LAYOUT",
+        value_parser = parse_layout,
+        required_unless_present = "resume",
+        conflicts_with = "resume"
+    )]
+    pub set: Option<Layout>,
+    /// Finish a change of stripes that stopped half way (a deployment it
+    /// needed died, or the command was killed), as its claim recorded it;
+    /// takers do it on their own once every deployment it needs answers.
+    #[arg(long)]
+    pub resume: bool,
     #[command(flatten)]
     pub connect: ConnectArgs,
 }
@@ -229,22 +240,54 @@ impl CounterCmd {
             CounterCmd::Show(args) => {
                 let name = CounterName::new(&args.name).map_err(idmint::Error::from)?;
                 let (database, deployments) = args.connect.connect_all().await?;
-                let state = sequence::state(&database, &name)
+                let mut state = sequence::state(&database, &name)
                     .await
                     .map_err(idmint::Error::from)?;
+                // A change of stripes long stopped half way is finished
+                // first, as a taker would (what it says if it cannot be:
+                // the map below, still half way).
+                let now_ms = idmint::SystemClock.now_micros() / 1000;
+                let stalled = state.striped.as_ref().is_some_and(|map| {
+                    !map.live
+                        && map
+                            .change
+                            .as_ref()
+                            .is_some_and(|change| change.stalled_at(now_ms))
+                });
+                if stalled
+                    && striping::resume(&database, deployments.as_ref(), &name)
+                        .await
+                        .is_ok()
+                {
+                    state = sequence::state(&database, &name)
+                        .await
+                        .map_err(idmint::Error::from)?;
+                }
                 show_state(output, &database, deployments.as_ref(), &state, "").await
             }
             CounterCmd::Stripes(args) => {
                 let name = CounterName::new(&args.name).map_err(idmint::Error::from)?;
                 let (database, deployments) = args.connect.connect_all().await?;
                 let deployments = deployments.as_ref();
-                striping::set_layout(&database, deployments, &name, &args.set)
-                    .await
-                    .map_err(idmint::Error::from)?;
+                let verb = match &args.set {
+                    Some(layout) => {
+                        striping::set_layout(&database, deployments, &name, layout)
+                            .await
+                            .map_err(idmint::Error::from)?;
+                        ""
+                    }
+                    None => match striping::resume(&database, deployments, &name)
+                        .await
+                        .map_err(idmint::Error::from)?
+                    {
+                        Some(_) => "finished the change of stripes of ",
+                        None => "no change of stripes under way: ",
+                    },
+                };
                 let state = sequence::state(&database, &name)
                     .await
                     .map_err(idmint::Error::from)?;
-                show_state(output, &database, deployments, &state, "").await
+                show_state(output, &database, deployments, &state, verb).await
             }
             CounterCmd::Prefix(PrefixCmd::Add(args)) => {
                 let name = CounterName::new(&args.name).map_err(idmint::Error::from)?;

@@ -13,6 +13,7 @@ use mongodb::bson::{doc, Document};
 
 use crate::lock::LOCKS_COLLECTION;
 use crate::mongo::collections::MANIFEST as MANIFEST_COLLECTION;
+use crate::mongo::collections::TAGS as TAGS_COLLECTION;
 use crate::policy::POLICIES_COLLECTION;
 use crate::sequence::WORKERS_COLLECTION;
 use crate::sequence::{COUNTERS_COLLECTION, PREFIXES_COLLECTION};
@@ -52,6 +53,9 @@ pub fn role_specs(database: &str) -> Vec<RoleSpec> {
                 ),
                 // Lease, renew and release snowflake worker ids.
                 privilege(database, WORKERS_COLLECTION, &["find", "insert", "update"]),
+                // Claim the tag a snowflake counter made before tags gets
+                // the first time a standard ID needs it (next, serve).
+                privilege(database, TAGS_COLLECTION, &["find", "insert", "update"]),
                 // idmint serve --tokens-from-db reads the app tokens.
                 privilege(database, TOKENS_COLLECTION, &["find"]),
             ],
@@ -85,6 +89,10 @@ pub fn role_specs(database: &str) -> Vec<RoleSpec> {
                     PREFIXES_COLLECTION,
                     &["find", "insert", "update", "remove"],
                 ),
+                // The claims of tags: by counter create (snowflake) and a
+                // change of stripes bringing a tag into a deployment, an
+                // older claim given the counter's incarnation. Never removed.
+                privilege(database, TAGS_COLLECTION, &["find", "insert", "update"]),
                 privilege(
                     database,
                     LOCKS_COLLECTION,

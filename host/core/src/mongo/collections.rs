@@ -4,6 +4,9 @@
 pub const COUNTERS: &str = "counters";
 /// The history of prefixes: who owns or owned each one (`sequence/claims.rs`).
 pub const PREFIXES: &str = "prefixes";
+/// The claims of snowflake counters' tags, one per tag, never given back
+/// (`sequence/kinds/snowflake/tag_claim.rs`).
+pub const TAGS: &str = "tags";
 /// Lock documents, one per lock name.
 pub const LOCKS: &str = "locks";
 /// Snowflake worker leases, one per counter and worker id.

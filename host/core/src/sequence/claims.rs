@@ -30,6 +30,7 @@ use mongodb::bson::{doc, DateTime, Document};
 use mongodb::{Collection, Database};
 
 use super::counter::prefixes::owners;
+use super::identity::{Incarnation, INCARNATION_FIELD};
 use super::{CounterName, SequenceError};
 use crate::mongo::{self, durable_write_concern};
 
@@ -60,14 +61,53 @@ impl Stage {
     }
 }
 
-/// Who claims: a counter being created, or one that exists.
+/// Who claims: a counter being created, or one that exists, each with its
+/// incarnation (`identity.rs`): a claim is a counter's own only where its
+/// name and its incarnation are the claim's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Claimant {
+pub(crate) enum Claimant<'a> {
     /// `counter create`: no counter of this name exists (checked before),
-    /// so an `owned` claim under its name is a deleted counter's.
-    New,
-    /// `counter prefix add` to a counter that exists.
-    Existing,
+    /// so a claim under its name is a deleted counter's, or another
+    /// deployment's counter of the name.
+    New(&'a Incarnation),
+    /// A counter that exists: `counter prefix add`, or a change of stripes
+    /// claiming its prefixes in another deployment.
+    Existing {
+        /// Its incarnation (none: a counter made before incarnations, whose
+        /// claims are its own by name, as they always were).
+        incarnation: Option<&'a Incarnation>,
+        /// Whether a claim of its name that has no incarnation (written
+        /// before incarnations) is its own: only where its own document or
+        /// copy of its map was already there to write it.
+        unmarked_are_its_own: bool,
+    },
+}
+
+impl Claimant<'_> {
+    fn incarnation(&self) -> Option<&Incarnation> {
+        match *self {
+            Claimant::New(incarnation) => Some(incarnation),
+            Claimant::Existing { incarnation, .. } => incarnation,
+        }
+    }
+
+    /// Whether a claim written under its name with `recorded` (none: no
+    /// incarnation) is its own.
+    fn owns(&self, recorded: Option<&Incarnation>) -> bool {
+        match (*self, recorded) {
+            (Claimant::New(_), _) => false,
+            (Claimant::Existing { incarnation, .. }, Some(recorded)) => {
+                incarnation == Some(recorded)
+            }
+            (
+                Claimant::Existing {
+                    incarnation,
+                    unmarked_are_its_own,
+                },
+                None,
+            ) => incarnation.is_none() || unmarked_are_its_own,
+        }
+    }
 }
 
 fn claims(database: &Database) -> Collection<Document> {
@@ -90,7 +130,7 @@ pub(crate) async fn claim(
     database: &Database,
     name: &CounterName,
     prefixes: &[String],
-    claimant: Claimant,
+    claimant: Claimant<'_>,
 ) -> Result<Vec<String>, SequenceError> {
     let mut claimed = Vec::new();
     for prefix in prefixes {
@@ -112,7 +152,7 @@ async fn claim_one(
     database: &Database,
     name: &CounterName,
     prefix: &str,
-    claimant: Claimant,
+    claimant: Claimant<'_>,
     again: bool,
 ) -> Result<bool, SequenceError> {
     // A counter made before the history existed speaks through its document.
@@ -126,12 +166,15 @@ async fn claim_one(
             owner,
         });
     }
-    let claim = doc! {
+    let mut claim = doc! {
         "_id": prefix,
         "counter": name.as_str(),
         "state": Stage::Owned.as_str(),
         "since": DateTime::now(),
     };
+    if let Some(incarnation) = claimant.incarnation() {
+        claim.insert(INCARNATION_FIELD, incarnation);
+    }
     let inserted = claims(database)
         .insert_one(claim)
         .write_concern(durable_write_concern())
@@ -158,22 +201,55 @@ async fn claim_one(
     };
     let counter = existing.get_str("counter").unwrap_or_default().to_string();
     let stage = Stage::read(&existing);
-    match (counter == name.as_str(), stage, claimant) {
+    // A claim whose incarnation is malformed is nobody's.
+    let recorded = Incarnation::read(&existing);
+    match (counter == name.as_str(), stage, recorded) {
         // A prefix this counter owns already.
-        (true, Some(Stage::Owned), Claimant::Existing) => Ok(false),
+        (true, Some(Stage::Owned), Ok(recorded)) if claimant.owns(recorded.as_ref()) => {
+            if let (None, Some(incarnation)) = (&recorded, claimant.incarnation()) {
+                mark(database, name, prefix, incarnation).await?;
+            }
+            Ok(false)
+        }
         (false, Some(Stage::Owned), _) => Err(SequenceError::PrefixTaken {
             prefix: prefix.to_string(),
             owner: counter,
         }),
         // Released, a deleted counter's (or an interrupted create's: the
-        // two look alike), or a claim idmint did not write: IDs may have
-        // been formatted with it, so it is nobody's again.
+        // two look alike), another counter's of the same name (another
+        // incarnation: made again since, or in another deployment), or a
+        // claim idmint did not write: IDs may have been formatted with it,
+        // so it is nobody's again.
         (_, stage, _) => Err(SequenceError::PrefixRetired {
             prefix: prefix.to_string(),
             counter,
             released: stage == Some(Stage::Released),
         }),
     }
+}
+
+/// Writes `incarnation` into the claim of `prefix` that counter `name`
+/// owns without one (written before incarnations): from now on it is
+/// this counter's by identity, not by name.
+async fn mark(
+    database: &Database,
+    name: &CounterName,
+    prefix: &str,
+    incarnation: &Incarnation,
+) -> Result<(), SequenceError> {
+    claims(database)
+        .update_one(
+            doc! {
+                "_id": prefix,
+                "counter": name.as_str(),
+                INCARNATION_FIELD: { "$exists": false },
+            },
+            doc! { "$set": { INCARNATION_FIELD: incarnation } },
+        )
+        .write_concern(durable_write_concern())
+        .await
+        .map(drop)
+        .map_err(|source| database_error(name, "record the identity of", source))
 }
 
 /// Takes back the claims `claimed` (as [`claim`] returned them) of a create
@@ -200,17 +276,19 @@ pub(crate) async fn abandon(database: &Database, name: &CounterName, claimed: &[
 pub(crate) async fn record_owner(
     database: &Database,
     name: &CounterName,
+    incarnation: Option<&Incarnation>,
     prefix: &str,
 ) -> Result<(), SequenceError> {
+    let mut record = doc! {
+        "counter": name.as_str(),
+        "state": Stage::Owned.as_str(),
+        "since": DateTime::now(),
+    };
+    if let Some(incarnation) = incarnation {
+        record.insert(INCARNATION_FIELD, incarnation);
+    }
     let result = claims(database)
-        .update_one(
-            doc! { "_id": prefix },
-            doc! { "$setOnInsert": {
-                "counter": name.as_str(),
-                "state": Stage::Owned.as_str(),
-                "since": DateTime::now(),
-            }},
-        )
+        .update_one(doc! { "_id": prefix }, doc! { "$setOnInsert": record })
         .upsert(true)
         .write_concern(durable_write_concern())
         .await;

@@ -30,6 +30,7 @@ macro_rules! registry {
         };
         use $crate::sequence::counter::fields::well_formed;
         use $crate::sequence::error::SequenceError;
+        use $crate::sequence::identity::Incarnation;
         use $crate::sequence::kind_trait::{
             check_block, list_words, CommandOptions, Fact, GiveBack, Handle, Headroom, Held, Kind,
             ValueShape,
@@ -127,15 +128,17 @@ macro_rules! registry {
                 }
             }
 
-            /// The fields a new counter `name` of this kind gets from
-            /// `database` itself ([`Kind::drawn_fields`]).
+            /// The fields a new counter `name` of this kind and of
+            /// `incarnation` gets from `database` itself
+            /// ([`Kind::drawn_fields`]).
             pub(crate) async fn drawn_fields(
                 self,
                 database: &Database,
                 name: &CounterName,
+                incarnation: &Incarnation,
             ) -> Result<Document, SequenceError> {
                 match self {
-                    $($(#[$meta])* Self::$variant => <$kind as Kind>::drawn_fields(database, name).await,)+
+                    $($(#[$meta])* Self::$variant => <$kind as Kind>::drawn_fields(database, name, incarnation).await,)+
                 }
             }
 

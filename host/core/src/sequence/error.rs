@@ -119,6 +119,23 @@ pub enum SequenceError {
         /// The largest tag.
         limit: u32,
     },
+    /// Every tag drawn for a snowflake counter in a row was claimed
+    /// already, by counters of other deployments that spread their tags
+    /// here (`kinds/snowflake/tag_claim.rs`); nothing was written to the
+    /// counter, and the tags drawn are skipped.
+    #[error(
+        "cannot give counter '{name}' a tag: the {attempts} tags drawn in a row, up to {last}, \
+         were claimed already by counters brought here from other deployments; nothing was \
+         written to the counter, try again"
+    )]
+    TagsClaimed {
+        /// The counter that needed a tag.
+        name: CounterName,
+        /// How many tags were drawn.
+        attempts: u32,
+        /// The last tag drawn.
+        last: u32,
+    },
     /// More values were asked for in one request than one round trip takes.
     #[error(
         "cannot take {requested} values of counter '{name}' at once: at most {max} per request"
@@ -408,7 +425,8 @@ impl SequenceError {
             | Self::LeaseLost { .. }
             | Self::Closed(_)
             | Self::Stalled { .. }
-            | Self::Contended { .. } => ErrorClass::Unavailable,
+            | Self::Contended { .. }
+            | Self::TagsClaimed { .. } => ErrorClass::Unavailable,
             Self::Unauthorized { .. } => ErrorClass::Unauthorized,
             Self::Striping { source, .. } => source.class(),
             Self::ListCounters { source } | Self::Database { source, .. } => {
@@ -447,4 +465,15 @@ fn prefix_not_owned(name: &CounterName, prefix: &str, owned: &[String]) -> Strin
 pub(crate) fn with_article(kind: &str) -> String {
     let an = kind.starts_with(['a', 'e', 'i', 'o', 'u']);
     format!("{} {kind}", if an { "an" } else { "a" })
+}
+
+/// The error of counter `name`'s striping.
+pub(crate) fn striping(
+    name: &CounterName,
+    source: crate::sequence::striping::StripingError,
+) -> SequenceError {
+    SequenceError::Striping {
+        name: name.clone(),
+        source,
+    }
 }

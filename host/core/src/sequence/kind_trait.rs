@@ -20,6 +20,7 @@ use mongodb::Database;
 use serde::Serialize;
 
 use super::error::SequenceError;
+use super::identity::Incarnation;
 use super::name::CounterName;
 use super::settings::{Setting, Settings};
 use crate::parts::Stamp;
@@ -72,14 +73,16 @@ pub trait Kind: 'static {
     /// `now_ms` is the time of the creation.
     fn fields(settings: &Settings, now_ms: u64) -> Result<Document, SequenceError>;
 
-    /// Fields a new counter `name` gets from `database` itself, asked once
-    /// its settings are accepted, just before its document is written (a
-    /// snowflake counter's tag); none for most kinds.
+    /// Fields a new counter `name` of `incarnation` gets from `database`
+    /// itself, asked once its settings are accepted, just before its
+    /// document is written (a snowflake counter's tag, claimed under its
+    /// incarnation); none for most kinds.
     async fn drawn_fields(
         database: &Database,
         name: &CounterName,
+        incarnation: &Incarnation,
     ) -> Result<Document, SequenceError> {
-        let _ = (database, name);
+        let _ = (database, name, incarnation);
         Ok(Document::new())
     }
 

@@ -42,6 +42,7 @@ mod counter;
 mod counters;
 mod dispatch;
 mod error;
+pub mod identity;
 mod kind_trait;
 mod kinds;
 mod known_shape;

@@ -273,14 +273,23 @@ pub async fn add(
     // `status` reports); the new prefix is claimed.
     if !state.prefixes_declared {
         for owned in &state.prefixes {
-            claims::record_owner(database, name, owned).await?;
+            claims::record_owner(database, name, state.incarnation.as_ref(), owned).await?;
         }
     }
     let new: Vec<String> = Some(prefix.to_string())
         .filter(|prefix| !state.owns(prefix))
         .into_iter()
         .collect();
-    claims::claim(database, name, &new, Claimant::Existing).await?;
+    claims::claim(
+        database,
+        name,
+        &new,
+        Claimant::Existing {
+            incarnation: state.incarnation.as_ref(),
+            unmarked_are_its_own: false,
+        },
+    )
+    .await?;
     // A claim stands whatever the rewrite's outcome: a write whose answer
     // was lost may have been applied, and the claim is this counter's.
     rewrite(&collection, name, &state, prefixes).await
@@ -313,7 +322,7 @@ pub async fn remove(
     // The history names the owner before the document stops naming it, and
     // retires the prefix only after: whatever a crash interrupts, no other
     // counter can claim it in between.
-    claims::record_owner(database, name, prefix).await?;
+    claims::record_owner(database, name, state.incarnation.as_ref(), prefix).await?;
     let after = rewrite(&collection, name, &state, prefixes).await?;
     claims::release(database, name, prefix).await?;
     Ok(after)

@@ -11,6 +11,7 @@ fn autoinc_counter() -> crate::sequence::CounterState {
         prefixes: vec![String::new()],
         prefixes_declared: true,
         striped: None,
+        incarnation: None,
     }
 }
 

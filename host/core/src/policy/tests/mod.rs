@@ -132,6 +132,7 @@ fn counter(maxval: u64) -> crate::sequence::CounterState {
         prefixes: vec![String::new()],
         prefixes_declared: true,
         striped: None,
+        incarnation: None,
     }
 }
 
@@ -146,6 +147,7 @@ fn snowflake_counter(layout: crate::parts::Layout) -> crate::sequence::CounterSt
         prefixes: vec![String::new()],
         prefixes_declared: true,
         striped: None,
+        incarnation: None,
     }
 }
 
@@ -163,6 +165,7 @@ fn periodic_counter() -> crate::sequence::CounterState {
         prefixes: vec![String::new()],
         prefixes_declared: true,
         striped: None,
+        incarnation: None,
     }
 }
 

@@ -14,6 +14,7 @@ use serde::Serialize;
 
 use super::fields::{read_kind, read_prefixes, DEFAULT_KIND};
 use crate::sequence::error::SequenceError;
+use crate::sequence::identity::Incarnation;
 use crate::sequence::kind_trait::Kind;
 use crate::sequence::name::CounterName;
 use crate::sequence::settings::Settings;
@@ -45,6 +46,10 @@ pub struct CounterDocument<S> {
     /// refuses it ([`SequenceError::Striped`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub striped: Option<StripeMap>,
+    /// The counter's identity (`identity.rs`): none for a counter made
+    /// before incarnations.
+    #[serde(skip)]
+    pub incarnation: Option<Incarnation>,
 }
 
 fn is_true(value: &bool) -> bool {
@@ -63,6 +68,7 @@ impl<S> CounterDocument<S> {
         let kind = read_kind(document).map_err(|reason| corrupt(name, reason))?;
         let kind = read_fields(kind.unwrap_or(DEFAULT_KIND))?;
         let owned = read_prefixes(document).map_err(|reason| corrupt(name, reason))?;
+        let incarnation = Incarnation::read(document).map_err(|reason| corrupt(name, reason))?;
         Ok(Self {
             name: name.to_string(),
             kind,
@@ -70,6 +76,7 @@ impl<S> CounterDocument<S> {
             prefixes: owned.prefixes,
             prefixes_declared: owned.declared,
             striped: None,
+            incarnation,
         })
     }
 

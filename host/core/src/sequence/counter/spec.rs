@@ -10,6 +10,7 @@ use super::prefixes::check_prefixes;
 use crate::sequence::claims::{self, Claimant};
 use crate::sequence::clock::{Clock, SystemClock};
 use crate::sequence::error::SequenceError;
+use crate::sequence::identity::{Incarnation, INCARNATION_FIELD};
 use crate::sequence::name::CounterName;
 use crate::sequence::registry::{CounterKind, CounterState};
 use crate::sequence::settings::Settings;
@@ -32,6 +33,9 @@ pub struct CounterSpec {
     /// true; false for a counter made for a few seconds (the bench's), so
     /// that it leaves the database's tags as they were.
     pub draw_fields: bool,
+    /// The counter's identity (`identity.rs`): drawn afresh when none is
+    /// given; given by a create that claimed something under it first.
+    pub(crate) incarnation: Option<Incarnation>,
 }
 
 impl Default for CounterSpec {
@@ -52,6 +56,7 @@ impl CounterSpec {
             settings: Settings::default(),
             prefixes: vec![String::new()],
             draw_fields: true,
+            incarnation: None,
         }
     }
 
@@ -129,7 +134,9 @@ pub(crate) async fn create_in(
     write_concern: &mongodb::options::WriteConcern,
 ) -> Result<CounterState, SequenceError> {
     let now_ms = SystemClock.now_micros() / 1000;
-    let document = spec.document(name, now_ms)?;
+    let mut document = spec.document(name, now_ms)?;
+    let incarnation = spec.incarnation.clone().unwrap_or_default();
+    document.insert(INCARNATION_FIELD, &incarnation);
     let database = database_of(collection);
     let mut claimed = Vec::new();
     if !spec.prefixes.is_empty() {
@@ -144,10 +151,11 @@ pub(crate) async fn create_in(
         if exists.is_some() {
             return Err(SequenceError::CounterExists(name.clone()));
         }
-        claimed = claims::claim(&database, name, &spec.prefixes, Claimant::New).await?;
+        claimed =
+            claims::claim(&database, name, &spec.prefixes, Claimant::New(&incarnation)).await?;
     }
     let drawn = match spec.draw_fields {
-        true => spec.kind.drawn_fields(&database, name).await,
+        true => spec.kind.drawn_fields(&database, name, &incarnation).await,
         false => Ok(Document::new()),
     };
     let result = match drawn {

@@ -19,8 +19,8 @@ use super::arithmetic::lane_id;
 use super::error::StripingError;
 use super::lane::{self, LaneOf};
 use super::map::StripeMap;
-use super::taker::striping;
 use crate::sequence::counter::command::find_and_modify;
+use crate::sequence::error::striping;
 use crate::sequence::error::SequenceError;
 use crate::sequence::kind_trait::ClientTime;
 use crate::sequence::name::CounterName;
@@ -67,8 +67,9 @@ pub fn lane_take_command(
     map.lanes_generation()
         .lane(residue)
         .map_err(|error| striping(name, error))?;
-    let (filter, update) =
+    let (mut filter, update) =
         lane::take_command(&lane_id(name, residue), &of, count, client.expression());
+    lane::of_counter(&mut filter, map.incarnation.as_ref());
     Ok(find_and_modify(filter, update))
 }
 
@@ -113,8 +114,10 @@ mod tests {
         let name = CounterName::new("orders").unwrap();
         let now = ClientTime::Micros(7);
         let command = lane_take_command(&name, &map(true), 2, 5, now).unwrap();
-        let (filter, update) =
+        let (mut filter, update) =
             lane::take_command("orders#2", &lane::LaneOf::Autoinc, 5, now.expression());
+        // Of the map's counter, or written before incarnations.
+        lane::of_counter(&mut filter, None);
         assert_eq!(command.get_document("query").unwrap(), &filter);
         let update: Vec<mongodb::bson::Bson> = update.into_iter().map(Into::into).collect();
         assert_eq!(command.get_array("update").unwrap(), &update);

@@ -107,7 +107,8 @@ pub enum StripingError {
     /// generation and has not finished (or stopped half way).
     #[error(
         "generation {generation} has no live lane yet: a change of stripes is under way or \
-         stopped half way (`idmint counter stripes` finishes it)"
+         stopped half way (the next take finishes it once every deployment it needs answers; \
+         `idmint counter stripes NAME --resume` does it by hand)"
     )]
     NoLiveLane {
         /// The generation the change claimed.
@@ -172,6 +173,31 @@ pub enum StripingError {
         /// The kind of the counter there.
         kind: String,
     },
+    /// A deployment holds a striped counter of the name that is not this
+    /// counter: another incarnation (made on its own there, or made again
+    /// since), or a copy that does not say it spans this counter's home.
+    #[error(
+        "deployment {deployment:?} holds another counter of its name ({why}); it is not a copy \
+         of this counter's map, and nothing was changed"
+    )]
+    OtherCounter {
+        /// The deployment.
+        deployment: String,
+        /// How it differs.
+        why: String,
+    },
+    /// The counter this handle opened was deleted and made again under its
+    /// name: the one there now is another counter.
+    #[error(
+        "the counter was made again since it was opened (incarnation {found}, not {opened}): \
+         open it again"
+    )]
+    Replaced {
+        /// The incarnation the handle opened, as said in messages.
+        opened: String,
+        /// The one there now.
+        found: String,
+    },
     /// A counter across deployments has a copy of its prefixes in each:
     /// they are not changed there yet.
     #[error(
@@ -217,6 +243,34 @@ pub enum StripingError {
         "another change of its stripes ran at the same time; nothing more was changed, try again"
     )]
     Concurrent,
+    /// A snowflake counter's worker id is held by a process that does not
+    /// record its reservations in the counter (an idmint before gates):
+    /// nothing bounds the time it may issue, so no lane may start above it.
+    #[error(
+        "worker id {worker} is leased by {host} (pid {pid}) until {expires}, an idmint that \
+         does not record its time in the counter (before gates): stop it, or wait until its \
+         lease has lapsed, then change the stripes; nothing was changed"
+    )]
+    UngatedHolder {
+        /// The worker id.
+        worker: u64,
+        /// Its holder's host.
+        host: String,
+        /// Its holder's process id.
+        pid: u64,
+        /// When its lease lapses, RFC 3339.
+        expires: String,
+    },
+    /// `--resume` of a change claimed by an idmint that did not record
+    /// what it makes.
+    #[error(
+        "generation {generation} has no live lane, and the change that claimed it did not record \
+         its layout (an earlier idmint): run `idmint counter stripes NAME --set LAYOUT` again"
+    )]
+    NoRecordedChange {
+        /// The generation the change claimed.
+        generation: u64,
+    },
 }
 
 impl StripingError {
@@ -235,6 +289,8 @@ impl StripingError {
                 ErrorClass::Unavailable
             }
             Self::NameTaken { .. }
+            | Self::OtherCounter { .. }
+            | Self::Replaced { .. }
             | Self::PrefixesAcrossDeployments { .. }
             | Self::PrefixInDeployment { .. }
             | Self::TagInDeployment { .. } => ErrorClass::Conflict,
@@ -244,7 +300,9 @@ impl StripingError {
             | Self::CorruptLane { .. }
             | Self::LaneMissing { .. }
             | Self::Lane
-            | Self::Concurrent => ErrorClass::Conflict,
+            | Self::Concurrent
+            | Self::UngatedHolder { .. }
+            | Self::NoRecordedChange { .. } => ErrorClass::Conflict,
         }
     }
 }

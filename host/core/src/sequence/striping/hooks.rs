@@ -4,8 +4,12 @@
 //! [`Point::AfterTake`] (the take applied by the server, its answer not
 //! used yet); and a change of stripes between its seals and its writing
 //! of the new lanes ([`Point::BeforeLaneWrites`]), so that another change
-//! runs meanwhile. Only in builds with the `test-hooks` feature (the test
-//! suite's); elsewhere the taker passes them without a pause.
+//! runs meanwhile; and a snowflake counter's tag between its draw and its
+//! claim ([`Point::AfterTagDrawn`]) or between its claim and the new
+//! counter's document ([`Point::AfterTagClaimed`]), so that a counter of
+//! another deployment brings the same tag meanwhile. Only in builds with
+//! the `test-hooks` feature (the test suite's); elsewhere the taker passes
+//! them without a pause.
 
 /// Where a taker is held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,6 +20,12 @@ pub enum Point {
     AfterTake,
     /// A change of stripes: its lanes sealed, the new ones not written.
     BeforeLaneWrites,
+    /// A snowflake counter's tag drawn (the `$inc` of the tags document
+    /// done), its claim not written yet.
+    AfterTagDrawn,
+    /// A new snowflake counter's tag drawn and claimed, its document not
+    /// written yet.
+    AfterTagClaimed,
 }
 
 #[cfg(feature = "test-hooks")]

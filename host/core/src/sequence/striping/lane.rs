@@ -83,6 +83,7 @@ use crate::parts::{Period, PeriodUnit};
 use crate::sequence::counter::fields::{
     integer_in, read_document, read_integer, read_string, well_formed,
 };
+use crate::sequence::identity::Incarnation;
 use crate::sequence::kind_trait::MAX_VALUE;
 use crate::sequence::kinds::autoinc::AutoincKind;
 use crate::sequence::kinds::cyclic::{
@@ -642,6 +643,32 @@ pub(crate) fn take_command(
     (filter, update)
 }
 
+/// The field of a lane that says whose it is: its counter's incarnation
+/// (`sequence/identity.rs`), in its place.
+pub(crate) const LANE_INCARNATION: &str = "lane.incarnation";
+
+/// Marks `lane`, a lane document a change of stripes writes, as counter
+/// `incarnation`'s (none: a counter made before incarnations, whose lanes
+/// carry none).
+pub(crate) fn owned_by(mut lane: Document, incarnation: Option<&Incarnation>) -> Document {
+    if let (Some(incarnation), Ok(place)) = (incarnation, lane.get_document_mut("lane")) {
+        place.insert("incarnation", incarnation);
+    }
+    lane
+}
+
+/// Narrows `filter`, a take's or a gate's of a lane, to a lane of counter
+/// `incarnation`: a lane of another counter of the same name (made again
+/// since, or in another deployment) matches nothing. A lane written before
+/// incarnations (none) is its counter's still: a counter given its
+/// incarnation late has such lanes until its next change of stripes.
+pub(crate) fn of_counter(filter: &mut Document, incarnation: Option<&Incarnation>) {
+    filter.insert(
+        LANE_INCARNATION,
+        crate::sequence::identity::its_own_or_unmarked(incarnation),
+    );
+}
+
 /// The filter that matches snowflake lane `lane_id` while it is live and
 /// of generation `generation` above `base`: the gate its holders raise
 /// (`kinds/snowflake/gate.rs`).
@@ -846,6 +873,23 @@ impl LaneOf {
         }
     }
 
+    /// Reads `document`, an unstriped counter of the lanes' kind, as its
+    /// kind reads it: what is wrong with it, if anything.
+    pub(crate) fn read_unstriped(
+        &self,
+        name: &crate::sequence::name::CounterName,
+        document: &Document,
+    ) -> Result<(), crate::sequence::error::SequenceError> {
+        use crate::sequence::counter::document::read;
+        match self {
+            Self::Autoinc => read::<AutoincKind>(name, document).map(drop),
+            Self::Cyclic { .. } => read::<CyclicKind>(name, document).map(drop),
+            Self::Segment { .. } => read::<SegmentKind>(name, document).map(drop),
+            Self::Periodic { .. } => read::<PeriodicKind>(name, document).map(drop),
+            Self::Snowflake { .. } => read::<SnowflakeKind>(name, document).map(drop),
+        }
+    }
+
     /// The base the lanes of an unstriped counter's next generation
     /// start above, as an expression of its document: an autoinc
     /// counter's last value, a segment counter's last value taken (its
@@ -1015,6 +1059,8 @@ impl StripeMap {
             placement: Vec::new(),
             spans: Vec::new(),
             here: None,
+            change: None,
+            incarnation: None,
             fields: of.map_fields(&Mark::of(lanes.base)),
         }
     }

@@ -32,9 +32,15 @@ use serde::Serialize;
 use super::arithmetic::Mark;
 use super::arithmetic::{Generation, Lane, MAX_LANES};
 use super::deployments::check_deployment_name;
+use super::error::StripingError;
+use super::layout::Layout;
 use crate::mongo::describe_value;
 use crate::sequence::counter::fields::{read_array, read_document, read_integer, read_string};
+use crate::sequence::error::striping;
+use crate::sequence::error::SequenceError;
+use crate::sequence::identity::Incarnation;
 use crate::sequence::kind_trait::MAX_VALUE;
+use crate::sequence::name::CounterName;
 
 /// The `kind` of a striped counter's map.
 pub const STRIPED_KIND: &str = "striped";
@@ -69,17 +75,58 @@ pub struct StripeMap {
     /// The deployment this copy of the map is in (none: it spans one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub here: Option<String>,
+    /// While a change of stripes is under way (not `live`): what it makes,
+    /// so that any process can finish it (`restripe.rs`'s `resume`); none
+    /// once live, or for a change claimed by a version that did not say.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub change: Option<PendingChange>,
+    /// The counter's identity (`sequence/identity.rs`), the document's own
+    /// `incarnation` (none: a counter made before incarnations): every
+    /// copy of its map and every lane it writes carries it.
+    #[serde(skip)]
+    pub incarnation: Option<Incarnation>,
     /// The map document's own fields, those of its lanes' kind among them
     /// (`lane.rs` reads what its lanes are made of from them).
     #[serde(skip)]
     pub(crate) fields: Document,
 }
 
+/// A change of stripes under way, as its claim recorded it in every copy
+/// of the map: the layout it makes, and when it was claimed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PendingChange {
+    /// The layout of the generation it makes (`--set`).
+    #[serde(serialize_with = "as_text")]
+    pub to: Layout,
+    /// When it was claimed, in milliseconds since 1970 by the clock of the
+    /// process that claimed it.
+    pub since_ms: u64,
+}
+
+fn as_text<S: serde::Serializer>(layout: &Layout, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_str(layout)
+}
+
+/// How long a change of stripes may stay half way before a process that
+/// finds it so finishes it, by the claim's own clock against this
+/// process's (a process that watched it stay so uses its own watch:
+/// `taker.rs`).
+pub const STALLED_AFTER: std::time::Duration = std::time::Duration::from_secs(10);
+
+impl PendingChange {
+    /// Whether it was claimed more than [`STALLED_AFTER`] before `now_ms`.
+    pub fn stalled_at(&self, now_ms: u64) -> bool {
+        now_ms.saturating_sub(self.since_ms) >= STALLED_AFTER.as_millis() as u64
+    }
+}
+
 /// Two maps are equal when their `striped` fields say the same: the
 /// document's own fields are its kind's, whose reader compares them.
 impl PartialEq for StripeMap {
     fn eq(&self, other: &Self) -> bool {
-        self.to_document() == other.to_document() && self.live == other.live
+        self.to_document() == other.to_document()
+            && self.live == other.live
+            && self.incarnation == other.incarnation
     }
 }
 
@@ -125,9 +172,13 @@ impl StripeMap {
     /// The generation in words, as `counter show` and the monitor say it.
     pub fn describe(&self) -> String {
         if !self.live {
+            let to = match &self.change {
+                Some(change) => format!(" to {}", change.to),
+                None => String::new(),
+            };
             return format!(
-                "generation {}, a change of stripes under way (no live lane; \
-                 `idmint counter stripes` finishes it)",
+                "generation {}, a change of stripes{to} under way (no live lane; the next take \
+                 finishes it, or `idmint counter stripes NAME --resume`)",
                 self.generation
             );
         }
@@ -189,6 +240,7 @@ impl StripeMap {
         lanes: impl FnOnce(&str, &Document) -> Result<(), String>,
     ) -> Result<Self, String> {
         let striped = read_document(document, "striped")?;
+        let incarnation = Incarnation::read(document)?;
         let within = |reason: String| format!("striped.{reason}");
         let kind = read_string(striped, "kind").map_err(within)?.to_string();
         let generation = read_integer(striped, "generation", 0, MAX_VALUE).map_err(within)?;
@@ -274,6 +326,7 @@ impl StripeMap {
         if spans.is_empty() != here.is_none() {
             return Err("striped.spans and striped.here go together".to_string());
         }
+        let change = read_change(striped)?.filter(|_| !live);
         Ok(StripeMap {
             kind,
             generation,
@@ -284,6 +337,8 @@ impl StripeMap {
             placement,
             spans,
             here,
+            change,
+            incarnation,
             fields: document.clone(),
         })
     }
@@ -315,6 +370,13 @@ impl StripeMap {
             document.insert("spans", &self.spans);
             document.insert("here", here);
         }
+        if let Some(change) = self.change.as_ref().filter(|_| !self.live) {
+            document.insert("to", change.to.to_string());
+            document.insert(
+                "since",
+                mongodb::bson::DateTime::from_millis(change.since_ms as i64),
+            );
+        }
         document
     }
 
@@ -325,6 +387,52 @@ impl StripeMap {
             ..self.clone()
         }
     }
+}
+
+/// Reads the map of striped counter `name` from its document.
+pub(crate) fn read_map(
+    name: &CounterName,
+    document: &Document,
+) -> Result<StripeMap, SequenceError> {
+    match document.get("kind") {
+        Some(mongodb::bson::Bson::String(kind)) if kind == STRIPED_KIND => {}
+        other => {
+            let found = other.map_or_else(|| "missing".to_string(), describe_value);
+            return Err(striping(
+                name,
+                StripingError::CorruptMap(format!("kind is {found}, no longer {STRIPED_KIND:?}")),
+            ));
+        }
+    }
+    StripeMap::read(document).map_err(|reason| striping(name, StripingError::CorruptMap(reason)))
+}
+
+/// Reads the change under way a claimed map records (`to`, `since`), if
+/// it records one.
+fn read_change(striped: &Document) -> Result<Option<PendingChange>, String> {
+    let to = match striped.get("to") {
+        None => return Ok(None),
+        Some(Bson::String(text)) => text
+            .parse::<Layout>()
+            .map_err(|reason| format!("striped.to {text:?}: {reason}"))?,
+        Some(other) => {
+            return Err(format!(
+                "striped.to is {}, not a string",
+                describe_value(other)
+            ))
+        }
+    };
+    let since_ms = match striped.get("since") {
+        Some(Bson::DateTime(at)) => at.timestamp_millis().max(0) as u64,
+        Some(other) => {
+            return Err(format!(
+                "striped.since is {}, not a date",
+                describe_value(other)
+            ))
+        }
+        None => return Err("striped.to is set but striped.since is missing".to_string()),
+    };
+    Ok(Some(PendingChange { to, since_ms }))
 }
 
 /// Reads the optional list of deployment names `key` of `striped`.

@@ -19,7 +19,8 @@
 //! - `taker`: [`StripedCounter`], an opened striped counter, which
 //!   [`Sequence`](crate::sequence::Sequence) opens a counter whose document
 //!   is a map as;
-//! - `restripe`: creating a striped counter and changing its stripes;
+//! - `create`: creating a striped counter; `restripe`: changing its
+//!   stripes, and finishing a change that stopped half way;
 //! - `show`: its lanes as they are, for `counter show`;
 //! - `hooks`: where a test holds takers mid-take (test builds only).
 //!
@@ -28,6 +29,7 @@
 
 mod arithmetic;
 mod command;
+mod create;
 mod deployments;
 mod error;
 pub mod hooks;
@@ -44,14 +46,15 @@ mod taker;
 
 pub use arithmetic::{lane_id, Generation, Lane, LANE_SEPARATOR, MAX_LANES};
 pub use command::{how_to_read_a_lane_take, lane_take_command};
+pub use create::{create_laid_out, create_striped};
 pub use deployments::{
     check_deployment_name, Deployment, Deployments, HealthReport, FIRST_BACKOFF, LONGEST_BACKOFF,
 };
 pub use error::StripingError;
 pub use lane::{LaneDocument, LaneOf, Mark, LANE_KIND, STRIPABLE};
 pub use layout::Layout;
-pub use map::{StripeMap, STRIPED_KIND};
+pub use map::{PendingChange, StripeMap, STALLED_AFTER, STRIPED_KIND};
 pub(crate) use open::read_from_any;
-pub use restripe::{create_laid_out, create_striped, set_layout, set_stripes, Restriped};
+pub use restripe::{resume, resume_change, set_layout, set_stripes, Restriped};
 pub use show::{lanes, LaneReport, LaneView};
-pub use taker::{StripedCounter, ATTEMPTS, HEDGE_AFTER};
+pub use taker::{StripedCounter, ATTEMPTS, HEDGE_AFTER, RESUME_AFTER};

@@ -38,19 +38,21 @@ use super::hooks::{self, Point};
 use super::lane::STRIPABLE;
 use super::lane::{self, new_lane, placeholder, LaneOf, Mark};
 use super::layout::Layout;
-use super::map::{StripeMap, STRIPED_KIND};
-use super::taker::{read_map, striping};
+use super::map::read_map;
+use super::map::{PendingChange, StripeMap, STRIPED_KIND};
 use crate::mongo::collections::COUNTERS;
 use crate::mongo::{describe_error, durable_write_concern, is_duplicate_key};
 use crate::sequence::claims::{self, Claimant};
+use crate::sequence::clock::{Clock, SystemClock};
 use crate::sequence::counter::fields::{database_of, read_kind, DEFAULT_KIND};
-use crate::sequence::counter::spec::CounterSpec;
-use crate::sequence::counters::create;
+use crate::sequence::error::striping;
 use crate::sequence::error::SequenceError;
-use crate::sequence::kinds::cyclic::DEFAULT_MAXVAL;
-use crate::sequence::kinds::snowflake::{keep_tag_from_others, layout_of, SnowflakeState};
+use crate::sequence::identity::{self, Incarnation, INCARNATION_FIELD};
+use crate::sequence::kind_trait::Kind;
+use crate::sequence::kinds::snowflake::{
+    keep_tag_from_others, leases_of, SnowflakeKind, SnowflakeState,
+};
 use crate::sequence::name::CounterName;
-use crate::sequence::CounterKind;
 
 /// What a change of stripes did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,92 +62,6 @@ pub struct Restriped {
     /// Each lane sealed: its residue and how far it got (the last value
     /// it handed out, its generation's base if none; see [`Mark`]).
     pub sealed: Vec<(u64, Mark)>,
-}
-
-/// Creates counter `name` as `spec` says with `stripes` lanes: an
-/// unstriped counter for 1, else a counter striped at once (see the module
-/// docs). Only the kinds that can be striped take more than one.
-pub async fn create_striped(
-    database: &Database,
-    name: &CounterName,
-    spec: &CounterSpec,
-    stripes: u64,
-) -> Result<crate::sequence::CounterState, SequenceError> {
-    create_laid_out(database, None, name, spec, &Layout::count(stripes)).await
-}
-
-/// Creates counter `name` as `spec` says in `database` (the preferred of
-/// `deployments`, if given), its lanes laid out as `layout` says (lanes in
-/// other deployments: of `deployments`): an unstriped counter for one
-/// unnamed lane, else a counter striped at once.
-pub async fn create_laid_out(
-    database: &Database,
-    deployments: Option<&Deployments>,
-    name: &CounterName,
-    spec: &CounterSpec,
-    layout: &Layout,
-) -> Result<crate::sequence::CounterState, SequenceError> {
-    let striped = layout.is_named() || layout.modulus() != 1;
-    if striped {
-        check_stripable(name, spec.kind.as_str())?;
-        check_layout(name, deployments, layout)?;
-        // The kinds whose settings bound their lanes, refused before the
-        // counter is created.
-        let of = match spec.kind {
-            CounterKind::Cyclic => Some(LaneOf::Cyclic {
-                top: spec.settings.maxval.unwrap_or(DEFAULT_MAXVAL),
-            }),
-            CounterKind::Snowflake => Some(LaneOf::Snowflake {
-                state: SnowflakeState {
-                    layout: layout_of(&spec.settings),
-                    tag: None,
-                },
-            }),
-            _ => None,
-        };
-        if let Some(of) = of {
-            check_lanes(name, &of, layout.modulus())?;
-        }
-    }
-    if layout.is_named() {
-        // Every deployment answers, none holds a counter of the name, and
-        // the prefixes are claimed in each, before the counter is created.
-        let sites = Sites::of(database, deployments, name, &[], layout)?;
-        sites.other_copies(name).await?;
-        let prefixes = Bson::Array(
-            spec.prefixes
-                .iter()
-                .map(|p| Bson::String(p.clone()))
-                .collect(),
-        );
-        sites.claim_prefixes(name, &prefixes).await?;
-    }
-    let created = create(database, name, spec).await?;
-    if !striped {
-        return Ok(created);
-    }
-    let laid_out = set_layout(database, deployments, name, layout).await;
-    if let Err(
-        error @ SequenceError::Striping {
-            source: StripingError::TagInDeployment { .. },
-            ..
-        },
-    ) = laid_out
-    {
-        // The tag is drawn when the counter is made: one another
-        // deployment has given already refuses the layout, and the counter
-        // made for it is not left behind (its tag is skipped, never drawn
-        // again).
-        database
-            .collection::<Document>(COUNTERS)
-            .delete_one(doc! { "_id": name.as_str(), "kind": spec.kind.as_str() })
-            .write_concern(durable_write_concern())
-            .await
-            .map_err(|source| SequenceError::from_database(name, "remove", "remove", source))?;
-        return Err(error);
-    }
-    laid_out?;
-    crate::sequence::state(database, name).await
 }
 
 /// Gives counter `name` a new generation of `stripes` lanes in its own
@@ -197,19 +113,44 @@ pub async fn set_layout(
         reason,
     })?;
     check_lanes(name, &of, stripes)?;
+    if read_kind(&home) == Ok(Some(SnowflakeKind::NAME)) {
+        // Refused at its start while a holder no gate bounds is live.
+        holders_reserved(database, name).await?;
+    }
     let sites = Sites::of(database, deployments, name, &spans, layout)?;
+    // Across deployments a counter is known by its identity, not its name:
+    // one made before incarnations is given one before anything is claimed
+    // in its name elsewhere.
+    let incarnation = if sites.spanning() {
+        Some(identity::adopt(&home_collection, name, &home).await?)
+    } else {
+        Incarnation::read(&home).map_err(|reason| SequenceError::CorruptCounter {
+            name: name.clone(),
+            reason,
+        })?
+    };
     // Every copy is read, and the counter's prefixes claimed in every
     // deployment, before anything of the counter is changed: a deployment
-    // that does not answer, or where another counter owns one of its
-    // prefixes, stops the change here, the counter left as it was.
-    let copies = sites.other_copies(name).await?;
+    // that does not answer, holds another counter of the name, or where
+    // another counter owns one of its prefixes, stops the change here, the
+    // counter left as it was.
+    let copies = sites.other_copies(name, incarnation.as_ref()).await?;
     let prefixes = home
         .get("prefixes")
         .cloned()
         .unwrap_or(Bson::Array(Vec::new()));
-    sites.claim_prefixes(name, &prefixes).await?;
-    sites.claim_tag(name, &of).await?;
-    let first = current_map(&home_collection, name, &of, &write_concern).await?;
+    let with_copies: Vec<&str> = copies.iter().map(|(site, _)| site.as_str()).collect();
+    sites
+        .claim_prefixes(name, incarnation.as_ref(), &prefixes, &with_copies)
+        .await?;
+    sites
+        .claim_tag(name, incarnation.as_ref(), &with_copies, &of)
+        .await?;
+    let copies = copies
+        .into_iter()
+        .map(|(_, copy)| copy)
+        .max_by_key(|copy| copy.generation);
+    let first = current_map(database, name, &of, &write_concern).await?;
     let map = match copies {
         Some(copy) if copy.generation > first.generation => copy,
         _ => first,
@@ -220,6 +161,8 @@ pub async fn set_layout(
         write_concern: &write_concern,
         of,
         claim: map.generation + 1,
+        incarnation: incarnation.as_ref(),
+        to: layout,
     };
     change.claim(&map, &prefixes).await?;
     let placement = layout.placement();
@@ -244,6 +187,7 @@ pub async fn set_layout(
     }
     let mut new_map = StripeMap::live(&change.of, change.claim, next);
     new_map.base_period = base.period;
+    new_map.incarnation = incarnation.clone();
     if sites.spanning() {
         new_map.placement = placement.clone();
         new_map.spans = sites.names();
@@ -256,9 +200,88 @@ pub async fn set_layout(
     })
 }
 
+/// Finishes counter `name`'s change of stripes that stopped half way:
+/// `map` is the latest copy of its map, claimed by that change (not live),
+/// which recorded the layout it makes. The change is run again with that
+/// layout (see the module docs: it claims further, seals every lane, and
+/// writes and publishes the recorded layout's lanes), from `database` and
+/// `deployments` as [`set_layout`] takes them. Two processes finishing it
+/// at once: one claims, the other fails having changed nothing.
+pub async fn resume_change(
+    database: &Database,
+    deployments: Option<&Deployments>,
+    name: &CounterName,
+    map: &StripeMap,
+) -> Result<Restriped, SequenceError> {
+    let Some(change) = map.change.as_ref().filter(|_| !map.live) else {
+        return Err(striping(
+            name,
+            StripingError::NoRecordedChange {
+                generation: map.generation,
+            },
+        ));
+    };
+    set_layout(database, deployments, name, &change.to).await
+}
+
+/// `idmint counter stripes NAME --resume`: finishes counter `name`'s change
+/// of stripes if one stopped half way ([`resume_change`]), as read from
+/// the latest copy of its map that `database` and `deployments` reach; none
+/// when its map is live (nothing to finish).
+pub async fn resume(
+    database: &Database,
+    deployments: Option<&Deployments>,
+    name: &CounterName,
+) -> Result<Option<Restriped>, SequenceError> {
+    let map = latest_copy(database, deployments, name).await?;
+    if map.live {
+        return Ok(None);
+    }
+    resume_change(database, deployments, name, &map)
+        .await
+        .map(Some)
+}
+
+/// The latest copy of counter `name`'s map (of its incarnation) that
+/// `database` and, if its map spans them, `deployments` hold; a copy
+/// claimed by a change counts as later than a live one of its generation
+/// only when its generation is higher.
+async fn latest_copy(
+    database: &Database,
+    deployments: Option<&Deployments>,
+    name: &CounterName,
+) -> Result<StripeMap, SequenceError> {
+    let read = |database: &Database| {
+        let collection = database.collection::<Document>(COUNTERS);
+        async move { collection.find_one(doc! { "_id": name.as_str() }).await }
+    };
+    let home = read(database)
+        .await
+        .map_err(|source| SequenceError::from_database(name, "read", "find", source))?
+        .ok_or_else(|| SequenceError::UnknownCounter(name.clone()))?;
+    let mut latest = read_map(name, &home)?;
+    let Some(deployments) = deployments.filter(|_| latest.spans_deployments()) else {
+        return Ok(latest);
+    };
+    for site in latest.spans.clone() {
+        let Some(deployment) = deployments.get(&site) else {
+            continue;
+        };
+        let found = tokio::time::timeout(deployments.take_deadline(), read(&deployment.database));
+        let Ok(Ok(Some(document))) = found.await else {
+            continue;
+        };
+        let copy = read_map(name, &document)?;
+        if copy.incarnation == latest.incarnation && copy.generation > latest.generation {
+            latest = copy;
+        }
+    }
+    Ok(latest)
+}
+
 /// Fails unless `layout` makes a generation and every deployment it names
 /// is given.
-fn check_layout(
+pub(super) fn check_layout(
     name: &CounterName,
     deployments: Option<&Deployments>,
     layout: &Layout,
@@ -297,7 +320,7 @@ fn check_given(
 /// The deployments a change writes in: the counter's home (where its map
 /// was read), then every other it spans or will span. One unnamed site
 /// when it spans none and will span none.
-struct Sites {
+pub(super) struct Sites {
     /// Each site's name (empty: the one unnamed) and counters collection.
     list: Vec<(String, Collection<Document>)>,
     /// How long a step in one site may take.
@@ -305,7 +328,7 @@ struct Sites {
 }
 
 impl Sites {
-    fn of(
+    pub(super) fn of(
         database: &Database,
         deployments: Option<&Deployments>,
         name: &CounterName,
@@ -427,11 +450,20 @@ impl Sites {
         }
     }
 
-    /// The latest of the copies of the map in the sites other than the
-    /// home (none: none has one yet). Each must be a copy of this
-    /// counter's map, and say it is in the site it was read from.
-    async fn other_copies(&self, name: &CounterName) -> Result<Option<StripeMap>, SequenceError> {
-        let mut latest: Option<StripeMap> = None;
+    /// The copies of the map in the sites other than the home, each with
+    /// its site (none: none has one yet). Each must be a copy of this
+    /// counter's map: of its incarnation `incarnation` (none: a counter made
+    /// before incarnations, being created), saying it is in the site it was
+    /// read from. A copy written before incarnations is this counter's only
+    /// where it says it spans this counter's home, as its copies always
+    /// did; a document of the name that is not a copy of its map is another
+    /// counter, and the change stops, naming it.
+    pub(super) async fn other_copies(
+        &self,
+        name: &CounterName,
+        incarnation: Option<&Incarnation>,
+    ) -> Result<Vec<(String, StripeMap)>, SequenceError> {
+        let mut copies = Vec::new();
         for (site, collection) in self.list.iter().skip(1) {
             let found = self
                 .at(
@@ -457,6 +489,15 @@ impl Sites {
                 ));
             }
             let copy = read_map(name, &document)?;
+            if let Some(why) = self.not_a_copy(&copy, incarnation) {
+                return Err(striping(
+                    name,
+                    StripingError::OtherCounter {
+                        deployment: site.clone(),
+                        why,
+                    },
+                ));
+            }
             if let Some(here) = copy.here.as_deref().filter(|here| here != site) {
                 return Err(striping(
                     name,
@@ -466,25 +507,57 @@ impl Sites {
                     )),
                 ));
             }
-            if latest
-                .as_ref()
-                .is_none_or(|latest| copy.generation > latest.generation)
-            {
-                latest = Some(copy);
-            }
+            copies.push((site.clone(), copy));
         }
-        Ok(latest)
+        Ok(copies)
+    }
+
+    /// Why `copy`, a striped counter's map found in `site`, is not a copy
+    /// of the map of this counter, of incarnation `incarnation` (none: it
+    /// is one).
+    fn not_a_copy(&self, copy: &StripeMap, incarnation: Option<&Incarnation>) -> Option<String> {
+        match (&copy.incarnation, incarnation) {
+            (Some(found), Some(ours)) if found == ours => None,
+            (Some(found), _) => Some(format!(
+                "incarnation {}, not this counter's {}: made on its own there, or made again \
+                 since",
+                identity::describe(Some(found)),
+                identity::describe(incarnation)
+            )),
+            // Written before incarnations: this counter's if it says it
+            // spans from this counter's home.
+            (None, _) if copy.here.is_none() => Some(
+                "striped in that deployment alone, never across deployments with this one"
+                    .to_string(),
+            ),
+            (None, _) if copy.spans.first().map(String::as_str) != Some(self.home_name()) => {
+                Some(format!(
+                    "it spans {} from {}, not from {}",
+                    copy.spans.join(", "),
+                    copy.spans.first().map_or("", String::as_str),
+                    self.home_name()
+                ))
+            }
+            (None, None) => Some("this counter is being made, and that one exists".to_string()),
+            (None, Some(_)) => None,
+        }
     }
 
     /// Claims the counter's `prefixes` (its home's) in every other site's
     /// history of prefixes, so that no counter of that deployment formats
     /// IDs with them: fails, naming the deployment, where another counter
-    /// owns one or ever did.
-    async fn claim_prefixes(
+    /// owns one or ever did. A claim is this counter's where it has its
+    /// incarnation, or (written before incarnations) where its name is in a
+    /// site of `with_copies`, which hold a copy of its map. Returns, per
+    /// site, the prefixes claimed anew; a failure takes back what this call
+    /// claimed before it.
+    pub(super) async fn claim_prefixes(
         &self,
         name: &CounterName,
+        incarnation: Option<&Incarnation>,
         prefixes: &Bson,
-    ) -> Result<(), SequenceError> {
+        with_copies: &[&str],
+    ) -> Result<Vec<(String, Vec<String>)>, SequenceError> {
         let owned: Vec<String> = match prefixes {
             Bson::Array(prefixes) => prefixes
                 .iter()
@@ -492,34 +565,67 @@ impl Sites {
                 .collect(),
             _ => Vec::new(),
         };
+        let mut claimed_anew = Vec::new();
         for (site, collection) in self.list.iter().skip(1) {
             let database = database_of(collection);
-            let claimed = claims::claim(&database, name, &owned, Claimant::Existing);
-            match self.within_deadline(name, site, claimed).await? {
-                Err(
+            let claimant = Claimant::Existing {
+                incarnation,
+                unmarked_are_its_own: with_copies.contains(&site.as_str()),
+            };
+            let claimed = claims::claim(&database, name, &owned, claimant);
+            let outcome = match self.within_deadline(name, site, claimed).await {
+                Ok(Ok(claimed)) => {
+                    claimed_anew.push((site.clone(), claimed));
+                    continue;
+                }
+                Ok(Err(
                     error @ (SequenceError::PrefixTaken { .. }
                     | SequenceError::PrefixRetired { .. }),
-                ) => {
-                    return Err(striping(
-                        name,
-                        StripingError::PrefixInDeployment {
-                            deployment: site.clone(),
-                            reason: error.to_string(),
-                        },
-                    ))
-                }
-                claimed => {
-                    claimed?;
-                }
-            }
+                )) => striping(
+                    name,
+                    StripingError::PrefixInDeployment {
+                        deployment: site.clone(),
+                        reason: error.to_string(),
+                    },
+                ),
+                Ok(Err(error)) | Err(error) => error,
+            };
+            self.abandon_prefixes(name, &claimed_anew).await;
+            return Err(outcome);
         }
-        Ok(())
+        Ok(claimed_anew)
+    }
+
+    /// Takes back the prefix claims `claimed` (as [`Sites::claim_prefixes`]
+    /// returned them), of a change refused before anything was written
+    /// under them. Best effort: a claim left behind only blocks.
+    pub(super) async fn abandon_prefixes(
+        &self,
+        name: &CounterName,
+        claimed: &[(String, Vec<String>)],
+    ) {
+        for (site, prefixes) in claimed {
+            let collection = self.collection(Some(site));
+            let database = database_of(collection);
+            let _ = self
+                .within_deadline(name, site, claims::abandon(&database, name, prefixes))
+                .await;
+        }
     }
 
     /// Keeps a snowflake counter's tag (lanes `of`) from every other
-    /// counter of each other deployment, or fails naming one that has it
-    /// (see `keep_tag_from_others`); any other kind has no tag.
-    async fn claim_tag(&self, name: &CounterName, of: &LaneOf) -> Result<(), SequenceError> {
+    /// counter of each other deployment, claiming it there under the
+    /// counter's `incarnation`, or fails naming one that has it (see
+    /// `keep_tag_from_others`); any other kind has no tag. A claim of its
+    /// name without incarnation is its own in a site of `with_copies`, which
+    /// hold a copy of its map (as for its prefixes).
+    async fn claim_tag(
+        &self,
+        name: &CounterName,
+        incarnation: Option<&Incarnation>,
+        with_copies: &[&str],
+        of: &LaneOf,
+    ) -> Result<(), SequenceError> {
         let LaneOf::Snowflake {
             state: SnowflakeState { tag: Some(tag), .. },
         } = of
@@ -528,7 +634,9 @@ impl Sites {
         };
         for (site, collection) in self.list.iter().skip(1) {
             let database = database_of(collection);
-            let kept = keep_tag_from_others(&database, name, tag.tag);
+            let unmarked_are_its_own = with_copies.contains(&site.as_str());
+            let kept =
+                keep_tag_from_others(&database, name, incarnation, unmarked_are_its_own, tag.tag);
             if let Some(owner) = self.within_deadline(name, site, kept).await?? {
                 return Err(striping(
                     name,
@@ -573,6 +681,11 @@ struct Change<'a> {
     write_concern: &'a WriteConcern,
     of: LaneOf,
     claim: u64,
+    /// The counter's identity, which every copy and lane it writes carries.
+    incarnation: Option<&'a Incarnation>,
+    /// The layout it makes, recorded in its claim so that any process can
+    /// finish it.
+    to: &'a Layout,
 }
 
 impl Change<'_> {
@@ -584,6 +697,10 @@ impl Change<'_> {
         let mut claimed_map = StripeMap {
             generation: self.claim,
             live: false,
+            change: Some(PendingChange {
+                to: self.to.clone(),
+                since_ms: SystemClock.now_micros() / 1000,
+            }),
             ..map.clone()
         };
         if self.sites.spanning() {
@@ -599,8 +716,12 @@ impl Change<'_> {
                 "_id": self.name.as_str(),
                 "kind": STRIPED_KIND,
                 "striped.generation": { "$lt": self.claim as i64 },
+                INCARNATION_FIELD: identity::its_own_or_unmarked(self.incarnation),
             };
             let mut update = doc! { "striped": striped };
+            if let Some(incarnation) = self.incarnation {
+                update.insert(INCARNATION_FIELD, incarnation);
+            }
             if index > 0 {
                 update.insert("prefixes", prefixes.clone());
                 update.extend(self.of.map_fields(&map.mark()));
@@ -674,7 +795,10 @@ impl Change<'_> {
                 "place a lane of",
                 self.sites
                     .collection(site)
-                    .insert_one(placeholder(&id, &self.of, self.claim, lane))
+                    .insert_one(lane::owned_by(
+                        placeholder(&id, &self.of, self.claim, lane),
+                        self.incarnation,
+                    ))
                     .write_concern(self.write_concern.clone()),
             )
             .await;
@@ -758,7 +882,10 @@ impl Change<'_> {
                     .collection(site)
                     .replace_one(
                         lane::claimed(&id, self.claim),
-                        new_lane(&id, &self.of, self.claim, lane, base_period),
+                        lane::owned_by(
+                            new_lane(&id, &self.of, self.claim, lane, base_period),
+                            self.incarnation,
+                        ),
                     )
                     .write_concern(self.write_concern.clone()),
             )
@@ -788,7 +915,12 @@ impl Change<'_> {
                     "update the map of",
                     collection
                         .update_one(
-                            doc! { "_id": self.name.as_str(), "kind": STRIPED_KIND, "striped.generation": self.claim as i64 },
+                            doc! {
+                                "_id": self.name.as_str(),
+                                "kind": STRIPED_KIND,
+                                "striped.generation": self.claim as i64,
+                                INCARNATION_FIELD: identity::filter_value(self.incarnation),
+                            },
                             doc! { "$set": set },
                         )
                         .write_concern(self.write_concern.clone()),
@@ -806,11 +938,12 @@ impl Change<'_> {
 /// counter's own, or an unstriped counter's, sealed by turning it into a
 /// map without live lanes.
 async fn current_map(
-    collection: &Collection<Document>,
+    database: &Database,
     name: &CounterName,
     of: &LaneOf,
     write_concern: &WriteConcern,
 ) -> Result<StripeMap, SequenceError> {
+    let collection: Collection<Document> = database.collection(COUNTERS);
     let document = collection
         .find_one(doc! { "_id": name.as_str() })
         .await
@@ -826,10 +959,17 @@ async fn current_map(
         return read_map(name, &document);
     }
     check_stripable(name, kind)?;
+    let mut base = of.base_of_unstriped();
+    if let LaneOf::Snowflake { .. } = of {
+        // Above every time its holders reserved, those of an idmint before
+        // gates too (refused while one is live: nothing bounds it).
+        let reserved = holders_reserved(database, name).await?;
+        base = Bson::Document(doc! { "$toLong": { "$max": [base, reserved] } });
+    }
     let mut striped = doc! {
         "kind": kind,
         "generation": 0_i64,
-        "base": of.base_of_unstriped(),
+        "base": base,
         "modulus": 1_i64,
         "lanes": [],
     };
@@ -849,15 +989,47 @@ async fn current_map(
         Some(map) => read_map(name, &map),
         None => {
             // Malformed (say what is wrong), or changed since it was read.
-            crate::sequence::CounterState::from_document(name, &document)?;
+            of.read_unstriped(name, &document)?;
             Err(striping(name, StripingError::Concurrent))
         }
     }
 }
 
+/// The last time unit any holder of a worker id of unstriped snowflake
+/// counter `name` reserved (-1: none), from its worker leases in
+/// `database`: what a holder of an idmint before gates (which does not
+/// record its reservations in the counter, `kinds/snowflake/gate.rs`) may
+/// have issued up to. Refused, naming it, while such a holder's lease is
+/// live: it may reserve more, and nothing bounds what.
+async fn holders_reserved(database: &Database, name: &CounterName) -> Result<i64, SequenceError> {
+    let (leases, _) = leases_of(database, name).await?;
+    if let Some(lease) = leases.iter().find(|lease| lease.live && !lease.gated) {
+        return Err(striping(
+            name,
+            StripingError::UngatedHolder {
+                worker: lease.worker,
+                host: lease.host.clone(),
+                pid: lease.pid,
+                expires: chrono::DateTime::from_timestamp_millis(lease.expires_ms)
+                    .map(|at| at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+                    .unwrap_or_default(),
+            },
+        ));
+    }
+    Ok(leases
+        .iter()
+        .map(|lease| lease.last_time)
+        .max()
+        .unwrap_or(-1))
+}
+
 /// Fails unless a generation of `lanes` lanes of a counter whose lanes are
 /// `of` gives each lane a value.
-fn check_lanes(name: &CounterName, of: &LaneOf, lanes: u64) -> Result<(), SequenceError> {
+pub(super) fn check_lanes(
+    name: &CounterName,
+    of: &LaneOf,
+    lanes: u64,
+) -> Result<(), SequenceError> {
     match *of {
         LaneOf::Cyclic { top } if lanes > of.most_lanes() => Err(striping(
             name,
@@ -879,7 +1051,7 @@ fn check_lanes(name: &CounterName, of: &LaneOf, lanes: u64) -> Result<(), Sequen
     }
 }
 
-fn check_stripable(name: &CounterName, kind: &str) -> Result<(), SequenceError> {
+pub(super) fn check_stripable(name: &CounterName, kind: &str) -> Result<(), SequenceError> {
     if STRIPABLE.contains(&kind) {
         Ok(())
     } else {

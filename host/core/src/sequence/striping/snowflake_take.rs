@@ -11,9 +11,10 @@ use super::arithmetic::lane_id;
 use super::error::StripingError;
 use super::lane::live_snowflake_lane;
 use super::snowflake_lanes::{Holder, SnowflakeLanes};
-use super::taker::{striping, StripedCounter, Target, ATTEMPTS};
+use super::taker::{StripedCounter, Target, ATTEMPTS};
 use crate::mongo::describe_error;
 use crate::parts::Stamp;
+use crate::sequence::error::striping;
 use crate::sequence::error::SequenceError;
 use crate::sequence::kinds::snowflake::{LaneGate, SnowflakeCounter};
 
@@ -118,6 +119,7 @@ impl StripedCounter {
         let map = self.map();
         if !map.live {
             // The caller pauses, and says so when its time is up.
+            self.finish_if_stalled(&map);
             self.reload(deadline).await?;
             return Ok(None);
         }
@@ -132,8 +134,11 @@ impl StripedCounter {
         // Live, and of the generation this map says: a holder under a map
         // read before a change issues above no floor but its own
         // generation's.
+        let mut live =
+            live_snowflake_lane(&lane_id(self.name(), residue), map.generation, map.base);
+        super::lane::of_counter(&mut live, map.incarnation.as_ref());
         let gate = LaneGate {
-            live: live_snowflake_lane(&lane_id(self.name(), residue), map.generation, map.base),
+            live,
             residue,
             modulus: map.modulus,
             floor: map.base,

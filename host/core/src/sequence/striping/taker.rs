@@ -37,12 +37,16 @@ use super::deployments::Deployments;
 use super::error::StripingError;
 use super::hooks::{self, Point};
 use super::lane::{self, KnownLane, LaneDocument, LaneOf};
-use super::map::{StripeMap, STRIPED_KIND};
+use super::map::{read_map, StripeMap};
+use super::restripe::resume_change;
 use super::snowflake_lanes::SnowflakeLanes;
 use crate::mongo::collections::COUNTERS;
-use crate::mongo::{describe_error, describe_value, durable_write_concern};
+use crate::mongo::{describe_error, durable_write_concern};
 use crate::parts::Stamp;
+use crate::sequence::clock::{Clock, SystemClock};
+use crate::sequence::error::striping;
 use crate::sequence::error::SequenceError;
+use crate::sequence::identity::Incarnation;
 use crate::sequence::kind_trait::{ClientTime, MAX_VALUE};
 use crate::sequence::kinds::snowflake::SnowflakeOptions;
 use crate::sequence::name::CounterName;
@@ -55,6 +59,13 @@ const LONGEST_PAUSE: Duration = Duration::from_millis(100);
 
 /// The shortest share of a deadline a try is given.
 const SHORTEST_TRY: Duration = Duration::from_millis(50);
+
+/// How long a handle watches a change of stripes stay half way (the map
+/// claimed, no live lane) before it finishes the change itself.
+pub const RESUME_AFTER: Duration = Duration::from_secs(1);
+
+/// The shortest time between two tries of one handle to finish a change.
+const RESUME_EVERY: Duration = Duration::from_millis(250);
 
 /// How long a try across deployments goes unanswered before a lane of
 /// another deployment is asked too.
@@ -75,6 +86,9 @@ struct Inner {
     deployments: Option<Deployments>,
     name: CounterName,
     map: Mutex<StripeMap>,
+    /// The counter's identity, read from the map when it was opened: a
+    /// map or lane of another incarnation is another counter's.
+    incarnation: Option<Incarnation>,
     /// What its lanes are made of, read from the map when it was opened
     /// (its kind's fields that say it do not change with the stripes).
     lanes_of: Arc<LaneOf>,
@@ -86,6 +100,19 @@ struct Inner {
     known: Mutex<HashMap<String, KnownLane>>,
     /// A snowflake counter's worker lease, in one of its lanes.
     snowflake: Option<SnowflakeLanes>,
+    /// What it saw of a change of stripes half way, to finish it.
+    stall: Mutex<Option<Stall>>,
+}
+
+/// A change of stripes a handle found half way: the generation it claimed,
+/// since when the handle has seen it so, and when the handle last tried to
+/// finish it (one try at a time).
+#[derive(Debug)]
+struct Stall {
+    generation: u64,
+    seen_since: Instant,
+    tried_at: Option<Instant>,
+    trying: bool,
 }
 
 /// What a handle of a segment counter took from its lanes and has not
@@ -147,14 +174,6 @@ impl Segments {
     }
 }
 
-/// The error of counter `name`'s striping.
-pub(crate) fn striping(name: &CounterName, source: StripingError) -> SequenceError {
-    SequenceError::Striping {
-        name: name.clone(),
-        source,
-    }
-}
-
 /// Where one try goes: a lane, and the deployment holding it.
 #[derive(Clone)]
 pub(super) struct Target {
@@ -210,6 +229,7 @@ impl StripedCounter {
                 deployments: deployments.cloned(),
                 name,
                 map: Mutex::new(map.clone()),
+                incarnation: map.incarnation.clone(),
                 lanes_of: Arc::new(of.clone()),
                 turn: AtomicU64::new(turn),
                 write_concern: durable_write_concern(),
@@ -220,6 +240,7 @@ impl StripedCounter {
                     fetching: tokio::sync::Mutex::new(()),
                 }),
                 snowflake,
+                stall: Mutex::new(None),
             }),
         })
     }
@@ -319,6 +340,7 @@ impl StripedCounter {
         for _ in 0..ATTEMPTS {
             let map = self.map();
             if !map.live {
+                self.finish_if_stalled(&map);
                 if past() {
                     return Err(self.changing(&map));
                 }
@@ -382,6 +404,56 @@ impl StripedCounter {
             name,
             StripingError::Changing { attempts: ATTEMPTS },
         ))
+    }
+
+    /// Finishes, in the background, the change of stripes that claimed
+    /// `map` (not live) once this handle has seen it half way for
+    /// [`RESUME_AFTER`], or its claim is older than
+    /// [`STALLED_AFTER`](super::map::STALLED_AFTER) by this process's clock;
+    /// one try at a time, at most every [`RESUME_EVERY`]. A try that finds
+    /// a deployment the change needs unreachable fails and is made again;
+    /// two processes finishing it at once: one wins, the other changes
+    /// nothing (see `restripe.rs`). The take goes on reading the map.
+    pub(super) fn finish_if_stalled(&self, map: &StripeMap) {
+        let Some(change) = map.change.as_ref() else {
+            return;
+        };
+        let now = Instant::now();
+        {
+            let mut stall = self.inner.stall.lock().unwrap();
+            let watch = match stall.as_mut() {
+                Some(watch) if watch.generation == map.generation => watch,
+                _ => stall.insert(Stall {
+                    generation: map.generation,
+                    seen_since: now,
+                    tried_at: None,
+                    trying: false,
+                }),
+            };
+            let now_ms = SystemClock.now_micros() / 1000;
+            let stalled = now.saturating_duration_since(watch.seen_since) >= RESUME_AFTER
+                || change.stalled_at(now_ms);
+            let rested = watch
+                .tried_at
+                .is_none_or(|at| now.saturating_duration_since(at) >= RESUME_EVERY);
+            if !stalled || !rested || watch.trying {
+                return;
+            }
+            watch.tried_at = Some(now);
+            watch.trying = true;
+        }
+        let handle = self.clone();
+        let map = map.clone();
+        tokio::spawn(async move {
+            let inner = &handle.inner;
+            // Failed (a deployment still unreachable, another process
+            // finishing it first): the next take that finds it half way
+            // tries again.
+            let _ = resume_change(&inner.home, inner.deployments.as_ref(), &inner.name, &map).await;
+            if let Some(watch) = inner.stall.lock().unwrap().as_mut() {
+                watch.trying = false;
+            }
+        });
     }
 
     /// The error of a take whose deadline passed while a change of stripes
@@ -620,7 +692,8 @@ impl StripedCounter {
         let name = self.name();
         let id = lane_id(name, target.residue);
         let client = ClientTime::Micros(client_micros).expression();
-        let (full, update) = lane::take_command(&id, &self.inner.lanes_of, count, client);
+        let (mut full, update) = lane::take_command(&id, &self.inner.lanes_of, count, client);
+        lane::of_counter(&mut full, self.inner.incarnation.as_ref());
         let known = self.inner.known.lock().unwrap().get(&id).cloned();
         let short = known.and_then(|known| known.filter(&id, count));
         let collection = target.database.collection::<Document>(COUNTERS);
@@ -771,6 +844,7 @@ impl StripedCounter {
                 .map_err(|source| SequenceError::from_database(name, "read", "find", source))?
                 .ok_or_else(|| SequenceError::UnknownCounter(name.clone()))?;
             let map = read_map(name, &document)?;
+            self.check_same_counter(&map)?;
             *self.inner.map.lock().unwrap() = map;
             return Ok(());
         };
@@ -804,6 +878,11 @@ impl StripedCounter {
             .flatten()
         {
             let map = read_map(name, &document)?;
+            if !self.is_same_counter(&map) {
+                // Another counter of the name (made again since, or one
+                // that never was this one): not a copy of this map.
+                continue;
+            }
             let later = latest
                 .as_ref()
                 .is_none_or(|latest| (map.generation, map.live) > (latest.generation, latest.live));
@@ -815,6 +894,29 @@ impl StripedCounter {
             *self.inner.map.lock().unwrap() = map;
         }
         Ok(())
+    }
+
+    /// Whether `map` is a copy of this handle's counter's map: of its
+    /// incarnation (a handle of a counter made before incarnations takes
+    /// the one its counter was given since).
+    fn is_same_counter(&self, map: &StripeMap) -> bool {
+        self.inner.incarnation.is_none() || map.incarnation == self.inner.incarnation
+    }
+
+    /// Fails unless `map`, read again where the handle opened its counter,
+    /// is its counter's: a counter deleted and made again under its name
+    /// is another counter, whose values this handle must not format.
+    fn check_same_counter(&self, map: &StripeMap) -> Result<(), SequenceError> {
+        if self.is_same_counter(map) {
+            return Ok(());
+        }
+        Err(striping(
+            self.name(),
+            StripingError::Replaced {
+                opened: crate::sequence::identity::describe(self.inner.incarnation.as_ref()),
+                found: crate::sequence::identity::describe(map.incarnation.as_ref()),
+            },
+        ))
     }
 
     fn read_lane(&self, id: &str, document: &Document) -> Result<LaneDocument, SequenceError> {
@@ -843,24 +945,6 @@ fn fnv1a(name: &str) -> u64 {
     name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
         (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
     })
-}
-
-/// Reads the map of striped counter `name` from its document.
-pub(crate) fn read_map(
-    name: &CounterName,
-    document: &Document,
-) -> Result<StripeMap, SequenceError> {
-    match document.get("kind") {
-        Some(mongodb::bson::Bson::String(kind)) if kind == STRIPED_KIND => {}
-        other => {
-            let found = other.map_or_else(|| "missing".to_string(), describe_value);
-            return Err(striping(
-                name,
-                StripingError::CorruptMap(format!("kind is {found}, no longer {STRIPED_KIND:?}")),
-            ));
-        }
-    }
-    StripeMap::read(document).map_err(|reason| striping(name, StripingError::CorruptMap(reason)))
 }
 
 /// The error of a map whose lanes' kind cannot be striped.

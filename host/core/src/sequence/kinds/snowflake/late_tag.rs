@@ -1,7 +1,8 @@
 //! The tag and salt of a snowflake counter made before idmint knew them
-//! (`tag.rs`), given the first time they are needed: a draw, then one
-//! conditional write that keeps a tag already there, so that two processes
-//! racing keep the first and the other's number is skipped, never shared.
+//! (`tag.rs`), given the first time they are needed: a draw (claimed under
+//! the counter's name and incarnation, if it has one), then one conditional
+//! write that keeps a tag already there, so that two processes racing keep
+//! the first and the other's number is skipped, never shared.
 
 use mongodb::bson::{doc, Document};
 use mongodb::options::ReturnDocument;
@@ -60,11 +61,12 @@ pub async fn ensure_tag(
     database: &Database,
     name: &CounterName,
 ) -> Result<CounterTag, SequenceError> {
-    let snowflake = find::<SnowflakeKind>(&database.collection(COUNTERS), name)
-        .await?
-        .kind;
-    match snowflake.tag {
+    let counter = find::<SnowflakeKind>(&database.collection(COUNTERS), name).await?;
+    match counter.kind.tag {
         Some(tag) => Ok(tag),
-        None => keep_tag(database, name, draw_tag(database, name).await?).await,
+        None => {
+            let drawn = draw_tag(database, name, counter.incarnation.as_ref()).await?;
+            keep_tag(database, name, drawn).await
+        }
     }
 }

@@ -24,6 +24,11 @@
 //!   is still this holding's live lease, so a second release, or one after
 //!   the lease ended, changes nothing.
 //!
+//! A holder of this version records each reservation in its gate first
+//! (`gate.rs`) and says so in its lease (`gated: true`); a lease without
+//! it was written by an idmint before gates, whose holder's reservations
+//! no gate bounds (a change of stripes refuses to start while one is live).
+//!
 //! Every write uses write concern majority with journal. Expiry, takeover,
 //! renewal, release and the local deadline are the one lease primitive's
 //! (`crate::lease`); what a worker lease adds is the time reservation.
@@ -44,6 +49,9 @@ use crate::sequence::{CounterName, SequenceError};
 pub use crate::mongo::collections::WORKERS as WORKERS_COLLECTION;
 
 /// How a worker lease names its lease fields.
+/// The field of a lease whose holder records its reservations in the gate.
+const GATED: &str = "gated";
+
 const WORKER_FIELDS: LeaseFields = LeaseFields {
     owner: "owner",
     expires: "expires",
@@ -66,6 +74,9 @@ pub struct WorkerLease {
     pub last_time: i64,
     /// Whether the lease is live now, by the server's clock.
     pub live: bool,
+    /// Whether its holder records its reservations in the counter's gate
+    /// first (`gate.rs`): false for a lease an idmint before gates wrote.
+    pub gated: bool,
 }
 
 /// A lease this process holds.
@@ -180,6 +191,7 @@ impl Leases {
                 expires_ms,
                 last_time: fields.integer("last_time", -1)?,
                 live: expires_ms > now_ms,
+                gated: document.get_bool(GATED).unwrap_or(false),
             })
         };
         read().map_err(|reason| self.corrupt(document, reason))
@@ -288,6 +300,7 @@ impl Leases {
                 "host": &self.host,
                 "pid": self.pid as i64,
                 "acquired": "$$NOW",
+                GATED: { "$literal": true },
                 "floor": floor.clone(),
                 "last_time": { "$toLong": { "$min": [
                     cap as i64,
@@ -340,6 +353,7 @@ impl Leases {
                 ttl,
                 doc! {
                     "last_time": { "$toLong": { "$max": ["$last_time", until as i64] } },
+                    GATED: { "$literal": true },
                 },
             )
             .await
@@ -389,4 +403,16 @@ fn well_formed_expr() -> Document {
             { "$or": [missing("worker"), integer_from("worker", 0)] },
         ]},
     ]}
+}
+
+/// Every worker lease of unstriped snowflake counter `name` in `database`,
+/// by worker id, with the server's time now (ms since 1970), read without
+/// the counter (a change of stripes reads them while it seals it).
+pub(crate) async fn leases_of(
+    database: &Database,
+    name: &CounterName,
+) -> Result<(Vec<WorkerLease>, i64), SequenceError> {
+    Leases::new(database, name.clone(), Gate::Counter)
+        .list()
+        .await
 }

@@ -39,6 +39,7 @@ mod generator;
 mod late_tag;
 mod lease;
 mod tag;
+mod tag_claim;
 mod workers;
 
 use mongodb::bson::{doc, Bson, Document};
@@ -49,6 +50,7 @@ pub use counter::{SnowflakeCounter, SnowflakeOptions};
 pub use gate::LaneGate;
 pub use generator::{OnRollback, RollbackOptions};
 pub use late_tag::{ensure_tag, keep_tag};
+pub(crate) use lease::leases_of;
 pub use lease::{WorkerLease, WORKERS_COLLECTION};
 pub use tag::{draw_tag, keep_tag_from_others, CounterTag, MAX_TAG, TAGS_ID};
 pub use workers::{lifetimes, workers, Lifetime};
@@ -58,6 +60,7 @@ use crate::parts::snowflake::date;
 use crate::parts::{Layout, Stamp, TimeUnit};
 use crate::sequence::counter::fields::read_integer;
 use crate::sequence::error::SequenceError;
+use crate::sequence::identity::Incarnation;
 use crate::sequence::kind_trait::{
     CommandOptions, Fact, GiveBack, Handle, Headroom, Held, Kind, Repeats, ValueShape,
 };
@@ -151,8 +154,9 @@ impl Kind for SnowflakeKind {
     async fn drawn_fields(
         database: &Database,
         name: &CounterName,
+        incarnation: &Incarnation,
     ) -> Result<Document, SequenceError> {
-        tag::drawn_fields(database, name).await
+        tag::drawn_fields(database, name, incarnation).await
     }
 
     fn shape(_state: &SnowflakeState) -> ValueShape {

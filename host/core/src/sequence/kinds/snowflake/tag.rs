@@ -6,9 +6,12 @@
 //! - The **tag**, 1 to [`MAX_TAG`], is unique in the database: each is
 //!   drawn by one `$inc` of the tags document ([`TAGS_ID`], in `counters`,
 //!   an `_id` no counter can take since names start with a letter or digit),
-//!   durably (majority, journal), as every write that hands something out.
-//!   A number drawn and then not kept (a lost race, a create that failed) is
-//!   skipped, never handed to another counter.
+//!   durably (majority, journal), as every write that hands something out,
+//!   and then claimed (`tag_claim.rs`: one insert keyed by the tag in the
+//!   `tags` collection, which either wins or names the holder). A number
+//!   claimed first by a counter spread here from another deployment is drawn
+//!   again. A number drawn and then not kept (a lost race, a create that
+//!   failed) is skipped, never handed to another counter.
 //! - The **salt**, 64 bits from the OS's random source, keys the noise
 //!   that makes the rest of a standard ID look random.
 //!
@@ -26,12 +29,15 @@ use mongodb::options::ReturnDocument;
 use mongodb::Database;
 use serde::{Serialize, Serializer};
 
+use super::tag_claim::{self, Claimed, TagClaimant};
 use crate::mongo::collections::COUNTERS;
 use crate::mongo::durable_write_concern;
 use crate::sequence::counter::document::corrupt;
 use crate::sequence::counter::fields::{read_integer, read_string};
 use crate::sequence::error::SequenceError;
+use crate::sequence::identity::Incarnation;
 use crate::sequence::name::CounterName;
+use crate::sequence::striping::hooks::{self, Point};
 
 /// The `_id` of the document tags are drawn from, in `counters`.
 pub const TAGS_ID: &str = "_idmint.tags";
@@ -39,6 +45,12 @@ pub const TAGS_ID: &str = "_idmint.tags";
 pub const TAG_BITS: u32 = 24;
 /// The largest tag: 16,777,215 snowflake counters per database.
 pub const MAX_TAG: u32 = (1 << TAG_BITS) - 1;
+/// How many tags one draw takes at most, each claimed already by a counter
+/// spread here from another deployment, before it gives up
+/// ([`SequenceError::TagsClaimed`]). A spread raises the tags document to
+/// its tag before it claims it, so each draw lost is to another spread
+/// running at that moment, and the draw after it is past that spread's tag.
+const DRAWS: u32 = 8;
 
 /// The document fields of a counter's tag and salt.
 pub(super) const TAG_FIELD: &str = "tag";
@@ -100,14 +112,41 @@ impl CounterTag {
     }
 }
 
-/// Draws a new tag and salt for counter `name` (named in errors only): the
-/// next tag of `database`, durably, and 64 random bits. Past [`MAX_TAG`] it
-/// is [`SequenceError::TagsExhausted`]. Nothing is written to the counter
+/// Draws a new tag and salt for counter `name` of `incarnation` (none: a
+/// counter made before incarnations): the next tag of `database`, durably,
+/// claimed for the counter (`tag_claim.rs`), and 64 random bits. A tag
+/// claimed first by another counter (spread here from another deployment)
+/// is skipped and another drawn, [`DRAWS`] at most
+/// ([`SequenceError::TagsClaimed`]); past [`MAX_TAG`] it is
+/// [`SequenceError::TagsExhausted`]. Nothing is written to the counter
 /// (`late_tag.rs` does, for a counter made before tags).
 pub async fn draw_tag(
     database: &Database,
     name: &CounterName,
+    incarnation: Option<&Incarnation>,
 ) -> Result<CounterTag, SequenceError> {
+    let mut last = 0;
+    for _ in 0..DRAWS {
+        last = next_tag(database, name).await?;
+        hooks::pass(database.name(), name.as_str(), Point::AfterTagDrawn).await;
+        let claimant = TagClaimant::drawing(incarnation);
+        if tag_claim::claim(database, name, last, claimant).await? == Claimed::Its {
+            return Ok(CounterTag {
+                tag: last,
+                salt: crate::random::random_u64(),
+            });
+        }
+    }
+    Err(SequenceError::TagsClaimed {
+        name: name.clone(),
+        attempts: DRAWS,
+        last,
+    })
+}
+
+/// The next tag of `database`'s tags document, drawn durably for counter
+/// `name` (named in errors only), or [`SequenceError::TagsExhausted`].
+async fn next_tag(database: &Database, name: &CounterName) -> Result<u32, SequenceError> {
     let tags = database
         .collection::<Document>(COUNTERS)
         .find_one_and_update(
@@ -131,21 +170,25 @@ pub async fn draw_tag(
             limit: MAX_TAG,
         });
     }
-    Ok(CounterTag {
-        tag: last as u32,
-        salt: crate::random::random_u64(),
-    })
+    Ok(last as u32)
 }
 
-/// Keeps tag `tag` of counter `name` from every other counter of
-/// `database` (a deployment the counter spans, whose tags document did not
-/// draw it): the tags document's last tag is raised to it at least, so that
-/// no draw there hands it out from now on, durably; then a counter of
-/// `database` that has it already is looked for. Its name, if there is one:
-/// the two counters' standard IDs could meet.
+/// Keeps tag `tag` of counter `name` (`incarnation`) from every other
+/// counter of `database` (a deployment the counter spans, whose tags
+/// document did not draw it): the tags document's last tag is raised to it
+/// at least, so that no draw there hands it out from now on, durably; then
+/// a counter of `database` made before tag claims that has it is looked
+/// for; then the tag is claimed (`tag_claim.rs`), which wins unless another
+/// counter claimed it first (a create there that drew it before the raise).
+/// The name of the counter that has it, if there is one: the two counters'
+/// standard IDs could meet. A claim of the counter's name without
+/// incarnation is its own where `unmarked_are_its_own` (`database` holds
+/// its document or a copy of its map).
 pub async fn keep_tag_from_others(
     database: &Database,
     name: &CounterName,
+    incarnation: Option<&Incarnation>,
+    unmarked_are_its_own: bool,
     tag: u32,
 ) -> Result<Option<String>, SequenceError> {
     let counters = database.collection::<Document>(COUNTERS);
@@ -161,6 +204,10 @@ pub async fn keep_tag_from_others(
         .write_concern(durable_write_concern())
         .await
         .map_err(|source| SequenceError::from_database(name, "keep the tag of", "update", source))?;
+    // A counter made before tag claims has its tag in its document alone.
+    // Every counter made since claims its tag before its document has it,
+    // so this look-up, before the claim, misses none the claim would not
+    // catch, and a refusal here leaves no claim behind.
     let owner = counters
         .find_one(doc! {
             TAG_FIELD: i64::from(tag),
@@ -168,16 +215,30 @@ pub async fn keep_tag_from_others(
         })
         .await
         .map_err(|source| SequenceError::from_database(name, "read", "find", source))?;
-    Ok(owner.and_then(|owner| owner.get_str("_id").ok().map(str::to_string)))
+    if let Some(owner) = owner.and_then(|owner| owner.get_str("_id").ok().map(str::to_string)) {
+        return Ok(Some(owner));
+    }
+    let claimant = TagClaimant {
+        incarnation,
+        unmarked_are_its_own,
+    };
+    match tag_claim::claim(database, name, tag, claimant).await? {
+        Claimed::Its => Ok(None),
+        Claimed::Held(holder) => Ok(Some(holder)),
+    }
 }
 
-/// The fields a new snowflake counter `name` is written with: a freshly
-/// drawn tag and salt.
+/// The fields a new snowflake counter `name` of `incarnation` is written
+/// with: a freshly drawn tag (claimed for it) and salt.
 pub(super) async fn drawn_fields(
     database: &Database,
     name: &CounterName,
+    incarnation: &Incarnation,
 ) -> Result<Document, SequenceError> {
-    Ok(draw_tag(database, name).await?.fields())
+    let drawn = draw_tag(database, name, Some(incarnation)).await?;
+    // The tag claimed, the counter's document not written yet.
+    hooks::pass(database.name(), name.as_str(), Point::AfterTagClaimed).await;
+    Ok(drawn.fields())
 }
 
 #[cfg(test)]
