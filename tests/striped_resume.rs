@@ -78,7 +78,10 @@ async fn a_change_stopped_by_a_dead_deployment_finishes_itself(
     owned[1].kill();
     held.release().await;
     let stopped = change.await.unwrap().unwrap_err().to_string();
-    assert!(stopped.contains("\"us\""), "{stopped}");
+    assert!(
+        stopped.contains("stopped half way") && stopped.contains("\"us\""),
+        "{stopped}"
+    );
 
     // An outage of at least the time a handle watches a change half way
     // before it finishes it: the takers fail meanwhile, taking nothing.

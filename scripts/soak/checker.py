@@ -227,7 +227,9 @@ def spanning(attempts, faults):
     those of attempts answered while its deployment us was down (inside a
     kill-db-us or partition-us fault: values of eu's lanes), the attempts
     answered then and how many of them got no values; and its changes of
-    stripes made and failed (which need us too)."""
+    stripes made and failed (which need us too), and of those failed how many
+    stopped half way (the rest were refused at their start, nothing changed):
+    a change stopped half way is finished by the next take once us answers."""
     down = [(f["start"], f["end"]) for f in faults if f["fault"] in US_DOWN]
     out = {}
     for record in attempts:
@@ -236,7 +238,7 @@ def spanning(attempts, faults):
         counter = out.setdefault(record["counter"], {
             "kind": record["kind"], "values": 0, "values_while_us_down": 0,
             "attempts_while_us_down": 0, "failed_while_us_down": 0, "restripes": 0,
-            "restripes_failed": 0})
+            "restripes_failed": 0, "restripes_half_way": 0})
         values = len(record.get("raw") or [])
         counter["values"] += values
         if any(start <= record["t1"] <= end for start, end in down):
@@ -248,6 +250,8 @@ def spanning(attempts, faults):
             counter = out[fault["target"]]
             counter["restripes"] += 1
             counter["restripes_failed"] += fault.get("rc") != 0
+            counter["restripes_half_way"] += (fault.get("rc") != 0
+                                              and "stopped half way" in (fault.get("detail") or ""))
     return out
 
 

@@ -61,7 +61,8 @@ def table(result, schedule_seed=None):
                      f"({span['attempts_while_us_down']} attempts answered then, "
                      f"{span['failed_while_us_down']} without values); stripes changed "
                      f"{span['restripes'] - span['restripes_failed']} times, "
-                     f"{span['restripes_failed']} tries failed")
+                     f"{span['restripes_failed']} tries failed "
+                     f"({span.get('restripes_half_way', 0)} of them half way, finished by takes)")
     if result.get("stalled_calls"):
         lines.append(f"stalled calls (no answer in 60 s, the client killed and restarted): "
                      f"{result['stalled_calls']} on {', '.join(result['stalled'])}")

@@ -160,7 +160,21 @@ class CheckerTest(unittest.TestCase):
         self.assertTrue(result["valid"], result["first_violation"])
         self.assertEqual(result["spanning"]["sp"], {
             "kind": SPANNING, "values": 7, "values_while_us_down": 4, "attempts_while_us_down": 3,
-            "failed_while_us_down": 1, "restripes": 2, "restripes_failed": 1})
+            "failed_while_us_down": 1, "restripes": 2, "restripes_failed": 1, "restripes_half_way": 0})
+
+    def test_a_change_that_stopped_half_way_is_told_from_one_refused_at_its_start(self):
+        restripes = [
+            {"fault": "restripe", "target": "sp", "start": START + 2, "end": START + 3, "rc": 3,
+             "detail": "idmint: error: counter 'sp': deployment \"us\" did not answer (...): "
+                       "... nothing was changed: run it again once the deployment is back"},
+            {"fault": "restripe", "target": "sp", "start": START + 4, "end": START + 5, "rc": 3,
+             "detail": "idmint: error: counter 'sp': the change of stripes to eu:2,us:2 "
+                       "stopped half way: deployment \"us\" did not answer"},
+            {"fault": "restripe", "target": "sp", "start": START + 6, "end": START + 7, "rc": 0}]
+        result = check(self.spanning_attempts(), [], restripes, START, START + 10)
+        span = result["spanning"]["sp"]
+        self.assertEqual((span["restripes"], span["restripes_failed"], span["restripes_half_way"]),
+                         (3, 2, 1))
 
     def spanning_cyclic_attempts(self):
         """Takes from a cyclic counter (maxval 99) with four lanes (residues
@@ -260,7 +274,7 @@ class CheckerTest(unittest.TestCase):
         self.assertEqual(result["spanning"]["sc"], {
             "kind": SPANNING_CYCLIC, "values": 11, "values_while_us_down": 4,
             "attempts_while_us_down": 4, "failed_while_us_down": 1, "restripes": 1,
-            "restripes_failed": 1})
+            "restripes_failed": 1, "restripes_half_way": 0})
         self.assertEqual(result["spanning"]["sp"]["restripes"], 1)
 
     def spanning_snowflake_attempts(self):
@@ -408,11 +422,11 @@ class CheckerTest(unittest.TestCase):
         self.assertEqual(result["spanning"]["sn"], {
             "kind": SPANNING_SNOWFLAKE, "values": 8, "values_while_us_down": 3,
             "attempts_while_us_down": 3, "failed_while_us_down": 1, "restripes": 2,
-            "restripes_failed": 1})
+            "restripes_failed": 1, "restripes_half_way": 0})
         self.assertEqual(result["spanning"]["sy"], {
             "kind": SPANNING_PERIODIC, "values": 9, "values_while_us_down": 3,
             "attempts_while_us_down": 2, "failed_while_us_down": 0, "restripes": 1,
-            "restripes_failed": 0})
+            "restripes_failed": 0, "restripes_half_way": 0})
         result["lock_runs"] = {}
         text = table(result)
         self.assertIn("sn (snowflake, lanes in deployments eu and us): 8 IDs, 3 of them while "

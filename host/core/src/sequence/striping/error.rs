@@ -97,7 +97,8 @@ pub enum StripingError {
     /// move on: a change of stripes is under way or stopped half way.
     #[error(
         "no live lane after {attempts} tries: a change of stripes is under way or stopped \
-         half way (`idmint counter stripes` finishes it); nothing was taken"
+         half way (the next take finishes it once every deployment it needs answers; `idmint \
+         counter stripes NAME --resume` does it by hand); nothing was taken"
     )]
     Changing {
         /// How many lanes were tried.
@@ -154,7 +155,8 @@ pub enum StripingError {
     /// A change of stripes could not reach a deployment it needs.
     #[error(
         "deployment {deployment:?} did not answer ({reason}): a change of stripes needs every \
-         deployment its lanes are in; run it again once the deployment is back"
+         deployment its lanes are in; nothing was changed: run it again once the deployment \
+         is back"
     )]
     DeploymentUnreachable {
         /// The deployment.
@@ -243,6 +245,19 @@ pub enum StripingError {
         "another change of its stripes ran at the same time; nothing more was changed, try again"
     )]
     Concurrent,
+    /// A change of stripes failed after it had claimed the counter: it is
+    /// half way, and the counter has no live lane until it is finished.
+    #[error(
+        "the change of stripes to {to} stopped half way: {reason}; until it is finished the \
+         counter has no live lane: the next take finishes it once every deployment it needs \
+         answers, or `idmint counter stripes NAME --resume`"
+    )]
+    StoppedHalfWay {
+        /// The layout it makes.
+        to: String,
+        /// What stopped it.
+        reason: String,
+    },
     /// A snowflake counter's worker id is held by a process that does not
     /// record its reservations in the counter (an idmint before gates):
     /// nothing bounds the time it may issue, so no lane may start above it.
@@ -285,9 +300,9 @@ impl StripingError {
             | Self::DeploymentsNotGiven { .. }
             | Self::DeploymentNotGiven { .. }
             | Self::Layout(_) => ErrorClass::BadInput,
-            Self::Unreachable { .. } | Self::DeploymentUnreachable { .. } => {
-                ErrorClass::Unavailable
-            }
+            Self::Unreachable { .. }
+            | Self::DeploymentUnreachable { .. }
+            | Self::StoppedHalfWay { .. } => ErrorClass::Unavailable,
             Self::NameTaken { .. }
             | Self::OtherCounter { .. }
             | Self::Replaced { .. }

@@ -163,37 +163,44 @@ pub async fn set_layout(
         claim: map.generation + 1,
         incarnation: incarnation.as_ref(),
         to: layout,
+        home_claimed: std::sync::atomic::AtomicBool::new(false),
     };
-    change.claim(&map, &prefixes).await?;
-    let placement = layout.placement();
-    let site_of = |residue: u64| placement.get(residue as usize).map(String::as_str);
-    // Where the new lanes go, a lane sealed for this change: every lane
-    // this change writes, it has sealed first.
-    let placeholders = Generation::new(map.base, stripes).map_err(|error| striping(name, error))?;
-    for lane in placeholders.lanes() {
-        change.place(site_of(lane.residue()), lane).await?;
+    let made = async {
+        change.claim(&map, &prefixes).await?;
+        let placement = layout.placement();
+        let site_of = |residue: u64| placement.get(residue as usize).map(String::as_str);
+        // Where the new lanes go, a lane sealed for this change: every lane
+        // this change writes, it has sealed first.
+        let placeholders =
+            Generation::new(map.base, stripes).map_err(|error| striping(name, error))?;
+        for lane in placeholders.lanes() {
+            change.place(site_of(lane.residue()), lane).await?;
+        }
+        let sealed = change.seal_all().await?;
+        let base = sealed
+            .iter()
+            .map(|(_, mark)| mark)
+            .fold(map.mark(), |highest, mark| highest.max(mark.clone()));
+        let next = Generation::new(base.value, stripes).map_err(|error| striping(name, error))?;
+        hooks::pass(database.name(), name.as_str(), Point::BeforeLaneWrites).await;
+        for lane in next.lanes() {
+            change
+                .write(site_of(lane.residue()), lane, base.period.as_deref())
+                .await?;
+        }
+        let mut new_map = StripeMap::live(&change.of, change.claim, next);
+        new_map.base_period = base.period;
+        new_map.incarnation = incarnation.clone();
+        if sites.spanning() {
+            new_map.placement = placement.clone();
+            new_map.spans = sites.names();
+            new_map.here = Some(sites.home_name().to_string());
+        }
+        change.publish(&new_map).await?;
+        Ok::<_, SequenceError>((new_map, sealed))
     }
-    let sealed = change.seal_all().await?;
-    let base = sealed
-        .iter()
-        .map(|(_, mark)| mark)
-        .fold(map.mark(), |highest, mark| highest.max(mark.clone()));
-    let next = Generation::new(base.value, stripes).map_err(|error| striping(name, error))?;
-    hooks::pass(database.name(), name.as_str(), Point::BeforeLaneWrites).await;
-    for lane in next.lanes() {
-        change
-            .write(site_of(lane.residue()), lane, base.period.as_deref())
-            .await?;
-    }
-    let mut new_map = StripeMap::live(&change.of, change.claim, next);
-    new_map.base_period = base.period;
-    new_map.incarnation = incarnation.clone();
-    if sites.spanning() {
-        new_map.placement = placement.clone();
-        new_map.spans = sites.names();
-        new_map.here = Some(sites.home_name().to_string());
-    }
-    change.publish(&new_map).await?;
+    .await;
+    let (new_map, sealed) = made.map_err(|error| change.stopped(error))?;
     Ok(Restriped {
         map: new_map,
         sealed,
@@ -686,9 +693,36 @@ struct Change<'a> {
     /// The layout it makes, recorded in its claim so that any process can
     /// finish it.
     to: &'a Layout,
+    /// Whether it claimed the home's copy of the map: from then on a
+    /// failure leaves the change half way.
+    home_claimed: std::sync::atomic::AtomicBool,
 }
 
 impl Change<'_> {
+    /// `error`, which stopped this change, as the caller is told it: after
+    /// the home's claim, a deployment that did not answer (or failed) left
+    /// the change half way, which the next take finishes.
+    fn stopped(&self, error: SequenceError) -> SequenceError {
+        if !self.home_claimed.load(std::sync::atomic::Ordering::SeqCst) {
+            return error;
+        }
+        let reason = match &error {
+            SequenceError::Striping {
+                source: source @ StripingError::DeploymentUnreachable { .. },
+                ..
+            } => source.to_string(),
+            SequenceError::Database { .. } => error.to_string(),
+            _ => return error,
+        };
+        striping(
+            self.name,
+            StripingError::StoppedHalfWay {
+                to: self.to.to_string(),
+                reason,
+            },
+        )
+    }
+
     /// Claims the next generation on every copy of the map, the home
     /// first: each goes to `claim` with no live lane (a site without a
     /// copy gets one, with the home's `prefixes`). Of two changes at once,
@@ -740,7 +774,10 @@ impl Change<'_> {
                 )
                 .await;
             match claimed {
-                Ok(claimed) if claimed.matched_count > 0 || claimed.upserted_id.is_some() => {}
+                Ok(claimed) if claimed.matched_count > 0 || claimed.upserted_id.is_some() => {
+                    self.home_claimed
+                        .store(true, std::sync::atomic::Ordering::SeqCst);
+                }
                 // Not matched, or (upserting) another document of the name
                 // is there: a later change's copy, or another counter.
                 Ok(_) | Err(SequenceError::Database { .. }) => {

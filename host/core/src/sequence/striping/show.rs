@@ -147,7 +147,7 @@ pub async fn lanes(
                     .find(|document| document.get_str("_id") == Ok(id.as_str()))
                     .ok_or_else(|| {
                         "missing: a change of stripes may have stopped half way \
-                         (`idmint counter stripes` finishes it)"
+                         (`idmint counter stripes NAME --resume` finishes it)"
                             .to_string()
                     })
                     .and_then(|document| {
