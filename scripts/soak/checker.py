@@ -20,6 +20,7 @@ import os
 from collections import defaultdict
 
 from ids import MAXVAL, SPANNING_KINDS, order_key, unique_key
+from schedule import FAULTS
 
 # Kinds whose values leave gaps only where an answer was lost
 # (docs/counter-kinds.md, "gaps"): a gap larger than the attempts that got no
@@ -187,6 +188,51 @@ def availability(attempts, start, end, by=_row):
             for row, secs in acked.items()}
 
 
+# How long after a fault ends its effects are still counted as its own: a
+# restarted server's election and the clients' reconnections.
+RECOVERY_GRACE = 3.0
+
+
+def availability_outside_faults(attempts, faults, start, end, grace=RECOVERY_GRACE):
+    """Per path: the share of the run's whole seconds outside every injected
+    fault (and `grace` seconds after it) in which it acknowledged a value, how
+    many such seconds there were, and for the seconds in which it
+    acknowledged nothing, which faults they overlapped (fault: seconds; a
+    second outside every fault is counted as "none"). Events recorded beside
+    the faults that are not faults (changes of stripes, policy swaps) are the
+    product working, not faults, and count as outside."""
+    seconds = max(1, math.floor(end - start))
+    during = defaultdict(set)
+    for fault in faults:
+        if fault["fault"] not in FAULTS:
+            continue
+        first = max(0, math.floor(fault["start"] - start))
+        last = min(seconds - 1, math.floor(fault["end"] + grace - start))
+        for second in range(first, last + 1):
+            during[second].add(fault["fault"])
+    acked = defaultdict(set)
+    for record in attempts:
+        acked[record["path"]]
+        if record.get("raw"):
+            acked[record["path"]].add(math.floor(record["t1"] - start))
+    out = {}
+    for path, secs in sorted(acked.items()):
+        outside = [second for second in range(seconds) if second not in during]
+        overlapped = defaultdict(int)
+        for second in range(seconds):
+            if second in secs:
+                continue
+            for fault in sorted(during.get(second, {"none"})):
+                overlapped[fault] += 1
+        out[path] = {
+            "availability": round(sum(1 for second in outside if second in secs)
+                                  / max(1, len(outside)), 3),
+            "seconds": len(outside),
+            "down_during": dict(sorted(overlapped.items())),
+        }
+    return out
+
+
 def recovery(attempts, faults, window=3.0):
     """For each fault, how long after it ended every client path that was
     acknowledging values just before it (within `window` seconds)
@@ -320,6 +366,8 @@ def check(attempts, lock_records, faults, start, end, shutdown=None):
         "gaps": gaps,
         "rows": dict(sorted(rows.items())),
         "path_availability": dict(sorted(path_avail.items())),
+        "path_availability_outside_faults": availability_outside_faults(attempts, faults,
+                                                                        start, end),
         "silent_rows": sorted(row for row, r in rows.items() if r["values"] == 0),
         "stalled": sorted({a["path"] for a in attempts if a.get("stalled")}),
         "stalled_calls": sum(1 for a in attempts if a.get("stalled")),

@@ -29,6 +29,16 @@ def table(result, schedule_seed=None):
     lines.append("availability per path (share of seconds with a value acknowledged): "
                  + ", ".join(f"{path} {share:.2f}"
                              for path, share in result["path_availability"].items()))
+    outside = result.get("path_availability_outside_faults", {})
+    if outside:
+        lines.append("outside the faults (and 3 s after each): "
+                     + ", ".join(f"{path} {share['availability']:.2f}"
+                                 for path, share in outside.items()))
+        for path, share in outside.items():
+            if share["availability"] < 0.9:
+                lines.append(f"  {path}: seconds without a value, by the faults they overlapped: "
+                             + ", ".join(f"{fault} {n}"
+                                         for fault, n in share["down_during"].items()))
     lines.append("")
     lines.append(f"{'fault':<14}{'injected':>9}{'recovery median':>17}{'max':>8}{'not recovered':>15}")
     for fault, f in result["faults"].items():

@@ -162,6 +162,19 @@ class CheckerTest(unittest.TestCase):
             "kind": SPANNING, "values": 7, "values_while_us_down": 4, "attempts_while_us_down": 3,
             "failed_while_us_down": 1, "restripes": 2, "restripes_failed": 1, "restripes_half_way": 0})
 
+    def test_availability_outside_faults_leaves_out_their_seconds_and_names_them(self):
+        attempts = [attempt("stream", "cyclic", "cy", START + t, [t]) for t in (0.5, 1.5, 6.5)]
+        faults = [{"fault": "kill-db", "target": "db", "start": START + 2, "end": START + 3},
+                  {"fault": "restripe", "target": "sp", "start": START + 7, "end": START + 8,
+                   "rc": 0}]
+        result = check(attempts, [], faults, START, START + 10)
+        outside = result["path_availability_outside_faults"]["stream"]
+        # Seconds 2..=6 are the fault's and its grace; of the other five
+        # (0, 1, 7, 8, 9), two have a value; the restripe is no fault.
+        self.assertEqual(outside["seconds"], 5)
+        self.assertEqual(outside["availability"], 0.4)
+        self.assertEqual(outside["down_during"], {"kill-db": 4, "none": 3})
+
     def test_a_change_that_stopped_half_way_is_told_from_one_refused_at_its_start(self):
         restripes = [
             {"fault": "restripe", "target": "sp", "start": START + 2, "end": START + 3, "rc": 3,
