@@ -213,9 +213,17 @@ function (keyName, map, clientMicros, count) {
         { $set: { last: { $toLong: { $add: ["$lane.r", { $multiply: ["$val", "$lane.m"] }] } } } }
       ];
     } else {
+      // The host's under_ceiling: an autoinc lane of a counter across
+      // deployments hands out values only up to its `ceiling` (none: no
+      // bound), which only the host raises, once another deployment has
+      // recorded it: this twin cannot raise it and refuses past it.
       query = { _id: id, $expr: { $and: [
         laneGuard(kind),
-        { $lte: ["$last", { $subtract: [long(MAX_VALUE), { $multiply: [long(COUNT), "$lane.m"] }] }] }
+        { $lte: ["$last", { $subtract: [long(MAX_VALUE), { $multiply: [long(COUNT), "$lane.m"] }] }] },
+        { $lte: [
+          { $add: ["$last", { $multiply: [long(COUNT), "$lane.m"] }] },
+          { $ifNull: ["$ceiling", long(MAX_VALUE)] }
+        ] }
       ] } };
       update = [{ $set: {
         seq: { $toLong: { $add: ["$seq", long(COUNT)] } },
@@ -295,6 +303,13 @@ function (keyName, map, clientMicros, count) {
           throw new Error("counter '" + keyName + "' is exhausted: it cannot hand out " + COUNT +
             " more value(s) without passing " + MAX_VALUE + "; it was left unchanged");
         }
+        // At its ceiling: only the host raises it (see takeLane).
+        if (found.ceiling !== undefined && found.ceiling !== null &&
+            Number(lane.last) + COUNT * lane.m > Number(found.ceiling)) {
+          throw new Error("counter '" + keyName + "': lane " + id + " is at its ceiling " +
+            Number(found.ceiling) + ": it is raised only once another deployment of the counter " +
+            "has recorded a higher one; nothing was taken");
+        }
       }
     }
     var generation = map.generation;
@@ -303,5 +318,6 @@ function (keyName, map, clientMicros, count) {
     if (map.generation === generation) wait();
   }
   throw new Error("counter '" + keyName + "': no live lane after " + ATTEMPTS + " tries: a change of " +
-    "stripes is under way or stopped half way (`idmint counter stripes` finishes it); nothing was taken");
+    "stripes is under way or stopped half way (the next take finishes it once every deployment it " +
+    "needs answers; `idmint counter stripes NAME --resume` does it by hand); nothing was taken");
 }

@@ -39,6 +39,7 @@ mod stored_functions;
 mod striped;
 mod striped_cyclic;
 mod striped_deployments;
+mod striped_forget;
 mod striped_identity;
 mod striped_periodic;
 mod striped_resume;

@@ -349,7 +349,7 @@ async fn of_two_changes_of_stripes_at_once_the_later_one_wins() {
 /// A change of stripes that stopped half way (its task ended after its
 /// seals, as a crash would end it) leaves the counter with no live lane;
 /// `counter show` says what it was making. No person needs to act: the
-/// next take waits, watches it stay so for a second, finishes it as its
+/// next take waits, watches it stay so for 5 s, finishes it as its
 /// claim recorded it, and takes, above every value before.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_change_stopped_half_way_is_finished_by_the_next_take() {

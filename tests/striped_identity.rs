@@ -234,3 +234,96 @@ async fn a_handle_takes_nothing_from_a_counter_made_again_under_its_name() {
     values.sort_unstable();
     assert_eq!(values, [1, 2, 3, 4], "each lane's first values, untouched");
 }
+
+/// A counter across deployments made before incarnations (none in its map
+/// copies, lanes and prefix claims, as an earlier idmint wrote them) is
+/// given one by its next change of stripes: its copies there are its own
+/// (they span from its home), its claims too, and afterwards every copy,
+/// lane and claim carries the one incarnation.
+#[tokio::test]
+async fn a_counter_made_before_incarnations_is_given_one_by_its_next_change() {
+    const TEST: &str = "identity_adopted";
+    let (_servers, sites) = own_servers(TEST, 2);
+    let deployments = connect(&sites, DEADLINE).await;
+    let made = run(&mut idmint_across(
+        &sites,
+        &[
+            "counter",
+            "create",
+            "orders",
+            "--kind",
+            "autoinc",
+            "--stripes",
+            "eu:1,us:1",
+        ],
+    ));
+    assert_exit(&made, 0);
+    assert_exit(
+        &run(&mut idmint_across(
+            &sites,
+            &["seq", "orders", "--count", "6"],
+        )),
+        0,
+    );
+    let databases: Vec<&Database> = deployments
+        .list()
+        .iter()
+        .map(|deployment| &deployment.database)
+        .collect();
+    for database in &databases {
+        for (collection, fields) in [
+            (
+                "counters",
+                doc! { "incarnation": "", "lane.incarnation": "" },
+            ),
+            ("prefixes", doc! { "incarnation": "" }),
+        ] {
+            database
+                .collection::<Document>(collection)
+                .update_many(doc! {}, doc! { "$unset": fields })
+                .await
+                .unwrap();
+        }
+    }
+
+    let changed = run(&mut idmint_across(
+        &sites,
+        &["counter", "stripes", "orders", "--set", "eu:2,us:2"],
+    ));
+    assert_exit(&changed, 0);
+    let mut seen = Vec::new();
+    for database in &databases {
+        for document in documents(database, "counters").await {
+            if document.get_document("sealed").is_ok() {
+                // A lane of an earlier generation, sealed for good.
+                continue;
+            }
+            let incarnation = match document.get_str("kind") {
+                Ok("lane") => document
+                    .get_document("lane")
+                    .unwrap()
+                    .get_str("incarnation"),
+                _ => document.get_str("incarnation"),
+            };
+            seen.push(incarnation.unwrap_or("none").to_string());
+        }
+        for claim in documents(database, "prefixes").await {
+            seen.push(claim.get_str("incarnation").unwrap_or("none").to_string());
+        }
+    }
+    seen.dedup();
+    assert_eq!(seen.len(), 1, "one incarnation everywhere: {seen:?}");
+    assert_ne!(seen[0], "none");
+    let taken = run(&mut idmint_across(
+        &sites,
+        &["seq", "orders", "--count", "4"],
+    ));
+    assert_exit(&taken, 0);
+    assert!(
+        stdout(&taken)
+            .lines()
+            .all(|value| value.parse::<u64>().unwrap() > 6),
+        "{}",
+        stdout(&taken)
+    );
+}

@@ -249,3 +249,50 @@ async fn resume_finishes_a_change_by_hand() {
     ));
     assert_exit(&taken, 0);
 }
+
+/// `counter show` of a change of stripes stopped half way long ago (its
+/// claim 10 s old or more: no process is still making it) finishes it
+/// before it shows the counter; one claimed just now it leaves to its
+/// process, and says what it makes.
+#[tokio::test]
+async fn counter_show_finishes_a_change_stopped_long_ago() {
+    use mongodb::bson::{doc, DateTime, Document};
+    const TEST: &str = "resume_by_show";
+    let database = crate::support::database(TEST).await;
+    crate::support::create(
+        TEST,
+        "orders",
+        &["--kind", "autoinc", "--stripes", "3", "--raw"],
+    );
+    let held = hold(&database_name(TEST), "orders", Point::BeforeLaneWrites, 1);
+    let stopped = {
+        let database = database.clone();
+        tokio::spawn(async move {
+            idmint::sequence::striping::set_stripes(&database, &counter_name("orders"), 2).await
+        })
+    };
+    held.arrived().await;
+    stopped.abort();
+    assert!(stopped.await.unwrap_err().is_cancelled());
+    drop(held);
+
+    let show = || run(crate::support::idmint(TEST).args(["counter", "show", "orders"]));
+    let fresh = stdout(&show());
+    assert!(
+        fresh.contains("a change of stripes to 2 under way"),
+        "{fresh}"
+    );
+    // Its claim, as if made a minute ago.
+    database
+        .collection::<Document>("counters")
+        .update_one(
+            doc! { "_id": "orders" },
+            doc! { "$set": { "striped.since": DateTime::from_millis(
+                DateTime::now().timestamp_millis() - 60_000,
+            ) } },
+        )
+        .await
+        .unwrap();
+    let finished = stdout(&show());
+    assert!(finished.contains("generation 3: 2 lanes"), "{finished}");
+}

@@ -405,6 +405,24 @@ fn cases() -> Vec<Case> {
             live(2, 100, &[2, 5, 0, 7]),
             4,
         ),
+        // A lane with a ceiling (of a counter across deployments): taken
+        // from up to it, refused past it (only the host raises it, and only
+        // across deployments).
+        case(
+            "s_under_ceiling",
+            map(1, 0, 2, true),
+            live(1, 0, &[2, 3])
+                .into_iter()
+                .map(|(r, lane)| (r, with(lane, "ceiling", 9_i64)))
+                .collect(),
+            4,
+        ),
+        case(
+            "s_at_ceiling",
+            map(1, 0, 1, true),
+            one(with(lane(1, 0, 1, 0, 3, false), "ceiling", 3_i64)),
+            2,
+        ),
         case(
             "s_int32",
             map(1, 0, 2, true),

@@ -143,6 +143,13 @@ impl OwnedServer {
         }
     }
 
+    /// Loses the server for good: kills it with SIGKILL and removes its
+    /// data directory (a deployment whose data is gone).
+    pub fn lose(&mut self) {
+        self.kill();
+        std::fs::remove_dir_all(&self.data).expect("remove the server's data");
+    }
+
     /// Starts the server again on the same port and data.
     pub fn restart(&mut self) {
         self.kill();

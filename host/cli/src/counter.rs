@@ -133,7 +133,7 @@ pub struct StripesArgs {
         long,
         value_name = "N|LAYOUT",
         value_parser = parse_layout,
-        required_unless_present = "resume",
+        required_unless_present_any = ["resume", "forget"],
         conflicts_with = "resume"
     )]
     pub set: Option<Layout>,
@@ -142,6 +142,14 @@ pub struct StripesArgs {
     /// takers do it on their own once every deployment it needs answers.
     #[arg(long)]
     pub resume: bool,
+    /// Forget DEPLOYMENT, lost for good (its data gone): a new generation
+    /// without it, above every value its lanes may have handed out (the
+    /// ceilings the other deployments recorded for them), with as many
+    /// lanes in each other deployment as now, or as --set says (naming
+    /// those only). Give DEPLOYMENT's URI too: refused while it answers.
+    /// Autoinc and segment counters only.
+    #[arg(long, value_name = "DEPLOYMENT", conflicts_with = "resume")]
+    pub forget: Option<String>,
     #[command(flatten)]
     pub connect: ConnectArgs,
 }
@@ -269,14 +277,30 @@ impl CounterCmd {
                 let name = CounterName::new(&args.name).map_err(idmint::Error::from)?;
                 let (database, deployments) = args.connect.connect_all().await?;
                 let deployments = deployments.as_ref();
-                let verb = match &args.set {
-                    Some(layout) => {
+                let verb = match (&args.forget, &args.set) {
+                    (Some(forgotten), layout) => {
+                        let Some(deployments) = deployments else {
+                            return Err(idmint::Error::from(SequenceError::Striping {
+                                name: name.clone(),
+                                source: striping::StripingError::DeploymentNotGiven {
+                                    deployment: forgotten.clone(),
+                                    why: "--forget tries it first (a deployment that answers is not lost)",
+                                },
+                            })
+                            .into());
+                        };
+                        striping::forget(deployments, &name, forgotten, layout.as_ref())
+                            .await
+                            .map_err(idmint::Error::from)?;
+                        "forgot a deployment of "
+                    }
+                    (None, Some(layout)) => {
                         striping::set_layout(&database, deployments, &name, layout)
                             .await
                             .map_err(idmint::Error::from)?;
                         ""
                     }
-                    None => match striping::resume(&database, deployments, &name)
+                    (None, None) => match striping::resume(&database, deployments, &name)
                         .await
                         .map_err(idmint::Error::from)?
                     {

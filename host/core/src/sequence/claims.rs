@@ -228,6 +228,22 @@ async fn claim_one(
     }
 }
 
+/// Writes `incarnation` into the claims of `prefixes` that counter `name`
+/// owns without one, in the deployment of its own document (where a claim
+/// of its name is its own): a counter given its incarnation late
+/// (`identity::adopt`).
+pub(crate) async fn mark_own(
+    database: &Database,
+    name: &CounterName,
+    prefixes: &[String],
+    incarnation: &Incarnation,
+) -> Result<(), SequenceError> {
+    for prefix in prefixes {
+        mark(database, name, prefix, incarnation).await?;
+    }
+    Ok(())
+}
+
 /// Writes `incarnation` into the claim of `prefix` that counter `name`
 /// owns without one (written before incarnations): from now on it is
 /// this counter's by identity, not by name.

@@ -11,7 +11,10 @@
 //! command matches nothing (`value: null`) until a new generation writes
 //! a lane R, which it then takes from; a change to fewer lanes than R + 1
 //! leaves lane R sealed for good, and the application must ask `idmint
-//! pipeline` again for a lane that exists.
+//! pipeline` again for a lane that exists. An autoinc or segment lane of a
+//! counter across deployments also matches nothing once a take would pass
+//! its `ceiling`, which only idmint's takers raise (`lane.rs`'s
+//! [`lane::CEILING`]): the command cannot raise it.
 
 use mongodb::bson::Document;
 

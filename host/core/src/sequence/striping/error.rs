@@ -258,6 +258,38 @@ pub enum StripingError {
         /// What stopped it.
         reason: String,
     },
+    /// A lane is at its ceiling and no other deployment of the counter
+    /// recorded a higher one (a counter in one deployment whose lane has
+    /// one: nothing raises it).
+    #[error(
+        "lane {lane} is at its ceiling {ceiling}: it is raised only once another deployment of \
+         the counter has recorded a higher one; nothing was taken"
+    )]
+    AtCeiling {
+        /// The lane's `_id`.
+        lane: String,
+        /// Its ceiling.
+        ceiling: u64,
+    },
+    /// `--forget DEPLOYMENT` of a deployment that answers: it is not lost.
+    #[error(
+        "deployment {deployment:?} answers: a deployment that answers is not lost, and its lanes \
+         may still hand out values; retire it with `--set` (a layout without it) instead; \
+         nothing was changed"
+    )]
+    NotLost {
+        /// The deployment.
+        deployment: String,
+    },
+    /// `--forget DEPLOYMENT` of a counter whose lanes there hand out values
+    /// no ceiling bounds.
+    #[error("cannot forget deployment {deployment:?}: {why}; nothing was changed")]
+    Unbounded {
+        /// The deployment.
+        deployment: String,
+        /// Why nothing bounds what its lanes handed out.
+        why: String,
+    },
     /// A snowflake counter's worker id is held by a process that does not
     /// record its reservations in the counter (an idmint before gates):
     /// nothing bounds the time it may issue, so no lane may start above it.
@@ -317,7 +349,10 @@ impl StripingError {
             | Self::Lane
             | Self::Concurrent
             | Self::UngatedHolder { .. }
-            | Self::NoRecordedChange { .. } => ErrorClass::Conflict,
+            | Self::NoRecordedChange { .. }
+            | Self::NotLost { .. }
+            | Self::Unbounded { .. } => ErrorClass::Conflict,
+            Self::AtCeiling { .. } => ErrorClass::Unavailable,
         }
     }
 }

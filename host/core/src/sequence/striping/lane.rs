@@ -133,6 +133,10 @@ pub struct LaneDocument {
     pub last: u64,
     /// Whether it is sealed: no take matches it any more.
     pub sealed: bool,
+    /// The highest value it may hand out (autoinc and segment lanes of a
+    /// counter across deployments: a value another deployment recorded
+    /// first, [`CEILING`]); none: no bound.
+    pub ceiling: Option<u64>,
 }
 
 /// A lane's local counter, by its counter's kind.
@@ -386,6 +390,10 @@ pub fn read(document: &Document) -> Result<LaneDocument, String> {
         }
         None => return Err("sealed is missing".to_string()),
     };
+    let ceiling = match document.get(CEILING) {
+        None | Some(Bson::Null) => None,
+        Some(_) => Some(read_integer(document, CEILING, 0, MAX_VALUE)?),
+    };
     Ok(LaneDocument {
         kind,
         generation,
@@ -393,6 +401,7 @@ pub fn read(document: &Document) -> Result<LaneDocument, String> {
         local,
         last,
         sealed,
+        ceiling,
     })
 }
 
@@ -629,6 +638,7 @@ pub(crate) fn take_command(
         "$expr": { "$and": [
             guard(kind),
             { "$lte": ["$last", { "$subtract": [MAX_VALUE as i64, { "$multiply": [count, "$lane.m"] }] }] },
+            under_ceiling(Bson::Document(doc! { "$multiply": [count, "$lane.m"] })),
         ]},
     };
     let update = vec![doc! { "$set": {
@@ -641,6 +651,42 @@ pub(crate) fn take_command(
         ]}},
     }}];
     (filter, update)
+}
+
+/// The field of an autoinc or segment lane that bounds what it hands out:
+/// its takes stop at it (`last + count * m <= ceiling`) until it is raised,
+/// which is done only once a deployment other than the lane's recorded a
+/// ceiling at least as high (`taker.rs`'s `raise_ceiling`). A lane without
+/// one (in one deployment, or written by an idmint before ceilings) is not
+/// bounded.
+pub(crate) const CEILING: &str = "ceiling";
+
+/// The fewest local values of a lane a raise of its ceiling allows above
+/// its `last`: what a lane may hand out while no other deployment answers
+/// is half of it at least (a taker raises it ahead once less than half is
+/// left), all of it at most.
+pub const CEILING_CHUNK: u64 = 65_536;
+
+/// How many values above a lane's `last` a raise of its ceiling allows
+/// (its local values are `m` apart): [`CEILING_CHUNK`] local values, or
+/// more for a take of more (a segment lane's: 64 segments of
+/// `max(count, step)`), so one pair of writes per chunk, none per value.
+pub(crate) fn ceiling_chunk(of: &LaneOf, count: u64, modulus: u64) -> u64 {
+    let local = match of {
+        LaneOf::Segment { step } => count.max(*step).saturating_mul(64),
+        _ => count,
+    };
+    local.max(CEILING_CHUNK).saturating_mul(modulus)
+}
+
+/// The take's term that keeps it at or below the lane's ceiling, `span`
+/// (an expression: `count * m`) above its `last`; true when the lane has
+/// none.
+fn under_ceiling(span: Bson) -> Document {
+    doc! { "$lte": [
+        { "$add": ["$last", span] },
+        { "$ifNull": [format!("${CEILING}"), MAX_VALUE as i64] },
+    ]}
 }
 
 /// The field of a lane that says whose it is: its counter's incarnation
@@ -695,6 +741,9 @@ pub(crate) struct KnownLane {
     /// lane's `maxval`, as read.
     fixed: Document,
     cyclic: Option<u64>,
+    /// Its ceiling ([`CEILING`]) as read (none: it has none; a lane gets
+    /// one only when a change of stripes writes it, with a new place).
+    ceiling: Option<u64>,
 }
 
 impl KnownLane {
@@ -719,7 +768,18 @@ impl KnownLane {
             lane: read.lane,
             fixed,
             cyclic,
+            ceiling: read.ceiling,
         })
+    }
+
+    /// How many of its local values stand for values at or below
+    /// `ceiling`: `k` such that `b + (k - 1) * m + r + 1 <= ceiling`.
+    fn local_values_up_to(&self, ceiling: u64) -> u64 {
+        let Generation { base, modulus } = self.lane.generation();
+        match ceiling.checked_sub(base + self.lane.residue() + 1) {
+            Some(above) => above / modulus + 1,
+            None => 0,
+        }
     }
 
     /// The short filter of a take of `count` from lane `lane_id` (the
@@ -742,12 +802,27 @@ impl KnownLane {
                 // periodic lane's, in its base period, where it has the
                 // fewest: in a later one, a take that matches nothing is
                 // sent again with the full guard).
-                let most = self.lane.capacity().checked_sub(count)?;
+                let mut most = self.lane.capacity().checked_sub(count)?;
+                let kind = self.fixed.get_document("lane").ok()?.get_str("kind");
+                if kind != Ok(PERIODIC) {
+                    // At or below its ceiling as read, which a raise
+                    // changes: a raised lane is taken with the full guard.
+                    match self.ceiling {
+                        Some(ceiling) => {
+                            let below = self.local_values_up_to(ceiling);
+                            most = most.min(below.checked_sub(count)?);
+                            filter.insert(CEILING, ceiling as i64);
+                        }
+                        None => {
+                            filter.insert(CEILING, doc! { "$exists": false });
+                        }
+                    }
+                }
                 filter.insert(
                     "seq",
                     doc! { "$type": "long", "$gte": 0_i64, "$lte": most as i64 },
                 );
-                if self.fixed.get_document("lane").ok()?.get_str("kind") == Ok(PERIODIC) {
+                if kind == Ok(PERIODIC) {
                     filter.insert("current", doc! { "$type": "string" });
                 }
             }
@@ -1060,6 +1135,7 @@ impl StripeMap {
             spans: Vec::new(),
             here: None,
             change: None,
+            bounded: false,
             incarnation: None,
             fields: of.map_fields(&Mark::of(lanes.base)),
         }
@@ -1150,6 +1226,49 @@ mod tests {
             .collect();
         assert_eq!(pairs, [(500, 2), (500, 6), (501, 2)]);
         assert_eq!(read.room(), None);
+    }
+
+    #[test]
+    fn a_lane_with_a_ceiling_is_taken_from_up_to_it_only() {
+        let mut document = new_lane("orders#2", &LaneOf::Autoinc, 1, lane_two(), None);
+        // No ceiling: unbounded, and the short filter says so.
+        let read_plain = read(&document).unwrap();
+        assert_eq!(read_plain.ceiling, None);
+        let known = KnownLane::of(&document, &read_plain).unwrap();
+        let short = known.filter("orders#2", 3).unwrap();
+        assert_eq!(
+            short.get_document(CEILING).unwrap(),
+            &doc! { "$exists": false }
+        );
+        // A ceiling: read, and in both filters, `count * m` above `last`.
+        document.insert(CEILING, 112_i64);
+        let bounded = read(&document).unwrap();
+        assert_eq!(bounded.ceiling, Some(112));
+        let known = KnownLane::of(&document, &bounded).unwrap();
+        // Lane 2 of 4 above 100: 103, 107, 111, then 115 > 112.
+        let short = known.filter("orders#2", 3).unwrap();
+        assert_eq!(short.get_i64(CEILING).unwrap(), 112);
+        assert_eq!(
+            short.get_document("seq").unwrap().get_i64("$lte").unwrap(),
+            0
+        );
+        assert!(known.filter("orders#2", 4).is_none());
+        assert!(!short.contains_key("$expr"));
+        let (full, _) = take_command("orders#2", &LaneOf::Autoinc, 3, Bson::Int64(0));
+        let terms = full
+            .get_document("$expr")
+            .unwrap()
+            .get_array("$and")
+            .unwrap();
+        assert_eq!(
+            terms.last().unwrap(),
+            &Bson::Document(under_ceiling(Bson::Document(
+                doc! { "$multiply": [3_i64, "$lane.m"] }
+            )))
+        );
+        // Not a number: malformed.
+        document.insert(CEILING, "high");
+        assert!(read(&document).unwrap_err().contains("ceiling"));
     }
 
     #[test]

@@ -42,6 +42,14 @@ use crate::sequence::identity::Incarnation;
 use crate::sequence::kind_trait::MAX_VALUE;
 use crate::sequence::name::CounterName;
 
+/// The top-level field of a copy of a map across deployments that records,
+/// for each deployment, the highest ceiling any of its lanes was ever given
+/// (`{ ceilings: { "us": 40960 } }`), raised with `$max` in a copy in
+/// another deployment before the lane's own: a change of stripes rewrites
+/// `striped`, never this, so what it records survives every change, and
+/// `--forget` starts above it (`restripe.rs`'s `forget`).
+pub const CEILINGS: &str = "ceilings";
+
 /// The `kind` of a striped counter's map.
 pub const STRIPED_KIND: &str = "striped";
 
@@ -80,6 +88,14 @@ pub struct StripeMap {
     /// once live, or for a change claimed by a version that did not say.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub change: Option<PendingChange>,
+    /// Whether the generation's lanes were written with ceilings
+    /// (`striped.bounded`: autoinc and segment lanes of a counter across
+    /// deployments, written by an idmint that knows them): each hands out
+    /// values only up to a ceiling another deployment recorded first in
+    /// its copy's [`CEILINGS`]. An idmint before ceilings rewrites
+    /// `striped` whole at its changes, and so drops it with its lanes'.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub bounded: bool,
     /// The counter's identity (`sequence/identity.rs`), the document's own
     /// `incarnation` (none: a counter made before incarnations): every
     /// copy of its map and every lane it writes carries it.
@@ -327,6 +343,16 @@ impl StripeMap {
             return Err("striped.spans and striped.here go together".to_string());
         }
         let change = read_change(striped)?.filter(|_| !live);
+        let bounded = match striped.get("bounded") {
+            None => false,
+            Some(Bson::Boolean(bounded)) => *bounded,
+            Some(other) => {
+                return Err(format!(
+                    "striped.bounded is {}, not a boolean",
+                    describe_value(other)
+                ))
+            }
+        };
         Ok(StripeMap {
             kind,
             generation,
@@ -338,6 +364,7 @@ impl StripeMap {
             spans,
             here,
             change,
+            bounded,
             incarnation,
             fields: document.clone(),
         })
@@ -370,6 +397,9 @@ impl StripeMap {
             document.insert("spans", &self.spans);
             document.insert("here", here);
         }
+        if self.bounded {
+            document.insert("bounded", true);
+        }
         if let Some(change) = self.change.as_ref().filter(|_| !self.live) {
             document.insert("to", change.to.to_string());
             document.insert(
@@ -378,6 +408,17 @@ impl StripeMap {
             );
         }
         document
+    }
+
+    /// The highest ceiling this copy records for the lanes of deployment
+    /// `deployment` ([`CEILINGS`]; none: none recorded, or not a number).
+    pub fn recorded_ceiling(&self, deployment: &str) -> Option<u64> {
+        let ceilings = self.fields.get_document(CEILINGS).ok()?;
+        match ceilings.get(deployment)? {
+            Bson::Int64(value) => u64::try_from(*value).ok(),
+            Bson::Int32(value) => u64::try_from(*value).ok(),
+            _ => None,
+        }
     }
 
     /// The same map as the copy in deployment `here` holds it.

@@ -51,10 +51,10 @@ pub use deployments::{
     check_deployment_name, Deployment, Deployments, HealthReport, FIRST_BACKOFF, LONGEST_BACKOFF,
 };
 pub use error::StripingError;
-pub use lane::{LaneDocument, LaneOf, Mark, LANE_KIND, STRIPABLE};
+pub use lane::{LaneDocument, LaneOf, Mark, CEILING_CHUNK, LANE_KIND, STRIPABLE};
 pub use layout::Layout;
-pub use map::{PendingChange, StripeMap, STALLED_AFTER, STRIPED_KIND};
+pub use map::{PendingChange, StripeMap, CEILINGS, STALLED_AFTER, STRIPED_KIND};
 pub(crate) use open::read_from_any;
-pub use restripe::{resume, resume_change, set_layout, set_stripes, Restriped};
+pub use restripe::{forget, resume, resume_change, set_layout, set_stripes, Restriped};
 pub use show::{lanes, LaneReport, LaneView};
 pub use taker::{StripedCounter, ATTEMPTS, HEDGE_AFTER, RESUME_AFTER};

@@ -39,7 +39,7 @@ use super::lane::STRIPABLE;
 use super::lane::{self, new_lane, placeholder, LaneOf, Mark};
 use super::layout::Layout;
 use super::map::read_map;
-use super::map::{PendingChange, StripeMap, STRIPED_KIND};
+use super::map::{PendingChange, StripeMap, CEILINGS, STRIPED_KIND};
 use crate::mongo::collections::COUNTERS;
 use crate::mongo::{describe_error, durable_write_concern, is_duplicate_key};
 use crate::sequence::claims::{self, Claimant};
@@ -122,7 +122,17 @@ pub async fn set_layout(
     // one made before incarnations is given one before anything is claimed
     // in its name elsewhere.
     let incarnation = if sites.spanning() {
-        Some(identity::adopt(&home_collection, name, &home).await?)
+        let adopted = identity::adopt(&home_collection, name, &home).await?;
+        // Its claims in its own deployment are its own: they say so now.
+        let owned: Vec<String> = match home.get("prefixes") {
+            Some(Bson::Array(prefixes)) => prefixes
+                .iter()
+                .filter_map(|prefix| prefix.as_str().map(str::to_string))
+                .collect(),
+            _ => Vec::new(),
+        };
+        claims::mark_own(database, name, &owned, &adopted).await?;
+        Some(adopted)
     } else {
         Incarnation::read(&home).map_err(|reason| SequenceError::CorruptCounter {
             name: name.clone(),
@@ -146,15 +156,26 @@ pub async fn set_layout(
     sites
         .claim_tag(name, incarnation.as_ref(), &with_copies, &of)
         .await?;
+    let first = current_map(database, name, &of, &write_concern).await?;
+    // Above what the lanes of a forgotten deployment (one no longer among
+    // the sites) may have handed out: the ceilings the copies record.
+    let site_names = sites.names();
+    let forgotten_ceiling = copies
+        .iter()
+        .map(|(_, copy)| copy)
+        .chain([&first])
+        .map(|copy| ceilings_outside(copy, &site_names))
+        .max()
+        .unwrap_or(0);
     let copies = copies
         .into_iter()
         .map(|(_, copy)| copy)
         .max_by_key(|copy| copy.generation);
-    let first = current_map(database, name, &of, &write_concern).await?;
     let map = match copies {
         Some(copy) if copy.generation > first.generation => copy,
         _ => first,
     };
+    let bounded = sites.list.len() >= 2 && has_ceilings(&of);
     let change = Change {
         sites: &sites,
         name,
@@ -164,6 +185,7 @@ pub async fn set_layout(
         incarnation: incarnation.as_ref(),
         to: layout,
         home_claimed: std::sync::atomic::AtomicBool::new(false),
+        bounded,
     };
     let made = async {
         change.claim(&map, &prefixes).await?;
@@ -180,8 +202,10 @@ pub async fn set_layout(
         let base = sealed
             .iter()
             .map(|(_, mark)| mark)
-            .fold(map.mark(), |highest, mark| highest.max(mark.clone()));
+            .fold(map.mark(), |highest, mark| highest.max(mark.clone()))
+            .max(Mark::of(forgotten_ceiling));
         let next = Generation::new(base.value, stripes).map_err(|error| striping(name, error))?;
+        change.record_ceilings(&placement, next).await?;
         hooks::pass(database.name(), name.as_str(), Point::BeforeLaneWrites).await;
         for lane in next.lanes() {
             change
@@ -191,6 +215,7 @@ pub async fn set_layout(
         let mut new_map = StripeMap::live(&change.of, change.claim, next);
         new_map.base_period = base.period;
         new_map.incarnation = incarnation.clone();
+        new_map.bounded = change.bounded;
         if sites.spanning() {
             new_map.placement = placement.clone();
             new_map.spans = sites.names();
@@ -696,6 +721,10 @@ struct Change<'a> {
     /// Whether it claimed the home's copy of the map: from then on a
     /// failure leaves the change half way.
     home_claimed: std::sync::atomic::AtomicBool,
+    /// Whether the lanes it writes have ceilings (autoinc and segment
+    /// lanes of a counter in two deployments or more): each starts with
+    /// its ceiling at its base, nothing handed out until a taker raises it.
+    bounded: bool,
 }
 
 impl Change<'_> {
@@ -920,7 +949,13 @@ impl Change<'_> {
                     .replace_one(
                         lane::claimed(&id, self.claim),
                         lane::owned_by(
-                            new_lane(&id, &self.of, self.claim, lane, base_period),
+                            self.bounded_lane(new_lane(
+                                &id,
+                                &self.of,
+                                self.claim,
+                                lane,
+                                base_period,
+                            )),
                             self.incarnation,
                         ),
                     )
@@ -929,6 +964,75 @@ impl Change<'_> {
             .await?;
         if written.matched_count == 0 {
             return Err(striping(self.name, StripingError::Concurrent));
+        }
+        Ok(())
+    }
+
+    /// `document`, a new lane, with its first ceiling if this change's
+    /// lanes have ceilings ([`Change::record_ceilings`] recorded it).
+    fn bounded_lane(&self, mut document: Document) -> Document {
+        if self.bounded {
+            let place = document.get_document("lane").ok();
+            let number = |key: &str| {
+                place
+                    .and_then(|place| place.get_i64(key).ok())
+                    .unwrap_or(0)
+                    .max(0) as u64
+            };
+            let ceiling = self.first_ceiling(number("b"), number("m").max(1));
+            document.insert(lane::CEILING, ceiling as i64);
+        }
+        document
+    }
+
+    /// The first ceiling of a new lane of a generation above `base` of
+    /// `modulus` lanes: a chunk above its base.
+    fn first_ceiling(&self, base: u64, modulus: u64) -> u64 {
+        base.saturating_add(lane::ceiling_chunk(&self.of, 1, modulus))
+            .min(crate::sequence::kind_trait::MAX_VALUE)
+    }
+
+    /// Records, before any new lane is written with its first ceiling, that
+    /// ceiling for each deployment of `placement` in the copy of the map
+    /// of every other site (`$max` of `ceilings.<deployment>`, durable): so
+    /// every value a new lane hands out is at or below a ceiling another
+    /// deployment recorded, and a deployment that goes down leaves the
+    /// others' lanes a chunk each to hand out.
+    async fn record_ceilings(
+        &self,
+        placement: &[String],
+        next: Generation,
+    ) -> Result<(), SequenceError> {
+        if !self.bounded {
+            return Ok(());
+        }
+        let ceiling = self.first_ceiling(next.base, next.modulus);
+        for (site, collection) in &self.sites.list {
+            let mut raised = Document::new();
+            for deployment in placement.iter().filter(|deployment| *deployment != site) {
+                raised.insert(format!("{CEILINGS}.{deployment}"), ceiling as i64);
+            }
+            if raised.is_empty() {
+                continue;
+            }
+            self.sites
+                .at(
+                    self.name,
+                    site,
+                    "record the ceilings of",
+                    collection
+                        .update_one(
+                            doc! {
+                                "_id": self.name.as_str(),
+                                "kind": STRIPED_KIND,
+                                "striped.generation": self.claim as i64,
+                                INCARNATION_FIELD: identity::filter_value(self.incarnation),
+                            },
+                            doc! { "$max": raised },
+                        )
+                        .write_concern(self.write_concern.clone()),
+                )
+                .await?;
         }
         Ok(())
     }
@@ -969,6 +1073,236 @@ impl Change<'_> {
         }
         Ok(())
     }
+}
+
+/// Whether lanes made of `of` have ceilings when their counter spans
+/// deployments: autoinc and segment lanes (not built yet for the others).
+pub(super) fn has_ceilings(of: &LaneOf) -> bool {
+    matches!(of, LaneOf::Autoinc | LaneOf::Segment { .. })
+}
+
+/// The highest ceiling `copy` records for a deployment not among `sites`
+/// (0: none): one forgotten (`--forget`), whose lanes may have handed out
+/// values up to it.
+fn ceilings_outside(copy: &StripeMap, sites: &[String]) -> u64 {
+    let Ok(ceilings) = copy.fields.get_document(CEILINGS) else {
+        return 0;
+    };
+    ceilings
+        .keys()
+        .filter(|deployment| !sites.contains(deployment))
+        .filter_map(|deployment| copy.recorded_ceiling(deployment))
+        .max()
+        .unwrap_or(0)
+}
+
+/// `idmint counter stripes NAME --forget DEPLOYMENT`: starts a new
+/// generation of counter `name` without `forgotten`, a deployment lost
+/// for good, above every value its lanes may have handed out (the highest
+/// ceiling any surviving copy of the map records for it, [`CEILINGS`]) and
+/// every value the surviving lanes handed out (their seals, as any
+/// change). Its lanes are laid out as `layout` says (surviving deployments
+/// the counter spans only), else as many in each surviving deployment as
+/// the current generation has there.
+///
+/// Refused, nothing written: while `forgotten` answers within the take
+/// deadline (it is not lost); when it is not given (`--uri`: it is tried);
+/// when the counter's lanes are of a kind without ceilings (cyclic,
+/// periodic, snowflake: not built yet); when lanes of `forgotten` were
+/// written without ceilings (by an idmint before them), which nothing
+/// bounds. It first claims every surviving copy with `forgotten` left out
+/// of where the counter spans, recording the layout it makes, and then runs
+/// that change as [`set_layout`] does (so a taker or `--resume` finishes
+/// it if it stops half way: every change starts above the ceilings
+/// recorded for a deployment it no longer spans).
+pub async fn forget(
+    deployments: &Deployments,
+    name: &CounterName,
+    forgotten: &str,
+    layout: Option<&Layout>,
+) -> Result<Restriped, SequenceError> {
+    let deadline = deployments.take_deadline();
+    let Some(lost) = deployments.get(forgotten) else {
+        return Err(striping(
+            name,
+            StripingError::DeploymentNotGiven {
+                deployment: forgotten.to_string(),
+                why: "--forget tries it first (a deployment that answers is not lost)",
+            },
+        ));
+    };
+    let ping = lost.database.run_command(doc! { "ping": 1 });
+    if let Ok(Ok(_)) = tokio::time::timeout(deadline, ping).await {
+        return Err(striping(
+            name,
+            StripingError::NotLost {
+                deployment: forgotten.to_string(),
+            },
+        ));
+    }
+    // The latest copy of its map among the other deployments given.
+    let mut latest: Option<(String, StripeMap)> = None;
+    for deployment in deployments.list() {
+        if deployment.name == forgotten {
+            continue;
+        }
+        let collection = deployment.database.collection::<Document>(COUNTERS);
+        let read = collection.find_one(doc! { "_id": name.as_str() });
+        let Ok(Ok(Some(document))) = tokio::time::timeout(deadline, read).await else {
+            continue;
+        };
+        if read_kind(&document).ok().flatten() != Some(STRIPED_KIND) {
+            continue;
+        }
+        let copy = read_map(name, &document)?;
+        let later = latest.as_ref().is_none_or(|(_, latest)| {
+            (copy.generation, copy.live) > (latest.generation, latest.live)
+        });
+        if later {
+            latest = Some((deployment.name.clone(), copy));
+        }
+    }
+    let Some((_, map)) = latest else {
+        return Err(SequenceError::UnknownCounter(name.clone()));
+    };
+    let unbounded = |why: String| {
+        striping(
+            name,
+            StripingError::Unbounded {
+                deployment: forgotten.to_string(),
+                why,
+            },
+        )
+    };
+    if !map.spans.iter().any(|span| span == forgotten) {
+        return Err(unbounded(format!(
+            "the counter does not span it (it spans {})",
+            map.spans.join(", ")
+        )));
+    }
+    let Some(of) = map.lanes_of() else {
+        return Err(striping(
+            name,
+            StripingError::NotStripable {
+                kind: map.kind.clone(),
+            },
+        ));
+    };
+    if !has_ceilings(&of) {
+        return Err(unbounded(format!(
+            "its lanes are {} lanes, whose ceilings are not built yet: nothing bounds what its \
+             lanes there handed out",
+            of.kind()
+        )));
+    }
+    // Lanes of it that may be live: of the current generation, or of any
+    // while a change is under way.
+    let holds_lanes = !map.live || map.placement.iter().any(|lane| lane == forgotten);
+    if holds_lanes && !map.bounded {
+        return Err(unbounded(
+            "its lanes there were written without ceilings (by an idmint before them), so no \
+             other deployment recorded how far they may hand out"
+                .to_string(),
+        ));
+    }
+    let surviving: Vec<String> = map
+        .spans
+        .iter()
+        .filter(|span| *span != forgotten)
+        .cloned()
+        .collect();
+    let layout = match layout {
+        Some(layout) => layout.clone(),
+        None => {
+            let placement = match (&map.change, map.live) {
+                (_, true) => map.placement.clone(),
+                (Some(change), false) => change.to.placement(),
+                (None, false) => Vec::new(),
+            };
+            let text: Vec<String> = surviving
+                .iter()
+                .map(|site| {
+                    let lanes = placement.iter().filter(|lane| *lane == site).count();
+                    (site, lanes)
+                })
+                .filter(|(_, lanes)| *lanes > 0)
+                .map(|(site, lanes)| format!("{site}:{lanes}"))
+                .collect();
+            if text.is_empty() {
+                return Err(striping(
+                    name,
+                    StripingError::Layout(format!(
+                        "no lane is left outside {forgotten:?}: name the new lanes' layout with \
+                         --set, in {}",
+                        surviving.join(", ")
+                    )),
+                ));
+            }
+            text.join(",")
+                .parse::<Layout>()
+                .map_err(|reason| striping(name, StripingError::Layout(reason)))?
+        }
+    };
+    check_layout(name, Some(deployments), &layout)?;
+    if let Some(stray) = layout
+        .deployments()
+        .into_iter()
+        .find(|site| !surviving.contains(site))
+    {
+        return Err(striping(
+            name,
+            StripingError::Layout(format!(
+                "--forget lays the new lanes out in the deployments it keeps ({}), not in \
+                 {stray:?}",
+                surviving.join(", ")
+            )),
+        ));
+    }
+    check_given(name, Some(deployments), &surviving, "the counter spans it")?;
+    let sites = Sites {
+        list: surviving
+            .iter()
+            .map(|site| {
+                let collection = deployments
+                    .get(site)
+                    .expect("checked as given")
+                    .database
+                    .collection(COUNTERS);
+                (site.clone(), collection)
+            })
+            .collect(),
+        deadline: Some(deadline),
+    };
+    let prefixes = map
+        .fields
+        .get("prefixes")
+        .cloned()
+        .unwrap_or(Bson::Array(Vec::new()));
+    let write_concern = durable_write_concern();
+    let change = Change {
+        sites: &sites,
+        name,
+        write_concern: &write_concern,
+        of,
+        claim: map.generation + 1,
+        incarnation: map.incarnation.as_ref(),
+        to: &layout,
+        home_claimed: std::sync::atomic::AtomicBool::new(false),
+        bounded: false,
+    };
+    // Every surviving copy claimed, `forgotten` left out of where it spans:
+    // from here on, the change is theirs alone.
+    change
+        .claim(&map, &prefixes)
+        .await
+        .map_err(|error| change.stopped(error))?;
+    let home = &deployments
+        .get(sites.home_name())
+        .expect("checked as given")
+        .database;
+    set_layout(home, Some(deployments), name, &layout)
+        .await
+        .map_err(|error| change.stopped(error))
 }
 
 /// The map of counter `name` as a change starts from it: a striped

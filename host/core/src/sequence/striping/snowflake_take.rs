@@ -36,7 +36,9 @@ impl StripedCounter {
         let mut pause = Duration::from_millis(1);
         let mut tried: Vec<String> = Vec::new();
         let mut failures: Vec<String> = Vec::new();
-        for _ in 0..ATTEMPTS {
+        let mut attempts = 0;
+        while attempts < ATTEMPTS {
+            attempts += 1;
             let holder = match lanes.held() {
                 Some(holder) => Some(holder),
                 None => {
@@ -54,6 +56,11 @@ impl StripedCounter {
             let Some(holder) = holder else {
                 if past() {
                     return Err(self.given_up(&failures, deadline));
+                }
+                let map = self.map();
+                if !map.live && self.waits_for_change(&map) {
+                    // Not a try: the change may yet be finished.
+                    attempts -= 1;
                 }
                 if self.untried(&self.map(), &tried) == 0 {
                     tried.clear();

@@ -62,7 +62,12 @@ const SHORTEST_TRY: Duration = Duration::from_millis(50);
 
 /// How long a handle watches a change of stripes stay half way (the map
 /// claimed, no live lane) before it finishes the change itself.
-pub const RESUME_AFTER: Duration = Duration::from_secs(1);
+pub const RESUME_AFTER: Duration = Duration::from_secs(5);
+
+/// How long a take with no deadline (one deployment) waits for a change
+/// of stripes half way before it fails: long enough for this handle to
+/// finish it.
+const CHANGE_PATIENCE: Duration = Duration::from_secs(15);
 
 /// The shortest time between two tries of one handle to finish a change.
 const RESUME_EVERY: Duration = Duration::from_millis(250);
@@ -102,6 +107,8 @@ struct Inner {
     snowflake: Option<SnowflakeLanes>,
     /// What it saw of a change of stripes half way, to finish it.
     stall: Mutex<Option<Stall>>,
+    /// The lanes whose ceiling it is raising ahead of need, by `_id`.
+    raising: Mutex<std::collections::HashSet<String>>,
 }
 
 /// A change of stripes a handle found half way: the generation it claimed,
@@ -183,6 +190,16 @@ pub(super) struct Target {
     pub(super) database: Database,
 }
 
+/// What a take that matched nothing found.
+enum Unmatched {
+    /// The lane is sealed, gone or changed: the map was read again.
+    Moved,
+    /// The lane was at its ceiling, which was raised.
+    Raised,
+    /// The lane is at its ceiling, and it could not be raised: why.
+    NotRaised(String),
+}
+
 /// How one try ended.
 enum Tried {
     /// The lane after the take.
@@ -241,6 +258,7 @@ impl StripedCounter {
                 }),
                 snowflake,
                 stall: Mutex::new(None),
+                raising: Mutex::new(std::collections::HashSet::new()),
             }),
         })
     }
@@ -337,12 +355,19 @@ impl StripedCounter {
         let mut pause = Duration::from_millis(1);
         let mut tried: Vec<String> = Vec::new();
         let mut failures: Vec<String> = Vec::new();
-        for _ in 0..ATTEMPTS {
+        let mut attempts = 0;
+        while attempts < ATTEMPTS {
+            attempts += 1;
             let map = self.map();
             if !map.live {
                 self.finish_if_stalled(&map);
                 if past() {
                     return Err(self.changing(&map));
+                }
+                if self.waits_for_change(&map) {
+                    // Not a try: the change may yet be finished, by its
+                    // own process or by this handle.
+                    attempts -= 1;
                 }
                 self.pause(&mut pause, deadline).await;
                 self.reload(deadline).await?;
@@ -376,7 +401,19 @@ impl StripedCounter {
                 // Its deployment answered: it may be tried again, on the
                 // lanes of the map as it is now.
                 tried.retain(|name| Some(name) != target.deployment.as_ref());
-                self.unmatched(&target, &map, count, deadline).await?;
+                match self.unmatched(&target, &map, count, deadline).await? {
+                    // At its ceiling, raised: again at once.
+                    Unmatched::Raised => continue,
+                    // At its ceiling, and no other deployment recorded a
+                    // higher one: the take moves on to another deployment.
+                    Unmatched::NotRaised(why) => {
+                        let deployment = target.deployment.clone().unwrap_or_default();
+                        failures.push(format!("{deployment}: {why}"));
+                        tried.push(deployment);
+                        continue;
+                    }
+                    Unmatched::Moved => {}
+                }
                 if self.map().generation == map.generation {
                     // Sealed and the map not moved on yet: the change is
                     // under way.
@@ -454,6 +491,21 @@ impl StripedCounter {
                 watch.trying = false;
             }
         });
+    }
+
+    /// Whether a take with no deadline still waits for the change of
+    /// stripes that claimed `map` (not live): for [`CHANGE_PATIENCE`] from
+    /// when this handle first saw it so, and while this handle is
+    /// finishing it.
+    pub(super) fn waits_for_change(&self, map: &StripeMap) -> bool {
+        if self.take_deadline().is_some() {
+            return false;
+        }
+        let stall = self.inner.stall.lock().unwrap();
+        stall.as_ref().is_some_and(|watch| {
+            watch.generation == map.generation
+                && (watch.trying || watch.seen_since.elapsed() < CHANGE_PATIENCE)
+        })
     }
 
     /// The error of a take whose deadline passed while a change of stripes
@@ -745,6 +797,7 @@ impl StripedCounter {
         match after {
             Some(after) => {
                 let read = self.read_lane(&id, &after)?;
+                self.raise_ahead(target, &id, &read, count);
                 let mut known = self.inner.known.lock().unwrap();
                 match KnownLane::of(&after, &read) {
                     Some(lane) => known.insert(id, lane),
@@ -786,15 +839,16 @@ impl StripedCounter {
     }
 
     /// After a take that matched nothing on `target`'s lane: an error if
-    /// the lane is malformed or exhausted; otherwise (sealed, gone, or
-    /// changed meanwhile) the map is read again for the next try.
+    /// the lane is malformed or exhausted; at its ceiling, the ceiling
+    /// raised (or why not); otherwise (sealed, gone, or changed meanwhile)
+    /// the map is read again for the next try.
     async fn unmatched(
         &self,
         target: &Target,
         map: &StripeMap,
         count: u64,
         deadline: Option<Instant>,
-    ) -> Result<(), SequenceError> {
+    ) -> Result<Unmatched, SequenceError> {
         let name = self.name();
         let id = lane_id(name, target.residue);
         let collection = target.database.collection::<Document>(COUNTERS);
@@ -825,8 +879,151 @@ impl StripedCounter {
                     limit: MAX_VALUE,
                 });
             }
+            let span = count.saturating_mul(lane.lane.generation().modulus);
+            if let Some(ceiling) = lane
+                .ceiling
+                .filter(|ceiling| live && lane.last.saturating_add(span) > *ceiling)
+            {
+                let Some(deployment) = target.deployment.as_deref() else {
+                    return Err(striping(
+                        name,
+                        StripingError::AtCeiling { lane: id, ceiling },
+                    ));
+                };
+                let chunk = lane::ceiling_chunk(&self.inner.lanes_of, count, map.modulus).max(span);
+                let raised = lane.last.saturating_add(chunk).min(MAX_VALUE);
+                return Ok(
+                    match self
+                        .raise_ceiling(map, deployment, target, &id, lane.generation, raised)
+                        .await
+                    {
+                        Ok(()) => Unmatched::Raised,
+                        Err(why) => Unmatched::NotRaised(format!(
+                            "lane {id} is at its ceiling {ceiling}, not raised: {why}"
+                        )),
+                    },
+                );
+            }
         }
-        self.reload(deadline).await
+        self.reload(deadline).await?;
+        Ok(Unmatched::Moved)
+    }
+
+    /// Raises, in the background, the ceiling of `lane` (`id`, in
+    /// `target`'s deployment) when a take of `count` left it less than half
+    /// a chunk below it: so a lane has half a chunk at least to hand out
+    /// when every other deployment goes down. One raise of a lane at a
+    /// time; one that fails is tried again after the next take.
+    fn raise_ahead(&self, target: &Target, id: &str, lane: &LaneDocument, count: u64) {
+        let (Some(ceiling), Some(deployment)) = (lane.ceiling, target.deployment.clone()) else {
+            return;
+        };
+        let chunk =
+            lane::ceiling_chunk(&self.inner.lanes_of, count, lane.lane.generation().modulus);
+        if lane.sealed || ceiling.saturating_sub(lane.last) >= chunk / 2 {
+            return;
+        }
+        if !self.inner.raising.lock().unwrap().insert(id.to_string()) {
+            return;
+        }
+        let handle = self.clone();
+        let target = target.clone();
+        let id = id.to_string();
+        let generation = lane.generation;
+        let raised = lane.last.saturating_add(chunk).min(MAX_VALUE);
+        tokio::spawn(async move {
+            let map = handle.map();
+            let _ = handle
+                .raise_ceiling(&map, &deployment, &target, &id, generation, raised)
+                .await;
+            handle.inner.raising.lock().unwrap().remove(&id);
+        });
+    }
+
+    /// Raises the ceiling of lane `id` (of generation `generation`, in
+    /// `deployment`, `target`'s) to `ceiling`: first records it (`$max`,
+    /// durable) in the copy of the map of another deployment the counter
+    /// spans, the healthy ones first, until one acknowledges; only then
+    /// raises the lane's (`$max`, durable). So every value a lane hands
+    /// out is at or below a ceiling a deployment other than its own
+    /// recorded, which `--forget` starts above. Each write within the
+    /// take's deadline.
+    async fn raise_ceiling(
+        &self,
+        map: &StripeMap,
+        deployment: &str,
+        target: &Target,
+        id: &str,
+        generation: u64,
+        ceiling: u64,
+    ) -> Result<(), String> {
+        let Some(deployments) = self.spanning() else {
+            return Err("the counter spans one deployment".to_string());
+        };
+        let deadline = self.take_deadline();
+        let now = Instant::now();
+        let mut others: Vec<&str> = map
+            .spans
+            .iter()
+            .map(String::as_str)
+            .filter(|other| *other != deployment && deployments.get(other).is_some())
+            .collect();
+        others.sort_by_key(|other| !deployments.is_healthy(other, now));
+        let incarnation = self.inner.incarnation.as_ref();
+        let mut failures = Vec::new();
+        let mut recorded = false;
+        for other in others {
+            let collection = deployments
+                .get(other)
+                .expect("others are deployments given")
+                .database
+                .collection::<Document>(COUNTERS);
+            let record = collection
+                .update_one(
+                    doc! {
+                        "_id": self.name().as_str(),
+                        "kind": super::map::STRIPED_KIND,
+                        crate::sequence::identity::INCARNATION_FIELD:
+                            crate::sequence::identity::filter_value(incarnation),
+                    },
+                    doc! { "$max": { format!("{}.{deployment}", super::map::CEILINGS): ceiling as i64 } },
+                )
+                .write_concern(self.inner.write_concern.clone());
+            match within(deadline, record).await {
+                Some(Ok(done)) if done.matched_count > 0 => {
+                    recorded = true;
+                    break;
+                }
+                Some(Ok(_)) => failures.push(format!("{other}: no copy of the map")),
+                Some(Err(error)) => failures.push(format!("{other}: {}", describe_error(&error))),
+                None => failures.push(format!("{other}: no answer in time")),
+            }
+        }
+        if !recorded {
+            return Err(if failures.is_empty() {
+                "no other deployment to record it".to_string()
+            } else {
+                format!("no other deployment recorded it ({})", failures.join("; "))
+            });
+        }
+        let mut filter = doc! {
+            "_id": id,
+            "kind": lane::LANE_KIND,
+            "lane.generation": generation as i64,
+            "sealed": { "$type": "null" },
+            // Only a lane written with one (a lane without is unbounded).
+            lane::CEILING: { "$exists": true },
+        };
+        lane::of_counter(&mut filter, incarnation);
+        let lanes = target.database.collection::<Document>(COUNTERS);
+        let raise = lanes
+            .update_one(filter, doc! { "$max": { lane::CEILING: ceiling as i64 } })
+            .write_concern(self.inner.write_concern.clone());
+        match within(deadline, raise).await {
+            Some(Ok(_)) => Ok(()),
+            Some(Err(error)) => Err(format!("{deployment}: {}", describe_error(&error))),
+            None => Err(format!("{deployment}: no answer in time")),
+        }
     }
 
     /// Reads the map again: from the database it was opened from, or,

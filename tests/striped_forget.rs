@@ -1,0 +1,305 @@
+//! A deployment lost for good (issue 49 §4): autoinc and segment lanes of a
+//! counter across deployments hand out values only up to a ceiling another
+//! deployment recorded first (`ceilings.DEPLOYMENT` in its copy of the map),
+//! raised a chunk at a time; `idmint counter stripes NAME --forget
+//! DEPLOYMENT` is refused while the deployment answers, and once its server
+//! is killed and its data removed, starts a generation without it above
+//! every value its lanes handed out.
+
+use std::collections::BTreeSet;
+
+use mongodb::bson::{doc, Document};
+use mongodb::Database;
+
+use idmint::sequence::striping::{Deployment, Deployments, StripeMap, CEILINGS, CEILING_CHUNK};
+use idmint::sequence::Sequence;
+
+use crate::support::sites::{connect, idmint_across, open_across, own_servers, DEADLINE};
+use crate::support::{assert_exit, run, stderr};
+
+/// How many values each take asks for (a segment counter's step too).
+const COUNT: usize = 1000;
+
+/// How many takes the handle that prefers `us` makes before the checks.
+const US_TAKES: usize = 300;
+
+/// How many takes the handle that prefers `eu` makes.
+const EU_TAKES: usize = 100;
+
+/// Counter `orders`'s document in `database`.
+async fn document(database: &Database, id: &str) -> Document {
+    database
+        .collection::<Document>("counters")
+        .find_one(doc! { "_id": id })
+        .await
+        .unwrap()
+        .unwrap_or_else(|| panic!("{id} is missing"))
+}
+
+/// The `last` and `ceiling` of lane `id` in `database`.
+async fn lane_marks(database: &Database, id: &str) -> (u64, Option<u64>) {
+    let lane = document(database, id).await;
+    (
+        lane.get_i64("last").unwrap() as u64,
+        lane.get_i64("ceiling").ok().map(|ceiling| ceiling as u64),
+    )
+}
+
+/// The ceiling `database`'s copy of `orders`'s map records for `us`.
+async fn recorded_for_us(database: &Database) -> Option<u64> {
+    let map = document(database, "orders").await;
+    map.get_document(CEILINGS)
+        .ok()
+        .and_then(|ceilings| ceilings.get_i64("us").ok())
+        .map(|ceiling| ceiling as u64)
+}
+
+/// Whether `value` is one of `map`'s lanes in `deployment`.
+fn in_deployment(map: &StripeMap, deployment: &str, value: u64) -> bool {
+    value > map.base && map.deployment_of((value - map.base - 1) % map.modulus) == Some(deployment)
+}
+
+/// `count` values of `sequence`, each new to `seen`.
+async fn take(sequence: &Sequence, seen: &mut BTreeSet<u64>) -> Result<Vec<u64>, String> {
+    let taken = sequence
+        .take(COUNT, 0)
+        .await
+        .map_err(|error| error.to_string())?;
+    let values: Vec<u64> = taken.iter().map(|stamp| stamp.sequence).collect();
+    for value in &values {
+        assert!(seen.insert(*value), "{value} handed out twice");
+    }
+    Ok(values)
+}
+
+/// A counter of `kind` across `eu:2,us:2`: takers in this process (one
+/// preferring each deployment) take from it; the ceilings of `us`'s lanes
+/// are raised a chunk at a time (counted by watching each lane's ceiling
+/// after every take of the handle that prefers `us`); with `outage`, while
+/// `eu` is down, `us`'s lanes hand out nothing above what `eu` recorded;
+/// `--forget us` is refused while `us` answers, and accepted once it is
+/// killed and its data removed; every value handed out after it is above
+/// every value `us`'s lanes handed out.
+async fn forget_us(test: &str, kind: &str, chunk_local: u64, outage: bool) {
+    let (mut owned, sites) = own_servers(test, 2);
+    let deployments = connect(&sites, DEADLINE).await;
+    let mut create = vec![
+        "counter",
+        "create",
+        "orders",
+        "--kind",
+        kind,
+        "--raw",
+        "--stripes",
+        "eu:2,us:2",
+    ];
+    if kind == "segment" {
+        create.extend(["--step", "1000"]);
+    }
+    assert_exit(&run(&mut idmint_across(&sites, &create)), 0);
+    let eu = deployments.get("eu").unwrap().database.clone();
+    let us = deployments.get("us").unwrap().database.clone();
+    // The same deployments, `us` preferred.
+    let us_first = Deployments::new(vec![
+        Deployment {
+            name: "us".into(),
+            database: us.clone(),
+        },
+        Deployment {
+            name: "eu".into(),
+            database: eu.clone(),
+        },
+    ])
+    .unwrap()
+    .deadline(DEADLINE);
+    let (from_eu, map) = open_across(&deployments, "orders").await;
+    let (from_us, _) = open_across(&us_first, "orders").await;
+    assert!(map.bounded, "{map:?}");
+    let us_lanes = ["orders#2", "orders#3"];
+    for id in us_lanes {
+        // Nothing handed out yet, a first chunk to hand out.
+        assert_eq!(
+            lane_marks(&us, id).await,
+            (map.base, Some(map.base + chunk_local * map.modulus))
+        );
+    }
+
+    // Takes; each raise of a lane's ceiling seen (its ceiling after each
+    // take of the one handle that takes from `us`'s lanes).
+    let mut seen = BTreeSet::new();
+    let mut ceilings: BTreeSet<(&str, u64)> = BTreeSet::new();
+    for _ in 0..US_TAKES {
+        take(&from_us, &mut seen).await.unwrap();
+        for id in us_lanes {
+            let (last, ceiling) = lane_marks(&us, id).await;
+            let ceiling = ceiling.unwrap();
+            assert!(
+                last <= ceiling,
+                "{id}: last {last} above its ceiling {ceiling}"
+            );
+            if ceiling > map.base {
+                ceilings.insert((id, ceiling));
+            }
+        }
+    }
+    for _ in 0..EU_TAKES {
+        take(&from_eu, &mut seen).await.unwrap();
+    }
+    let from_us_lanes = seen
+        .iter()
+        .filter(|value| in_deployment(&map, "us", **value))
+        .count() as u64;
+    // One raise per chunk of each lane, none per take.
+    let local = from_us_lanes / COUNT as u64 * COUNT as u64 / 2;
+    let raises = ceilings.len() as u64;
+    // Each lane's first chunk, written with it, and one more each time
+    // half a chunk is left (raised ahead of need).
+    let most = 2 * (2 * local / chunk_local + 2);
+    assert!(
+        raises >= 2 && raises <= most,
+        "{raises} raises for {from_us_lanes} values of us's lanes ({local} local values each, a \
+         chunk {chunk_local}): expected 2 to {most}"
+    );
+    assert!(raises * 10 < US_TAKES as u64, "{raises} raises");
+    eprintln!(
+        "{kind}: {raises} raises of us's ceilings (each lane's first one included) for \
+         {from_us_lanes} values of us's lanes in {US_TAKES} takes of {COUNT}"
+    );
+    // What `eu` recorded is at or above every ceiling of `us`'s lanes,
+    // their first included.
+    let recorded = recorded_for_us(&eu).await.unwrap();
+    for id in us_lanes {
+        let (_, ceiling) = lane_marks(&us, id).await;
+        assert!(
+            ceiling.unwrap() <= recorded,
+            "{id}: {ceiling:?} above {recorded}"
+        );
+    }
+
+    if outage {
+        // `eu` down: `us`'s lanes hand out up to what `eu` recorded, and
+        // then nothing (no other deployment records a higher ceiling).
+        owned[0].kill();
+        let mut failures = 0;
+        let mut during = Vec::new();
+        for _ in 0..(4 * chunk_local as usize / COUNT + 10) {
+            match take(&from_us, &mut seen).await {
+                Ok(values) => during.extend(values),
+                Err(_) => failures += 1,
+            }
+            if failures >= 3 {
+                break;
+            }
+        }
+        assert!(
+            failures >= 3,
+            "us kept handing out with eu down: {} values",
+            during.len()
+        );
+        owned[0].restart();
+        let recorded = recorded_for_us(&eu).await.unwrap();
+        let above: Vec<&u64> = during.iter().filter(|value| **value > recorded).collect();
+        assert!(
+            above.is_empty(),
+            "{} values of us's lanes above the ceiling eu recorded ({recorded}), as {:?}",
+            above.len(),
+            &above[..above.len().min(5)]
+        );
+        for id in us_lanes {
+            let (_, ceiling) = lane_marks(&us, id).await;
+            assert!(
+                ceiling.unwrap() <= recorded,
+                "{id}: {ceiling:?} above {recorded}"
+            );
+        }
+    }
+
+    // Refused while `us` answers, nothing written.
+    let forget = ["counter", "stripes", "orders", "--forget", "us"];
+    let refused = run(&mut idmint_across(&sites, &forget));
+    assert_exit(&refused, 2);
+    assert!(
+        stderr(&refused).contains("\"us\" answers"),
+        "{}",
+        stderr(&refused)
+    );
+    let generation = |document: &Document| {
+        document
+            .get_document("striped")
+            .unwrap()
+            .get_i64("generation")
+            .unwrap()
+    };
+    assert_eq!(
+        generation(&document(&eu, "orders").await),
+        map.generation as i64
+    );
+    assert_eq!(
+        generation(&document(&us, "orders").await),
+        map.generation as i64
+    );
+
+    // Everything `us`'s lanes handed out, segments fetched and not handed
+    // out yet included: their `last`, read just before it is lost.
+    let mut highest_us = seen
+        .iter()
+        .copied()
+        .filter(|value| in_deployment(&map, "us", *value))
+        .max()
+        .unwrap();
+    for id in us_lanes {
+        highest_us = highest_us.max(lane_marks(&us, id).await.0);
+    }
+    owned[1].lose();
+
+    let forgot = run(&mut idmint_across(&sites, &forget));
+    assert_exit(&forgot, 0);
+    let copy = document(&eu, "orders").await;
+    let striped = copy.get_document("striped").unwrap();
+    assert_eq!(
+        striped.get_array("spans").unwrap(),
+        &vec![mongodb::bson::Bson::String("eu".into())],
+        "{copy}"
+    );
+    let after: StripeMap = StripeMap::read(&copy).unwrap();
+    assert!(after.live, "{after:?}");
+    assert!(
+        after.placement.iter().all(|deployment| deployment == "eu"),
+        "{after:?}"
+    );
+    assert_eq!(after.modulus, 2, "{after:?}");
+    assert!(
+        after.base >= highest_us,
+        "{after:?}, us handed out up to {highest_us}"
+    );
+
+    // Takes go on, above everything `us` handed out.
+    let (fresh, _) = open_across(&deployments, "orders").await;
+    for _ in 0..20 {
+        for value in take(&fresh, &mut seen).await.unwrap() {
+            assert!(
+                value > highest_us,
+                "{value}, handed out after the forget, is not above {highest_us}, handed out \
+                 by us's lanes"
+            );
+        }
+    }
+    // A handle opened before takes on too (its map read again).
+    for _ in 0..5 {
+        take(&from_eu, &mut seen).await.unwrap();
+    }
+}
+
+/// An autoinc counter (its chunk: 65,536 local values of a lane), with
+/// `eu` down a while.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forgetting_a_lost_deployment_of_an_autoinc_counter_starts_above_its_ceilings() {
+    forget_us("striped_forget_autoinc", "autoinc", CEILING_CHUNK, true).await;
+}
+
+/// A segment counter of step 1000 (its chunk: 65,536 local values, more
+/// than 64 segments), with `eu` down a while.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forgetting_a_lost_deployment_of_a_segment_counter_starts_above_its_ceilings() {
+    forget_us("striped_forget_segment", "segment", CEILING_CHUNK, true).await;
+}
