@@ -14,7 +14,7 @@
 //!
 //! Counters made before idmint wrote incarnations have none. Such a
 //! counter keeps working as before in one deployment; the first change of
-//! stripes that spans deployments gives it one ([`adopt`]), before anything
+//! stripes that spans deployments gives it one (`adopt`), before anything
 //! is claimed in its name elsewhere.
 
 use std::fmt;

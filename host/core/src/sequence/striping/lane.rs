@@ -135,7 +135,7 @@ pub struct LaneDocument {
     pub sealed: bool,
     /// The highest value it may hand out (autoinc and segment lanes of a
     /// counter across deployments: a value another deployment recorded
-    /// first, [`CEILING`]); none: no bound.
+    /// first, its `ceiling` field); none: no bound.
     pub ceiling: Option<u64>,
 }
 

@@ -116,7 +116,7 @@ impl CounterTag {
 /// counter made before incarnations): the next tag of `database`, durably,
 /// claimed for the counter (`tag_claim.rs`), and 64 random bits. A tag
 /// claimed first by another counter (spread here from another deployment)
-/// is skipped and another drawn, [`DRAWS`] at most
+/// is skipped and another drawn, `DRAWS` at most
 /// ([`SequenceError::TagsClaimed`]); past [`MAX_TAG`] it is
 /// [`SequenceError::TagsExhausted`]. Nothing is written to the counter
 /// (`late_tag.rs` does, for a counter made before tags).
