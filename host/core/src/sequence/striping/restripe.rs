@@ -1021,20 +1021,23 @@ impl Change<'_> {
                     site,
                     "record the ceilings of",
                     collection
-                        .update_one(
-                            doc! {
-                                "_id": self.name.as_str(),
-                                "kind": STRIPED_KIND,
-                                "striped.generation": self.claim as i64,
-                                INCARNATION_FIELD: identity::filter_value(self.incarnation),
-                            },
-                            doc! { "$max": raised },
-                        )
+                        .update_one(self.claimed_copy(), doc! { "$max": raised })
                         .write_concern(self.write_concern.clone()),
                 )
                 .await?;
         }
         Ok(())
+    }
+
+    /// The filter of a copy of the map that this change claimed and no
+    /// later change claimed since, of this counter's incarnation.
+    fn claimed_copy(&self) -> Document {
+        doc! {
+            "_id": self.name.as_str(),
+            "kind": STRIPED_KIND,
+            "striped.generation": self.claim as i64,
+            INCARNATION_FIELD: identity::filter_value(self.incarnation),
+        }
     }
 
     /// Makes every copy of the map say `map`, if no later change claimed
@@ -1055,15 +1058,7 @@ impl Change<'_> {
                     site,
                     "update the map of",
                     collection
-                        .update_one(
-                            doc! {
-                                "_id": self.name.as_str(),
-                                "kind": STRIPED_KIND,
-                                "striped.generation": self.claim as i64,
-                                INCARNATION_FIELD: identity::filter_value(self.incarnation),
-                            },
-                            doc! { "$set": set },
-                        )
+                        .update_one(self.claimed_copy(), doc! { "$set": set })
                         .write_concern(self.write_concern.clone()),
                 )
                 .await?;
