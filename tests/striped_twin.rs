@@ -25,7 +25,7 @@ use idmint::parts::PeriodUnit;
 use idmint::sequence::identity::Incarnation;
 use idmint::sequence::striping::hooks::{hold, Point};
 use idmint::sequence::striping::{
-    create_striped, lane_take_command, Generation, LaneOf, StripeMap,
+    create_striped, lane_take_command, lanes_of, Generation, LaneOf, StripeMap,
 };
 use idmint::sequence::{
     AutoincCounter, ClientTime, CounterKind, CounterName, CounterSpec, CyclicCounter, OpenOptions,
@@ -109,13 +109,11 @@ impl Case {
     /// counter's cycle).
     fn lanes_of(&self) -> LaneOf {
         match self.twin {
-            Twin::Sequence => LaneOf::Autoinc,
-            Twin::Stamp => LaneOf::Cyclic { top: 9 },
-            Twin::Periodic => LaneOf::Periodic {
-                unit: self.map.get_str("period").unwrap().parse().unwrap(),
-                zone: self.map.get_str("zone").unwrap().to_string(),
-            },
+            Twin::Sequence => lanes_of("autoinc", &self.map),
+            Twin::Stamp => lanes_of("cyclic", &doc! { "maxval": 9_i64 }),
+            Twin::Periodic => lanes_of("periodic", &self.map),
         }
+        .unwrap()
     }
 }
 
@@ -1691,7 +1689,7 @@ async fn the_stored_reader_reads_a_lane_as_the_host_does() {
         counters.insert_one(document).await.unwrap();
     }
     let map = StripeMap::live(
-        &LaneOf::Cyclic { top: 9 },
+        &lanes_of("cyclic", &doc! { "maxval": 9_i64 }).unwrap(),
         1,
         Generation::new(0, lanes.len() as u64).unwrap(),
     );
@@ -1897,10 +1895,11 @@ async fn the_stored_reader_reads_periodic_lanes_and_maps_as_the_host_does() {
         counters.insert_one(document).await.unwrap();
     }
     let of_lanes = StripeMap::live(
-        &LaneOf::Periodic {
-            unit: PeriodUnit::Year,
-            zone: "UTC".to_string(),
-        },
+        &lanes_of(
+            "periodic",
+            &doc! { "period": PeriodUnit::Year.as_str(), "zone": "UTC", "current": "", "seq": 0_i64 },
+        )
+        .unwrap(),
         1,
         Generation::new(0, lanes.len() as u64).unwrap(),
     );

@@ -2,7 +2,8 @@
 //! only into a CLI built with the `test-kind` feature: the proof that a kind
 //! is its folder (`host/core/src/sequence/kinds/tally/`) and one line of the
 //! registry. The CLI lists it, creates, takes from, shows and benchmarks it,
-//! and the service serves it, none of them naming it. `scripts/test.sh`
+//! and the service serves it, none of them naming it; it stripes by a file
+//! of its folder (`kinds/tally/lanes.rs`). `scripts/test.sh`
 //! builds that CLI and names it in `IDMINT_TEST_KIND_BIN`; the binary users
 //! get does not know the kind, and refuses a counter of it.
 
@@ -71,26 +72,6 @@ fn a_kind_added_as_a_folder_and_a_registry_line_works_everywhere() {
         "{}",
         stderr(&refused)
     );
-
-    // Not striped: its kind makes no lanes, and the refusal comes before
-    // anything is written.
-    let unstripable = run(tally().args([
-        "counter",
-        "create",
-        "s",
-        "--kind",
-        "tally",
-        "--raw",
-        "--stripes",
-        "2",
-    ]));
-    assert_exit(&unstripable, 2);
-    assert!(
-        stderr(&unstripable).contains("tally counters cannot be striped"),
-        "{}",
-        stderr(&unstripable)
-    );
-    assert!(block_on(support::counter_doc(TEST, "s")).is_none());
 
     // Taken: raw values, and IDs from a policy that holds them; the
     // two-digit default cannot, and says what to use instead.
@@ -168,4 +149,59 @@ fn a_kind_added_as_a_folder_and_a_registry_line_works_everywhere() {
     let after = run(tally().args(["counter", "show", "t", "--json"]));
     let state: Value = serde_json::from_str(&stdout(&after)).unwrap();
     assert_eq!(state["n"].as_u64(), Some(20));
+}
+
+#[test]
+fn a_kind_whose_folder_says_what_its_lanes_are_stripes() {
+    const TEST: &str = "test_kind_stripes";
+    block_on(support::database(TEST));
+    let tally = || idmint_with_tally(TEST);
+    let seq = |count: &str| {
+        let taken = run(tally().args(["seq", "s", "--count", count]));
+        assert_exit(&taken, 0);
+        stdout(&taken)
+            .lines()
+            .map(|line| line.parse::<u64>().unwrap())
+            .collect::<Vec<u64>>()
+    };
+    let stripes = |set: &str| {
+        let changed = run(tally().args(["counter", "stripes", "s", "--set", set]));
+        assert_exit(&changed, 0);
+    };
+
+    // Unstriped first: 2, 4, 6.
+    let created = run(tally().args(["counter", "create", "s", "--kind", "tally", "--raw"]));
+    assert_exit(&created, 0);
+    let mut values = seq("3");
+    assert_eq!(values, [2, 4, 6]);
+
+    // Striped into 2 lanes, then 3: each take from one lane (each process
+    // starts at a lane of its own), every value even, above those the
+    // counter handed out before, and never twice.
+    stripes("2");
+    for _ in 0..4 {
+        values.extend(seq("4"));
+    }
+    stripes("3");
+    for _ in 0..4 {
+        values.extend(seq("4"));
+    }
+    let shown = run(tally().args(["counter", "show", "s", "--json"]));
+    assert_exit(&shown, 0);
+    let state: Value = serde_json::from_str(&stdout(&shown)).unwrap();
+    assert_eq!(
+        (state["kind"].as_str(), state["striped"]["modulus"].as_u64()),
+        (Some("tally"), Some(3)),
+        "{state}"
+    );
+    assert_eq!(values.len(), 3 + 8 * 4);
+    assert!(
+        values.iter().all(|value| *value > 0 && value % 2 == 0),
+        "{values:?}"
+    );
+    assert!(values[3..].iter().all(|value| *value > 6), "{values:?}");
+    let mut distinct = values.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!(distinct.len(), values.len(), "a value twice: {values:?}");
 }

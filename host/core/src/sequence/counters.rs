@@ -107,7 +107,7 @@ pub async fn count(database: &Database, start: &str) -> Result<u64, SequenceErro
 /// `start` is empty; never a striped counter's lane nor the tags document.
 fn names_starting_with(start: &str) -> Document {
     // A striped counter's lanes are not counters.
-    let not_a_lane = mongodb::bson::doc! { "$ne": crate::sequence::striping::LANE_KIND };
+    let not_a_lane = mongodb::bson::doc! { "$ne": crate::sequence::lane_kind::LANE_KIND };
     // Nor is the document snowflake counters' tags are drawn from.
     let not_the_tags = crate::sequence::kinds::snowflake::TAGS_ID;
     if start.is_empty() {

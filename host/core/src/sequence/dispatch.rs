@@ -242,6 +242,15 @@ macro_rules! registry {
             pub deployments: Option<Deployments>,
         }
 
+        impl OpenOptions {
+            /// How a counter of `kind` is opened: that kind's field.
+            fn of_kind(&self, kind: CounterKind) -> &dyn std::any::Any {
+                match kind {
+                    $($(#[$meta])* CounterKind::$variant => &self.$field,)+
+                }
+            }
+        }
+
         /// One opened counter, whatever its kind: the seam every ID path
         /// serves over. Cheap to clone: clones share what the counter holds.
         #[derive(Debug, Clone)]
@@ -325,7 +334,7 @@ macro_rules! registry {
                             name,
                             map,
                             options.deployments.as_ref(),
-                            &options.snowflake,
+                            options.of_kind(state.kind()),
                         )?,
                     });
                 }
@@ -541,9 +550,9 @@ macro_rules! registry {
         }
 
         /// A well-formed counter of any kind, as read from the server.
-        pub type CounterState = CounterDocument<KindState>;
+        pub type CounterState = CounterDocument<KindState, StripeMap>;
 
-        impl CounterDocument<KindState> {
+        impl CounterDocument<KindState, StripeMap> {
             /// Reads a counter document, or says what is wrong with it.
             pub fn from_document(
                 name: &CounterName,

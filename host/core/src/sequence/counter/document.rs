@@ -18,12 +18,13 @@ use crate::sequence::identity::Incarnation;
 use crate::sequence::kind_trait::Kind;
 use crate::sequence::name::CounterName;
 use crate::sequence::settings::Settings;
-use crate::sequence::striping::StripeMap;
 
 /// A well-formed counter, as read from the server: `S` is its kind's
-/// fields (one kind's state, or the registry's `KindState` for any kind).
+/// fields (one kind's state, or the registry's `KindState` for any kind),
+/// `M` what a striped counter's map is read as (the registry's reader
+/// only: a kind's own reader reads no map, [`Unstriped`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct CounterDocument<S> {
+pub struct CounterDocument<S, M = Unstriped> {
     /// The counter's name (`_id`).
     pub name: String,
     /// The kind and its fields.
@@ -45,18 +46,23 @@ pub struct CounterDocument<S> {
     /// registry's reader of any kind reads a map; a kind's own reader
     /// refuses it ([`SequenceError::Striped`]).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub striped: Option<StripeMap>,
+    pub striped: Option<M>,
     /// The counter's identity (`identity.rs`): none for a counter made
     /// before incarnations.
     #[serde(skip)]
     pub incarnation: Option<Incarnation>,
 }
 
+/// The map of a counter read by a kind's own reader, which refuses a
+/// striped counter: there is none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Unstriped {}
+
 fn is_true(value: &bool) -> bool {
     *value
 }
 
-impl<S> CounterDocument<S> {
+impl<S, M> CounterDocument<S, M> {
     /// Reads `document`, counter `name`: its kind's fields with
     /// `read_fields`, given the kind's name (the default kind's for a
     /// document without one), and the shared fields; or what is wrong.

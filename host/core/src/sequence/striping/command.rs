@@ -20,12 +20,13 @@ use mongodb::bson::Document;
 
 use super::arithmetic::lane_id;
 use super::error::StripingError;
-use super::lane::{self, LaneOf};
+use super::lane;
 use super::map::StripeMap;
 use crate::sequence::counter::command::find_and_modify;
 use crate::sequence::error::striping;
 use crate::sequence::error::SequenceError;
 use crate::sequence::kind_trait::ClientTime;
+use crate::sequence::kinds;
 use crate::sequence::name::CounterName;
 
 /// The `findAndModify` command that takes `count` values from lane
@@ -52,11 +53,10 @@ pub fn lane_take_command(
             },
         ));
     };
-    if let LaneOf::Snowflake { .. } = of {
+    if let Some(reason) = of.lanes().no_command() {
         return Err(SequenceError::NoCommand {
-            kind: "snowflake",
-            reason: "snowflake IDs are made in the process that leases a worker id of a lane; \
-                     no single command takes them",
+            kind: of.kind(),
+            reason,
         });
     }
     if !map.live {
@@ -77,23 +77,12 @@ pub fn lane_take_command(
 }
 
 /// How an application reads the values of the answer of a lane's take
-/// command of a counter of `kind`, in words.
+/// command of a counter of `kind`, in words (its kind says).
 pub fn how_to_read_a_lane_take(kind: &str) -> &'static str {
-    use crate::sequence::CounterKind;
-    match kind {
-        kind if kind == CounterKind::Cyclic.as_str() => {
-            "the value is `value.last`, issued with the timestamp `value.ts` (with --count N, \
-             the block unfolds back from local value `value.val` as a cyclic counter's does, \
-             each local value k standing for `value.lane.r` + k * `value.lane.m`)"
-        }
-        kind if kind == CounterKind::Periodic.as_str() => {
-            "the value is `value.last`, of the period `value.current` (with --count N, the N \
-             values `value.lane.m` apart up to it)"
-        }
-        _ => {
-            "the value is `value.last` (with --count N, the N values `value.lane.m` apart up to it)"
-        }
-    }
+    kinds::lanes(kind).map_or(
+        "the value is `value.last` (with --count N, the N values `value.lane.m` apart up to it)",
+        |lanes| lanes.how_to_read(),
+    )
 }
 
 #[cfg(test)]
@@ -105,7 +94,7 @@ mod tests {
         StripeMap {
             live,
             ..StripeMap::live(
-                &super::lane::LaneOf::Autoinc,
+                &lane::lanes_of("autoinc", &mongodb::bson::doc! {}).unwrap(),
                 2,
                 Generation::new(40, 3).unwrap(),
             )
@@ -117,8 +106,12 @@ mod tests {
         let name = CounterName::new("orders").unwrap();
         let now = ClientTime::Micros(7);
         let command = lane_take_command(&name, &map(true), 2, 5, now).unwrap();
-        let (mut filter, update) =
-            lane::take_command("orders#2", &lane::LaneOf::Autoinc, 5, now.expression());
+        let (mut filter, update) = lane::take_command(
+            "orders#2",
+            &lane::lanes_of("autoinc", &mongodb::bson::doc! {}).unwrap(),
+            5,
+            now.expression(),
+        );
         // Of the map's counter, or written before incarnations.
         lane::of_counter(&mut filter, None);
         assert_eq!(command.get_document("query").unwrap(), &filter);
@@ -144,15 +137,15 @@ mod tests {
                 .contains("generation 2 has no live lane"),
             "{changing}"
         );
-        let tally = StripeMap {
-            kind: "tally".into(),
+        let hilo = StripeMap {
+            kind: "hilo".into(),
             ..map(true)
         };
-        let refused = lane_take_command(&name, &tally, 0, 1, ClientTime::ServerNow).unwrap_err();
+        let refused = lane_take_command(&name, &hilo, 0, 1, ClientTime::ServerNow).unwrap_err();
         assert!(
             refused
                 .to_string()
-                .contains("tally counters cannot be striped"),
+                .contains("hilo counters cannot be striped"),
             "{refused}"
         );
     }

@@ -7,19 +7,17 @@ use mongodb::Database;
 
 use super::deployments::Deployments;
 use super::error::StripingError;
-use super::lane::LaneOf;
+use super::lane::lanes_of;
 use super::layout::Layout;
 use super::restripe::{check_lanes, check_layout, check_stripable, set_layout, Sites};
 use crate::mongo::collections::COUNTERS;
 use crate::mongo::durable_write_concern;
+use crate::sequence::clock::{Clock, SystemClock};
 use crate::sequence::counter::spec::CounterSpec;
 use crate::sequence::counters::create;
 use crate::sequence::error::striping;
 use crate::sequence::error::SequenceError;
-use crate::sequence::kinds::cyclic::DEFAULT_MAXVAL;
-use crate::sequence::kinds::snowflake::{layout_of, SnowflakeState};
 use crate::sequence::name::CounterName;
-use crate::sequence::CounterKind;
 
 /// Creates counter `name` as `spec` says with `stripes` lanes: an
 /// unstriped counter for 1, else a counter striped at once (see the module
@@ -48,21 +46,15 @@ pub async fn create_laid_out(
     if striped {
         check_stripable(name, spec.kind.as_str())?;
         check_layout(name, deployments, layout)?;
-        // The kinds whose settings bound their lanes, refused before the
-        // counter is created.
-        let of = match spec.kind {
-            CounterKind::Cyclic => Some(LaneOf::Cyclic {
-                top: spec.settings.maxval.unwrap_or(DEFAULT_MAXVAL),
-            }),
-            CounterKind::Snowflake => Some(LaneOf::Snowflake {
-                state: SnowflakeState {
-                    layout: layout_of(&spec.settings),
-                    tag: None,
-                },
-            }),
-            _ => None,
-        };
-        if let Some(of) = of {
+        // Lanes the counter's settings cannot have (a cyclic counter's
+        // cycle, a snowflake counter's worker ids), refused before the
+        // counter is created; settings the kind refuses are refused as
+        // it is created.
+        let now_ms = SystemClock.now_micros() / 1000;
+        let fields = spec.kind.new_document(name, &spec.settings, &[], now_ms);
+        if let Ok(of) = fields.and_then(|fields| {
+            lanes_of(spec.kind.as_str(), &fields).map_err(SequenceError::InvalidSpec)
+        }) {
             check_lanes(name, &of, layout.modulus())?;
         }
     }

@@ -40,6 +40,8 @@ use crate::sequence::error::striping;
 use crate::sequence::error::SequenceError;
 use crate::sequence::identity::Incarnation;
 use crate::sequence::kind_trait::MAX_VALUE;
+use crate::sequence::kinds;
+use crate::sequence::lane_kind::{values_above, LaneOf};
 use crate::sequence::name::CounterName;
 
 /// The top-level field of a copy of a map across deployments that records,
@@ -209,48 +211,56 @@ impl StripeMap {
         } else {
             String::new()
         };
-        if self.kind == "cyclic" && self.base == 0 {
-            return format!(
-                "generation {}: {} lanes{over} (pairs unique, not increasing)",
-                self.generation, self.modulus
-            );
-        }
-        if self.kind == "cyclic" {
-            return format!(
-                "generation {}: {} lanes{over}, timestamps after {} (pairs unique, not \
-                 increasing)",
-                self.generation,
-                self.modulus,
-                crate::parts::rfc3339_micros(self.base)
-            );
-        }
-        if self.kind == "snowflake" {
-            return format!(
-                "generation {}: {} lanes{over}, each leasing the worker ids of its residue, \
-                 issuing after time unit {} (IDs unique, not increasing)",
-                self.generation, self.modulus, self.base
-            );
-        }
-        if self.kind == "periodic" && self.base_period.is_none() {
-            return format!(
-                "generation {}: {} lanes{over}, values from 1 in each period (unique, not \
-                 increasing)",
-                self.generation, self.modulus
-            );
-        }
-        let period = match &self.base_period {
-            Some(period) => format!(" in {period} (from 1 in later periods)"),
-            None => String::new(),
+        let prefix = format!(
+            "generation {}: {} lanes{over}",
+            self.generation, self.modulus
+        );
+        let base_period = self.base_period.as_deref();
+        let rest = match kinds::lanes(&self.kind) {
+            Some(lanes) => lanes.describe_generation(self.base, base_period),
+            None => values_above(self.base, base_period),
         };
-        format!(
-            "generation {}: {} lanes{over}, values above {}{period} (unique, not increasing)",
-            self.generation, self.modulus, self.base
-        )
+        format!("{prefix}{rest}")
+    }
+
+    /// Reads the `striped` field of `document`, a map whose own fields
+    /// say what its lanes are made of (a kind that can be striped: its
+    /// reader's fields), or says what is wrong.
+    pub fn read(document: &Document) -> Result<Self, String> {
+        Self::read_with(document, |kind, document| match kinds::lanes(kind) {
+            Some(lanes) => lanes.of(document).map(drop),
+            None => Ok(()),
+        })
+    }
+
+    /// The map of generation `generation` of lanes made of `of`, live.
+    pub fn live(of: &LaneOf, generation: u64, lanes: Generation) -> Self {
+        StripeMap {
+            kind: of.kind().to_string(),
+            generation,
+            base: lanes.base,
+            base_period: None,
+            modulus: lanes.modulus,
+            live: true,
+            placement: Vec::new(),
+            spans: Vec::new(),
+            here: None,
+            change: None,
+            bounded: false,
+            incarnation: None,
+            fields: of.map_fields(&Mark::of(lanes.base)),
+        }
+    }
+
+    /// What its lanes are made of, read from its own fields; none for a
+    /// kind that cannot be striped or fields that say nothing of it.
+    pub(crate) fn lanes_of(&self) -> Option<LaneOf> {
+        kinds::lanes(&self.kind)?.of(&self.fields).ok()
     }
 
     /// Reads the `striped` field of `document`, or says what is wrong;
     /// `lanes` checks, given the lanes' kind, that the document's own
-    /// fields say what they are made of (`lane.rs`'s `StripeMap::read`).
+    /// fields say what they are made of ([`StripeMap::read`]).
     pub(crate) fn read_with(
         document: &Document,
         lanes: impl FnOnce(&str, &Document) -> Result<(), String>,
@@ -503,7 +513,7 @@ fn read_names(striped: &Document, key: &str) -> Result<Vec<String>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sequence::striping::lane::LaneOf;
+    use crate::sequence::striping::lane::lanes_of;
 
     fn map_document(striped: Document) -> Document {
         doc! { "_id": "orders", "kind": STRIPED_KIND, "seq": 5, "striped": striped }
@@ -511,7 +521,11 @@ mod tests {
 
     #[test]
     fn reads_back_what_it_writes() {
-        let map = StripeMap::live(&LaneOf::Autoinc, 3, Generation::new(41, 4).unwrap());
+        let map = StripeMap::live(
+            &lanes_of("autoinc", &doc! {}).unwrap(),
+            3,
+            Generation::new(41, 4).unwrap(),
+        );
         let read = StripeMap::read(&map_document(map.to_document())).unwrap();
         assert_eq!(read, map);
         assert_eq!(read.lanes().len(), 4);
@@ -525,7 +539,11 @@ mod tests {
 
     #[test]
     fn the_registry_reads_a_map_as_its_lanes_kind_and_says_its_generation() {
-        let map = StripeMap::live(&LaneOf::Autoinc, 2, Generation::new(41, 4).unwrap());
+        let map = StripeMap::live(
+            &lanes_of("autoinc", &doc! {}).unwrap(),
+            2,
+            Generation::new(41, 4).unwrap(),
+        );
         let mut document = map_document(map.to_document());
         document.insert("prefixes", Vec::<String>::new());
         let name = crate::sequence::CounterName::new("orders").unwrap();
@@ -556,7 +574,11 @@ mod tests {
 
     #[test]
     fn a_copy_of_a_map_across_deployments_reads_back_and_says_where_its_lanes_are() {
-        let mut map = StripeMap::live(&LaneOf::Autoinc, 2, Generation::new(7, 3).unwrap());
+        let mut map = StripeMap::live(
+            &lanes_of("autoinc", &doc! {}).unwrap(),
+            2,
+            Generation::new(7, 3).unwrap(),
+        );
         map.placement = vec!["eu".into(), "eu".into(), "us".into()];
         map.spans = vec!["eu".into(), "us".into()];
         let copy = map.copy_in("us");
@@ -586,8 +608,14 @@ mod tests {
 
     #[test]
     fn names_what_is_wrong() {
-        let good =
-            || StripeMap::live(&LaneOf::Autoinc, 1, Generation::new(0, 2).unwrap()).to_document();
+        let good = || {
+            StripeMap::live(
+                &lanes_of("autoinc", &doc! {}).unwrap(),
+                1,
+                Generation::new(0, 2).unwrap(),
+            )
+            .to_document()
+        };
         let with = |key: &str, value: Bson| {
             let mut striped = good();
             striped.insert(key, value);

@@ -2,14 +2,17 @@
 //! counter whose values come from several **lanes**, each a counter
 //! document whose local values are mapped into one residue class of its
 //! generation's modulus, so that the lanes' values are disjoint by
-//! construction. Built so far: autoinc, segment and cyclic lanes, in one
-//! deployment or across several.
+//! construction, in one deployment or across several. It knows no kind:
+//! what a kind's lanes are is the kind's (`kinds/<kind>/lanes.rs`, the
+//! `Stripable` trait of `lane_kind.rs`), which this module asks through
+//! [`LaneOf`].
 //!
 //! - `arithmetic`: the residue classes, generations and their proofs
 //!   (`limits`: how many lanes);
 //! - `map`: the counter's document once striped (`kind: "striped"`);
 //! - `lane`: a lane's document (`kind: "lane"`), its reader and guard, and
-//!   the commands that take from it and seal it;
+//!   the commands that take from it and seal it; `counting`: what the
+//!   lanes of the kinds that count share;
 //! - `command`: a lane's take as the command `idmint pipeline --lane`
 //!   prints;
 //! - `deployments`: named deployments and their health; `layout`: where
@@ -18,7 +21,9 @@
 //!   or a copy in another;
 //! - `taker`: [`StripedCounter`], an opened striped counter, which
 //!   [`Sequence`](crate::sequence::Sequence) opens a counter whose document
-//!   is a map as;
+//!   is a map as (`buffer`: the values of a taker whose takes are
+//!   buffered; `leased`: the lease of one whose values come from a lease
+//!   in a lane);
 //! - `create`: creating a striped counter; `restripe`: changing its
 //!   stripes, and finishing a change that stopped half way;
 //! - `show`: its lanes as they are, for `counter show`;
@@ -28,22 +33,24 @@
 //! majority with journal.
 
 mod arithmetic;
+mod buffer;
 mod command;
+pub(crate) mod counting;
 mod create;
 mod deployments;
 mod error;
 pub mod hooks;
 mod lane;
 mod layout;
+mod leased;
 mod limits;
 mod map;
 mod open;
 mod restripe;
 mod show;
-mod snowflake_lanes;
-mod snowflake_take;
 mod taker;
 
+pub use crate::sequence::lane_kind::{LaneOf, Local};
 pub use arithmetic::{lane_id, Generation, Lane, LANE_SEPARATOR, MAX_LANES};
 pub use command::{how_to_read_a_lane_take, lane_take_command};
 pub use create::{create_laid_out, create_striped};
@@ -51,7 +58,7 @@ pub use deployments::{
     check_deployment_name, Deployment, Deployments, HealthReport, FIRST_BACKOFF, LONGEST_BACKOFF,
 };
 pub use error::StripingError;
-pub use lane::{LaneDocument, LaneOf, Mark, CEILING_CHUNK, LANE_KIND, STRIPABLE};
+pub use lane::{lanes_of, LaneDocument, Mark, StripableKinds, CEILING_CHUNK, LANE_KIND, STRIPABLE};
 pub use layout::Layout;
 pub use map::{PendingChange, StripeMap, CEILINGS, STALLED_AFTER, STRIPED_KIND};
 pub(crate) use open::read_from_any;

@@ -35,8 +35,7 @@ use super::arithmetic::{lane_id, Generation, Lane};
 use super::deployments::Deployments;
 use super::error::StripingError;
 use super::hooks::{self, Point};
-use super::lane::STRIPABLE;
-use super::lane::{self, new_lane, placeholder, LaneOf, Mark};
+use super::lane::{self, lanes_of, new_lane, placeholder, Mark};
 use super::layout::Layout;
 use super::map::read_map;
 use super::map::{PendingChange, StripeMap, CEILINGS, STRIPED_KIND};
@@ -48,10 +47,8 @@ use crate::sequence::counter::fields::{database_of, read_kind, DEFAULT_KIND};
 use crate::sequence::error::striping;
 use crate::sequence::error::SequenceError;
 use crate::sequence::identity::{self, Incarnation, INCARNATION_FIELD};
-use crate::sequence::kind_trait::Kind;
-use crate::sequence::kinds::snowflake::{
-    keep_tag_from_others, leases_of, SnowflakeKind, SnowflakeState,
-};
+use crate::sequence::kinds;
+use crate::sequence::lane_kind::LaneOf;
 use crate::sequence::name::CounterName;
 
 /// What a change of stripes did.
@@ -108,14 +105,16 @@ pub async fn set_layout(
         }
     };
     check_stripable(name, &kind)?;
-    let of = LaneOf::of(&kind, &home).map_err(|reason| SequenceError::CorruptCounter {
+    let of = lanes_of(&kind, &home).map_err(|reason| SequenceError::CorruptCounter {
         name: name.clone(),
         reason,
     })?;
     check_lanes(name, &of, stripes)?;
-    if read_kind(&home) == Ok(Some(SnowflakeKind::NAME)) {
-        // Refused at its start while a holder no gate bounds is live.
-        holders_reserved(database, name).await?;
+    if read_kind(&home) != Ok(Some(STRIPED_KIND)) {
+        // Refused at its start while what holds values outside the
+        // counter's document is not bounded by it (a snowflake worker id
+        // of an idmint before gates, live).
+        of.lanes().unstriped_floor(database, name).await?;
     }
     let sites = Sites::of(database, deployments, name, &spans, layout)?;
     // Across deployments a counter is known by its identity, not its name:
@@ -645,12 +644,12 @@ impl Sites {
         }
     }
 
-    /// Keeps a snowflake counter's tag (lanes `of`) from every other
-    /// counter of each other deployment, claiming it there under the
-    /// counter's `incarnation`, or fails naming one that has it (see
-    /// `keep_tag_from_others`); any other kind has no tag. A claim of its
-    /// name without incarnation is its own in a site of `with_copies`, which
-    /// hold a copy of its map (as for its prefixes).
+    /// Keeps what tells the counter's IDs apart (lanes `of`: a snowflake
+    /// counter's tag) from every other counter of each other deployment,
+    /// claiming it there under the counter's `incarnation`, or fails
+    /// naming one that has it ([`LaneOf::keep_tag`]); most kinds have no
+    /// tag. A claim of its name without incarnation is its own in a site of
+    /// `with_copies`, which hold a copy of its map (as for its prefixes).
     async fn claim_tag(
         &self,
         name: &CounterName,
@@ -658,23 +657,16 @@ impl Sites {
         with_copies: &[&str],
         of: &LaneOf,
     ) -> Result<(), SequenceError> {
-        let LaneOf::Snowflake {
-            state: SnowflakeState { tag: Some(tag), .. },
-        } = of
-        else {
-            return Ok(());
-        };
         for (site, collection) in self.list.iter().skip(1) {
             let database = database_of(collection);
             let unmarked_are_its_own = with_copies.contains(&site.as_str());
-            let kept =
-                keep_tag_from_others(&database, name, incarnation, unmarked_are_its_own, tag.tag);
-            if let Some(owner) = self.within_deadline(name, site, kept).await?? {
+            let kept = of.keep_tag(&database, name, incarnation, unmarked_are_its_own);
+            if let Some((tag, owner)) = self.within_deadline(name, site, kept).await?? {
                 return Err(striping(
                     name,
                     StripingError::TagInDeployment {
                         deployment: site.clone(),
-                        tag: tag.tag,
+                        tag,
                         owner,
                     },
                 ));
@@ -1071,9 +1063,9 @@ impl Change<'_> {
 }
 
 /// Whether lanes made of `of` have ceilings when their counter spans
-/// deployments: autoinc and segment lanes (not built yet for the others).
+/// deployments (their kind says: counting lanes have).
 pub(super) fn has_ceilings(of: &LaneOf) -> bool {
-    matches!(of, LaneOf::Autoinc | LaneOf::Segment { .. })
+    of.lanes().has_ceilings()
 }
 
 /// The highest ceiling `copy` records for a deployment not among `sites`
@@ -1325,12 +1317,13 @@ async fn current_map(
         return read_map(name, &document);
     }
     check_stripable(name, kind)?;
-    let mut base = of.base_of_unstriped();
-    if let LaneOf::Snowflake { .. } = of {
-        // Above every time its holders reserved, those of an idmint before
-        // gates too (refused while one is live: nothing bounds it).
-        let reserved = holders_reserved(database, name).await?;
-        base = Bson::Document(doc! { "$toLong": { "$max": [base, reserved] } });
+    let lanes = of.lanes();
+    let mut base = lanes.base_of_unstriped();
+    if let Some(floor) = lanes.unstriped_floor(database, name).await? {
+        // Above what holds values outside its document reached (a
+        // snowflake counter's holders, those of an idmint before gates
+        // too; refused while one is live: nothing bounds it).
+        base = Bson::Document(doc! { "$toLong": { "$max": [base, floor] } });
     }
     let mut striped = doc! {
         "kind": kind,
@@ -1339,12 +1332,12 @@ async fn current_map(
         "modulus": 1_i64,
         "lanes": [],
     };
-    if let Some(period) = of.base_period_of_unstriped() {
+    if let Some(period) = lanes.base_period_of_unstriped() {
         striped.insert("base_period", period);
     }
     let sealed = collection
         .find_one_and_update(
-            doc! { "_id": name.as_str(), "$expr": of.unstriped_guard() },
+            doc! { "_id": name.as_str(), "$expr": lanes.unstriped_guard() },
             vec![doc! { "$set": { "kind": STRIPED_KIND, "striped": striped } }],
         )
         .return_document(ReturnDocument::After)
@@ -1355,38 +1348,10 @@ async fn current_map(
         Some(map) => read_map(name, &map),
         None => {
             // Malformed (say what is wrong), or changed since it was read.
-            of.read_unstriped(name, &document)?;
+            lanes.read_unstriped(name, &document)?;
             Err(striping(name, StripingError::Concurrent))
         }
     }
-}
-
-/// The last time unit any holder of a worker id of unstriped snowflake
-/// counter `name` reserved (-1: none), from its worker leases in
-/// `database`: what a holder of an idmint before gates (which does not
-/// record its reservations in the counter, `kinds/snowflake/gate.rs`) may
-/// have issued up to. Refused, naming it, while such a holder's lease is
-/// live: it may reserve more, and nothing bounds what.
-async fn holders_reserved(database: &Database, name: &CounterName) -> Result<i64, SequenceError> {
-    let (leases, _) = leases_of(database, name).await?;
-    if let Some(lease) = leases.iter().find(|lease| lease.live && !lease.gated) {
-        return Err(striping(
-            name,
-            StripingError::UngatedHolder {
-                worker: lease.worker,
-                host: lease.host.clone(),
-                pid: lease.pid,
-                expires: chrono::DateTime::from_timestamp_millis(lease.expires_ms)
-                    .map(|at| at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
-                    .unwrap_or_default(),
-            },
-        ));
-    }
-    Ok(leases
-        .iter()
-        .map(|lease| lease.last_time)
-        .max()
-        .unwrap_or(-1))
 }
 
 /// Fails unless a generation of `lanes` lanes of a counter whose lanes are
@@ -1396,29 +1361,11 @@ pub(super) fn check_lanes(
     of: &LaneOf,
     lanes: u64,
 ) -> Result<(), SequenceError> {
-    match *of {
-        LaneOf::Cyclic { top } if lanes > of.most_lanes() => Err(striping(
-            name,
-            StripingError::CycleTooShort {
-                maxval: top,
-                most: of.most_lanes(),
-                lanes,
-            },
-        )),
-        LaneOf::Snowflake { state } if lanes > of.most_lanes() => Err(striping(
-            name,
-            StripingError::TooFewWorkers {
-                worker_bits: state.layout.worker_bits,
-                most: of.most_lanes(),
-                lanes,
-            },
-        )),
-        _ => Ok(()),
-    }
+    of.check_lanes(lanes).map_err(|error| striping(name, error))
 }
 
 pub(super) fn check_stripable(name: &CounterName, kind: &str) -> Result<(), SequenceError> {
-    if STRIPABLE.contains(&kind) {
+    if kinds::lanes(kind).is_some() {
         Ok(())
     } else {
         Err(striping(

@@ -23,6 +23,7 @@
 //! again after a short pause, up to [`ATTEMPTS`] times, and then fails
 //! with [`StripingError::Changing`], having taken nothing.
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -32,14 +33,15 @@ use mongodb::bson::{doc, Document};
 use mongodb::options::{ReturnDocument, WriteConcern};
 use mongodb::Database;
 
-use super::arithmetic::{lane_id, Lane};
+use super::arithmetic::lane_id;
+use super::buffer::Buffer;
 use super::deployments::Deployments;
 use super::error::StripingError;
 use super::hooks::{self, Point};
-use super::lane::{self, KnownLane, LaneDocument, LaneOf};
+use super::lane::{self, corrupt_lane, KnownLane, LaneDocument};
+use super::leased::{Holder, Leased};
 use super::map::{read_map, StripeMap};
 use super::restripe::resume_change;
-use super::snowflake_lanes::SnowflakeLanes;
 use crate::mongo::collections::COUNTERS;
 use crate::mongo::{describe_error, durable_write_concern};
 use crate::parts::Stamp;
@@ -48,7 +50,7 @@ use crate::sequence::error::striping;
 use crate::sequence::error::SequenceError;
 use crate::sequence::identity::Incarnation;
 use crate::sequence::kind_trait::{ClientTime, MAX_VALUE};
-use crate::sequence::kinds::snowflake::SnowflakeOptions;
+use crate::sequence::lane_kind::{LaneOf, LiveLane, Takes};
 use crate::sequence::name::CounterName;
 
 /// How many lanes a take tries before it gives up.
@@ -99,12 +101,10 @@ struct Inner {
     lanes_of: Arc<LaneOf>,
     turn: AtomicU64,
     write_concern: WriteConcern,
-    /// A segment counter's segments.
-    segments: Option<Segments>,
+    /// How its takes are made: its lanes' kind says.
+    taking: Taking,
     /// What its last take of each lane learnt (the short guard), by `_id`.
     known: Mutex<HashMap<String, KnownLane>>,
-    /// A snowflake counter's worker lease, in one of its lanes.
-    snowflake: Option<SnowflakeLanes>,
     /// What it saw of a change of stripes half way, to finish it.
     stall: Mutex<Option<Stall>>,
     /// The lanes whose ceiling it is raising ahead of need, by `_id`.
@@ -122,72 +122,24 @@ struct Stall {
     trying: bool,
 }
 
-/// What a handle of a segment counter took from its lanes and has not
-/// handed out yet.
+/// How a handle takes ([`Takes`]): what it holds for that.
 #[derive(Debug)]
-struct Segments {
-    /// The values each take from a lane asks for at least (its `step`).
-    step: u64,
-    /// What is left of the last segment taken.
-    left: Mutex<Option<Segment>>,
-    /// Held by the one taker fetching the next segment.
-    fetching: tokio::sync::Mutex<()>,
-}
-
-/// A segment counter's values taken from a lane and not handed out yet:
-/// the lane's local values `next..=last`.
-#[derive(Debug)]
-struct Segment {
-    lane: Lane,
-    next: u64,
-    last: u64,
-}
-
-impl Segments {
-    /// Hands out into `taken`, with `client_micros`, what is left, up to
-    /// `count` values in all.
-    fn hand_out(
-        &self,
-        count: usize,
-        client_micros: u64,
-        taken: &mut Vec<Stamp>,
-        name: &CounterName,
-    ) -> Result<(), SequenceError> {
-        let mut left = self.left.lock().unwrap();
-        let Some(run) = left.as_mut() else {
-            return Ok(());
-        };
-        while taken.len() < count && run.next <= run.last {
-            let value = run.lane.value(run.next).ok_or_else(|| {
-                corrupt_lane(
-                    &lane_id(name, run.lane.residue()),
-                    format!("its local value {} has no value", run.next),
-                    name,
-                )
-            })?;
-            taken.push(Stamp::new(client_micros, value));
-            run.next += 1;
-        }
-        Ok(())
-    }
-
-    /// Whether anything is left.
-    fn any_left(&self) -> bool {
-        self.left
-            .lock()
-            .unwrap()
-            .as_ref()
-            .is_some_and(|run| run.next <= run.last)
-    }
+enum Taking {
+    /// Each take from one lane.
+    Values,
+    /// A run of a lane's values, handed out from memory.
+    Buffered(Buffer),
+    /// From a lease held in one lane.
+    Leased(Leased),
 }
 
 /// Where one try goes: a lane, and the deployment holding it.
 #[derive(Clone)]
-pub(super) struct Target {
-    pub(super) residue: u64,
+struct Target {
+    residue: u64,
     /// The deployment's name (none: the map's own, which spans no other).
-    pub(super) deployment: Option<String>,
-    pub(super) database: Database,
+    deployment: Option<String>,
+    database: Database,
 }
 
 /// What a take that matched nothing found.
@@ -213,29 +165,25 @@ enum Tried {
 impl StripedCounter {
     /// Opens counter `name` whose map was read from `database` as `map`;
     /// a map whose lanes span deployments takes from those of
-    /// `deployments` it names. A segment counter's takes ask a lane for
-    /// its `step` values at least, handed out from memory; a snowflake
-    /// counter's IDs come from a worker id leased in one of its lanes
-    /// (`snowflake` says how it is held).
+    /// `deployments` it names. Its lanes' kind says how its takes are made
+    /// ([`Takes`]: a segment counter's ask a lane for its `step` values at
+    /// least, handed out from memory; a snowflake counter's IDs come from
+    /// a worker id leased in one of its lanes), with `options`, the kind's
+    /// own open options (`OpenOptions`' field of the kind).
     pub fn open(
         database: &Database,
         name: CounterName,
         map: &StripeMap,
         deployments: Option<&Deployments>,
-        snowflake: &SnowflakeOptions,
+        options: &dyn Any,
     ) -> Result<Self, SequenceError> {
         let Some(of) = map.lanes_of() else {
             return Err(not_stripable(&name, map));
         };
-        let segment_step = match of {
-            LaneOf::Segment { step } => Some(step),
-            _ => None,
-        };
-        let snowflake = match of {
-            LaneOf::Snowflake { state } => {
-                Some(SnowflakeLanes::new(state.layout, snowflake, deployments))
-            }
-            _ => None,
+        let taking = match of.takes(options, deployments) {
+            Takes::Values => Taking::Values,
+            Takes::Buffered { at_least } => Taking::Buffered(Buffer::new(at_least)),
+            Takes::Leased(leaser) => Taking::Leased(Leased::new(leaser)),
         };
         // A random first lane: processes that open the counter at once do
         // not all start on lane 0.
@@ -247,16 +195,11 @@ impl StripedCounter {
                 name,
                 map: Mutex::new(map.clone()),
                 incarnation: map.incarnation.clone(),
-                lanes_of: Arc::new(of.clone()),
+                lanes_of: Arc::new(of),
                 turn: AtomicU64::new(turn),
                 write_concern: durable_write_concern(),
                 known: Mutex::new(HashMap::new()),
-                segments: segment_step.map(|step| Segments {
-                    step,
-                    left: Mutex::new(None),
-                    fetching: tokio::sync::Mutex::new(()),
-                }),
-                snowflake,
+                taking,
                 stall: Mutex::new(None),
                 raising: Mutex::new(std::collections::HashSet::new()),
             }),
@@ -268,11 +211,12 @@ impl StripedCounter {
         &self.inner.name
     }
 
-    /// Ends its use: a snowflake counter's worker lease is released.
+    /// Ends its use: a lease it holds in a lane (a snowflake counter's
+    /// worker id) is released.
     pub async fn close(&self) -> Result<(), SequenceError> {
-        match &self.inner.snowflake {
-            Some(lanes) => lanes.close().await,
-            None => Ok(()),
+        match &self.inner.taking {
+            Taking::Leased(leased) => leased.close().await,
+            Taking::Values | Taking::Buffered(_) => Ok(()),
         }
     }
 
@@ -297,48 +241,218 @@ impl StripedCounter {
     /// issued it with (never below `client_micros` nor below the lane's
     /// last).
     pub async fn take(&self, count: u64, client_micros: u64) -> Result<Vec<Stamp>, SequenceError> {
-        if let Some(lanes) = &self.inner.snowflake {
-            return self.take_snowflake(count, lanes).await;
+        match &self.inner.taking {
+            Taking::Values => {
+                let after = self.take_from_lane(count, client_micros).await?;
+                Ok(after.taken(count, client_micros))
+            }
+            Taking::Buffered(buffer) => self.take_buffered(count, buffer, client_micros).await,
+            Taking::Leased(leased) => self.take_leased(count, leased).await,
         }
-        if let Some(segments) = &self.inner.segments {
-            return self.take_buffered(count, segments, client_micros).await;
-        }
-        let after = self.take_from_lane(count, client_micros).await?;
-        Ok(after.taken(count, client_micros))
     }
 
-    /// A segment counter's take: from the values this handle took and has
-    /// not handed out yet, then from a new segment of at least its `step`
-    /// values of one lane, taken when they are used up (not in the
-    /// background: one taker fetches, the others wait for it). Values a
-    /// process took and did not hand out are lost when it stops (a gap,
-    /// never a value twice: a change of stripes counts them in its seal).
+    /// A buffered take (a segment counter's): from the values this handle
+    /// took and has not handed out yet, then from a new run of at least
+    /// its `at_least` values of one lane, taken when they are used up (not
+    /// in the background: one taker fetches, the others wait for it).
+    /// Values a process took and did not hand out are lost when it stops
+    /// (a gap, never a value twice: a change of stripes counts them in its
+    /// seal).
     async fn take_buffered(
         &self,
         count: u64,
-        segments: &Segments,
+        buffer: &Buffer,
         client_micros: u64,
     ) -> Result<Vec<Stamp>, SequenceError> {
         let count = count as usize;
         let mut taken = Vec::with_capacity(count);
         loop {
-            segments.hand_out(count, client_micros, &mut taken, self.name())?;
+            buffer.hand_out(count, client_micros, &mut taken, self.name())?;
             if taken.len() == count {
                 return Ok(taken);
             }
-            let _fetching = segments.fetching.lock().await;
-            if segments.any_left() {
+            let _fetching = buffer.fetching.lock().await;
+            if buffer.any_left() {
                 // Another taker fetched meanwhile.
                 continue;
             }
-            let size = segments.step.max((count - taken.len()) as u64);
+            let size = buffer.at_least.max((count - taken.len()) as u64);
             let after = self.take_from_lane(size, client_micros).await?;
-            let last = after.local_value();
-            *segments.left.lock().unwrap() = Some(Segment {
-                lane: after.lane,
-                next: last + 1 - size,
-                last,
-            });
+            buffer.fill(after.lane, size, after.local_value());
+        }
+    }
+
+    /// A leased take (a snowflake counter's): `count` values from the
+    /// lease this handle holds in one lane, in the order issued. When that
+    /// lane is sealed by a change of stripes, its deployment fails, or its
+    /// lease is lost, the handle lets the lease go and leases in another
+    /// lane (a deployment that failed is set aside, as for values), within
+    /// the take's deadline.
+    async fn take_leased(&self, count: u64, leased: &Leased) -> Result<Vec<Stamp>, SequenceError> {
+        // Values come from memory, with no await that waits: without this,
+        // a task taking in a loop would never yield, and a task it woke
+        // (one waiting for the lease being taken) could wait on its
+        // worker's queue until the lease stalls.
+        tokio::task::consume_budget().await;
+        let deadline = self.take_deadline();
+        let past = || deadline.is_some_and(|deadline| Instant::now() >= deadline);
+        let mut pause = Duration::from_millis(1);
+        let mut tried: Vec<String> = Vec::new();
+        let mut failures: Vec<String> = Vec::new();
+        let mut attempts = 0;
+        while attempts < ATTEMPTS {
+            attempts += 1;
+            let holder = match leased.held() {
+                Some(holder) => Some(holder),
+                None => {
+                    let _leasing = leased.leasing.lock().await;
+                    match leased.held() {
+                        // Another taker leased meanwhile.
+                        Some(holder) => Some(holder),
+                        None => self
+                            .lease_a_lane(leased, &mut tried, &mut failures, deadline)
+                            .await?
+                            .map(|holder| leased.hold(holder)),
+                    }
+                }
+            };
+            let Some(holder) = holder else {
+                if past() {
+                    return Err(self.given_up(&failures, deadline));
+                }
+                let map = self.map();
+                if !map.live && self.waits_for_change(&map) {
+                    // Not a try: the change may yet be finished.
+                    attempts -= 1;
+                }
+                if self.untried(&self.map(), &tried) == 0 {
+                    tried.clear();
+                }
+                self.pause(&mut pause, deadline).await;
+                continue;
+            };
+            match holder.lease.take(count).await {
+                Ok(values) => return Ok(values),
+                Err(error) => {
+                    leased.let_go(&holder);
+                    let sealed = matches!(error, SequenceError::Striped { .. });
+                    if sealed {
+                        // A change of stripes sealed the lane: the map moved on.
+                        self.reload(deadline).await?;
+                    } else {
+                        self.set_aside(holder.deployment.as_deref(), &error, &mut failures);
+                        if self.spanning().is_none() {
+                            return Err(error);
+                        }
+                    }
+                    if past() {
+                        return Err(self.given_up(&failures, deadline));
+                    }
+                }
+            }
+        }
+        Err(self.given_up(&failures, deadline))
+    }
+
+    /// The error of a leased take that got no lease: no live lane (a
+    /// change of stripes under way, or stopped half way), or no deployment
+    /// that leased one.
+    fn given_up(&self, failures: &[String], deadline: Option<Instant>) -> SequenceError {
+        let map = self.map();
+        if !map.live {
+            return self.changing(&map);
+        }
+        if failures.is_empty() {
+            return striping(self.name(), StripingError::Changing { attempts: ATTEMPTS });
+        }
+        self.unreachable(failures, deadline)
+    }
+
+    /// Leases in a lane of the map as it is now, in a deployment not
+    /// `tried` yet; none when this try failed (and was recorded) and the
+    /// next one is to be made.
+    async fn lease_a_lane(
+        &self,
+        leased: &Leased,
+        tried: &mut Vec<String>,
+        failures: &mut Vec<String>,
+        deadline: Option<Instant>,
+    ) -> Result<Option<Holder>, SequenceError> {
+        let map = self.map();
+        if !map.live {
+            // The caller pauses, and says so when its time is up.
+            self.finish_if_stalled(&map);
+            self.reload(deadline).await?;
+            return Ok(None);
+        }
+        let Some(Target {
+            residue,
+            deployment,
+            database,
+        }) = self.pick(&map, tried)?
+        else {
+            return Err(self.unreachable(failures, deadline));
+        };
+        // Live, and of the generation this map says: a holder under a map
+        // read before a change issues above no floor but its own
+        // generation's.
+        let mut live = lane::live_lane(
+            &lane_id(self.name(), residue),
+            self.inner.lanes_of.lanes(),
+            map.generation,
+            map.base,
+        );
+        lane::of_counter(&mut live, map.incarnation.as_ref());
+        let lane = LiveLane {
+            live,
+            residue,
+            modulus: map.modulus,
+            floor: map.base,
+        };
+        let start = leased.leaser.lease(&database, self.name(), lane);
+        let started = match deadline {
+            None => start.await,
+            Some(deadline) => match tokio::time::timeout_at(deadline.into(), start).await {
+                Ok(started) => started,
+                Err(_) => {
+                    failures.push(format!(
+                        "{}: no lease within the deadline",
+                        deployment.as_deref().unwrap_or_default()
+                    ));
+                    return Ok(None);
+                }
+            },
+        };
+        match started {
+            Ok(lease) => Ok(Some(Holder { lease, deployment })),
+            // Sealed or of another generation: the map moved on.
+            Err(SequenceError::Striped { .. }) => {
+                self.reload(deadline).await?;
+                Ok(None)
+            }
+            Err(error) if self.spanning().is_some() => {
+                self.set_aside(deployment.as_deref(), &error, failures);
+                Ok(None)
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Records that `deployment` failed with `error`, and sets it aside.
+    fn set_aside(
+        &self,
+        deployment: Option<&str>,
+        error: &SequenceError,
+        failures: &mut Vec<String>,
+    ) {
+        let deployment = deployment.unwrap_or_default();
+        let why = match error {
+            SequenceError::Database { source, .. } => describe_error(source),
+            other => other.to_string(),
+        };
+        failures.push(format!("{deployment}: {why}"));
+        if let Some(deployments) = self.spanning() {
+            deployments.failed(deployment, Instant::now());
         }
     }
 
@@ -451,7 +565,7 @@ impl StripedCounter {
     /// a deployment the change needs unreachable fails and is made again;
     /// two processes finishing it at once: one wins, the other changes
     /// nothing (see `restripe.rs`). The take goes on reading the map.
-    pub(super) fn finish_if_stalled(&self, map: &StripeMap) {
+    fn finish_if_stalled(&self, map: &StripeMap) {
         let Some(change) = map.change.as_ref() else {
             return;
         };
@@ -497,7 +611,7 @@ impl StripedCounter {
     /// stripes that claimed `map` (not live): for [`CHANGE_PATIENCE`] from
     /// when this handle first saw it so, and while this handle is
     /// finishing it.
-    pub(super) fn waits_for_change(&self, map: &StripeMap) -> bool {
+    fn waits_for_change(&self, map: &StripeMap) -> bool {
         if self.take_deadline().is_some() {
             return false;
         }
@@ -510,7 +624,7 @@ impl StripedCounter {
 
     /// The error of a take whose deadline passed while a change of stripes
     /// left no lane to take from.
-    pub(super) fn changing(&self, map: &StripeMap) -> SequenceError {
+    fn changing(&self, map: &StripeMap) -> SequenceError {
         striping(
             self.name(),
             StripingError::NoLiveLane {
@@ -626,20 +740,20 @@ impl StripedCounter {
 
     /// When a take that starts now is given up: across deployments, after
     /// their deadline; none in one deployment.
-    pub(super) fn take_deadline(&self) -> Option<Instant> {
+    fn take_deadline(&self) -> Option<Instant> {
         self.spanning()
             .map(|deployments| Instant::now() + deployments.take_deadline())
     }
 
     /// The deployments, if its lanes span several.
-    pub(super) fn spanning(&self) -> Option<&Deployments> {
+    fn spanning(&self) -> Option<&Deployments> {
         let spans = self.inner.map.lock().unwrap().spans_deployments();
         self.inner.deployments.as_ref().filter(|_| spans)
     }
 
     /// Waits `pause` (doubled for next time, at most [`LONGEST_PAUSE`]),
     /// never past `deadline`.
-    pub(super) async fn pause(&self, pause: &mut Duration, deadline: Option<Instant>) {
+    async fn pause(&self, pause: &mut Duration, deadline: Option<Instant>) {
         let mut wait = *pause;
         if let Some(deadline) = deadline {
             wait = wait.min(deadline.saturating_duration_since(Instant::now()));
@@ -652,7 +766,7 @@ impl StripedCounter {
     /// a deployment this process reaches. Across deployments: one not
     /// `tried` yet in this take (it is added), preferring the preferred,
     /// then healthy ones at random, then the one set aside the shortest.
-    pub(super) fn pick(
+    fn pick(
         &self,
         map: &StripeMap,
         tried: &mut Vec<String>,
@@ -720,7 +834,7 @@ impl StripedCounter {
 
     /// How many deployments holding lanes of `map` this process reaches
     /// and has not tried in this take.
-    pub(super) fn untried(&self, map: &StripeMap, tried: &[String]) -> usize {
+    fn untried(&self, map: &StripeMap, tried: &[String]) -> usize {
         let Some(deployments) = self.spanning() else {
             return 1;
         };
@@ -810,11 +924,7 @@ impl StripedCounter {
     }
 
     /// The error of a take no deployment answered.
-    pub(super) fn unreachable(
-        &self,
-        failures: &[String],
-        deadline: Option<Instant>,
-    ) -> SequenceError {
+    fn unreachable(&self, failures: &[String], deadline: Option<Instant>) -> SequenceError {
         let spans = self.map().spans;
         let given: Vec<String> = spans
             .iter()
@@ -1029,7 +1139,7 @@ impl StripedCounter {
     /// Reads the map again: from the database it was opened from, or,
     /// across deployments, from every copy this process reaches (those
     /// set aside last), keeping the latest generation.
-    pub(super) async fn reload(&self, deadline: Option<Instant>) -> Result<(), SequenceError> {
+    async fn reload(&self, deadline: Option<Instant>) -> Result<(), SequenceError> {
         let name = self.name();
         let Some(deployments) = self.spanning() else {
             let document = self
@@ -1150,16 +1260,6 @@ fn not_stripable(name: &CounterName, map: &StripeMap) -> SequenceError {
         name,
         StripingError::NotStripable {
             kind: map.kind.clone(),
-        },
-    )
-}
-
-fn corrupt_lane(id: &str, reason: String, name: &CounterName) -> SequenceError {
-    striping(
-        name,
-        StripingError::CorruptLane {
-            lane: id.to_string(),
-            reason,
         },
     )
 }

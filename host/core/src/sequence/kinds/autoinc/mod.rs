@@ -20,6 +20,8 @@
 //! of them succeed with distinct values. The duplicate key never reaches the
 //! caller (mongoose-sequence, for one, lets it through).
 
+mod lanes;
+
 use std::ops::RangeInclusive;
 
 use mongodb::bson::{doc, Document};

@@ -35,6 +35,8 @@
 //! runs the same rule as an optimistic retry loop, and the conformance tests
 //! hold the two equal.
 
+mod lanes;
+
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::options::{ReturnDocument, WriteConcern};
 use mongodb::{Collection, Database};

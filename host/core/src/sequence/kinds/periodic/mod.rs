@@ -35,6 +35,8 @@
 //! command; `tests/conformance.rs` holds the two equal. This kind owns
 //! nothing outside its folder.
 
+mod lanes;
+
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::options::WriteConcern;
 use mongodb::{Collection, Database};

@@ -30,6 +30,7 @@
 mod allocator;
 mod buffers;
 mod counter;
+mod lanes;
 pub mod step;
 
 use std::ops::Range;

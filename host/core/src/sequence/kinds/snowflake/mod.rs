@@ -36,6 +36,7 @@
 mod counter;
 mod gate;
 mod generator;
+mod lanes;
 mod late_tag;
 mod lease;
 mod tag;

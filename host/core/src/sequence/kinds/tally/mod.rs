@@ -9,6 +9,8 @@
 //! under the kind's guard, and returns the document after it. Its values are
 //! not runs of consecutive numbers, so it serves no ranges.
 
+mod lanes;
+
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::options::WriteConcern;
 use mongodb::{Collection, Database};
