@@ -306,14 +306,14 @@ pub trait KindLanes: Send + Sync {
     /// The lanes of a counter whose own fields are `fields`, or what is
     /// wrong with them.
     fn of(&self, fields: &Document) -> Result<LaneOf, String>;
-    /// See [`Stripable::read_local`].
+    /// See the kind's `Stripable::read_local`.
     fn read_local(
         &self,
         document: &Document,
         place: &Document,
         lane: Lane,
     ) -> Result<(Local, u64), String>;
-    /// See [`Stripable::guard_terms`].
+    /// See the kind's `Stripable::guard_terms`.
     fn guard_terms(&self) -> Vec<Bson>;
     /// Reads `document`, an unstriped counter of the kind, as the kind
     /// reads it: what is wrong with it, if anything.
@@ -321,19 +321,19 @@ pub trait KindLanes: Send + Sync {
     /// The guard of an unstriped counter of the kind, which a change of
     /// stripes seals.
     fn unstriped_guard(&self) -> Document;
-    /// See [`Stripable::base_of_unstriped`].
+    /// See the kind's `Stripable::base_of_unstriped`.
     fn base_of_unstriped(&self) -> Bson;
-    /// See [`Stripable::base_period_of_unstriped`].
+    /// See the kind's `Stripable::base_period_of_unstriped`.
     fn base_period_of_unstriped(&self) -> Option<Bson>;
-    /// See [`Stripable::CEILINGS`].
+    /// See the kind's `Stripable::CEILINGS`.
     fn has_ceilings(&self) -> bool;
-    /// See [`Stripable::HOW_TO_READ`].
+    /// See the kind's `Stripable::HOW_TO_READ`.
     fn how_to_read(&self) -> &'static str;
-    /// See [`Stripable::NO_COMMAND`].
+    /// See the kind's `Stripable::NO_COMMAND`.
     fn no_command(&self) -> Option<&'static str>;
-    /// See [`Stripable::describe_generation`].
+    /// See the kind's `Stripable::describe_generation`.
     fn describe_generation(&self, base: u64, base_period: Option<&str>) -> String;
-    /// See [`Stripable::unstriped_floor`].
+    /// See the kind's `Stripable::unstriped_floor`.
     fn unstriped_floor<'a>(
         &self,
         database: &'a Database,
@@ -447,12 +447,12 @@ impl LaneOf {
         self.kind
     }
 
-    /// See [`Stripable::check_lanes`].
+    /// See the kind's `Stripable::check_lanes`.
     pub(crate) fn check_lanes(&self, lanes: u64) -> Result<(), StripingError> {
         self.of.check_lanes(lanes)
     }
 
-    /// See [`Stripable::lane_take`].
+    /// See the kind's `Stripable::lane_take`.
     pub(crate) fn take_command(
         &self,
         lane_id: &str,
@@ -463,7 +463,7 @@ impl LaneOf {
         self.of.take_command(lane_id, count, client_micros, guard)
     }
 
-    /// See [`Stripable::new_lane`].
+    /// See the kind's `Stripable::new_lane`.
     pub(crate) fn new_lane(
         &self,
         lane: Lane,
@@ -473,12 +473,12 @@ impl LaneOf {
         self.of.new_lane(lane, base_period, place)
     }
 
-    /// See [`Stripable::map_fields`].
+    /// See the kind's `Stripable::map_fields`.
     pub(crate) fn map_fields(&self, base: &Mark) -> Document {
         self.of.map_fields(base)
     }
 
-    /// See [`Stripable::ceiling_chunk`].
+    /// See the kind's `Stripable::ceiling_chunk`.
     pub(crate) fn ceiling_chunk(&self, count: u64) -> u64 {
         self.of.ceiling_chunk(count)
     }
@@ -489,7 +489,7 @@ impl LaneOf {
         self.of.takes(options, deployments)
     }
 
-    /// See [`Stripable::keep_tag`].
+    /// See the kind's `Stripable::keep_tag`.
     pub(crate) fn keep_tag<'a>(
         &'a self,
         database: &'a Database,
@@ -623,27 +623,27 @@ impl Local {
         self.0.as_any().downcast_ref()
     }
 
-    /// See [`Stripable::local_value`].
+    /// See the kind's `Stripable::local_value`.
     pub fn value(&self) -> u64 {
         self.0.value()
     }
 
-    /// See [`Stripable::untouched`].
+    /// See the kind's `Stripable::untouched`.
     pub(crate) fn untouched(&self, lane: Lane) -> bool {
         self.0.untouched(lane)
     }
 
-    /// See [`Stripable::describe`].
+    /// See the kind's `Stripable::describe`.
     pub(crate) fn describe(&self, lane: Lane, last: u64) -> String {
         self.0.describe(lane, last)
     }
 
-    /// See [`Stripable::high_water`].
+    /// See the kind's `Stripable::high_water`.
     pub(crate) fn high_water(&self, last: u64) -> Mark {
         self.0.high_water(last)
     }
 
-    /// See [`Stripable::taken`].
+    /// See the kind's `Stripable::taken`.
     pub(crate) fn taken(
         &self,
         lane: Lane,
@@ -654,17 +654,17 @@ impl Local {
         self.0.taken(lane, last, count, client_micros)
     }
 
-    /// See [`Stripable::room`].
+    /// See the kind's `Stripable::room`.
     pub(crate) fn room(&self, lane: Lane, last: u64) -> Option<u64> {
         self.0.room(lane, last)
     }
 
-    /// See [`Stripable::fixed_fields`].
+    /// See the kind's `Stripable::fixed_fields`.
     pub(crate) fn fixed_fields(&self, document: &Document) -> Option<Document> {
         self.0.fixed_fields(document)
     }
 
-    /// See [`Stripable::short_filter`].
+    /// See the kind's `Stripable::short_filter`.
     pub(crate) fn short_filter(
         &self,
         lane: Lane,

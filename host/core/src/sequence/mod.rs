@@ -56,7 +56,7 @@ pub mod striping;
 
 pub use clock::{Clock, SystemClock};
 pub use counter::command::{command_takes_count, take_command};
-pub use counter::document::{CounterDocument, Registered};
+pub use counter::document::{CounterDocument, Registered, Unstriped};
 pub use counter::prefixes::{MAX_PREFIXES, MAX_PREFIX_BYTES};
 pub use counter::spec::CounterSpec;
 pub use counters::{count, create, list, list_page, state, Listed};

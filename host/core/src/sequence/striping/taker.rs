@@ -166,7 +166,7 @@ impl StripedCounter {
     /// Opens counter `name` whose map was read from `database` as `map`;
     /// a map whose lanes span deployments takes from those of
     /// `deployments` it names. Its lanes' kind says how its takes are made
-    /// ([`Takes`]: a segment counter's ask a lane for its `step` values at
+    /// (`Takes`: a segment counter's ask a lane for its `step` values at
     /// least, handed out from memory; a snowflake counter's IDs come from
     /// a worker id leased in one of its lanes), with `options`, the kind's
     /// own open options (`OpenOptions`' field of the kind).
