@@ -36,16 +36,8 @@ pub mod tokens;
 
 pub use config::ConnectOptions;
 pub use error::{Classify, Error, ErrorClass};
+pub use lease::host_name;
 pub use minter::{LiveMinter, Minter};
 pub use parts::{IdParts, Stamp};
 pub use policy::{Policy, PolicyRuntime};
 pub use sequence::{Clock, CounterName, CyclicCounter, Sequence, SystemClock};
-
-/// This machine's host name (empty if unknown): what worker leases and the
-/// monitor page name a process by.
-pub fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|name| name.trim().to_string())
-        .or_else(|_| std::env::var("HOSTNAME"))
-        .unwrap_or_default()
-}

@@ -47,6 +47,15 @@ mod renewal;
 pub(crate) use deadline::{deadline_after, Deadline};
 pub(crate) use renewal::{keep_renewed, Renewal};
 
+/// This machine's host name (empty if unknown): what worker leases and the
+/// monitor page name a process by.
+pub fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|name| name.trim().to_string())
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .unwrap_or_default()
+}
+
 /// How a kind of lease document names its two fields.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct LeaseFields {

@@ -116,7 +116,7 @@ impl Leases {
             counters: database.collection(crate::mongo::collections::COUNTERS),
             gate,
             counter,
-            host: crate::host_name(),
+            host: crate::lease::host_name(),
             pid: u64::from(std::process::id()),
         }
     }
