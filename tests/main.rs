@@ -42,6 +42,7 @@ mod striped_deployments;
 mod striped_forget;
 mod striped_identity;
 mod striped_periodic;
+mod striped_progress;
 mod striped_resume;
 mod striped_segment;
 mod striped_snowflake;

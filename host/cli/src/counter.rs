@@ -295,9 +295,15 @@ impl CounterCmd {
                         "forgot a deployment of "
                     }
                     (None, Some(layout)) => {
-                        striping::set_layout(&database, deployments, &name, layout)
-                            .await
-                            .map_err(idmint::Error::from)?;
+                        striping::set_layout_and_finish(
+                            &database,
+                            deployments,
+                            &name,
+                            layout,
+                            striping::FINISH_PATIENCE,
+                        )
+                        .await
+                        .map_err(idmint::Error::from)?;
                         ""
                     }
                     (None, None) => match striping::resume(&database, deployments, &name)

@@ -20,7 +20,9 @@
 //!   [`Sequence`](crate::sequence::Sequence) opens a counter whose document
 //!   is a map as;
 //! - `create`: creating a striped counter; `restripe`: changing its
-//!   stripes, and finishing a change that stopped half way;
+//!   stripes, and finishing a change that stopped half way; `finish`: a
+//!   change that, stopped half way, finishes itself while its command
+//!   waits;
 //! - `show`: its lanes as they are, for `counter show`;
 //! - `hooks`: where a test holds takers mid-take (test builds only).
 //!
@@ -32,6 +34,7 @@ mod command;
 mod create;
 mod deployments;
 mod error;
+mod finish;
 pub mod hooks;
 mod lane;
 mod layout;
@@ -51,6 +54,7 @@ pub use deployments::{
     check_deployment_name, Deployment, Deployments, HealthReport, FIRST_BACKOFF, LONGEST_BACKOFF,
 };
 pub use error::StripingError;
+pub use finish::{set_layout_and_finish, FINISH_PATIENCE};
 pub use lane::{LaneDocument, LaneOf, Mark, CEILING_CHUNK, LANE_KIND, STRIPABLE};
 pub use layout::Layout;
 pub use map::{PendingChange, StripeMap, CEILINGS, STALLED_AFTER, STRIPED_KIND};
