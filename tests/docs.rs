@@ -10,8 +10,8 @@
 //!   takes `--uri`, `--uris`, `--db` and `--server-timeout`, documented once with
 //!   `--json`, `--help` and `--version` under "Common flags"
 //!   ([`reference_lists_every_command_and_flag_and_no_other`]).
-//! - Every relative link of README.md, ARCHITECTURE.md and `docs/*.md`
-//!   names a file that exists, and an anchor that a heading (or an
+//! - Every relative link of README.md, ARCHITECTURE.md, `docs/*.md` and
+//!   `docs/design/*.md` names a file that exists, and an anchor that a heading (or an
 //!   `<a id>`) of that file makes ([`links_between_the_docs_resolve`]).
 //! - The kinds of counter are the registry's everywhere: the kinds the
 //!   binary knows (what `counter create --kind` accepts) are exactly those
@@ -283,11 +283,15 @@ fn flags_named(text: &str) -> BTreeSet<String> {
 fn links_between_the_docs_resolve() {
     let root = support::workspace_root();
     let mut files = vec!["README.md".to_string(), "ARCHITECTURE.md".to_string()];
-    for entry in std::fs::read_dir(root.join("docs")).expect("read docs/") {
-        let name = entry.expect("a docs/ entry").file_name();
-        let name = name.to_string_lossy();
-        if name.ends_with(".md") {
-            files.push(format!("docs/{name}"));
+    for dir in ["docs", "docs/design"] {
+        let entries =
+            std::fs::read_dir(root.join(dir)).unwrap_or_else(|e| panic!("read {dir}/: {e}"));
+        for entry in entries {
+            let name = entry.expect("a directory entry").file_name();
+            let name = name.to_string_lossy();
+            if name.ends_with(".md") {
+                files.push(format!("{dir}/{name}"));
+            }
         }
     }
     let mut broken = Vec::new();
