@@ -25,11 +25,12 @@ pub enum CounterCmd {
     Create(CreateArgs),
     /// Show a counter's kind and state (a striped counter: each lane's).
     Show(ShowArgs),
-    /// Give a counter a new generation of lanes (stripes) in this
-    /// deployment: every lane of the current one is sealed, and the new
-    /// lanes hand out values above all they handed out (a cyclic counter's:
-    /// timestamps above all they issued). An unstriped autoinc or cyclic
-    /// counter becomes striped.
+    /// Give a counter a new generation of lanes (stripes), in one
+    /// deployment or across several (--set eu:2,us:2): every lane of the
+    /// current one is sealed, and the new lanes hand out values above all
+    /// they handed out (a cyclic counter's: timestamps above all they
+    /// issued; a snowflake counter's: times). An unstriped autoinc,
+    /// segment, cyclic, periodic or snowflake counter becomes striped.
     Stripes(StripesArgs),
     /// Add a prefix to the ones a counter owns, or remove one (a prefix is
     /// owned by one counter, once, so that formatted IDs never collide).
