@@ -130,6 +130,9 @@ pub struct StripesArgs {
     pub name: String,
     /// How many lanes the new generation has, or, across deployments,
     /// DEPLOYMENT:N,... (as in eu:2,us:2), each named with --uri NAME=URI.
+    /// A deployment that dies during the change stops it half way: the
+    /// command goes on finishing it for up to 30 s while the deployment
+    /// comes back, then fails (exit 3) and leaves it to the takers.
     #[arg(
         long,
         value_name = "N|LAYOUT",
