@@ -279,7 +279,7 @@ impl CounterCmd {
             }
             CounterCmd::Stripes(args) => {
                 let name = CounterName::new(&args.name).map_err(idmint::Error::from)?;
-                let (database, deployments) = args.connect.connect_all().await?;
+                let (mut database, deployments) = args.connect.connect_all().await?;
                 let deployments = deployments.as_ref();
                 let verb = match (&args.forget, &args.set) {
                     (Some(forgotten), layout) => {
@@ -296,6 +296,15 @@ impl CounterCmd {
                         striping::forget(deployments, &name, forgotten, layout.as_ref())
                             .await
                             .map_err(idmint::Error::from)?;
+                        // Shown as a deployment it still spans holds it (the
+                        // first --uri may be the one forgotten).
+                        if let Some(surviving) = deployments
+                            .list()
+                            .iter()
+                            .find(|deployment| deployment.name != *forgotten)
+                        {
+                            database = surviving.database.clone();
+                        }
                         "forgot a deployment of "
                     }
                     (None, Some(layout)) => {
