@@ -20,17 +20,16 @@ use idmint::sequence::striping::{
 };
 use idmint::sequence::{CounterKind, CounterSpec, Sequence};
 
-use crate::striped::{assert_distinct, joined, spawn_takers};
 use crate::support::fault_proxy::FaultProxy;
 use crate::support::sites::{
-    across_flags, connect, database_of, idmint_across, open_across, open_across_with, own_servers,
-    Site, DEADLINE,
+    across_flags, connect, database_of, idmint_across, in_deployment, open_across,
+    open_across_with, own_servers, Site, DEADLINE,
 };
-use crate::support::takers::{leases_of, Takers, SLACK};
+use crate::support::takers::{assert_distinct, joined, leases_of, spawn_takers, Takers, SLACK};
 use crate::support::wait::{within, PATIENCE};
 use crate::support::{
-    self, assert_exit, counter_name, database_name, idmint_on, run, stderr, stdout, OwnedServer,
-    ServerConfig,
+    self, assert_exit, counter_name, database_name, idmint_on, printed_values, run, stderr, stdout,
+    OwnedServer, ServerConfig,
 };
 
 /// How many `idmint seq` processes a kill test starts at once while a
@@ -67,19 +66,6 @@ fn assert_none_of(values: impl IntoIterator<Item = u64>, dead: impl Fn(u64) -> b
     if let Some(value) = values.iter().find(|value| dead(**value)) {
         panic!("{value}, a value of a dead deployment's lane, among {values:?}");
     }
-}
-
-/// Whether `value` is one of `map`'s lanes in deployment `deployment`.
-fn in_deployment(map: &StripeMap, deployment: &str, value: u64) -> bool {
-    value > map.base && map.deployment_of((value - map.base - 1) % map.modulus) == Some(deployment)
-}
-
-/// The values `idmint seq` printed, one a line.
-fn printed(output: &std::process::Output) -> Vec<u64> {
-    stdout(output)
-        .lines()
-        .map(|line| line.parse().unwrap())
-        .collect()
 }
 
 /// `count` processes `idmint seq ARGS` across `sites`, started at once.
@@ -166,7 +152,7 @@ async fn kill_nine_of_one_of(test: &str, servers: usize) {
         support::service::Service::spawn(idmint_on(&sites[0].uri, &sites[0].database), &flags);
     let mut from_processes = Vec::new();
     for output in finished(processes) {
-        let values = printed(&output);
+        let values = printed_values(&output);
         assert_eq!(values.len(), 40, "{}", stderr(&output));
         from_processes.extend(values);
     }
@@ -266,7 +252,7 @@ async fn a_segment_counter_across_two_servers_one_killed_and_restarted_no_value_
         &["seq", "tickets", "--count", "50"],
     ));
     assert_exit(&seq, 0);
-    let from_process = printed(&seq);
+    let from_process = printed_values(&seq);
     assert_eq!(from_process.len(), 50);
     // Past the segments taken before the kill: none of the dead lanes.
     takers.progress(200, "more values while it is dead").await;
@@ -683,7 +669,7 @@ async fn a_snowflake_counter_across_two_servers_one_killed_and_restarted_no_id_t
         .await;
     let mut others = Vec::new();
     for output in finished(start_seqs(&sites, &["ids", "--count", "40"], PROCESSES)) {
-        others.extend(printed(&output));
+        others.extend(printed_values(&output));
     }
     assert_eq!(others.len(), 40 * PROCESSES);
     // IDs issued from memory before the lease ran out are eu's; none after.
@@ -706,7 +692,7 @@ async fn a_snowflake_counter_across_two_servers_one_killed_and_restarted_no_id_t
                 .unwrap()
                 .unwrap();
                 if output.status.success() {
-                    let ids = printed(&output);
+                    let ids = printed_values(&output);
                     if ids.iter().copied().all(in_eu) {
                         return ids;
                     }
@@ -1102,7 +1088,7 @@ async fn changes_of_stripes_across_deployments_with_takes_in_flight_never_repeat
     let name = counter_name("orders");
     create_orders(&deployments, "eu:1").await;
     let sequence = open_orders(&deployments).await;
-    let mut all: Vec<u64> = joined(spawn_takers(&sequence, 4, 5)).await.concat();
+    let mut all: Vec<u64> = joined(spawn_takers(&sequence, 4, 5)).await;
     let mut floor = 0;
     for (layout, point) in [
         ("eu:1,us:1", Point::AfterTake),
@@ -1113,7 +1099,7 @@ async fn changes_of_stripes_across_deployments_with_takes_in_flight_never_repeat
         // database: the takers go to the preferred, `eu`, while it
         // has lanes).
         let held_eu = hold(&sites[0].database, "orders", point, 2);
-        let takers = spawn_takers(&sequence, 2, 3);
+        let takers = spawn_takers::<u64>(&sequence, 2, 3);
         held_eu.arrived().await;
         let changed = set_layout(&eu, Some(&deployments), &name, &layout.parse().unwrap())
             .await
@@ -1125,7 +1111,7 @@ async fn changes_of_stripes_across_deployments_with_takes_in_flight_never_repeat
             all.extend(taker.await.unwrap());
         }
         drop(held_eu);
-        let after = joined(spawn_takers(&sequence, 4, 5)).await.concat();
+        let after: Vec<u64> = joined(spawn_takers(&sequence, 4, 5)).await;
         assert!(
             after.iter().all(|value| *value > floor),
             "{layout}: {after:?} not above {floor}"
@@ -1293,7 +1279,7 @@ async fn the_cli_names_what_is_wrong_across_deployments() {
         &["seq", "orders"],
     ));
     assert_exit(&taken, 0);
-    assert_eq!(printed(&taken), [1]);
+    assert_eq!(printed_values(&taken), [1]);
     // An unstriped counter is left unstriped, and taken from.
     let solo = run(idmint_on(&eu.uri, &eu.database)
         .args(["counter", "create", "solo", "--kind", "autoinc", "--raw"]));
@@ -1307,7 +1293,7 @@ async fn the_cli_names_what_is_wrong_across_deployments() {
     assert_eq!(document.get_str("kind"), Ok("autoinc"), "{document}");
     let taken = run(&mut idmint_across(&[eu, dead_us], &["seq", "solo"]));
     assert_exit(&taken, 0);
-    assert_eq!(printed(&taken), [1]);
+    assert_eq!(printed_values(&taken), [1]);
 }
 
 /// The stored twin `getNextSequence`, run in one deployment, takes from

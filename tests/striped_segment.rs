@@ -9,7 +9,7 @@ use idmint::sequence::striping::{create_striped, set_stripes};
 use idmint::sequence::{CounterKind, CounterName, CounterSpec, OpenOptions, Sequence};
 use mongodb::Database;
 
-use crate::striped::{assert_distinct, joined, spawn_takers};
+use crate::support::takers::{assert_distinct, joined, spawn_takers};
 use crate::support::{self, assert_exit, counter_name, database_name, run_at_once, stdout};
 
 /// The test's database with the segment counter `tickets` of step `step`
@@ -96,7 +96,7 @@ async fn a_change_of_stripes_with_segments_held_never_hands_out_a_value_twice() 
     // Each handle takes a segment of 10 and hands out 6 of it, in two
     // takes: the second from memory.
     for handle in [&one, &two] {
-        all.extend(joined(spawn_takers(handle, 2, 3)).await.concat());
+        all.extend(joined(spawn_takers::<u64>(handle, 2, 3)).await);
     }
     assert_distinct(&all);
 
@@ -106,7 +106,7 @@ async fn a_change_of_stripes_with_segments_held_never_hands_out_a_value_twice() 
     applied.arrived().await;
     let second = set_stripes(&database, &name, 2).await.unwrap();
     applied.release().await;
-    let held: Vec<u64> = joined(takers).await.concat();
+    let held: Vec<u64> = joined(takers).await;
     drop(applied);
     let base = second.map.base;
     assert!(
@@ -119,7 +119,7 @@ async fn a_change_of_stripes_with_segments_held_never_hands_out_a_value_twice() 
     // base; then new segments, above it.
     let mut after: Vec<u64> = Vec::new();
     for handle in [&one, &two] {
-        after.extend(joined(spawn_takers(handle, 2, 10)).await.concat());
+        after.extend(joined(spawn_takers::<u64>(handle, 2, 10)).await);
     }
     assert!(after.iter().any(|value| *value <= base), "{after:?}");
     assert!(after.iter().any(|value| *value > base), "{after:?}");
@@ -132,7 +132,7 @@ async fn a_change_of_stripes_with_segments_held_never_hands_out_a_value_twice() 
     unsent.arrived().await;
     let third = set_stripes(&database, &name, 3).await.unwrap();
     unsent.release().await;
-    let late: Vec<u64> = joined(takers).await.concat();
+    let late: Vec<u64> = joined(takers).await;
     drop(unsent);
     assert!(
         after.iter().all(|value| *value <= third.map.base),

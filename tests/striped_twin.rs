@@ -32,7 +32,9 @@ use idmint::sequence::{
     PeriodicCounter, Sequence,
 };
 
-use crate::striped::{assert_distinct, spawn_takers};
+use crate::support::takers::{
+    assert_distinct, assert_each_lane_whole, joined, spawn_takers, spawn_takers_at,
+};
 use crate::support::{self, counter_name, database_name, mongosh::shell_in, FakeClockServer};
 
 const MAX: i64 = (1 << 53) - 1;
@@ -2169,23 +2171,6 @@ async fn the_stored_function_and_the_host_take_from_one_striped_cyclic_counter_a
     let (sequence, _) = Sequence::open(&database, name.clone(), &OpenOptions::default())
         .await
         .unwrap();
-    let host_takers =
-        |takers: usize, count: usize| -> Vec<tokio::task::JoinHandle<Vec<(u64, u64)>>> {
-            (0..takers)
-                .map(|_| {
-                    let sequence = sequence.clone();
-                    tokio::spawn(async move {
-                        sequence
-                            .take(count, FROZEN)
-                            .await
-                            .unwrap()
-                            .iter()
-                            .map(|stamp| (stamp.timestamp_micros, stamp.sequence))
-                            .collect()
-                    })
-                })
-                .collect()
-        };
     let script = format!(
         "for (let i = 0; i < 24; i++) {{ const s = getNextUniqueStamp('serial', {FROZEN}); \
          print(JSON.stringify({{ ts: s.ts, val: s.val }})); }}"
@@ -2194,23 +2179,18 @@ async fn the_stored_function_and_the_host_take_from_one_striped_cyclic_counter_a
     let mut twins = 0;
     for point in [Point::BeforeTake, Point::AfterTake] {
         let held = hold(&database_name(TEST), "serial", point, 3);
-        let takers = host_takers(3, 4);
+        let takers = spawn_takers_at::<(u64, u64)>(&sequence, 3, 4, FROZEN);
         held.arrived().await;
         for line in twin(TEST, script.clone()).await {
             twins += 1;
             all.push((line["ts"].as_u64().unwrap(), line["val"].as_u64().unwrap()));
         }
         held.release().await;
-        for taker in takers {
-            all.extend(taker.await.unwrap());
-        }
+        all.extend(joined(takers).await);
         drop(held);
     }
     assert_eq!((twins, all.len()), (48, 2 * (24 + 3 * 4)));
-    let mut seen = std::collections::HashSet::new();
-    for pair in &all {
-        assert!(seen.insert(*pair), "{pair:?} handed out twice");
-    }
+    assert_distinct(&all);
     // Each lane's pairs, sorted, are its first ones.
     let mut by_lane: BTreeMap<u64, Vec<(u64, u64)>> = BTreeMap::new();
     for &(ts, value) in &all {
@@ -2229,24 +2209,6 @@ async fn the_stored_function_and_the_host_take_from_one_striped_cyclic_counter_a
 
 /// A (period, value) pair of a periodic counter.
 type Pair = (String, u64);
-
-/// Fails unless, in `period`, each lane of `lanes` (above 0, as every
-/// lane is in a later period than its base's, or with no base) handed out
-/// its residue class from 1, none skipped.
-#[track_caller]
-fn assert_each_lane_from_one(pairs: &[Pair], period: &str, lanes: u64) {
-    let mut by_lane: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
-    for (_, value) in pairs.iter().filter(|(of, _)| of == period) {
-        by_lane.entry((value - 1) % lanes).or_default().push(*value);
-    }
-    for (residue, mut values) in by_lane {
-        values.sort_unstable();
-        let first: Vec<u64> = (0..values.len() as u64)
-            .map(|k| residue + 1 + k * lanes)
-            .collect();
-        assert_eq!(values, first, "lane {residue} in {period}");
-    }
-}
 
 /// The twin and the host take (period, value) pairs from one striped
 /// periodic counter at once, on a server of the test's own whose clock
@@ -2278,25 +2240,6 @@ async fn the_stored_function_and_the_host_take_from_one_striped_periodic_counter
     let (sequence, _) = Sequence::open(&database, name, &OpenOptions::default())
         .await
         .unwrap();
-    let host_takers = |takers: usize, count: usize| -> Vec<tokio::task::JoinHandle<Vec<Pair>>> {
-        (0..takers)
-            .map(|_| {
-                let sequence = sequence.clone();
-                tokio::spawn(async move {
-                    sequence
-                        .take(count, 0)
-                        .await
-                        .unwrap()
-                        .iter()
-                        .map(|stamp| {
-                            let period = stamp.period.expect("a periodic value has its period");
-                            (period.to_string(), stamp.sequence)
-                        })
-                        .collect()
-                })
-            })
-            .collect()
-    };
     let twin_takes = |calls: usize, count: usize| {
         let uri = clock.server.uri.clone();
         let script = format!(
@@ -2323,18 +2266,11 @@ async fn the_stored_function_and_the_host_take_from_one_striped_periodic_counter
             pairs
         }
     };
-    let joined = |takers: Vec<tokio::task::JoinHandle<Vec<Pair>>>| async move {
-        let mut pairs = Vec::new();
-        for taker in takers {
-            pairs.extend(taker.await.unwrap());
-        }
-        pairs
-    };
     let in_year = |pairs: &[Pair], year: &str| pairs.iter().all(|(period, _)| period == year);
 
     // Not sent yet: the twin takes in 2030 meanwhile.
     let unsent = hold(DB, "inv", Point::BeforeTake, 3);
-    let takers = host_takers(3, 4);
+    let takers = spawn_takers::<Pair>(&sequence, 3, 4);
     unsent.arrived().await;
     let twin_before = twin_takes(24, 1).await;
     unsent.release().await;
@@ -2343,7 +2279,7 @@ async fn the_stored_function_and_the_host_take_from_one_striped_periodic_counter
     // Applied in 2030, not answered: the clock moves to 2031, where the
     // twin takes blocks meanwhile.
     let applied = hold(DB, "inv", Point::AfterTake, 3);
-    let takers = host_takers(3, 4);
+    let takers = spawn_takers::<Pair>(&sequence, 3, 4);
     applied.arrived().await;
     clock.freeze("2031-01-01 00:00:01");
     let twin_after = twin_takes(12, 2).await;
@@ -2360,12 +2296,9 @@ async fn the_stored_function_and_the_host_take_from_one_striped_periodic_counter
     all.extend(host_after);
     all.extend(twin_after);
     assert_eq!(all.len(), 24 + 12 + 12 + 24);
-    let mut seen = std::collections::HashSet::new();
-    for pair in &all {
-        assert!(seen.insert(pair.clone()), "{pair:?} handed out twice");
-    }
-    assert_each_lane_from_one(&all, "2030", LANES);
-    assert_each_lane_from_one(&all, "2031", LANES);
+    assert_distinct(&all);
+    assert_each_lane_whole(&all, "2030", 0, LANES);
+    assert_each_lane_whole(&all, "2031", 0, LANES);
 }
 
 /// Each stored twin refuses the map of a striped counter of another kind
@@ -2541,13 +2474,11 @@ async fn the_stored_function_and_the_host_take_from_one_striped_counter_at_once(
     let mut all = Vec::new();
     for point in [Point::BeforeTake, Point::AfterTake] {
         let held = hold(&database_name(TEST), "orders", point, 3);
-        let takers = spawn_takers(&sequence, 3, 4);
+        let takers = spawn_takers::<u64>(&sequence, 3, 4);
         held.arrived().await;
         all.extend(twin_takes(TEST, 24).await);
         held.release().await;
-        for taker in takers {
-            all.extend(taker.await.unwrap());
-        }
+        all.extend(joined(takers).await);
         drop(held);
     }
     assert_eq!(all.len(), 2 * (24 + 3 * 4));

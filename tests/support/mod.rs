@@ -42,5 +42,7 @@ pub use database::{
 pub use faketime::fake_clock;
 pub use fixtures::{fixture_policy, replace_file, workspace_root};
 pub use locks::{held, lock_name};
-pub use process::{assert_exit, idmint, idmint_on, run, run_at_once, stderr, stdout, Seq};
+pub use process::{
+    assert_exit, idmint, idmint_on, printed_values, run, run_at_once, stderr, stdout, Seq,
+};
 pub use server::{uri, AuthServer, OwnedServer, ServerConfig};

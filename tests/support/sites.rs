@@ -15,6 +15,11 @@ use super::{counter_name, database_name, idmint_on, OwnedServer, ServerConfig};
 /// The deadline of a take across deployments in these tests.
 pub const DEADLINE: Duration = Duration::from_secs(2);
 
+/// Whether `value` is one of `map`'s lanes in deployment `deployment`.
+pub fn in_deployment(map: &StripeMap, deployment: &str, value: u64) -> bool {
+    value > map.base && map.deployment_of((value - map.base - 1) % map.modulus) == Some(deployment)
+}
+
 /// One deployment of a test: a name, a connection string, a database.
 #[derive(Clone)]
 pub struct Site {
