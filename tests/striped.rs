@@ -21,6 +21,7 @@ use idmint::sequence::{
     CounterState, OpenOptions, Sequence, SequenceError,
 };
 
+use crate::support::counters::striped_orders;
 use crate::support::takers::{assert_distinct, joined, spawn_takers};
 use crate::support::{
     self, assert_exit, counter_name, database_name, idmint, mongosh::shell, printed_values, run,
@@ -30,21 +31,6 @@ use crate::support::{
 /// Every document of the counters collection, by `_id`.
 async fn counters(database: &Database) -> Vec<Document> {
     support::documents(database, "counters").await
-}
-
-/// The test's database, with the autoinc counter `orders` striped over
-/// `lanes` lanes (`1`: unstriped), and a `Sequence` opened on it.
-async fn striped_orders(test: &str, lanes: u64) -> (Database, CounterName, Sequence) {
-    let database = support::database(test).await;
-    let name = counter_name("orders");
-    let spec = CounterSpec::of(CounterKind::Autoinc).prefixes(Vec::new());
-    create_striped(&database, &name, &spec, lanes)
-        .await
-        .unwrap();
-    let (sequence, _) = Sequence::open(&database, name.clone(), &OpenOptions::default())
-        .await
-        .unwrap();
-    (database, name, sequence)
 }
 
 /// `counter create NAME --kind autoinc --stripes N`, then 8 processes of

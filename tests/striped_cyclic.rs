@@ -14,9 +14,10 @@ use mongodb::Database;
 use serde_json::Value;
 
 use idmint::sequence::striping::hooks::{hold, Point};
-use idmint::sequence::striping::{create_striped, set_stripes};
+use idmint::sequence::striping::set_stripes;
 use idmint::sequence::{CounterKind, CounterName, CounterSpec, OpenOptions, Sequence};
 
+use crate::support::counters::create_striped_and_open;
 use crate::support::takers::{as_taken, assert_distinct, joined, spawn_takers_at};
 use crate::support::{
     self, assert_exit, counter_name, database_name, fake_clock, idmint, run, stderr, stdout,
@@ -37,12 +38,7 @@ async fn serial(test: &str, maxval: u64, lanes: u64) -> (Database, CounterName, 
     let spec = CounterSpec::of(CounterKind::Cyclic)
         .maxval(maxval)
         .prefixes(Vec::new());
-    create_striped(&database, &name, &spec, lanes)
-        .await
-        .unwrap();
-    let (sequence, _) = Sequence::open(&database, name.clone(), &OpenOptions::default())
-        .await
-        .unwrap();
+    let sequence = create_striped_and_open(&database, &name, &spec, lanes).await;
     (database, name, sequence)
 }
 

@@ -14,9 +14,10 @@ use mongodb::Database;
 use serde_json::Value;
 
 use idmint::sequence::striping::hooks::{hold, Point};
-use idmint::sequence::striping::{create_striped, set_stripes};
+use idmint::sequence::striping::set_stripes;
 use idmint::sequence::{CounterKind, CounterName, CounterSpec, OpenOptions, Sequence};
 
+use crate::support::counters::create_striped_and_open;
 use crate::support::takers::{
     as_taken, assert_distinct, assert_each_lane_whole, joined, spawn_takers,
 };
@@ -123,10 +124,7 @@ async fn inv(clock: &FakeClockServer, db: &str) -> (Database, CounterName, Seque
     let database = client.database(db);
     let name = counter_name("inv");
     let spec = CounterSpec::of(CounterKind::Periodic).prefixes(Vec::new());
-    create_striped(&database, &name, &spec, 1).await.unwrap();
-    let (sequence, _) = Sequence::open(&database, name.clone(), &OpenOptions::default())
-        .await
-        .unwrap();
+    let sequence = create_striped_and_open(&database, &name, &spec, 1).await;
     (database, name, sequence)
 }
 
