@@ -25,7 +25,9 @@ use crate::support::sites::{
     across_flags, connect, database_of, idmint_across, in_deployment, open_across,
     open_across_with, own_servers, Site, DEADLINE,
 };
-use crate::support::takers::{assert_distinct, joined, leases_of, spawn_takers, Takers, SLACK};
+use crate::support::takers::{
+    as_taken, assert_distinct, joined, leases_of, spawn_takers, Takers, SLACK,
+};
 use crate::support::wait::{within, PATIENCE};
 use crate::support::{
     self, assert_exit, counter_name, database_name, idmint_on, printed_values, run, stderr, stdout,
@@ -35,6 +37,17 @@ use crate::support::{
 /// How many `idmint seq` processes a kill test starts at once while a
 /// deployment is dead.
 const PROCESSES: usize = 8;
+
+/// Fails if a take failed, or waited past its deadline (and what a loaded
+/// machine may add to it).
+#[track_caller]
+fn assert_in_time(slowest: Duration, errors: &[String]) {
+    assert!(errors.is_empty(), "takes failed: {errors:?}");
+    assert!(
+        slowest <= DEADLINE + SLACK,
+        "a take waited {slowest:?}, past the deadline of {DEADLINE:?}"
+    );
+}
 
 /// Creates the raw autoinc counter `orders` in the preferred of
 /// `deployments`, its lanes laid out as `layout` says; its map.
@@ -190,11 +203,7 @@ async fn kill_nine_of_one_of(test: &str, servers: usize) {
     drop(service);
 
     let (mut all, slowest, errors) = takers.stop().await;
-    assert!(errors.is_empty(), "takes failed: {errors:?}");
-    assert!(
-        slowest <= DEADLINE + SLACK,
-        "a take waited {slowest:?}, past the deadline of {DEADLINE:?}"
-    );
+    assert_in_time(slowest, &errors);
     all.extend(from_processes);
     assert_distinct(&all);
 }
@@ -363,16 +372,9 @@ async fn a_cyclic_counter_across_two_servers_one_killed_and_restarted_no_pair_tw
     let distinct: std::collections::HashSet<&String> = ids.iter().collect();
     assert_eq!(distinct.len(), ids.len(), "an ID twice: {ids:?}");
     let (mut all, slowest, errors) = takers.stop_pairs().await;
-    assert!(errors.is_empty(), "takes failed: {errors:?}");
-    assert!(
-        slowest <= DEADLINE + SLACK,
-        "a take waited {slowest:?}, past the deadline of {DEADLINE:?}"
-    );
+    assert_in_time(slowest, &errors);
     all.extend(from_processes);
-    let mut seen = std::collections::HashSet::new();
-    for pair in &all {
-        assert!(seen.insert(*pair), "{pair:?} handed out twice");
-    }
+    assert_distinct(&all);
 }
 
 /// A periodic counter (years, in Paris) striped across two servers of
@@ -450,19 +452,10 @@ async fn a_periodic_counter_across_two_servers_one_killed_and_restarted_no_value
     take_values(&mut others);
     drop(service);
     let (stamps, slowest, errors) = takers.stop_stamps().await;
-    assert!(errors.is_empty(), "takes failed: {errors:?}");
-    assert!(
-        slowest <= DEADLINE + SLACK,
-        "a take waited {slowest:?}, past the deadline of {DEADLINE:?}"
-    );
-    let mut seen = std::collections::HashSet::new();
-    let taken = stamps.iter().map(|stamp| {
-        let period = stamp.period.expect("a periodic value has its period");
-        (period.to_string(), stamp.sequence)
-    });
-    for pair in taken.chain(others) {
-        assert!(seen.insert(pair.clone()), "{pair:?} handed out twice");
-    }
+    assert_in_time(slowest, &errors);
+    let mut all: Vec<(String, u64)> = as_taken(&stamps);
+    all.extend(others);
+    assert_distinct(&all);
 }
 
 /// The worker id and time unit of each of `ids`, in the default layout.
@@ -704,11 +697,7 @@ async fn a_snowflake_counter_across_two_servers_one_killed_and_restarted_no_id_t
     .await;
     others.extend(back);
     let (mut all, slowest, errors) = takers.stop().await;
-    assert!(errors.is_empty(), "takes failed: {errors:?}");
-    assert!(
-        slowest <= DEADLINE + SLACK,
-        "a take waited {slowest:?}, past the deadline of {DEADLINE:?}"
-    );
+    assert_in_time(slowest, &errors);
     all.extend(others);
     assert_distinct(&all);
     sequence.close().await.unwrap();
@@ -892,16 +881,10 @@ async fn kill_nine_across(
             .await;
     }
     let (mut all, slowest, errors) = takers.stop_stamps().await;
-    assert!(errors.is_empty(), "takes failed: {errors:?}");
-    assert!(
-        slowest <= DEADLINE + SLACK,
-        "a take waited {slowest:?}, past the deadline of {DEADLINE:?}"
-    );
+    assert_in_time(slowest, &errors);
     all.extend(later);
-    let mut seen = std::collections::HashSet::new();
-    for key in all.iter().map(unique_key).chain(others) {
-        assert!(seen.insert(key.clone()), "{key:?} handed out twice");
-    }
+    let keys: Vec<Key> = all.iter().map(unique_key).chain(others).collect();
+    assert_distinct(&keys);
     sequence.close().await.unwrap();
 }
 
@@ -1010,11 +993,7 @@ async fn partitioned(test: &'static str, spec: CounterSpec, lanes: LaneOfValue) 
             .await;
     }
     let (mut all, slowest, errors) = takers.stop_stamps().await;
-    assert!(errors.is_empty(), "takes failed: {errors:?}");
-    assert!(
-        slowest <= DEADLINE + SLACK,
-        "a take waited {slowest:?}, past the deadline of {DEADLINE:?}"
-    );
+    assert_in_time(slowest, &errors);
     all.extend(later);
     let mut seen = std::collections::HashSet::new();
     for stamp in &all {

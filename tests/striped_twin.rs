@@ -265,7 +265,7 @@ async fn each_stored_function_refuses_the_map_of_another_kind_as_the_hosts_reade
 
 /// The test's database with the functions installed, and the autoinc
 /// counter `orders` striped over `lanes` lanes, opened by the host.
-async fn striped_orders(test: &str, lanes: u64) -> (Database, Sequence) {
+async fn orders_with_functions(test: &str, lanes: u64) -> (Database, Sequence) {
     let database = support::database(test).await;
     installer::install(&database, &Default::default())
         .await
@@ -326,7 +326,7 @@ fn assert_lanes_hand_out(values: &[u64], generations: &[Generation]) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_stored_function_and_the_host_take_from_one_striped_counter_at_once() {
     const TEST: &str = "striped_twin_at_once";
-    let (database, sequence) = striped_orders(TEST, 3).await;
+    let (database, sequence) = orders_with_functions(TEST, 3).await;
     let mut all = Vec::new();
     for point in [Point::BeforeTake, Point::AfterTake] {
         let held = hold(&database_name(TEST), "orders", point, 3);
@@ -361,7 +361,7 @@ async fn the_stored_function_and_the_host_take_from_one_striped_counter_at_once(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_host_takes_between_the_stored_functions_choice_of_a_lane_and_its_take() {
     const TEST: &str = "striped_twin_between";
-    let (database, _) = striped_orders(TEST, 2).await;
+    let (database, _) = orders_with_functions(TEST, 2).await;
     let name = counter_name("solo");
     let spec = CounterSpec::of(CounterKind::Autoinc).prefixes(Vec::new());
     create_striped(&database, &name, &spec, 2).await.unwrap();
@@ -420,7 +420,7 @@ async fn sequence_map(database: &Database) -> StripeMap {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_stored_function_takes_across_changes_of_stripes() {
     const TEST: &str = "striped_twin_restripe";
-    let (_database, _sequence) = striped_orders(TEST, 4).await;
+    let (_database, _sequence) = orders_with_functions(TEST, 4).await;
     // Call -> the lanes it changes to; the twin starts that call at the
     // last lane of the map it reads.
     let changes = json!({ "5": 2, "12": 5, "20": 1, "28": 3 });
