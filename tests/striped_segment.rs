@@ -10,7 +10,7 @@ use idmint::sequence::{CounterKind, CounterName, CounterSpec, OpenOptions, Seque
 use mongodb::Database;
 
 use crate::support::takers::{assert_distinct, joined, spawn_takers};
-use crate::support::{self, assert_exit, counter_name, database_name, run_at_once, stdout};
+use crate::support::{self, assert_exit, counter_name, database_name, printed_values, run_at_once};
 
 /// The test's database with the segment counter `tickets` of step `step`
 /// over `lanes` lanes, and two handles on it (two processes' buffers).
@@ -63,10 +63,7 @@ async fn processes_take_distinct_segments_from_a_striped_segment_counter() {
     let mut all = Vec::new();
     for output in run_at_once(TEST, &["seq", "tickets", "--count", "300"], 8) {
         assert_exit(&output, 0);
-        let values: Vec<u64> = stdout(&output)
-            .lines()
-            .map(|line| line.parse().unwrap())
-            .collect();
+        let values = printed_values(&output);
         assert_eq!(values.len(), 300);
         // A run is one segment: consecutive values of one lane.
         let runs = 1 + values
