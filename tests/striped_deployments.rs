@@ -108,10 +108,6 @@ fn finished(processes: Vec<std::process::Child>) -> Vec<std::process::Output> {
         .collect()
 }
 
-/// Starts `count` servers of the test's own, the sites `eu`, `us`, `ap`;
-/// each fsyncs every commit, so that what it acknowledged survives
-/// `kill -9`, as a real deployment's journal makes it.
-
 /// A counter striped over `servers` servers of the test's own (two lanes
 /// each), created with the CLI; takers in this process, `idmint seq`
 /// processes and `idmint serve` take from it while the preferred server is

@@ -124,8 +124,9 @@ pub fn idmint_across(sites: &[Site], args: &[&str]) -> std::process::Command {
     command
 }
 
-/// `count` servers of the test's own (synced on commit), as `eu`, `us`
-/// and `ap`, in `test`'s database.
+/// `count` servers of the test's own, as `eu`, `us` and `ap`, in `test`'s
+/// database; each fsyncs every commit, so that what it acknowledged
+/// survives `kill -9`, as a real deployment's journal makes it.
 pub fn own_servers(test: &str, count: usize) -> (Vec<OwnedServer>, Vec<Site>) {
     const NAMES: [&str; 3] = ["eu", "us", "ap"];
     let servers: Vec<OwnedServer> = (0..count)
