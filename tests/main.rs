@@ -48,4 +48,6 @@ mod striped_segment;
 mod striped_snowflake;
 mod striped_tags;
 mod striped_twin;
+mod striped_twin_cases;
+mod striped_twin_readers;
 mod test_kind;

@@ -14,7 +14,9 @@ use mongodb::Database;
 use idmint::sequence::striping::{Deployment, Deployments, StripeMap, CEILINGS, CEILING_CHUNK};
 use idmint::sequence::Sequence;
 
-use crate::support::sites::{connect, idmint_across, open_across, own_servers, DEADLINE};
+use crate::support::sites::{
+    connect, idmint_across, in_deployment, open_across, own_servers, DEADLINE,
+};
 use crate::support::{assert_exit, run, stderr, stdout};
 
 /// How many values each take asks for (a segment counter's step too).
@@ -52,11 +54,6 @@ async fn recorded_for_us(database: &Database) -> Option<u64> {
         .ok()
         .and_then(|ceilings| ceilings.get_i64("us").ok())
         .map(|ceiling| ceiling as u64)
-}
-
-/// Whether `value` is one of `map`'s lanes in `deployment`.
-fn in_deployment(map: &StripeMap, deployment: &str, value: u64) -> bool {
-    value > map.base && map.deployment_of((value - map.base - 1) % map.modulus) == Some(deployment)
 }
 
 /// `count` values of `sequence`, each new to `seen`.
