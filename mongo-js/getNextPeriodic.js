@@ -24,7 +24,7 @@ function (keyName, count) {
   // beside this function: the `count` values in one take of one lane (1
   // to MAX_BLOCK, the host's most per request), in the lane's period by
   // this server's clock, `m` apart up to the lane's `last` (another
-  // lane's values of that period lie between them); tests/striped_twin.rs
+  // lane's values of that period lie between them); tests/striped_twin_cases.rs
   // holds it equal to the host's. Taking them one value a call instead
   // would hand out values of different lanes, and across a period
   // boundary of different periods, which one {period, values} cannot say.

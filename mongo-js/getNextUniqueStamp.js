@@ -27,7 +27,7 @@ function (keyName, clientMicros) {
   // (host/core/src/sequence/striping/taker.rs), by takeFromLanes, stored
   // beside this function: `val` is the lane's `last`, the value (not the
   // lane's local value), and `ts` the lane's, which moves by the rule above
-  // with clientMicros; tests/striped_twin.rs holds it equal to the host's.
+  // with clientMicros; tests/striped_twin_cases.rs holds it equal to the host's.
   var MAX_ATTEMPTS = 100;
   var now = (clientMicros === undefined || clientMicros === null) ? Date.now() * 1000 : Number(clientMicros);
 

@@ -7,7 +7,7 @@ function (keyName, map, clientMicros, count) {
   // `count` values from one lane (default 1; more only from autoinc and
   // periodic lanes: getNextPeriodic's count), and each lane's take the
   // host's lane::take_command (striping/lane.rs) for that count;
-  // tests/striped_twin.rs holds them equal, term for term and BSON type
+  // tests/striped_twin_cases.rs holds them equal, term for term and BSON type
   // for type.
   //
   // `map` is counter `keyName`'s map as readCounter (beside this function)

@@ -108,6 +108,63 @@ class PlantedCycles(unittest.TestCase):
         })
         self.assertEqual(found, [['a/b.rs', 'top.rs']])
 
+    def test_a_path_through_a_module_a_use_binds_leads_to_its_file(self):
+        # registry.rs names kinds/cyclic.rs only as `kinds::cyclic::...`
+        # after `use super::kinds;`: the cycle exists only through that name.
+        found = check({
+            'lib.rs': 'mod sequence;\n',
+            'sequence/mod.rs': 'mod kinds;\nmod registry;\n',
+            'sequence/kinds/mod.rs': 'pub mod cyclic;\n',
+            'sequence/kinds/cyclic.rs': 'pub struct CyclicKind;\n'
+                                        'impl CyclicKind { fn f() { crate::sequence::registry::list() } }\n',
+            'sequence/registry.rs': 'use super::kinds;\npub fn list() {}\n'
+                                    'type Cyclic = kinds::cyclic::CyclicKind;\n',
+        })
+        self.assertEqual(found, [['sequence/kinds/cyclic.rs', 'sequence/registry.rs']])
+
+    def test_self_in_a_use_group_binds_the_module(self):
+        found = check({
+            'lib.rs': 'mod lease;\nmod mongo;\n',
+            'lease.rs': 'use crate::mongo::{self, durable};\npub struct Lease;\n'
+                        'fn f() { durable(); mongo::collections::create() }\n',
+            'mongo/mod.rs': 'pub mod collections;\npub fn durable() {}\n',
+            'mongo/collections.rs': 'pub fn create() {}\nfn g(_: crate::lease::Lease) {}\n',
+        })
+        self.assertEqual(found, [['lease.rs', 'mongo/collections.rs']])
+
+    def test_a_module_bound_by_use_leads_through_its_re_exports(self):
+        # `snowflake::SnowflakeKind` names the facade snowflake/mod.rs, which
+        # re-exports it from snowflake/kind.rs: the edge goes there.
+        found = check({
+            'lib.rs': 'mod kinds;\nmod registry;\n',
+            'kinds/mod.rs': 'pub mod snowflake;\n',
+            'kinds/snowflake/mod.rs': 'mod kind;\npub use kind::SnowflakeKind;\n',
+            'kinds/snowflake/kind.rs': 'pub struct SnowflakeKind(crate::registry::Registry);\n',
+            'registry.rs': 'use super::kinds::snowflake;\npub struct Registry;\n'
+                           'type S = snowflake::SnowflakeKind;\n',
+        })
+        self.assertEqual(found, [['kinds/snowflake/kind.rs', 'registry.rs']])
+
+    def test_a_module_renamed_by_use_as_is_bound_to_its_file(self):
+        for use in ('use crate::store as db;', 'use crate::store::{self as db};'):
+            with self.subTest(use=use):
+                found = check({
+                    'lib.rs': 'mod store;\nmod x;\n',
+                    'store/mod.rs': 'pub mod open;\n',
+                    'store/open.rs': 'pub fn open() { crate::x::g() }\n',
+                    'x.rs': use + '\npub fn g() {}\nfn f() { db::open::open() }\n',
+                })
+                self.assertEqual(found, [['store/open.rs', 'x.rs']])
+
+    def test_a_use_path_may_start_with_a_name_another_use_binds(self):
+        found = check({
+            'lib.rs': 'mod kinds;\nmod registry;\n',
+            'kinds/mod.rs': 'pub mod cyclic;\n',
+            'kinds/cyclic.rs': 'pub struct CyclicKind(crate::registry::Registry);\n',
+            'registry.rs': 'use crate::kinds;\nuse kinds::cyclic::CyclicKind;\npub struct Registry;\n',
+        })
+        self.assertEqual(found, [['kinds/cyclic.rs', 'registry.rs']])
+
 
 class NoCycle(unittest.TestCase):
     def test_a_facade_listing_its_children_is_not_a_cycle(self):
@@ -159,6 +216,43 @@ class NoCycle(unittest.TestCase):
         })
         # `use serde::...` in a.rs (a leaf: no child named serde) is the
         # external crate, not crate::serde.
+        self.assertEqual(found, [])
+
+    def test_a_name_bound_to_an_item_is_not_a_module(self):
+        # `kinds` here is the enum a::Mode, not the module crate::kinds
+        # (which x.rs, a leaf, could only name as crate::kinds).
+        found = check({
+            'lib.rs': 'mod a;\nmod kinds;\nmod x;\n',
+            'a.rs': 'pub enum Mode { Fast }\n',
+            'kinds.rs': 'pub struct Fast;\nfn f() { crate::x::g() }\n',
+            'x.rs': 'use crate::a::Mode as kinds;\npub fn g() {}\n'
+                    'fn h() { let _ = kinds::Fast; }\n',
+        })
+        self.assertEqual(found, [])
+
+    def test_a_module_of_another_crate_bound_by_use_is_not_this_crates(self):
+        # `de` and `snowflake` name modules of other crates, whatever
+        # modules of this crate share their names.
+        found = check({
+            'lib.rs': 'mod de;\nmod snowflake;\nmod x;\n',
+            'de.rs': 'pub struct Error(crate::x::X);\n',
+            'snowflake.rs': 'pub struct Kind(crate::x::X);\n',
+            'x.rs': 'use serde::de;\nuse idmint::sequence::{self as snowflake};\npub struct X;\n'
+                    'fn f(_: de::Error, _: snowflake::Kind) {}\n',
+        })
+        self.assertEqual(found, [])
+
+    def test_a_name_a_use_binds_is_bound_in_its_own_file_only(self):
+        # a.rs binds `kinds`; b.rs does not, so its `kinds::` is another
+        # crate, and `other::kinds::` in a.rs is a path into another crate.
+        found = check({
+            'lib.rs': 'mod a;\nmod b;\nmod kinds;\n',
+            'kinds/mod.rs': 'pub mod cyclic;\n',
+            'kinds/cyclic.rs': 'pub fn f() { crate::a::g(); crate::b::g() }\n',
+            'a.rs': 'use crate::kinds;\npub fn g() { other::kinds::cyclic::f() }\n'
+                    'fn h(_: &kinds::Kind) {}\n',
+            'b.rs': 'pub fn g() { kinds::cyclic::f() }\n',
+        })
         self.assertEqual(found, [])
 
 

@@ -7,8 +7,19 @@ crate; scripts/import-cycles-test.py holds it to its fixtures).
 
 A file imports what its `use` declarations and its paths name: `crate::`,
 `super::` (as many as written, from the file's own module: `super` of
-`a/b.rs` and of `a/b/mod.rs` is `a`), `self::`, and a child module's name
-(`use child::X` or `child::f()` in a mod.rs). Use trees are read whole (`use super::{a, b::C}`).
+`a/b.rs` and of `a/b/mod.rs` is `a`), `self::`, a child module's name
+(`use child::X` or `child::f()` in a mod.rs), and a name a `use` of the same
+file binds to a module of the crate (`use super::kinds;` then
+`kinds::cyclic::X`; `use crate::mongo::{self, f}` then `mongo::g()`; `use
+a::b as c;` then `c::D`; also `use kinds::cyclic::X;` after `use
+super::kinds;`): the path goes on from the module file the binding leads to,
+through re-exports. A name bound to an item (`use a::Mode as kinds;`: then
+`kinds::Fast` is that item's, which the `use` already imports), a name bound
+only in another file, and one bound to another crate's module (`use
+serde::de;`) lead nowhere else, even where a module of the crate has that
+name. A binding counts throughout its file (the scope of a `use` inside a
+block or an inline module is not tracked). Use trees are read whole (`use
+super::{a, b::C}`).
 A path leads to the file that defines it: the deepest module file it names,
 then through that file's re-exports (`pub use x::Name`, `pub use x::*`) to the
 file the name is defined in. So a kind that imports `super::CounterState`
@@ -128,6 +139,8 @@ def use_tree(tree):
             if t == 'as':
                 alias = tokens[pos + 1]
                 pos += 2
+                if path and path[-1] == 'self':
+                    path = path[:-1]
                 found.append((path, alias))
                 return found
             path.append(t)
@@ -157,25 +170,41 @@ class Crate:
                     self.files[tuple(parts)] = rel
         self.text = {}
         self.uses = {}      # module -> [(absolute path, bound name, is a re-export)]
-        self.exports = {}   # module -> {name: absolute path}, '*' -> [paths]
+        self.exports = {}   # module -> {name: [absolute paths]}, '*' -> [paths]
+        self.bound = {}     # module -> {name its uses bind: [absolute paths]}
         self.defines = {}   # module -> names of items defined in it
+        pending = {}        # module -> its use paths not resolved yet
         for mod, rel in self.files.items():
             with open(os.path.join(root, rel), encoding='utf-8') as f:
                 text = strip(f.read())
-            uses, exports = [], {}
-            for m in USE.finditer(text):
-                public = m.group(1) is not None
-                for path, name in use_tree(m.group(2)):
-                    absolute = self.absolute(mod, path)
-                    if absolute is None:
-                        continue
-                    uses.append((absolute, name, public))
-                    if public:
-                        exports.setdefault(name, []).append(absolute)
-            self.uses[mod] = uses
-            self.exports[mod] = exports
+            self.uses[mod], self.exports[mod], self.bound[mod] = [], {}, {}
+            pending[mod] = [(path, name, m.group(1) is not None)
+                            for m in USE.finditer(text) for path, name in use_tree(m.group(2))]
             self.text[mod] = USE.sub(' ', text)
             self.defines[mod] = set(ITEM.findall(text))
+        # A use path may start with a name another use of its file binds
+        # (`use super::kinds; use kinds::cyclic::X;`): resolve until no
+        # path is left that a binding resolves.
+        while any([self.resolve_uses(mod, pending) for mod in self.files]):
+            pass
+
+    def resolve_uses(self, mod, pending):
+        """Records the paths of `pending[mod]` that now resolve; says if
+        any did."""
+        left = []
+        for path, name, public in pending[mod]:
+            absolute = self.absolute(mod, path)
+            if absolute is None:
+                left.append((path, name, public))
+                continue
+            self.uses[mod].append((absolute, name, public))
+            if public:
+                self.exports[mod].setdefault(name, []).append(absolute)
+            if name != '*':
+                self.bound[mod].setdefault(name, []).append(absolute)
+        resolved = len(left) < len(pending[mod])
+        pending[mod] = left
+        return resolved
 
     def is_facade(self, mod):
         return self.files[mod].endswith(('mod.rs', 'lib.rs', 'main.rs')) or mod == ()
@@ -195,6 +224,45 @@ class Crate:
             return list(mod[:max(len(mod) - n, 0)]) + path[n:]
         if tuple(mod) + (head,) in self.files:
             return list(mod) + path
+        module = self.bound_module(mod, head)
+        if module is not None:
+            return list(module) + path[1:]
+        return None
+
+    def bound_module(self, mod, name):
+        """The module file that `name` is bound to by a `use` of module
+        `mod` (`use super::kinds;`, `use crate::mongo::{self}`, `use
+        x::y as z;`), through re-exports; None if no use of `mod` binds
+        it to a module file (it binds an item, or nothing)."""
+        for path in self.bound[mod].get(name, []):
+            module = self.module_of(path)
+            if module is not None:
+                return module
+        return None
+
+    def module_of(self, path, seen=()):
+        """The module file that `path` names, through re-exports (`pub use
+        inner::wire;`, `pub use inner::*;`); None if it names an item."""
+        for n in range(len(path), -1, -1):
+            mod = tuple(path[:n])
+            if mod in self.files:
+                break
+        rest = path[n:]
+        if not rest:
+            return mod
+        name = rest[0]
+        if name in self.defines[mod] or (mod, name) in seen or len(seen) > 32:
+            return None
+        seen = seen + ((mod, name),)
+        for exported in self.exports[mod].get(name, []):
+            module = self.module_of(exported + rest[1:], seen)
+            if module is not None:
+                return module
+        for glob in self.exports[mod].get('*', []):
+            inner = self.module_of(glob[:-1], seen)
+            module = None if inner is None else self.module_of(list(inner) + rest, seen)
+            if module is not None:
+                return module
         return None
 
     def targets(self, path):
@@ -261,8 +329,9 @@ class Crate:
                     continue
                 targets |= self.targets(path)
             children = [f[-1] for f in self.files if len(f) == len(mod) + 1 and f[:-1] == mod]
-            paths = [PATH] + [re.compile(r'(?<![\w:])(' + re.escape(child) + r'(?:\s*::\s*\w+)+)')
-                              for child in children]
+            bound = [name for name in self.bound[mod] if self.bound_module(mod, name) is not None]
+            paths = [PATH] + [re.compile(r'(?<![\w:])(' + re.escape(head) + r'(?:\s*::\s*\w+)+)')
+                              for head in set(children) | set(bound)]
             for m in (m for pattern in paths for m in pattern.finditer(self.text[mod])):
                 path = [p.strip() for p in m.group(1).split('::')]
                 absolute = self.absolute(mod, path)

@@ -47,7 +47,7 @@ SOAK_BIN="$PWD/target/debug/idmint" scripts/soak.sh --minutes 2 --seed 1 --out t
 # feature: autoinc takes without their guard) must make it exit 1, invalid.
 rm -rf target/soak-broken-run
 set +e
-scripts/soak.sh --minutes 1 --seed 5 --broken duplicate --out target/soak-broken-run
+scripts/soak.sh --minutes 0.25 --seed 5 --broken duplicate --out target/soak-broken-run
 status=$?
 set -e
 if [ "$status" != 1 ]; then

@@ -21,6 +21,9 @@ use serde_json::{json, Value};
 
 use crate::support;
 use crate::support::mongosh::shell_in;
+use crate::support::twin::{
+    assert_refused_left_unchanged, canonical_documents, seed_counters, twin, Twin,
+};
 
 /// 2026-11-22T03:14:57.123456Z
 const T: i64 = 1_795_317_297_123_456;
@@ -28,23 +31,18 @@ const T: i64 = 1_795_317_297_123_456;
 /// The first value of the counters the upsert cases create.
 const START: u64 = 500;
 
-/// Which implementation pair a case runs.
-#[derive(Clone, Copy, PartialEq)]
-enum Twin {
-    /// `CyclicCounter::next` and `getNextUniqueStamp(name, clock)`: the
-    /// pair (ts, val).
-    Cyclic,
-    /// `AutoincCounter::take(1)` and `getNextSequence(name)`.
-    Autoinc,
-    /// `AutoincCounter::take_or_create(1, START)` and `getNextSequence(name,
-    /// {upsert: true, start: START})`.
-    AutoincUpsert,
-    /// `PeriodicCounter::take(1)` and `getNextPeriodic(name)`.
-    Periodic,
-}
-
+/// A counter as a case seeds it, and the calls each twin makes.
 struct Case {
+    /// The stored function the twin calls, and the host's twin of it:
+    /// `CyclicCounter::next` and `getNextUniqueStamp(name, clock)` (the
+    /// pair (ts, val)); `AutoincCounter::take(1)` and
+    /// `getNextSequence(name)`; `PeriodicCounter::take(1)` and
+    /// `getNextPeriodic(name)`.
     twin: Twin,
+    /// An autoinc case with upsert, from START:
+    /// `AutoincCounter::take_or_create(1, START)` and
+    /// `getNextSequence(name, {upsert: true, start: START})`.
+    upsert: bool,
     name: &'static str,
     /// The counter document's fields; `None`: no counter at all.
     fields: Option<Document>,
@@ -54,28 +52,29 @@ struct Case {
 
 fn cases() -> Vec<Case> {
     let case = |name, fields: Option<Document>, clock: Vec<i64>| Case {
-        twin: Twin::Cyclic,
+        twin: Twin::Stamp,
+        upsert: false,
         name,
         fields,
         clock,
     };
     // An autoinc case: the clock entries only count the calls.
     let autoinc = |name, fields: Option<Document>, calls: usize| Case {
-        twin: Twin::Autoinc,
+        twin: Twin::Sequence,
+        upsert: false,
         name,
         fields,
         clock: vec![T; calls],
     };
     // An autoinc case with upsert, from START.
     let upsert = |name, fields: Option<Document>, calls: usize| Case {
-        twin: Twin::AutoincUpsert,
-        name,
-        fields,
-        clock: vec![T; calls],
+        upsert: true,
+        ..autoinc(name, fields, calls)
     };
     // A periodic case: the clock entries only count the calls.
     let periodic = |name, fields: Option<Document>, calls: usize| Case {
         twin: Twin::Periodic,
+        upsert: false,
         name,
         fields,
         clock: vec![T; calls],
@@ -411,43 +410,13 @@ fn cases() -> Vec<Case> {
     ]
 }
 
+/// Seeds `database` with every case's counter that exists.
 async fn seed(database: &Database, cases: &[Case]) {
-    for case in cases {
-        if let Some(fields) = &case.fields {
-            let mut document = doc! { "_id": case.name };
-            document.extend(fields.clone());
-            database
-                .collection::<Document>("counters")
-                .insert_one(document)
-                .await
-                .unwrap();
-        }
-    }
-}
-
-/// A counter document reduced to what the algorithm defines: numbers compared
-/// as numbers (the JavaScript writes int64 where the pipeline may keep int32),
-/// everything else as is.
-fn normalise(document: Option<Document>) -> Value {
-    let Some(document) = document else {
-        return Value::Null;
-    };
-    let mut out = serde_json::Map::new();
-    for (key, value) in document {
-        // Canonical extended JSON keeps the BSON type: an int32 left where
-        // the other side wrote an int64 is a difference.
-        let value = value.into_canonical_extjson();
-        out.insert(key, value);
-    }
-    Value::Object(out)
-}
-
-async fn documents(database: &Database) -> Vec<(String, Value)> {
-    support::documents(database, "counters")
-        .await
-        .into_iter()
-        .map(|d| (d.get_str("_id").unwrap().to_string(), normalise(Some(d))))
-        .collect()
+    let documents = cases.iter().filter_map(|case| {
+        let fields = case.fields.clone()?;
+        Some((case.name.to_string(), fields))
+    });
+    seed_counters(database, documents).await;
 }
 
 #[tokio::test]
@@ -473,17 +442,17 @@ async fn the_stored_function_and_the_pipeline_agree_on_every_case() {
         };
         for &reading in &case.clock {
             let outcome = match (case.twin, &periodic) {
-                (Twin::Cyclic, _) => cyclic
+                (Twin::Stamp, _) => cyclic
                     .next(reading as u64)
                     .await
                     .map(|issued| json!({ "ts": issued.timestamp_micros, "val": issued.sequence }))
                     .map_err(|e| e.to_string()),
-                (Twin::AutoincUpsert, _) => autoinc
+                (Twin::Sequence, _) if case.upsert => autoinc
                     .take_or_create(1, START)
                     .await
                     .map(|values| json!(*values.start()))
                     .map_err(|e| e.to_string()),
-                (Twin::Autoinc, _) => autoinc
+                (Twin::Sequence, _) => autoinc
                     .take(1)
                     .await
                     .map(|values| json!(*values.start()))
@@ -507,22 +476,17 @@ async fn the_stored_function_and_the_pipeline_agree_on_every_case() {
     let calls: Vec<Value> = cases
         .iter()
         .flat_map(|case| {
-            let function = match case.twin {
-                Twin::Cyclic => "getNextUniqueStamp",
-                Twin::Autoinc => "getNextSequence",
-                Twin::AutoincUpsert => "upsert",
-                Twin::Periodic => "getNextPeriodic",
-            };
             case.clock
                 .iter()
-                .map(move |reading| json!([function, case.name, reading]))
+                .map(move |reading| json!([case.twin.function(), case.name, reading, case.upsert]))
         })
         .collect();
     let script = format!(
-        "for (const [fn, name, clock] of {calls}) {{\n\
+        "for (const [fn, name, clock, upsert] of {calls}) {{\n\
            try {{\n\
-             const val = fn === 'getNextSequence' ? getNextSequence(name)
-               : fn === 'upsert' ? getNextSequence(name, {{ upsert: true, start: {START} }})
+             const val = fn === 'getNextSequence' && upsert
+               ? getNextSequence(name, {{ upsert: true, start: {START} }})
+               : fn === 'getNextSequence' ? getNextSequence(name)
                : fn === 'getNextPeriodic' ? getNextPeriodic(name)
                : getNextUniqueStamp(name, clock);\n\
              print(JSON.stringify({{ case: name, val: val }}));\n\
@@ -531,42 +495,29 @@ async fn the_stored_function_and_the_pipeline_agree_on_every_case() {
          }}",
         calls = Value::Array(calls)
     );
-    let js = support::mongosh::json_lines(&mut shell_in(
-        &support::database_name("conformance_js"),
-        &script,
-    ));
+    let js = twin("conformance_js", script).await;
 
     assert_eq!(js.len(), rust.len(), "one outcome per call");
     for (rust, js) in rust.iter().zip(&js) {
         assert_eq!(rust, js, "the two implementations disagree");
     }
     assert_eq!(
-        documents(&rust_db).await,
-        documents(&js_db).await,
+        canonical_documents(&rust_db, "counters").await,
+        canonical_documents(&js_db, "counters").await,
         "they left different documents"
     );
     // And the corrupt counters are exactly as they were seeded.
     let pristine = support::database("conformance_pristine").await;
     seed(&pristine, &cases).await;
-    let pristine = documents(&pristine).await;
-    let after = documents(&rust_db).await;
-    let mut unchanged = 0;
-    for (name, document) in &pristine {
-        // Cases whose every call failed (a case may succeed, then run out).
-        let failed = rust
-            .iter()
-            .filter(|r| r["case"] == name.as_str())
-            .all(|r| r.get("error").is_some());
-        if failed {
-            let now = after.iter().find(|(n, _)| n == name).map(|(_, d)| d);
-            assert_eq!(
-                now,
-                Some(document),
-                "{name} was modified although it failed"
-            );
-            unchanged += 1;
-        }
-    }
+    let pristine = canonical_documents(&pristine, "counters").await;
+    let after = canonical_documents(&rust_db, "counters").await;
+    // Cases whose every call failed (a case may succeed, then run out).
+    let failed = cases.iter().map(|case| case.name).filter(|name| {
+        rust.iter()
+            .filter(|r| r["case"] == *name)
+            .all(|r| r.get("error").is_some())
+    });
+    let unchanged = assert_refused_left_unchanged(failed, &after, &pristine);
     // The cases include corrupt counters: a check that met none proves nothing.
     assert!(unchanged > 0, "no seeded counter failed every call");
 }

@@ -10,9 +10,18 @@
 //!   takes `--uri`, `--uris`, `--db` and `--server-timeout`, documented once with
 //!   `--json`, `--help` and `--version` under "Common flags"
 //!   ([`reference_lists_every_command_and_flag_and_no_other`]).
-//! - Every relative link of README.md, ARCHITECTURE.md and `docs/*.md`
-//!   names a file that exists, and an anchor that a heading (or an
+//! - Every relative link of README.md, ARCHITECTURE.md, `docs/*.md` and
+//!   `docs/design/*.md` names a file that exists, and an anchor that a heading (or an
 //!   `<a id>`) of that file makes ([`links_between_the_docs_resolve`]).
+//! - The kinds of counter are the registry's everywhere: the kinds the
+//!   binary knows (what `counter create --kind` accepts) are exactly those
+//!   of `docs/counter-kinds.md`'s `--kind` list and README's kinds table, and
+//!   no help text of the CLI names a kind it does not know
+//!   ([`help_texts_and_docs_name_the_registry_s_kinds`]).
+//! - `docs/reference.md`'s environment table names every environment
+//!   variable the host code reads (`env::var`, clap's `env = "..."`, ...), but
+//!   those only Cargo or the soak sets, and every variable in its first column
+//!   is one the code reads or sets ([`environment_table_matches_the_code`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -50,7 +59,15 @@ fn reference_lists_every_command_and_flag_and_no_other() {
 /// Every command path of the CLI (`["counter", "create"]`), the root (`[]`)
 /// included, with its long flags.
 fn cli_commands() -> BTreeMap<Vec<String>, BTreeSet<String>> {
-    let mut commands = BTreeMap::new();
+    help_texts()
+        .into_iter()
+        .map(|(path, help)| (path, parse_help(&help).1))
+        .collect()
+}
+
+/// Every command path of the CLI, the root included, with its `--help` text.
+fn help_texts() -> BTreeMap<Vec<String>, String> {
+    let mut texts = BTreeMap::new();
     let mut pending = vec![Vec::<String>::new()];
     while let Some(path) = pending.pop() {
         let output = Command::new(env!("CARGO_BIN_EXE_idmint"))
@@ -60,15 +77,14 @@ fn cli_commands() -> BTreeMap<Vec<String>, BTreeSet<String>> {
             .expect("run idmint --help");
         assert!(output.status.success(), "idmint {path:?} --help failed");
         let help = String::from_utf8(output.stdout).expect("help is UTF-8");
-        let (subcommands, flags) = parse_help(&help);
-        for subcommand in subcommands {
+        for subcommand in parse_help(&help).0 {
             let mut child = path.clone();
             child.push(subcommand);
             pending.push(child);
         }
-        commands.insert(path, flags);
+        texts.insert(path, help);
     }
-    commands
+    texts
 }
 
 /// The subcommands (`help` aside) and long flags a clap help text lists.
@@ -267,11 +283,15 @@ fn flags_named(text: &str) -> BTreeSet<String> {
 fn links_between_the_docs_resolve() {
     let root = support::workspace_root();
     let mut files = vec!["README.md".to_string(), "ARCHITECTURE.md".to_string()];
-    for entry in std::fs::read_dir(root.join("docs")).expect("read docs/") {
-        let name = entry.expect("a docs/ entry").file_name();
-        let name = name.to_string_lossy();
-        if name.ends_with(".md") {
-            files.push(format!("docs/{name}"));
+    for dir in ["docs", "docs/design"] {
+        let entries =
+            std::fs::read_dir(root.join(dir)).unwrap_or_else(|e| panic!("read {dir}/: {e}"));
+        for entry in entries {
+            let name = entry.expect("a directory entry").file_name();
+            let name = name.to_string_lossy();
+            if name.ends_with(".md") {
+                files.push(format!("{dir}/{name}"));
+            }
         }
     }
     let mut broken = Vec::new();
@@ -387,6 +407,385 @@ fn anchors(text: &str) -> BTreeSet<String> {
     anchors
 }
 
+/// Words that may stand before "counter" or "lane" in a help text without
+/// naming a kind ("a striped counter", "holding counters"). A word there
+/// that is neither one of these nor a kind the binary knows fails
+/// [`help_texts_and_docs_name_the_registry_s_kinds`]: name a real kind, or
+/// add the word here if it is plain English.
+const NOT_KINDS: &[&str] = &[
+    "a",
+    "an",
+    "another",
+    "any",
+    "counter",
+    "each",
+    "every",
+    "holding",
+    "idmint",
+    "inspect",
+    "its",
+    "many",
+    "new",
+    "no",
+    "of",
+    "one",
+    "other",
+    "some",
+    "striped",
+    "the",
+    "their",
+    "this",
+    "unstriped",
+];
+
+#[test]
+fn help_texts_and_docs_name_the_registry_s_kinds() {
+    let known = registry_kinds();
+    assert!(known.len() >= 2, "read no kinds from the binary: {known:?}");
+    let mut problems = Vec::new();
+    for (path, help) in help_texts() {
+        let (named, unknown) = kinds_named(&help, &known);
+        for word in unknown {
+            problems.push(format!(
+                "`idmint {}` --help names a kind of counter `{word}`, which the binary does not \
+                 know (if it is not meant as a kind, add it to NOT_KINDS)",
+                path.join(" ")
+            ));
+        }
+        if path == ["counter", "create"] && named != known {
+            problems.push(format!(
+                "`idmint counter create --help` names the kinds {named:?}, not the registry's {known:?}"
+            ));
+        }
+    }
+    let root = support::workspace_root();
+    let guide = std::fs::read_to_string(root.join("docs/counter-kinds.md"))
+        .expect("read docs/counter-kinds.md");
+    match guide_kinds(&guide) {
+        Some(listed) if listed == known => {}
+        listed => problems.push(format!(
+            "docs/counter-kinds.md's `idmint counter create NAME --kind ...` lists {listed:?}, not \
+             the registry's {known:?}"
+        )),
+    }
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("read README.md");
+    let table = readme_kinds(&readme);
+    if table != known {
+        problems.push(format!(
+            "README's kinds table (under \"## Counter kinds\") has the rows {table:?}, not the \
+             registry's {known:?}"
+        ));
+    }
+    assert!(
+        problems.is_empty(),
+        "kinds of counter:\n  {}",
+        problems.join("\n  ")
+    );
+}
+
+/// The kinds the binary under test knows, as its refusal of an unknown
+/// `--kind` lists them (`... idmint knows cyclic, autoinc and periodic`).
+fn registry_kinds() -> BTreeSet<String> {
+    let output = Command::new(env!("CARGO_BIN_EXE_idmint"))
+        .args(["counter", "create", "c", "--kind", "no-such-kind"])
+        .output()
+        .expect("run idmint counter create --kind no-such-kind");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let line = stderr
+        .lines()
+        .find_map(|line| line.split_once("idmint knows ").map(|(_, list)| list))
+        .unwrap_or_else(|| panic!("the refusal of an unknown kind lists none:\n{stderr}"));
+    words_of_list(line)
+}
+
+/// The words of "a, b and c" (or "a, b or c").
+fn words_of_list(list: &str) -> BTreeSet<String> {
+    list.split(", ")
+        .flat_map(|part| part.split(" and "))
+        .flat_map(|part| part.split(" or "))
+        .map(|word| word.trim().to_string())
+        .filter(|word| !word.is_empty())
+        .collect()
+}
+
+/// The kinds a help text names, and the words it puts where a kind goes
+/// that are neither a kind of `known` nor one of [`NOT_KINDS`]. A kind
+/// goes before "counter(s)" or "lane(s)", with the kinds listed before it
+/// ("autoinc, segment and cyclic counters"), and before the colon of an
+/// option's per-kind help ("autoinc, segment: the first value").
+fn kinds_named(help: &str, known: &BTreeSet<String>) -> (BTreeSet<String>, BTreeSet<String>) {
+    let mut named = BTreeSet::new();
+    let mut unknown = BTreeSet::new();
+    let text = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    let words: Vec<&str> = text.split(' ').collect();
+    let bare = |word: &str| -> String {
+        word.trim_matches(|c: char| !c.is_alphanumeric())
+            .trim_end_matches("'s")
+            .to_lowercase()
+    };
+    let is_noun = |word: &str| {
+        let word = word.trim_end_matches(|c: char| !c.is_alphanumeric());
+        ["counter", "counters", "lane", "lanes"].contains(&word)
+    };
+    for (at, word) in words.iter().enumerate() {
+        if !is_noun(word) || at == 0 {
+            continue;
+        }
+        // Back over "x, y and z": the word before the noun, then, while it
+        // is a kind, the words its list joins to it.
+        let mut index = at - 1;
+        let mut first = true;
+        loop {
+            // "install, counters" or "(its data) counter": the word ends a
+            // phrase of its own and says nothing of the noun.
+            if first && !words[index].ends_with(|c: char| c.is_alphanumeric()) {
+                break;
+            }
+            let candidate = bare(words[index]);
+            if known.contains(&candidate) {
+                named.insert(candidate);
+            } else {
+                if !candidate.is_empty() && !NOT_KINDS.contains(&candidate.as_str()) {
+                    unknown.insert(candidate);
+                }
+                break;
+            }
+            first = false;
+            if index == 0 {
+                break;
+            }
+            let before = words[index - 1];
+            if before.ends_with(',') {
+                index -= 1;
+            } else if index >= 2 && ["and", "or"].contains(&before) {
+                index -= 2;
+            } else {
+                break;
+            }
+        }
+    }
+    // An option's per-kind help: "cyclic: the largest ..." or "autoinc,
+    // segment: the first ...", and `--kind`'s "KIND: what it is; ...".
+    for line in help.lines() {
+        let entry = line.trim_start();
+        let description = match entry.strip_prefix("--").or_else(|| entry.strip_prefix("-")) {
+            Some(rest) => rest.split_once("  ").map(|(_, d)| d.trim_start()),
+            None => None,
+        };
+        for part in description.into_iter().flat_map(|d| d.split("; ")) {
+            let Some((head, _)) = part.split_once(": ") else {
+                continue;
+            };
+            let head_words = words_of_list(head);
+            let lower = head_words.iter().all(|w| {
+                w.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+            });
+            if !lower || head_words.is_empty() {
+                continue;
+            }
+            for word in head_words {
+                if known.contains(&word) {
+                    named.insert(word);
+                } else {
+                    unknown.insert(word);
+                }
+            }
+        }
+    }
+    (named, unknown)
+}
+
+/// The kinds of docs/counter-kinds.md's `idmint counter create NAME --kind
+/// a|b|c`.
+fn guide_kinds(guide: &str) -> Option<BTreeSet<String>> {
+    let text = guide.split_whitespace().collect::<Vec<_>>().join(" ");
+    let after = text.split_once("`idmint counter create NAME --kind ")?.1;
+    let list = after.split('`').next()?;
+    Some(list.split('|').map(str::to_string).collect())
+}
+
+/// The kinds in the first column of README's table under "## Counter
+/// kinds": `` | `cyclic` (default) | ... ``.
+fn readme_kinds(readme: &str) -> BTreeSet<String> {
+    let section = format!("\n{readme}");
+    let section = section
+        .split("\n## ")
+        .find(|section| section.starts_with("Counter kinds"))
+        .unwrap_or_default();
+    section
+        .lines()
+        .filter_map(|line| line.strip_prefix("| `"))
+        .filter_map(|rest| rest.split('`').next())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Environment variables the host code reads that are not for users, and
+/// why the reference leaves them out.
+const NOT_FOR_USERS: &[(&str, &str)] = &[
+    (
+        "CARGO",
+        "set by Cargo for the build script that builds the policies",
+    ),
+    (
+        "RUSTC",
+        "set by Cargo for the build script that builds the policies",
+    ),
+    ("OUT_DIR", "set by Cargo for the build script"),
+    (
+        "IDMINT_SOAK_BROKEN",
+        "read only by the `soak-broken` feature, which the binary users build never has",
+    ),
+];
+
+#[test]
+fn environment_table_matches_the_code() {
+    let root = support::workspace_root();
+    let mut sources = Vec::new();
+    rust_sources(&root.join("host"), &mut sources);
+    assert!(!sources.is_empty(), "found no sources under host/");
+    let mut read = BTreeSet::new();
+    let mut set = BTreeSet::new();
+    for path in &sources {
+        let text = std::fs::read_to_string(path)
+            .unwrap_or_else(|error| panic!("read {}: {error}", path.display()));
+        let (reads, sets) = variables_in_code(&text);
+        read.extend(reads);
+        set.extend(sets);
+    }
+    let reference =
+        std::fs::read_to_string(root.join("docs/reference.md")).expect("read docs/reference.md");
+    let (rows, mentioned) = environment_table(&reference);
+    let problems = environment_problems(&read, &set, &rows, &mentioned);
+    assert!(
+        problems.is_empty(),
+        "docs/reference.md's environment table does not match the code:\n  {}",
+        problems.join("\n  ")
+    );
+}
+
+/// The `.rs` files under `dir`, `target/` aside.
+fn rust_sources(dir: &Path, found: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("read {}: {e}", dir.display())) {
+        let path = entry.expect("a directory entry").path();
+        if path.is_dir() {
+            if path.file_name().is_some_and(|name| name != "target") {
+                rust_sources(&path, found);
+            }
+        } else if path.extension().is_some_and(|ext| ext == "rs") {
+            found.push(path);
+        }
+    }
+}
+
+/// The environment variables a source file reads, and those it sets for a
+/// child process, by the ways host code does: `env::var("X")`,
+/// `env::var_os("X")`, a `var("X")` helper, clap's `env = "X"`, a
+/// `prebuilt_env: "X"` of the policies' build, a `..._ENV: &str = "X"`
+/// constant, tracing's `EnvFilter::..._default_env` (`RUST_LOG`); and
+/// `.env("X", ...)` for what it sets.
+fn variables_in_code(text: &str) -> (BTreeSet<String>, BTreeSet<String>) {
+    let mut read = BTreeSet::new();
+    let mut set = BTreeSet::new();
+    for opening in [
+        "var(\"",
+        "var_os(\"",
+        "env = \"",
+        "prebuilt_env: \"",
+        "_ENV: &str = \"",
+    ] {
+        read.extend(quoted_after(text, opening));
+    }
+    if text.contains("_default_env()") {
+        read.insert("RUST_LOG".to_string());
+    }
+    set.extend(quoted_after(text, ".env(\""));
+    (read, set)
+}
+
+/// The upper-case names quoted right after each `opening` in `text`.
+fn quoted_after(text: &str, opening: &str) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(opening) {
+        rest = &rest[at + opening.len()..];
+        let name = rest.split('"').next().unwrap_or_default();
+        if is_variable(name) {
+            names.insert(name.to_string());
+        }
+    }
+    names
+}
+
+/// Whether `name` looks like an environment variable: `A_B2`.
+fn is_variable(name: &str) -> bool {
+    name.len() >= 2
+        && name.starts_with(|c: char| c.is_ascii_uppercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+}
+
+/// The environment table of the reference (the table under
+/// "## Environment"): the variables of its first column, and every
+/// variable named anywhere in its rows.
+fn environment_table(reference: &str) -> (BTreeSet<String>, BTreeSet<String>) {
+    let section = format!("\n{reference}");
+    let section = section
+        .split("\n## ")
+        .find(|section| section.starts_with("Environment"))
+        .unwrap_or_default();
+    let mut rows = BTreeSet::new();
+    let mut mentioned = BTreeSet::new();
+    for line in section.lines().filter(|line| line.starts_with("| `")) {
+        let first = line[2..].split(" | ").next().unwrap_or_default();
+        rows.extend(
+            first
+                .split('`')
+                .filter(|part| is_variable(part))
+                .map(str::to_string),
+        );
+        mentioned.extend(
+            line.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .filter(|word| is_variable(word))
+                .map(str::to_string),
+        );
+    }
+    (rows, mentioned)
+}
+
+/// What the environment table gets wrong about the code, one line each.
+fn environment_problems(
+    read: &BTreeSet<String>,
+    set: &BTreeSet<String>,
+    rows: &BTreeSet<String>,
+    mentioned: &BTreeSet<String>,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    let excluded = |name: &str| {
+        name.starts_with("CARGO_") || NOT_FOR_USERS.iter().any(|(known, _)| *known == name)
+    };
+    for name in read.iter().filter(|name| !excluded(name)) {
+        if !mentioned.contains(name) {
+            problems.push(format!(
+                "the code reads {name}, which the table does not name"
+            ));
+        }
+    }
+    for name in rows {
+        if !read.contains(name) && !set.contains(name) {
+            problems.push(format!(
+                "the table has a row for {name}, which no code reads or sets"
+            ));
+        }
+    }
+    if rows.is_empty() {
+        problems.push("no environment table under \"## Environment\"".to_string());
+    }
+    problems
+}
+
 /// The checks' own rules, without the binary.
 mod rules {
     use super::*;
@@ -440,6 +839,78 @@ mod rules {
                 "accepted:\n{bad}"
             );
         }
+    }
+
+    #[test]
+    fn kinds_are_read_where_a_kind_goes() {
+        let known = strings(&["autoinc", "cyclic", "segment"]);
+        let help = "Give a counter a new generation. An unstriped autoinc or cyclic\n  \
+            counter becomes striped (the counter's lanes).\n\
+            Options:\n      --start <N>  autoinc, segment: the first value [default: 1]\n";
+        assert_eq!(
+            kinds_named(help, &known),
+            (strings(&["autoinc", "cyclic", "segment"]), strings(&[]))
+        );
+        let invented = "a tally counter; autoinc, tally and segment counters\n\
+            Options:\n      --step <N>  ledger: the step\n";
+        assert_eq!(
+            kinds_named(invented, &known).1,
+            strings(&["ledger", "tally"])
+        );
+        assert_eq!(
+            words_of_list("cyclic, autoinc and periodic"),
+            strings(&["autoinc", "cyclic", "periodic"])
+        );
+        assert_eq!(
+            guide_kinds("with `idmint counter create NAME --kind cyclic|autoinc` (more)"),
+            Some(strings(&["autoinc", "cyclic"]))
+        );
+        assert_eq!(
+            readme_kinds(
+                "## Counter kinds\n\n| kind | x |\n|---|---|\n| `cyclic` (default) | y |\n\
+                | `autoinc` | z |\n\n## Next\n| `other` | w |\n"
+            ),
+            strings(&["autoinc", "cyclic"])
+        );
+    }
+
+    #[test]
+    fn environment_variables_are_read_from_the_code_and_the_table() {
+        let code = r#"
+            #[arg(long, env = "IDMINT_DB")]
+            let home = var("HOME");
+            std::env::var_os("CARGO");
+            pub const CACHE_ENV: &str = "IDMINT_CACHE";
+            EnvFilter::try_from_default_env();
+            Command::new(x).env("IDMINT_LOCK_TOKEN", token);
+            env::var(name);
+        "#;
+        let (read, set) = variables_in_code(code);
+        assert_eq!(
+            read,
+            strings(&["CARGO", "HOME", "IDMINT_CACHE", "IDMINT_DB", "RUST_LOG"])
+        );
+        assert_eq!(set, strings(&["IDMINT_LOCK_TOKEN"]));
+        let reference = "## Environment\n\n| variable | used for |\n|---|---|\n\
+            | `IDMINT_DB` | the database |\n| `IDMINT_CACHE` | default `$HOME/.cache` |\n\
+            | `RUST_LOG`, `IDMINT_LOCK_TOKEN` | logs; set for COMMAND |\n\n## Next\n";
+        let (rows, mentioned) = environment_table(reference);
+        assert_eq!(
+            environment_problems(&read, &set, &rows, &mentioned),
+            Vec::<String>::new()
+        );
+        let missing = reference.replace("| `IDMINT_DB` | the database |\n", "");
+        let (rows, mentioned) = environment_table(&missing);
+        assert_eq!(
+            environment_problems(&read, &set, &rows, &mentioned),
+            ["the code reads IDMINT_DB, which the table does not name"]
+        );
+        let invented = reference.replace("`IDMINT_DB`", "`IDMINT_DB`, `IDMINT_OLD`");
+        let (rows, mentioned) = environment_table(&invented);
+        assert_eq!(
+            environment_problems(&read, &set, &rows, &mentioned),
+            ["the table has a row for IDMINT_OLD, which no code reads or sets"]
+        );
     }
 
     #[test]

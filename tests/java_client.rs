@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
 
-use crate::support::service::{listening, request};
+use crate::support::service::{request, spawn_serve};
 use crate::support::{self, assert_exit, counter_field, create, idmint, stdout};
 
 /// The compiled client and its check programs (`test-classes`), built once.
@@ -133,39 +133,25 @@ impl Serve {
         if let Some(clock) = self.clock {
             support::fake_clock(&mut command, clock);
         }
-        let mut child = command
-            .args([
-                "serve",
-                "--listen",
-                &listen,
-                "--admin-listen",
-                "127.0.0.1:0",
-            ])
-            .args(&self.args)
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start idmint serve");
-        let errors = child.stderr.take().expect("piped stderr");
+        let (mut child, lines, listening) = spawn_serve(command, &listen, &self.args);
         let log = self.log.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(errors).lines().map_while(Result::ok) {
+        let logging = std::thread::spawn(move || {
+            for line in lines {
                 log.lock().unwrap().push(line);
             }
         });
         let port_of = |address: &str| address.rsplit(':').next()?.parse::<u16>().ok();
-        let ports =
-            listening(child.stdout.take().expect("piped stdout")).and_then(|(api, admin)| {
-                Ok((
-                    port_of(&api).ok_or(api.clone())?,
-                    port_of(&admin).ok_or(admin.clone())?,
-                ))
-            });
+        let ports = listening.and_then(|(api, admin)| {
+            Ok((
+                port_of(&api).ok_or(api.clone())?,
+                port_of(&admin).ok_or(admin.clone())?,
+            ))
+        });
         let (port, admin_port) = ports.unwrap_or_else(|first| {
             let _ = child.kill();
             let _ = child.wait();
+            // Its stderr ended with it: every line is in the log.
+            let _ = logging.join();
             panic!(
                 "idmint serve did not start on {listen}: {first:?}\n{}",
                 self.log.lock().unwrap().join("\n")

@@ -16,7 +16,7 @@ use tokio::sync::Barrier;
 
 use crate::support::{
     self, assert_durable, assert_exit, counter_document, counter_name, database_handle, idmint,
-    run, stderr, stdout, Seq,
+    printed_values, run, stderr, stdout, Seq,
 };
 
 /// 8 processes take from one counter of `kind` at once. Each writes more
@@ -458,10 +458,7 @@ async fn a_process_killed_mid_segment_never_causes_a_value_to_be_issued_twice() 
     let after = tokio::task::spawn_blocking(|| {
         let output = run(idmint(TEST).args(["seq", "seg", "--count", "300"]));
         assert_exit(&output, 0);
-        stdout(&output)
-            .lines()
-            .map(|line| line.parse().unwrap())
-            .collect::<Vec<u64>>()
+        printed_values(&output)
     })
     .await
     .unwrap();

@@ -12,13 +12,10 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 use crate::support;
 use crate::support::process::process_state;
-
-/// Gives up on an event that should long have happened (a hang guard).
-const PATIENCE: Duration = Duration::from_secs(60);
+use crate::support::wait::{until_showing, PATIENCE};
 
 /// A tmux server of the test's own, with one pane running an interactive
 /// bash (job control on) in `dir`, pointed at `test`'s database.
@@ -87,16 +84,10 @@ impl Terminal {
 
     /// Waits for `done`, at most [`PATIENCE`]; panics with the screen.
     #[track_caller]
-    fn until(&self, what: &str, mut done: impl FnMut() -> bool) {
-        let start = Instant::now();
-        while !done() {
-            assert!(
-                start.elapsed() < PATIENCE,
-                "{what}: not within {PATIENCE:?}; the terminal shows:\n{}",
-                self.screen()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+    fn until(&self, what: &str, done: impl FnMut() -> bool) {
+        until_showing(PATIENCE, what, done, || {
+            format!("the terminal shows:\n{}", self.screen())
+        });
     }
 }
 

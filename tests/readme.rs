@@ -138,6 +138,7 @@ markdown_files! {
     docs_dba_md => "docs/dba.md",
     docs_policies_md => "docs/policies.md",
     docs_reference_md => "docs/reference.md",
+    docs_production_md => "docs/production.md",
 }
 
 /// The markdown files a reader is sent to: README.md, ARCHITECTURE.md and

@@ -9,7 +9,9 @@ use idmint::parts::Layout;
 use mongodb::bson::{doc, Document};
 use serde_json::Value;
 
-use crate::support::{self, assert_exit, create, idmint, run, stderr, stdout, wait, Seq};
+use crate::support::{
+    self, assert_exit, create, idmint, printed_values, run, stderr, stdout, wait, Seq,
+};
 
 /// The live leases (worker ids) of a counter, by the server's clock.
 fn live_workers(test: &str, counter: &str) -> BTreeSet<u64> {
@@ -124,10 +126,7 @@ async fn all_worker_ids_live_is_a_clear_error_and_a_killed_holders_id_waits_for_
     );
     let output = run(idmint(TEST).args(["seq", "tiny", "--count", "5"]));
     assert_exit(&output, 0);
-    let after: Vec<u64> = stdout(&output)
-        .lines()
-        .map(|l| l.parse().unwrap())
-        .collect();
+    let after = printed_values(&output);
     let parts = layout.decompose(after[0]).unwrap();
     assert_eq!(parts.worker, victim);
     assert!(after[0] > a);
@@ -199,10 +198,7 @@ async fn a_restart_with_the_clock_an_hour_back_repeats_nothing() {
     let layout = support::snowflake_layout(TEST, "ids");
     let before = run(idmint(TEST).args(["seq", "ids", "--count", "1000"]));
     assert_exit(&before, 0);
-    let before: Vec<u64> = stdout(&before)
-        .lines()
-        .map(|l| l.parse().unwrap())
-        .collect();
+    let before = printed_values(&before);
     let faked = |extra: &[&str]| {
         let mut command = idmint(TEST);
         support::fake_clock(&mut command, "-3600s")
@@ -222,7 +218,7 @@ async fn a_restart_with_the_clock_an_hour_back_repeats_nothing() {
     // Borrowing (the default), it issues after the last time used.
     let after = faked(&[]);
     assert_exit(&after, 0);
-    let after: Vec<u64> = stdout(&after).lines().map(|l| l.parse().unwrap()).collect();
+    let after = printed_values(&after);
     assert_eq!(after.len(), 1000);
     let worker = |id: u64| layout.decompose(id).unwrap().worker;
     assert_eq!(worker(after[0]), worker(before[0]), "the same worker id");

@@ -21,43 +21,16 @@ use idmint::sequence::{
     CounterState, OpenOptions, Sequence, SequenceError,
 };
 
+use crate::support::counters::striped_orders;
+use crate::support::takers::{assert_distinct, joined, spawn_takers};
 use crate::support::{
-    self, assert_exit, counter_name, database_name, idmint, mongosh::shell, run, run_at_once,
-    stderr, stdout,
+    self, assert_exit, counter_name, database_name, idmint, mongosh::shell, printed_values, run,
+    run_at_once, stderr, stdout,
 };
 
 /// Every document of the counters collection, by `_id`.
 async fn counters(database: &Database) -> Vec<Document> {
     support::documents(database, "counters").await
-}
-
-/// The values printed one a line.
-fn values(text: &str) -> Vec<u64> {
-    text.lines().map(|line| line.parse().unwrap()).collect()
-}
-
-/// Fails if any value is there twice.
-#[track_caller]
-pub(crate) fn assert_distinct(values: &[u64]) {
-    let mut seen = HashSet::new();
-    for value in values {
-        assert!(seen.insert(*value), "{value} handed out twice");
-    }
-}
-
-/// The test's database, with the autoinc counter `orders` striped over
-/// `lanes` lanes (`1`: unstriped), and a `Sequence` opened on it.
-async fn striped_orders(test: &str, lanes: u64) -> (Database, CounterName, Sequence) {
-    let database = support::database(test).await;
-    let name = counter_name("orders");
-    let spec = CounterSpec::of(CounterKind::Autoinc).prefixes(Vec::new());
-    create_striped(&database, &name, &spec, lanes)
-        .await
-        .unwrap();
-    let (sequence, _) = Sequence::open(&database, name.clone(), &OpenOptions::default())
-        .await
-        .unwrap();
-    (database, name, sequence)
 }
 
 /// `counter create NAME --kind autoinc --stripes N`, then 8 processes of
@@ -76,7 +49,7 @@ async fn many_processes_take_distinct_values_from_a_striped_counter() {
     let mut all = Vec::new();
     for output in &outputs {
         assert_exit(output, 0);
-        all.extend(values(&stdout(output)));
+        all.extend(printed_values(output));
     }
     assert_eq!(all.len(), 2400);
     assert_distinct(&all);
@@ -153,9 +126,7 @@ async fn striping_an_unstriped_counter_continues_above_it() {
     const TEST: &str = "striped_from_one";
     support::database(TEST).await;
     support::create(TEST, "orders", &["--kind", "autoinc", "--start", "100"]);
-    let before = values(&stdout(&run(
-        idmint(TEST).args(["seq", "orders", "--count", "5"])
-    )));
+    let before = printed_values(&run(idmint(TEST).args(["seq", "orders", "--count", "5"])));
     assert_eq!(before, [100, 101, 102, 103, 104]);
     let changed = run(idmint(TEST).args(["counter", "stripes", "orders", "--set", "3"]));
     assert_exit(&changed, 0);
@@ -168,7 +139,7 @@ async fn striping_an_unstriped_counter_continues_above_it() {
     let mut after = Vec::new();
     for output in run_at_once(TEST, &["seq", "orders", "--count", "3"], 3) {
         assert_exit(&output, 0);
-        let block = values(&stdout(&output));
+        let block = printed_values(&output);
         assert!(
             block.windows(2).all(|pair| pair[1] == pair[0] + 3),
             "{block:?}"
@@ -183,9 +154,7 @@ async fn striping_an_unstriped_counter_continues_above_it() {
         0,
     );
     let highest = *after.iter().max().unwrap();
-    let last = values(&stdout(&run(
-        idmint(TEST).args(["seq", "orders", "--count", "4"])
-    )));
+    let last = printed_values(&run(idmint(TEST).args(["seq", "orders", "--count", "4"])));
     assert!(last.iter().all(|value| *value > highest), "{last:?}");
 }
 
@@ -197,43 +166,13 @@ async fn a_handle_opened_before_the_counter_was_striped_takes_from_its_lanes() {
     const TEST: &str = "striped_opened_before";
     let (database, name, sequence) = striped_orders(TEST, 1).await;
     assert!(!sequence.is_striped());
-    let mut all: Vec<u64> = joined(spawn_takers(&sequence, 4, 5)).await.concat();
+    let mut all: Vec<u64> = joined(spawn_takers(&sequence, 4, 5)).await;
     let striped = set_stripes(&database, &name, 3).await.unwrap();
     assert_eq!(striped.map.base, 20);
-    let after: Vec<u64> = joined(spawn_takers(&sequence, 6, 5)).await.concat();
+    let after: Vec<u64> = joined(spawn_takers(&sequence, 6, 5)).await;
     assert!(after.iter().all(|value| *value > 20), "{after:?}");
     all.extend(after);
     assert_distinct(&all);
-}
-
-/// Takes `count` values of `sequence` in `takers` concurrent tasks.
-pub(crate) fn spawn_takers(
-    sequence: &Sequence,
-    takers: usize,
-    count: usize,
-) -> Vec<tokio::task::JoinHandle<Vec<u64>>> {
-    (0..takers)
-        .map(|_| {
-            let sequence = sequence.clone();
-            tokio::spawn(async move {
-                sequence
-                    .take(count, 0)
-                    .await
-                    .unwrap()
-                    .into_iter()
-                    .map(|stamp| stamp.sequence)
-                    .collect()
-            })
-        })
-        .collect()
-}
-
-pub(crate) async fn joined(takers: Vec<tokio::task::JoinHandle<Vec<u64>>>) -> Vec<Vec<u64>> {
-    let mut values = Vec::new();
-    for taker in takers {
-        values.push(taker.await.unwrap());
-    }
-    values
 }
 
 /// The proof of "seal, then start above": takers held mid-take while the
@@ -251,7 +190,7 @@ async fn a_change_of_stripes_with_takes_in_flight_never_hands_out_a_value_twice(
     const TEST: &str = "striped_restripe_held";
     let (database, name, sequence) = striped_orders(TEST, 4).await;
     let mut all: Vec<u64> = Vec::new();
-    let first: Vec<u64> = joined(spawn_takers(&sequence, 8, 7)).await.concat();
+    let first: Vec<u64> = joined(spawn_takers(&sequence, 8, 7)).await;
     all.extend(&first);
 
     // Applied, not answered: 4 takes held after the server applied them.
@@ -260,7 +199,7 @@ async fn a_change_of_stripes_with_takes_in_flight_never_hands_out_a_value_twice(
     applied.arrived().await;
     let second = set_stripes(&database, &name, 2).await.unwrap();
     applied.release().await;
-    let held: Vec<u64> = joined(takers).await.concat();
+    let held: Vec<u64> = joined(takers).await;
     drop(applied);
     let base = second.map.base;
     assert!(
@@ -273,7 +212,7 @@ async fn a_change_of_stripes_with_takes_in_flight_never_hands_out_a_value_twice(
     let (sequence, _) = Sequence::open(&database, name.clone(), &OpenOptions::default())
         .await
         .unwrap();
-    let generation_two: Vec<u64> = joined(spawn_takers(&sequence, 8, 9)).await.concat();
+    let generation_two: Vec<u64> = joined(spawn_takers(&sequence, 8, 9)).await;
     assert!(
         generation_two.iter().all(|value| *value > base),
         "{generation_two:?}"
@@ -288,7 +227,7 @@ async fn a_change_of_stripes_with_takes_in_flight_never_hands_out_a_value_twice(
     unsent.arrived().await;
     let third = set_stripes(&database, &name, 1).await.unwrap();
     unsent.release().await;
-    let late: Vec<u64> = joined(takers).await.concat();
+    let late: Vec<u64> = joined(takers).await;
     drop(unsent);
     let base = third.map.base;
     assert!(
@@ -313,7 +252,7 @@ async fn a_change_of_stripes_with_takes_in_flight_never_hands_out_a_value_twice(
 async fn of_two_changes_of_stripes_at_once_the_later_one_wins() {
     const TEST: &str = "striped_two_changes";
     let (database, name, sequence) = striped_orders(TEST, 4).await;
-    let mut all: Vec<u64> = joined(spawn_takers(&sequence, 8, 5)).await.concat();
+    let mut all: Vec<u64> = joined(spawn_takers(&sequence, 8, 5)).await;
 
     let held = hold(&database_name(TEST), "orders", Point::BeforeLaneWrites, 1);
     let first = {
@@ -325,7 +264,7 @@ async fn of_two_changes_of_stripes_at_once_the_later_one_wins() {
     let (sequence, _) = Sequence::open(&database, name.clone(), &OpenOptions::default())
         .await
         .unwrap();
-    let between: Vec<u64> = joined(spawn_takers(&sequence, 4, 5)).await.concat();
+    let between: Vec<u64> = joined(spawn_takers(&sequence, 4, 5)).await;
     held.release().await;
     let refused = first.await.unwrap().unwrap_err();
     drop(held);
@@ -337,7 +276,7 @@ async fn of_two_changes_of_stripes_at_once_the_later_one_wins() {
     );
     assert!(between.iter().all(|value| *value > second.map.base));
     all.extend(&between);
-    let after: Vec<u64> = joined(spawn_takers(&sequence, 8, 5)).await.concat();
+    let after: Vec<u64> = joined(spawn_takers(&sequence, 8, 5)).await;
     all.extend(&after);
     assert_eq!(all.len(), 8 * 5 + 4 * 5 + 8 * 5);
     assert_distinct(&all);
@@ -355,7 +294,7 @@ async fn of_two_changes_of_stripes_at_once_the_later_one_wins() {
 async fn a_change_stopped_half_way_is_finished_by_the_next_take() {
     const TEST: &str = "striped_half_way";
     let (database, name, sequence) = striped_orders(TEST, 3).await;
-    let mut all: Vec<u64> = joined(spawn_takers(&sequence, 6, 4)).await.concat();
+    let mut all: Vec<u64> = joined(spawn_takers(&sequence, 6, 4)).await;
     let held = hold(&database_name(TEST), "orders", Point::BeforeLaneWrites, 1);
     let stopped = {
         let (database, name) = (database.clone(), name.clone());
@@ -376,8 +315,8 @@ async fn a_change_stopped_half_way_is_finished_by_the_next_take() {
     let shown = stdout(&run(idmint(TEST).args(["counter", "show", "orders"])));
     assert!(shown.contains("generation 3: 2 lanes"), "{shown}");
 
-    let mut after: Vec<u64> = joined(spawn_takers(&sequence, 6, 4)).await.concat();
-    after.extend(values(&stdout(&taken)));
+    let mut after: Vec<u64> = joined(spawn_takers(&sequence, 6, 4)).await;
+    after.extend(printed_values(&taken));
     let highest = *all.iter().max().unwrap();
     assert!(after.iter().all(|value| *value > highest), "{after:?}");
     all.extend(after);

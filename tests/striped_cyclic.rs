@@ -13,11 +13,12 @@ use mongodb::bson::Bson;
 use mongodb::Database;
 use serde_json::Value;
 
-use idmint::parts::Stamp;
 use idmint::sequence::striping::hooks::{hold, Point};
-use idmint::sequence::striping::{create_striped, set_stripes};
+use idmint::sequence::striping::set_stripes;
 use idmint::sequence::{CounterKind, CounterName, CounterSpec, OpenOptions, Sequence};
 
+use crate::support::counters::create_striped_and_open;
+use crate::support::takers::{as_taken, assert_distinct, joined, spawn_takers_at};
 use crate::support::{
     self, assert_exit, counter_name, database_name, fake_clock, idmint, run, stderr, stdout,
 };
@@ -26,44 +27,8 @@ use crate::support::{
 /// ask for one timestamp.
 const FROZEN_MICROS: u64 = 1_767_225_600_000_000; // 2026-01-01T00:00:00Z
 
-/// Fails if any pair is there twice.
-#[track_caller]
-fn assert_distinct(pairs: &[(u64, u64)]) {
-    let mut seen = HashSet::new();
-    for pair in pairs {
-        assert!(seen.insert(*pair), "{pair:?} handed out twice");
-    }
-}
-
-fn pairs(stamps: &[Stamp]) -> Vec<(u64, u64)> {
-    stamps
-        .iter()
-        .map(|stamp| (stamp.timestamp_micros, stamp.sequence))
-        .collect()
-}
-
-/// Spawns `takers` tasks, each taking a block of `count` at the frozen
-/// clock.
-fn spawn_takers(
-    sequence: &Sequence,
-    takers: usize,
-    count: usize,
-) -> Vec<tokio::task::JoinHandle<Vec<(u64, u64)>>> {
-    (0..takers)
-        .map(|_| {
-            let sequence = sequence.clone();
-            tokio::spawn(async move { pairs(&sequence.take(count, FROZEN_MICROS).await.unwrap()) })
-        })
-        .collect()
-}
-
-async fn joined(takers: Vec<tokio::task::JoinHandle<Vec<(u64, u64)>>>) -> Vec<(u64, u64)> {
-    let mut all = Vec::new();
-    for taker in takers {
-        all.extend(taker.await.unwrap());
-    }
-    all
-}
+/// A (timestamp, value) pair.
+type Pair = (u64, u64);
 
 /// The test's database with the cyclic counter `serial` of cycle
 /// `0..=maxval` over `lanes` lanes (`1`: unstriped), and a `Sequence`.
@@ -73,12 +38,7 @@ async fn serial(test: &str, maxval: u64, lanes: u64) -> (Database, CounterName, 
     let spec = CounterSpec::of(CounterKind::Cyclic)
         .maxval(maxval)
         .prefixes(Vec::new());
-    create_striped(&database, &name, &spec, lanes)
-        .await
-        .unwrap();
-    let (sequence, _) = Sequence::open(&database, name.clone(), &OpenOptions::default())
-        .await
-        .unwrap();
+    let sequence = create_striped_and_open(&database, &name, &spec, lanes).await;
     (database, name, sequence)
 }
 
@@ -162,12 +122,12 @@ async fn a_change_of_stripes_with_takes_in_flight_never_hands_out_a_pair_twice()
     const TEST: &str = "striped_cyclic_restripe_held";
     let (database, name, sequence) = serial(TEST, 9, 1).await;
     // Unstriped, then 2 lanes: each after the last pair before.
-    let mut all = joined(spawn_takers(&sequence, 4, 7)).await;
+    let mut all = joined(spawn_takers_at::<Pair>(&sequence, 4, 7, FROZEN_MICROS)).await;
     let two = set_stripes(&database, &name, 2).await.unwrap();
     assert!(all.iter().all(|(ts, _)| *ts <= two.map.base));
     // The handle opened before: its short guard no longer holds, and it
     // takes from the lanes.
-    let generation_one = joined(spawn_takers(&sequence, 4, 7)).await;
+    let generation_one = joined(spawn_takers_at::<Pair>(&sequence, 4, 7, FROZEN_MICROS)).await;
     assert!(generation_one.iter().all(|(ts, _)| *ts > two.map.base));
     all.extend(generation_one);
     let (sequence, _) = Sequence::open(&database, name.clone(), &OpenOptions::default())
@@ -177,7 +137,7 @@ async fn a_change_of_stripes_with_takes_in_flight_never_hands_out_a_pair_twice()
     // Applied, not answered: 4 takes held after the server applied them,
     // while the 2 lanes become 4.
     let applied = hold(&database_name(TEST), "serial", Point::AfterTake, 4);
-    let takers = spawn_takers(&sequence, 4, 5);
+    let takers = spawn_takers_at::<Pair>(&sequence, 4, 5, FROZEN_MICROS);
     applied.arrived().await;
     let striped = set_stripes(&database, &name, 4).await.unwrap();
     applied.release().await;
@@ -194,7 +154,7 @@ async fn a_change_of_stripes_with_takes_in_flight_never_hands_out_a_pair_twice()
     let (sequence, _) = Sequence::open(&database, name.clone(), &OpenOptions::default())
         .await
         .unwrap();
-    let generation_two = joined(spawn_takers(&sequence, 8, 9)).await;
+    let generation_two = joined(spawn_takers_at::<Pair>(&sequence, 8, 9, FROZEN_MICROS)).await;
     assert!(
         generation_two.iter().all(|(ts, _)| *ts > floor),
         "{generation_two:?}"
@@ -205,7 +165,7 @@ async fn a_change_of_stripes_with_takes_in_flight_never_hands_out_a_pair_twice()
     // they are sent, half of them to lanes 2 and 3, which the change to 2
     // lanes leaves sealed.
     let unsent = hold(&database_name(TEST), "serial", Point::BeforeTake, 8);
-    let takers = spawn_takers(&sequence, 8, 5);
+    let takers = spawn_takers_at::<Pair>(&sequence, 8, 5, FROZEN_MICROS);
     unsent.arrived().await;
     let halved = set_stripes(&database, &name, 2).await.unwrap();
     unsent.release().await;
@@ -344,7 +304,9 @@ async fn pipeline_prints_the_command_of_one_lane_of_a_striped_cyclic_counter() {
         .unwrap();
     let mut after = Vec::new();
     for _ in 0..3 {
-        after.extend(pairs(&sequence.take(1, FROZEN_MICROS).await.unwrap()));
+        after.extend(as_taken::<Pair>(
+            &sequence.take(1, FROZEN_MICROS).await.unwrap(),
+        ));
     }
     let mut all = taken.clone();
     all.extend(&after);

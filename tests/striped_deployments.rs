@@ -20,22 +20,34 @@ use idmint::sequence::striping::{
 };
 use idmint::sequence::{CounterKind, CounterSpec, Sequence};
 
-use crate::striped::{assert_distinct, joined, spawn_takers};
 use crate::support::fault_proxy::FaultProxy;
 use crate::support::sites::{
-    across_flags, connect, database_of, idmint_across, open_across, open_across_with, own_servers,
-    Site, DEADLINE,
+    across_flags, connect, database_of, idmint_across, in_deployment, open_across,
+    open_across_with, own_servers, Site, DEADLINE,
 };
-use crate::support::takers::{leases_of, Takers, SLACK};
+use crate::support::takers::{
+    as_taken, assert_distinct, joined, leases_of, spawn_takers, Takers, SLACK,
+};
 use crate::support::wait::{within, PATIENCE};
 use crate::support::{
-    self, assert_exit, counter_name, database_name, idmint_on, run, stderr, stdout, OwnedServer,
-    ServerConfig,
+    self, assert_exit, counter_name, database_name, idmint_on, printed_values, run, stderr, stdout,
+    OwnedServer, ServerConfig,
 };
 
 /// How many `idmint seq` processes a kill test starts at once while a
 /// deployment is dead.
 const PROCESSES: usize = 8;
+
+/// Fails if a take failed, or waited past its deadline (and what a loaded
+/// machine may add to it).
+#[track_caller]
+fn assert_in_time(slowest: Duration, errors: &[String]) {
+    assert!(errors.is_empty(), "takes failed: {errors:?}");
+    assert!(
+        slowest <= DEADLINE + SLACK,
+        "a take waited {slowest:?}, past the deadline of {DEADLINE:?}"
+    );
+}
 
 /// Creates the raw autoinc counter `orders` in the preferred of
 /// `deployments`, its lanes laid out as `layout` says; its map.
@@ -69,19 +81,6 @@ fn assert_none_of(values: impl IntoIterator<Item = u64>, dead: impl Fn(u64) -> b
     }
 }
 
-/// Whether `value` is one of `map`'s lanes in deployment `deployment`.
-fn in_deployment(map: &StripeMap, deployment: &str, value: u64) -> bool {
-    value > map.base && map.deployment_of((value - map.base - 1) % map.modulus) == Some(deployment)
-}
-
-/// The values `idmint seq` printed, one a line.
-fn printed(output: &std::process::Output) -> Vec<u64> {
-    stdout(output)
-        .lines()
-        .map(|line| line.parse().unwrap())
-        .collect()
-}
-
 /// `count` processes `idmint seq ARGS` across `sites`, started at once.
 fn start_seqs(sites: &[Site], args: &[&str], count: usize) -> Vec<std::process::Child> {
     (0..count)
@@ -108,10 +107,6 @@ fn finished(processes: Vec<std::process::Child>) -> Vec<std::process::Output> {
         })
         .collect()
 }
-
-/// Starts `count` servers of the test's own, the sites `eu`, `us`, `ap`;
-/// each fsyncs every commit, so that what it acknowledged survives
-/// `kill -9`, as a real deployment's journal makes it.
 
 /// A counter striped over `servers` servers of the test's own (two lanes
 /// each), created with the CLI; takers in this process, `idmint seq`
@@ -166,7 +161,7 @@ async fn kill_nine_of_one_of(test: &str, servers: usize) {
         support::service::Service::spawn(idmint_on(&sites[0].uri, &sites[0].database), &flags);
     let mut from_processes = Vec::new();
     for output in finished(processes) {
-        let values = printed(&output);
+        let values = printed_values(&output);
         assert_eq!(values.len(), 40, "{}", stderr(&output));
         from_processes.extend(values);
     }
@@ -204,11 +199,7 @@ async fn kill_nine_of_one_of(test: &str, servers: usize) {
     drop(service);
 
     let (mut all, slowest, errors) = takers.stop().await;
-    assert!(errors.is_empty(), "takes failed: {errors:?}");
-    assert!(
-        slowest <= DEADLINE + SLACK,
-        "a take waited {slowest:?}, past the deadline of {DEADLINE:?}"
-    );
+    assert_in_time(slowest, &errors);
     all.extend(from_processes);
     assert_distinct(&all);
 }
@@ -266,7 +257,7 @@ async fn a_segment_counter_across_two_servers_one_killed_and_restarted_no_value_
         &["seq", "tickets", "--count", "50"],
     ));
     assert_exit(&seq, 0);
-    let from_process = printed(&seq);
+    let from_process = printed_values(&seq);
     assert_eq!(from_process.len(), 50);
     // Past the segments taken before the kill: none of the dead lanes.
     takers.progress(200, "more values while it is dead").await;
@@ -377,16 +368,9 @@ async fn a_cyclic_counter_across_two_servers_one_killed_and_restarted_no_pair_tw
     let distinct: std::collections::HashSet<&String> = ids.iter().collect();
     assert_eq!(distinct.len(), ids.len(), "an ID twice: {ids:?}");
     let (mut all, slowest, errors) = takers.stop_pairs().await;
-    assert!(errors.is_empty(), "takes failed: {errors:?}");
-    assert!(
-        slowest <= DEADLINE + SLACK,
-        "a take waited {slowest:?}, past the deadline of {DEADLINE:?}"
-    );
+    assert_in_time(slowest, &errors);
     all.extend(from_processes);
-    let mut seen = std::collections::HashSet::new();
-    for pair in &all {
-        assert!(seen.insert(*pair), "{pair:?} handed out twice");
-    }
+    assert_distinct(&all);
 }
 
 /// A periodic counter (years, in Paris) striped across two servers of
@@ -464,19 +448,10 @@ async fn a_periodic_counter_across_two_servers_one_killed_and_restarted_no_value
     take_values(&mut others);
     drop(service);
     let (stamps, slowest, errors) = takers.stop_stamps().await;
-    assert!(errors.is_empty(), "takes failed: {errors:?}");
-    assert!(
-        slowest <= DEADLINE + SLACK,
-        "a take waited {slowest:?}, past the deadline of {DEADLINE:?}"
-    );
-    let mut seen = std::collections::HashSet::new();
-    let taken = stamps.iter().map(|stamp| {
-        let period = stamp.period.expect("a periodic value has its period");
-        (period.to_string(), stamp.sequence)
-    });
-    for pair in taken.chain(others) {
-        assert!(seen.insert(pair.clone()), "{pair:?} handed out twice");
-    }
+    assert_in_time(slowest, &errors);
+    let mut all: Vec<(String, u64)> = as_taken(&stamps);
+    all.extend(others);
+    assert_distinct(&all);
 }
 
 /// The worker id and time unit of each of `ids`, in the default layout.
@@ -683,7 +658,7 @@ async fn a_snowflake_counter_across_two_servers_one_killed_and_restarted_no_id_t
         .await;
     let mut others = Vec::new();
     for output in finished(start_seqs(&sites, &["ids", "--count", "40"], PROCESSES)) {
-        others.extend(printed(&output));
+        others.extend(printed_values(&output));
     }
     assert_eq!(others.len(), 40 * PROCESSES);
     // IDs issued from memory before the lease ran out are eu's; none after.
@@ -706,7 +681,7 @@ async fn a_snowflake_counter_across_two_servers_one_killed_and_restarted_no_id_t
                 .unwrap()
                 .unwrap();
                 if output.status.success() {
-                    let ids = printed(&output);
+                    let ids = printed_values(&output);
                     if ids.iter().copied().all(in_eu) {
                         return ids;
                     }
@@ -718,11 +693,7 @@ async fn a_snowflake_counter_across_two_servers_one_killed_and_restarted_no_id_t
     .await;
     others.extend(back);
     let (mut all, slowest, errors) = takers.stop().await;
-    assert!(errors.is_empty(), "takes failed: {errors:?}");
-    assert!(
-        slowest <= DEADLINE + SLACK,
-        "a take waited {slowest:?}, past the deadline of {DEADLINE:?}"
-    );
+    assert_in_time(slowest, &errors);
     all.extend(others);
     assert_distinct(&all);
     sequence.close().await.unwrap();
@@ -906,16 +877,10 @@ async fn kill_nine_across(
             .await;
     }
     let (mut all, slowest, errors) = takers.stop_stamps().await;
-    assert!(errors.is_empty(), "takes failed: {errors:?}");
-    assert!(
-        slowest <= DEADLINE + SLACK,
-        "a take waited {slowest:?}, past the deadline of {DEADLINE:?}"
-    );
+    assert_in_time(slowest, &errors);
     all.extend(later);
-    let mut seen = std::collections::HashSet::new();
-    for key in all.iter().map(unique_key).chain(others) {
-        assert!(seen.insert(key.clone()), "{key:?} handed out twice");
-    }
+    let keys: Vec<Key> = all.iter().map(unique_key).chain(others).collect();
+    assert_distinct(&keys);
     sequence.close().await.unwrap();
 }
 
@@ -1024,11 +989,7 @@ async fn partitioned(test: &'static str, spec: CounterSpec, lanes: LaneOfValue) 
             .await;
     }
     let (mut all, slowest, errors) = takers.stop_stamps().await;
-    assert!(errors.is_empty(), "takes failed: {errors:?}");
-    assert!(
-        slowest <= DEADLINE + SLACK,
-        "a take waited {slowest:?}, past the deadline of {DEADLINE:?}"
-    );
+    assert_in_time(slowest, &errors);
     all.extend(later);
     let mut seen = std::collections::HashSet::new();
     for stamp in &all {
@@ -1102,7 +1063,7 @@ async fn changes_of_stripes_across_deployments_with_takes_in_flight_never_repeat
     let name = counter_name("orders");
     create_orders(&deployments, "eu:1").await;
     let sequence = open_orders(&deployments).await;
-    let mut all: Vec<u64> = joined(spawn_takers(&sequence, 4, 5)).await.concat();
+    let mut all: Vec<u64> = joined(spawn_takers(&sequence, 4, 5)).await;
     let mut floor = 0;
     for (layout, point) in [
         ("eu:1,us:1", Point::AfterTake),
@@ -1113,7 +1074,7 @@ async fn changes_of_stripes_across_deployments_with_takes_in_flight_never_repeat
         // database: the takers go to the preferred, `eu`, while it
         // has lanes).
         let held_eu = hold(&sites[0].database, "orders", point, 2);
-        let takers = spawn_takers(&sequence, 2, 3);
+        let takers = spawn_takers::<u64>(&sequence, 2, 3);
         held_eu.arrived().await;
         let changed = set_layout(&eu, Some(&deployments), &name, &layout.parse().unwrap())
             .await
@@ -1125,7 +1086,7 @@ async fn changes_of_stripes_across_deployments_with_takes_in_flight_never_repeat
             all.extend(taker.await.unwrap());
         }
         drop(held_eu);
-        let after = joined(spawn_takers(&sequence, 4, 5)).await.concat();
+        let after: Vec<u64> = joined(spawn_takers(&sequence, 4, 5)).await;
         assert!(
             after.iter().all(|value| *value > floor),
             "{layout}: {after:?} not above {floor}"
@@ -1293,7 +1254,7 @@ async fn the_cli_names_what_is_wrong_across_deployments() {
         &["seq", "orders"],
     ));
     assert_exit(&taken, 0);
-    assert_eq!(printed(&taken), [1]);
+    assert_eq!(printed_values(&taken), [1]);
     // An unstriped counter is left unstriped, and taken from.
     let solo = run(idmint_on(&eu.uri, &eu.database)
         .args(["counter", "create", "solo", "--kind", "autoinc", "--raw"]));
@@ -1307,7 +1268,7 @@ async fn the_cli_names_what_is_wrong_across_deployments() {
     assert_eq!(document.get_str("kind"), Ok("autoinc"), "{document}");
     let taken = run(&mut idmint_across(&[eu, dead_us], &["seq", "solo"]));
     assert_exit(&taken, 0);
-    assert_eq!(printed(&taken), [1]);
+    assert_eq!(printed_values(&taken), [1]);
 }
 
 /// The stored twin `getNextSequence`, run in one deployment, takes from

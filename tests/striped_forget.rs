@@ -14,8 +14,10 @@ use mongodb::Database;
 use idmint::sequence::striping::{Deployment, Deployments, StripeMap, CEILINGS, CEILING_CHUNK};
 use idmint::sequence::Sequence;
 
-use crate::support::sites::{connect, idmint_across, open_across, own_servers, DEADLINE};
-use crate::support::{assert_exit, run, stderr};
+use crate::support::sites::{
+    connect, idmint_across, in_deployment, open_across, own_servers, DEADLINE,
+};
+use crate::support::{assert_exit, run, stderr, stdout};
 
 /// How many values each take asks for (a segment counter's step too).
 const COUNT: usize = 1000;
@@ -52,11 +54,6 @@ async fn recorded_for_us(database: &Database) -> Option<u64> {
         .ok()
         .and_then(|ceilings| ceilings.get_i64("us").ok())
         .map(|ceiling| ceiling as u64)
-}
-
-/// Whether `value` is one of `map`'s lanes in `deployment`.
-fn in_deployment(map: &StripeMap, deployment: &str, value: u64) -> bool {
-    value > map.base && map.deployment_of((value - map.base - 1) % map.modulus) == Some(deployment)
 }
 
 /// `count` values of `sequence`, each new to `seen`.
@@ -302,4 +299,37 @@ async fn forgetting_a_lost_deployment_of_an_autoinc_counter_starts_above_its_cei
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forgetting_a_lost_deployment_of_a_segment_counter_starts_above_its_ceilings() {
     forget_us("striped_forget_segment", "segment", CEILING_CHUNK, true).await;
+}
+
+/// `--forget` of the deployment given first (the one the CLI reads from
+/// first) shows the counter as a deployment it still spans holds it.
+#[test]
+fn forgetting_the_first_deployment_given_shows_the_counter_from_another() {
+    let (mut owned, sites) = own_servers("striped_forget_first", 2);
+    let create = [
+        "counter",
+        "create",
+        "orders",
+        "--kind",
+        "autoinc",
+        "--raw",
+        "--stripes",
+        "eu:1,us:1",
+    ];
+    assert_exit(&run(&mut idmint_across(&sites, &create)), 0);
+    let taken = run(&mut idmint_across(
+        &sites,
+        &["seq", "orders", "--count", "5"],
+    ));
+    assert_exit(&taken, 0);
+    owned[0].lose();
+
+    let forget = ["counter", "stripes", "orders", "--forget", "eu"];
+    let forgot = run(&mut idmint_across(&sites, &forget));
+    assert_exit(&forgot, 0);
+    let shown = stdout(&forgot);
+    assert!(
+        shown.starts_with("forgot a deployment of counter 'orders'") && shown.contains("in us"),
+        "{shown}"
+    );
 }

@@ -10,25 +10,11 @@ use idmint::sequence::striping::{create_laid_out, Layout};
 use idmint::sequence::{CounterKind, CounterSpec, OpenOptions, Sequence};
 
 use crate::support::sites::{connect, idmint_across, own_servers, Site, DEADLINE};
-use crate::support::{assert_exit, counter_name, idmint_on, run, stderr, stdout};
+use crate::support::{assert_exit, counter_name, documents, idmint_on, run, stderr, stdout};
 
 /// `idmint ARGS` on `site` alone.
 fn idmint_in(site: &Site, args: &[&str]) -> std::process::Output {
     run(idmint_on(&site.uri, &site.database).args(args))
-}
-
-/// Every document of `collection` in `database`, by `_id`.
-async fn documents(database: &Database, collection: &str) -> Vec<Document> {
-    use futures_util::TryStreamExt;
-    database
-        .collection::<Document>(collection)
-        .find(doc! {})
-        .sort(doc! { "_id": 1 })
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap()
 }
 
 /// What a test compares before and after a refused command: the counters

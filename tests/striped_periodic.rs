@@ -7,64 +7,26 @@
 //! clock stepped back, and its lane's command exported by `idmint pipeline
 //! --lane`.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::BTreeSet;
 
 use mongodb::bson::Bson;
 use mongodb::Database;
 use serde_json::Value;
 
-use idmint::parts::Stamp;
 use idmint::sequence::striping::hooks::{hold, Point};
-use idmint::sequence::striping::{create_striped, set_stripes};
+use idmint::sequence::striping::set_stripes;
 use idmint::sequence::{CounterKind, CounterName, CounterSpec, OpenOptions, Sequence};
 
+use crate::support::counters::create_striped_and_open;
+use crate::support::takers::{
+    as_taken, assert_distinct, assert_each_lane_whole, joined, spawn_takers,
+};
 use crate::support::{
     assert_exit, counter_name, period_value_pairs, run, stderr, stdout, FakeClockServer, Seq,
 };
 
 /// A (period, value) pair.
 type Pair = (String, u64);
-
-/// Fails if any pair is there twice.
-#[track_caller]
-fn assert_distinct(pairs: &[Pair]) {
-    let mut seen = HashSet::new();
-    for pair in pairs {
-        assert!(seen.insert(pair.clone()), "{pair:?} handed out twice");
-    }
-}
-
-fn pairs(stamps: &[Stamp]) -> Vec<Pair> {
-    stamps
-        .iter()
-        .map(|stamp| {
-            let period = stamp.period.expect("a periodic value has its period");
-            (period.to_string(), stamp.sequence)
-        })
-        .collect()
-}
-
-/// Every lane of `lanes` in `period` handed out its values with no gap and
-/// none twice: each residue class of the values is the first values of
-/// that class above `base`.
-#[track_caller]
-fn assert_each_lane_whole(pairs: &[Pair], period: &str, base: u64, lanes: u64) {
-    let mut by_lane: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
-    for (_, value) in pairs.iter().filter(|(p, _)| p == period) {
-        assert!(*value > base, "{value} in {period} is not above {base}");
-        by_lane
-            .entry((value - base - 1) % lanes)
-            .or_default()
-            .push(*value);
-    }
-    for (residue, mut values) in by_lane {
-        values.sort_unstable();
-        let expected: Vec<u64> = (0..values.len() as u64)
-            .map(|k| base + residue + 1 + k * lanes)
-            .collect();
-        assert_eq!(values, expected, "lane {residue} in {period}");
-    }
-}
 
 /// `counter create inv --kind periodic --stripes 4`, then 8 `idmint seq`
 /// processes at once, each taking blocks of 1,000 while the server's clock
@@ -162,33 +124,8 @@ async fn inv(clock: &FakeClockServer, db: &str) -> (Database, CounterName, Seque
     let database = client.database(db);
     let name = counter_name("inv");
     let spec = CounterSpec::of(CounterKind::Periodic).prefixes(Vec::new());
-    create_striped(&database, &name, &spec, 1).await.unwrap();
-    let (sequence, _) = Sequence::open(&database, name.clone(), &OpenOptions::default())
-        .await
-        .unwrap();
+    let sequence = create_striped_and_open(&database, &name, &spec, 1).await;
     (database, name, sequence)
-}
-
-/// Spawns `takers` tasks, each taking a block of `count`.
-fn spawn_takers(
-    sequence: &Sequence,
-    takers: usize,
-    count: usize,
-) -> Vec<tokio::task::JoinHandle<Vec<Pair>>> {
-    (0..takers)
-        .map(|_| {
-            let sequence = sequence.clone();
-            tokio::spawn(async move { pairs(&sequence.take(count, 0).await.unwrap()) })
-        })
-        .collect()
-}
-
-async fn joined(takers: Vec<tokio::task::JoinHandle<Vec<Pair>>>) -> Vec<Pair> {
-    let mut all = Vec::new();
-    for taker in takers {
-        all.extend(taker.await.unwrap());
-    }
-    all
 }
 
 /// The proof of "seal, then start above" for periods. An unstriped
@@ -203,7 +140,7 @@ async fn a_change_of_stripes_across_a_period_boundary_with_takes_in_flight_never
     const DB: &str = "t_striped_periodic_held";
     let clock = FakeClockServer::start("2030-12-31 23:00:00");
     let (database, name, sequence) = inv(&clock, DB).await;
-    let mut all = joined(spawn_takers(&sequence, 4, 5)).await;
+    let mut all = joined(spawn_takers::<Pair>(&sequence, 4, 5)).await;
     assert_each_lane_whole(&all, "2030", 0, 1);
     let two = set_stripes(&database, &name, 2).await.unwrap();
     assert_eq!(
@@ -211,13 +148,13 @@ async fn a_change_of_stripes_across_a_period_boundary_with_takes_in_flight_never
         (20, Some("2030"))
     );
     // The handle opened before: its counter is now lanes.
-    let generation_one = joined(spawn_takers(&sequence, 4, 5)).await;
+    let generation_one = joined(spawn_takers::<Pair>(&sequence, 4, 5)).await;
     assert_each_lane_whole(&generation_one, "2030", 20, 2);
     all.extend(generation_one);
 
     // Applied, not answered: 4 takes held while the 2 lanes become 4.
     let applied = hold(DB, "inv", Point::AfterTake, 4);
-    let takers = spawn_takers(&sequence, 4, 5);
+    let takers = spawn_takers::<Pair>(&sequence, 4, 5);
     applied.arrived().await;
     let four = set_stripes(&database, &name, 4).await.unwrap();
     applied.release().await;
@@ -230,13 +167,13 @@ async fn a_change_of_stripes_across_a_period_boundary_with_takes_in_flight_never
         all.iter().all(|(_, value)| *value <= floor),
         "a value taken before the seal is above the new base {floor}: {all:?}"
     );
-    let generation_two = joined(spawn_takers(&sequence, 4, 3)).await;
+    let generation_two = joined(spawn_takers::<Pair>(&sequence, 4, 3)).await;
     assert_each_lane_whole(&generation_two, "2030", floor, 4);
     all.extend(generation_two);
 
     // A new year: every lane starts again from 1, above no base.
     clock.freeze("2031-01-01 00:00:01");
-    let new_year = joined(spawn_takers(&sequence, 8, 9)).await;
+    let new_year = joined(spawn_takers::<Pair>(&sequence, 8, 9)).await;
     assert!(new_year.iter().all(|(period, _)| period == "2031"));
     assert_each_lane_whole(&new_year, "2031", 0, 4);
     all.extend(new_year.clone());
@@ -244,7 +181,7 @@ async fn a_change_of_stripes_across_a_period_boundary_with_takes_in_flight_never
     // Sent after the seal: 8 takes held before they are sent, on the map
     // of 4 lanes, while it becomes 2.
     let unsent = hold(DB, "inv", Point::BeforeTake, 8);
-    let takers = spawn_takers(&sequence, 8, 5);
+    let takers = spawn_takers::<Pair>(&sequence, 8, 5);
     unsent.arrived().await;
     let halved = set_stripes(&database, &name, 2).await.unwrap();
     unsent.release().await;
@@ -260,7 +197,7 @@ async fn a_change_of_stripes_across_a_period_boundary_with_takes_in_flight_never
 
     // The clock stepped back: the lanes stay in 2031 and go on.
     clock.freeze("2030-12-31 23:59:59");
-    let back = joined(spawn_takers(&sequence, 4, 5)).await;
+    let back = joined(spawn_takers::<Pair>(&sequence, 4, 5)).await;
     let mut generation_three = late;
     generation_three.extend(back.clone());
     assert!(back.iter().all(|(period, _)| period == "2031"), "{back:?}");
@@ -339,7 +276,7 @@ async fn pipeline_prints_the_command_of_one_lane_of_a_striped_periodic_counter()
         .unwrap();
     let mut after = Vec::new();
     for _ in 0..3 {
-        after.extend(pairs(&sequence.take(1, 0).await.unwrap()));
+        after.extend(as_taken::<Pair>(&sequence.take(1, 0).await.unwrap()));
     }
     let mut all = taken;
     all.extend(after);

@@ -9,8 +9,8 @@ use idmint::sequence::striping::{create_striped, set_stripes};
 use idmint::sequence::{CounterKind, CounterName, CounterSpec, OpenOptions, Sequence};
 use mongodb::Database;
 
-use crate::striped::{assert_distinct, joined, spawn_takers};
-use crate::support::{self, assert_exit, counter_name, database_name, run_at_once, stdout};
+use crate::support::takers::{assert_distinct, joined, spawn_takers};
+use crate::support::{self, assert_exit, counter_name, database_name, printed_values, run_at_once};
 
 /// The test's database with the segment counter `tickets` of step `step`
 /// over `lanes` lanes, and two handles on it (two processes' buffers).
@@ -63,10 +63,7 @@ async fn processes_take_distinct_segments_from_a_striped_segment_counter() {
     let mut all = Vec::new();
     for output in run_at_once(TEST, &["seq", "tickets", "--count", "300"], 8) {
         assert_exit(&output, 0);
-        let values: Vec<u64> = stdout(&output)
-            .lines()
-            .map(|line| line.parse().unwrap())
-            .collect();
+        let values = printed_values(&output);
         assert_eq!(values.len(), 300);
         // A run is one segment: consecutive values of one lane.
         let runs = 1 + values
@@ -96,7 +93,7 @@ async fn a_change_of_stripes_with_segments_held_never_hands_out_a_value_twice() 
     // Each handle takes a segment of 10 and hands out 6 of it, in two
     // takes: the second from memory.
     for handle in [&one, &two] {
-        all.extend(joined(spawn_takers(handle, 2, 3)).await.concat());
+        all.extend(joined(spawn_takers::<u64>(handle, 2, 3)).await);
     }
     assert_distinct(&all);
 
@@ -106,7 +103,7 @@ async fn a_change_of_stripes_with_segments_held_never_hands_out_a_value_twice() 
     applied.arrived().await;
     let second = set_stripes(&database, &name, 2).await.unwrap();
     applied.release().await;
-    let held: Vec<u64> = joined(takers).await.concat();
+    let held: Vec<u64> = joined(takers).await;
     drop(applied);
     let base = second.map.base;
     assert!(
@@ -119,7 +116,7 @@ async fn a_change_of_stripes_with_segments_held_never_hands_out_a_value_twice() 
     // base; then new segments, above it.
     let mut after: Vec<u64> = Vec::new();
     for handle in [&one, &two] {
-        after.extend(joined(spawn_takers(handle, 2, 10)).await.concat());
+        after.extend(joined(spawn_takers::<u64>(handle, 2, 10)).await);
     }
     assert!(after.iter().any(|value| *value <= base), "{after:?}");
     assert!(after.iter().any(|value| *value > base), "{after:?}");
@@ -132,7 +129,7 @@ async fn a_change_of_stripes_with_segments_held_never_hands_out_a_value_twice() 
     unsent.arrived().await;
     let third = set_stripes(&database, &name, 3).await.unwrap();
     unsent.release().await;
-    let late: Vec<u64> = joined(takers).await.concat();
+    let late: Vec<u64> = joined(takers).await;
     drop(unsent);
     assert!(
         after.iter().all(|value| *value <= third.map.base),

@@ -14,7 +14,7 @@ use idmint::sequence::striping::{set_layout, Deployments, Restriped, StripingErr
 use idmint::sequence::{create, CounterKind, CounterSpec, SequenceError, TAGS_ID};
 
 use crate::support::sites::{connect, database_of, Site, DEADLINE};
-use crate::support::{counter_document, counter_name, replace_counter};
+use crate::support::{counter_document, counter_name, documents, replace_counter};
 
 /// The tag of counter `name` in `database`, as its document has it.
 async fn tag_of(database: &Database, name: &str) -> Option<i64> {
@@ -24,15 +24,8 @@ async fn tag_of(database: &Database, name: &str) -> Option<i64> {
 
 /// The claims of tags in `database`, by tag: the counter of each.
 async fn claims(database: &Database) -> Vec<(i64, String)> {
-    use futures_util::TryStreamExt;
-    let mut claims: Vec<(i64, String)> = database
-        .collection::<Document>(TAGS)
-        .find(doc! {})
+    let mut claims: Vec<(i64, String)> = documents(database, TAGS)
         .await
-        .unwrap()
-        .try_collect::<Vec<_>>()
-        .await
-        .unwrap()
         .into_iter()
         .map(|claim| {
             (

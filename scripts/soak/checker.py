@@ -200,7 +200,11 @@ def availability_outside_faults(attempts, faults, start, end, grace=RECOVERY_GRA
     acknowledged nothing, which faults they overlapped (fault: seconds; a
     second outside every fault is counted as "none"). Events recorded beside
     the faults that are not faults (changes of stripes, policy swaps) are the
-    product working, not faults, and count as outside."""
+    product working, not faults, and count as outside. The silent seconds
+    outside the faults are told apart (`silent_outside`): those the path
+    spent waiting for one call's answer (`in_a_call`) and those between its
+    calls; `call_s` is the path's call time outside the faults (median,
+    90th percentile, max), which a second in a call is owed to."""
     seconds = max(1, math.floor(end - start))
     during = defaultdict(set)
     for fault in faults:
@@ -211,8 +215,10 @@ def availability_outside_faults(attempts, faults, start, end, grace=RECOVERY_GRA
         for second in range(first, last + 1):
             during[second].add(fault["fault"])
     acked = defaultdict(set)
+    calls = defaultdict(list)
     for record in attempts:
         acked[record["path"]]
+        calls[record["path"]].append((record["t0"], record["t1"]))
         if record.get("raw"):
             acked[record["path"]].add(math.floor(record["t1"] - start))
     out = {}
@@ -224,13 +230,30 @@ def availability_outside_faults(attempts, faults, start, end, grace=RECOVERY_GRA
                 continue
             for fault in sorted(during.get(second, {"none"})):
                 overlapped[fault] += 1
+        spans = sorted(calls[path])
+        silent = [second for second in outside if second not in secs]
+        in_a_call = sum(1 for second in silent
+                        if _in_a_call(spans, start + second, start + second + 1))
+        times = sorted(t1 - t0 for t0, t1 in spans
+                       if math.floor(t0 - start) not in during
+                       and math.floor(t1 - start) not in during)
         out[path] = {
             "availability": round(sum(1 for second in outside if second in secs)
                                   / max(1, len(outside)), 3),
             "seconds": len(outside),
             "down_during": dict(sorted(overlapped.items())),
+            "silent_outside": {"in_a_call": in_a_call, "between_calls": len(silent) - in_a_call},
+            "call_s": ({"median": round(times[len(times) // 2], 3),
+                        "p90": round(times[int(len(times) * 0.9)], 3),
+                        "max": round(times[-1], 3)} if times else None),
         }
     return out
+
+
+def _in_a_call(spans, begin, end):
+    """Whether one call of `spans` ((t0, t1) sorted by t0) was under way
+    from `begin` to `end` whole."""
+    return any(t0 <= begin and t1 >= end for t0, t1 in spans if t0 <= begin)
 
 
 def recovery(attempts, faults, window=3.0):
@@ -308,7 +331,16 @@ def _faults_around(faults, t, start, before=10.0, after=2.0):
             for f in faults if f["start"] - after <= t and f["end"] + before >= t]
 
 
-def check(attempts, lock_records, faults, start, end, shutdown=None):
+def changes_left_half_way(changes_at_end, end):
+    """The striped counters whose map was not live again, with no change
+    under way, within the bound after the nemesis stopped (soak.py's
+    settle_changes): a change of stripes that did not finish itself."""
+    return [{"counter": name, "t": end, "last": state.get("last", "")}
+            for name, state in sorted((changes_at_end or {}).items())
+            if state.get("settled_after_s") is None]
+
+
+def check(attempts, lock_records, faults, start, end, shutdown=None, changes_at_end=None):
     """The verdict of one run, as result.json holds it."""
     (rows, duplicates, order, gaps, lost, malformed, out_of_range,
      duplicate_ids) = check_values(attempts)
@@ -335,7 +367,9 @@ def check(attempts, lock_records, faults, start, end, shutdown=None):
                   + [("out-of-range", x) for x in out_of_range]
                   + [("duplicate-id", d) for d in duplicate_ids]
                   + [("lost", x) for x in lost] + [("overlap", o) for o in overlaps]
-                  + [("fencing", f) for f in fencing])
+                  + [("fencing", f) for f in fencing]
+                  + [("change-left-half-way", c)
+                     for c in changes_left_half_way(changes_at_end, end)])
     first = None
     if violations:
         timed = [v for v in violations if v[1].get("t") is not None]
@@ -375,6 +409,7 @@ def check(attempts, lock_records, faults, start, end, shutdown=None):
         "spanning": spanning(attempts, faults),
         "recoveries": recoveries,
         "shutdown_s": shutdown or {},
+        "changes_at_end": changes_at_end or {},
         "first_violation": first,
         "examples": {"duplicates": duplicates[:5], "order": order[:5], "lost": lost[:5],
                      "malformed": malformed[:5], "out_of_range": out_of_range[:5],
@@ -416,4 +451,5 @@ def load(out):
 
 def check_dir(out):
     attempts, lock_records, faults, meta = load(out)
-    return check(attempts, lock_records, faults, meta["start"], meta["end"], meta.get("shutdown_s"))
+    return check(attempts, lock_records, faults, meta["start"], meta["end"], meta.get("shutdown_s"),
+                 meta.get("changes_at_end"))

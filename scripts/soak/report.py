@@ -39,6 +39,12 @@ def table(result, schedule_seed=None):
                 lines.append(f"  {path}: seconds without a value, by the faults they overlapped: "
                              + ", ".join(f"{fault} {n}"
                                          for fault, n in share["down_during"].items()))
+                silent, call = share.get("silent_outside"), share.get("call_s")
+                if silent and call:
+                    lines.append(f"  {path}: outside the faults, {silent['in_a_call']} s waiting "
+                                 f"for a call's answer, {silent['between_calls']} s between "
+                                 f"calls; a call took {call['median']:.2f} s (median), "
+                                 f"{call['p90']:.2f} s (90%), {call['max']:.1f} s (max)")
     lines.append("")
     lines.append(f"{'fault':<14}{'injected':>9}{'recovery median':>17}{'max':>8}{'not recovered':>15}")
     for fault, f in result["faults"].items():
@@ -59,6 +65,12 @@ def table(result, schedule_seed=None):
     if result["shutdown_s"]:
         lines.append("shutdown: " + ", ".join(f"{name} {s if s is not None else 'killed'} s"
                                              for name, s in sorted(result["shutdown_s"].items())))
+    settled = result.get("changes_at_end", {})
+    if settled:
+        lines.append("changes of stripes at the end, once the faults stopped: " + ", ".join(
+            f"{name} " + (f"settled in {state['settled_after_s']:.1f} s"
+                          if state.get("settled_after_s") is not None else "STILL HALF WAY")
+            for name, state in sorted(settled.items())))
     exits = result["faults"].get("db-exited", {}).get("injected", 0)
     if exits:
         lines.append(f"a database server exited by itself {exits} time(s), and was restarted: "

@@ -92,6 +92,45 @@ def idmint_ok(idmint, env, *args):
     return result.stdout
 
 
+# How long after the nemesis stops (and the changes of stripes stop being
+# asked for) every striped counter's map must be live again, with no change
+# under way: a change a deployment's death stopped half way is finished by
+# the takers still running (after 5 s) or by `counter show` (after 10 s),
+# with no person acting.
+SETTLE_S = 30.0
+
+
+def settle_changes(idmint, counters, changers):
+    """Stops the drivers that ask for changes of stripes (their last command
+    answered), then reads each striped counter's map (`counter show --json`
+    across the deployments) until it is live with no change under way. Per
+    counter: the seconds that took, or null with what the map said last if
+    it never did within SETTLE_S."""
+    for changer in changers:
+        changer.stop()
+    for changer in changers:
+        changer.join(timeout=70)
+    settled, last = {}, {}
+    began = time.time()
+    while len(settled) < len(counters):
+        for name, env in counters:
+            if name in settled:
+                continue
+            result = subprocess.run([idmint, "counter", "show", name, "--json"], env=env,
+                                    capture_output=True, text=True, timeout=60)
+            last[name] = (result.stdout or result.stderr).strip()
+            if result.returncode == 0:
+                striped = json.loads(result.stdout).get("striped") or {}
+                if striped.get("live") and "change" not in striped:
+                    settled[name] = {"settled_after_s": round(time.time() - began, 1)}
+        if time.time() - began >= SETTLE_S:
+            break
+        time.sleep(0.5)
+    for name, _ in counters:
+        settled.setdefault(name, {"settled_after_s": None, "last": last.get(name, "")[-300:]})
+    return settled
+
+
 def names(args):
     """The targets' names, fixed before anything starts (the schedule is
     made from them)."""
@@ -427,6 +466,11 @@ def run(args):
         nemesis.stop()
         nemesis.join(timeout=60)
         meta["end"] = time.time()
+        log("waiting for every striped counter's changes of stripes to finish")
+        meta["changes_at_end"] = settle_changes(
+            args.bin, [(counters["striped"][0], env("direct"))]
+            + [(spanning_counters[kind][0], env_across("eu")) for kind in SPANNING_KINDS],
+            [d for d in drivers if isinstance(d, Changes)])
         meta["db_exits_unasked"] = db.exits
         meta["db_us_exits_unasked"] = db_us.exits
         log("stopping the drivers")

@@ -174,6 +174,19 @@ class CheckerTest(unittest.TestCase):
         self.assertEqual(outside["seconds"], 5)
         self.assertEqual(outside["availability"], 0.4)
         self.assertEqual(outside["down_during"], {"kill-db": 4, "none": 3})
+        # Of its three silent seconds outside the faults (7, 8, 9), none was
+        # spent in a call (each call took 0.1 s).
+        self.assertEqual(outside["silent_outside"], {"in_a_call": 0, "between_calls": 3})
+
+    def test_a_silent_second_spent_waiting_for_an_answer_is_told_from_one_between_calls(self):
+        slow = attempt("mongosh", "cyclic", "cy", START + 3.5, [[5000, 1]])
+        slow["t0"] = START + 0.5  # three seconds waiting for its answer
+        attempts = [slow, attempt("mongosh", "cyclic", "cy", START + 6.5, [[5000, 2]])]
+        result = check(attempts, [], [], START, START + 8)
+        outside = result["path_availability_outside_faults"]["mongosh"]
+        # Silent: 0, 1, 2 (1 and 2 inside the slow call), 4, 5, 7.
+        self.assertEqual(outside["silent_outside"], {"in_a_call": 2, "between_calls": 4})
+        self.assertEqual(outside["call_s"]["max"], 3.0)
 
     def test_a_change_that_stopped_half_way_is_told_from_one_refused_at_its_start(self):
         restripes = [
@@ -188,6 +201,18 @@ class CheckerTest(unittest.TestCase):
         span = result["spanning"]["sp"]
         self.assertEqual((span["restripes"], span["restripes_failed"], span["restripes_half_way"]),
                          (3, 2, 1))
+
+    def test_a_change_not_finished_after_the_faults_is_invalid(self):
+        settled = {"sp": {"settled_after_s": 4.5}}
+        result = check(clean_attempts(), clean_locks(), [FAULT], START, START + 10,
+                       changes_at_end=settled)
+        self.assertTrue(result["valid"], result["first_violation"])
+        left = dict(settled, sc={"settled_after_s": None, "last": '{"striped":{"live":false}}'})
+        result = check(clean_attempts(), clean_locks(), [FAULT], START, START + 10,
+                       changes_at_end=left)
+        self.assertFalse(result["valid"])
+        self.assertEqual(result["first_violation"]["violation"], "change-left-half-way")
+        self.assertEqual(result["first_violation"]["example"]["counter"], "sc")
 
     def spanning_cyclic_attempts(self):
         """Takes from a cyclic counter (maxval 99) with four lanes (residues

@@ -557,8 +557,9 @@ class Changes(Driver):
 
 class JavaClient(Driver):
     """SoakClient.java: the Java client's ValueClient (a segment counter) and
-    IdClient (a cyclic counter) in several threads over every serve
-    instance; restarted when it dies. Batches prefetched and not handed out
+    IdClient (a cyclic counter), each in threads of its own, over every serve
+    instance; restarted when it dies. A call's time is from its start to its
+    return (a wait for the client's next batch included). Batches prefetched and not handed out
     are gaps, which these two kinds allow."""
 
     def __init__(self, classes, counters, serves, out, seed, threads=3):
@@ -578,27 +579,27 @@ class JavaClient(Driver):
             closer = threading.Thread(target=self._close_on_stop, args=(process,), daemon=True)
             closer.start()
             for line in process.stdout:
-                parts = line.decode(errors="replace").strip().split(" ", 3)
-                if len(parts) < 3:
+                parts = line.decode(errors="replace").strip().split(" ", 4)
+                if len(parts) < 4:
                     continue
-                now = float(parts[1])
+                began, ended = float(parts[1]), float(parts[2])
                 if parts[0] == "V":
                     record = {"path": "java-value", "kind": "segment", "counter": segment,
-                              "status": "ok", "raw": [int(parts[2])]}
+                              "status": "ok", "raw": [int(parts[3])]}
                 elif parts[0] == "I":
                     record = {"path": "java-id", "kind": "cyclic", "counter": cyclic,
                               "status": "ok"}
                     try:
-                        record["raw"] = [parse_id("cyclic", prefix, parts[2])]
+                        record["raw"] = [parse_id("cyclic", prefix, parts[3])]
                     except UnreadableId as error:
                         record.update(raw=[], status="fail", err=str(error), unreadable=True)
                 else:
-                    is_value = parts[2] == "V"
+                    is_value = parts[3] == "V"
                     record = {"path": "java-value" if is_value else "java-id",
                               "kind": "segment" if is_value else "cyclic",
                               "counter": segment if is_value else cyclic, "status": "fail",
-                              "raw": [], "err": parts[3][-300:] if len(parts) > 3 else ""}
-                record.update(t0=now, t1=now, n=1, scope=None)
+                              "raw": [], "err": parts[4][-300:] if len(parts) > 4 else ""}
+                record.update(t0=began, t1=ended, n=1, scope=None)
                 self.recorder.write(record)
             returncode = reap(process)
             if not self.stopping.is_set():

@@ -1,17 +1,46 @@
 //! Counters as tests make and read them: their names, their documents as
 //! stored, made and shown through `idmint`.
 
-use idmint::sequence::{CounterName, COUNTERS_COLLECTION};
+use idmint::sequence::striping::create_striped;
+use idmint::sequence::{
+    CounterKind, CounterName, CounterSpec, OpenOptions, Sequence, COUNTERS_COLLECTION,
+};
 use mongodb::bson::{doc, Document};
 use mongodb::Database;
 use serde_json::Value;
 
-use super::database::database_handle;
+use super::database::{database, database_handle};
 use super::process::{assert_exit, idmint, run, stdout};
 
 /// A counter's name from a test's literal.
 pub fn counter_name(text: &str) -> CounterName {
     CounterName::new(text).unwrap()
+}
+
+/// Creates counter `name` of `spec` in `database`, striped over `lanes`
+/// lanes (`1`: unstriped), and opens it.
+pub async fn create_striped_and_open(
+    database: &Database,
+    name: &CounterName,
+    spec: &CounterSpec,
+    lanes: u64,
+) -> Sequence {
+    create_striped(database, name, spec, lanes).await.unwrap();
+    let (sequence, _) = Sequence::open(database, name.clone(), &OpenOptions::default())
+        .await
+        .unwrap();
+    sequence
+}
+
+/// The test's database, with the autoinc counter `orders` (owning no
+/// prefix) striped over `lanes` lanes (`1`: unstriped), and a `Sequence`
+/// opened on it.
+pub async fn striped_orders(test: &str, lanes: u64) -> (Database, CounterName, Sequence) {
+    let database = database(test).await;
+    let name = counter_name("orders");
+    let spec = CounterSpec::of(CounterKind::Autoinc).prefixes(Vec::new());
+    let sequence = create_striped_and_open(&database, &name, &spec, lanes).await;
+    (database, name, sequence)
 }
 
 /// Counter `name`'s document in `database` as stored, if there is one.

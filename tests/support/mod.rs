@@ -11,6 +11,10 @@
 //! - [`fault_proxy`]: a TCP proxy that freezes, partitions and cuts;
 //! - [`service`]: a running `idmint serve` and an HTTP client of it;
 //! - [`mongosh`]: scripts run by mongosh after the installed functions;
+//! - [`twin`]: the stored functions held equal to the host, and
+//!   [`stripe_documents`]: the maps and lanes such tests seed;
+//! - [`takers`]: tasks taking from a counter, and what their values must
+//!   be;
 //! - [`wait`]: waiting for an event, always with a deadline.
 //!
 //! What almost every test uses is re-exported here.
@@ -27,7 +31,9 @@ pub mod process;
 pub mod server;
 pub mod service;
 pub mod sites;
+pub mod stripe_documents;
 pub mod takers;
+pub mod twin;
 pub mod wait;
 
 pub use clock_server::FakeClockServer;
@@ -42,5 +48,7 @@ pub use database::{
 pub use faketime::fake_clock;
 pub use fixtures::{fixture_policy, replace_file, workspace_root};
 pub use locks::{held, lock_name};
-pub use process::{assert_exit, idmint, idmint_on, run, run_at_once, stderr, stdout, Seq};
+pub use process::{
+    assert_exit, idmint, idmint_on, printed_values, run, run_at_once, stderr, stdout, Seq,
+};
 pub use server::{uri, AuthServer, OwnedServer, ServerConfig};

@@ -21,6 +21,14 @@ pub fn stdout(output: &std::process::Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
+/// The values a command printed, one a line.
+pub fn printed_values(output: &std::process::Output) -> Vec<u64> {
+    stdout(output)
+        .lines()
+        .map(|line| line.parse().unwrap())
+        .collect()
+}
+
 /// A command's stderr, as text.
 pub fn stderr(output: &std::process::Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()

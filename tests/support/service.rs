@@ -4,6 +4,7 @@
 //! using it are plain `#[test]`s (blocking clients, no runtime to stall).
 
 use std::collections::HashMap;
+use std::ffi::OsStr;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, ChildStdout, Command, Stdio};
@@ -47,28 +48,12 @@ impl Service {
     /// Starts `command` (an `idmint` set up by the caller: a server of the
     /// test's own) as `serve --listen 127.0.0.1:0 ARGS`, and waits for the
     /// address it prints.
-    pub fn spawn(mut command: Command, args: &[&str]) -> Self {
-        let mut child = command
-            .args([
-                "serve",
-                "--listen",
-                "127.0.0.1:0",
-                "--admin-listen",
-                "127.0.0.1:0",
-            ])
-            .args(args)
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start idmint serve");
-        let stderr = read_lines(child.stderr.take().expect("piped stderr"));
-        let (address, admin) = listening(child.stdout.take().expect("piped stdout"))
-            .unwrap_or_else(|first| {
-                let log: Vec<String> = stderr.try_iter().collect();
-                panic!("idmint serve did not start: {first:?}\n{}", log.join("\n"))
-            });
+    pub fn spawn(command: Command, args: &[&str]) -> Self {
+        let (child, stderr, listening) = spawn_serve(command, "127.0.0.1:0", args);
+        let (address, admin) = listening.unwrap_or_else(|first| {
+            let log: Vec<String> = stderr.try_iter().collect();
+            panic!("idmint serve did not start: {first:?}\n{}", log.join("\n"))
+        });
         Self {
             child,
             address,
@@ -101,6 +86,29 @@ impl Drop for Service {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Starts `command` (an `idmint` set up by the caller) as `serve --listen
+/// LISTEN --admin-listen 127.0.0.1:0 ARGS`, logging at `info`: the
+/// process, the lines of its stderr, and the API and admin addresses it
+/// listens on ([`listening`]: `Err`, the line that came instead).
+pub fn spawn_serve<S: AsRef<OsStr>>(
+    mut command: Command,
+    listen: &str,
+    args: &[S],
+) -> (Child, Receiver<String>, Result<(String, String), String>) {
+    let mut child = command
+        .args(["serve", "--listen", listen, "--admin-listen", "127.0.0.1:0"])
+        .args(args)
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start idmint serve");
+    let stderr = read_lines(child.stderr.take().expect("piped stderr"));
+    let addresses = listening(child.stdout.take().expect("piped stdout"));
+    (child, stderr, addresses)
 }
 
 /// The API and admin addresses `idmint serve` prints first, once it

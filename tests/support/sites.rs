@@ -15,6 +15,11 @@ use super::{counter_name, database_name, idmint_on, OwnedServer, ServerConfig};
 /// The deadline of a take across deployments in these tests.
 pub const DEADLINE: Duration = Duration::from_secs(2);
 
+/// Whether `value` is one of `map`'s lanes in deployment `deployment`.
+pub fn in_deployment(map: &StripeMap, deployment: &str, value: u64) -> bool {
+    value > map.base && map.deployment_of((value - map.base - 1) % map.modulus) == Some(deployment)
+}
+
 /// One deployment of a test: a name, a connection string, a database.
 #[derive(Clone)]
 pub struct Site {
@@ -119,8 +124,9 @@ pub fn idmint_across(sites: &[Site], args: &[&str]) -> std::process::Command {
     command
 }
 
-/// `count` servers of the test's own (synced on commit), as `eu`, `us`
-/// and `ap`, in `test`'s database.
+/// `count` servers of the test's own, as `eu`, `us` and `ap`, in `test`'s
+/// database; each fsyncs every commit, so that what it acknowledged
+/// survives `kill -9`, as a real deployment's journal makes it.
 pub fn own_servers(test: &str, count: usize) -> (Vec<OwnedServer>, Vec<Site>) {
     const NAMES: [&str; 3] = ["eu", "us", "ap"];
     let servers: Vec<OwnedServer> = (0..count)

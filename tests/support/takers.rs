@@ -1,6 +1,11 @@
-//! Takers of a test: tasks that take from one opened counter until told to
-//! stop, recording every value, the longest take and every failure.
+//! Takers of a test: tasks that take from one opened counter, each a block
+//! ([`spawn_takers`]) or until told to stop ([`Takers`], recording every
+//! value, the longest take and every failure), and what every value taken
+//! must be ([`assert_distinct`], [`assert_each_lane_whole`]).
 
+use std::collections::{BTreeMap, HashSet};
+use std::fmt::Debug;
+use std::hash::Hash;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -10,6 +15,105 @@ use idmint::sequence::{OpenOptions, Sequence, SnowflakeOptions};
 
 use super::wait::{within, PATIENCE};
 use super::OwnedServer;
+
+/// What a test keeps of a value taken: its value (`u64`), its (timestamp,
+/// value) pair (`(u64, u64)`), or its (period, value) pair (`(String,
+/// u64)`).
+pub trait Taken: Clone + Eq + Hash + Debug + Send + 'static {
+    fn of(stamp: &Stamp) -> Self;
+}
+
+impl Taken for u64 {
+    fn of(stamp: &Stamp) -> Self {
+        stamp.sequence
+    }
+}
+
+impl Taken for (u64, u64) {
+    fn of(stamp: &Stamp) -> Self {
+        (stamp.timestamp_micros, stamp.sequence)
+    }
+}
+
+impl Taken for (String, u64) {
+    fn of(stamp: &Stamp) -> Self {
+        let period = stamp.period.expect("a periodic value has its period");
+        (period.to_string(), stamp.sequence)
+    }
+}
+
+/// What a test keeps of each of `stamps`.
+pub fn as_taken<T: Taken>(stamps: &[Stamp]) -> Vec<T> {
+    stamps.iter().map(T::of).collect()
+}
+
+/// Spawns `takers` tasks, each taking a block of `count` values of
+/// `sequence`.
+pub fn spawn_takers<T: Taken>(
+    sequence: &Sequence,
+    takers: usize,
+    count: usize,
+) -> Vec<tokio::task::JoinHandle<Vec<T>>> {
+    spawn_takers_at(sequence, takers, count, 0)
+}
+
+/// [`spawn_takers`] whose clock reads `client_micros`, frozen.
+pub fn spawn_takers_at<T: Taken>(
+    sequence: &Sequence,
+    takers: usize,
+    count: usize,
+    client_micros: u64,
+) -> Vec<tokio::task::JoinHandle<Vec<T>>> {
+    (0..takers)
+        .map(|_| {
+            let sequence = sequence.clone();
+            tokio::spawn(
+                async move { as_taken(&sequence.take(count, client_micros).await.unwrap()) },
+            )
+        })
+        .collect()
+}
+
+/// Every value the tasks of [`spawn_takers`] took, once they are done.
+pub async fn joined<T>(takers: Vec<tokio::task::JoinHandle<Vec<T>>>) -> Vec<T> {
+    let mut all = Vec::new();
+    for taker in takers {
+        all.extend(taker.await.unwrap());
+    }
+    all
+}
+
+/// Fails if any value (or pair) is there twice.
+#[track_caller]
+pub fn assert_distinct<T: Clone + Eq + Hash + Debug>(values: &[T]) {
+    let mut seen = HashSet::new();
+    for value in values {
+        assert!(seen.insert(value.clone()), "{value:?} handed out twice");
+    }
+}
+
+/// Every lane of `lanes` in `period` handed out its values with no gap and
+/// none twice: each residue class of the values is the first values of
+/// that class above `base` (0: from 1, as every lane is in a later period
+/// than its base's, or with no base).
+#[track_caller]
+pub fn assert_each_lane_whole(pairs: &[(String, u64)], period: &str, base: u64, lanes: u64) {
+    let mut by_lane: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+    for (_, value) in pairs.iter().filter(|(p, _)| p == period) {
+        assert!(*value > base, "{value} in {period} is not above {base}");
+        by_lane
+            .entry((value - base - 1) % lanes)
+            .or_default()
+            .push(*value);
+    }
+    for (residue, mut values) in by_lane {
+        values.sort_unstable();
+        let expected: Vec<u64> = (0..values.len() as u64)
+            .map(|k| base + residue + 1 + k * lanes)
+            .collect();
+        assert_eq!(values, expected, "lane {residue} in {period}");
+    }
+}
 
 /// What a loaded machine may add to a deadline before the take returns.
 pub const SLACK: Duration = Duration::from_millis(1500);
@@ -163,11 +267,7 @@ impl Takers {
     /// Stops them; every (timestamp, value) pair they took.
     pub async fn stop_pairs(self) -> (Vec<(u64, u64)>, Duration, Vec<String>) {
         let (stamps, slowest, errors) = self.stop_stamps().await;
-        let pairs = stamps
-            .iter()
-            .map(|stamp| (stamp.timestamp_micros, stamp.sequence))
-            .collect();
-        (pairs, slowest, errors)
+        (as_taken(&stamps), slowest, errors)
     }
 
     /// Stops them; every value they took, as its stamp.

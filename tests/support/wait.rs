@@ -10,10 +10,28 @@ pub const PATIENCE: Duration = Duration::from_secs(60);
 /// Polls `done` (every 100 ms, no guessed sleep) until it holds; fails
 /// naming `what` after `limit`.
 #[track_caller]
-pub fn until(limit: Duration, what: &str, mut done: impl FnMut() -> bool) {
+pub fn until(limit: Duration, what: &str, done: impl FnMut() -> bool) {
+    until_showing(limit, what, done, String::new);
+}
+
+/// [`until`], failing with what `shown` says then too (what the test was
+/// watching: a terminal's screen).
+#[track_caller]
+pub fn until_showing(
+    limit: Duration,
+    what: &str,
+    mut done: impl FnMut() -> bool,
+    shown: impl Fn() -> String,
+) {
     let start = Instant::now();
     while !done() {
-        assert!(start.elapsed() < limit, "not within {limit:?}: {what}");
+        if start.elapsed() >= limit {
+            let shown = shown();
+            if shown.is_empty() {
+                panic!("not within {limit:?}: {what}");
+            }
+            panic!("not within {limit:?}: {what}\n{shown}");
+        }
         std::thread::sleep(Duration::from_millis(100));
     }
 }

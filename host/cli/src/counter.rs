@@ -25,11 +25,12 @@ pub enum CounterCmd {
     Create(CreateArgs),
     /// Show a counter's kind and state (a striped counter: each lane's).
     Show(ShowArgs),
-    /// Give a counter a new generation of lanes (stripes) in this
-    /// deployment: every lane of the current one is sealed, and the new
-    /// lanes hand out values above all they handed out (a cyclic counter's:
-    /// timestamps above all they issued). An unstriped autoinc or cyclic
-    /// counter becomes striped.
+    /// Give a counter a new generation of lanes (stripes), in one
+    /// deployment or across several (--set eu:2,us:2): every lane of the
+    /// current one is sealed, and the new lanes hand out values above all
+    /// they handed out (a cyclic counter's: timestamps above all they
+    /// issued; a snowflake counter's: times). An unstriped autoinc,
+    /// segment, cyclic, periodic or snowflake counter becomes striped.
     Stripes(StripesArgs),
     /// Add a prefix to the ones a counter owns, or remove one (a prefix is
     /// owned by one counter, once, so that formatted IDs never collide).
@@ -129,6 +130,9 @@ pub struct StripesArgs {
     pub name: String,
     /// How many lanes the new generation has, or, across deployments,
     /// DEPLOYMENT:N,... (as in eu:2,us:2), each named with --uri NAME=URI.
+    /// A deployment that dies during the change stops it half way: the
+    /// command goes on finishing it for up to 30 s while the deployment
+    /// comes back, then fails (exit 3) and leaves it to the takers.
     #[arg(
         long,
         value_name = "N|LAYOUT",
@@ -275,7 +279,7 @@ impl CounterCmd {
             }
             CounterCmd::Stripes(args) => {
                 let name = CounterName::new(&args.name).map_err(idmint::Error::from)?;
-                let (database, deployments) = args.connect.connect_all().await?;
+                let (mut database, deployments) = args.connect.connect_all().await?;
                 let deployments = deployments.as_ref();
                 let verb = match (&args.forget, &args.set) {
                     (Some(forgotten), layout) => {
@@ -292,12 +296,27 @@ impl CounterCmd {
                         striping::forget(deployments, &name, forgotten, layout.as_ref())
                             .await
                             .map_err(idmint::Error::from)?;
+                        // Shown as a deployment it still spans holds it (the
+                        // first --uri may be the one forgotten).
+                        if let Some(surviving) = deployments
+                            .list()
+                            .iter()
+                            .find(|deployment| deployment.name != *forgotten)
+                        {
+                            database = surviving.database.clone();
+                        }
                         "forgot a deployment of "
                     }
                     (None, Some(layout)) => {
-                        striping::set_layout(&database, deployments, &name, layout)
-                            .await
-                            .map_err(idmint::Error::from)?;
+                        striping::set_layout_and_finish(
+                            &database,
+                            deployments,
+                            &name,
+                            layout,
+                            striping::FINISH_PATIENCE,
+                        )
+                        .await
+                        .map_err(idmint::Error::from)?;
                         ""
                     }
                     (None, None) => match striping::resume(&database, deployments, &name)

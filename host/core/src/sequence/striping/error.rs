@@ -255,6 +255,8 @@ pub enum StripingError {
     StoppedHalfWay {
         /// The layout it makes.
         to: String,
+        /// The generation it claimed.
+        generation: u64,
         /// What stopped it.
         reason: String,
     },

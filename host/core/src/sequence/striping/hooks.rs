@@ -3,8 +3,8 @@
 //! (the map read and a lane chosen, the take not sent) and
 //! [`Point::AfterTake`] (the take applied by the server, its answer not
 //! used yet); and a change of stripes between its seals and its writing
-//! of the new lanes ([`Point::BeforeLaneWrites`]), so that another change
-//! runs meanwhile; and a snowflake counter's tag between its draw and its
+//! of the new lanes ([`Point::AfterSeals`], [`Point::BeforeLaneWrites`]),
+//! so that another change runs meanwhile, or the change is slow; and a snowflake counter's tag between its draw and its
 //! claim ([`Point::AfterTagDrawn`]) or between its claim and the new
 //! counter's document ([`Point::AfterTagClaimed`]), so that a counter of
 //! another deployment brings the same tag meanwhile. Only in builds with
@@ -18,6 +18,9 @@ pub enum Point {
     BeforeTake,
     /// The take applied by the server; its answer not used yet.
     AfterTake,
+    /// A change of stripes: its lanes sealed (and its progress said), their
+    /// ceilings not recorded.
+    AfterSeals,
     /// A change of stripes: its lanes sealed, the new ones not written.
     BeforeLaneWrites,
     /// A snowflake counter's tag drawn (the `$inc` of the tags document

@@ -110,14 +110,17 @@ pub struct StripeMap {
 }
 
 /// A change of stripes under way, as its claim recorded it in every copy
-/// of the map: the layout it makes, and when it was claimed.
+/// of the map: the layout it makes, and when it was claimed or last made
+/// progress.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PendingChange {
     /// The layout of the generation it makes (`--set`).
     #[serde(serialize_with = "as_text")]
     pub to: Layout,
     /// When it was claimed, in milliseconds since 1970 by the clock of the
-    /// process that claimed it.
+    /// process that claimed it; in the home's copy, when that process last
+    /// said it made progress (its claim, its lanes placed, sealed, their
+    /// ceilings recorded, the new lanes written).
     pub since_ms: u64,
 }
 
@@ -132,7 +135,8 @@ fn as_text<S: serde::Serializer>(layout: &Layout, serializer: S) -> Result<S::Ok
 pub const STALLED_AFTER: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl PendingChange {
-    /// Whether it was claimed more than [`STALLED_AFTER`] before `now_ms`.
+    /// Whether it was claimed (or made progress) more than
+    /// [`STALLED_AFTER`] before `now_ms`.
     pub fn stalled_at(&self, now_ms: u64) -> bool {
         now_ms.saturating_sub(self.since_ms) >= STALLED_AFTER.as_millis() as u64
     }

@@ -25,7 +25,9 @@
 //!   buffered; `leased`: the lease of one whose values come from a lease
 //!   in a lane);
 //! - `create`: creating a striped counter; `restripe`: changing its
-//!   stripes, and finishing a change that stopped half way;
+//!   stripes, and finishing a change that stopped half way; `finish`: a
+//!   change that, stopped half way, finishes itself while its command
+//!   waits;
 //! - `show`: its lanes as they are, for `counter show`;
 //! - `hooks`: where a test holds takers mid-take (test builds only).
 //!
@@ -39,6 +41,7 @@ pub(crate) mod counting;
 mod create;
 mod deployments;
 mod error;
+mod finish;
 pub mod hooks;
 mod lane;
 mod layout;
@@ -58,6 +61,7 @@ pub use deployments::{
     check_deployment_name, Deployment, Deployments, HealthReport, FIRST_BACKOFF, LONGEST_BACKOFF,
 };
 pub use error::StripingError;
+pub use finish::{set_layout_and_finish, FINISH_PATIENCE};
 pub use lane::{lanes_of, LaneDocument, Mark, StripableKinds, CEILING_CHUNK, LANE_KIND, STRIPABLE};
 pub use layout::Layout;
 pub use map::{PendingChange, StripeMap, CEILINGS, STALLED_AFTER, STRIPED_KIND};

@@ -197,7 +197,10 @@ pub async fn set_layout(
         for lane in placeholders.lanes() {
             change.place(site_of(lane.residue()), lane).await?;
         }
+        change.progress().await?;
         let sealed = change.seal_all().await?;
+        change.progress().await?;
+        hooks::pass(database.name(), name.as_str(), Point::AfterSeals).await;
         let base = sealed
             .iter()
             .map(|(_, mark)| mark)
@@ -205,12 +208,14 @@ pub async fn set_layout(
             .max(Mark::of(forgotten_ceiling));
         let next = Generation::new(base.value, stripes).map_err(|error| striping(name, error))?;
         change.record_ceilings(&placement, next).await?;
+        change.progress().await?;
         hooks::pass(database.name(), name.as_str(), Point::BeforeLaneWrites).await;
         for lane in next.lanes() {
             change
                 .write(site_of(lane.residue()), lane, base.period.as_deref())
                 .await?;
         }
+        change.progress().await?;
         let mut new_map = StripeMap::live(&change.of, change.claim, next);
         new_map.base_period = base.period;
         new_map.incarnation = incarnation.clone();
@@ -222,8 +227,13 @@ pub async fn set_layout(
         }
         change.publish(&new_map).await?;
         Ok::<_, SequenceError>((new_map, sealed))
-    }
-    .await;
+    };
+    // While it works, the change says so every HEARTBEAT (once it claimed
+    // the home): a slow step is not taken for a stall.
+    let made = tokio::select! {
+        made = made => made,
+        never = change.heartbeat() => match never {},
+    };
     let (new_map, sealed) = made.map_err(|error| change.stopped(error))?;
     Ok(Restriped {
         map: new_map,
@@ -277,7 +287,7 @@ pub async fn resume(
 /// `database` and, if its map spans them, `deployments` hold; a copy
 /// claimed by a change counts as later than a live one of its generation
 /// only when its generation is higher.
-async fn latest_copy(
+pub(super) async fn latest_copy(
     database: &Database,
     deployments: Option<&Deployments>,
     name: &CounterName,
@@ -698,6 +708,10 @@ impl Sites {
     }
 }
 
+/// How often a change of stripes at work says so in the home's copy of the
+/// map (its claim's `since`), besides after each of its steps.
+const HEARTBEAT: Duration = Duration::from_secs(1);
+
 /// One change of a counter's stripes, which claimed generation `claim`.
 struct Change<'a> {
     sites: &'a Sites,
@@ -739,6 +753,7 @@ impl Change<'_> {
             self.name,
             StripingError::StoppedHalfWay {
                 to: self.to.to_string(),
+                generation: self.claim,
                 reason,
             },
         )
@@ -839,6 +854,48 @@ impl Change<'_> {
             Err(error) => error,
             _ => striping(self.name, StripingError::Concurrent),
         }
+    }
+
+    /// Says, every [`HEARTBEAT`] once it claimed the home, that this change
+    /// is at work ([`Change::progress`]); runs until dropped (the change
+    /// done or failed). A write that fails is left: the next one may pass.
+    async fn heartbeat(&self) -> std::convert::Infallible {
+        loop {
+            tokio::time::sleep(HEARTBEAT).await;
+            if self.home_claimed.load(std::sync::atomic::Ordering::SeqCst) {
+                let _ = self.progress().await;
+            }
+        }
+    }
+
+    /// Says, in the home's copy of the map, that this change is making
+    /// progress: its claim's `since` becomes now. Takers finish a change
+    /// only after it made none for [`RESUME_AFTER`](super::RESUME_AFTER):
+    /// a change that is slow (each write majority and journal, on a loaded
+    /// server) is not overtaken while it works, and overtaken once it stops.
+    async fn progress(&self) -> Result<(), SequenceError> {
+        let filter = doc! {
+            "_id": self.name.as_str(),
+            "striped.generation": self.claim as i64,
+            "striped.to": { "$exists": true },
+        };
+        let update = doc! { "$set": {
+            "striped.since": mongodb::bson::DateTime::from_millis(
+                (SystemClock.now_micros() / 1000) as i64,
+            ),
+        }};
+        self.sites
+            .at(
+                self.name,
+                self.sites.home_name(),
+                "mark the progress of the change of",
+                self.sites
+                    .collection(None)
+                    .update_one(filter, update)
+                    .write_concern(self.write_concern.clone()),
+            )
+            .await?;
+        Ok(())
     }
 
     /// A sealed lane where `lane` goes (in `site`; none: the home), unless

@@ -117,6 +117,9 @@ struct Inner {
 #[derive(Debug)]
 struct Stall {
     generation: u64,
+    /// When the change last said it made progress (its claim's `since`):
+    /// a change that does is not stalled.
+    progress_ms: u64,
     seen_since: Instant,
     tried_at: Option<Instant>,
     trying: bool,
@@ -573,9 +576,15 @@ impl StripedCounter {
         {
             let mut stall = self.inner.stall.lock().unwrap();
             let watch = match stall.as_mut() {
-                Some(watch) if watch.generation == map.generation => watch,
+                Some(watch)
+                    if watch.generation == map.generation
+                        && watch.progress_ms == change.since_ms =>
+                {
+                    watch
+                }
                 _ => stall.insert(Stall {
                     generation: map.generation,
+                    progress_ms: change.since_ms,
                     seen_since: now,
                     tried_at: None,
                     trying: false,

@@ -1,0 +1,123 @@
+//! A change of stripes that sees itself through: [`set_layout_and_finish`],
+//! what `idmint counter stripes --set` runs. A deployment that dies after
+//! the change claimed the counter's map leaves it half way (no live lane);
+//! instead of handing that to the next taker, the command goes on finishing
+//! its own change ([`resume_change`]) while the deployment comes back, for up to
+//! [`FINISH_PATIENCE`]. Past that it fails as before, named
+//! ([`StripingError::StoppedHalfWay`]), and takers finish the change once
+//! every deployment it needs answers.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use mongodb::Database;
+
+use super::deployments::Deployments;
+use super::error::StripingError;
+use super::layout::Layout;
+use super::restripe::{latest_copy, resume_change, set_layout, Restriped};
+use super::taker::RESUME_AFTER;
+use crate::error::class::ErrorClass;
+use crate::sequence::error::SequenceError;
+use crate::sequence::name::CounterName;
+
+/// How long a change of stripes that a deployment's failure stopped half
+/// way goes on trying to finish itself before its command gives up
+/// (a killed and restarted MongoDB server answers again within seconds).
+pub const FINISH_PATIENCE: Duration = Duration::from_secs(30);
+
+/// The first pause between two tries to finish; doubled each time, to
+/// [`LONGEST_PAUSE`].
+const FIRST_PAUSE: Duration = Duration::from_millis(250);
+const LONGEST_PAUSE: Duration = Duration::from_secs(2);
+
+/// [`set_layout`], which, when a deployment's failure stops the change half
+/// way, finishes it (the layout its claim recorded) once the deployments
+/// answer again, within `patience`. Finished by another process meanwhile
+/// (a taker, `counter show`): the map as it is then, no lanes sealed by
+/// this call. Refused at its start: the same error as [`set_layout`]'s.
+///
+/// It tries again at once while the change is where it stopped (no other
+/// process claimed it since); one that another process took over is left
+/// to that process while it is at work, and finished here only once it
+/// made no progress for [`RESUME_AFTER`], as a taker would.
+pub async fn set_layout_and_finish(
+    database: &Database,
+    deployments: Option<&Deployments>,
+    name: &CounterName,
+    layout: &Layout,
+    patience: Duration,
+) -> Result<Restriped, SequenceError> {
+    let (mut stopped, mut own_claim) = match set_layout(database, deployments, name, layout).await {
+        Err(error) => match stopped_at(&error) {
+            Some(generation) => (error, generation),
+            None => return Err(error),
+        },
+        done => return done,
+    };
+    let deadline = Instant::now() + patience;
+    let mut pause = FIRST_PAUSE;
+    // The claim last seen (generation, `since`) and since when.
+    let mut watch: Option<((u64, u64), Instant)> = None;
+    loop {
+        if Instant::now() + pause > deadline {
+            return Err(stopped);
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(LONGEST_PAUSE);
+        let map = match latest_copy(database, deployments, name).await {
+            Ok(map) => map,
+            Err(error) if worth_another_try(&error) => continue,
+            Err(error) => return Err(error),
+        };
+        let Some(change) = map.change.as_ref().filter(|_| !map.live) else {
+            return Ok(Restriped {
+                map,
+                sealed: Vec::new(),
+            });
+        };
+        let now = Instant::now();
+        let claim = (map.generation, change.since_ms);
+        let seen_since = match watch {
+            Some((seen, since)) if seen == claim => since,
+            _ => watch.insert((claim, now)).1,
+        };
+        let still_ours = map.generation == own_claim;
+        if !still_ours && now.duration_since(seen_since) < RESUME_AFTER {
+            continue;
+        }
+        match resume_change(database, deployments, name, &map).await {
+            Ok(restriped) => return Ok(restriped),
+            Err(error) => match stopped_at(&error) {
+                Some(generation) => (stopped, own_claim) = (error, generation),
+                None if worth_another_try(&error) => {}
+                None => return Err(error),
+            },
+        }
+    }
+}
+
+/// The generation a change claimed if `error` says it stopped half way.
+fn stopped_at(error: &SequenceError) -> Option<u64> {
+    match error {
+        SequenceError::Striping {
+            source: StripingError::StoppedHalfWay { generation, .. },
+            ..
+        } => Some(*generation),
+        _ => None,
+    }
+}
+
+/// A deployment still not answering, or another process finishing the
+/// same change at the same time: the next try may finish it.
+fn worth_another_try(error: &SequenceError) -> bool {
+    error.class() == ErrorClass::Unavailable
+        || matches!(
+            error,
+            SequenceError::Striping {
+                source: StripingError::Concurrent,
+                ..
+            }
+        )
+}

@@ -1,0 +1,162 @@
+//! A change of stripes sees itself through (issue 49, §3). One that is
+//! slow but makes progress is not overtaken by its takers: each step of a
+//! change, and a heartbeat, say so in the map (`striped.since`), and a
+//! taker finishes a change only after it made no progress for
+//! `RESUME_AFTER` (without it, on a loaded server where a change's writes
+//! take seconds, takers finishing a change overtook one another and the
+//! change's own command, none finishing: the soak's changes left half
+//! way). And one that a dead deployment stopped half way is finished by its
+//! own command once the deployment answers again, within its patience.
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use mongodb::bson::{doc, Document};
+
+use idmint::sequence::striping::hooks::{hold, Point};
+use idmint::sequence::striping::{
+    create_laid_out, create_striped, set_layout_and_finish, set_stripes, Layout, FINISH_PATIENCE,
+    RESUME_AFTER,
+};
+use idmint::sequence::{CounterKind, CounterSpec, OpenOptions, Sequence};
+
+use crate::support::sites::{connect, own_servers, DEADLINE};
+use crate::support::takers::Takers;
+use crate::support::wait::{within, PATIENCE};
+use crate::support::{counter_name, database, database_name};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_change_making_progress_is_not_overtaken_by_its_takers() {
+    const TEST: &str = "striped_progress_slow";
+    let database = database(TEST).await;
+    let name = counter_name("c");
+    create_striped(
+        &database,
+        &name,
+        &CounterSpec::of(CounterKind::Autoinc).prefixes(Vec::new()),
+        2,
+    )
+    .await
+    .unwrap();
+    let (sequence, _) = Sequence::open(&database, name.clone(), &OpenOptions::default())
+        .await
+        .unwrap();
+    let takers = Takers::start(&sequence, 2);
+    takers.progress(50, "values before the change").await;
+
+    // The change held twice, each time for three fifths of RESUME_AFTER:
+    // longer than RESUME_AFTER in all (its takers waiting on it all the
+    // while), no step as long. The pauses are the slowness under test.
+    let seals = hold(&database_name(TEST), "c", Point::AfterSeals, 1);
+    let writes = hold(&database_name(TEST), "c", Point::BeforeLaneWrites, 1);
+    let change = {
+        let (database, name) = (database.clone(), name.clone());
+        tokio::spawn(async move { set_stripes(&database, &name, 3).await })
+    };
+    let step = RESUME_AFTER * 3 / 5;
+    seals.arrived().await;
+    tokio::time::sleep(step).await;
+    seals.release().await;
+    writes.arrived().await;
+    tokio::time::sleep(step).await;
+    writes.release().await;
+    let changed = change.await.unwrap();
+
+    takers.progress(50, "values after the change").await;
+    let (values, _, errors) = takers.stop().await;
+    let map = sequence.state().await.unwrap().striped.unwrap();
+    let _ = sequence.close().await;
+    let changed = changed.unwrap_or_else(|error| panic!("the slow change failed: {error}"));
+    assert_eq!(changed.map.modulus, 3, "{}", changed.map.describe());
+    assert!(
+        map.live && map.generation == changed.map.generation,
+        "{}",
+        map.describe()
+    );
+    assert!(errors.is_empty(), "takes failed: {errors:?}");
+    let mut seen = HashSet::new();
+    for value in values {
+        assert!(seen.insert(value), "{value} taken twice");
+    }
+}
+
+/// The home copy's `striped.since` (when the change that claimed it last
+/// said it was at work), in milliseconds.
+async fn since(database: &mongodb::Database, name: &str) -> Option<i64> {
+    let counters = database.collection::<Document>("counters");
+    let found = counters.find_one(doc! { "_id": name }).await.ok()??;
+    let striped = found.get_document("striped").ok()?;
+    striped
+        .get_datetime("since")
+        .ok()
+        .map(|since| since.timestamp_millis())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_a_dead_deployment_stopped_is_finished_by_its_own_command() {
+    const TEST: &str = "striped_progress_own_finish";
+    let (mut owned, sites) = own_servers(TEST, 2);
+    let deployments = connect(&sites, DEADLINE).await;
+    let name = counter_name("c");
+    let preferred = deployments.preferred().database.clone();
+    let spec = CounterSpec::of(CounterKind::Autoinc).prefixes(Vec::new());
+    let layout: Layout = "eu:1,us:1".parse().unwrap();
+    create_laid_out(&preferred, Some(&deployments), &name, &spec, &layout)
+        .await
+        .unwrap();
+
+    // The command's change held with its lanes sealed; `us` killed.
+    let held = hold(&database_name(TEST), "c", Point::BeforeLaneWrites, 1);
+    let command = {
+        let (preferred, deployments, name) = (preferred.clone(), deployments.clone(), name.clone());
+        tokio::spawn(async move {
+            let wider: Layout = "eu:2,us:2".parse().unwrap();
+            set_layout_and_finish(
+                &preferred,
+                Some(&deployments),
+                &name,
+                &wider,
+                FINISH_PATIENCE,
+            )
+            .await
+        })
+    };
+    held.arrived().await;
+    owned[1].kill();
+    // Its next seals (of a try to finish it) are held too: they can only
+    // come once `us` answers again.
+    let finishing = hold(&database_name(TEST), "c", Point::AfterSeals, 1);
+    held.release().await;
+    // It stopped half way: it no longer says it is at work.
+    within(PATIENCE, "the change's heartbeat to stop", async {
+        let mut last = (since(&preferred, "c").await, Instant::now());
+        loop {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let now = since(&preferred, "c").await;
+            if now != last.0 {
+                last = (now, Instant::now());
+            } else if last.1.elapsed() > Duration::from_secs(3) {
+                return;
+            }
+        }
+    })
+    .await;
+    assert!(
+        !command.is_finished(),
+        "the command gave up while us was down"
+    );
+    owned[1].restart();
+    within(
+        PATIENCE,
+        "the command to finish its change",
+        finishing.arrived(),
+    )
+    .await;
+    finishing.release().await;
+    let finished = command.await.unwrap();
+    drop(owned);
+
+    let finished = finished.unwrap_or_else(|error| panic!("the command failed: {error}"));
+    assert!(finished.map.live, "{}", finished.map.describe());
+    assert_eq!(finished.map.placement, ["eu", "eu", "us", "us"]);
+}
