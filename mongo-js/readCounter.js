@@ -206,7 +206,8 @@ function (keyName, doc, expectedKind, lanesKind) {
     return { unit: unit, timeBits: t, workerBits: w, seqBits: s };
   }
 
-  // The host's LaneOf::of (striping/lane.rs): what the lanes of a counter
+  // The host's lanes_of (striping/lane.rs, each kind's Stripable::of in
+  // kinds/<kind>/lanes.rs): what the lanes of a counter
   // of `kind` whose own document (its map) is `source` are made of, read
   // from the kind's own fields; its reasons are the kind reader's.
   function lanesOf(kind, source) {

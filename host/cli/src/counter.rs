@@ -258,19 +258,14 @@ impl CounterCmd {
                 // A change of stripes long stopped half way is finished
                 // first, as a taker would (what it says if it cannot be:
                 // the map below, still half way).
-                let now_ms = idmint::SystemClock.now_micros() / 1000;
-                let stalled = state.striped.as_ref().is_some_and(|map| {
-                    !map.live
-                        && map
-                            .change
-                            .as_ref()
-                            .is_some_and(|change| change.stalled_at(now_ms))
-                });
-                if stalled
-                    && striping::resume(&database, deployments.as_ref(), &name)
-                        .await
-                        .is_ok()
-                {
+                let finished = match &state.striped {
+                    Some(map) => {
+                        striping::finish_if_stalled(&database, deployments.as_ref(), &name, map)
+                            .await
+                    }
+                    None => Ok(false),
+                };
+                if let Ok(true) = finished {
                     state = sequence::state(&database, &name)
                         .await
                         .map_err(idmint::Error::from)?;

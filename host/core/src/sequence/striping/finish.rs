@@ -16,9 +16,11 @@ use mongodb::Database;
 use super::deployments::Deployments;
 use super::error::StripingError;
 use super::layout::Layout;
+use super::map::StripeMap;
 use super::restripe::{latest_copy, resume_change, set_layout, Restriped};
-use super::taker::RESUME_AFTER;
+use super::taker::{RESUME_AFTER, SEEN_STILL};
 use crate::error::class::ErrorClass;
+use crate::sequence::clock::{Clock, SystemClock};
 use crate::sequence::error::SequenceError;
 use crate::sequence::name::CounterName;
 
@@ -120,4 +122,38 @@ fn worth_another_try(error: &SequenceError) -> bool {
                 ..
             }
         )
+}
+
+/// What `counter show` does before it shows counter `name`, whose map it
+/// read as `map`: a change of stripes that looks stalled by this process's
+/// clock ([`PendingChange::stalled_at`](super::PendingChange::stalled_at))
+/// is watched for [`SEEN_STILL`] (the claimant's clock may be behind this
+/// one's; a change at work says so every second), and finished if it made
+/// no progress meanwhile. Whether it was finished here.
+pub async fn finish_if_stalled(
+    database: &Database,
+    deployments: Option<&Deployments>,
+    name: &CounterName,
+    map: &StripeMap,
+) -> Result<bool, SequenceError> {
+    let now_ms = SystemClock.now_micros() / 1000;
+    let Some(change) = map.change.as_ref().filter(|_| !map.live) else {
+        return Ok(false);
+    };
+    if !change.stalled_at(now_ms) {
+        return Ok(false);
+    }
+    tokio::time::sleep(SEEN_STILL).await;
+    let again = latest_copy(database, deployments, name).await?;
+    let still = again.generation == map.generation
+        && again
+            .change
+            .as_ref()
+            .filter(|_| !again.live)
+            .is_some_and(|later| later.since_ms == change.since_ms);
+    if !still {
+        return Ok(false);
+    }
+    resume_change(database, deployments, name, &again).await?;
+    Ok(true)
 }

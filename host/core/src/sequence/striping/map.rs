@@ -118,7 +118,7 @@ pub struct PendingChange {
     #[serde(serialize_with = "as_text")]
     pub to: Layout,
     /// When it was claimed, in milliseconds since 1970 by the clock of the
-    /// process that claimed it; in the home's copy, when that process last
+    /// process that claimed it; when that process last
     /// said it made progress (its claim, its lanes placed, sealed, their
     /// ceilings recorded, the new lanes written).
     pub since_ms: u64,

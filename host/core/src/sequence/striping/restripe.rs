@@ -441,7 +441,7 @@ impl Sites {
             .collect();
         Ok(Self {
             list,
-            deadline: Some(given.take_deadline()),
+            deadline: Some(given.take_deadline().max(CHANGE_STEP_DEADLINE)),
         })
     }
 
@@ -708,7 +708,14 @@ impl Sites {
     }
 }
 
-/// How often a change of stripes at work says so in the home's copy of the
+/// The least time one step of a change of stripes across deployments (a
+/// read or a write in one of them) is given before the deployment is taken
+/// for unreachable and the change stops: a take's deadline (seconds) is
+/// for takes; a loaded server that answers a change's durable write in 4 s
+/// is slow, not down, and a change stopped for it is one more to finish.
+const CHANGE_STEP_DEADLINE: Duration = Duration::from_secs(15);
+
+/// How often a change of stripes at work says so in every copy of the
 /// map (its claim's `since`), besides after each of its steps.
 const HEARTBEAT: Duration = Duration::from_secs(1);
 
@@ -868,7 +875,7 @@ impl Change<'_> {
         }
     }
 
-    /// Says, in the home's copy of the map, that this change is making
+    /// Says, in every copy of the map, that this change is making
     /// progress: its claim's `since` becomes now. Takers finish a change
     /// only after it made none for [`RESUME_AFTER`](super::RESUME_AFTER):
     /// a change that is slow (each write majority and journal, on a loaded
@@ -884,17 +891,20 @@ impl Change<'_> {
                 (SystemClock.now_micros() / 1000) as i64,
             ),
         }};
-        self.sites
-            .at(
-                self.name,
-                self.sites.home_name(),
-                "mark the progress of the change of",
-                self.sites
-                    .collection(None)
-                    .update_one(filter, update)
-                    .write_concern(self.write_concern.clone()),
-            )
-            .await?;
+        // In every copy: a taker reads the copy of the deployment it
+        // prefers.
+        for (site, collection) in &self.sites.list {
+            self.sites
+                .at(
+                    self.name,
+                    site,
+                    "mark the progress of the change of",
+                    collection
+                        .update_one(filter.clone(), update.clone())
+                        .write_concern(self.write_concern.clone()),
+                )
+                .await?;
+        }
         Ok(())
     }
 

@@ -71,6 +71,17 @@ pub const RESUME_AFTER: Duration = Duration::from_secs(5);
 /// finish it.
 const CHANGE_PATIENCE: Duration = Duration::from_secs(15);
 
+/// How long [`StripedCounter::close`] lets a try of its handle to finish a
+/// change of stripes end before it returns.
+pub const FINISH_ON_CLOSE: Duration = Duration::from_secs(30);
+
+/// How long a handle must see a change of stripes make no progress (its
+/// claim's `since` unchanged) before a claim that looks stalled by this
+/// process's clock ([`STALLED_AFTER`](super::map::STALLED_AFTER)) is taken
+/// for one: a change at work says so every second, and the claimant's
+/// clock may be behind this one's.
+pub const SEEN_STILL: Duration = Duration::from_millis(2500);
+
 /// The shortest time between two tries of one handle to finish a change.
 const RESUME_EVERY: Duration = Duration::from_millis(250);
 
@@ -107,6 +118,10 @@ struct Inner {
     known: Mutex<HashMap<String, KnownLane>>,
     /// What it saw of a change of stripes half way, to finish it.
     stall: Mutex<Option<Stall>>,
+    /// Its try to finish such a change, under way in the background:
+    /// [`StripedCounter::close`] lets it end (a process that exits
+    /// mid-try would leave the change claimed further and still half way).
+    finishing: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// The lanes whose ceiling it is raising ahead of need, by `_id`.
     raising: Mutex<std::collections::HashSet<String>>,
 }
@@ -204,6 +219,7 @@ impl StripedCounter {
                 known: Mutex::new(HashMap::new()),
                 taking,
                 stall: Mutex::new(None),
+                finishing: Mutex::new(None),
                 raising: Mutex::new(std::collections::HashSet::new()),
             }),
         })
@@ -214,9 +230,15 @@ impl StripedCounter {
         &self.inner.name
     }
 
-    /// Ends its use: a lease it holds in a lane (a snowflake counter's
-    /// worker id) is released.
+    /// Ends its use: its try to finish a change of stripes half way, if
+    /// one is under way, is let end (for up to [`FINISH_ON_CLOSE`]); a
+    /// lease it holds in a lane (a snowflake counter's worker id) is
+    /// released.
     pub async fn close(&self) -> Result<(), SequenceError> {
+        let finishing = self.inner.finishing.lock().unwrap().take();
+        if let Some(finishing) = finishing {
+            let _ = tokio::time::timeout(FINISH_ON_CLOSE, finishing).await;
+        }
         match &self.inner.taking {
             Taking::Leased(leased) => leased.close().await,
             Taking::Values | Taking::Buffered(_) => Ok(()),
@@ -563,7 +585,8 @@ impl StripedCounter {
     /// Finishes, in the background, the change of stripes that claimed
     /// `map` (not live) once this handle has seen it half way for
     /// [`RESUME_AFTER`], or its claim is older than
-    /// [`STALLED_AFTER`](super::map::STALLED_AFTER) by this process's clock;
+    /// [`STALLED_AFTER`](super::map::STALLED_AFTER) by this process's clock
+    /// and it has seen it still for [`SEEN_STILL`];
     /// one try at a time, at most every [`RESUME_EVERY`]. A try that finds
     /// a deployment the change needs unreachable fails and is made again;
     /// two processes finishing it at once: one wins, the other changes
@@ -575,6 +598,11 @@ impl StripedCounter {
         let now = Instant::now();
         {
             let mut stall = self.inner.stall.lock().unwrap();
+            // A try of this handle's own, under way, stays its one try
+            // whatever the change claims or says meanwhile.
+            let (tried_at, trying) = stall
+                .as_ref()
+                .map_or((None, false), |watch| (watch.tried_at, watch.trying));
             let watch = match stall.as_mut() {
                 Some(watch)
                     if watch.generation == map.generation
@@ -586,13 +614,17 @@ impl StripedCounter {
                     generation: map.generation,
                     progress_ms: change.since_ms,
                     seen_since: now,
-                    tried_at: None,
-                    trying: false,
+                    tried_at,
+                    trying,
                 }),
             };
             let now_ms = SystemClock.now_micros() / 1000;
-            let stalled = now.saturating_duration_since(watch.seen_since) >= RESUME_AFTER
-                || change.stalled_at(now_ms);
+            // Its claim's clock is another process's: a claim that looks
+            // old by this one's clock counts only once this handle has
+            // seen it make no progress for a few of its heartbeats.
+            let still_for = now.saturating_duration_since(watch.seen_since);
+            let stalled =
+                still_for >= RESUME_AFTER || (change.stalled_at(now_ms) && still_for >= SEEN_STILL);
             let rested = watch
                 .tried_at
                 .is_none_or(|at| now.saturating_duration_since(at) >= RESUME_EVERY);
@@ -604,7 +636,7 @@ impl StripedCounter {
         }
         let handle = self.clone();
         let map = map.clone();
-        tokio::spawn(async move {
+        let finishing = tokio::spawn(async move {
             let inner = &handle.inner;
             // Failed (a deployment still unreachable, another process
             // finishing it first): the next take that finds it half way
@@ -614,6 +646,7 @@ impl StripedCounter {
                 watch.trying = false;
             }
         });
+        *self.inner.finishing.lock().unwrap() = Some(finishing);
     }
 
     /// Whether a take with no deadline still waits for the change of
