@@ -7,6 +7,9 @@
 //! change's own command, none finishing: the soak's changes left half
 //! way). And one that a dead deployment stopped half way is finished by its
 //! own command once the deployment answers again, within its patience.
+//! A change whose own writes answer slowly asks for more patience
+//! (four times its slowest write), so that gaps of seconds between its
+//! heartbeats are not taken for a stall either.
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -67,6 +70,68 @@ async fn a_slow_change_making_progress_is_not_overtaken_by_its_takers() {
     let map = sequence.state().await.unwrap().striped.unwrap();
     let _ = sequence.close().await;
     let changed = changed.unwrap_or_else(|error| panic!("the slow change failed: {error}"));
+    assert_eq!(changed.map.modulus, 3, "{}", changed.map.describe());
+    assert!(
+        map.live && map.generation == changed.map.generation,
+        "{}",
+        map.describe()
+    );
+    assert!(errors.is_empty(), "takes failed: {errors:?}");
+    let mut seen = HashSet::new();
+    for value in values {
+        assert!(seen.insert(value), "{value} taken twice");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_whose_writes_answer_slowly_is_not_overtaken_by_its_takers() {
+    const TEST: &str = "striped_progress_slow_writes";
+    let database = database(TEST).await;
+    let name = counter_name("c");
+    create_striped(
+        &database,
+        &name,
+        &CounterSpec::of(CounterKind::Autoinc).prefixes(Vec::new()),
+        2,
+    )
+    .await
+    .unwrap();
+    let (sequence, _) = Sequence::open(&database, name.clone(), &OpenOptions::default())
+        .await
+        .unwrap();
+    let takers = Takers::start(&sequence, 2);
+    takers.progress(50, "values before the change").await;
+
+    // The change parked with its lanes sealed, its takers waiting on it;
+    // meanwhile only its heartbeats say it is at work, and they answer
+    // slowly, as a loaded server's writes do: one in two fifths of
+    // RESUME_AFTER (so the change asks for four times that), then one in
+    // six fifths, which leaves longer than RESUME_AFTER between two of its
+    // progress writes.
+    let db = database_name(TEST);
+    let seals = hold(&db, "c", Point::AfterSeals, 1);
+    let change = {
+        let (database, name) = (database.clone(), name.clone());
+        tokio::spawn(async move { set_stripes(&database, &name, 3).await })
+    };
+    seals.arrived().await;
+    let slow = hold(&db, "c", Point::AfterHeartbeat, 1);
+    slow.arrived().await;
+    let slower = hold(&db, "c", Point::AfterHeartbeat, 1);
+    tokio::time::sleep(RESUME_AFTER * 2 / 5).await;
+    slow.release().await;
+    slower.arrived().await;
+    tokio::time::sleep(RESUME_AFTER * 6 / 5).await;
+    slower.release().await;
+    seals.release().await;
+    let changed = change.await.unwrap();
+
+    takers.progress(50, "values after the change").await;
+    let (values, _, errors) = takers.stop().await;
+    let map = sequence.state().await.unwrap().striped.unwrap();
+    let _ = sequence.close().await;
+    let changed =
+        changed.unwrap_or_else(|error| panic!("the change with slow writes failed: {error}"));
     assert_eq!(changed.map.modulus, 3, "{}", changed.map.describe());
     assert!(
         map.live && map.generation == changed.map.generation,

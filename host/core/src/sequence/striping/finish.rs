@@ -18,7 +18,6 @@ use super::error::StripingError;
 use super::layout::Layout;
 use super::map::StripeMap;
 use super::restripe::{latest_copy, resume_change, set_layout, Restriped};
-use super::taker::{RESUME_AFTER, SEEN_STILL};
 use crate::error::class::ErrorClass;
 use crate::sequence::clock::{Clock, SystemClock};
 use crate::sequence::error::SequenceError;
@@ -43,7 +42,8 @@ const LONGEST_PAUSE: Duration = Duration::from_secs(2);
 /// It tries again at once while the change is where it stopped (no other
 /// process claimed it since); one that another process took over is left
 /// to that process while it is at work, and finished here only once it
-/// made no progress for [`RESUME_AFTER`], as a taker would.
+/// made no progress for its patience ([`PendingChange::patience`](super::PendingChange::patience)), as a
+/// taker would.
 pub async fn set_layout_and_finish(
     database: &Database,
     deployments: Option<&Deployments>,
@@ -86,7 +86,7 @@ pub async fn set_layout_and_finish(
             _ => watch.insert((claim, now)).1,
         };
         let still_ours = map.generation == own_claim;
-        if !still_ours && now.duration_since(seen_since) < RESUME_AFTER {
+        if !still_ours && now.duration_since(seen_since) < change.patience() {
             continue;
         }
         match resume_change(database, deployments, name, &map).await {
@@ -127,7 +127,7 @@ fn worth_another_try(error: &SequenceError) -> bool {
 /// What `counter show` does before it shows counter `name`, whose map it
 /// read as `map`: a change of stripes that looks stalled by this process's
 /// clock ([`PendingChange::stalled_at`](super::PendingChange::stalled_at))
-/// is watched for [`SEEN_STILL`] (the claimant's clock may be behind this
+/// is watched for [`PendingChange::seen_still`](super::PendingChange::seen_still) (the claimant's clock may be behind this
 /// one's; a change at work says so every second), and finished if it made
 /// no progress meanwhile. Whether it was finished here.
 pub async fn finish_if_stalled(
@@ -143,7 +143,7 @@ pub async fn finish_if_stalled(
     if !change.stalled_at(now_ms) {
         return Ok(false);
     }
-    tokio::time::sleep(SEEN_STILL).await;
+    tokio::time::sleep(change.seen_still()).await;
     let again = latest_copy(database, deployments, name).await?;
     let still = again.generation == map.generation
         && again

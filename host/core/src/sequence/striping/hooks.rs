@@ -4,7 +4,8 @@
 //! [`Point::AfterTake`] (the take applied by the server, its answer not
 //! used yet); and a change of stripes between its seals and its writing
 //! of the new lanes ([`Point::AfterSeals`], [`Point::BeforeLaneWrites`]),
-//! so that another change runs meanwhile, or the change is slow; and a snowflake counter's tag between its draw and its
+//! so that another change runs meanwhile, or the change is slow, or in a
+//! heartbeat ([`Point::AfterHeartbeat`]), so that its writes are slow; and a snowflake counter's tag between its draw and its
 //! claim ([`Point::AfterTagDrawn`]) or between its claim and the new
 //! counter's document ([`Point::AfterTagClaimed`]), so that a counter of
 //! another deployment brings the same tag meanwhile. Only in builds with
@@ -23,6 +24,9 @@ pub enum Point {
     AfterSeals,
     /// A change of stripes: its lanes sealed, the new ones not written.
     BeforeLaneWrites,
+    /// A change of stripes' heartbeat: the write that says it is at work
+    /// applied, its answer not used yet (held, a write slow to answer).
+    AfterHeartbeat,
     /// A snowflake counter's tag drawn (the `$inc` of the tags document
     /// done), its claim not written yet.
     AfterTagDrawn,
@@ -58,7 +62,8 @@ mod held {
 
     /// The first `takers` takes of counter `counter` (`database.name`)
     /// that reach `point` wait there until [`Hold::release`]; later ones
-    /// pass. Dropping the hold ends it.
+    /// pass, or wait at another hold of the point made meanwhile. Dropping
+    /// the hold ends it.
     pub fn hold(database: &str, counter: &str, point: Point, takers: usize) -> Hold {
         let held = Arc::new(Held {
             counter: format!("{database}.{counter}"),
@@ -105,7 +110,13 @@ mod held {
             .lock()
             .unwrap()
             .iter()
-            .find(|held| held.counter == key && held.point == point)
+            // The first hold of the point with takes still to hold: a test
+            // holds one take, then the next, with two holds.
+            .find(|held| {
+                held.counter == key
+                    && held.point == point
+                    && held.passed.load(Ordering::SeqCst) < held.takers
+            })
             .cloned();
         if let Some(held) = held {
             if held.passed.fetch_add(1, Ordering::SeqCst) < held.takers {

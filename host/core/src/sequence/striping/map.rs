@@ -26,6 +26,8 @@
 //! deployments); it is empty while a change of stripes is under way
 //! (generation 0: the counter was unstriped and is being striped).
 
+use std::time::Duration;
+
 use mongodb::bson::{doc, Bson, Document};
 use serde::Serialize;
 
@@ -122,6 +124,13 @@ pub struct PendingChange {
     /// said it made progress (its claim, its lanes placed, sealed, their
     /// ceilings recorded, the new lanes written).
     pub since_ms: u64,
+    /// How long its claimant asks others to see it make no progress before
+    /// they take it for stalled, in milliseconds: four times its slowest
+    /// write so far (a loaded server answering a write in 3 s makes gaps
+    /// of as long between its heartbeats). None: [`RESUME_AFTER`] (a claim
+    /// that said none, as an idmint before it wrote them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub patience_ms: Option<u64>,
 }
 
 fn as_text<S: serde::Serializer>(layout: &Layout, serializer: S) -> Result<S::Ok, S::Error> {
@@ -131,14 +140,57 @@ fn as_text<S: serde::Serializer>(layout: &Layout, serializer: S) -> Result<S::Ok
 /// How long a change of stripes may stay half way before a process that
 /// finds it so finishes it, by the claim's own clock against this
 /// process's (a process that watched it stay so uses its own watch:
-/// `taker.rs`).
-pub const STALLED_AFTER: std::time::Duration = std::time::Duration::from_secs(10);
+/// `taker.rs`); at least twice the change's [`patience`](PendingChange::patience).
+pub const STALLED_AFTER: Duration = Duration::from_secs(10);
+
+/// How long a process watches a change of stripes make no progress (the
+/// map claimed, no live lane, its claim's `since` unchanged) before it
+/// finishes the change itself, unless the change asks for more
+/// ([`PendingChange::patience`]).
+pub const RESUME_AFTER: Duration = Duration::from_secs(5);
+
+/// How long a process must see a change of stripes make no progress
+/// before a claim that looks stalled by this process's clock
+/// ([`STALLED_AFTER`]) is taken for one: a change at work says so every
+/// second, and the claimant's clock may be behind this one's; at least
+/// half the change's patience.
+pub const SEEN_STILL: Duration = Duration::from_millis(2500);
+
+/// The most a change of stripes may ask others to wait on it: a claimant
+/// that died leaves the counter with no live lane for at most this long.
+pub const LONGEST_PATIENCE: Duration = Duration::from_secs(60);
 
 impl PendingChange {
+    /// How long a process must see it make no progress before finishing
+    /// it: [`RESUME_AFTER`], or what its claimant asked for, at most
+    /// [`LONGEST_PATIENCE`].
+    pub fn patience(&self) -> Duration {
+        self.patience_ms
+            .map(Duration::from_millis)
+            .unwrap_or(RESUME_AFTER)
+            .clamp(RESUME_AFTER, LONGEST_PATIENCE)
+    }
+
     /// Whether it was claimed (or made progress) more than
-    /// [`STALLED_AFTER`] before `now_ms`.
+    /// [`STALLED_AFTER`] (or twice its patience) before `now_ms`.
     pub fn stalled_at(&self, now_ms: u64) -> bool {
-        now_ms.saturating_sub(self.since_ms) >= STALLED_AFTER.as_millis() as u64
+        let after = STALLED_AFTER.max(self.patience() * 2);
+        now_ms.saturating_sub(self.since_ms) >= after.as_millis() as u64
+    }
+
+    /// How long a process that finds it stalled by its clock
+    /// ([`PendingChange::stalled_at`]) must still see it make no progress:
+    /// [`SEEN_STILL`], or half its patience.
+    pub fn seen_still(&self) -> Duration {
+        SEEN_STILL.max(self.patience() / 2)
+    }
+
+    /// Whether a process that has seen it make no progress for `still_for`
+    /// may finish it, at `now_ms` by that process's clock: after its
+    /// patience, or once it looks stalled by that clock and was seen still
+    /// for [`PendingChange::seen_still`].
+    pub fn stalled(&self, still_for: Duration, now_ms: u64) -> bool {
+        still_for >= self.patience() || (self.stalled_at(now_ms) && still_for >= self.seen_still())
     }
 }
 
@@ -420,6 +472,9 @@ impl StripeMap {
                 "since",
                 mongodb::bson::DateTime::from_millis(change.since_ms as i64),
             );
+            if let Some(patience_ms) = change.patience_ms {
+                document.insert("patience_ms", patience_ms as i64);
+            }
         }
         document
     }
@@ -487,7 +542,22 @@ fn read_change(striped: &Document) -> Result<Option<PendingChange>, String> {
         }
         None => return Err("striped.to is set but striped.since is missing".to_string()),
     };
-    Ok(Some(PendingChange { to, since_ms }))
+    let patience_ms = match striped.get("patience_ms") {
+        None => None,
+        Some(Bson::Int64(ms)) if *ms >= 0 => Some(*ms as u64),
+        Some(Bson::Int32(ms)) if *ms >= 0 => Some(*ms as u64),
+        Some(other) => {
+            return Err(format!(
+                "striped.patience_ms is {}, not a count of milliseconds",
+                describe_value(other)
+            ))
+        }
+    };
+    Ok(Some(PendingChange {
+        to,
+        since_ms,
+        patience_ms,
+    }))
 }
 
 /// Reads the optional list of deployment names `key` of `striped`.
@@ -539,6 +609,66 @@ mod tests {
         };
         let read = StripeMap::read(&map_document(changing.to_document())).unwrap();
         assert!(!read.live && read.lanes().is_empty());
+    }
+
+    fn change(since_ms: u64, patience_ms: Option<u64>) -> PendingChange {
+        PendingChange {
+            to: "3".parse().unwrap(),
+            since_ms,
+            patience_ms,
+        }
+    }
+
+    #[test]
+    fn a_claimed_map_reads_back_its_change_and_patience() {
+        let map = StripeMap::live(
+            &lanes_of("autoinc", &doc! {}).unwrap(),
+            3,
+            Generation::new(41, 4).unwrap(),
+        );
+        for patience_ms in [None, Some(12_000)] {
+            let claimed = StripeMap {
+                live: false,
+                change: Some(change(1_000, patience_ms)),
+                ..map.clone()
+            };
+            let read = StripeMap::read(&map_document(claimed.to_document())).unwrap();
+            assert_eq!(read.change, claimed.change);
+        }
+        let mut document = map_document(
+            StripeMap {
+                live: false,
+                change: Some(change(1_000, None)),
+                ..map
+            }
+            .to_document(),
+        );
+        document
+            .get_document_mut("striped")
+            .unwrap()
+            .insert("patience_ms", "soon");
+        let refused = StripeMap::read(&document).unwrap_err();
+        assert!(refused.contains("striped.patience_ms is"), "{refused}");
+    }
+
+    #[test]
+    fn a_change_that_asks_for_patience_is_given_it_within_bounds() {
+        let s = Duration::from_secs;
+        // Quick writes (or none said): RESUME_AFTER, 10 s by the clock.
+        let quick = change(0, None);
+        assert_eq!(quick.patience(), RESUME_AFTER);
+        assert!(!quick.stalled(s(4), 0) && quick.stalled(s(5), 0));
+        assert!(!quick.stalled(s(3), 9_999) && quick.stalled(s(3), 10_000));
+        assert!(!quick.stalled(Duration::from_millis(2_400), 60_000));
+        // Slow writes: 12 s, 24 s by the clock, seen still for 6 s.
+        let slow = change(0, Some(12_000));
+        assert_eq!(slow.patience(), s(12));
+        assert!(!slow.stalled(s(11), 0) && slow.stalled(s(12), 0));
+        assert!(!slow.stalled(s(7), 23_999) && slow.stalled(s(6), 24_000));
+        assert!(!slow.stalled(s(5), 60_000));
+        // Bounded both ways.
+        assert_eq!(change(0, Some(1)).patience(), RESUME_AFTER);
+        assert_eq!(change(0, Some(3_600_000)).patience(), LONGEST_PATIENCE);
     }
 
     #[test]

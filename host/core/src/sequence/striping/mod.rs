@@ -64,8 +64,11 @@ pub use error::StripingError;
 pub use finish::{finish_if_stalled, set_layout_and_finish, FINISH_PATIENCE};
 pub use lane::{lanes_of, LaneDocument, Mark, StripableKinds, CEILING_CHUNK, LANE_KIND, STRIPABLE};
 pub use layout::Layout;
-pub use map::{PendingChange, StripeMap, CEILINGS, STALLED_AFTER, STRIPED_KIND};
+pub use map::{
+    PendingChange, StripeMap, CEILINGS, LONGEST_PATIENCE, RESUME_AFTER, SEEN_STILL, STALLED_AFTER,
+    STRIPED_KIND,
+};
 pub(crate) use open::read_from_any;
 pub use restripe::{forget, resume, resume_change, set_layout, set_stripes, Restriped};
 pub use show::{lanes, LaneReport, LaneView};
-pub use taker::{StripedCounter, ATTEMPTS, FINISH_ON_CLOSE, HEDGE_AFTER, RESUME_AFTER, SEEN_STILL};
+pub use taker::{StripedCounter, ATTEMPTS, FINISH_ON_CLOSE, HEDGE_AFTER};

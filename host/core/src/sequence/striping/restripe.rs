@@ -25,6 +25,7 @@
 //! without live lanes: takers wait and then fail, and running the change
 //! again finishes it.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use mongodb::bson::{doc, Bson, Document};
@@ -38,7 +39,9 @@ use super::hooks::{self, Point};
 use super::lane::{self, lanes_of, new_lane, placeholder, Mark};
 use super::layout::Layout;
 use super::map::read_map;
-use super::map::{PendingChange, StripeMap, CEILINGS, STRIPED_KIND};
+use super::map::{
+    PendingChange, StripeMap, CEILINGS, LONGEST_PATIENCE, RESUME_AFTER, STRIPED_KIND,
+};
 use crate::mongo::collections::COUNTERS;
 use crate::mongo::{describe_error, durable_write_concern, is_duplicate_key};
 use crate::sequence::claims::{self, Claimant};
@@ -185,6 +188,7 @@ pub async fn set_layout(
         to: layout,
         home_claimed: std::sync::atomic::AtomicBool::new(false),
         bounded,
+        slowest_write_ms: AtomicU64::new(0),
     };
     let made = async {
         change.claim(&map, &prefixes).await?;
@@ -719,6 +723,11 @@ const CHANGE_STEP_DEADLINE: Duration = Duration::from_secs(15);
 /// map (its claim's `since`), besides after each of its steps.
 const HEARTBEAT: Duration = Duration::from_secs(1);
 
+/// A change's patience, in its slowest writes: a heartbeat lands a write's
+/// time plus [`HEARTBEAT`] after the one before, and a write that took 3 s
+/// may be followed by one slower still.
+const PATIENCE_PER_WRITE: u64 = 4;
+
 /// One change of a counter's stripes, which claimed generation `claim`.
 struct Change<'a> {
     sites: &'a Sites,
@@ -738,6 +747,9 @@ struct Change<'a> {
     /// lanes of a counter in two deployments or more): each starts with
     /// its ceiling at its base, nothing handed out until a taker raises it.
     bounded: bool,
+    /// Its slowest write to the map so far (its claim, its progress), in
+    /// milliseconds: what its patience is made of ([`Change::patience_ms`]).
+    slowest_write_ms: AtomicU64,
 }
 
 impl Change<'_> {
@@ -745,7 +757,7 @@ impl Change<'_> {
     /// the home's claim, a deployment that did not answer (or failed) left
     /// the change half way, which the next take finishes.
     fn stopped(&self, error: SequenceError) -> SequenceError {
-        if !self.home_claimed.load(std::sync::atomic::Ordering::SeqCst) {
+        if !self.home_claimed.load(Ordering::SeqCst) {
             return error;
         }
         let reason = match &error {
@@ -777,6 +789,7 @@ impl Change<'_> {
             change: Some(PendingChange {
                 to: self.to.clone(),
                 since_ms: SystemClock.now_micros() / 1000,
+                patience_ms: None,
             }),
             ..map.clone()
         };
@@ -803,6 +816,7 @@ impl Change<'_> {
                 update.insert("prefixes", prefixes.clone());
                 update.extend(self.of.map_fields(&map.mark()));
             }
+            let began = std::time::Instant::now();
             let claimed = self
                 .sites
                 .at(
@@ -818,8 +832,8 @@ impl Change<'_> {
                 .await;
             match claimed {
                 Ok(claimed) if claimed.matched_count > 0 || claimed.upserted_id.is_some() => {
-                    self.home_claimed
-                        .store(true, std::sync::atomic::Ordering::SeqCst);
+                    self.wrote(began);
+                    self.home_claimed.store(true, Ordering::SeqCst);
                 }
                 // Not matched, or (upserting) another document of the name
                 // is there: a later change's copy, or another counter.
@@ -869,28 +883,42 @@ impl Change<'_> {
     async fn heartbeat(&self) -> std::convert::Infallible {
         loop {
             tokio::time::sleep(HEARTBEAT).await;
-            if self.home_claimed.load(std::sync::atomic::Ordering::SeqCst) {
-                let _ = self.progress().await;
+            if self.home_claimed.load(Ordering::SeqCst) {
+                let _ = self.say_progress(Some(Point::AfterHeartbeat)).await;
             }
         }
     }
 
     /// Says, in every copy of the map, that this change is making
-    /// progress: its claim's `since` becomes now. Takers finish a change
-    /// only after it made none for [`RESUME_AFTER`](super::RESUME_AFTER):
-    /// a change that is slow (each write majority and journal, on a loaded
-    /// server) is not overtaken while it works, and overtaken once it stops.
+    /// progress: its claim's `since` becomes now, and its patience four
+    /// times its slowest write so far. Others finish a change only after
+    /// it made none for its patience
+    /// ([`PendingChange::patience`], at least
+    /// [`RESUME_AFTER`](super::RESUME_AFTER)): a change that is slow (each
+    /// write majority and journal, on a loaded server) is not overtaken
+    /// while it works, even when its own heartbeats are seconds apart, and
+    /// is overtaken once it stops.
     async fn progress(&self) -> Result<(), SequenceError> {
+        self.say_progress(None).await
+    }
+
+    /// [`Change::progress`], held at `point` once written in test builds (a
+    /// write slow to answer).
+    async fn say_progress(&self, point: Option<Point>) -> Result<(), SequenceError> {
+        let began = std::time::Instant::now();
         let filter = doc! {
             "_id": self.name.as_str(),
             "striped.generation": self.claim as i64,
             "striped.to": { "$exists": true },
         };
-        let update = doc! { "$set": {
-            "striped.since": mongodb::bson::DateTime::from_millis(
+        // `$max`: of two writes applied out of order, the later `since`
+        // stays.
+        let update = doc! {
+            "$max": { "striped.since": mongodb::bson::DateTime::from_millis(
                 (SystemClock.now_micros() / 1000) as i64,
-            ),
-        }};
+            ) },
+            "$set": { "striped.patience_ms": self.patience_ms() as i64 },
+        };
         // In every copy: a taker reads the copy of the deployment it
         // prefers.
         for (site, collection) in &self.sites.list {
@@ -905,7 +933,30 @@ impl Change<'_> {
                 )
                 .await?;
         }
+        if let Some(point) = point {
+            let home = self.sites.collection(None).namespace();
+            hooks::pass(&home.db, self.name.as_str(), point).await;
+        }
+        self.wrote(began);
         Ok(())
+    }
+
+    /// Notes a write to the map that began at `began`, for the patience.
+    fn wrote(&self, began: std::time::Instant) {
+        let took = began.elapsed().as_millis().min(u64::MAX as u128) as u64;
+        self.slowest_write_ms.fetch_max(took, Ordering::SeqCst);
+    }
+
+    /// How long this change asks others to see it make no progress before
+    /// they finish it: four times its slowest write to the map so far,
+    /// within [`RESUME_AFTER`](super::RESUME_AFTER) and
+    /// [`LONGEST_PATIENCE`].
+    fn patience_ms(&self) -> u64 {
+        let slowest = self.slowest_write_ms.load(Ordering::SeqCst);
+        slowest.saturating_mul(PATIENCE_PER_WRITE).clamp(
+            RESUME_AFTER.as_millis() as u64,
+            LONGEST_PATIENCE.as_millis() as u64,
+        )
     }
 
     /// A sealed lane where `lane` goes (in `site`; none: the home), unless
@@ -1343,6 +1394,7 @@ pub async fn forget(
         to: &layout,
         home_claimed: std::sync::atomic::AtomicBool::new(false),
         bounded: false,
+        slowest_write_ms: AtomicU64::new(0),
     };
     // Every surviving copy claimed, `forgotten` left out of where it spans:
     // from here on, the change is theirs alone.

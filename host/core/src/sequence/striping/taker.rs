@@ -62,10 +62,6 @@ const LONGEST_PAUSE: Duration = Duration::from_millis(100);
 /// The shortest share of a deadline a try is given.
 const SHORTEST_TRY: Duration = Duration::from_millis(50);
 
-/// How long a handle watches a change of stripes stay half way (the map
-/// claimed, no live lane) before it finishes the change itself.
-pub const RESUME_AFTER: Duration = Duration::from_secs(5);
-
 /// How long a take with no deadline (one deployment) waits for a change
 /// of stripes half way before it fails: long enough for this handle to
 /// finish it.
@@ -74,13 +70,6 @@ const CHANGE_PATIENCE: Duration = Duration::from_secs(15);
 /// How long [`StripedCounter::close`] lets a try of its handle to finish a
 /// change of stripes end before it returns.
 pub const FINISH_ON_CLOSE: Duration = Duration::from_secs(30);
-
-/// How long a handle must see a change of stripes make no progress (its
-/// claim's `since` unchanged) before a claim that looks stalled by this
-/// process's clock ([`STALLED_AFTER`](super::map::STALLED_AFTER)) is taken
-/// for one: a change at work says so every second, and the claimant's
-/// clock may be behind this one's.
-pub const SEEN_STILL: Duration = Duration::from_millis(2500);
 
 /// The shortest time between two tries of one handle to finish a change.
 const RESUME_EVERY: Duration = Duration::from_millis(250);
@@ -584,9 +573,8 @@ impl StripedCounter {
 
     /// Finishes, in the background, the change of stripes that claimed
     /// `map` (not live) once this handle has seen it half way for
-    /// [`RESUME_AFTER`], or its claim is older than
-    /// [`STALLED_AFTER`](super::map::STALLED_AFTER) by this process's clock
-    /// and it has seen it still for [`SEEN_STILL`];
+    /// its patience, or its claim looks stalled by this process's clock and
+    /// it has seen it still for a while ([`PendingChange::stalled`](super::PendingChange::stalled));
     /// one try at a time, at most every [`RESUME_EVERY`]. A try that finds
     /// a deployment the change needs unreachable fails and is made again;
     /// two processes finishing it at once: one wins, the other changes
@@ -619,12 +607,8 @@ impl StripedCounter {
                 }),
             };
             let now_ms = SystemClock.now_micros() / 1000;
-            // Its claim's clock is another process's: a claim that looks
-            // old by this one's clock counts only once this handle has
-            // seen it make no progress for a few of its heartbeats.
             let still_for = now.saturating_duration_since(watch.seen_since);
-            let stalled =
-                still_for >= RESUME_AFTER || (change.stalled_at(now_ms) && still_for >= SEEN_STILL);
+            let stalled = change.stalled(still_for, now_ms);
             let rested = watch
                 .tried_at
                 .is_none_or(|at| now.saturating_duration_since(at) >= RESUME_EVERY);
