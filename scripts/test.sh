@@ -33,8 +33,12 @@ mkdir -p target/test-kind
 cp target/debug/idmint target/test-kind/idmint
 export IDMINT_TEST_KIND_BIN="$PWD/target/test-kind/idmint"
 
-# test-hooks: the crash hook the installer tests use; never in a user's build.
-cargo test --workspace --locked --features idmint-cli/test-hooks "$@"
+# One build of the test-only features for every test and both soaks (not
+# three builds of the core and the CLI): test-hooks, the crash hook the
+# installer tests use, and soak-broken, the breaks the second soak below
+# turns on (off unless IDMINT_SOAK_BROKEN picks one). Neither is ever in a
+# user's build.
+cargo test --workspace --locked --features idmint-cli/test-hooks,idmint-cli/soak-broken "$@"
 
 # A 2-minute soak with a nemesis, seeded so that CI repeats its schedule
 # (docs/RELIABILITY.md): every kind through every client path while faults
@@ -43,11 +47,12 @@ cargo test --workspace --locked --features idmint-cli/test-hooks "$@"
 python3 scripts/soak/soak.py --self-test 2>&1 | tail -n 3
 rm -rf target/soak
 SOAK_BIN="$PWD/target/debug/idmint" scripts/soak.sh --minutes 2 --seed 1 --out target/soak
-# ... and it catches a bug: a deliberately broken build (the soak-broken
-# feature: autoinc takes without their guard) must make it exit 1, invalid.
+# ... and it catches a bug: the same build with a break turned on (the
+# soak-broken feature: autoinc takes without their guard) must make it exit
+# 1, invalid.
 rm -rf target/soak-broken-run
 set +e
-scripts/soak.sh --minutes 0.25 --seed 5 --broken duplicate --out target/soak-broken-run
+SOAK_BIN="$PWD/target/debug/idmint" scripts/soak.sh --minutes 0.25 --seed 5 --broken duplicate --out target/soak-broken-run
 status=$?
 set -e
 if [ "$status" != 1 ]; then

@@ -100,7 +100,7 @@ def idmint_ok(idmint, env, *args):
 SETTLE_S = 30.0
 
 
-def settle_changes(idmint, counters, changers):
+def settle_changes(idmint, counters, changers, out):
     """Stops the drivers that ask for changes of stripes (their last command
     answered), then reads each striped counter's map (`counter show --json`
     across the deployments) until it is live with no change under way. Per
@@ -112,6 +112,8 @@ def settle_changes(idmint, counters, changers):
         changer.join(timeout=70)
     settled, last = {}, {}
     began = time.time()
+    # Every map read, for the one that does not settle: who claimed what, when.
+    trail = Recorder(os.path.join(out, "settle.jsonl"))
     while len(settled) < len(counters):
         for name, env in counters:
             if name in settled:
@@ -119,13 +121,17 @@ def settle_changes(idmint, counters, changers):
             result = subprocess.run([idmint, "counter", "show", name, "--json"], env=env,
                                     capture_output=True, text=True, timeout=60)
             last[name] = (result.stdout or result.stderr).strip()
+            striped = None
             if result.returncode == 0:
                 striped = json.loads(result.stdout).get("striped") or {}
                 if striped.get("live") and "change" not in striped:
                     settled[name] = {"settled_after_s": round(time.time() - began, 1)}
+            trail.write({"t": time.time(), "counter": name, "rc": result.returncode,
+                         "striped": striped, "err": result.stderr.strip()[-300:]})
         if time.time() - began >= SETTLE_S:
             break
         time.sleep(0.5)
+    trail.close()
     for name, _ in counters:
         settled.setdefault(name, {"settled_after_s": None, "last": last.get(name, "")[-300:]})
     return settled
@@ -470,7 +476,7 @@ def run(args):
         meta["changes_at_end"] = settle_changes(
             args.bin, [(counters["striped"][0], env("direct"))]
             + [(spanning_counters[kind][0], env_across("eu")) for kind in SPANNING_KINDS],
-            [d for d in drivers if isinstance(d, Changes)])
+            [d for d in drivers if isinstance(d, Changes)], out)
         meta["db_exits_unasked"] = db.exits
         meta["db_us_exits_unasked"] = db_us.exits
         log("stopping the drivers")
@@ -542,6 +548,10 @@ def main():
                                 f"idmint-soak-{args.seed}-{int(time.time())}")
     if args.broken:
         use_broken_build(args)
+    else:
+        # A build with the breaks compiled in (scripts/test.sh runs one
+        # binary for both soaks) has them all off unless this picks one.
+        os.environ.pop("IDMINT_SOAK_BROKEN", None)
     try:
         sys.exit(run(args))
     except Exception:  # noqa: BLE001
