@@ -6,6 +6,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/tools.sh
 
+# What each part took, said at the end (docs/BENCHMARKS.md has the figures
+# of this machine's kind).
+began=$SECONDS
+part_began=$SECONDS
+parts=()
+part_done() {
+  parts+=("$1 $((SECONDS - part_began)) s")
+  part_began=$SECONDS
+}
+
 ensure_wasm_target
 if [ -z "${MONGODB_URI:-}" ]; then
   ensure_server
@@ -24,6 +34,7 @@ command -v curl >/dev/null 2>&1 || apt_install curl
 # to its planted cycles).
 python3 scripts/import-cycles-test.py
 python3 scripts/import-cycles.py host/core/src host/serve/src host/cli/src
+part_done "setup"
 
 # The CLI with the test-only sixth kind of counter, for tests/test_kind.rs: a
 # binary of its own beside the one the other tests run (built first: the
@@ -32,6 +43,7 @@ cargo build --locked -p idmint-cli --features idmint-cli/test-kind
 mkdir -p target/test-kind
 cp target/debug/idmint target/test-kind/idmint
 export IDMINT_TEST_KIND_BIN="$PWD/target/test-kind/idmint"
+part_done "test-kind build"
 
 # One build of the test-only features for every test and both soaks (not
 # three builds of the core and the CLI): test-hooks, the crash hook the
@@ -39,6 +51,7 @@ export IDMINT_TEST_KIND_BIN="$PWD/target/test-kind/idmint"
 # turns on (off unless IDMINT_SOAK_BROKEN picks one). Neither is ever in a
 # user's build.
 cargo test --workspace --locked --features idmint-cli/test-hooks,idmint-cli/soak-broken "$@"
+part_done "cargo test (build and tests)"
 
 # A 2-minute soak with a nemesis, seeded so that CI repeats its schedule
 # (docs/RELIABILITY.md): every kind through every client path while faults
@@ -59,6 +72,7 @@ if [ "$status" != 1 ]; then
   echo "test.sh: the soak of a deliberately broken build exited $status, not 1 (invalid)" >&2
   exit 1
 fi
+part_done "soaks"
 
 # Every intra-doc link of the host crates resolves (private items included).
 # The CLI on its own: its binary is named `idmint` like the library, and one
@@ -68,3 +82,6 @@ RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --document-private-items
   -p idmint -p idmint-serve -p idmint-guest-build
 RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --document-private-items \
   -p idmint-cli
+part_done "cargo doc"
+summary=$(printf '%s, ' "${parts[@]}")
+echo "test.sh: everything passed in $((SECONDS - began)) s (${summary%, })"

@@ -18,8 +18,8 @@ use mongodb::bson::{doc, Document};
 
 use idmint::sequence::striping::hooks::{hold, Point};
 use idmint::sequence::striping::{
-    create_laid_out, create_striped, set_layout_and_finish, set_stripes, Layout, FINISH_PATIENCE,
-    RESUME_AFTER,
+    create_laid_out, create_striped, resume_change, set_layout_and_finish, set_stripes, Layout,
+    FINISH_PATIENCE, RESUME_AFTER,
 };
 use idmint::sequence::{CounterKind, CounterSpec, OpenOptions, Sequence};
 
@@ -143,6 +143,67 @@ async fn a_change_whose_writes_answer_slowly_is_not_overtaken_by_its_takers() {
     for value in values {
         assert!(seen.insert(value), "{value} taken twice");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finishing_a_change_read_before_another_claimed_the_counter_claims_nothing() {
+    const TEST: &str = "striped_progress_stale_finish";
+    let database = database(TEST).await;
+    let name = counter_name("c");
+    create_striped(
+        &database,
+        &name,
+        &CounterSpec::of(CounterKind::Autoinc).prefixes(Vec::new()),
+        2,
+    )
+    .await
+    .unwrap();
+    let db = database_name(TEST);
+    let map_now = || async {
+        let (sequence, _) = Sequence::open(&database, name.clone(), &OpenOptions::default())
+            .await
+            .unwrap();
+        let map = sequence.state().await.unwrap().striped.unwrap();
+        let _ = sequence.close().await;
+        map
+    };
+
+    // A change half way, as a process reads it...
+    let first_held = hold(&db, "c", Point::AfterSeals, 1);
+    let first = {
+        let (database, name) = (database.clone(), name.clone());
+        tokio::spawn(async move { set_stripes(&database, &name, 3).await })
+    };
+    first_held.arrived().await;
+    let read_early = map_now().await;
+    assert!(!read_early.live, "{}", read_early.describe());
+    // ... then another process finishes it meanwhile: a claim at work.
+    let second_held = hold(&db, "c", Point::AfterSeals, 1);
+    let second = {
+        let (database, name, map) = (database.clone(), name.clone(), read_early.clone());
+        tokio::spawn(async move { resume_change(&database, None, &name, &map).await })
+    };
+    second_held.arrived().await;
+    let at_work = map_now().await;
+    assert_eq!(at_work.generation, read_early.generation + 1);
+
+    // Finishing from the early read claims nothing over it.
+    let late = resume_change(&database, None, &name, &read_early).await;
+    let refused = late.map(|done| done.map.describe()).unwrap_err();
+    assert!(refused.to_string().contains("another change"), "{refused}");
+    assert_eq!(map_now().await.generation, at_work.generation);
+
+    // The change at work finishes; the first, overtaken by it, does not.
+    second_held.release().await;
+    let finished = second.await.unwrap().unwrap();
+    first_held.release().await;
+    assert!(first.await.unwrap().is_err());
+    let map = map_now().await;
+    assert!(
+        map.live && map.generation == finished.map.generation && map.modulus == 3,
+        "{}",
+        map.describe()
+    );
 }
 
 /// The home copy's `striped.since` (when the change that claimed it last

@@ -35,8 +35,8 @@ from ids import (BASE_KIND, CREATE, KINDS, MAXVAL, SPANNING, SPANNING_CYCLIC,  #
                  SPANNING_KINDS, SPANNING_LEASE_TTL, SPANNING_PERIODIC, SPANNING_SNOWFLAKE)
 from nemesis import Nemesis, Supervisor  # noqa: E402
 from schedule import FAULTS, make_schedule  # noqa: E402
-from workload import (CliLoop, HttpClient, JavaClient, LockHolder, Mongosh,  # noqa: E402
-                      Changes, Recorder, Stream)
+from workload import (CHANGE_TIMEOUT_S, CliLoop, HttpClient, JavaClient,  # noqa: E402
+                      LockHolder, Mongosh, Changes, Recorder, Stream)
 
 REPO = os.path.dirname(os.path.dirname(HERE))
 PREFIX = {"cyclic": "CY-", "autoinc": "AI-", "segment": "SG-", "snowflake": "SF-",
@@ -95,9 +95,11 @@ def idmint_ok(idmint, env, *args):
 # How long after the nemesis stops (and the changes of stripes stop being
 # asked for) every striped counter's map must be live again, with no change
 # under way: a change a deployment's death stopped half way is finished by
-# the takers still running (after 5 s) or by `counter show` (after 10 s),
-# with no person acting.
-SETTLE_S = 30.0
+# the takers still running or by `counter show`, with no person acting, once
+# it made no progress for its patience (5 s, or four times its slowest
+# write: 10-20 s on a loaded machine) and then in the time a change takes
+# there (up to 20-30 s).
+SETTLE_S = 60.0
 
 
 def settle_changes(idmint, counters, changers, out):
@@ -109,7 +111,7 @@ def settle_changes(idmint, counters, changers, out):
     for changer in changers:
         changer.stop()
     for changer in changers:
-        changer.join(timeout=70)
+        changer.join(timeout=CHANGE_TIMEOUT_S + 10)
     settled, last = {}, {}
     began = time.time()
     # Every map read, for the one that does not settle: who claimed what, when.

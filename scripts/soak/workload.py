@@ -521,11 +521,18 @@ def slow_clients(serve, counter, seconds, count=12):
     return len(sockets)
 
 
+# How long a change's command (`counter stripes --set`, a policy swap) may
+# run before the harness kills it: past the command's own patience (it goes
+# on finishing its change for 30 s, and a try on a loaded machine takes 20 s
+# and more), so that the harness does not leave a change half way itself.
+CHANGE_TIMEOUT_S = 120
+
+
 class Changes(Driver):
     """Every `period` seconds, the next of `commands` (idmint arguments), in
     turn, moving on only once one succeeds; each attempt recorded beside the
     faults as `event` on `target`, with its exit status `rc` (null: no answer
-    in 60 s). Six of them run: the live policy swap (activate the stored
+    in CHANGE_TIMEOUT_S). Six of them run: the live policy swap (activate the stored
     check-digit policy, roll it back) under the clients that follow the
     database, and the changes of the striped and the four spanning counters'
     lanes under their takers (a spanning one's fails, named, while a
@@ -544,13 +551,13 @@ class Changes(Driver):
             returncode = None
             try:
                 result = subprocess.run([self.idmint, *command], env=self.env,
-                                        capture_output=True, text=True, timeout=60)
+                                        capture_output=True, text=True, timeout=CHANGE_TIMEOUT_S)
                 returncode = result.returncode
                 if returncode == 0:
                     turn += 1
                 detail = (result.stdout or result.stderr).strip()[:200]
             except subprocess.TimeoutExpired:
-                detail = f"idmint {' '.join(command)}: no answer in 60 s"
+                detail = f"idmint {' '.join(command)}: no answer in {CHANGE_TIMEOUT_S} s"
             self.faults.write({"fault": self.event, "target": self.target, "start": start,
                                "end": time.time(), "detail": detail, "rc": returncode})
 

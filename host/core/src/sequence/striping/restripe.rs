@@ -84,16 +84,36 @@ pub async fn set_layout(
     name: &CounterName,
     layout: &Layout,
 ) -> Result<Restriped, SequenceError> {
+    change_layout(database, deployments, name, layout, None).await
+}
+
+/// [`set_layout`]; when `finishing` is the generation of a change found
+/// stalled, only if the counter's latest map is still of that generation
+/// (else [`StripingError::Concurrent`], nothing written). A process that
+/// decided on an older read must not claim over a change that another
+/// process began meanwhile: on a loaded server, where reads take seconds,
+/// processes that had each watched the same stalled change claimed over
+/// one another's fresh claims, none of them finishing (the soak's striped
+/// counter, generations 7 to 10 in a minute, each claim at work).
+async fn change_layout(
+    database: &Database,
+    deployments: Option<&Deployments>,
+    name: &CounterName,
+    layout: &Layout,
+    finishing: Option<u64>,
+) -> Result<Restriped, SequenceError> {
     let stripes = layout.modulus();
     // Refused before anything is written.
     check_layout(name, deployments, layout)?;
     let write_concern = durable_write_concern();
     let home_collection: Collection<Document> = database.collection(COUNTERS);
+    let began = std::time::Instant::now();
     let home = home_collection
         .find_one(doc! { "_id": name.as_str() })
         .await
         .map_err(|source| SequenceError::from_database(name, "read", "find", source))?
         .ok_or_else(|| SequenceError::UnknownCounter(name.clone()))?;
+    let home_read_ms = began.elapsed().as_millis().min(u64::MAX as u128) as u64;
     let (spans, kind) = match read_kind(&home) {
         Ok(Some(STRIPED_KIND)) => {
             let map = read_map(name, &home)?;
@@ -177,6 +197,9 @@ pub async fn set_layout(
         Some(copy) if copy.generation > first.generation => copy,
         _ => first,
     };
+    if finishing.is_some_and(|generation| generation != map.generation) {
+        return Err(striping(name, StripingError::Concurrent));
+    }
     let bounded = sites.list.len() >= 2 && has_ceilings(&of);
     let change = Change {
         sites: &sites,
@@ -188,6 +211,7 @@ pub async fn set_layout(
         to: layout,
         home_claimed: std::sync::atomic::AtomicBool::new(false),
         bounded,
+        first_estimate_ms: first_estimate(&map, home_read_ms),
         slowest_write_ms: AtomicU64::new(0),
     };
     let made = async {
@@ -250,7 +274,8 @@ pub async fn set_layout(
 /// which recorded the layout it makes. The change is run again with that
 /// layout (see the module docs: it claims further, seals every lane, and
 /// writes and publishes the recorded layout's lanes), from `database` and
-/// `deployments` as [`set_layout`] takes them. Two processes finishing it
+/// `deployments` as [`set_layout`] takes them, unless another change
+/// claimed the counter since `map` was read. Two processes finishing it
 /// at once: one claims, the other fails having changed nothing.
 pub async fn resume_change(
     database: &Database,
@@ -266,7 +291,14 @@ pub async fn resume_change(
             },
         ));
     };
-    set_layout(database, deployments, name, &change.to).await
+    change_layout(
+        database,
+        deployments,
+        name,
+        &change.to,
+        Some(map.generation),
+    )
+    .await
 }
 
 /// `idmint counter stripes NAME --resume`: finishes counter `name`'s change
@@ -728,6 +760,22 @@ const HEARTBEAT: Duration = Duration::from_secs(1);
 /// may be followed by one slower still.
 const PATIENCE_PER_WRITE: u64 = 4;
 
+/// What a change takes its writes to cost before it made one, for the
+/// patience its claim asks for: the read of the map it began with
+/// (`read_ms`), and, when it finishes a change half way (`map` not live),
+/// that change's own estimate: a claim that landed seconds after a quick
+/// read, with the patience of a quick one, was taken for stalled before
+/// its first heartbeat came (the soak's loaded server).
+fn first_estimate(map: &StripeMap, read_ms: u64) -> u64 {
+    let inherited = map
+        .change
+        .as_ref()
+        .filter(|_| !map.live)
+        .and_then(|change| change.patience_ms)
+        .map_or(0, |patience| patience / PATIENCE_PER_WRITE);
+    read_ms.max(inherited)
+}
+
 /// One change of a counter's stripes, which claimed generation `claim`.
 struct Change<'a> {
     sites: &'a Sites,
@@ -747,8 +795,13 @@ struct Change<'a> {
     /// lanes of a counter in two deployments or more): each starts with
     /// its ceiling at its base, nothing handed out until a taker raises it.
     bounded: bool,
+    /// What its writes are taken to cost until it made one, in
+    /// milliseconds ([`first_estimate`]): what its claim's patience is made
+    /// of.
+    first_estimate_ms: u64,
     /// Its slowest write to the map so far (its claim, its progress), in
-    /// milliseconds: what its patience is made of ([`Change::patience_ms`]).
+    /// milliseconds (0: none yet): what its patience is made of from then
+    /// on ([`Change::patience_ms`]).
     slowest_write_ms: AtomicU64,
 }
 
@@ -789,7 +842,7 @@ impl Change<'_> {
             change: Some(PendingChange {
                 to: self.to.clone(),
                 since_ms: SystemClock.now_micros() / 1000,
-                patience_ms: None,
+                patience_ms: Some(self.patience_ms()),
             }),
             ..map.clone()
         };
@@ -943,16 +996,21 @@ impl Change<'_> {
 
     /// Notes a write to the map that began at `began`, for the patience.
     fn wrote(&self, began: std::time::Instant) {
-        let took = began.elapsed().as_millis().min(u64::MAX as u128) as u64;
+        let took = began.elapsed().as_millis().clamp(1, u64::MAX as u128) as u64;
         self.slowest_write_ms.fetch_max(took, Ordering::SeqCst);
     }
 
     /// How long this change asks others to see it make no progress before
-    /// they finish it: four times its slowest write to the map so far,
-    /// within [`RESUME_AFTER`](super::RESUME_AFTER) and
-    /// [`LONGEST_PATIENCE`].
+    /// they finish it: four times its slowest write to the map so far (its
+    /// first estimate before it wrote), within
+    /// [`RESUME_AFTER`](super::RESUME_AFTER) and [`LONGEST_PATIENCE`]. Its
+    /// own writes replace the estimate, so that a patience inherited from
+    /// a slow moment does not outlive it.
     fn patience_ms(&self) -> u64 {
-        let slowest = self.slowest_write_ms.load(Ordering::SeqCst);
+        let slowest = match self.slowest_write_ms.load(Ordering::SeqCst) {
+            0 => self.first_estimate_ms,
+            measured => measured,
+        };
         slowest.saturating_mul(PATIENCE_PER_WRITE).clamp(
             RESUME_AFTER.as_millis() as u64,
             LONGEST_PATIENCE.as_millis() as u64,
@@ -1394,6 +1452,7 @@ pub async fn forget(
         to: &layout,
         home_claimed: std::sync::atomic::AtomicBool::new(false),
         bounded: false,
+        first_estimate_ms: first_estimate(&map, 0),
         slowest_write_ms: AtomicU64::new(0),
     };
     // Every surviving copy claimed, `forgotten` left out of where it spans:
@@ -1493,5 +1552,33 @@ pub(super) fn check_stripable(name: &CounterName, kind: &str) -> Result<(), Sequ
                 kind: kind.to_string(),
             },
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sequence::striping::lane::lanes_of;
+
+    #[test]
+    fn a_change_that_finishes_another_starts_from_its_estimate_of_the_writes() {
+        let live = StripeMap::live(
+            &lanes_of("autoinc", &doc! {}).unwrap(),
+            3,
+            Generation::new(41, 4).unwrap(),
+        );
+        assert_eq!(first_estimate(&live, 40), 40);
+        let half_way = |patience_ms| StripeMap {
+            live: false,
+            change: Some(PendingChange {
+                to: "4".parse().unwrap(),
+                since_ms: 0,
+                patience_ms,
+            }),
+            ..live.clone()
+        };
+        assert_eq!(first_estimate(&half_way(Some(12_000)), 40), 3_000);
+        assert_eq!(first_estimate(&half_way(Some(12_000)), 4_000), 4_000);
+        assert_eq!(first_estimate(&half_way(None), 40), 40);
     }
 }

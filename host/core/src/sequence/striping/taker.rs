@@ -41,7 +41,7 @@ use super::hooks::{self, Point};
 use super::lane::{self, corrupt_lane, KnownLane, LaneDocument};
 use super::leased::{Holder, Leased};
 use super::map::{read_map, StripeMap};
-use super::restripe::resume_change;
+use super::restripe::{latest_copy, resume_change};
 use crate::mongo::collections::COUNTERS;
 use crate::mongo::{describe_error, durable_write_concern};
 use crate::parts::Stamp;
@@ -592,9 +592,12 @@ impl StripedCounter {
                 .as_ref()
                 .map_or((None, false), |watch| (watch.tried_at, watch.trying));
             let watch = match stall.as_mut() {
+                // Nothing newer than the watch saw (a copy may be behind
+                // the latest: a claim or a progress that reached the home
+                // first): no progress.
                 Some(watch)
-                    if watch.generation == map.generation
-                        && watch.progress_ms == change.since_ms =>
+                    if (map.generation, change.since_ms)
+                        <= (watch.generation, watch.progress_ms) =>
                 {
                     watch
                 }
@@ -619,18 +622,50 @@ impl StripedCounter {
             watch.trying = true;
         }
         let handle = self.clone();
-        let map = map.clone();
         let finishing = tokio::spawn(async move {
-            let inner = &handle.inner;
             // Failed (a deployment still unreachable, another process
             // finishing it first): the next take that finds it half way
             // tries again.
-            let _ = resume_change(&inner.home, inner.deployments.as_ref(), &inner.name, &map).await;
-            if let Some(watch) = inner.stall.lock().unwrap().as_mut() {
+            let _ = handle.finish_if_still().await;
+            if let Some(watch) = handle.inner.stall.lock().unwrap().as_mut() {
                 watch.trying = false;
             }
         });
         *self.inner.finishing.lock().unwrap() = Some(finishing);
+    }
+
+    /// Finishes the change of stripes this handle's watch found stalled if
+    /// the counter's latest copy of its map says nothing newer than the
+    /// watch saw; else the watch moves on to that copy (the change made
+    /// progress, or another claimed the counter since) and nothing is
+    /// claimed. On a loaded server reads take seconds: a decision made on
+    /// an older read claimed over a change at work.
+    async fn finish_if_still(&self) -> Result<(), SequenceError> {
+        let inner = &self.inner;
+        let latest = latest_copy(&inner.home, inner.deployments.as_ref(), &inner.name).await?;
+        let Some(change) = latest.change.as_ref().filter(|_| !latest.live) else {
+            return Ok(());
+        };
+        {
+            let mut stall = inner.stall.lock().unwrap();
+            let Some(watch) = stall.as_mut() else {
+                return Ok(());
+            };
+            if (latest.generation, change.since_ms) > (watch.generation, watch.progress_ms) {
+                watch.generation = latest.generation;
+                watch.progress_ms = change.since_ms;
+                watch.seen_since = Instant::now();
+                return Ok(());
+            }
+        }
+        resume_change(
+            &inner.home,
+            inner.deployments.as_ref(),
+            &inner.name,
+            &latest,
+        )
+        .await
+        .map(|_| ())
     }
 
     /// Whether a take with no deadline still waits for the change of
