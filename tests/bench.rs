@@ -26,7 +26,8 @@ fn the_sequence_bench_measures_every_mode_and_cleans_up() {
     block_on(support::database(TEST));
     let report = sequence_bench(TEST, &["--concurrency", "1,2"]);
     let results = report["results"].as_array().unwrap();
-    // The yardsticks, then each kind the registry lists, one value and a
+    // The yardsticks (the segment kind's allocator alone among them), then
+    // each kind the registry lists, one value and a
     // block per take, then each kind that can be striped, on 2 and 4 lanes.
     let kinds = idmint::sequence::CounterKind::ALL
         .iter()
@@ -34,7 +35,8 @@ fn the_sequence_bench_measures_every_mode_and_cleans_up() {
     let striped = idmint::sequence::striping::STRIPABLE
         .iter()
         .flat_map(|kind| [format!("{kind}_stripes2"), format!("{kind}_stripes4")]);
-    let modes: Vec<String> = ["raw_inc".to_string(), "seed_cas".to_string()]
+    let modes: Vec<String> = ["raw_inc", "seed_cas", "segment_allocator"]
+        .map(String::from)
         .into_iter()
         .chain(kinds)
         .chain(striped)
@@ -138,3 +140,4 @@ fn the_format_bench_measures_every_mode_and_its_yardstick() {
         assert!(stdout(&output).contains(ratio), "{}", stdout(&output));
     }
 }
+

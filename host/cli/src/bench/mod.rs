@@ -40,7 +40,8 @@ pub struct BenchCmd {
 pub enum Only {
     /// Sequence and format.
     All,
-    /// Sequence modes only (needs the database): raw_inc, seed_cas, then
+    /// Sequence modes only (needs the database): raw_inc, seed_cas and the
+    /// segment kind's allocator alone (segment_allocator), then
     /// each kind of counter, one value per take and 100 per take (KIND_block),
     /// striped ones, and across two deployments when given two (--uri
     /// eu=... --uri us=...).
@@ -145,6 +146,11 @@ impl BenchCmd {
                             (BenchMode::Block(kind), BenchMode::Each(kind)),
                         ]
                     })
+                    // The segment kind through the seam against its allocator alone.
+                    .chain([(
+                        BenchMode::Each(CounterKind::Segment),
+                        BenchMode::SegmentAllocator,
+                    )])
                     .chain(
                         BenchMode::all(true)
                             .into_iter()
