@@ -67,6 +67,7 @@ use mongodb::options::ReturnDocument;
 use mongodb::{Collection, Database};
 use serde::Serialize;
 
+use idmint::baseline::Comparison;
 use idmint::mongo::durable_write_concern;
 
 use idmint::sequence::striping::{self, Deployments, Layout};
@@ -226,6 +227,9 @@ pub struct BenchResult {
 pub struct BenchReport {
     /// One entry per mode and concurrency.
     pub results: Vec<BenchResult>,
+    /// With `--baseline`: this run against the stored one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<Comparison>,
 }
 
 impl BenchReport {
@@ -322,7 +326,10 @@ pub async fn run(
                 .map_err(cleanup_error)?;
         }
     }
-    Ok(BenchReport { results })
+    Ok(BenchReport {
+        results,
+        baseline: None,
+    })
 }
 
 /// Two deployments, and the same two the other way round: half the
