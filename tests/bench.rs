@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use crate::support::service::block_on;
-use crate::support::{self, assert_exit, idmint, run, stdout};
+use crate::support::{self, assert_exit, idmint, run, stderr, stdout};
 
 /// `idmint bench --only sequence --seconds 0.3 --json ARGS` for `test`,
 /// which must succeed: its report.
@@ -26,7 +26,8 @@ fn the_sequence_bench_measures_every_mode_and_cleans_up() {
     block_on(support::database(TEST));
     let report = sequence_bench(TEST, &["--concurrency", "1,2"]);
     let results = report["results"].as_array().unwrap();
-    // The yardsticks, then each kind the registry lists, one value and a
+    // The yardsticks (the segment kind's allocator alone among them), then
+    // each kind the registry lists, one value and a
     // block per take, then each kind that can be striped, on 2 and 4 lanes.
     let kinds = idmint::sequence::CounterKind::ALL
         .iter()
@@ -34,7 +35,8 @@ fn the_sequence_bench_measures_every_mode_and_cleans_up() {
     let striped = idmint::sequence::striping::STRIPABLE
         .iter()
         .flat_map(|kind| [format!("{kind}_stripes2"), format!("{kind}_stripes4")]);
-    let modes: Vec<String> = ["raw_inc".to_string(), "seed_cas".to_string()]
+    let modes: Vec<String> = ["raw_inc", "seed_cas", "segment_allocator"]
+        .map(String::from)
         .into_iter()
         .chain(kinds)
         .chain(striped)
@@ -137,4 +139,102 @@ fn the_format_bench_measures_every_mode_and_its_yardstick() {
     ] {
         assert!(stdout(&output).contains(ratio), "{}", stdout(&output));
     }
+}
+
+/// `idmint bench --baseline tests/fixtures/bench/BASELINE --compare
+/// tests/fixtures/bench/RUN ARGS`: two stored runs compared, nothing
+/// measured (no database given either).
+fn compare_runs(baseline: &str, run_file: &str, args: &[&str]) -> std::process::Output {
+    let stored = |name: &str| {
+        support::workspace_root()
+            .join("tests/fixtures/bench")
+            .join(name)
+            .display()
+            .to_string()
+    };
+    run(std::process::Command::new(env!("CARGO_BIN_EXE_idmint"))
+        .env_remove("MONGODB_URI")
+        .args(["bench", "--baseline", &stored(baseline)])
+        .args(["--compare", &stored(run_file)])
+        .args(args))
+}
+
+/// The lines of `output` that name a figure that fell.
+fn falls(output: &std::process::Output) -> Vec<String> {
+    stdout(output)
+        .lines()
+        .filter(|line| line.starts_with("fell: "))
+        .map(str::to_string)
+        .collect()
+}
+
+/// A run whose `segment` figure at one client fell by 92% against the
+/// baseline, the others by 10% at most: that one figure is named, in text
+/// and in JSON, and the exit code is 1.
+#[test]
+fn a_figure_that_fell_past_the_threshold_is_named_and_exits_1() {
+    let output = compare_runs("baseline.json", "fell.json", &[]);
+    assert_exit(&output, 1);
+    let fell = falls(&output);
+    assert_eq!(fell.len(), 1, "{}", stdout(&output));
+    assert!(
+        fell[0].starts_with("fell: segment at concurrency 1: "),
+        "{fell:?}"
+    );
+
+    let output = compare_runs("baseline.json", "fell.json", &["--json"]);
+    assert_exit(&output, 1);
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let fell = report["baseline"]["fell"].as_array().unwrap();
+    assert_eq!(fell.len(), 1, "{report}");
+    assert_eq!(fell[0]["mode"], "segment");
+    assert_eq!(fell[0]["concurrency"], 1);
+    assert_eq!(report["baseline"]["compared"], 4);
+}
+
+/// A run whose figures fell by 18.5% at most passes the default threshold
+/// (20%), and fails one of 15%, which names the two that fell more.
+#[test]
+fn figures_within_the_threshold_pass_and_a_tighter_threshold_names_them() {
+    let output = compare_runs("baseline.json", "held.json", &[]);
+    assert_exit(&output, 0);
+    assert!(falls(&output).is_empty(), "{}", stdout(&output));
+    assert!(stdout(&output).contains("no figure fell"));
+
+    let output = compare_runs("baseline.json", "held.json", &["--threshold", "15"]);
+    assert_exit(&output, 1);
+    let fell = falls(&output);
+    assert_eq!(fell.len(), 2, "{fell:?}");
+    assert!(
+        fell[0].starts_with("fell: raw_inc at concurrency 1: "),
+        "{fell:?}"
+    );
+    assert!(
+        fell[1].starts_with("fell: segment at concurrency 8: "),
+        "{fell:?}"
+    );
+}
+
+/// A baseline that is not a run, one that cannot be read, and a threshold
+/// that is no share are bad input (exit 2), said before anything runs.
+#[test]
+fn a_malformed_baseline_is_bad_input() {
+    let output = compare_runs("malformed.json", "held.json", &[]);
+    assert_exit(&output, 2);
+    assert!(
+        stderr(&output).contains("malformed.json"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(
+        stderr(&output).contains("not a benchmark run"),
+        "{}",
+        stderr(&output)
+    );
+    assert_exit(&compare_runs("no-such-run.json", "held.json", &[]), 2);
+    assert_exit(&compare_runs("baseline.json", "malformed.json", &[]), 2);
+    assert_exit(
+        &compare_runs("baseline.json", "held.json", &["--threshold", "0"]),
+        2,
+    );
 }

@@ -865,7 +865,7 @@ async fn kill_nine_across(
                 let _ = healed.close().await;
                 if let Ok(stamps) = taken {
                     if stamps.iter().all(|stamp| in_eu(stamp.sequence)) {
-                        return stamps;
+                        return stamps.into_vec();
                     }
                 }
             }
@@ -980,7 +980,7 @@ async fn partitioned(test: &'static str, spec: CounterSpec, lanes: LaneOfValue) 
             .unwrap()
             .deadline(DEADLINE);
         let (healed, _) = open_across_with(&fresh, "c", short_leases).await;
-        later = healed.take(20, 0).await.unwrap();
+        later = healed.take(20, 0).await.unwrap().into_vec();
         assert!(later.iter().all(|stamp| in_eu(stamp.sequence)), "{later:?}");
         healed.close().await.unwrap();
     } else {

@@ -2,7 +2,8 @@
 
 use idmint::ErrorClass;
 
-/// The command ran, but found invalid IDs or drift.
+/// The command ran, but found invalid IDs or drift; `bench --baseline`: a
+/// figure fell by more than the threshold.
 pub const EXIT_FAILURE: u8 = 1;
 /// Bad input or usage: unknown or corrupt counter, bad name, bad prefix, bad flag.
 pub const EXIT_USAGE: u8 = 2;
@@ -21,7 +22,8 @@ pub const EXIT_LOCK_LOST: u8 = 76;
 pub enum Outcome {
     /// All good: exit 0.
     Success,
-    /// Completed, but something checked is not right (invalid IDs, drift): exit 1.
+    /// Completed, but something checked is not right (invalid IDs, drift, a
+    /// benchmark figure that fell): exit 1.
     Failure,
     /// Exit with this code (`lock run` passes on its COMMAND's).
     Exit(u8),

@@ -8,7 +8,8 @@
 //! [`minter`] puts the two together. Beside them: distributed [`lock`]s,
 //! the [`installer`] for DBAs (stored JavaScript twins, collections, the
 //! prefixes index, roles), application [`tokens`], and one classification
-//! of every failure ([`ErrorClass`]).
+//! of every failure ([`ErrorClass`]); and the [`baseline`] a benchmark run is
+//! compared with.
 //!
 //! This crate is the library applications embed. It owns every write to
 //! MongoDB that hands something out, and decides everything a command or a
@@ -17,6 +18,7 @@
 //! prints, never exits, and holds no test-only hook.
 #![warn(missing_docs)]
 
+pub mod baseline;
 #[cfg(feature = "soak-broken")]
 mod broken;
 pub mod checksum;

@@ -1,11 +1,15 @@
 //! `idmint bench`: sequence throughput by mode and concurrency, then format
 //! throughput on one thread (the policies in wasm against the same format in
-//! plain Rust, and the standard IDs against the `uuid` crate).
+//! plain Rust, and the standard IDs against the `uuid` crate); with
+//! `--baseline FILE`, the run compared with a stored one
+//! (`idmint::baseline` decides which figures fell, `baseline.rs` prints).
 
 use std::fmt::Write;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
+mod baseline;
 mod format;
 mod lock;
 mod native_format;
@@ -31,6 +35,18 @@ pub struct BenchCmd {
     /// Which benchmarks to run.
     #[arg(long, value_enum, default_value_t = Only::All)]
     pub only: Only,
+    /// Compare the run with this stored one (a run's --json output) and
+    /// name each figure that fell by more than --threshold: exit 1 if any
+    /// did.
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+    /// With --baseline: how far a figure may fall, in percent.
+    #[arg(long, default_value_t = 20.0, value_name = "PCT")]
+    pub threshold: f64,
+    /// With --baseline: compare this stored run (a run's --json output)
+    /// instead of measuring one; nothing is run.
+    #[arg(long, value_name = "FILE", requires = "baseline")]
+    pub compare: Option<PathBuf>,
     #[command(flatten)]
     pub connect: ConnectArgs,
 }
@@ -40,7 +56,8 @@ pub struct BenchCmd {
 pub enum Only {
     /// Sequence and format.
     All,
-    /// Sequence modes only (needs the database): raw_inc, seed_cas, then
+    /// Sequence modes only (needs the database): raw_inc, seed_cas and the
+    /// segment kind's allocator alone (segment_allocator), then
     /// each kind of counter, one value per take and 100 per take (KIND_block),
     /// striped ones, and across two deployments when given two (--uri
     /// eu=... --uri us=...).
@@ -63,6 +80,18 @@ impl BenchCmd {
                 "--concurrency takes 1 to 1024 per entry and --seconds 0.1 to 600".into(),
             )
             .into());
+        }
+        let guard = self
+            .baseline
+            .as_deref()
+            .map(|path| baseline::Guard::read(path, self.threshold))
+            .transpose()?;
+        if let (Some(guard), Some(stored)) = (&guard, &self.compare) {
+            let report = sequence::BenchReport {
+                results: Vec::new(),
+                baseline: Some(guard.compare_with_file(stored)?),
+            };
+            return baseline::finish(&report, output);
         }
         if self.only == Only::Swap {
             let database = self.connect.connect().await?;
@@ -93,6 +122,7 @@ impl BenchCmd {
         }
         let mut report = sequence::BenchReport {
             results: Vec::new(),
+            baseline: None,
         };
         if matches!(self.only, Only::All | Only::Sequence) {
             let pool = self.concurrency.iter().copied().max().unwrap_or(1) as u32;
@@ -117,6 +147,9 @@ impl BenchCmd {
                 .await?
                 .map_err(idmint::Error::from)?;
             report.results.extend(results);
+        }
+        if let Some(guard) = &guard {
+            report.baseline = Some(guard.compare(&report)?);
         }
         output.report(&report, || {
             let mut text = format!(
@@ -145,6 +178,11 @@ impl BenchCmd {
                             (BenchMode::Block(kind), BenchMode::Each(kind)),
                         ]
                     })
+                    // The segment kind through the seam against its allocator alone.
+                    .chain([(
+                        BenchMode::Each(CounterKind::Segment),
+                        BenchMode::SegmentAllocator,
+                    )])
                     .chain(
                         BenchMode::all(true)
                             .into_iter()
@@ -178,8 +216,9 @@ impl BenchCmd {
                     );
                 }
             }
+            text.push_str(&baseline::text(&report));
             text
         })?;
-        Ok(Outcome::Success)
+        Ok(baseline::outcome(&report))
     }
 }

@@ -9,6 +9,9 @@
 //! - `raw_inc`: a plain `findOneAndUpdate` with `$inc`, no wrap and no
 //!   timestamp: the limit of one hot document, one value per round trip.
 //! - `seed_cas`: the seed's find + conditional update retry loop.
+//! - `segment_allocator`: the yardstick of the `segment` mode, the segment
+//!   kind's allocator driven directly ([`SegmentCounter::next_value`]),
+//!   without [`Sequence`]: what the seam adds is the gap between the two.
 //! - one mode per kind the registry lists, named after it (`autoinc`, ...):
 //!   a counter of that kind opened through the library's one seam
 //!   ([`Sequence`]), one value per take; a kind that takes its values from
@@ -43,9 +46,19 @@
 //! concurrency so that drift in the server (cache, disk) hits them alike:
 //! compare ratios within one run, not figures across machines. Each client
 //! is a task of its own on the multi-threaded runtime.
+//!
+//! What a client does besides its takes is kept off the per-take path: it
+//! reads the end of the slice from a flag a timer thread sets (a relaxed
+//! load, not a clock read), reads its clock (the `client_micros` it hands
+//! each take) once per [`BURST`] takes, and yields to the other clients
+//! once per [`YIELD_EVERY`] takes. A caller that reads its clock for every
+//! take pays that read on top (about 20 ns on the machine of
+//! docs/BENCHMARKS.md).
 
 use super::seed_cas;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::future::try_join_all;
@@ -54,12 +67,14 @@ use mongodb::options::ReturnDocument;
 use mongodb::{Collection, Database};
 use serde::Serialize;
 
+use idmint::baseline::Comparison;
 use idmint::mongo::durable_write_concern;
 
 use idmint::sequence::striping::{self, Deployments, Layout};
 use idmint::sequence::{
-    Clock, CounterKind, CounterName, CounterSpec, OpenOptions, Repeats, Sequence, SequenceError,
-    Setting, Settings, SystemClock, COUNTERS_COLLECTION, MAX_MAXVAL,
+    Clock, CounterKind, CounterName, CounterSpec, OpenOptions, Repeats, SegmentCounter,
+    SegmentOptions, Sequence, SequenceError, Setting, Settings, SystemClock, COUNTERS_COLLECTION,
+    MAX_MAXVAL,
 };
 
 /// Values per take in the `<kind>_block` modes.
@@ -73,6 +88,9 @@ pub const STRIPES: [u64; 2] = [2, 4];
 /// hand out values from memory would otherwise keep a thread to themselves.
 const YIELD_EVERY: u64 = 4096;
 
+/// How many takes a client makes with one reading of its clock.
+const BURST: u64 = 64;
+
 /// What is measured (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BenchMode {
@@ -80,6 +98,8 @@ pub enum BenchMode {
     RawInc,
     /// The seed's CAS loop.
     SeedCas,
+    /// The segment kind's allocator alone, one value per call.
+    SegmentAllocator,
     /// A counter of this kind, one value per take.
     Each(CounterKind),
     /// A counter of this kind, [`BLOCK`] values per take.
@@ -110,12 +130,16 @@ impl BenchMode {
         let across = stripable()
             .filter(|_| across)
             .flat_map(|&kind| STRIPES.map(|stripes| BenchMode::Across(kind, stripes)));
-        [BenchMode::RawInc, BenchMode::SeedCas]
-            .into_iter()
-            .chain(kinds)
-            .chain(striped)
-            .chain(across)
-            .collect()
+        [
+            BenchMode::RawInc,
+            BenchMode::SeedCas,
+            BenchMode::SegmentAllocator,
+        ]
+        .into_iter()
+        .chain(kinds)
+        .chain(striped)
+        .chain(across)
+        .collect()
     }
 
     /// The mode's name in reports.
@@ -123,6 +147,7 @@ impl BenchMode {
         match self {
             BenchMode::RawInc => "raw_inc".to_string(),
             BenchMode::SeedCas => "seed_cas".to_string(),
+            BenchMode::SegmentAllocator => "segment_allocator".to_string(),
             BenchMode::Each(kind) => kind.as_str().to_string(),
             BenchMode::Block(kind) => format!("{kind}_block"),
             BenchMode::Striped(kind, stripes) => format!("{kind}_stripes{stripes}"),
@@ -135,6 +160,7 @@ impl BenchMode {
     fn kind(self) -> CounterKind {
         match self {
             BenchMode::RawInc | BenchMode::SeedCas => CounterKind::DEFAULT,
+            BenchMode::SegmentAllocator => CounterKind::Segment,
             BenchMode::Each(kind)
             | BenchMode::Block(kind)
             | BenchMode::Striped(kind, _)
@@ -201,6 +227,9 @@ pub struct BenchResult {
 pub struct BenchReport {
     /// One entry per mode and concurrency.
     pub results: Vec<BenchResult>,
+    /// With `--baseline`: this run against the stored one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<Comparison>,
 }
 
 impl BenchReport {
@@ -297,7 +326,10 @@ pub async fn run(
                 .map_err(cleanup_error)?;
         }
     }
-    Ok(BenchReport { results })
+    Ok(BenchReport {
+        results,
+        baseline: None,
+    })
 }
 
 /// Two deployments, and the same two the other way round: half the
@@ -439,35 +471,52 @@ async fn run_slice(
             Some(open(None).await?)
         }
         BenchMode::Across(..) => Some(open(across.map(|across| &across.first)).await?),
-        BenchMode::RawInc | BenchMode::SeedCas => None,
+        BenchMode::RawInc | BenchMode::SeedCas | BenchMode::SegmentAllocator => None,
     };
     // Across deployments, the other half of the clients prefer the other.
     let other_half = match across {
         Some(across) => Some(open(Some(&across.second)).await?.0),
         None => None,
     };
-    // The values of a kind that never repeats them are checked afterwards.
-    let keep_values = opened
-        .as_ref()
-        .is_some_and(|(_, state)| state.shape().repeats == Repeats::Never);
+    let allocator = (mode == BenchMode::SegmentAllocator)
+        .then(|| SegmentCounter::new(database, name.clone(), SegmentOptions::default()));
+    // The values of a kind that never repeats them are checked afterwards
+    // (the allocator's too, so that it pays what its mode pays).
+    let keep_values = allocator.is_some()
+        || opened
+            .as_ref()
+            .is_some_and(|(_, state)| state.shape().repeats == Repeats::Never);
     let counter = opened.map(|(counter, _)| counter);
+    let stop = Arc::new(AtomicBool::new(false));
     let started = Instant::now();
-    let deadline = started + time;
+    let timer = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            std::thread::sleep(time);
+            stop.store(true, Ordering::Relaxed);
+        })
+    };
     let workers = (0..concurrency).map(|client| {
         let counter = match &other_half {
             Some(other) if client % 2 == 1 => Some(other.clone()),
             _ => counter.clone(),
         };
+        let allocator = allocator.clone();
         let collection = collection.clone();
         let name = name.clone();
+        let stop = Arc::clone(&stop);
         tokio::spawn(async move {
             let write_concern = durable_write_concern();
             let mut ops = 0_u64;
             let mut takes = 0_u64;
             let mut values = Vec::new();
-            while Instant::now() < deadline {
-                match (mode, &counter) {
-                    (BenchMode::RawInc, _) => {
+            let mut now = 0;
+            while !stop.load(Ordering::Relaxed) {
+                if takes.is_multiple_of(BURST) {
+                    now = SystemClock.now_micros();
+                }
+                match (mode, &counter, &allocator) {
+                    (BenchMode::RawInc, ..) => {
                         collection
                             .find_one_and_update(
                                 doc! { "_id": name.as_str() },
@@ -482,20 +531,23 @@ async fn run_slice(
                             })?;
                         ops += 1;
                     }
-                    (BenchMode::SeedCas, _) => {
+                    (BenchMode::SeedCas, ..) => {
                         seed_cas::next_value(&collection, &name, &write_concern).await?;
                         ops += 1;
                     }
-                    (_, Some(counter)) => {
-                        let stamps = counter
-                            .take(mode.per_take(), SystemClock.now_micros())
-                            .await?;
+                    (BenchMode::SegmentAllocator, _, Some(allocator)) => {
+                        let value = allocator.next_value().await?;
+                        ops += 1;
+                        values.push(value);
+                    }
+                    (_, Some(counter), _) => {
+                        let stamps = counter.take(mode.per_take(), now).await?;
                         ops += stamps.len() as u64;
                         if keep_values {
                             values.extend(stamps.iter().map(|stamp| stamp.sequence));
                         }
                     }
-                    (_, None) => unreachable!("a kind's mode opens its counter"),
+                    _ => unreachable!("a kind's mode opens its counter"),
                 }
                 takes += 1;
                 if takes.is_multiple_of(YIELD_EVERY) {
@@ -510,6 +562,7 @@ async fn run_slice(
         Err(error) => std::panic::resume_unwind(error.into_panic()),
     };
     let elapsed = started.elapsed();
+    let _ = timer.join();
     let mut ops = 0;
     let mut values = Vec::new();
     for result in joined {
@@ -518,6 +571,10 @@ async fn run_slice(
         values.extend(task_values);
     }
     let mut fetches = None;
+    if let Some(allocator) = allocator {
+        fetches = Some(allocator.stats().fetches);
+        allocator.close().await?;
+    }
     if let Some(counter) = counter {
         fetches = counter.held().buffers.map(|buffers| buffers.fetches);
         counter.close().await?;

@@ -10,6 +10,7 @@
 //! the umbrella, so that each concept's error can name its class without
 //! importing the umbrella that wraps it.
 
+use crate::baseline::BaselineError;
 use crate::config::ConnectError;
 use crate::installer::InstallError;
 use crate::lock::{InvalidLockName, LockError};
@@ -89,7 +90,7 @@ umbrella! {
         /// Application tokens (`idmint serve`'s access) cannot be read or written.
         Access(AccessError),
     }
-    also { FitError, InvalidLockName, InvalidCounterName }
+    also { FitError, InvalidLockName, InvalidCounterName, BaselineError }
 }
 
 /// Each concept's error classifies itself (its own `class()`).
@@ -123,6 +124,14 @@ impl Classify for ConnectError {
 impl Classify for FitError {
     fn class(&self) -> ErrorClass {
         ErrorClass::Unfit
+    }
+}
+
+/// A stored benchmark run that cannot be read, or a threshold that is no
+/// share, is bad input.
+impl Classify for BaselineError {
+    fn class(&self) -> ErrorClass {
+        ErrorClass::BadInput
     }
 }
 

@@ -10,11 +10,13 @@
 
 mod period;
 pub mod snowflake;
+mod stamps;
 
 use serde::Serialize;
 
 pub use period::{Period, PeriodUnit};
 pub use snowflake::{Layout, SnowflakeParts, TimeUnit};
+pub use stamps::{IntoIter as StampsIntoIter, Stamps};
 
 /// Microseconds since the epoch as RFC 3339 UTC with six decimals
 /// (`2026-11-22T03:14:57.123456Z`).

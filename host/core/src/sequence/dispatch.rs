@@ -24,7 +24,7 @@ macro_rules! registry {
         use mongodb::{Collection, Database};
         use serde::Serialize;
 
-        use $crate::parts::Stamp;
+        use $crate::parts::Stamps;
         use $crate::sequence::counter::document::{
             corrupt, find_with, new_document, CounterDocument, Registered,
         };
@@ -385,32 +385,61 @@ macro_rules! registry {
 
             /// Reserves `count` values, 1 to [`MAX_BLOCK`](crate::sequence::MAX_BLOCK), in one
             /// round trip (segment and snowflake counters: from memory), and
-            /// returns them in the order issued, each a [`Stamp`] ready for
-            /// a policy. `client_micros` is the caller's clock: the floor of
-            /// a cyclic counter's timestamps, and the timestamp given to the
-            /// values of the kinds whose values carry no time of their own.
+            /// returns them in the order issued, each a
+            /// [`Stamp`](crate::parts::Stamp) ready for a policy (one is
+            /// held inline: a take of one value allocates nothing).
+            /// `client_micros` is the caller's clock: the floor of a cyclic
+            /// counter's timestamps, and the timestamp given to the values
+            /// of the kinds whose values carry no time of their own.
+            ///
+            /// Values the handle holds in memory are handed out at once,
+            /// with no await ([`Handle::take_held`]); only a take that must
+            /// wait (a round trip, a fetch, a lease) goes the long way.
             pub async fn take(
                 &self,
                 count: usize,
                 client_micros: u64,
-            ) -> Result<Vec<Stamp>, SequenceError> {
+            ) -> Result<Stamps, SequenceError> {
                 check_block(self.name(), count)?;
+                if let Some(stamps) = self.take_held(count, client_micros) {
+                    return Ok(stamps);
+                }
+                // Boxed: the ways that wait are many and their state large;
+                // a take served from memory does not carry it.
+                Box::pin(self.take_waiting(count, client_micros)).await
+            }
+
+            /// `count` values from what the handle holds in memory, if it
+            /// holds that many now.
+            fn take_held(&self, count: usize, client_micros: u64) -> Option<Stamps> {
+                match self {
+                    $($(#[$meta])* Self::$variant(handle, _) => Handle::take_held(handle, count, client_micros),)+
+                    Self::Striped { counter, .. } => counter.take_held(count, client_micros),
+                }
+            }
+
+            /// [`Sequence::take`] when the values are not in memory.
+            async fn take_waiting(
+                &self,
+                count: usize,
+                client_micros: u64,
+            ) -> Result<Stamps, SequenceError> {
                 let striped = match self {
                     $($(#[$meta])* Self::$variant(handle, _) => match Handle::take(handle, count, client_micros).await {
                         // Striped since it was opened: its document is the
                         // map now, and it took nothing.
                         Err(SequenceError::Striped { .. }) => self.lanes_now().await?,
-                        taken => return taken,
+                        taken => return taken.map(Stamps::from),
                     },)+
                     Self::Striped { counter, .. } => {
-                        return counter.take(count as u64, client_micros).await
+                        return counter.take(count as u64, client_micros).await.map(Stamps::from)
                     }
                 };
                 // Opened for this take only: what it holds (a worker
                 // lease) is let go at once.
                 let taken = striped.take(count as u64, client_micros).await;
                 let _ = striped.close().await;
-                taken
+                taken.map(Stamps::from)
             }
 
             /// The lanes of this counter, opened from its map as it is now:

@@ -23,7 +23,7 @@ use super::error::SequenceError;
 use super::identity::Incarnation;
 use super::name::CounterName;
 use super::settings::{Setting, Settings};
-use crate::parts::Stamp;
+use crate::parts::{Stamp, Stamps};
 
 /// One kind of counter (see the module docs). Implemented by a unit type in
 /// the kind's folder; the registry names each kind once. Public so that the
@@ -139,6 +139,16 @@ pub trait Handle {
     /// Takes `count` values, 1 to [`MAX_BLOCK`], in one round trip (or from
     /// memory), in the order issued. `client_micros` is the caller's clock.
     async fn take(&self, count: usize, client_micros: u64) -> Result<Vec<Stamp>, SequenceError>;
+
+    /// Takes `count` values (1 to [`MAX_BLOCK`]) from what the handle holds
+    /// in memory, if it holds that many now: no await, and no lock held
+    /// beyond moving them out. `None`, with nothing taken, when it cannot
+    /// (too few held, closed, a kind that holds none): the caller then
+    /// takes the ordinary way ([`Handle::take`]), which waits or fails.
+    fn take_held(&self, count: usize, client_micros: u64) -> Option<Stamps> {
+        let _ = (count, client_micros);
+        None
+    }
 
     /// Takes `count` values as runs of consecutive values (kinds with
     /// [`Kind::RUNS`] only; the registry refuses the others first).

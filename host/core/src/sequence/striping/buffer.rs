@@ -10,7 +10,7 @@ use std::sync::Mutex;
 
 use super::arithmetic::{lane_id, Lane};
 use super::lane::corrupt_lane;
-use crate::parts::Stamp;
+use crate::parts::{Stamp, Stamps};
 use crate::sequence::error::SequenceError;
 use crate::sequence::name::CounterName;
 
@@ -69,6 +69,34 @@ impl Buffer {
             run.next += 1;
         }
         Ok(())
+    }
+
+    /// `count` values of what is left, if that many are: no await, and the
+    /// lock held only to move them out. `None`, with nothing taken,
+    /// otherwise (a local value without a value, which the ordinary way
+    /// reports, included).
+    pub(super) fn take_held(&self, count: usize, client_micros: u64) -> Option<Stamps> {
+        let mut left = self.left.lock().unwrap();
+        let run = left.as_mut()?;
+        let count = count as u64;
+        if (run.last + 1).saturating_sub(run.next) < count {
+            return None;
+        }
+        let lane = run.lane;
+        let stamp = |local| {
+            lane.value(local)
+                .map(|value| Stamp::new(client_micros, value))
+        };
+        let stamps = if count == 1 {
+            Stamps::one(stamp(run.next)?)
+        } else {
+            (run.next..run.next + count)
+                .map(stamp)
+                .collect::<Option<Vec<_>>>()?
+                .into()
+        };
+        run.next += count;
+        Some(stamps)
     }
 
     /// Whether anything is left.

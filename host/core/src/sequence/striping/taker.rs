@@ -44,7 +44,7 @@ use super::map::{read_map, StripeMap};
 use super::restripe::{latest_copy, resume_change};
 use crate::mongo::collections::COUNTERS;
 use crate::mongo::{describe_error, durable_write_concern};
-use crate::parts::Stamp;
+use crate::parts::{Stamp, Stamps};
 use crate::sequence::clock::{Clock, SystemClock};
 use crate::sequence::error::striping;
 use crate::sequence::error::SequenceError;
@@ -262,6 +262,16 @@ impl StripedCounter {
             }
             Taking::Buffered(buffer) => self.take_buffered(count, buffer, client_micros).await,
             Taking::Leased(leased) => self.take_leased(count, leased).await,
+        }
+    }
+
+    /// `count` values from what this handle holds in memory, if it holds
+    /// that many now (a buffered take's run), with no await; `None`
+    /// otherwise, with nothing taken: [`StripedCounter::take`] then takes.
+    pub fn take_held(&self, count: usize, client_micros: u64) -> Option<Stamps> {
+        match &self.inner.taking {
+            Taking::Buffered(buffer) => buffer.take_held(count, client_micros),
+            Taking::Values | Taking::Leased(_) => None,
         }
     }
 

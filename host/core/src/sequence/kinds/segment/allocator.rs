@@ -42,7 +42,7 @@ use mongodb::Database;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
-use super::buffers::{fill, unused_tail, Buffer, State};
+use super::buffers::{fill, move_out, unused_tail, Buffer, State};
 use super::counter::{SegmentStore, Taken};
 use super::step;
 use crate::mongo::collections::COUNTERS as COUNTERS_COLLECTION;
@@ -211,6 +211,21 @@ impl SegmentCounter {
         let mut values = Vec::with_capacity(1);
         self.take_into(1, &mut values).await?;
         Ok(values[0])
+    }
+
+    /// `count` values from the buffers, if they hold that many now: no
+    /// await, and the lock held only to move them out, each run of
+    /// consecutive values passed to `push` in order. Returns whether it
+    /// took them; when it did not (too few buffered, or closed), nothing
+    /// was taken, and [`SegmentCounter::take`] waits for a fetch or fails.
+    pub fn take_held(&self, count: usize, push: impl FnMut(Range<u64>)) -> bool {
+        let mut state = self.inner.lock();
+        if state.closed || state.buffered() < count as u64 {
+            return false;
+        }
+        move_out(&mut state, count as u64, push);
+        self.inner.prefetch_if_due(&mut state);
+        true
     }
 
     /// A handle for one task that takes values from this allocator `batch`

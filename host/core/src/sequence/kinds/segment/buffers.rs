@@ -64,20 +64,30 @@ impl State {
 /// Moves values into `values` until it holds `count` or both buffers are
 /// empty, switching to the following segment when the current one runs out.
 pub(super) fn fill(state: &mut State, count: usize, values: &mut Vec<u64>) {
-    while values.len() < count {
+    let wanted = count.saturating_sub(values.len()) as u64;
+    move_out(state, wanted, |run| values.extend(run));
+}
+
+/// Moves up to `count` values out of the buffers, in order, each run of
+/// consecutive ones passed to `push`, switching to the following segment
+/// when the current one runs out; returns how many it moved.
+pub(super) fn move_out(state: &mut State, count: u64, mut push: impl FnMut(Range<u64>)) -> u64 {
+    let mut moved = 0;
+    while moved < count {
         if state.current.is_empty() {
             match state.following.take() {
                 Some(following) => state.current = following,
-                None => return,
+                None => break,
             }
         }
         let current = &mut state.current;
-        let wanted = (count - values.len()) as u64;
-        let end = current.end.min(current.next + wanted);
-        values.extend(current.next..end);
-        state.stats.values += end - current.next;
+        let end = current.end.min(current.next + (count - moved));
+        push(current.next..end);
+        moved += end - current.next;
         current.next = end;
     }
+    state.stats.values += moved;
+    moved
 }
 
 /// The values this process can give back: the unused tail of its last

@@ -43,7 +43,7 @@ pub use counter::{SegmentKind, SegmentState, DEFAULT_STEP, MAX_STEP};
 
 use counter::{fits_filter, take_pipeline};
 
-use crate::parts::Stamp;
+use crate::parts::{Stamp, Stamps};
 use crate::sequence::counter::fields::{integer_in, read_integer};
 use crate::sequence::error::SequenceError;
 use crate::sequence::kind_trait::{
@@ -151,6 +151,18 @@ impl Handle for SegmentCounter {
             .into_iter()
             .map(|value| Stamp::new(client_micros, value))
             .collect())
+    }
+
+    fn take_held(&self, count: usize, client_micros: u64) -> Option<Stamps> {
+        let stamp = |value| Stamp::new(client_micros, value);
+        if count == 1 {
+            let mut one = None;
+            SegmentCounter::take_held(self, 1, |run| one = Some(stamp(run.start)));
+            return one.map(Stamps::one);
+        }
+        let mut stamps = Vec::with_capacity(count);
+        SegmentCounter::take_held(self, count, |run| stamps.extend(run.map(stamp)))
+            .then(|| stamps.into())
     }
 
     async fn take_ranges(&self, count: u64) -> Result<Vec<Range<u64>>, SequenceError> {

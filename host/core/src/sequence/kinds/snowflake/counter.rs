@@ -212,6 +212,13 @@ impl SnowflakeCounter {
         }
     }
 
+    /// The next ID if the generator can issue it now, with no await
+    /// (`None`: a stall, which [`SnowflakeCounter::next_id`] waits out or
+    /// reports).
+    pub fn try_next_id(&self) -> Option<u64> {
+        self.inner.generator.try_next(&*self.inner.clock).ok()
+    }
+
     /// The next ID, waiting out a used-up time unit or a small clock step
     /// back, and a lease being regained (up to [`SnowflakeOptions::lease_wait`]).
     pub async fn next_id(&self) -> Result<u64, SequenceError> {

@@ -58,7 +58,7 @@ pub use workers::{lifetimes, workers, Lifetime};
 
 use crate::mongo::describe_value;
 use crate::parts::snowflake::date;
-use crate::parts::{Layout, Stamp, TimeUnit};
+use crate::parts::{Layout, Stamp, Stamps, TimeUnit};
 use crate::sequence::counter::fields::read_integer;
 use crate::sequence::error::SequenceError;
 use crate::sequence::identity::Incarnation;
@@ -264,6 +264,19 @@ impl Handle for SnowflakeCounter {
             .into_iter()
             .map(|id| Stamp::snowflake(id, &layout).expect("the generator issues 63-bit IDs"))
             .collect())
+    }
+
+    /// One ID, when the generator can issue it now: its every check (the
+    /// lease proved valid, the clock, the reservation), with no await. A
+    /// block, and a stall of any kind, go the ordinary way.
+    fn take_held(&self, count: usize, _client_micros: u64) -> Option<Stamps> {
+        if count != 1 {
+            return None;
+        }
+        let id = self.try_next_id()?;
+        Some(Stamps::one(
+            Stamp::snowflake(id, self.layout()).expect("the generator issues 63-bit IDs"),
+        ))
     }
 
     async fn close(&self) -> Result<GiveBack, SequenceError> {
