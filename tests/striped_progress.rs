@@ -17,21 +17,24 @@ use std::time::{Duration, Instant};
 use mongodb::bson::{doc, Document};
 
 use idmint::sequence::striping::hooks::{hold, Point};
+use idmint::sequence::striping::Restriped;
 use idmint::sequence::striping::{
     create_laid_out, create_striped, resume_change, set_layout_and_finish, set_stripes, Layout,
     FINISH_PATIENCE, RESUME_AFTER,
 };
-use idmint::sequence::{CounterKind, CounterSpec, OpenOptions, Sequence};
+use idmint::sequence::{
+    CounterKind, CounterName, CounterSpec, OpenOptions, Sequence, SequenceError,
+};
 
 use crate::support::sites::{connect, own_servers, DEADLINE};
 use crate::support::takers::Takers;
 use crate::support::wait::{within, PATIENCE};
 use crate::support::{counter_name, database, database_name};
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_slow_change_making_progress_is_not_overtaken_by_its_takers() {
-    const TEST: &str = "striped_progress_slow";
-    let database = database(TEST).await;
+/// A striped autoinc counter `c` of 2 lanes in `test`'s database, opened,
+/// with 2 takers that took 50 values from it.
+async fn striped_with_takers(test: &str) -> (mongodb::Database, CounterName, Sequence, Takers) {
+    let database = database(test).await;
     let name = counter_name("c");
     create_striped(
         &database,
@@ -46,6 +49,40 @@ async fn a_slow_change_making_progress_is_not_overtaken_by_its_takers() {
         .unwrap();
     let takers = Takers::start(&sequence, 2);
     takers.progress(50, "values before the change").await;
+    (database, name, sequence, takers)
+}
+
+/// `changed` (`what`, a change to 3 lanes made under `takers` of
+/// `sequence`) succeeded: the takers took 50 more values, the map is live
+/// at its generation, no take failed and no value was taken twice.
+async fn assert_made_three_lanes_under(
+    changed: Result<Restriped, SequenceError>,
+    sequence: &Sequence,
+    takers: Takers,
+    what: &str,
+) {
+    takers.progress(50, "values after the change").await;
+    let (values, _, errors) = takers.stop().await;
+    let map = sequence.state().await.unwrap().striped.unwrap();
+    let _ = sequence.close().await;
+    let changed = changed.unwrap_or_else(|error| panic!("{what} failed: {error}"));
+    assert_eq!(changed.map.modulus, 3, "{}", changed.map.describe());
+    assert!(
+        map.live && map.generation == changed.map.generation,
+        "{}",
+        map.describe()
+    );
+    assert!(errors.is_empty(), "takes failed: {errors:?}");
+    let mut seen = HashSet::new();
+    for value in values {
+        assert!(seen.insert(value), "{value} taken twice");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_change_making_progress_is_not_overtaken_by_its_takers() {
+    const TEST: &str = "striped_progress_slow";
+    let (database, name, sequence, takers) = striped_with_takers(TEST).await;
 
     // The change held twice, each time for three fifths of RESUME_AFTER:
     // longer than RESUME_AFTER in all (its takers waiting on it all the
@@ -64,43 +101,13 @@ async fn a_slow_change_making_progress_is_not_overtaken_by_its_takers() {
     tokio::time::sleep(step).await;
     writes.release().await;
     let changed = change.await.unwrap();
-
-    takers.progress(50, "values after the change").await;
-    let (values, _, errors) = takers.stop().await;
-    let map = sequence.state().await.unwrap().striped.unwrap();
-    let _ = sequence.close().await;
-    let changed = changed.unwrap_or_else(|error| panic!("the slow change failed: {error}"));
-    assert_eq!(changed.map.modulus, 3, "{}", changed.map.describe());
-    assert!(
-        map.live && map.generation == changed.map.generation,
-        "{}",
-        map.describe()
-    );
-    assert!(errors.is_empty(), "takes failed: {errors:?}");
-    let mut seen = HashSet::new();
-    for value in values {
-        assert!(seen.insert(value), "{value} taken twice");
-    }
+    assert_made_three_lanes_under(changed, &sequence, takers, "the slow change").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_change_whose_writes_answer_slowly_is_not_overtaken_by_its_takers() {
     const TEST: &str = "striped_progress_slow_writes";
-    let database = database(TEST).await;
-    let name = counter_name("c");
-    create_striped(
-        &database,
-        &name,
-        &CounterSpec::of(CounterKind::Autoinc).prefixes(Vec::new()),
-        2,
-    )
-    .await
-    .unwrap();
-    let (sequence, _) = Sequence::open(&database, name.clone(), &OpenOptions::default())
-        .await
-        .unwrap();
-    let takers = Takers::start(&sequence, 2);
-    takers.progress(50, "values before the change").await;
+    let (database, name, sequence, takers) = striped_with_takers(TEST).await;
 
     // The change parked with its lanes sealed, its takers waiting on it;
     // meanwhile only its heartbeats say it is at work, and they answer
@@ -125,24 +132,7 @@ async fn a_change_whose_writes_answer_slowly_is_not_overtaken_by_its_takers() {
     slower.release().await;
     seals.release().await;
     let changed = change.await.unwrap();
-
-    takers.progress(50, "values after the change").await;
-    let (values, _, errors) = takers.stop().await;
-    let map = sequence.state().await.unwrap().striped.unwrap();
-    let _ = sequence.close().await;
-    let changed =
-        changed.unwrap_or_else(|error| panic!("the change with slow writes failed: {error}"));
-    assert_eq!(changed.map.modulus, 3, "{}", changed.map.describe());
-    assert!(
-        map.live && map.generation == changed.map.generation,
-        "{}",
-        map.describe()
-    );
-    assert!(errors.is_empty(), "takes failed: {errors:?}");
-    let mut seen = HashSet::new();
-    for value in values {
-        assert!(seen.insert(value), "{value} taken twice");
-    }
+    assert_made_three_lanes_under(changed, &sequence, takers, "the change with slow writes").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
