@@ -31,9 +31,8 @@ use crate::support::takers::Takers;
 use crate::support::wait::{within, PATIENCE};
 use crate::support::{counter_name, database, database_name};
 
-/// A striped autoinc counter `c` of 2 lanes in `test`'s database, opened,
-/// with 2 takers that took 50 values from it.
-async fn striped_with_takers(test: &str) -> (mongodb::Database, CounterName, Sequence, Takers) {
+/// A striped autoinc counter `c` of 2 lanes in `test`'s database.
+async fn striped_counter(test: &str) -> (mongodb::Database, CounterName) {
     let database = database(test).await;
     let name = counter_name("c");
     create_striped(
@@ -44,6 +43,13 @@ async fn striped_with_takers(test: &str) -> (mongodb::Database, CounterName, Seq
     )
     .await
     .unwrap();
+    (database, name)
+}
+
+/// A striped autoinc counter `c` of 2 lanes in `test`'s database, opened,
+/// with 2 takers that took 50 values from it.
+async fn striped_with_takers(test: &str) -> (mongodb::Database, CounterName, Sequence, Takers) {
+    let (database, name) = striped_counter(test).await;
     let (sequence, _) = Sequence::open(&database, name.clone(), &OpenOptions::default())
         .await
         .unwrap();
@@ -138,16 +144,7 @@ async fn a_change_whose_writes_answer_slowly_is_not_overtaken_by_its_takers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn finishing_a_change_read_before_another_claimed_the_counter_claims_nothing() {
     const TEST: &str = "striped_progress_stale_finish";
-    let database = database(TEST).await;
-    let name = counter_name("c");
-    create_striped(
-        &database,
-        &name,
-        &CounterSpec::of(CounterKind::Autoinc).prefixes(Vec::new()),
-        2,
-    )
-    .await
-    .unwrap();
+    let (database, name) = striped_counter(TEST).await;
     let db = database_name(TEST);
     let map_now = || async {
         let (sequence, _) = Sequence::open(&database, name.clone(), &OpenOptions::default())
