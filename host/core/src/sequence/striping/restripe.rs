@@ -947,7 +947,7 @@ impl Change<'_> {
     /// times its slowest write so far. Others finish a change only after
     /// it made none for its patience
     /// ([`PendingChange::patience`], at least
-    /// [`RESUME_AFTER`](super::RESUME_AFTER)): a change that is slow (each
+    /// [`RESUME_AFTER`]): a change that is slow (each
     /// write majority and journal, on a loaded server) is not overtaken
     /// while it works, even when its own heartbeats are seconds apart, and
     /// is overtaken once it stops.
@@ -1003,7 +1003,7 @@ impl Change<'_> {
     /// How long this change asks others to see it make no progress before
     /// they finish it: four times its slowest write to the map so far (its
     /// first estimate before it wrote), within
-    /// [`RESUME_AFTER`](super::RESUME_AFTER) and [`LONGEST_PATIENCE`]. Its
+    /// [`RESUME_AFTER`] and [`LONGEST_PATIENCE`]. Its
     /// own writes replace the estimate, so that a patience inherited from
     /// a slow moment does not outlive it.
     fn patience_ms(&self) -> u64 {
