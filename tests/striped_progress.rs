@@ -58,6 +58,15 @@ async fn striped_with_takers(test: &str) -> (mongodb::Database, CounterName, Seq
     (database, name, sequence, takers)
 }
 
+/// A change of counter `name` to 3 lanes, run on a task of its own.
+fn spawn_set_stripes(
+    database: &mongodb::Database,
+    name: &CounterName,
+) -> tokio::task::JoinHandle<Result<Restriped, SequenceError>> {
+    let (database, name) = (database.clone(), name.clone());
+    tokio::spawn(async move { set_stripes(&database, &name, 3).await })
+}
+
 /// `changed` (`what`, a change to 3 lanes made under `takers` of
 /// `sequence`) succeeded: the takers took 50 more values, the map is live
 /// at its generation, no take failed and no value was taken twice.
@@ -95,10 +104,7 @@ async fn a_slow_change_making_progress_is_not_overtaken_by_its_takers() {
     // while), no step as long. The pauses are the slowness under test.
     let seals = hold(&database_name(TEST), "c", Point::AfterSeals, 1);
     let writes = hold(&database_name(TEST), "c", Point::BeforeLaneWrites, 1);
-    let change = {
-        let (database, name) = (database.clone(), name.clone());
-        tokio::spawn(async move { set_stripes(&database, &name, 3).await })
-    };
+    let change = spawn_set_stripes(&database, &name);
     let step = RESUME_AFTER * 3 / 5;
     seals.arrived().await;
     tokio::time::sleep(step).await;
@@ -123,10 +129,7 @@ async fn a_change_whose_writes_answer_slowly_is_not_overtaken_by_its_takers() {
     // progress writes.
     let db = database_name(TEST);
     let seals = hold(&db, "c", Point::AfterSeals, 1);
-    let change = {
-        let (database, name) = (database.clone(), name.clone());
-        tokio::spawn(async move { set_stripes(&database, &name, 3).await })
-    };
+    let change = spawn_set_stripes(&database, &name);
     seals.arrived().await;
     let slow = hold(&db, "c", Point::AfterHeartbeat, 1);
     slow.arrived().await;
@@ -157,10 +160,7 @@ async fn finishing_a_change_read_before_another_claimed_the_counter_claims_nothi
 
     // A change half way, as a process reads it...
     let first_held = hold(&db, "c", Point::AfterSeals, 1);
-    let first = {
-        let (database, name) = (database.clone(), name.clone());
-        tokio::spawn(async move { set_stripes(&database, &name, 3).await })
-    };
+    let first = spawn_set_stripes(&database, &name);
     first_held.arrived().await;
     let read_early = map_now().await;
     assert!(!read_early.live, "{}", read_early.describe());
