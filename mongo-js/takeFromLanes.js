@@ -198,7 +198,17 @@ function (keyName, map, clientMicros, count) {
         { $set: { last: { $toLong: periodicLast("$seq") } } }
       ];
     } else if (kind === "cyclic") {
-      query = { _id: id, $expr: laneGuard(kind) };
+      // The host's under_time_ceiling (kinds/cyclic/lanes.rs): a cyclic
+      // lane of a counter across deployments issues timestamps only up to
+      // its `ceiling` (none: no bound), which only the host raises; a
+      // take of one moves its ts to max(client, ts) + 2 at most.
+      query = { _id: id, $expr: { $and: [
+        laneGuard(kind),
+        { $lte: [
+          { $add: [{ $max: [long(clientMicros), "$ts"] }, long(2)] },
+          { $ifNull: ["$ceiling", long(MAX_LONG)] }
+        ] }
+      ] } };
       update = [
         { $replaceWith: { $mergeObjects: ["$$ROOT", { $let: {
           vars: { wrapped: { $gte: ["$val", "$maxval"] } },
@@ -296,7 +306,14 @@ function (keyName, map, clientMicros, count) {
     if (found !== null) {
       var lane = readCounter(keyName, found, "lane", map.kind);
       var live = !lane.sealed && lane.generation === map.generation;
-      // A cyclic lane never runs out.
+      var ceiling = (found.ceiling === undefined || found.ceiling === null) ? null : Number(found.ceiling);
+      // A cyclic lane never runs out; its ceiling bounds its timestamps.
+      if (live && lane.kind === "cyclic" && ceiling !== null &&
+          Math.max(Number(clientMicros), Number(found.ts)) + 2 > ceiling) {
+        throw new Error("counter '" + keyName + "': lane " + id + " is at its ceiling " +
+          ceiling + ": it is raised only once another deployment of the counter " +
+          "has recorded a higher one; nothing was taken");
+      }
       if (live && lane.kind !== "cyclic") {
         var room = Math.max(MAX_VALUE - lane.last, 0);
         if ((room - room % lane.m) / lane.m < COUNT) {
@@ -304,10 +321,9 @@ function (keyName, map, clientMicros, count) {
             " more value(s) without passing " + MAX_VALUE + "; it was left unchanged");
         }
         // At its ceiling: only the host raises it (see takeLane).
-        if (found.ceiling !== undefined && found.ceiling !== null &&
-            Number(lane.last) + COUNT * lane.m > Number(found.ceiling)) {
+        if (ceiling !== null && Number(lane.last) + COUNT * lane.m > ceiling) {
           throw new Error("counter '" + keyName + "': lane " + id + " is at its ceiling " +
-            Number(found.ceiling) + ": it is raised only once another deployment of the counter " +
+            ceiling + ": it is raised only once another deployment of the counter " +
             "has recorded a higher one; nothing was taken");
         }
       }

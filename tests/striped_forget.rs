@@ -1,5 +1,6 @@
 //! A deployment lost for good (issue 49 §4): autoinc and segment lanes of a
-//! counter across deployments hand out values only up to a ceiling another
+//! counter across deployments hand out values (cyclic lanes: timestamps)
+//! only up to a ceiling another
 //! deployment recorded first (`ceilings.DEPLOYMENT` in its copy of the map),
 //! raised a chunk at a time; `idmint counter stripes NAME --forget
 //! DEPLOYMENT` is refused while the deployment answers, and once its server
@@ -332,4 +333,198 @@ fn forgetting_the_first_deployment_given_shows_the_counter_from_another() {
         shown.starts_with("forgot a deployment of counter 'orders'") && shown.contains("in us"),
         "{shown}"
     );
+}
+
+/// The pairs a take of `count` at `client_micros` from a cyclic counter
+/// handed out, each new to `seen`.
+async fn take_pairs(
+    sequence: &Sequence,
+    count: usize,
+    client_micros: u64,
+    seen: &mut BTreeSet<(u64, u64)>,
+) -> Result<Vec<(u64, u64)>, String> {
+    let taken = sequence
+        .take(count, client_micros)
+        .await
+        .map_err(|error| error.to_string())?;
+    let pairs: Vec<(u64, u64)> = taken
+        .iter()
+        .map(|stamp| (stamp.timestamp_micros, stamp.sequence))
+        .collect();
+    for pair in &pairs {
+        assert!(seen.insert(*pair), "{pair:?} handed out twice");
+    }
+    Ok(pairs)
+}
+
+/// The `ts` and `ceiling` of cyclic lane `id` in `database`.
+async fn lane_times(database: &Database, id: &str) -> (u64, u64) {
+    let lane = document(database, id).await;
+    (
+        lane.get_i64("ts").unwrap() as u64,
+        lane.get_i64("ceiling").unwrap() as u64,
+    )
+}
+
+/// A cyclic counter across `eu:2,us:2`: its lanes' ceilings bound their
+/// timestamps, raised a minute at a time as the takers' clock (given to
+/// each take, a simulated clock) moves on; while `eu` is down, `us`'s
+/// lanes hand out only up to the timestamp `eu` recorded, then nothing;
+/// once `us` is lost and forgotten, every pair handed out is later than
+/// every timestamp `us`'s lanes issued.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forgetting_a_lost_deployment_of_a_cyclic_counter_starts_after_its_time_ceilings() {
+    use idmint::sequence::CEILING_CHUNK_MICROS as CHUNK;
+
+    let now_micros = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_micros() as u64
+    };
+    let before = now_micros();
+    let (mut owned, sites) = own_servers("striped_forget_cyclic", 2);
+    let deployments = connect(&sites, DEADLINE).await;
+    let create = [
+        "counter",
+        "create",
+        "orders",
+        "--max",
+        "99",
+        "--raw",
+        "--stripes",
+        "eu:2,us:2",
+    ];
+    assert_exit(&run(&mut idmint_across(&sites, &create)), 0);
+    let eu = deployments.get("eu").unwrap().database.clone();
+    let us = deployments.get("us").unwrap().database.clone();
+    let us_first = Deployments::new(vec![
+        Deployment {
+            name: "us".into(),
+            database: us.clone(),
+        },
+        Deployment {
+            name: "eu".into(),
+            database: eu.clone(),
+        },
+    ])
+    .unwrap()
+    .deadline(DEADLINE);
+    let (from_eu, map) = open_across(&deployments, "orders").await;
+    let (from_us, _) = open_across(&us_first, "orders").await;
+    assert!(map.bounded, "{map:?}");
+    let us_lanes = ["orders#2", "orders#3"];
+    let of_us = |value: u64| map.deployment_of(value % map.modulus) == Some("us");
+    let created = now_micros();
+    for id in us_lanes {
+        // At its floor, five minutes of the clock of the change that
+        // wrote it to issue in (not five minutes after its base, 0).
+        let (ts, ceiling) = lane_times(&us, id).await;
+        assert_eq!(ts, map.base);
+        assert!(
+            (before + CHUNK..=created + CHUNK).contains(&ceiling),
+            "{id}: first ceiling {ceiling}, created between {before} and {created}"
+        );
+    }
+
+    // The takers' clock moves on 15 s a take for 30 minutes: each lane's
+    // ceiling is raised ahead of it, five minutes at a time.
+    const STEP: u64 = 15_000_000;
+    const TAKES: u64 = 120;
+    let mut clock = created;
+    let mut seen = BTreeSet::new();
+    let mut ceilings: BTreeSet<(&str, u64)> = BTreeSet::new();
+    for _ in 0..TAKES {
+        clock += STEP;
+        for (ts, value) in take_pairs(&from_us, 30, clock, &mut seen).await.unwrap() {
+            assert!(of_us(value), "{value} is not of us's lanes");
+            assert!(ts >= clock, "{ts} before the take's clock {clock}");
+        }
+        for id in us_lanes {
+            let (ts, ceiling) = lane_times(&us, id).await;
+            assert!(ts <= ceiling, "{id}: ts {ts} after its ceiling {ceiling}");
+            ceilings.insert((id, ceiling));
+        }
+    }
+    take_pairs(&from_eu, 30, clock, &mut seen).await.unwrap();
+    // One raise per half a chunk to a chunk of each lane's time, none per
+    // take: its first ceiling, and then one each time less than half a
+    // chunk is left.
+    let span = TAKES * STEP;
+    let (fewest, most) = (2 * (span / CHUNK + 1), 2 * (span / (CHUNK / 2) + 2));
+    let raises = ceilings.len() as u64;
+    assert!(
+        (fewest..=most).contains(&raises),
+        "{raises} ceilings of us's lanes in {TAKES} takes over {} minutes: expected {fewest} to \
+         {most}",
+        span / 60_000_000
+    );
+    eprintln!("cyclic: {raises} ceilings of us's lanes in {TAKES} takes over 30 minutes");
+    let recorded = recorded_for_us(&eu).await.unwrap();
+    for id in us_lanes {
+        let (_, ceiling) = lane_times(&us, id).await;
+        assert!(ceiling <= recorded, "{id}: {ceiling} after {recorded}");
+    }
+
+    // `eu` down: `us`'s lanes hand out up to what `eu` recorded, then
+    // nothing.
+    owned[0].kill();
+    let mut during = Vec::new();
+    let mut failures = 0;
+    for _ in 0..2 * CHUNK / STEP {
+        clock += STEP;
+        match take_pairs(&from_us, 30, clock, &mut seen).await {
+            Ok(pairs) => during.extend(pairs),
+            Err(_) => failures += 1,
+        }
+        if failures >= 3 {
+            break;
+        }
+    }
+    assert!(
+        failures >= 3,
+        "us kept handing out with eu down: {} pairs",
+        during.len()
+    );
+    assert!(!during.is_empty(), "us handed out nothing with eu down");
+    owned[0].restart();
+    let recorded = recorded_for_us(&eu).await.unwrap();
+    let after_recorded: Vec<_> = during.iter().filter(|(ts, _)| *ts > recorded).collect();
+    assert!(
+        after_recorded.is_empty(),
+        "{after_recorded:?} after the ceiling eu recorded ({recorded})"
+    );
+
+    // Lost and forgotten: every pair after it is later than every
+    // timestamp `us`'s lanes issued.
+    let mut latest_us = seen
+        .iter()
+        .filter(|(_, value)| of_us(*value))
+        .map(|(ts, _)| *ts)
+        .max()
+        .unwrap();
+    for id in us_lanes {
+        latest_us = latest_us.max(lane_times(&us, id).await.0);
+    }
+    owned[1].lose();
+    let forget = ["counter", "stripes", "orders", "--forget", "us"];
+    let forgot = run(&mut idmint_across(&sites, &forget));
+    assert_exit(&forgot, 0);
+    let after: StripeMap = StripeMap::read(&document(&eu, "orders").await).unwrap();
+    assert!(after.live, "{after:?}");
+    assert!(
+        after.base >= recorded,
+        "{after:?}, eu recorded {recorded} for us"
+    );
+    let (fresh, _) = open_across(&deployments, "orders").await;
+    for _ in 0..10 {
+        // The takers' clock where it was: the pairs are later still.
+        for (ts, value) in take_pairs(&fresh, 30, clock, &mut seen).await.unwrap() {
+            assert!(
+                ts > latest_us,
+                "({ts}, {value}), handed out after the forget, is not after {latest_us}, \
+                 issued by us's lanes"
+            );
+        }
+    }
 }

@@ -467,6 +467,30 @@ fn cases() -> Vec<Case> {
             ],
             4,
         ),
+        // Lanes with a ceiling on their timestamps (of a counter across
+        // deployments): a take whose timestamp may reach past it is
+        // refused (only the host raises it, and only across deployments).
+        stamp_case(
+            "c_under_ceiling",
+            cyclic_map(1, ts - 1000, 2, 9, true),
+            (0..2)
+                .map(|r| {
+                    let lane = fresh_cyclic_lane(1, ts - 1000, 2, 9, r);
+                    (r as u64, with(lane, "ceiling", ts + 2))
+                })
+                .collect(),
+            2,
+        ),
+        stamp_case(
+            "c_at_ceiling",
+            cyclic_map(1, ts - 1000, 1, 9, true),
+            one(with(
+                cyclic_lane(1, ts - 1000, 1, 9, 0, 3, ts + 5, false),
+                "ceiling",
+                ts + 6,
+            )),
+            2,
+        ),
         stamp_case(
             "c_int32",
             cyclic_map(1, 0, 2, 9, true),

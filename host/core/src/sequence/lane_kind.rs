@@ -34,9 +34,9 @@ use super::counter::document::{read, Registered};
 use super::counter::fields::well_formed;
 use super::error::SequenceError;
 use super::identity::Incarnation;
-use super::kind_trait::Kind;
+use super::kind_trait::{Kind, MAX_VALUE};
 use super::name::CounterName;
-use super::striping::{Deployments, Lane, Mark, StripingError};
+use super::striping::{Deployments, Lane, Mark, StripingError, CEILING_CHUNK};
 use crate::parts::Stamp;
 
 /// The `kind` of a lane document (`striping/lane.rs`): no path that does
@@ -137,11 +137,13 @@ pub trait Stripable: Kind + Registered {
     /// known as `local` (its ceiling `ceiling`), to the local values the
     /// take may move through; none when the lane has not `count` values
     /// left whatever its local value.
+    /// `client_micros` is the taker's clock, as the take's own.
     fn short_filter(
         local: &Self::Local,
         lane: Lane,
         ceiling: Option<u64>,
         count: u64,
+        client_micros: u64,
         filter: &mut Document,
     ) -> Option<()>;
 
@@ -179,11 +181,39 @@ pub trait Stripable: Kind + Registered {
         None
     }
 
-    /// How many local values above a lane's `last` a raise of its ceiling
-    /// allows at least, for a take of `count`.
-    fn ceiling_chunk(of: &Self::Of, count: u64) -> u64 {
+    /// How far above a lane's [`CeilingReach::now`] a raise of its ceiling
+    /// puts it, for a take of `count` from a lane of a generation of
+    /// `modulus` lanes: [`CEILING_CHUNK`] local values (`m` apart) at
+    /// least, or `count` of them if more.
+    fn ceiling_chunk(of: &Self::Of, count: u64, modulus: u64) -> u64 {
         let _ = of;
-        count
+        count.max(CEILING_CHUNK).saturating_mul(modulus)
+    }
+
+    /// The first ceiling of a new lane of a generation above `base` of
+    /// `modulus` lanes, written by a change of stripes that began at
+    /// `clock_micros`: a chunk above the base.
+    fn first_ceiling(of: &Self::Of, base: u64, modulus: u64, clock_micros: u64) -> u64 {
+        let _ = clock_micros;
+        base.saturating_add(Self::ceiling_chunk(of, 1, modulus))
+            .min(MAX_VALUE)
+    }
+
+    /// What a lane's ceiling bounds, for a take of `count` at
+    /// `client_micros` from a lane known as `local` (its `last` `last`):
+    /// a counting lane's values, `count` of them `m` apart above `last`.
+    fn ceiling_reach(
+        local: &Self::Local,
+        lane: Lane,
+        last: u64,
+        count: u64,
+        client_micros: u64,
+    ) -> CeilingReach {
+        let _ = (local, client_micros);
+        CeilingReach {
+            now: last,
+            after: last.saturating_add(count.saturating_mul(lane.generation().modulus)),
+        }
     }
 
     /// The generation of a live map above `base` (in `base_period`), in
@@ -234,6 +264,18 @@ pub fn values_above(base: u64, base_period: Option<&str>) -> String {
         None => String::new(),
     };
     format!(", values above {base}{period} (unique, not increasing)")
+}
+
+/// Where a lane stands against its ceiling (`striping/counting.rs`'s
+/// `CEILING`), in what the ceiling bounds (a counting lane's values, a
+/// cyclic lane's timestamps): its take stays at or below the ceiling,
+/// a raise puts it a chunk above `now`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CeilingReach {
+    /// Where the lane is now.
+    pub now: u64,
+    /// The most the take moves it to.
+    pub after: u64,
 }
 
 /// How a striped counter's takes are made.
@@ -479,8 +521,13 @@ impl LaneOf {
     }
 
     /// See the kind's `Stripable::ceiling_chunk`.
-    pub(crate) fn ceiling_chunk(&self, count: u64) -> u64 {
-        self.of.ceiling_chunk(count)
+    pub(crate) fn ceiling_chunk(&self, count: u64, modulus: u64) -> u64 {
+        self.of.ceiling_chunk(count, modulus)
+    }
+
+    /// See the kind's `Stripable::first_ceiling`.
+    pub(crate) fn first_ceiling(&self, base: u64, modulus: u64, clock_micros: u64) -> u64 {
+        self.of.first_ceiling(base, modulus, clock_micros)
     }
 
     /// How a taker opened with `options` (the kind's own open options,
@@ -516,7 +563,8 @@ trait OfCounter: Debug + Send + Sync {
     ) -> (Document, Vec<Document>);
     fn new_lane(&self, lane: Lane, base_period: Option<&str>, place: &mut Document) -> Document;
     fn map_fields(&self, base: &Mark) -> Document;
-    fn ceiling_chunk(&self, count: u64) -> u64;
+    fn ceiling_chunk(&self, count: u64, modulus: u64) -> u64;
+    fn first_ceiling(&self, base: u64, modulus: u64, clock_micros: u64) -> u64;
     fn takes(&self, options: &dyn Any, deployments: Option<&Deployments>) -> Takes;
     fn keep_tag<'a>(
         &'a self,
@@ -566,8 +614,12 @@ impl<K: Stripable> OfCounter for OfKind<K> {
         K::map_fields(&self.0, base)
     }
 
-    fn ceiling_chunk(&self, count: u64) -> u64 {
-        K::ceiling_chunk(&self.0, count)
+    fn ceiling_chunk(&self, count: u64, modulus: u64) -> u64 {
+        K::ceiling_chunk(&self.0, count, modulus)
+    }
+
+    fn first_ceiling(&self, base: u64, modulus: u64, clock_micros: u64) -> u64 {
+        K::first_ceiling(&self.0, base, modulus, clock_micros)
     }
 
     fn takes(&self, options: &dyn Any, deployments: Option<&Deployments>) -> Takes {
@@ -670,9 +722,22 @@ impl Local {
         lane: Lane,
         ceiling: Option<u64>,
         count: u64,
+        client_micros: u64,
         filter: &mut Document,
     ) -> Option<()> {
-        self.0.short_filter(lane, ceiling, count, filter)
+        self.0
+            .short_filter(lane, ceiling, count, client_micros, filter)
+    }
+
+    /// See the kind's `Stripable::ceiling_reach`.
+    pub(crate) fn ceiling_reach(
+        &self,
+        lane: Lane,
+        last: u64,
+        count: u64,
+        client_micros: u64,
+    ) -> CeilingReach {
+        self.0.ceiling_reach(lane, last, count, client_micros)
     }
 }
 
@@ -691,8 +756,10 @@ trait LocalCounter: Debug + Send + Sync {
         lane: Lane,
         ceiling: Option<u64>,
         count: u64,
+        client_micros: u64,
         filter: &mut Document,
     ) -> Option<()>;
+    fn ceiling_reach(&self, lane: Lane, last: u64, count: u64, client_micros: u64) -> CeilingReach;
 }
 
 struct LocalOfKind<K: Stripable>(K::Local);
@@ -745,9 +812,14 @@ impl<K: Stripable> LocalCounter for LocalOfKind<K> {
         lane: Lane,
         ceiling: Option<u64>,
         count: u64,
+        client_micros: u64,
         filter: &mut Document,
     ) -> Option<()> {
-        K::short_filter(&self.0, lane, ceiling, count, filter)
+        K::short_filter(&self.0, lane, ceiling, count, client_micros, filter)
+    }
+
+    fn ceiling_reach(&self, lane: Lane, last: u64, count: u64, client_micros: u64) -> CeilingReach {
+        K::ceiling_reach(&self.0, lane, last, count, client_micros)
     }
 }
 

@@ -66,7 +66,9 @@ pub use kind_trait::{
     Headroom, Held, Kind, LeaseStats, Repeats, Segments, ValueShape, MAX_BLOCK, MAX_VALUE,
 };
 pub use kinds::autoinc::{AutoincCounter, AutoincKind, AutoincState};
-pub use kinds::cyclic::{CyclicCounter, CyclicKind, CyclicState, DEFAULT_MAXVAL, MAX_MAXVAL};
+pub use kinds::cyclic::{
+    CyclicCounter, CyclicKind, CyclicState, CEILING_CHUNK_MICROS, DEFAULT_MAXVAL, MAX_MAXVAL,
+};
 pub use kinds::periodic::{PeriodicCounter, PeriodicKind, PeriodicState, DEFAULT_ZONE};
 pub use kinds::segment::{
     step, SegmentCounter, SegmentKind, SegmentOptions, SegmentState, SegmentTaker, DEFAULT_STEP,

@@ -259,14 +259,13 @@ pub(crate) fn take_command(
 /// left), all of it at most.
 pub const CEILING_CHUNK: u64 = 65_536;
 
-/// How many values above a lane's `last` a raise of its ceiling allows
-/// (its local values are `m` apart): [`CEILING_CHUNK`] local values, or
-/// more for a take of more (its kind says how many, e.g. a segment lane's
-/// 64 segments), so one pair of writes per chunk, none per value.
+/// How far above where a lane stands a raise of its ceiling puts it, for
+/// a take of `count` from a generation of `modulus` lanes: a counting
+/// lane's [`CEILING_CHUNK`] local values (`m` apart), or more for a take of
+/// more (its kind says how many, e.g. a segment lane's 64 segments), a
+/// cyclic lane's five minutes; so one pair of writes per chunk, none per value.
 pub(crate) fn ceiling_chunk(of: &LaneOf, count: u64, modulus: u64) -> u64 {
-    of.ceiling_chunk(count)
-        .max(CEILING_CHUNK)
-        .saturating_mul(modulus)
+    of.ceiling_chunk(count, modulus)
 }
 
 /// The field of a lane that says whose it is: its counter's incarnation
@@ -355,15 +354,15 @@ impl KnownLane {
         })
     }
 
-    /// The short filter of a take of `count` from lane `lane_id` (the
-    /// update is the full take's), or none when the lane has not `count`
+    /// The short filter of a take of `count` at `client_micros` from lane
+    /// `lane_id` (the update is the full take's), or none when the lane has not `count`
     /// values left whatever its local value.
-    pub(crate) fn filter(&self, lane_id: &str, count: u64) -> Option<Document> {
+    pub(crate) fn filter(&self, lane_id: &str, count: u64, client_micros: u64) -> Option<Document> {
         let mut filter = doc! { "_id": lane_id, "kind": LANE_KIND };
         filter.extend(self.fixed.clone());
         filter.insert("sealed", doc! { "$type": "null" });
         self.local
-            .short_filter(self.lane, self.ceiling, count, &mut filter)?;
+            .short_filter(self.lane, self.ceiling, count, client_micros, &mut filter)?;
         Some(filter)
     }
 }

@@ -211,6 +211,7 @@ async fn change_layout(
         to: layout,
         home_claimed: std::sync::atomic::AtomicBool::new(false),
         bounded,
+        clock_micros: SystemClock.now_micros(),
         first_estimate_ms: first_estimate(&map, home_read_ms),
         slowest_write_ms: AtomicU64::new(0),
     };
@@ -791,10 +792,15 @@ struct Change<'a> {
     /// Whether it claimed the home's copy of the map: from then on a
     /// failure leaves the change half way.
     home_claimed: std::sync::atomic::AtomicBool,
-    /// Whether the lanes it writes have ceilings (autoinc and segment
-    /// lanes of a counter in two deployments or more): each starts with
-    /// its ceiling at its base, nothing handed out until a taker raises it.
+    /// Whether the lanes it writes have ceilings (autoinc, segment and
+    /// cyclic lanes of a counter in two deployments or more): each starts
+    /// with its first ceiling a chunk above its base (a cyclic lane's,
+    /// above the later of its base and `clock_micros`).
     bounded: bool,
+    /// This process's clock when the change began, in microseconds: what
+    /// a cyclic lane's first ceiling is above, the same for every lane it
+    /// writes and every ceiling it records.
+    clock_micros: u64,
     /// What its writes are taken to cost until it made one, in
     /// milliseconds ([`first_estimate`]): what its claim's patience is made
     /// of.
@@ -1154,10 +1160,10 @@ impl Change<'_> {
     }
 
     /// The first ceiling of a new lane of a generation above `base` of
-    /// `modulus` lanes: a chunk above its base.
+    /// `modulus` lanes: a chunk above its base (see the kind's
+    /// `Stripable::first_ceiling`).
     fn first_ceiling(&self, base: u64, modulus: u64) -> u64 {
-        base.saturating_add(lane::ceiling_chunk(&self.of, 1, modulus))
-            .min(crate::sequence::kind_trait::MAX_VALUE)
+        self.of.first_ceiling(base, modulus, self.clock_micros)
     }
 
     /// Records, before any new lane is written with its first ceiling, that
@@ -1270,8 +1276,8 @@ fn ceilings_outside(copy: &StripeMap, sites: &[String]) -> u64 {
 ///
 /// Refused, nothing written: while `forgotten` answers within the take
 /// deadline (it is not lost); when it is not given (`--uri`: it is tried);
-/// when the counter's lanes are of a kind without ceilings (cyclic,
-/// periodic, snowflake: not built yet); when lanes of `forgotten` were
+/// when the counter's lanes are of a kind without ceilings (periodic,
+/// snowflake: not built yet); when lanes of `forgotten` were
 /// written without ceilings (by an idmint before them), which nothing
 /// bounds. It first claims every surviving copy with `forgotten` left out
 /// of where the counter spans, recording the layout it makes, and then runs
@@ -1452,6 +1458,7 @@ pub async fn forget(
         to: &layout,
         home_claimed: std::sync::atomic::AtomicBool::new(false),
         bounded: false,
+        clock_micros: SystemClock.now_micros(),
         first_estimate_ms: first_estimate(&map, 0),
         slowest_write_ms: AtomicU64::new(0),
     };

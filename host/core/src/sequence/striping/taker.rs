@@ -539,7 +539,10 @@ impl StripedCounter {
                 // Its deployment answered: it may be tried again, on the
                 // lanes of the map as it is now.
                 tried.retain(|name| Some(name) != target.deployment.as_ref());
-                match self.unmatched(&target, &map, count, deadline).await? {
+                match self
+                    .unmatched(&target, &map, count, client_micros, deadline)
+                    .await?
+                {
                     // At its ceiling, raised: again at once.
                     Unmatched::Raised => continue,
                     // At its ceiling, and no other deployment recorded a
@@ -932,7 +935,7 @@ impl StripedCounter {
         let (mut full, update) = lane::take_command(&id, &self.inner.lanes_of, count, client);
         lane::of_counter(&mut full, self.inner.incarnation.as_ref());
         let known = self.inner.known.lock().unwrap().get(&id).cloned();
-        let short = known.and_then(|known| known.filter(&id, count));
+        let short = known.and_then(|known| known.filter(&id, count, client_micros));
         let collection = target.database.collection::<Document>(COUNTERS);
         let until = share.map(|share| tokio::time::Instant::now() + share);
         // The short filter first, if the lane is known; if it matches
@@ -982,7 +985,7 @@ impl StripedCounter {
         match after {
             Some(after) => {
                 let read = self.read_lane(&id, &after)?;
-                self.raise_ahead(target, &id, &read, count);
+                self.raise_ahead(target, &id, &read, count, client_micros);
                 let mut known = self.inner.known.lock().unwrap();
                 match KnownLane::of(&after, &read) {
                     Some(lane) => known.insert(id, lane),
@@ -1019,15 +1022,16 @@ impl StripedCounter {
         )
     }
 
-    /// After a take that matched nothing on `target`'s lane: an error if
-    /// the lane is malformed or exhausted; at its ceiling, the ceiling
-    /// raised (or why not); otherwise (sealed, gone, or changed meanwhile)
-    /// the map is read again for the next try.
+    /// After a take of `count` at `client_micros` that matched nothing on
+    /// `target`'s lane: an error if the lane is malformed or exhausted; at
+    /// its ceiling, the ceiling raised (or why not); otherwise (sealed,
+    /// gone, or changed meanwhile) the map is read again for the next try.
     async fn unmatched(
         &self,
         target: &Target,
         map: &StripeMap,
         count: u64,
+        client_micros: u64,
         deadline: Option<Instant>,
     ) -> Result<Unmatched, SequenceError> {
         let name = self.name();
@@ -1060,10 +1064,12 @@ impl StripedCounter {
                     limit: MAX_VALUE,
                 });
             }
-            let span = count.saturating_mul(lane.lane.generation().modulus);
+            let reach = lane
+                .local
+                .ceiling_reach(lane.lane, lane.last, count, client_micros);
             if let Some(ceiling) = lane
                 .ceiling
-                .filter(|ceiling| live && lane.last.saturating_add(span) > *ceiling)
+                .filter(|ceiling| live && reach.after > *ceiling)
             {
                 let Some(deployment) = target.deployment.as_deref() else {
                     return Err(striping(
@@ -1071,8 +1077,12 @@ impl StripedCounter {
                         StripingError::AtCeiling { lane: id, ceiling },
                     ));
                 };
-                let chunk = lane::ceiling_chunk(&self.inner.lanes_of, count, map.modulus).max(span);
-                let raised = lane.last.saturating_add(chunk).min(MAX_VALUE);
+                let chunk = lane::ceiling_chunk(&self.inner.lanes_of, count, map.modulus);
+                let raised = reach
+                    .now
+                    .saturating_add(chunk)
+                    .max(reach.after)
+                    .min(MAX_VALUE);
                 return Ok(
                     match self
                         .raise_ceiling(map, deployment, target, &id, lane.generation, raised)
@@ -1091,17 +1101,29 @@ impl StripedCounter {
     }
 
     /// Raises, in the background, the ceiling of `lane` (`id`, in
-    /// `target`'s deployment) when a take of `count` left it less than half
-    /// a chunk below it: so a lane has half a chunk at least to hand out
-    /// when every other deployment goes down. One raise of a lane at a
-    /// time; one that fails is tried again after the next take.
-    fn raise_ahead(&self, target: &Target, id: &str, lane: &LaneDocument, count: u64) {
+    /// `target`'s deployment) when a take of `count` at `client_micros`
+    /// left it less than half a chunk below it: so a lane has half a chunk
+    /// at least to hand out when every other deployment goes down. One
+    /// raise of a lane at a time; one that fails is tried again after the
+    /// next take.
+    fn raise_ahead(
+        &self,
+        target: &Target,
+        id: &str,
+        lane: &LaneDocument,
+        count: u64,
+        client_micros: u64,
+    ) {
         let (Some(ceiling), Some(deployment)) = (lane.ceiling, target.deployment.clone()) else {
             return;
         };
         let chunk =
             lane::ceiling_chunk(&self.inner.lanes_of, count, lane.lane.generation().modulus);
-        if lane.sealed || ceiling.saturating_sub(lane.last) >= chunk / 2 {
+        let now = lane
+            .local
+            .ceiling_reach(lane.lane, lane.last, count, client_micros)
+            .now;
+        if lane.sealed || ceiling.saturating_sub(now) >= chunk / 2 {
             return;
         }
         if !self.inner.raising.lock().unwrap().insert(id.to_string()) {
@@ -1111,7 +1133,7 @@ impl StripedCounter {
         let target = target.clone();
         let id = id.to_string();
         let generation = lane.generation;
-        let raised = lane.last.saturating_add(chunk).min(MAX_VALUE);
+        let raised = now.saturating_add(chunk).min(MAX_VALUE);
         tokio::spawn(async move {
             let map = handle.map();
             let _ = handle

@@ -66,6 +66,7 @@ impl Stripable for AutoincKind {
         lane: Lane,
         ceiling: Option<u64>,
         count: u64,
+        _client_micros: u64,
         filter: &mut Document,
     ) -> Option<()> {
         counting::short_filter(lane, ceiling, count, filter)

@@ -21,7 +21,8 @@ use mongodb::bson::{doc, Bson, Document};
 use super::{closed_form, one_value, unfold_block, CyclicKind, MAX_MAXVAL};
 use crate::parts::Stamp;
 use crate::sequence::counter::fields::{integer_in, read_integer};
-use crate::sequence::lane_kind::Stripable;
+use crate::sequence::lane_kind::{CeilingReach, Stripable};
+use crate::sequence::striping::counting::CEILING;
 use crate::sequence::striping::{Lane, Mark, StripingError, MAX_LANES};
 
 /// A cyclic lane's local counter (`Cyclic { val, maxval, ts, top }`, as
@@ -45,10 +46,32 @@ pub(crate) fn cyclic_maxval(top: u64, modulus: u64, residue: u64) -> Option<u64>
     top.checked_sub(residue).map(|room| room / modulus)
 }
 
+/// How far above its timestamps a raise of a cyclic lane's ceiling puts
+/// it: five minutes. While no other deployment answers, a lane of a
+/// counter across deployments hands out for 2.5 to 5 minutes after its
+/// last raise, then nothing; a forget starts its timestamps up to that
+/// far ahead of the clock of the lost deployment's last raise
+/// (`docs/design/striped-counters.md`).
+pub const CEILING_CHUNK_MICROS: u64 = 300_000_000;
+
+/// The take's term that keeps a cyclic lane's timestamps at or below its
+/// ceiling (true when it has none): a take of `count` at `client_micros`
+/// (an expression) moves them to `max(client_micros, ts) + count + 1` at
+/// most (see [`CyclicKind::ceiling_reach`]).
+pub(crate) fn under_time_ceiling(count: u64, client_micros: Bson) -> Document {
+    doc! { "$lte": [
+        { "$add": [{ "$max": [client_micros, "$ts"] }, count.saturating_add(1) as i64] },
+        { "$ifNull": [format!("${CEILING}"), i64::MAX] },
+    ]}
+}
+
 impl Stripable for CyclicKind {
     /// The counter's `maxval`, the top of its cycle.
     type Of = u64;
     type Local = Cyclic;
+
+    /// Time ceilings: a lane's timestamps stay at or below its ceiling.
+    const CEILINGS: bool = true;
 
     const HOW_TO_READ: &'static str =
         "the value is `value.last`, issued with the timestamp `value.ts` (with --count N, \
@@ -177,19 +200,70 @@ impl Stripable for CyclicKind {
         Some(doc! { "maxval": document.get_i64("maxval").ok()? })
     }
 
+    /// The timestamps at or below its ceiling, if it has one: none when
+    /// the take's own clock is past it already.
     fn short_filter(
         local: &Cyclic,
         _lane: Lane,
-        _ceiling: Option<u64>,
-        _count: u64,
+        ceiling: Option<u64>,
+        count: u64,
+        client_micros: u64,
         filter: &mut Document,
     ) -> Option<()> {
         filter.insert(
             "val",
             doc! { "$type": "long", "$gte": 0_i64, "$lte": local.maxval as i64 },
         );
-        filter.insert("ts", doc! { "$type": "long", "$gte": 0_i64 });
+        match ceiling {
+            Some(ceiling) => {
+                let highest = ceiling.checked_sub(count.saturating_add(1))?;
+                if client_micros > highest {
+                    return None;
+                }
+                filter.insert(CEILING, ceiling as i64);
+                filter.insert(
+                    "ts",
+                    doc! { "$type": "long", "$gte": 0_i64, "$lte": highest as i64 },
+                );
+            }
+            None => {
+                filter.insert(CEILING, doc! { "$exists": false });
+                filter.insert("ts", doc! { "$type": "long", "$gte": 0_i64 });
+            }
+        }
         Some(())
+    }
+
+    /// Five minutes of timestamps, or the take's reach if more.
+    fn ceiling_chunk(_top: &u64, count: u64, _modulus: u64) -> u64 {
+        CEILING_CHUNK_MICROS.max(count.saturating_add(1))
+    }
+
+    /// A chunk above the later of its base and the clock of the change
+    /// that writes it: a lane that has not issued yet has a chunk of time
+    /// to issue in before it needs another deployment.
+    fn first_ceiling(top: &u64, base: u64, modulus: u64, clock_micros: u64) -> u64 {
+        base.max(clock_micros)
+            .saturating_add(Self::ceiling_chunk(top, 1, modulus))
+            .min(i64::MAX as u64)
+    }
+
+    /// Its timestamps: from the later of its last one and the take's
+    /// clock, a take of `count` moves it on by `count + 1` at most (a wrap
+    /// moves it on by one, and a block wraps once per cycle at most, the
+    /// first wrap perhaps at once).
+    fn ceiling_reach(
+        local: &Cyclic,
+        _lane: Lane,
+        _last: u64,
+        count: u64,
+        client_micros: u64,
+    ) -> CeilingReach {
+        let now = local.ts.max(client_micros);
+        CeilingReach {
+            now,
+            after: now.saturating_add(count.saturating_add(1)),
+        }
     }
 
     fn lane_take(
@@ -199,12 +273,16 @@ impl Stripable for CyclicKind {
         client_micros: Bson,
         guard: Document,
     ) -> (Document, Vec<Document>) {
+        let ceiling = under_time_ceiling(count, client_micros.clone());
         let advanced = if count == 1 {
             one_value(client_micros)
         } else {
             closed_form(count as i64, client_micros)
         };
-        let filter = doc! { "_id": lane_id, "$expr": guard };
+        let filter = doc! { "_id": lane_id, "$expr": { "$and": [
+            guard,
+            ceiling,
+        ]}};
         let update = vec![
             doc! { "$replaceWith": { "$mergeObjects": ["$$ROOT", advanced] } },
             doc! { "$set": { "last": { "$toLong": {

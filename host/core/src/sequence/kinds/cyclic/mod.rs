@@ -37,6 +37,8 @@
 
 mod lanes;
 
+pub use lanes::CEILING_CHUNK_MICROS;
+
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::options::{ReturnDocument, WriteConcern};
 use mongodb::{Collection, Database};

@@ -170,6 +170,7 @@ impl Stripable for PeriodicKind {
         lane: Lane,
         _ceiling: Option<u64>,
         count: u64,
+        _client_micros: u64,
         filter: &mut Document,
     ) -> Option<()> {
         let most = lane.capacity().checked_sub(count)?;

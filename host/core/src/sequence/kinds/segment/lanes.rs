@@ -11,7 +11,7 @@ use crate::sequence::counter::fields::read_integer;
 use crate::sequence::kind_trait::MAX_VALUE;
 use crate::sequence::lane_kind::{Stripable, Takes};
 use crate::sequence::striping::counting;
-use crate::sequence::striping::{Deployments, Lane, Mark};
+use crate::sequence::striping::{Deployments, Lane, Mark, CEILING_CHUNK};
 
 /// A segment lane's local counter: its last local value (0: none yet).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,6 +69,7 @@ impl Stripable for SegmentKind {
         lane: Lane,
         ceiling: Option<u64>,
         count: u64,
+        _client_micros: u64,
         filter: &mut Document,
     ) -> Option<()> {
         counting::short_filter(lane, ceiling, count, filter)
@@ -102,9 +103,13 @@ impl Stripable for SegmentKind {
         Bson::Document(doc! { "$toLong": { "$subtract": ["$max", 1_i64] } })
     }
 
-    /// 64 segments of `max(count, step)`.
-    fn ceiling_chunk(step: &u64, count: u64) -> u64 {
-        count.max(*step).saturating_mul(64)
+    /// 64 segments of `max(count, step)`, if more than the fewest.
+    fn ceiling_chunk(step: &u64, count: u64, modulus: u64) -> u64 {
+        count
+            .max(*step)
+            .saturating_mul(64)
+            .max(CEILING_CHUNK)
+            .saturating_mul(modulus)
     }
 
     fn takes(step: &u64, _options: &SegmentOptions, _deployments: Option<&Deployments>) -> Takes {

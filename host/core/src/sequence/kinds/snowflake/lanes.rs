@@ -115,6 +115,7 @@ impl Stripable for SnowflakeKind {
         _lane: Lane,
         _ceiling: Option<u64>,
         _count: u64,
+        _client_micros: u64,
         _filter: &mut Document,
     ) -> Option<()> {
         None

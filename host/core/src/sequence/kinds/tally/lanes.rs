@@ -74,6 +74,7 @@ impl Stripable for TallyKind {
         lane: Lane,
         ceiling: Option<u64>,
         count: u64,
+        _client_micros: u64,
         filter: &mut Document,
     ) -> Option<()> {
         counting::short_filter(lane, ceiling, count, filter)
