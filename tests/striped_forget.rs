@@ -1,6 +1,7 @@
 //! A deployment lost for good (issue 49 §4): autoinc and segment lanes of a
-//! counter across deployments hand out values (cyclic lanes: timestamps)
-//! only up to a ceiling another
+//! counter across deployments hand out values (cyclic lanes: timestamps;
+//! snowflake lanes: time their holders reserve) only up to a ceiling
+//! another
 //! deployment recorded first (`ceilings.DEPLOYMENT` in its copy of the map),
 //! raised a chunk at a time; `idmint counter stripes NAME --forget
 //! DEPLOYMENT` is refused while the deployment answers, and once its server
@@ -527,4 +528,185 @@ async fn forgetting_a_lost_deployment_of_a_cyclic_counter_starts_after_its_time_
             );
         }
     }
+}
+
+/// A snowflake counter across `eu:1,us:1`: its lanes' ceilings bound the
+/// time units their holders reserve (`last`, raised before each claim and
+/// renewal of a worker lease), raised first in the other deployment. A
+/// holder whose lane is at its ceiling raises it and issues; with `eu`
+/// down it cannot, and issues nothing from `us`'s lane; once `us` is lost
+/// and forgotten, every ID has a time unit above every one `us`'s holders
+/// may have issued.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forgetting_a_lost_deployment_of_a_snowflake_counter_starts_above_its_ceilings() {
+    use idmint::parts::Layout;
+
+    let layout = Layout::default();
+    let chunk = 600_000 / layout.unit.millis();
+    let now_units = || {
+        layout.time_at(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_millis() as u64,
+        )
+    };
+    let before = now_units();
+    let (mut owned, sites) = own_servers("striped_forget_snowflake", 2);
+    let deployments = connect(&sites, DEADLINE).await;
+    let create = [
+        "counter",
+        "create",
+        "orders",
+        "--kind",
+        "snowflake",
+        "--raw",
+        "--stripes",
+        "eu:1,us:1",
+    ];
+    assert_exit(&run(&mut idmint_across(&sites, &create)), 0);
+    let created = now_units();
+    let eu = deployments.get("eu").unwrap().database.clone();
+    let us = deployments.get("us").unwrap().database.clone();
+    let us_first = Deployments::new(vec![
+        Deployment {
+            name: "us".into(),
+            database: us.clone(),
+        },
+        Deployment {
+            name: "eu".into(),
+            database: eu.clone(),
+        },
+    ])
+    .unwrap()
+    .deadline(DEADLINE);
+    let map = StripeMap::read(&document(&eu, "orders").await).unwrap();
+    assert!(map.bounded, "{map:?}");
+    let us_residue = (0..map.modulus)
+        .find(|residue| map.deployment_of(*residue) == Some("us"))
+        .unwrap();
+    let us_lane = format!("orders#{us_residue}");
+    let of_us = |id: u64| layout.decompose(id).unwrap().worker % map.modulus == us_residue;
+    let time_of = |id: u64| layout.decompose(id).unwrap().time;
+    // A first ceiling ten minutes above the clock of the change.
+    let (last, ceiling) = lane_marks(&us, &us_lane).await;
+    assert_eq!(last, map.base);
+    let ceiling = ceiling.unwrap();
+    assert!(
+        (before + chunk..=created + chunk).contains(&ceiling),
+        "first ceiling {ceiling}, created between units {before} and {created}"
+    );
+    assert!(recorded_for_us(&eu).await.unwrap() >= ceiling);
+    let lanes = us.collection::<Document>("counters");
+    let use_up = |last: u64| {
+        let lanes = lanes.clone();
+        let us_lane = us_lane.clone();
+        async move {
+            lanes
+                .update_one(
+                    doc! { "_id": &us_lane },
+                    doc! { "$set": { "ceiling": last as i64 } },
+                )
+                .await
+                .unwrap();
+        }
+    };
+
+    // Its ceiling used up (as after ten minutes of reservations): the
+    // holder's claim raises it, recorded in `eu` first, and issues.
+    use_up(last).await;
+    let (from_us, _) = open_across(&us_first, "orders").await;
+    let mut seen = BTreeSet::new();
+    let mut issued_by_us = Vec::new();
+    for stamp in from_us.take(100, 0).await.unwrap().iter() {
+        let id = stamp.sequence;
+        assert!(seen.insert(id), "{id} twice");
+        assert!(of_us(id), "{id} is not of us's lane");
+        issued_by_us.push(id);
+    }
+    let (last, ceiling) = lane_marks(&us, &us_lane).await;
+    let ceiling = ceiling.unwrap();
+    let recorded = recorded_for_us(&eu).await.unwrap();
+    assert!(
+        last <= ceiling && ceiling <= recorded && ceiling >= last + chunk / 2,
+        "us's lane: last {last}, ceiling {ceiling}; eu recorded {recorded}"
+    );
+    from_us.close().await.unwrap();
+
+    // Used up again, and `eu` down: a holder in `us` cannot raise it, so
+    // `us`'s lane issues nothing, and `eu`'s cannot be leased.
+    use_up(last).await;
+    owned[0].kill();
+    let (stopped, _) = open_across(&us_first, "orders").await;
+    // Its claim waits on `eu` to record the ceiling, within the take's
+    // deadline: refused, at its ceiling or out of time.
+    let refused = stopped.take(10, 0).await.unwrap_err().to_string();
+    assert!(
+        refused.contains("no value was handed out")
+            && (refused.contains("at its ceiling") || refused.contains("no lease within")),
+        "{refused}"
+    );
+    assert_eq!(lane_marks(&us, &us_lane).await, (last, Some(last)));
+    owned[0].restart();
+    drop(stopped);
+
+    // Lost for good and forgotten: every ID after is later than any time
+    // unit `us`'s holders may have issued.
+    let highest_us = issued_by_us.iter().map(|id| time_of(*id)).max().unwrap();
+    let recorded = recorded_for_us(&eu).await.unwrap();
+    assert!(recorded >= highest_us && recorded >= last);
+    owned[1].lose();
+    let forget = ["counter", "stripes", "orders", "--forget", "us"];
+    let forgot = run(&mut idmint_across(&sites, &forget));
+    assert_exit(&forgot, 0);
+    let after = StripeMap::read(&document(&eu, "orders").await).unwrap();
+    assert!(after.live, "{after:?}");
+    assert!(
+        after.base >= recorded,
+        "{after:?}, eu recorded {recorded} for us"
+    );
+    let (fresh, _) = open_across(&deployments, "orders").await;
+    for stamp in fresh.take(100, 0).await.unwrap().iter() {
+        let id = stamp.sequence;
+        assert!(seen.insert(id), "{id} twice");
+        assert!(
+            time_of(id) > recorded,
+            "{id} (time unit {}), issued after the forget, is not after {recorded}, the \
+             ceiling eu recorded for us",
+            time_of(id)
+        );
+    }
+    fresh.close().await.unwrap();
+}
+
+/// A periodic counter's lanes have no ceilings yet: `--forget` of its lost
+/// deployment is refused, named, and nothing is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forgetting_a_deployment_of_a_periodic_counter_is_refused_until_its_ceilings_exist() {
+    let (mut owned, sites) = own_servers("striped_forget_periodic", 2);
+    let deployments = connect(&sites, DEADLINE).await;
+    let create = [
+        "counter",
+        "create",
+        "orders",
+        "--kind",
+        "periodic",
+        "--raw",
+        "--stripes",
+        "eu:1,us:1",
+    ];
+    assert_exit(&run(&mut idmint_across(&sites, &create)), 0);
+    owned[1].lose();
+    let forget = ["counter", "stripes", "orders", "--forget", "us"];
+    let refused = run(&mut idmint_across(&sites, &forget));
+    assert_exit(&refused, 2);
+    assert!(
+        stderr(&refused).contains("periodic lanes, whose ceilings are not built yet"),
+        "{}",
+        stderr(&refused)
+    );
+    let copy = document(&deployments.get("eu").unwrap().database, "orders").await;
+    let map = StripeMap::read(&copy).unwrap();
+    assert!(map.live, "{map:?}");
+    assert_eq!(map.generation, 1, "{map:?}");
 }

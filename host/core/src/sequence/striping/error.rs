@@ -273,6 +273,17 @@ pub enum StripingError {
         /// Its ceiling.
         ceiling: u64,
     },
+    /// A lane is at its ceiling and it could not be raised (no other
+    /// deployment recorded a higher one).
+    #[error("lane {lane} is at its ceiling {ceiling}, not raised: {why}; nothing was taken")]
+    CeilingNotRaised {
+        /// The lane's `_id`.
+        lane: String,
+        /// Its ceiling.
+        ceiling: u64,
+        /// Why it was not raised.
+        why: String,
+    },
     /// `--forget DEPLOYMENT` of a deployment that answers: it is not lost.
     #[error(
         "deployment {deployment:?} answers: a deployment that answers is not lost, and its lanes \
@@ -354,7 +365,7 @@ impl StripingError {
             | Self::NoRecordedChange { .. }
             | Self::NotLost { .. }
             | Self::Unbounded { .. } => ErrorClass::Conflict,
-            Self::AtCeiling { .. } => ErrorClass::Unavailable,
+            Self::AtCeiling { .. } | Self::CeilingNotRaised { .. } => ErrorClass::Unavailable,
         }
     }
 }

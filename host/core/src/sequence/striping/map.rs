@@ -93,9 +93,10 @@ pub struct StripeMap {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub change: Option<PendingChange>,
     /// Whether the generation's lanes were written with ceilings
-    /// (`striped.bounded`: autoinc, segment and cyclic lanes of a counter
-    /// across deployments, written by an idmint that knows them): each
-    /// hands out values (a cyclic lane: timestamps) only up to a ceiling another deployment recorded first in
+    /// (`striped.bounded`: autoinc, segment, cyclic and snowflake lanes of
+    /// a counter across deployments, written by an idmint that knows
+    /// them): each hands out values (a cyclic lane: timestamps; a snowflake
+    /// lane: time its holders reserve) only up to a ceiling another deployment recorded first in
     /// its copy's [`CEILINGS`]. An idmint before ceilings rewrites
     /// `striped` whole at its changes, and so drops it with its lanes'.
     #[serde(skip_serializing_if = "std::ops::Not::not")]

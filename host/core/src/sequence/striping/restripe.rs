@@ -792,10 +792,10 @@ struct Change<'a> {
     /// Whether it claimed the home's copy of the map: from then on a
     /// failure leaves the change half way.
     home_claimed: std::sync::atomic::AtomicBool,
-    /// Whether the lanes it writes have ceilings (autoinc, segment and
-    /// cyclic lanes of a counter in two deployments or more): each starts
-    /// with its first ceiling a chunk above its base (a cyclic lane's,
-    /// above the later of its base and `clock_micros`).
+    /// Whether the lanes it writes have ceilings (autoinc, segment, cyclic
+    /// and snowflake lanes of a counter in two deployments or more): each
+    /// starts with its first ceiling a chunk above its base (a cyclic or
+    /// snowflake lane's, above the later of its base and `clock_micros`).
     bounded: bool,
     /// This process's clock when the change began, in microseconds: what
     /// a cyclic lane's first ceiling is above, the same for every lane it
@@ -1276,8 +1276,8 @@ fn ceilings_outside(copy: &StripeMap, sites: &[String]) -> u64 {
 ///
 /// Refused, nothing written: while `forgotten` answers within the take
 /// deadline (it is not lost); when it is not given (`--uri`: it is tried);
-/// when the counter's lanes are of a kind without ceilings (periodic,
-/// snowflake: not built yet); when lanes of `forgotten` were
+/// when the counter's lanes are of a kind without ceilings (periodic: not
+/// built yet); when lanes of `forgotten` were
 /// written without ceilings (by an idmint before them), which nothing
 /// bounds. It first claims every surviving copy with `forgotten` left out
 /// of where the counter spans, recording the layout it makes, and then runs

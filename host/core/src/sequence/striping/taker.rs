@@ -50,7 +50,7 @@ use crate::sequence::error::striping;
 use crate::sequence::error::SequenceError;
 use crate::sequence::identity::Incarnation;
 use crate::sequence::kind_trait::{ClientTime, MAX_VALUE};
-use crate::sequence::lane_kind::{LaneOf, LiveLane, Takes};
+use crate::sequence::lane_kind::{Boxed, LaneCeiling, LaneOf, LiveLane, RaiseCeiling, Takes};
 use crate::sequence::name::CounterName;
 
 /// How many lanes a take tries before it gives up.
@@ -147,6 +147,40 @@ struct Target {
     /// The deployment's name (none: the map's own, which spans no other).
     deployment: Option<String>,
     database: Database,
+}
+
+/// Raises the ceiling of a lane a lease is held in, for the lane's kind
+/// (a snowflake holder raising its gate past it): as a take at its
+/// ceiling does ([`StripedCounter::raise_ceiling`]). It holds its taker
+/// weakly: the lease it is given to is the taker's own.
+struct LeaseCeiling {
+    taker: std::sync::Weak<Inner>,
+    deployment: String,
+    target: Target,
+    id: String,
+    generation: u64,
+}
+
+impl RaiseCeiling for LeaseCeiling {
+    fn raise(&self, ceiling: u64) -> Boxed<'_, Result<(), String>> {
+        Box::pin(async move {
+            let Some(inner) = self.taker.upgrade() else {
+                return Err("the counter's handle was dropped".to_string());
+            };
+            let taker = StripedCounter { inner };
+            let map = taker.map();
+            taker
+                .raise_ceiling(
+                    &map,
+                    &self.deployment,
+                    &self.target,
+                    &self.id,
+                    self.generation,
+                    ceiling,
+                )
+                .await
+        })
+    }
 }
 
 /// What a take that matched nothing found.
@@ -427,11 +461,29 @@ impl StripedCounter {
             map.base,
         );
         lane::of_counter(&mut live, map.incarnation.as_ref());
+        // Across deployments, a lane written with a ceiling: the kind's
+        // holder raises it through this handle, recording it elsewhere
+        // first.
+        let ceiling = match &deployment {
+            Some(deployment) if map.bounded => Some(LaneCeiling::new(Arc::new(LeaseCeiling {
+                taker: Arc::downgrade(&self.inner),
+                deployment: deployment.clone(),
+                target: Target {
+                    residue,
+                    deployment: Some(deployment.clone()),
+                    database: database.clone(),
+                },
+                id: lane_id(self.name(), residue),
+                generation: map.generation,
+            }))),
+            _ => None,
+        };
         let lane = LiveLane {
             live,
             residue,
             modulus: map.modulus,
             floor: map.base,
+            ceiling,
         };
         let start = leased.leaser.lease(&database, self.name(), lane);
         let started = match deadline {

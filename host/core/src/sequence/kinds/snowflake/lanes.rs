@@ -18,6 +18,7 @@
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::Database;
 
+use super::gate::{GateCeiling, GATE_CEILING_CHUNK_MS};
 use super::{
     keep_tag_from_others, leases_of, LaneGate, SnowflakeCounter, SnowflakeKind, SnowflakeOptions,
     SnowflakeState,
@@ -48,6 +49,10 @@ impl Stripable for SnowflakeKind {
         "snowflake IDs are made in the process that leases a worker id of a lane; \
          no single command takes them",
     );
+
+    /// Time ceilings: a lane's `last`, the time its holders reserved, stays
+    /// at or below its ceiling (`gate.rs`).
+    const CEILINGS: bool = true;
 
     fn of(fields: &Document) -> Result<SnowflakeState, String> {
         <SnowflakeKind as Kind>::read(fields)
@@ -161,6 +166,20 @@ impl Stripable for SnowflakeKind {
         fields
     }
 
+    /// Ten minutes of time units ([`GATE_CEILING_CHUNK_MS`]).
+    fn ceiling_chunk(state: &SnowflakeState, _count: u64, _modulus: u64) -> u64 {
+        chunk_units(&state.layout)
+    }
+
+    /// A chunk above the later of its floor and the time unit of the
+    /// clock of the change that writes it: its holders have a chunk of time
+    /// to reserve in before they need another deployment.
+    fn first_ceiling(state: &SnowflakeState, base: u64, _modulus: u64, clock_micros: u64) -> u64 {
+        base.max(state.layout.time_at(clock_micros / 1000))
+            .saturating_add(chunk_units(&state.layout))
+            .min(MAX_VALUE)
+    }
+
     /// The time its holders recorded in it (`gate.rs`).
     fn base_of_unstriped() -> Bson {
         Bson::Document(doc! { "$toLong": { "$ifNull": ["$reserved", 0_i64] } })
@@ -247,6 +266,12 @@ impl Stripable for SnowflakeKind {
     }
 }
 
+/// How many time units of `layout` a raise of a lane's ceiling puts it
+/// above its `last`: [`GATE_CEILING_CHUNK_MS`], at least one unit.
+fn chunk_units(layout: &Layout) -> u64 {
+    GATE_CEILING_CHUNK_MS.div_ceil(layout.unit.millis()).max(1)
+}
+
 /// Leases a worker id of a lane for a striped snowflake counter's taker.
 #[derive(Debug)]
 struct Leaser {
@@ -267,12 +292,17 @@ impl LaneLeaser for Leaser {
                 residue,
                 modulus,
                 floor,
+                ceiling,
             } = lane;
             let gate = LaneGate {
                 live,
                 residue,
                 modulus,
                 floor,
+                ceiling: ceiling.map(|raise| GateCeiling {
+                    raise,
+                    chunk: chunk_units(&self.layout),
+                }),
             };
             let counter = SnowflakeCounter::start_in_lane(
                 database,
