@@ -35,8 +35,10 @@ use super::counter::fields::well_formed;
 use super::error::SequenceError;
 use super::identity::Incarnation;
 use super::kind_trait::{Kind, MAX_VALUE};
+pub use super::lane_ceiling::LaneCeiling;
 use super::name::CounterName;
-use super::striping::{Deployments, Lane, Mark, StripingError, CEILING_CHUNK};
+use super::striping::counting::CEILING_CHUNK;
+use super::striping::{Deployments, Lane, Mark, StripingError};
 use crate::parts::Stamp;
 
 /// The `kind` of a lane document (`striping/lane.rs`): no path that does
@@ -319,43 +321,6 @@ pub struct LiveLane {
     /// recording it first in another deployment; none: the lane has none
     /// (a counter in one deployment, or written before ceilings).
     pub ceiling: Option<LaneCeiling>,
-}
-
-/// Raises the ceiling of one lane a lease is held in: the striping
-/// module's, which records it first in a copy of the map in another
-/// deployment (`taker.rs`'s `raise_ceiling`).
-pub trait RaiseCeiling: Send + Sync {
-    /// Raises the lane's ceiling to `ceiling` at least, or says why not.
-    fn raise(&self, ceiling: u64) -> Boxed<'_, Result<(), String>>;
-}
-
-/// What raises a lane's ceiling ([`RaiseCeiling`]). Cheap to clone; two
-/// are equal when they are the same one.
-#[derive(Clone)]
-pub struct LaneCeiling(Arc<dyn RaiseCeiling>);
-
-impl LaneCeiling {
-    /// The ceiling that `raiser` raises.
-    pub fn new(raiser: Arc<dyn RaiseCeiling>) -> Self {
-        Self(raiser)
-    }
-
-    /// Raises it to `ceiling` at least, or says why not.
-    pub async fn raise(&self, ceiling: u64) -> Result<(), String> {
-        self.0.raise(ceiling).await
-    }
-}
-
-impl Debug for LaneCeiling {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("LaneCeiling")
-    }
-}
-
-impl PartialEq for LaneCeiling {
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
 }
 
 /// What leases a lane for a taker ([`Takes::Leased`]).

@@ -46,6 +46,7 @@ pub mod identity;
 mod kind_trait;
 mod kinds;
 mod known_shape;
+mod lane_ceiling;
 mod lane_kind;
 mod name;
 mod opened;

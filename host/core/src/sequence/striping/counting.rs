@@ -24,10 +24,16 @@ use crate::sequence::kind_trait::MAX_VALUE;
 /// The field of a counting lane that bounds what it hands out: its takes
 /// stop at it (`last + count * m <= ceiling`) until it is raised, which is
 /// done only once a deployment other than the lane's recorded a ceiling at
-/// least as high (`taker.rs`'s `raise_ceiling`). A lane without one (in
+/// least as high (`ceilings.rs`). A lane without one (in
 /// one deployment, or written by an idmint before ceilings) is not
 /// bounded.
 pub(crate) const CEILING: &str = "ceiling";
+
+/// The fewest local values of a lane a raise of its ceiling allows above
+/// its `last`: what a lane may hand out while no other deployment answers
+/// is half of it at least (a taker raises it ahead once less than half is
+/// left), all of it at most.
+pub const CEILING_CHUNK: u64 = 65_536;
 
 /// Reads a counting lane's `seq` in `document`, lane `lane`: it and the
 /// value its `last` must be, or what is wrong.

@@ -30,6 +30,7 @@ use mongodb::bson::{doc, Bson, Document};
 pub use super::arithmetic::Mark;
 use super::arithmetic::{Generation, Lane, MAX_LANES};
 pub(crate) use super::counting::CEILING;
+pub use super::counting::CEILING_CHUNK;
 use super::error::StripingError;
 use crate::mongo::describe_value;
 use crate::parts::Stamp;
@@ -252,12 +253,6 @@ pub(crate) fn take_command(
 ) -> (Document, Vec<Document>) {
     of.take_command(lane_id, count, client_micros, guard(of.lanes()))
 }
-
-/// The fewest local values of a lane a raise of its ceiling allows above
-/// its `last`: what a lane may hand out while no other deployment answers
-/// is half of it at least (a taker raises it ahead once less than half is
-/// left), all of it at most.
-pub const CEILING_CHUNK: u64 = 65_536;
 
 /// How far above where a lane stands a raise of its ceiling puts it, for
 /// a take of `count` from a generation of `modulus` lanes: a counting

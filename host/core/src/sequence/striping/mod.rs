@@ -36,9 +36,11 @@
 
 mod arithmetic;
 mod buffer;
+mod ceilings;
 mod command;
 pub(crate) mod counting;
 mod create;
+mod deadline;
 mod deployments;
 mod error;
 mod finish;

@@ -35,6 +35,8 @@ use mongodb::Database;
 
 use super::arithmetic::lane_id;
 use super::buffer::Buffer;
+use super::ceilings::{CeilingOf, Ceilings};
+use super::deadline::{within, SHORTEST_TRY};
 use super::deployments::Deployments;
 use super::error::StripingError;
 use super::hooks::{self, Point};
@@ -50,7 +52,7 @@ use crate::sequence::error::striping;
 use crate::sequence::error::SequenceError;
 use crate::sequence::identity::Incarnation;
 use crate::sequence::kind_trait::{ClientTime, MAX_VALUE};
-use crate::sequence::lane_kind::{Boxed, LaneCeiling, LaneOf, LiveLane, RaiseCeiling, Takes};
+use crate::sequence::lane_kind::{LaneOf, LiveLane, Takes};
 use crate::sequence::name::CounterName;
 
 /// How many lanes a take tries before it gives up.
@@ -58,9 +60,6 @@ pub const ATTEMPTS: u32 = 64;
 
 /// The longest pause between two reads of a map that has no live lane.
 const LONGEST_PAUSE: Duration = Duration::from_millis(100);
-
-/// The shortest share of a deadline a try is given.
-const SHORTEST_TRY: Duration = Duration::from_millis(50);
 
 /// How long a take with no deadline (one deployment) waits for a change
 /// of stripes half way before it fails: long enough for this handle to
@@ -147,40 +146,6 @@ struct Target {
     /// The deployment's name (none: the map's own, which spans no other).
     deployment: Option<String>,
     database: Database,
-}
-
-/// Raises the ceiling of a lane a lease is held in, for the lane's kind
-/// (a snowflake holder raising its gate past it): as a take at its
-/// ceiling does ([`StripedCounter::raise_ceiling`]). It holds its taker
-/// weakly: the lease it is given to is the taker's own.
-struct LeaseCeiling {
-    taker: std::sync::Weak<Inner>,
-    deployment: String,
-    target: Target,
-    id: String,
-    generation: u64,
-}
-
-impl RaiseCeiling for LeaseCeiling {
-    fn raise(&self, ceiling: u64) -> Boxed<'_, Result<(), String>> {
-        Box::pin(async move {
-            let Some(inner) = self.taker.upgrade() else {
-                return Err("the counter's handle was dropped".to_string());
-            };
-            let taker = StripedCounter { inner };
-            let map = taker.map();
-            taker
-                .raise_ceiling(
-                    &map,
-                    &self.deployment,
-                    &self.target,
-                    &self.id,
-                    self.generation,
-                    ceiling,
-                )
-                .await
-        })
-    }
 }
 
 /// What a take that matched nothing found.
@@ -462,20 +427,17 @@ impl StripedCounter {
         );
         lane::of_counter(&mut live, map.incarnation.as_ref());
         // Across deployments, a lane written with a ceiling: the kind's
-        // holder raises it through this handle, recording it elsewhere
-        // first.
-        let ceiling = match &deployment {
-            Some(deployment) if map.bounded => Some(LaneCeiling::new(Arc::new(LeaseCeiling {
-                taker: Arc::downgrade(&self.inner),
-                deployment: deployment.clone(),
-                target: Target {
-                    residue,
-                    deployment: Some(deployment.clone()),
+        // holder raises it, recording it elsewhere first.
+        let ceiling = match (&deployment, self.ceilings()) {
+            (Some(deployment), Some(ceilings)) if map.bounded => Some(ceilings.of_lane(
+                map.spans.clone(),
+                CeilingOf {
+                    id: lane_id(self.name(), residue),
+                    generation: map.generation,
+                    deployment: deployment.clone(),
                     database: database.clone(),
                 },
-                id: lane_id(self.name(), residue),
-                generation: map.generation,
-            }))),
+            )),
             _ => None,
         };
         let lane = LiveLane {
@@ -1195,14 +1157,18 @@ impl StripedCounter {
         });
     }
 
+    /// What raises its lanes' ceilings (none: in one deployment).
+    fn ceilings(&self) -> Option<Ceilings> {
+        Some(Ceilings {
+            deployments: self.spanning()?.clone(),
+            name: self.name().clone(),
+            incarnation: self.inner.incarnation.clone(),
+            write_concern: self.inner.write_concern.clone(),
+        })
+    }
+
     /// Raises the ceiling of lane `id` (of generation `generation`, in
-    /// `deployment`, `target`'s) to `ceiling`: first records it (`$max`,
-    /// durable) in the copy of the map of another deployment the counter
-    /// spans, the healthy ones first, until one acknowledges; only then
-    /// raises the lane's (`$max`, durable). So every value a lane hands
-    /// out is at or below a ceiling a deployment other than its own
-    /// recorded, which `--forget` starts above. Each write within the
-    /// take's deadline.
+    /// `deployment`, `target`'s) to `ceiling` ([`Ceilings::raise`]).
     async fn raise_ceiling(
         &self,
         map: &StripeMap,
@@ -1212,73 +1178,16 @@ impl StripedCounter {
         generation: u64,
         ceiling: u64,
     ) -> Result<(), String> {
-        let Some(deployments) = self.spanning() else {
+        let Some(ceilings) = self.ceilings() else {
             return Err("the counter spans one deployment".to_string());
         };
-        let deadline = self.take_deadline();
-        let now = Instant::now();
-        let mut others: Vec<&str> = map
-            .spans
-            .iter()
-            .map(String::as_str)
-            .filter(|other| *other != deployment && deployments.get(other).is_some())
-            .collect();
-        others.sort_by_key(|other| !deployments.is_healthy(other, now));
-        let incarnation = self.inner.incarnation.as_ref();
-        let mut failures = Vec::new();
-        let mut recorded = false;
-        for other in others {
-            let collection = deployments
-                .get(other)
-                .expect("others are deployments given")
-                .database
-                .collection::<Document>(COUNTERS);
-            let record = collection
-                .update_one(
-                    doc! {
-                        "_id": self.name().as_str(),
-                        "kind": super::map::STRIPED_KIND,
-                        crate::sequence::identity::INCARNATION_FIELD:
-                            crate::sequence::identity::filter_value(incarnation),
-                    },
-                    doc! { "$max": { format!("{}.{deployment}", super::map::CEILINGS): ceiling as i64 } },
-                )
-                .write_concern(self.inner.write_concern.clone());
-            match within(deadline, record).await {
-                Some(Ok(done)) if done.matched_count > 0 => {
-                    recorded = true;
-                    break;
-                }
-                Some(Ok(_)) => failures.push(format!("{other}: no copy of the map")),
-                Some(Err(error)) => failures.push(format!("{other}: {}", describe_error(&error))),
-                None => failures.push(format!("{other}: no answer in time")),
-            }
-        }
-        if !recorded {
-            return Err(if failures.is_empty() {
-                "no other deployment to record it".to_string()
-            } else {
-                format!("no other deployment recorded it ({})", failures.join("; "))
-            });
-        }
-        let mut filter = doc! {
-            "_id": id,
-            "kind": lane::LANE_KIND,
-            "lane.generation": generation as i64,
-            "sealed": { "$type": "null" },
-            // Only a lane written with one (a lane without is unbounded).
-            lane::CEILING: { "$exists": true },
+        let lane = CeilingOf {
+            id: id.to_string(),
+            generation,
+            deployment: deployment.to_string(),
+            database: target.database.clone(),
         };
-        lane::of_counter(&mut filter, incarnation);
-        let lanes = target.database.collection::<Document>(COUNTERS);
-        let raise = lanes
-            .update_one(filter, doc! { "$max": { lane::CEILING: ceiling as i64 } })
-            .write_concern(self.inner.write_concern.clone());
-        match within(deadline, raise).await {
-            Some(Ok(_)) => Ok(()),
-            Some(Err(error)) => Err(format!("{deployment}: {}", describe_error(&error))),
-            None => Err(format!("{deployment}: no answer in time")),
-        }
+        ceilings.raise(&map.spans, &lane, ceiling).await
     }
 
     /// Reads the map again: from the database it was opened from, or,
@@ -1373,22 +1282,6 @@ impl StripedCounter {
 
     fn read_lane(&self, id: &str, document: &Document) -> Result<LaneDocument, SequenceError> {
         lane::read(document).map_err(|reason| corrupt_lane(id, reason, self.name()))
-    }
-}
-
-/// `future`'s output, unless `deadline` passes first (none: no limit).
-async fn within<F: std::future::IntoFuture>(
-    deadline: Option<Instant>,
-    future: F,
-) -> Option<F::Output> {
-    match deadline {
-        None => Some(future.await),
-        Some(deadline) => {
-            let left = deadline
-                .saturating_duration_since(Instant::now())
-                .max(SHORTEST_TRY);
-            tokio::time::timeout(left, future.into_future()).await.ok()
-        }
     }
 }
 

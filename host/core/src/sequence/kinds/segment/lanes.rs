@@ -11,7 +11,8 @@ use crate::sequence::counter::fields::read_integer;
 use crate::sequence::kind_trait::MAX_VALUE;
 use crate::sequence::lane_kind::{Stripable, Takes};
 use crate::sequence::striping::counting;
-use crate::sequence::striping::{Deployments, Lane, Mark, CEILING_CHUNK};
+use crate::sequence::striping::counting::CEILING_CHUNK;
+use crate::sequence::striping::{Deployments, Lane, Mark};
 
 /// A segment lane's local counter: its last local value (0: none yet).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -33,7 +33,7 @@ use mongodb::Collection;
 use crate::mongo::durable_write_concern;
 use crate::sequence::error::striping;
 use crate::sequence::kind_trait::MAX_VALUE;
-use crate::sequence::lane_kind::LaneCeiling;
+use crate::sequence::lane_ceiling::LaneCeiling;
 use crate::sequence::striping::counting::CEILING;
 use crate::sequence::striping::StripingError;
 use crate::sequence::{CounterName, SequenceError};

@@ -1,0 +1,145 @@
+//! Raising the ceiling of a lane of a counter across deployments
+//! (`counting.rs`'s [`CEILING`]): first recorded in the copy of the map of
+//! another deployment the counter spans (`$max` of `ceilings.<deployment>`,
+//! durable), the healthy ones first, until one acknowledges; only then
+//! raised in the lane (`$max`, durable). So everything a lane hands out is
+//! at or below a ceiling a deployment other than its own recorded, which
+//! `--forget` starts above (`restripe.rs`). Takes raise it (`taker.rs`),
+//! and so do a snowflake lane's holders, through the [`LaneCeiling`] their
+//! taker gives them with the lane they lease.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use mongodb::bson::{doc, Document};
+use mongodb::options::WriteConcern;
+use mongodb::Database;
+
+use super::deadline::within;
+use super::deployments::Deployments;
+use super::lane::{self, CEILING};
+use super::map::{CEILINGS, STRIPED_KIND};
+use crate::mongo::collections::COUNTERS;
+use crate::mongo::describe_error;
+use crate::sequence::identity::{self, Incarnation, INCARNATION_FIELD};
+use crate::sequence::lane_ceiling::{LaneCeiling, RaiseCeiling, Raising};
+use crate::sequence::name::CounterName;
+
+/// What raises the ceilings of one counter's lanes: its deployments, its
+/// name and identity, and the write concern of its writes.
+#[derive(Debug, Clone)]
+pub(super) struct Ceilings {
+    pub(super) deployments: Deployments,
+    pub(super) name: CounterName,
+    pub(super) incarnation: Option<Incarnation>,
+    pub(super) write_concern: WriteConcern,
+}
+
+/// One lane whose ceiling is raised: its `_id`, its generation, and the
+/// deployment (and database) it is in.
+#[derive(Debug, Clone)]
+pub(super) struct CeilingOf {
+    pub(super) id: String,
+    pub(super) generation: u64,
+    pub(super) deployment: String,
+    pub(super) database: Database,
+}
+
+impl Ceilings {
+    /// Raises the ceiling of `lane` to `ceiling`: recorded first in the
+    /// copy of the map of one deployment of `spans` other than the lane's,
+    /// then in the lane (see the module docs). Each write within the
+    /// deployments' deadline; why not, in words.
+    pub(super) async fn raise(
+        &self,
+        spans: &[String],
+        lane: &CeilingOf,
+        ceiling: u64,
+    ) -> Result<(), String> {
+        let deadline = Some(Instant::now() + self.deployments.take_deadline());
+        let now = Instant::now();
+        let mut others: Vec<&str> = spans
+            .iter()
+            .map(String::as_str)
+            .filter(|other| *other != lane.deployment && self.deployments.get(other).is_some())
+            .collect();
+        others.sort_by_key(|other| !self.deployments.is_healthy(other, now));
+        let mut failures = Vec::new();
+        let mut recorded = false;
+        for other in others {
+            let collection = self
+                .deployments
+                .get(other)
+                .expect("others are deployments given")
+                .database
+                .collection::<Document>(COUNTERS);
+            let record = collection
+                .update_one(
+                    doc! {
+                        "_id": self.name.as_str(),
+                        "kind": STRIPED_KIND,
+                        INCARNATION_FIELD: identity::filter_value(self.incarnation.as_ref()),
+                    },
+                    doc! { "$max": { format!("{CEILINGS}.{}", lane.deployment): ceiling as i64 } },
+                )
+                .write_concern(self.write_concern.clone());
+            match within(deadline, record).await {
+                Some(Ok(done)) if done.matched_count > 0 => {
+                    recorded = true;
+                    break;
+                }
+                Some(Ok(_)) => failures.push(format!("{other}: no copy of the map")),
+                Some(Err(error)) => failures.push(format!("{other}: {}", describe_error(&error))),
+                None => failures.push(format!("{other}: no answer in time")),
+            }
+        }
+        if !recorded {
+            return Err(if failures.is_empty() {
+                "no other deployment to record it".to_string()
+            } else {
+                format!("no other deployment recorded it ({})", failures.join("; "))
+            });
+        }
+        let mut filter = doc! {
+            "_id": &lane.id,
+            "kind": lane::LANE_KIND,
+            "lane.generation": lane.generation as i64,
+            "sealed": { "$type": "null" },
+            // Only a lane written with one (a lane without is unbounded).
+            CEILING: { "$exists": true },
+        };
+        lane::of_counter(&mut filter, self.incarnation.as_ref());
+        let lanes = lane.database.collection::<Document>(COUNTERS);
+        let raise = lanes
+            .update_one(filter, doc! { "$max": { CEILING: ceiling as i64 } })
+            .write_concern(self.write_concern.clone());
+        match within(deadline, raise).await {
+            Some(Ok(_)) => Ok(()),
+            Some(Err(error)) => Err(format!("{}: {}", lane.deployment, describe_error(&error))),
+            None => Err(format!("{}: no answer in time", lane.deployment)),
+        }
+    }
+
+    /// What raises `lane`'s ceiling for the lane's kind (a snowflake
+    /// lane's holders), the counter spanning `spans`.
+    pub(super) fn of_lane(&self, spans: Vec<String>, lane: CeilingOf) -> LaneCeiling {
+        LaneCeiling::new(Arc::new(LeaseCeiling {
+            ceilings: self.clone(),
+            spans,
+            lane,
+        }))
+    }
+}
+
+/// [`Ceilings::raise`] of one lane, as its kind asks for it.
+struct LeaseCeiling {
+    ceilings: Ceilings,
+    spans: Vec<String>,
+    lane: CeilingOf,
+}
+
+impl RaiseCeiling for LeaseCeiling {
+    fn raise(&self, ceiling: u64) -> Raising<'_> {
+        Box::pin(self.ceilings.raise(&self.spans, &self.lane, ceiling))
+    }
+}
