@@ -520,7 +520,7 @@ mod tests {
         let read_plain = read(&document).unwrap();
         assert_eq!(read_plain.ceiling, None);
         let known = KnownLane::of(&document, &read_plain).unwrap();
-        let short = known.filter("orders#2", 3).unwrap();
+        let short = known.filter("orders#2", 3, 0).unwrap();
         assert_eq!(
             short.get_document(CEILING).unwrap(),
             &doc! { "$exists": false }
@@ -531,13 +531,13 @@ mod tests {
         assert_eq!(bounded.ceiling, Some(112));
         let known = KnownLane::of(&document, &bounded).unwrap();
         // Lane 2 of 4 above 100: 103, 107, 111, then 115 > 112.
-        let short = known.filter("orders#2", 3).unwrap();
+        let short = known.filter("orders#2", 3, 0).unwrap();
         assert_eq!(short.get_i64(CEILING).unwrap(), 112);
         assert_eq!(
             short.get_document("seq").unwrap().get_i64("$lte").unwrap(),
             0
         );
-        assert!(known.filter("orders#2", 4).is_none());
+        assert!(known.filter("orders#2", 4, 0).is_none());
         assert!(!short.contains_key("$expr"));
         let (full, _) = take_command("orders#2", &autoinc(), 3, Bson::Int64(0));
         let terms = full

@@ -331,3 +331,78 @@ impl Stripable for CyclicKind {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sequence::striping::Generation;
+
+    fn lane() -> Lane {
+        Generation::new(1_000, 4).unwrap().lane(2).unwrap()
+    }
+
+    fn local(ts: u64) -> Cyclic {
+        Cyclic {
+            val: 3,
+            maxval: 24,
+            ts,
+            top: 99,
+        }
+    }
+
+    #[test]
+    fn a_take_reaches_one_past_its_count_above_the_later_of_its_clock_and_its_timestamp() {
+        let reach = |ts, client| CyclicKind::ceiling_reach(&local(ts), lane(), 14, 5, client);
+        assert_eq!(
+            reach(2_000, 1_500),
+            CeilingReach {
+                now: 2_000,
+                after: 2_006
+            }
+        );
+        assert_eq!(
+            reach(2_000, 9_000),
+            CeilingReach {
+                now: 9_000,
+                after: 9_006
+            }
+        );
+    }
+
+    #[test]
+    fn the_short_filter_of_a_lane_with_a_ceiling_bounds_its_timestamp_or_gives_way() {
+        let short = |ceiling, client| {
+            let mut filter = Document::new();
+            CyclicKind::short_filter(&local(2_000), lane(), ceiling, 5, client, &mut filter)
+                .map(|()| filter)
+        };
+        let bounded = short(Some(3_000), 2_500).unwrap();
+        assert_eq!(bounded.get_i64(CEILING).unwrap(), 3_000);
+        assert_eq!(
+            bounded.get_document("ts").unwrap().get_i64("$lte").unwrap(),
+            2_994
+        );
+        // The take's own clock past what the ceiling allows: the full
+        // guard decides (and refuses).
+        assert!(short(Some(3_000), 2_995).is_none());
+        assert!(short(Some(5), 0).is_none());
+        // No ceiling: only lanes without one.
+        let unbounded = short(None, 2_500).unwrap();
+        assert_eq!(
+            unbounded.get_document(CEILING).unwrap(),
+            &doc! { "$exists": false }
+        );
+    }
+
+    #[test]
+    fn a_first_ceiling_is_a_chunk_above_the_later_of_the_base_and_the_clock() {
+        assert_eq!(
+            CyclicKind::first_ceiling(&99, 1_000, 4, 50_000),
+            50_000 + CEILING_CHUNK_MICROS
+        );
+        assert_eq!(
+            CyclicKind::first_ceiling(&99, 90_000, 4, 50_000),
+            90_000 + CEILING_CHUNK_MICROS
+        );
+    }
+}
