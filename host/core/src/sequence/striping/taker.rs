@@ -1178,7 +1178,7 @@ impl StripedCounter {
         generation: u64,
         ceiling: u64,
     ) -> Result<(), String> {
-        let Some(ceilings) = self.ceilings() else {
+        let (Some(ceilings), Some(deadline)) = (self.ceilings(), self.take_deadline()) else {
             return Err("the counter spans one deployment".to_string());
         };
         let lane = CeilingOf {
@@ -1187,7 +1187,7 @@ impl StripedCounter {
             deployment: deployment.to_string(),
             database: target.database.clone(),
         };
-        ceilings.raise(&map.spans, &lane, ceiling).await
+        ceilings.raise(&map.spans, &lane, ceiling, deadline).await
     }
 
     /// Reads the map again: from the database it was opened from, or,
