@@ -708,15 +708,15 @@ mod tests {
         fetched(&counter, 20..30);
         assert_eq!(take(&counter, 2), Some(vec![10, 11]));
         assert_eq!(take(&counter, 3), Some(vec![12, 20, 21]));
-        assert_eq!(take(&counter, 8), None, "7 left");
-        assert_eq!(take(&counter, 7), Some((22..29).collect()));
+        assert_eq!(take(&counter, 9), None, "8 left");
+        assert_eq!(take(&counter, 8), Some((22..30).collect()));
         let stats = counter.stats();
-        assert_eq!(stats.values, 12);
+        assert_eq!(stats.values, 13);
         let segments = stats.segments.unwrap();
-        assert_eq!((segments.current, segments.position), ([20, 30], 29));
-        assert_eq!(counter.give_back(&[28..29]), 1);
-        assert_eq!(take(&counter, 1), Some(vec![28]));
-        assert_eq!(counter.stats().values, 12);
+        assert_eq!((segments.current, segments.position), ([20, 30], 30));
+        assert_eq!(counter.give_back(&[28..30]), 2);
+        assert_eq!(take(&counter, 2), Some(vec![28, 29]));
+        assert_eq!(counter.stats().values, 13);
     }
 
     #[test]
