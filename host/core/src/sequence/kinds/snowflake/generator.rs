@@ -622,7 +622,12 @@ mod tests {
         };
         let layout = *generator.layout();
         let now = layout.time_at(now_ms());
-        generator.install(3, now, now + 10_000, Instant::now() + Duration::from_secs(60));
+        generator.install(
+            3,
+            now,
+            now + 10_000,
+            Instant::now() + Duration::from_secs(60),
+        );
         let wall = SteadyWall::new(Box::new(crate::sequence::SystemClock));
         let before = layout.time_at(now_ms());
         let ids: Vec<u64> = (0..100)
