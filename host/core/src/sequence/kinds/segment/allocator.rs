@@ -33,8 +33,12 @@
 //!   majority) fails with [`SequenceError::Stalled`] rather than holding
 //!   every taker; how long a fetch has been waiting is in
 //!   [`BufferStats::fetch_waiting_ms`], for a readiness check.
+//! - **No lock per value.** A value of the current segment is taken with
+//!   one compare-and-swap ([`Cursor`]); the lock is taken only to change
+//!   segments, to start a fetch, to wait, to give back and to close.
 
 use std::ops::Range;
+use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -42,7 +46,7 @@ use mongodb::Database;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
-use super::buffers::{fill, move_out, unused_tail, Buffer, State};
+use super::buffers::{fill, move_out, unused_tail, Buffer, Cursor, State};
 use super::counter::{SegmentStore, Taken};
 use super::step;
 use crate::mongo::collections::COUNTERS as COUNTERS_COLLECTION;
@@ -131,6 +135,8 @@ struct Inner {
     counter: SegmentStore,
     options: SegmentOptions,
     state: Mutex<State>,
+    /// The current segment's position, which takes move without the lock.
+    cursor: Cursor,
     /// Woken whenever a fetch ends (well or not).
     fetched: Notify,
 }
@@ -164,6 +170,7 @@ impl SegmentCounter {
                 },
                 options,
                 state: Mutex::new(State::default()),
+                cursor: Cursor::default(),
                 fetched: Notify::new(),
             }),
         }
@@ -198,15 +205,8 @@ impl SegmentCounter {
 
     /// The next value: from memory, unless both buffers are used up.
     pub async fn next_value(&self) -> Result<u64, SequenceError> {
-        {
-            let mut state = self.inner.lock();
-            if !state.closed && !state.current.is_empty() {
-                let value = state.current.next;
-                state.current.next += 1;
-                state.stats.values += 1;
-                self.inner.prefetch_if_due(&mut state);
-                return Ok(value);
-            }
+        if let Some(run) = self.inner.take_current(1, 1) {
+            return Ok(run.start);
         }
         let mut values = Vec::with_capacity(1);
         self.take_into(1, &mut values).await?;
@@ -214,11 +214,17 @@ impl SegmentCounter {
     }
 
     /// `count` values from the buffers, if they hold that many now: no
-    /// await, and the lock held only to move them out, each run of
-    /// consecutive values passed to `push` in order. Returns whether it
-    /// took them; when it did not (too few buffered, or closed), nothing
-    /// was taken, and [`SegmentCounter::take`] waits for a fetch or fails.
-    pub fn take_held(&self, count: usize, push: impl FnMut(Range<u64>)) -> bool {
+    /// await, and no lock when the current segment holds them (the lock
+    /// only to go on to the following one), each run of consecutive values
+    /// passed to `push` in order. Returns whether it took them; when it did
+    /// not (too few buffered, or closed), nothing was taken, and
+    /// [`SegmentCounter::take`] waits for a fetch or fails.
+    pub fn take_held(&self, count: usize, mut push: impl FnMut(Range<u64>)) -> bool {
+        let wanted = count as u64;
+        if let Some(run) = self.inner.take_current(wanted, wanted) {
+            push(run);
+            return true;
+        }
         let mut state = self.inner.lock();
         if state.closed || state.buffered() < count as u64 {
             return false;
@@ -244,6 +250,9 @@ impl SegmentCounter {
 
     /// The next run of at most `max` consecutive values (from one segment).
     async fn take_run(&self, max: u64) -> Result<Range<u64>, SequenceError> {
+        if let Some(run) = self.inner.take_current(1, max) {
+            return Ok(run);
+        }
         {
             let mut state = self.inner.lock();
             if !state.closed {
@@ -449,13 +458,77 @@ impl SegmentTaker {
     }
 }
 
+/// The state under the allocator's lock, with the [`Cursor`] frozen: the
+/// current segment's next value is exact, and takers wait on the lock.
+/// Dropping it publishes the state to takers again.
+struct Locked<'a> {
+    inner: &'a Arc<Inner>,
+    state: MutexGuard<'a, State>,
+}
+
+impl Deref for Locked<'_> {
+    type Target = State;
+
+    fn deref(&self) -> &State {
+        &self.state
+    }
+}
+
+impl DerefMut for Locked<'_> {
+    fn deref_mut(&mut self) -> &mut State {
+        &mut self.state
+    }
+}
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        // Also while unwinding: the lock holder never leaves takers frozen.
+        let check_at = self.inner.prefetch_check_at(&self.state);
+        self.inner.cursor.publish(&self.state, check_at);
+    }
+}
+
 impl Inner {
-    fn lock(&self) -> MutexGuard<'_, State> {
+    fn lock(self: &Arc<Self>) -> Locked<'_> {
         // A panic while holding the lock leaves plain numbers behind, never
         // a value handed out twice: keep going.
-        self.state
+        let mut state = self
+            .state
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        self.cursor.freeze(&mut state);
+        Locked { inner: self, state }
+    }
+
+    /// At least `least` and at most `most` values of the current segment,
+    /// without the lock, if it holds them; starts the following segment's
+    /// fetch if the take made it due.
+    fn take_current(self: &Arc<Self>, least: u64, most: u64) -> Option<Range<u64>> {
+        let (run, check) = self.cursor.take(least, most)?;
+        if check {
+            let mut state = self.lock();
+            self.prefetch_if_due(&mut state);
+        }
+        Some(run)
+    }
+
+    /// Where a take must look whether the following segment is due (see
+    /// [`Inner::prefetch_if_due`]): the current segment's prefetch point
+    /// while nothing is buffered or in flight and the process wants more,
+    /// else nowhere. What a bounded run still wants beyond its buffers does
+    /// not change while takers use the current segment: each value taken
+    /// is one more handed out and one fewer buffered.
+    fn prefetch_check_at(&self, state: &State) -> u64 {
+        let can_be_due = !state.fetching
+            && !state.closed
+            && state.following.is_none()
+            && state.current.end > state.current.start
+            && self.wanted_beyond_buffers(state) != Some(0);
+        if can_be_due {
+            state.current.prefetch_from
+        } else {
+            u64::MAX
+        }
     }
 
     /// How many values this process still wants beyond its buffers, when
@@ -527,7 +600,7 @@ impl Inner {
     /// Buffers a fetched segment, adapts the step, ends the fetch and wakes
     /// whoever waits for it.
     fn install(
-        &self,
+        self: &Arc<Self>,
         taken: Result<Taken, SequenceError>,
         background: bool,
     ) -> Result<(), SequenceError> {
@@ -582,5 +655,153 @@ async fn join(
         Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
         // Cancelled: the runtime is shutting down.
         Err(_) => Err(SequenceError::Closed(name.clone())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Barrier;
+
+    /// A runtime, and an allocator on a server that is not there: nothing
+    /// here reaches the database but a prefetch, which fails.
+    fn offline(options: SegmentOptions) -> (tokio::runtime::Runtime, SegmentCounter) {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let counter = runtime.block_on(async {
+            let client = mongodb::Client::with_uri_str(
+                "mongodb://127.0.0.1:9/?serverSelectionTimeoutMS=50&connectTimeoutMS=50",
+            )
+            .await
+            .unwrap();
+            let name = CounterName::new("offline").unwrap();
+            SegmentCounter::new(&client.database("idmint_offline"), name, options)
+        });
+        (runtime, counter)
+    }
+
+    /// Buffers `values` as if a fetch had taken them.
+    fn fetched(counter: &SegmentCounter, values: Range<u64>) {
+        counter
+            .inner
+            .install(Ok(Taken { values, floor: 1 }), false)
+            .unwrap();
+    }
+
+    fn take(counter: &SegmentCounter, count: usize) -> Option<Vec<u64>> {
+        let mut values = Vec::new();
+        counter
+            .take_held(count, |run| values.extend(run))
+            .then_some(values)
+    }
+
+    #[test]
+    fn takes_span_the_two_segments_and_count_in_the_stats() {
+        // Wanting nothing more: no prefetch.
+        let (_runtime, counter) = offline(SegmentOptions::default().wants(Some(0)));
+        assert_eq!(take(&counter, 1), None, "nothing fetched yet");
+        fetched(&counter, 10..13);
+        fetched(&counter, 20..30);
+        assert_eq!(take(&counter, 2), Some(vec![10, 11]));
+        assert_eq!(take(&counter, 3), Some(vec![12, 20, 21]));
+        assert_eq!(take(&counter, 9), None, "8 left");
+        assert_eq!(take(&counter, 8), Some((22..30).collect()));
+        let stats = counter.stats();
+        assert_eq!(stats.values, 13);
+        let segments = stats.segments.unwrap();
+        assert_eq!((segments.current, segments.position), ([20, 30], 30));
+        assert_eq!(counter.give_back(&[28..30]), 2);
+        assert_eq!(take(&counter, 2), Some(vec![28, 29]));
+        assert_eq!(counter.stats().values, 13);
+    }
+
+    #[test]
+    fn the_take_that_reaches_the_prefetch_point_starts_the_fetch() {
+        let (runtime, counter) = offline(SegmentOptions::default().prefetch_at(0.1));
+        // The fetch is a task of the runtime's.
+        let _runtime = runtime.enter();
+        fetched(&counter, 100..200);
+        for value in 100..109 {
+            assert_eq!(take(&counter, 1), Some(vec![value]));
+        }
+        assert_eq!(counter.stats().fetch_waiting_ms, None, "before the point");
+        assert_eq!(take(&counter, 1), Some(vec![109]));
+        assert!(
+            counter.stats().fetch_waiting_ms.is_some(),
+            "the take that reached 110 started the fetch"
+        );
+    }
+
+    #[test]
+    fn a_closed_allocator_hands_out_nothing() {
+        let (runtime, counter) = offline(SegmentOptions::default().wants(Some(0)));
+        fetched(&counter, 0..100);
+        assert_eq!(take(&counter, 1), Some(vec![0]));
+        // The give-back fails (no server); the allocator is closed all the same.
+        let _ = runtime.block_on(counter.close());
+        assert_eq!(take(&counter, 1), None);
+        assert!(runtime.block_on(counter.next_value()).is_err());
+    }
+
+    /// Takers on several threads, started together by a barrier, race the
+    /// segment swaps and each other: every value of every segment is handed
+    /// out exactly once, and each taker's values increase.
+    #[test]
+    fn takers_racing_segment_swaps_take_every_value_once() {
+        const TAKERS: usize = 4;
+        const SEGMENTS: u64 = 300;
+        const LEN: u64 = 500;
+        // Segments with gaps between them, as other processes leave.
+        let segment = |i: u64| i * LEN * 2..i * LEN * 2 + LEN;
+        let (_runtime, counter) = offline(SegmentOptions::default().wants(Some(0)));
+        fetched(&counter, segment(0));
+        let start = Barrier::new(TAKERS + 1);
+        let done = AtomicBool::new(false);
+        let taken: Vec<Vec<u64>> = std::thread::scope(|scope| {
+            let takers: Vec<_> = (0..TAKERS)
+                .map(|taker| {
+                    let (counter, start, done) = (&counter, &start, &done);
+                    scope.spawn(move || {
+                        let mut values = Vec::new();
+                        start.wait();
+                        loop {
+                            // Takes of 1 to 3 values: some span two segments.
+                            let count = 1 + (values.len() + taker) % 3;
+                            if counter.take_held(count, |run| values.extend(run)) {
+                                continue;
+                            }
+                            if done.load(Ordering::Acquire)
+                                && !counter.take_held(1, |run| values.extend(run))
+                            {
+                                return values;
+                            }
+                            std::thread::yield_now();
+                        }
+                    })
+                })
+                .collect();
+            start.wait();
+            for i in 1..SEGMENTS {
+                while counter.stats().segments.unwrap().following.is_some() {
+                    std::thread::yield_now();
+                }
+                fetched(&counter, segment(i));
+            }
+            done.store(true, Ordering::Release);
+            takers.into_iter().map(|t| t.join().unwrap()).collect()
+        });
+        for values in &taken {
+            assert!(values.windows(2).all(|pair| pair[0] < pair[1]));
+        }
+        let mut all: Vec<u64> = taken.into_iter().flatten().collect();
+        all.sort_unstable();
+        let expected: Vec<u64> = (0..SEGMENTS).flat_map(segment).collect();
+        assert_eq!(all.len(), expected.len(), "values lost or handed out twice");
+        assert_eq!(all, expected);
+        assert_eq!(counter.stats().values, SEGMENTS * LEN);
     }
 }

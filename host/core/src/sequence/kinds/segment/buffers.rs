@@ -1,9 +1,11 @@
 //! A segment counter's buffers: the segment values are handed out from
-//! and the one fetched next ([`State`]), how values are moved out of them
-//! ([`fill`]) and what is left to give back ([`unused_tail`]). The fetching
-//! that fills them is the allocator's.
+//! and the one fetched next ([`State`]), the current segment's position
+//! that takers move without the lock ([`Cursor`]), how values are moved out
+//! of them ([`fill`]) and what is left to give back ([`unused_tail`]). The
+//! fetching that fills them is the allocator's.
 
 use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use crate::sequence::kind_trait::BufferStats;
@@ -39,7 +41,114 @@ impl Buffer {
     }
 }
 
-/// What a segment counter of one process holds, under its lock.
+/// The word [`Cursor::next`] holds while the lock holder rearranges the
+/// buffers, and for good once the counter is closed: no value comes from
+/// it, so every taker that reads it goes the locked way.
+const FROZEN: u64 = u64::MAX;
+
+/// A word on its own cache line, so that the word every take moves and the
+/// ones it only reads do not share one.
+#[repr(align(128))]
+#[derive(Debug, Default)]
+struct Padded<T>(T);
+
+/// The current segment as takers see it without the lock: its next value
+/// and its end, and the point at which a take must look, under the lock,
+/// whether the following segment is due.
+///
+/// A take is one compare-and-swap of `next` within `end`. Only the holder
+/// of the allocator's lock changes the segment, and it first swaps `next`
+/// for [`FROZEN`] ([`Cursor::freeze`]), so that it knows exactly what was
+/// taken and no taker can move the word while it works; it then stores the
+/// new end and, last, the new `next` ([`Cursor::publish`]). A taker that
+/// read the end of one segment and the `next` of another cannot win its
+/// swap: the word moved on to a later segment (segments only ever go up,
+/// and a value given back is one of the current segment), so it never
+/// equals a value of the earlier one again.
+#[derive(Debug)]
+pub(super) struct Cursor {
+    /// The current segment's next value, or [`FROZEN`].
+    next: Padded<AtomicU64>,
+    /// The current segment's end.
+    end: Padded<AtomicU64>,
+    /// A take that moves `next` to this point or past it looks, under the
+    /// lock, whether the following segment is due (`u64::MAX`: none can be).
+    prefetch_check_at: AtomicU64,
+}
+
+impl Default for Cursor {
+    /// Nothing to take: the first take goes the locked way and fetches.
+    fn default() -> Self {
+        Self {
+            next: Padded(AtomicU64::new(0)),
+            end: Padded(AtomicU64::new(0)),
+            prefetch_check_at: AtomicU64::new(u64::MAX),
+        }
+    }
+}
+
+impl Cursor {
+    /// Takes at least `least` and at most `most` consecutive values of the
+    /// current segment, without the lock; `None` when it holds fewer than
+    /// `least` (or is frozen, or `least` is 0): the locked way decides.
+    /// The second value says whether the take reached the prefetch check
+    /// point.
+    pub(super) fn take(&self, least: u64, most: u64) -> Option<(Range<u64>, bool)> {
+        if least == 0 {
+            return None;
+        }
+        let mut next = self.next.0.load(Ordering::Acquire);
+        loop {
+            // A frozen word is past every end: it takes nothing.
+            let end = self.end.0.load(Ordering::Acquire);
+            let left = end.saturating_sub(next);
+            if left < least {
+                return None;
+            }
+            let taken = next..next + left.min(most);
+            match self.next.0.compare_exchange_weak(
+                next,
+                taken.end,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => {
+                    let due = taken.end >= self.prefetch_check_at.load(Ordering::Relaxed);
+                    return Some((taken, due));
+                }
+                Err(seen) => next = seen,
+            }
+        }
+    }
+
+    /// Stops takers and makes `state.current.next` exact: what they took
+    /// since the last [`Cursor::publish`] is counted in the stats. Only the
+    /// lock holder calls it, and publishes before it lets go.
+    pub(super) fn freeze(&self, state: &mut State) {
+        let next = self.next.0.swap(FROZEN, Ordering::AcqRel);
+        // Already frozen: closed, and the state is exact.
+        if next != FROZEN {
+            state.stats.values += next.saturating_sub(state.current.next);
+            state.current.next = next;
+        }
+    }
+
+    /// Lets takers take from `state.current` again, the prefetch check at
+    /// `prefetch_check_at`; a closed counter stays frozen.
+    pub(super) fn publish(&self, state: &State, prefetch_check_at: u64) {
+        if state.closed {
+            return;
+        }
+        self.prefetch_check_at
+            .store(prefetch_check_at, Ordering::Relaxed);
+        self.end.0.store(state.current.end, Ordering::Release);
+        self.next.0.store(state.current.next, Ordering::Release);
+    }
+}
+
+/// What a segment counter of one process holds, under its lock. While the
+/// lock is not held, takers move the current segment's next value in the
+/// [`Cursor`]; `current.next` is exact only between a freeze and a publish.
 #[derive(Debug, Default)]
 pub(super) struct State {
     pub(super) current: Buffer,

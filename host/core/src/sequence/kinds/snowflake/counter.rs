@@ -10,7 +10,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use super::gate::{Gate, LaneGate};
-use super::generator::{Generator, RollbackOptions, Stall};
+use super::generator::{Generator, RollbackOptions, Stall, SteadyWall};
 use super::lease::{Held as HeldLease, Leases};
 use crate::lease::{keep_renewed, Renewal};
 use crate::parts::Layout;
@@ -76,12 +76,31 @@ struct Inner {
     losses: AtomicU64,
     leases: Leases,
     options: SnowflakeOptions,
-    clock: Arc<dyn Clock>,
+    clock: WallClock,
     /// Woken when a lease is (re)gained.
     leased: Notify,
     /// The holding now; installs, seals and the close are decided under it.
     holding: std::sync::Mutex<Holding>,
     renewer: std::sync::Mutex<Option<JoinHandle<()>>>,
+}
+
+/// The wall clock a [`SnowflakeCounter`]'s generator reads.
+enum WallClock {
+    /// The system's, read through the monotonic clock: itself once per
+    /// millisecond (see the generator's docs).
+    System(SteadyWall),
+    /// A caller's, read for each ID (tests step it).
+    Given(Arc<dyn Clock>),
+}
+
+impl WallClock {
+    /// The wall clock now, read itself.
+    fn now_micros(&self) -> u64 {
+        match self {
+            WallClock::System(_) => SystemClock.now_micros(),
+            WallClock::Given(clock) => clock.now_micros(),
+        }
+    }
 }
 
 /// The worker lease a [`SnowflakeCounter`] holds, and whether it was closed.
@@ -119,7 +138,8 @@ impl SnowflakeCounter {
         layout: Layout,
         options: SnowflakeOptions,
     ) -> Result<Self, SequenceError> {
-        Self::start_with_clock(database, name, layout, options, Arc::new(SystemClock)).await
+        let clock = WallClock::System(SteadyWall::new(Box::new(SystemClock)));
+        Self::start_under(database, name, layout, options, clock, Gate::Counter).await
     }
 
     /// [`SnowflakeCounter::start`] with a clock of the caller's (tests step it back).
@@ -130,6 +150,7 @@ impl SnowflakeCounter {
         options: SnowflakeOptions,
         clock: Arc<dyn Clock>,
     ) -> Result<Self, SequenceError> {
+        let clock = WallClock::Given(clock);
         Self::start_under(database, name, layout, options, clock, Gate::Counter).await
     }
 
@@ -144,7 +165,7 @@ impl SnowflakeCounter {
         options: SnowflakeOptions,
         lane: LaneGate,
     ) -> Result<Self, SequenceError> {
-        let clock = Arc::new(SystemClock);
+        let clock = WallClock::System(SteadyWall::new(Box::new(SystemClock)));
         Self::start_under(database, name, layout, options, clock, Gate::Lane(lane)).await
     }
 
@@ -153,7 +174,7 @@ impl SnowflakeCounter {
         name: CounterName,
         layout: Layout,
         options: SnowflakeOptions,
-        clock: Arc<dyn Clock>,
+        clock: WallClock,
         gate: Gate,
     ) -> Result<Self, SequenceError> {
         let inner = Arc::new(Inner {
@@ -216,7 +237,7 @@ impl SnowflakeCounter {
     /// (`None`: a stall, which [`SnowflakeCounter::next_id`] waits out or
     /// reports).
     pub fn try_next_id(&self) -> Option<u64> {
-        self.inner.generator.try_next(&*self.inner.clock).ok()
+        self.inner.try_next().ok()
     }
 
     /// The next ID, waiting out a used-up time unit or a small clock step
@@ -224,7 +245,7 @@ impl SnowflakeCounter {
     pub async fn next_id(&self) -> Result<u64, SequenceError> {
         let mut lease_deadline = None;
         loop {
-            match self.inner.generator.try_next(&*self.inner.clock) {
+            match self.inner.try_next() {
                 Ok(id) => return Ok(id),
                 Err(Stall::Wait(ahead)) => {
                     if ahead < Duration::from_millis(2) {
@@ -314,6 +335,15 @@ impl SnowflakeCounter {
 impl Inner {
     fn holding(&self) -> std::sync::MutexGuard<'_, Holding> {
         self.holding.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// One ID from the generator, or why none now.
+    #[inline]
+    fn try_next(&self) -> Result<u64, Stall> {
+        match &self.clock {
+            WallClock::System(wall) => self.generator.try_next_steady(wall),
+            WallClock::Given(clock) => self.generator.try_next(&**clock),
+        }
     }
 
     fn now_units(&self) -> u64 {

@@ -22,16 +22,23 @@
 //!    reserved in the database, so that whoever takes the worker id over
 //!    starts after it.
 //!
+//! Each attempt reads the monotonic clock once: the lease's deadline is
+//! checked against that reading, and the wall clock is read through it
+//! ([`SteadyWall`]): the system clock itself once per millisecond, the
+//! wall time in between the last reading moved on by the monotonic clock.
+//! A step of the system clock is so seen within a millisecond; the checks
+//! that keep IDs unique and within the lease do not depend on it.
+//!
 //! A new lease is installed by first swapping the word for [`POISON`], which
 //! no ID comes from: a taker that read the old word fails its swap, and one
 //! that reads the poison waits, so no taker can pair the old word (its
 //! worker id) with the new lease's reservation.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::lease::Deadline;
-use crate::parts::{Layout, SnowflakeParts};
+use crate::parts::{Layout, SnowflakeParts, TimeUnit};
 use crate::sequence::Clock;
 
 /// The word while no lease is installed (before the first, during a
@@ -208,14 +215,37 @@ impl Generator {
         self.deadline.is_live()
     }
 
-    /// One ID, or why none can be issued now.
+    /// Whether the lease was proved valid at `now` (a reading of the
+    /// monotonic clock): [`Generator::holds_lease`] without a clock read of
+    /// its own.
+    fn holds_lease_at(&self, now: Instant) -> bool {
+        self.deadline.at().is_some_and(|deadline| now < deadline)
+    }
+
+    /// One ID, or why none can be issued now; `clock` is read for each
+    /// attempt (a clock of the caller's, which tests step).
     pub fn try_next(&self, clock: &dyn Clock) -> Result<u64, Stall> {
+        self.try_next_with(|_| clock.now_micros())
+    }
+
+    /// One ID, or why none can be issued now, the wall clock read through
+    /// the monotonic one (see the module docs).
+    pub fn try_next_steady(&self, wall: &SteadyWall) -> Result<u64, Stall> {
+        self.try_next_with(|now| wall.unix_micros(now))
+    }
+
+    /// One ID: each attempt reads the monotonic clock once, and the wall
+    /// clock, in microseconds since 1970, as `wall_micros` says at that
+    /// reading.
+    #[inline(always)]
+    fn try_next_with(&self, wall_micros: impl Fn(Instant) -> u64) -> Result<u64, Stall> {
         let layout = &self.layout;
         loop {
-            if !self.holds_lease() {
+            let monotonic = Instant::now();
+            if !self.holds_lease_at(monotonic) {
                 return Err(Stall::Lease);
             }
-            let now = layout.time_at(clock.now_micros() / 1000);
+            let now = units_at(layout, wall_micros(monotonic) / 1000);
             let next = self.next.0.load(Ordering::Acquire);
             if next == POISON {
                 // A lease being installed, or none: wait for it.
@@ -282,6 +312,80 @@ impl Generator {
                 return Ok(layout.compose(parts));
             }
         }
+    }
+}
+
+/// Time units since the layout's epoch at `unix_ms` (0 before it):
+/// [`Layout::time_at`], each unit's division by a constant.
+#[inline(always)]
+fn units_at(layout: &Layout, unix_ms: u64) -> u64 {
+    let since = unix_ms.saturating_sub(layout.epoch_ms);
+    match layout.unit {
+        TimeUnit::Ms => since,
+        TimeUnit::S => since / 1000,
+    }
+}
+
+/// The system clock read through the monotonic one: read itself at most
+/// once per millisecond of the monotonic clock, and in between taken as
+/// the last reading plus the monotonic time since (see the module docs).
+/// Shared by every taker of a generator.
+pub(crate) struct SteadyWall {
+    /// What the monotonic readings are counted from.
+    base: Instant,
+    /// The wall clock less the monotonic one, in microseconds, at the last
+    /// reading of the wall clock.
+    offset_micros: AtomicI64,
+    /// The millisecond of the monotonic clock (since `base`) of that
+    /// reading; `u64::MAX`: none yet.
+    read_in_ms: AtomicU64,
+    /// The wall clock.
+    clock: Box<dyn Clock>,
+}
+
+impl std::fmt::Debug for SteadyWall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SteadyWall")
+            .field("offset_micros", &self.offset_micros)
+            .field("read_in_ms", &self.read_in_ms)
+            .finish()
+    }
+}
+
+impl SteadyWall {
+    /// `clock` (the system's), read through the monotonic clock.
+    pub fn new(clock: Box<dyn Clock>) -> Self {
+        Self {
+            base: Instant::now(),
+            offset_micros: AtomicI64::new(0),
+            read_in_ms: AtomicU64::new(u64::MAX),
+            clock,
+        }
+    }
+
+    /// The wall clock, microseconds since 1970, at `now` on the monotonic
+    /// clock (a reading no earlier than `base`'s).
+    #[inline(always)]
+    pub fn unix_micros(&self, now: Instant) -> u64 {
+        let since = now.saturating_duration_since(self.base);
+        let micros = since.as_secs() * 1_000_000 + u64::from(since.subsec_micros());
+        let ms = micros / 1000;
+        // Acquire: the offset stored with this millisecond, or a later one.
+        if self.read_in_ms.load(Ordering::Acquire) == ms {
+            let offset = self.offset_micros.load(Ordering::Relaxed);
+            return micros.saturating_add_signed(offset);
+        }
+        self.read(micros, ms)
+    }
+
+    /// Reads the wall clock, the first time in monotonic millisecond `ms`.
+    #[cold]
+    fn read(&self, micros: u64, ms: u64) -> u64 {
+        let wall = self.clock.now_micros();
+        let offset = wall as i64 - micros as i64;
+        self.offset_micros.store(offset, Ordering::Relaxed);
+        self.read_in_ms.store(ms, Ordering::Release);
+        wall
     }
 }
 
@@ -477,5 +581,79 @@ mod tests {
         let clock = FixedClock(Micros::new((T_MS + 5) * 1000));
         let id = generator.try_next(&clock).unwrap();
         assert_eq!(layout.decompose(id).unwrap().worker, 9);
+    }
+
+    /// A wall clock the test steps, shared with the [`SteadyWall`] reading it.
+    #[derive(Clone)]
+    struct SharedClock(std::sync::Arc<Micros>);
+    impl Clock for SharedClock {
+        fn now_micros(&self) -> u64 {
+            self.0.load(Ordering::SeqCst)
+        }
+    }
+
+    #[test]
+    fn the_steady_wall_reads_the_clock_once_a_millisecond_and_follows_its_steps() {
+        let clock = SharedClock(std::sync::Arc::new(Micros::new(T_MS * 1000)));
+        let wall = SteadyWall::new(Box::new(clock.clone()));
+        let start = wall.base;
+        let at = |micros: u64| wall.unix_micros(start + Duration::from_micros(micros));
+        // The first reading is the clock's; within its millisecond, the
+        // wall moves on with the monotonic clock alone.
+        assert_eq!(at(100), T_MS * 1000);
+        clock.0.fetch_sub(3_600_000_000, Ordering::SeqCst); // an hour back
+        assert_eq!(at(600), T_MS * 1000 + 500);
+        // The next millisecond reads the clock again: the step is seen.
+        assert_eq!(at(1_200), (T_MS - 3_600_000) * 1000);
+        assert_eq!(at(1_700), (T_MS - 3_600_000) * 1000 + 500);
+    }
+
+    /// The generator reading the wall clock through the monotonic one
+    /// issues what the one reading it for each ID would: increasing IDs,
+    /// with its worker, in the unit of the clock.
+    #[test]
+    fn the_steady_generator_issues_increasing_ids_in_the_clocks_unit() {
+        let (generator, _) = generator(T_MS, RollbackOptions::default());
+        let now_ms = || {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_millis() as u64
+        };
+        let layout = *generator.layout();
+        let now = layout.time_at(now_ms());
+        generator.install(
+            3,
+            now,
+            now + 10_000,
+            Instant::now() + Duration::from_secs(60),
+        );
+        let wall = SteadyWall::new(Box::new(crate::sequence::SystemClock));
+        let before = layout.time_at(now_ms());
+        let ids: Vec<u64> = (0..100)
+            .map(|_| loop {
+                match generator.try_next_steady(&wall) {
+                    Ok(id) => break id,
+                    Err(Stall::Wait(_)) => std::thread::yield_now(),
+                    Err(stall) => panic!("{stall:?}"),
+                }
+            })
+            .collect();
+        let after = layout.time_at(now_ms());
+        assert!(ids.windows(2).all(|pair| pair[0] < pair[1]));
+        for id in ids {
+            let parts = layout.decompose(id).unwrap();
+            assert_eq!(parts.worker, 3);
+            assert!((before..=after).contains(&parts.time), "{parts:?}");
+        }
+    }
+
+    #[test]
+    fn the_steady_generator_fails_closed_past_the_deadline() {
+        let (generator, _) = generator(T_MS, RollbackOptions::default());
+        let now = generator.layout().time_at(T_MS);
+        generator.install(7, now, now + 10_000, Instant::now());
+        let wall = SteadyWall::new(Box::new(crate::sequence::SystemClock));
+        assert_eq!(generator.try_next_steady(&wall), Err(Stall::Lease));
     }
 }
