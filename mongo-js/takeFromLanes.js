@@ -177,6 +177,10 @@ function (keyName, map, clientMicros, count) {
     var update;
     if (kind === "periodic") {
       var now = nowLabel(of.period, of.zone);
+      // The host's under_period_ceiling (kinds/periodic/lanes.rs): a
+      // periodic lane of a counter across deployments takes only in a
+      // period up to its `ceiling_period` and up to its `ceiling` (none: no
+      // bound), which only the host raises.
       query = { _id: id, $expr: { $and: [
         laneGuard(kind),
         { $eq: ["$lane.period", of.period] },
@@ -184,6 +188,20 @@ function (keyName, map, clientMicros, count) {
         { $or: [
           { $gt: [now, "$current"] },
           { $lte: ["$last", { $subtract: [long(MAX_VALUE), { $multiply: [long(COUNT), "$lane.m"] }] }] }
+        ] },
+        { $or: [
+          { $eq: [{ $type: "$ceiling" }, "missing"] },
+          { $and: [
+            { $lte: [{ $max: [now, "$current"] }, "$ceiling_period"] },
+            { $lte: [
+              { $cond: [
+                { $gt: [now, "$current"] },
+                { $add: [{ $multiply: [long(COUNT - 1), "$lane.m"] }, "$lane.r", long(1)] },
+                { $add: ["$last", { $multiply: [long(COUNT), "$lane.m"] }] }
+              ] },
+              "$ceiling"
+            ] }
+          ] }
         ] }
       ] } };
       update = [
@@ -320,8 +338,10 @@ function (keyName, map, clientMicros, count) {
           throw new Error("counter '" + keyName + "' is exhausted: it cannot hand out " + COUNT +
             " more value(s) without passing " + MAX_VALUE + "; it was left unchanged");
         }
-        // At its ceiling: only the host raises it (see takeLane).
-        if (ceiling !== null && Number(lane.last) + COUNT * lane.m > ceiling) {
+        // At its ceiling: only the host raises it (see takeLane). A periodic
+        // lane's period may be past its ceiling's, which its server's clock
+        // says: one with room that refused is at its ceiling.
+        if (ceiling !== null && (lane.kind === "periodic" || Number(lane.last) + COUNT * lane.m > ceiling)) {
           throw new Error("counter '" + keyName + "': lane " + id + " is at its ceiling " +
             ceiling + ": it is raised only once another deployment of the counter " +
             "has recorded a higher one; nothing was taken");

@@ -135,6 +135,11 @@ fn cases() -> Vec<Case> {
                 .collect()
         };
     let one = |document: Document| vec![(0, document)];
+    // A periodic lane of a counter across deployments: its ceiling, in a
+    // period.
+    let under_ceiling = |lane: Document, ceiling: i64, period: &str| {
+        with(with(lane, "ceiling", ceiling), "ceiling_period", period)
+    };
     let fresh_one = || lane(1, 0, 1, 0, 0, false);
     let periodic_one = || periodic_lane(1, 0, 1, 0, FAR, FAR, 3, false);
     // The year of the server's clock (the test's: one machine), unless
@@ -701,6 +706,39 @@ fn cases() -> Vec<Case> {
             periodic_map(2, 40, FAR, 4, true),
             periodic_live(2, 40, FAR, &[(FAR, 2), (FAR, 0), (FAR, 5), (FAR, 1)]),
             4,
+        ),
+        // Lanes with a ceiling (of a counter across deployments): taken
+        // from up to it in a period up to its ceiling's; refused past the
+        // value, and in a later period (FAR's lane stays in FAR; PAST's
+        // moves to the server's, past its ceiling's PAST).
+        periodic_case(
+            "p_under_ceiling",
+            periodic_map(2, 40, FAR, 2, true),
+            periodic_live(2, 40, FAR, &[(FAR, 2), (FAR, 0)])
+                .into_iter()
+                .map(|(r, lane)| (r, under_ceiling(lane, 60, FAR)))
+                .collect(),
+            2,
+        ),
+        periodic_case(
+            "p_at_ceiling",
+            periodic_map(2, 40, FAR, 1, true),
+            one(under_ceiling(
+                periodic_lane(2, 40, 1, 0, FAR, FAR, 3, false),
+                43,
+                FAR,
+            )),
+            2,
+        ),
+        periodic_case(
+            "p_period_past_ceiling",
+            periodic_map(1, 100, PAST, 1, true),
+            one(under_ceiling(
+                periodic_lane(1, 100, 1, 0, PAST, PAST, 3, false),
+                100_000,
+                PAST,
+            )),
+            2,
         ),
         // In a later period than the base's: above 0.
         periodic_case(

@@ -149,10 +149,10 @@ pub struct StripesArgs {
     /// Forget DEPLOYMENT, lost for good (its data gone): a new generation
     /// without it, above every value its lanes may have handed out (the
     /// ceilings the other deployments recorded for them; a cyclic or
-    /// snowflake counter's: after every time they recorded), with as many
-    /// lanes in each other deployment as now, or as --set says (naming
-    /// those only). Give DEPLOYMENT's URI too: refused while it answers.
-    /// Not yet for periodic counters.
+    /// snowflake counter's: after every time they recorded; a periodic
+    /// counter's: in the latest period recorded), with as many lanes in
+    /// each other deployment as now, or as --set says (naming those
+    /// only). Give DEPLOYMENT's URI too: refused while it answers.
     #[arg(long, value_name = "DEPLOYMENT", conflicts_with = "resume")]
     pub forget: Option<String>,
     #[command(flatten)]

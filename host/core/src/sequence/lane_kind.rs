@@ -192,6 +192,14 @@ pub trait Stripable: Kind + Registered {
         count.max(CEILING_CHUNK).saturating_mul(modulus)
     }
 
+    /// The label of the period a take lands in now, as an expression of a
+    /// server's clock, for a kind whose ceilings bound periods too (none:
+    /// its ceilings are values alone).
+    fn ceiling_period(of: &Self::Of) -> Option<Document> {
+        let _ = of;
+        None
+    }
+
     /// The first ceiling of a new lane of a generation above `base` of
     /// `modulus` lanes, written by a change of stripes that began at
     /// `clock_micros`: a chunk above the base.
@@ -536,6 +544,11 @@ impl LaneOf {
         self.of.first_ceiling(base, modulus, clock_micros)
     }
 
+    /// See the kind's `Stripable::ceiling_period`.
+    pub(crate) fn ceiling_period(&self) -> Option<Document> {
+        self.of.ceiling_period()
+    }
+
     /// How a taker opened with `options` (the kind's own open options,
     /// `OpenOptions`' field of the kind) across `deployments` takes.
     pub(crate) fn takes(&self, options: &dyn Any, deployments: Option<&Deployments>) -> Takes {
@@ -571,6 +584,7 @@ trait OfCounter: Debug + Send + Sync {
     fn map_fields(&self, base: &Mark) -> Document;
     fn ceiling_chunk(&self, count: u64, modulus: u64) -> u64;
     fn first_ceiling(&self, base: u64, modulus: u64, clock_micros: u64) -> u64;
+    fn ceiling_period(&self) -> Option<Document>;
     fn takes(&self, options: &dyn Any, deployments: Option<&Deployments>) -> Takes;
     fn keep_tag<'a>(
         &'a self,
@@ -626,6 +640,10 @@ impl<K: Stripable> OfCounter for OfKind<K> {
 
     fn first_ceiling(&self, base: u64, modulus: u64, clock_micros: u64) -> u64 {
         K::first_ceiling(&self.0, base, modulus, clock_micros)
+    }
+
+    fn ceiling_period(&self) -> Option<Document> {
+        K::ceiling_period(&self.0)
     }
 
     fn takes(&self, options: &dyn Any, deployments: Option<&Deployments>) -> Takes {

@@ -12,13 +12,14 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use mongodb::bson::{doc, Document};
-use mongodb::options::WriteConcern;
+use mongodb::options::{ReturnDocument, WriteConcern};
 use mongodb::Database;
 
+use super::counting::CEILING_PERIOD;
 use super::deadline::within;
 use super::deployments::Deployments;
 use super::lane::{self, CEILING};
-use super::map::{CEILINGS, STRIPED_KIND};
+use super::map::{CEILINGS, CEILING_PERIODS, STRIPED_KIND};
 use crate::mongo::collections::COUNTERS;
 use crate::mongo::describe_error;
 use crate::sequence::identity::{self, Incarnation, INCARNATION_FIELD};
@@ -48,13 +49,18 @@ pub(super) struct CeilingOf {
 impl Ceilings {
     /// Raises the ceiling of `lane` to `ceiling`: recorded first in the
     /// copy of the map of one deployment of `spans` other than the lane's,
-    /// then in the lane (see the module docs). Each write before
-    /// `deadline`; why not, in words.
+    /// then in the lane (see the module docs). A periodic lane's period
+    /// ceiling too, to `period` (the label of a server's clock, an
+    /// expression): the label the recording deployment's server makes of
+    /// its clock is recorded there ([`CEILING_PERIODS`]) and then set in
+    /// the lane, so no lane's is later than one recorded elsewhere. Each
+    /// write before `deadline`; why not, in words.
     pub(super) async fn raise(
         &self,
         spans: &[String],
         lane: &CeilingOf,
         ceiling: u64,
+        period: Option<Document>,
         deadline: Instant,
     ) -> Result<(), String> {
         let deadline = Some(deadline);
@@ -66,7 +72,18 @@ impl Ceilings {
             .collect();
         others.sort_by_key(|other| !self.deployments.is_healthy(other, now));
         let mut failures = Vec::new();
-        let mut recorded = false;
+        let mut recorded = None;
+        let value = format!("{CEILINGS}.{}", lane.deployment);
+        let label = format!("{CEILING_PERIODS}.{}", lane.deployment);
+        // `$max` of the value; of a periodic lane's, the label too, read
+        // back as this deployment's server made it.
+        let mut raise = doc! { value.clone(): { "$max": [{ "$ifNull": [format!("${value}"), 0_i64] }, ceiling as i64] } };
+        if let Some(period) = &period {
+            raise.insert(
+                label.clone(),
+                doc! { "$max": [{ "$ifNull": [format!("${label}"), ""] }, period.clone()] },
+            );
+        }
         for other in others {
             let collection = self
                 .deployments
@@ -75,32 +92,33 @@ impl Ceilings {
                 .database
                 .collection::<Document>(COUNTERS);
             let record = collection
-                .update_one(
+                .find_one_and_update(
                     doc! {
                         "_id": self.name.as_str(),
                         "kind": STRIPED_KIND,
                         INCARNATION_FIELD: identity::filter_value(self.incarnation.as_ref()),
                     },
-                    doc! { "$max": { format!("{CEILINGS}.{}", lane.deployment): ceiling as i64 } },
+                    vec![doc! { "$set": raise.clone() }],
                 )
+                .return_document(ReturnDocument::After)
                 .write_concern(self.write_concern.clone());
             match within(deadline, record).await {
-                Some(Ok(done)) if done.matched_count > 0 => {
-                    recorded = true;
+                Some(Ok(Some(copy))) => {
+                    recorded = Some(recorded_label(&copy, &label));
                     break;
                 }
-                Some(Ok(_)) => failures.push(format!("{other}: no copy of the map")),
+                Some(Ok(None)) => failures.push(format!("{other}: no copy of the map")),
                 Some(Err(error)) => failures.push(format!("{other}: {}", describe_error(&error))),
                 None => failures.push(format!("{other}: no answer in time")),
             }
         }
-        if !recorded {
+        let Some(recorded_period) = recorded else {
             return Err(if failures.is_empty() {
                 "no other deployment to record it".to_string()
             } else {
                 format!("no other deployment recorded it ({})", failures.join("; "))
             });
-        }
+        };
         let mut filter = doc! {
             "_id": &lane.id,
             "kind": lane::LANE_KIND,
@@ -110,9 +128,13 @@ impl Ceilings {
             CEILING: { "$exists": true },
         };
         lane::of_counter(&mut filter, self.incarnation.as_ref());
+        let mut raised = doc! { CEILING: ceiling as i64 };
+        if period.is_some() {
+            raised.insert(CEILING_PERIOD, recorded_period.unwrap_or_default());
+        }
         let lanes = lane.database.collection::<Document>(COUNTERS);
         let raise = lanes
-            .update_one(filter, doc! { "$max": { CEILING: ceiling as i64 } })
+            .update_one(filter, doc! { "$max": raised })
             .write_concern(self.write_concern.clone());
         match within(deadline, raise).await {
             Some(Ok(_)) => Ok(()),
@@ -132,6 +154,17 @@ impl Ceilings {
     }
 }
 
+/// The label `copy` (a copy of the map after a raise) records at `path`,
+/// if it is one.
+fn recorded_label(copy: &Document, path: &str) -> Option<String> {
+    let (field, deployment) = path.split_once('.')?;
+    copy.get_document(field)
+        .ok()?
+        .get_str(deployment)
+        .ok()
+        .map(str::to_string)
+}
+
 /// [`Ceilings::raise`] of one lane, as its kind asks for it.
 struct LeaseCeiling {
     ceilings: Ceilings,
@@ -146,7 +179,7 @@ impl RaiseCeiling for LeaseCeiling {
         let deadline = Instant::now() + self.ceilings.deployments.take_deadline() / 2;
         Box::pin(
             self.ceilings
-                .raise(&self.spans, &self.lane, ceiling, deadline),
+                .raise(&self.spans, &self.lane, ceiling, None, deadline),
         )
     }
 }

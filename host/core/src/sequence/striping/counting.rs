@@ -29,6 +29,11 @@ use crate::sequence::kind_trait::MAX_VALUE;
 /// bounded.
 pub(crate) const CEILING: &str = "ceiling";
 
+/// The field of a periodic lane that bounds the periods it hands out in
+/// (a label, `""`: none yet): its takes stay in periods at or before it,
+/// and at or below [`CEILING`] in any.
+pub(crate) const CEILING_PERIOD: &str = "ceiling_period";
+
 /// The fewest local values of a lane a raise of its ceiling allows above
 /// its `last`: what a lane may hand out while no other deployment answers
 /// is half of it at least (a taker raises it ahead once less than half is

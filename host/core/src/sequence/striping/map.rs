@@ -54,6 +54,13 @@ use crate::sequence::name::CounterName;
 /// `--forget` starts above it (`restripe.rs`'s `forget`).
 pub const CEILINGS: &str = "ceilings";
 
+/// Beside [`CEILINGS`], for a periodic counter: for each deployment, the
+/// latest period any of its lanes was ever let hand out in (a label,
+/// raised with `$max`). With the highest value of [`CEILINGS`] (of any
+/// period) it bounds every (period, value) the deployment's lanes handed
+/// out, periods first.
+pub const CEILING_PERIODS: &str = "ceiling_periods";
+
 /// The `kind` of a striped counter's map.
 pub const STRIPED_KIND: &str = "striped";
 
@@ -93,10 +100,10 @@ pub struct StripeMap {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub change: Option<PendingChange>,
     /// Whether the generation's lanes were written with ceilings
-    /// (`striped.bounded`: autoinc, segment, cyclic and snowflake lanes of
-    /// a counter across deployments, written by an idmint that knows
-    /// them): each hands out values (a cyclic lane: timestamps; a snowflake
-    /// lane: time its holders reserve) only up to a ceiling another deployment recorded first in
+    /// (`striped.bounded`: the lanes of a counter across deployments,
+    /// written by an idmint that knows them): each hands out values (a
+    /// cyclic lane: timestamps; a snowflake lane: time its holders reserve;
+    /// a periodic lane: in periods up to its ceiling's) only up to a ceiling another deployment recorded first in
     /// its copy's [`CEILINGS`]. An idmint before ceilings rewrites
     /// `striped` whole at its changes, and so drops it with its lanes'.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -489,6 +496,17 @@ impl StripeMap {
             Bson::Int32(value) => u64::try_from(*value).ok(),
             _ => None,
         }
+    }
+
+    /// The latest period this copy records for the lanes of deployment
+    /// `deployment` ([`CEILING_PERIODS`]; none: none recorded, or empty).
+    pub fn recorded_ceiling_period(&self, deployment: &str) -> Option<String> {
+        let periods = self.fields.get_document(CEILING_PERIODS).ok()?;
+        periods
+            .get_str(deployment)
+            .ok()
+            .filter(|label| !label.is_empty())
+            .map(str::to_string)
     }
 
     /// The same map as the copy in deployment `here` holds it.

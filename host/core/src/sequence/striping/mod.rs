@@ -67,8 +67,8 @@ pub use finish::{finish_if_stalled, set_layout_and_finish, FINISH_PATIENCE};
 pub use lane::{lanes_of, LaneDocument, Mark, StripableKinds, CEILING_CHUNK, LANE_KIND, STRIPABLE};
 pub use layout::Layout;
 pub use map::{
-    PendingChange, StripeMap, CEILINGS, LONGEST_PATIENCE, RESUME_AFTER, SEEN_STILL, STALLED_AFTER,
-    STRIPED_KIND,
+    PendingChange, StripeMap, CEILINGS, CEILING_PERIODS, LONGEST_PATIENCE, RESUME_AFTER,
+    SEEN_STILL, STALLED_AFTER, STRIPED_KIND,
 };
 pub(crate) use open::read_from_any;
 pub use restripe::{forget, resume, resume_change, set_layout, set_stripes, Restriped};

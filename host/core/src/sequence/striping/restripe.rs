@@ -33,6 +33,7 @@ use mongodb::options::{ReturnDocument, WriteConcern};
 use mongodb::{Collection, Database};
 
 use super::arithmetic::{lane_id, Generation, Lane};
+use super::counting::CEILING_PERIOD;
 use super::deployments::Deployments;
 use super::error::StripingError;
 use super::hooks::{self, Point};
@@ -40,7 +41,8 @@ use super::lane::{self, lanes_of, new_lane, placeholder, Mark};
 use super::layout::Layout;
 use super::map::read_map;
 use super::map::{
-    PendingChange, StripeMap, CEILINGS, LONGEST_PATIENCE, RESUME_AFTER, STRIPED_KIND,
+    PendingChange, StripeMap, CEILINGS, CEILING_PERIODS, LONGEST_PATIENCE, RESUME_AFTER,
+    STRIPED_KIND,
 };
 use crate::mongo::collections::COUNTERS;
 use crate::mongo::{describe_error, durable_write_concern, is_duplicate_key};
@@ -188,7 +190,7 @@ async fn change_layout(
         .chain([&first])
         .map(|copy| ceilings_outside(copy, &site_names))
         .max()
-        .unwrap_or(0);
+        .unwrap_or_default();
     let copies = copies
         .into_iter()
         .map(|(_, copy)| copy)
@@ -201,6 +203,12 @@ async fn change_layout(
         return Err(striping(name, StripingError::Concurrent));
     }
     let bounded = sites.list.len() >= 2 && has_ceilings(&of);
+    // A periodic counter's lanes may hand out in the period of the home's
+    // clock at once: its label, made by the home's server.
+    let first_period = match of.ceiling_period() {
+        Some(label) if bounded => Some(period_now(&home_collection, name, label).await?),
+        _ => None,
+    };
     let change = Change {
         sites: &sites,
         name,
@@ -212,6 +220,7 @@ async fn change_layout(
         home_claimed: std::sync::atomic::AtomicBool::new(false),
         bounded,
         clock_micros: SystemClock.now_micros(),
+        first_period,
         first_estimate_ms: first_estimate(&map, home_read_ms),
         slowest_write_ms: AtomicU64::new(0),
     };
@@ -234,9 +243,11 @@ async fn change_layout(
             .iter()
             .map(|(_, mark)| mark)
             .fold(map.mark(), |highest, mark| highest.max(mark.clone()))
-            .max(Mark::of(forgotten_ceiling));
+            .max(forgotten_ceiling);
         let next = Generation::new(base.value, stripes).map_err(|error| striping(name, error))?;
-        change.record_ceilings(&placement, next).await?;
+        change
+            .record_ceilings(&placement, next, base.period.as_deref())
+            .await?;
         change.progress().await?;
         hooks::pass(database.name(), name.as_str(), Point::BeforeLaneWrites).await;
         for lane in next.lanes() {
@@ -792,8 +803,8 @@ struct Change<'a> {
     /// Whether it claimed the home's copy of the map: from then on a
     /// failure leaves the change half way.
     home_claimed: std::sync::atomic::AtomicBool,
-    /// Whether the lanes it writes have ceilings (autoinc, segment, cyclic
-    /// and snowflake lanes of a counter in two deployments or more): each
+    /// Whether the lanes it writes have ceilings (the lanes of a counter in
+    /// two deployments or more): each
     /// starts with its first ceiling a chunk above its base (a cyclic or
     /// snowflake lane's, above the later of its base and `clock_micros`).
     bounded: bool,
@@ -801,6 +812,9 @@ struct Change<'a> {
     /// a cyclic lane's first ceiling is above, the same for every lane it
     /// writes and every ceiling it records.
     clock_micros: u64,
+    /// The label of the period of the home's clock when it began (periodic
+    /// lanes with ceilings): the earliest a new lane's ceiling period is.
+    first_period: Option<String>,
     /// What its writes are taken to cost until it made one, in
     /// milliseconds ([`first_estimate`]): what its claim's patience is made
     /// of.
@@ -1154,9 +1168,28 @@ impl Change<'_> {
                     .max(0) as u64
             };
             let ceiling = self.first_ceiling(number("b"), number("m").max(1));
+            // Its base period, or the home's when the change began if
+            // later: a take in a later one raises it.
+            let base_period = place
+                .and_then(|place| place.get_str("base_period").ok())
+                .unwrap_or_default();
+            let base_period = self.ceiling_period_of(base_period);
             document.insert(lane::CEILING, ceiling as i64);
+            if self.of.ceiling_period().is_some() {
+                document.insert(CEILING_PERIOD, base_period);
+            }
         }
         document
+    }
+
+    /// The first ceiling period of a new lane whose base period is
+    /// `base_period` (`""`: none): the later of it and the home's period
+    /// when the change began.
+    fn ceiling_period_of(&self, base_period: &str) -> String {
+        match &self.first_period {
+            Some(first) if first.as_str() > base_period => first.clone(),
+            _ => base_period.to_string(),
+        }
     }
 
     /// The first ceiling of a new lane of a generation above `base` of
@@ -1176,15 +1209,23 @@ impl Change<'_> {
         &self,
         placement: &[String],
         next: Generation,
+        base_period: Option<&str>,
     ) -> Result<(), SequenceError> {
         if !self.bounded {
             return Ok(());
         }
         let ceiling = self.first_ceiling(next.base, next.modulus);
+        let periods = self.of.ceiling_period().is_some();
         for (site, collection) in &self.sites.list {
             let mut raised = Document::new();
             for deployment in placement.iter().filter(|deployment| *deployment != site) {
                 raised.insert(format!("{CEILINGS}.{deployment}"), ceiling as i64);
+                if periods {
+                    raised.insert(
+                        format!("{CEILING_PERIODS}.{deployment}"),
+                        self.ceiling_period_of(base_period.unwrap_or_default()),
+                    );
+                }
             }
             if raised.is_empty() {
                 continue;
@@ -1244,6 +1285,31 @@ impl Change<'_> {
     }
 }
 
+/// The label `label` (an expression of the server's clock) of the server
+/// of `counters`, which holds counter `name`'s document.
+async fn period_now(
+    counters: &Collection<Document>,
+    name: &CounterName,
+    label: Document,
+) -> Result<String, SequenceError> {
+    let read =
+        |source| SequenceError::from_database(name, "read the period of", "aggregate", source);
+    let mut cursor = counters
+        .aggregate(vec![
+            doc! { "$match": { "_id": name.as_str() } },
+            doc! { "$limit": 1 },
+            doc! { "$project": { "_id": 0, "label": label } },
+        ])
+        .await
+        .map_err(read)?;
+    let found = futures_util::TryStreamExt::try_next(&mut cursor)
+        .await
+        .map_err(read)?;
+    Ok(found
+        .and_then(|found| found.get_str("label").ok().map(str::to_string))
+        .unwrap_or_default())
+}
+
 /// Whether lanes made of `of` have ceilings when their counter spans
 /// deployments (their kind says: counting lanes have).
 pub(super) fn has_ceilings(of: &LaneOf) -> bool {
@@ -1252,17 +1318,27 @@ pub(super) fn has_ceilings(of: &LaneOf) -> bool {
 
 /// The highest ceiling `copy` records for a deployment not among `sites`
 /// (0: none): one forgotten (`--forget`), whose lanes may have handed out
-/// values up to it.
-fn ceilings_outside(copy: &StripeMap, sites: &[String]) -> u64 {
+/// values up to it; a periodic counter's in the latest period recorded
+/// for one ([`CEILING_PERIODS`]): (latest period, highest value) is at or
+/// above every (period, value) such lanes handed out, periods first.
+fn ceilings_outside(copy: &StripeMap, sites: &[String]) -> Mark {
     let Ok(ceilings) = copy.fields.get_document(CEILINGS) else {
-        return 0;
+        return Mark::default();
     };
-    ceilings
-        .keys()
-        .filter(|deployment| !sites.contains(deployment))
-        .filter_map(|deployment| copy.recorded_ceiling(deployment))
-        .max()
-        .unwrap_or(0)
+    let forgotten = || {
+        ceilings
+            .keys()
+            .filter(|deployment| !sites.contains(deployment))
+    };
+    Mark {
+        period: forgotten()
+            .filter_map(|deployment| copy.recorded_ceiling_period(deployment))
+            .max(),
+        value: forgotten()
+            .filter_map(|deployment| copy.recorded_ceiling(deployment))
+            .max()
+            .unwrap_or(0),
+    }
 }
 
 /// `idmint counter stripes NAME --forget DEPLOYMENT`: starts a new
@@ -1276,8 +1352,7 @@ fn ceilings_outside(copy: &StripeMap, sites: &[String]) -> u64 {
 ///
 /// Refused, nothing written: while `forgotten` answers within the take
 /// deadline (it is not lost); when it is not given (`--uri`: it is tried);
-/// when the counter's lanes are of a kind without ceilings (periodic: not
-/// built yet); when lanes of `forgotten` were
+/// when the counter's lanes are of a kind without ceilings (none is, now); when lanes of `forgotten` were
 /// written without ceilings (by an idmint before them), which nothing
 /// bounds. It first claims every surviving copy with `forgotten` left out
 /// of where the counter spans, recording the layout it makes, and then runs
@@ -1459,6 +1534,7 @@ pub async fn forget(
         home_claimed: std::sync::atomic::AtomicBool::new(false),
         bounded: false,
         clock_micros: SystemClock.now_micros(),
+        first_period: None,
         first_estimate_ms: first_estimate(&map, 0),
         slowest_write_ms: AtomicU64::new(0),
     };

@@ -1081,9 +1081,13 @@ impl StripedCounter {
             let reach = lane
                 .local
                 .ceiling_reach(lane.lane, lane.last, count, client_micros);
+            // A periodic lane's period may be past its ceiling's too, which
+            // only its server's clock says: a live one with room that refused
+            // is taken to be at its ceiling.
+            let periods = self.inner.lanes_of.ceiling_period().is_some();
             if let Some(ceiling) = lane
                 .ceiling
-                .filter(|ceiling| live && reach.after > *ceiling)
+                .filter(|ceiling| live && (periods || reach.after > *ceiling))
             {
                 let Some(deployment) = target.deployment.as_deref() else {
                     return Err(striping(
@@ -1187,7 +1191,10 @@ impl StripedCounter {
             deployment: deployment.to_string(),
             database: target.database.clone(),
         };
-        ceilings.raise(&map.spans, &lane, ceiling, deadline).await
+        let period = self.inner.lanes_of.ceiling_period();
+        ceilings
+            .raise(&map.spans, &lane, ceiling, period, deadline)
+            .await
     }
 
     /// Reads the map again: from the database it was opened from, or,

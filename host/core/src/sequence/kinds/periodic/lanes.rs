@@ -26,7 +26,7 @@ use crate::parts::{Period, PeriodUnit, Stamp};
 use crate::sequence::counter::fields::{integer_in, read_integer, read_string};
 use crate::sequence::kind_trait::{Kind, MAX_VALUE};
 use crate::sequence::lane_kind::{values_above, Stripable};
-use crate::sequence::striping::counting;
+use crate::sequence::striping::counting::{self, CEILING, CEILING_PERIOD};
 use crate::sequence::striping::{Generation, Lane, Mark};
 
 /// What a periodic counter's lanes know of it: its periods.
@@ -53,9 +53,40 @@ pub struct Periodic {
     pub base_period: Option<Period>,
 }
 
+/// The take's term that keeps a periodic lane at or below its ceiling
+/// (true when it has none): the period of the take (`now`, the label of
+/// the server's clock, or the lane's `current` if later) at or before its
+/// `ceiling_period`, and the take's last value at or below its `ceiling`
+/// (in a later period than `current`, values start again above 0).
+pub(crate) fn under_period_ceiling(count: i64, now: Document) -> Document {
+    doc! { "$or": [
+        { "$eq": [{ "$type": format!("${CEILING}") }, "missing"] },
+        { "$and": [
+            { "$lte": [{ "$max": [now.clone(), "$current"] }, format!("${CEILING_PERIOD}")] },
+            { "$lte": [
+                { "$cond": [
+                    { "$gt": [now, "$current"] },
+                    { "$add": [{ "$multiply": [count - 1, "$lane.m"] }, "$lane.r", 1_i64] },
+                    { "$add": ["$last", { "$multiply": [count, "$lane.m"] }] },
+                ]},
+                format!("${CEILING}"),
+            ]},
+        ]},
+    ]}
+}
+
 impl Stripable for PeriodicKind {
     type Of = PeriodicLanes;
     type Local = Periodic;
+
+    /// A ceiling of a value and a period: a lane's takes stay at or below
+    /// its `ceiling` in a period at or before its `ceiling_period`.
+    const CEILINGS: bool = true;
+
+    /// The label of the recording server's clock, in the counter's zone.
+    fn ceiling_period(of: &PeriodicLanes) -> Option<Document> {
+        Some(now_label(of.unit, &of.zone))
+    }
 
     const HOW_TO_READ: &'static str =
         "the value is `value.last`, of the period `value.current` (with --count N, the N \
@@ -164,15 +195,21 @@ impl Stripable for PeriodicKind {
 
     /// Its values up to local value seq + count exist in its base period,
     /// where it has the fewest: in a later one, a take that matches
-    /// nothing is sent again with the full guard.
+    /// nothing is sent again with the full guard. A lane with a ceiling is
+    /// taken with the full guard only (its period's ceiling is the
+    /// server's to judge).
     fn short_filter(
         _local: &Periodic,
         lane: Lane,
-        _ceiling: Option<u64>,
+        ceiling: Option<u64>,
         count: u64,
         _client_micros: u64,
         filter: &mut Document,
     ) -> Option<()> {
+        if ceiling.is_some() {
+            return None;
+        }
+        filter.insert(CEILING, doc! { "$exists": false });
         let most = lane.capacity().checked_sub(count)?;
         filter.insert(
             "seq",
@@ -207,6 +244,7 @@ impl Stripable for PeriodicKind {
                     { "$gt": [now.clone(), "$current"] },
                     { "$lte": ["$last", { "$subtract": [MAX_VALUE as i64, { "$multiply": [count, "$lane.m"] }] }] },
                 ]},
+                under_period_ceiling(count, now.clone()),
             ]},
         };
         let update = vec![
