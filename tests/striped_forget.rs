@@ -60,6 +60,26 @@ async fn recorded_for_us(database: &Database) -> Option<u64> {
         .map(|ceiling| ceiling as u64)
 }
 
+/// `deployments`' databases `eu` and `us`, and the same deployments with
+/// `us` preferred.
+fn eu_us(deployments: &Deployments) -> (Database, Database, Deployments) {
+    let eu = deployments.get("eu").unwrap().database.clone();
+    let us = deployments.get("us").unwrap().database.clone();
+    let us_first = Deployments::new(vec![
+        Deployment {
+            name: "us".into(),
+            database: us.clone(),
+        },
+        Deployment {
+            name: "eu".into(),
+            database: eu.clone(),
+        },
+    ])
+    .unwrap()
+    .deadline(DEADLINE);
+    (eu, us, us_first)
+}
+
 /// `count` values of `sequence`, each new to `seen`.
 async fn take(sequence: &Sequence, seen: &mut BTreeSet<u64>) -> Result<Vec<u64>, String> {
     let taken = sequence
@@ -98,21 +118,7 @@ async fn forget_us(test: &str, kind: &str, chunk_local: u64, outage: bool) {
         create.extend(["--step", "1000"]);
     }
     assert_exit(&run(&mut idmint_across(&sites, &create)), 0);
-    let eu = deployments.get("eu").unwrap().database.clone();
-    let us = deployments.get("us").unwrap().database.clone();
-    // The same deployments, `us` preferred.
-    let us_first = Deployments::new(vec![
-        Deployment {
-            name: "us".into(),
-            database: us.clone(),
-        },
-        Deployment {
-            name: "eu".into(),
-            database: eu.clone(),
-        },
-    ])
-    .unwrap()
-    .deadline(DEADLINE);
+    let (eu, us, us_first) = eu_us(&deployments);
     let (from_eu, map) = open_across(&deployments, "orders").await;
     let (from_us, _) = open_across(&us_first, "orders").await;
     assert!(map.bounded, "{map:?}");
@@ -419,20 +425,7 @@ async fn forgetting_a_lost_deployment_of_a_cyclic_counter_starts_after_its_time_
         "eu:2,us:2",
     ];
     assert_exit(&run(&mut idmint_across(&sites, &create)), 0);
-    let eu = deployments.get("eu").unwrap().database.clone();
-    let us = deployments.get("us").unwrap().database.clone();
-    let us_first = Deployments::new(vec![
-        Deployment {
-            name: "us".into(),
-            database: us.clone(),
-        },
-        Deployment {
-            name: "eu".into(),
-            database: eu.clone(),
-        },
-    ])
-    .unwrap()
-    .deadline(DEADLINE);
+    let (eu, us, us_first) = eu_us(&deployments);
     let (from_eu, map) = open_across(&deployments, "orders").await;
     let (from_us, _) = open_across(&us_first, "orders").await;
     assert!(map.bounded, "{map:?}");
@@ -588,20 +581,7 @@ async fn forgetting_a_lost_deployment_of_a_snowflake_counter_starts_above_its_ce
     ];
     assert_exit(&run(&mut idmint_across(&sites, &create)), 0);
     let created = now_units();
-    let eu = deployments.get("eu").unwrap().database.clone();
-    let us = deployments.get("us").unwrap().database.clone();
-    let us_first = Deployments::new(vec![
-        Deployment {
-            name: "us".into(),
-            database: us.clone(),
-        },
-        Deployment {
-            name: "eu".into(),
-            database: eu.clone(),
-        },
-    ])
-    .unwrap()
-    .deadline(DEADLINE);
+    let (eu, us, us_first) = eu_us(&deployments);
     let map = StripeMap::read(&document(&eu, "orders").await).unwrap();
     assert!(map.bounded, "{map:?}");
     let us_residue = (0..map.modulus)
