@@ -34,6 +34,25 @@ command -v curl >/dev/null 2>&1 || apt_install curl
 # to its planted cycles).
 python3 scripts/import-cycles-test.py
 python3 scripts/import-cycles.py host/core/src host/serve/src host/cli/src
+
+# Every intra-doc link of the host crates resolves (private items included).
+# It runs beside the builds and tests below, niced and in a target of its own
+# (no lock shared with them): it uses the CPU they leave idle while tests wait
+# on servers and child processes, instead of 2-3 minutes of its own at the
+# end. The CLI on its own: its binary is named `idmint` like the library, and
+# one `cargo doc` of both writes doc/idmint from two rustdocs at once
+# (cargo#6313), which fails now and then.
+doc_log=target/doc-check.log
+mkdir -p target
+CARGO_TARGET_DIR="$PWD/target/doc-check" RUSTDOCFLAGS="-D warnings" \
+  setsid nice -n 19 bash -c '
+    cargo doc --locked --no-deps --document-private-items \
+      -p idmint -p idmint-serve -p idmint-guest-build &&
+      cargo doc --locked --no-deps --document-private-items -p idmint-cli
+  ' >"$doc_log" 2>&1 &
+doc_pid=$!
+# Its own process group (setsid): stopped whole if a step below fails.
+trap 'kill -- "-$doc_pid" 2>/dev/null || true' EXIT
 part_done "setup"
 
 # The CLI with the test-only sixth kind of counter, for tests/test_kind.rs: a
@@ -50,6 +69,10 @@ part_done "test-kind build"
 # installer tests use, and soak-broken, the breaks the second soak below
 # turns on (off unless IDMINT_SOAK_BROKEN picks one). Neither is ever in a
 # user's build.
+# Four test threads on two cores: the integration tests spend about a third
+# of their time waiting (servers starting, child processes, deadlines), and
+# four threads took them from about 480 s to about 400 s (docs/BENCHMARKS.md).
+export RUST_TEST_THREADS="${RUST_TEST_THREADS:-4}"
 cargo test --workspace --locked --features idmint-cli/test-hooks,idmint-cli/soak-broken "$@"
 part_done "cargo test (build and tests)"
 
@@ -74,14 +97,13 @@ if [ "$status" != 1 ]; then
 fi
 part_done "soaks"
 
-# Every intra-doc link of the host crates resolves (private items included).
-# The CLI on its own: its binary is named `idmint` like the library, and one
-# `cargo doc` of both writes target/doc/idmint from two rustdocs at once
-# (cargo#6313), which fails now and then.
-RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --document-private-items \
-  -p idmint -p idmint-serve -p idmint-guest-build
-RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --document-private-items \
-  -p idmint-cli
-part_done "cargo doc"
+# The documentation check started at the top.
+if ! wait "$doc_pid"; then
+  cat "$doc_log" >&2
+  echo "test.sh: cargo doc found broken documentation (above)" >&2
+  exit 1
+fi
+trap - EXIT
+part_done "cargo doc (what was left of it)"
 summary=$(printf '%s, ' "${parts[@]}")
 echo "test.sh: everything passed in $((SECONDS - began)) s (${summary%, })"
