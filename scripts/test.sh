@@ -44,14 +44,19 @@ python3 scripts/import-cycles.py host/core/src host/serve/src host/cli/src
 # (cargo#6313), which fails now and then.
 doc_log=target/doc-check.log
 mkdir -p target
+# A process group of its own (job control on for this one job), so that it
+# is stopped whole if a step below fails; in this session, not a new one
+# (setsid): the kernel shares the CPU between sessions first (autogroups),
+# and nice would then hold only inside the new session.
+set -m
 CARGO_TARGET_DIR="$PWD/target/doc-check" RUSTDOCFLAGS="-D warnings" \
-  setsid nice -n 19 bash -c '
+  nice -n 19 bash -c '
     cargo doc --locked --no-deps --document-private-items \
       -p idmint -p idmint-serve -p idmint-guest-build &&
       cargo doc --locked --no-deps --document-private-items -p idmint-cli
   ' >"$doc_log" 2>&1 &
 doc_pid=$!
-# Its own process group (setsid): stopped whole if a step below fails.
+set +m
 trap 'kill -- "-$doc_pid" 2>/dev/null || true' EXIT
 part_done "setup"
 

@@ -603,6 +603,27 @@ async fn workers_refuses_a_counter_that_is_not_snowflake() {
         "{}",
         stdout(&empty)
     );
+    // A striped counter's document names no kind of its own: its lanes'
+    // kind is read from its map, the same rule either way.
+    for (name, kind) in [("striped-inv", "autoinc"), ("striped-ids", "snowflake")] {
+        let args = ["counter", "create", name, "--kind", kind, "--stripes", "2", "--raw"];
+        assert_exit(&run(support::idmint(TEST).args(args)), 0);
+    }
+    let striped_autoinc = run(support::idmint(TEST).args(["workers", "striped-inv"]));
+    assert_exit(&striped_autoinc, 2);
+    assert!(
+        stderr(&striped_autoinc)
+            .contains("counter 'striped-inv' is an autoinc counter, not a snowflake one"),
+        "{}",
+        stderr(&striped_autoinc)
+    );
+    let striped_snowflake = run(support::idmint(TEST).args(["workers", "striped-ids"]));
+    assert_exit(&striped_snowflake, 0);
+    assert!(
+        stdout(&striped_snowflake).contains("(no leases yet)"),
+        "{}",
+        stdout(&striped_snowflake)
+    );
 }
 
 /// A usage line shows the flags to type, not the ones the environment

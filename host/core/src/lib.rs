@@ -24,6 +24,7 @@ mod broken;
 pub mod checksum;
 pub mod config;
 mod error;
+mod error_class;
 pub mod installer;
 pub(crate) mod lease;
 pub mod lock;

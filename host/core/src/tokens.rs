@@ -240,15 +240,15 @@ fn add_entry(apps: &mut HashMap<String, App>, entry: AppEntry) -> Result<(), Str
 
 impl AccessError {
     /// What kind of failure this is.
-    pub fn class(&self) -> crate::error::class::ErrorClass {
-        use crate::error::class::ErrorClass;
+    pub fn class(&self) -> crate::error_class::ErrorClass {
+        use crate::error_class::ErrorClass;
         match self {
             AccessError::Read { .. }
             | AccessError::Invalid { .. }
             | AccessError::InvalidName(_) => ErrorClass::BadInput,
             AccessError::UnknownApp(_) => ErrorClass::NotFound,
             AccessError::AppExists(_) => ErrorClass::Conflict,
-            AccessError::Database(source) => crate::error::class::database_class(source),
+            AccessError::Database(source) => crate::error_class::database_class(source),
         }
     }
 }

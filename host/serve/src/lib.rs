@@ -278,14 +278,15 @@ impl Server {
         let follow = FollowOptions::default()
             .file(options.follow_file)
             .store(options.follow_store);
-        let first =
-            PolicyFollower::choose(database, runtime, local, checks.clone(), follow).await?;
+        let first = PolicyFollower::choose(database, runtime, local, checks.clone(), follow)
+            .await
+            .map_err(idmint::Error::from)?;
         let mut kind_policies = HashMap::new();
         for (kind, policy) in options.kind_policies {
             idmint::policy::activation::check(&policy, &checks).map_err(idmint::Error::from)?;
             kind_policies.insert(kind, policy);
         }
-        let (follower, events) = first.follow()?;
+        let (follower, events) = first.follow().map_err(idmint::Error::from)?;
         let tokens = if options.access_from_db {
             Some(
                 tokens::Tokens::from_database(database, options.tokens_max_age)

@@ -80,11 +80,11 @@ impl InstallError {
 
     /// What kind of failure this is: drift (hand edits, foreign items, a
     /// concurrent change), or the database's refusal or failure.
-    pub fn class(&self) -> crate::error::class::ErrorClass {
+    pub fn class(&self) -> crate::error_class::ErrorClass {
         match self {
-            Self::Refused { .. } | Self::Conflict { .. } => crate::error::class::ErrorClass::Drift,
-            Self::Unauthorized { .. } => crate::error::class::ErrorClass::Unauthorized,
-            Self::Database { source, .. } => crate::error::class::database_class(source),
+            Self::Refused { .. } | Self::Conflict { .. } => crate::error_class::ErrorClass::Drift,
+            Self::Unauthorized { .. } => crate::error_class::ErrorClass::Unauthorized,
+            Self::Database { source, .. } => crate::error_class::database_class(source),
         }
     }
 }

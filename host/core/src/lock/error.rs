@@ -98,8 +98,8 @@ pub enum LockError {
 
 impl LockError {
     /// What kind of failure this is.
-    pub fn class(&self) -> crate::error::class::ErrorClass {
-        use crate::error::class::ErrorClass;
+    pub fn class(&self) -> crate::error_class::ErrorClass {
+        use crate::error_class::ErrorClass;
         match self {
             Self::InvalidName(_) | Self::OutOfRange { .. } => ErrorClass::BadInput,
             Self::Corrupt { .. } => ErrorClass::Conflict,
@@ -107,7 +107,7 @@ impl LockError {
             Self::Lost { .. } | Self::Unrenewed { .. } => ErrorClass::Lost,
             Self::NotHeld(_) => ErrorClass::NotFound,
             Self::Unauthorized { .. } => ErrorClass::Unauthorized,
-            Self::Database { source, .. } => crate::error::class::database_class(source),
+            Self::Database { source, .. } => crate::error_class::database_class(source),
         }
     }
 

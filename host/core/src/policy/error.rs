@@ -160,13 +160,13 @@ impl PolicyError {
     /// What kind of failure this is: the caller's input (a prefix the policy
     /// refuses, an unknown built-in name), a policy that cannot serve the
     /// counter, or the policy itself.
-    pub fn class(&self) -> crate::error::class::ErrorClass {
+    pub fn class(&self) -> crate::error_class::ErrorClass {
         match self {
             PolicyError::Format(_) | PolicyError::UnknownBuiltin { .. } => {
-                crate::error::class::ErrorClass::BadInput
+                crate::error_class::ErrorClass::BadInput
             }
-            PolicyError::Fit(_) => crate::error::class::ErrorClass::Unfit,
-            _ => crate::error::class::ErrorClass::Policy,
+            PolicyError::Fit(_) => crate::error_class::ErrorClass::Unfit,
+            _ => crate::error_class::ErrorClass::Policy,
         }
     }
 

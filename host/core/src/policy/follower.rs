@@ -27,11 +27,11 @@ use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
 use tokio::task::JoinHandle;
 
 use super::activation::{self, ActivationOptions};
+use super::error::PolicyError;
 use super::live::LivePolicy;
 use super::runtime::{Policy, PolicyRuntime};
-use super::store::PolicyStore;
+use super::store::{PolicyStore, PolicyStoreError};
 use super::watch::{self, SwapEvent};
-use crate::Error;
 
 /// The events of a [`PolicyFollower`], in the order they happened.
 pub type PolicyEvents = UnboundedReceiver<SwapEvent>;
@@ -83,7 +83,7 @@ impl FirstPolicy {
     /// Runs the activation check on the chosen policy against the checks
     /// given to [`PolicyFollower::choose`], puts it in service and starts
     /// the followers. Returns the follower and the channel of its events.
-    pub fn follow(self) -> Result<(PolicyFollower, PolicyEvents), Error> {
+    pub fn follow(self) -> Result<(PolicyFollower, PolicyEvents), PolicyError> {
         activation::check(&self.policy, &self.checks)?;
         let live = Arc::new(LivePolicy::new(self.policy, self.checks).with_local(self.local));
         let tasks = watch::follow(self.file, self.store, &self.runtime, &live, &self.sender);
@@ -110,7 +110,7 @@ impl PolicyFollower {
         local: Policy,
         checks: ActivationOptions,
         follow: FollowOptions,
-    ) -> Result<FirstPolicy, Error> {
+    ) -> Result<FirstPolicy, PolicyStoreError> {
         let (sender, events) = mpsc::unbounded_channel();
         let store = follow.store.then(|| PolicyStore::new(database));
         let policy = match &store {

@@ -118,10 +118,10 @@ impl PolicyStoreError {
     /// What kind of failure this is: stored bytes that no longer match
     /// their checksum are drift, a module that fails its checks a policy
     /// failure.
-    pub fn class(&self) -> crate::error::class::ErrorClass {
-        use crate::error::class::ErrorClass;
+    pub fn class(&self) -> crate::error_class::ErrorClass {
+        use crate::error_class::ErrorClass;
         match self {
-            PolicyStoreError::Database { source } => crate::error::class::database_class(source),
+            PolicyStoreError::Database { source } => crate::error_class::database_class(source),
             PolicyStoreError::NoSuchVersion(_) => ErrorClass::NotFound,
             PolicyStoreError::NothingToRollBack => ErrorClass::Conflict,
             PolicyStoreError::Contended { .. } => ErrorClass::Unavailable,

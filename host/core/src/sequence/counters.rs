@@ -4,13 +4,13 @@ use mongodb::bson::Document;
 use mongodb::Database;
 
 use super::counter::document::find_counters;
-use super::counter::spec::{create_in, CounterSpec};
 use super::error::SequenceError;
 use super::kinds::cyclic::{CyclicKind, CyclicState};
 use super::kinds::periodic::PeriodicKind;
 use super::kinds::snowflake::{CounterTag, SnowflakeKind};
 use super::name::CounterName;
 use super::registry::{read_state, CounterState};
+use super::spec::{create_in, CounterSpec};
 use crate::mongo::collections::COUNTERS as COUNTERS_COLLECTION;
 
 /// The counters collection of `database`.

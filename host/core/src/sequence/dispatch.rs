@@ -14,35 +14,11 @@
 
 /// Makes the registry's types from the list of kinds: one
 /// `field: Variant => KindType,` line per kind, the default kind first.
+/// What the types are made of is imported where they are made, by the one
+/// caller (`registry.rs`), so that its imports say what the registry
+/// depends on.
 macro_rules! registry {
     ($($(#[$meta:meta])* $field:ident: $variant:ident => $kind:ty,)+) => {
-        use std::fmt;
-        use std::ops::Range;
-        use std::str::FromStr;
-
-        use mongodb::bson::Document;
-        use mongodb::{Collection, Database};
-        use serde::Serialize;
-
-        use $crate::parts::Stamps;
-        use $crate::sequence::counter::document::{
-            corrupt, find_with, new_document, CounterDocument, Registered,
-        };
-        use $crate::sequence::counter::fields::well_formed;
-        use $crate::sequence::error::SequenceError;
-        use $crate::sequence::identity::Incarnation;
-        use $crate::sequence::kind_trait::{
-            check_block, list_words, CommandOptions, Fact, GiveBack, Handle, Headroom, Held, Kind,
-            ValueShape,
-        };
-        use $crate::sequence::name::CounterName;
-        use $crate::sequence::settings::{Setting, Settings};
-        use $crate::sequence::striping::{
-            read_from_any, Deployments, StripeMap, StripedCounter, StripingError, LANE_KIND,
-            STRIPED_KIND,
-        };
-        use $crate::mongo::collections::COUNTERS as COUNTERS_COLLECTION;
-
         /// A `kind` that idmint does not know.
         #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
         #[error("unknown counter kind {0:?}: idmint knows {known}", known = CounterKind::names())]
@@ -672,6 +648,13 @@ macro_rules! registry {
                             found: state.kind().as_str(),
                         },
                     }
+                }
+
+                fn kind_of(
+                    name: &CounterName,
+                    document: &Document,
+                ) -> Result<&'static str, SequenceError> {
+                    CounterState::from_document(name, document).map(|state| state.kind().as_str())
                 }
             }
         )+

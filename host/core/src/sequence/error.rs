@@ -1,7 +1,7 @@
 //! Errors of the sequence strategies.
 
 use super::name::{CounterName, InvalidCounterName};
-use crate::error::class::ErrorClass;
+use crate::error_class::ErrorClass;
 
 /// Why a sequence value could not be handed out (or a counter not created).
 #[derive(Debug, thiserror::Error)]
@@ -397,7 +397,7 @@ impl SequenceError {
         }
     }
 
-    /// What kind of failure this is (`crate::error::class::ErrorClass`).
+    /// What kind of failure this is (`crate::error_class::ErrorClass`).
     pub fn class(&self) -> ErrorClass {
         match self {
             Self::InvalidCounterName(_)
@@ -430,7 +430,7 @@ impl SequenceError {
             Self::Unauthorized { .. } => ErrorClass::Unauthorized,
             Self::Striping { source, .. } => source.class(),
             Self::ListCounters { source } | Self::Database { source, .. } => {
-                crate::error::class::database_class(source)
+                crate::error_class::database_class(source)
             }
         }
     }

@@ -38,6 +38,7 @@
 mod advance;
 mod claims;
 mod clock;
+mod command;
 mod counter;
 mod counters;
 mod dispatch;
@@ -53,13 +54,13 @@ mod opened;
 pub mod prefixes;
 mod registry;
 mod settings;
+mod spec;
 pub mod striping;
 
 pub use clock::{Clock, SystemClock};
-pub use counter::command::{command_takes_count, take_command};
+pub use command::{command_takes_count, take_command};
 pub use counter::document::{CounterDocument, Registered, Unstriped};
 pub use counter::prefixes::{MAX_PREFIXES, MAX_PREFIX_BYTES};
-pub use counter::spec::CounterSpec;
 pub use counters::{count, create, list, list_page, state, Listed};
 pub use error::SequenceError;
 pub use kind_trait::{
@@ -84,6 +85,7 @@ pub use name::{CounterName, InvalidCounterName, MAX_COUNTER_NAME_LEN};
 pub use opened::OpenedCounter;
 pub use registry::{CounterKind, CounterState, KindState, OpenOptions, Sequence, UnknownKind};
 pub use settings::{Setting, Settings};
+pub use spec::CounterSpec;
 
 /// The collection that holds counter documents (the seed's name).
 pub use crate::mongo::collections::COUNTERS as COUNTERS_COLLECTION;

@@ -2,10 +2,10 @@
 //! of them rather than by each kind's handle: read its counter as it is
 //! now, and create it.
 
-use super::counter::spec::{create_in, CounterSpec};
 use super::error::{with_article, SequenceError};
 use super::kind_trait::{Handle, Kind};
 use super::registry::{read_state, CounterState};
+use super::spec::{create_in, CounterSpec};
 
 /// What every opened counter can do (see the module docs); implemented for
 /// every kind's handle.

@@ -4,6 +4,33 @@
 //! dispatches on a kind (`CounterKind`, `KindState`, `CounterState`,
 //! `Sequence`, `OpenOptions`) is made from this list by `dispatch.rs`.
 
+// What the registry's types are made of (see `dispatch.rs`).
+use std::fmt;
+use std::ops::Range;
+use std::str::FromStr;
+
+use mongodb::bson::Document;
+use mongodb::{Collection, Database};
+use serde::Serialize;
+
+use crate::mongo::collections::COUNTERS as COUNTERS_COLLECTION;
+use crate::parts::Stamps;
+use crate::sequence::counter::document::{
+    corrupt, find_with, new_document, CounterDocument, Registered,
+};
+use crate::sequence::counter::fields::well_formed;
+use crate::sequence::error::SequenceError;
+use crate::sequence::identity::Incarnation;
+use crate::sequence::kind_trait::{
+    check_block, list_words, CommandOptions, Fact, GiveBack, Handle, Headroom, Held, Kind,
+    ValueShape,
+};
+use crate::sequence::name::CounterName;
+use crate::sequence::settings::{Setting, Settings};
+use crate::sequence::striping::{
+    read_from_any, Deployments, StripeMap, StripedCounter, StripingError, LANE_KIND, STRIPED_KIND,
+};
+
 use super::dispatch::registry;
 use super::kinds;
 

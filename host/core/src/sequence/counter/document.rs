@@ -114,6 +114,10 @@ pub trait Registered: Kind {
     /// cannot be read as one: an unknown kind, what is wrong with the
     /// document of the kind it is, or [`SequenceError::WrongKind`].
     fn refuse(name: &CounterName, document: &Document) -> SequenceError;
+
+    /// The kind of `document`, counter `name`, whatever it is (a striped
+    /// counter's: its lanes'), or why it cannot be read.
+    fn kind_of(name: &CounterName, document: &Document) -> Result<&'static str, SequenceError>;
 }
 
 /// Reads `document`, counter `name`, as a counter of kind `K`: a document

@@ -22,7 +22,7 @@ use super::arithmetic::lane_id;
 use super::error::StripingError;
 use super::lane;
 use super::map::StripeMap;
-use crate::sequence::counter::command::find_and_modify;
+use crate::sequence::command::find_and_modify;
 use crate::sequence::error::striping;
 use crate::sequence::error::SequenceError;
 use crate::sequence::kind_trait::ClientTime;

@@ -13,11 +13,11 @@ use super::restripe::{check_lanes, check_layout, check_stripable, set_layout, Si
 use crate::mongo::collections::COUNTERS;
 use crate::mongo::durable_write_concern;
 use crate::sequence::clock::{Clock, SystemClock};
-use crate::sequence::counter::spec::CounterSpec;
 use crate::sequence::counters::create;
 use crate::sequence::error::striping;
 use crate::sequence::error::SequenceError;
 use crate::sequence::name::CounterName;
+use crate::sequence::spec::CounterSpec;
 
 /// Creates counter `name` as `spec` says with `stripes` lanes: an
 /// unstriped counter for 1, else a counter striped at once (see the module

@@ -2,7 +2,7 @@
 //! changed.
 
 use super::limits::MAX_LANES;
-use crate::error::class::ErrorClass;
+use crate::error_class::ErrorClass;
 
 /// Why a striped counter, its map or a lane cannot be used or changed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

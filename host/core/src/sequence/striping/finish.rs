@@ -18,7 +18,7 @@ use super::error::StripingError;
 use super::layout::Layout;
 use super::map::StripeMap;
 use super::restripe::{latest_copy, resume_change, set_layout, Restriped};
-use crate::error::class::ErrorClass;
+use crate::error_class::ErrorClass;
 use crate::sequence::clock::{Clock, SystemClock};
 use crate::sequence::error::SequenceError;
 use crate::sequence::name::CounterName;

@@ -8,7 +8,7 @@ use super::lease::{Leases, WorkerLease};
 use super::SnowflakeKind;
 use crate::mongo::collections::COUNTERS;
 use crate::parts::snowflake::date;
-use crate::sequence::counter::document::{find, read};
+use crate::sequence::counter::document::{find, find_with, read, Registered};
 use crate::sequence::error::SequenceError;
 use crate::sequence::kind_trait::Kind;
 use crate::sequence::name::CounterName;
@@ -60,15 +60,16 @@ pub async fn workers(
     database: &Database,
     name: &CounterName,
 ) -> Result<(Vec<WorkerLease>, i64), SequenceError> {
-    match find::<SnowflakeKind>(&database.collection(COUNTERS), name).await {
+    let counters = database.collection(COUNTERS);
+    match find::<SnowflakeKind>(&counters, name).await {
         Ok(_) => {}
         Err(SequenceError::Striped { .. }) => {
-            let kind = crate::sequence::state(database, name).await?.kind();
-            if kind.as_str() != SnowflakeKind::NAME {
+            let found = find_with(&counters, name, SnowflakeKind::kind_of).await?;
+            if found != SnowflakeKind::NAME {
                 return Err(SequenceError::WrongKind {
                     name: name.clone(),
                     expected: SnowflakeKind::NAME,
-                    found: kind.as_str(),
+                    found,
                 });
             }
         }

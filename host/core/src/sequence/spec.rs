@@ -5,8 +5,8 @@
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::Collection;
 
-use super::fields::{database_of, DEFAULT_KIND};
-use super::prefixes::check_prefixes;
+use super::counter::fields::{database_of, DEFAULT_KIND};
+use super::counter::prefixes::check_prefixes;
 use crate::sequence::claims::{self, Claimant};
 use crate::sequence::clock::{Clock, SystemClock};
 use crate::sequence::error::SequenceError;

@@ -6,8 +6,8 @@
 //! classified; the CLI's exit codes and the service's HTTP statuses are each
 //! one table over [`ErrorClass`] (`idmint-cli`'s `exit.rs`,
 //! `idmint-serve`'s `error.rs`), and retry logic asks
-//! [`ErrorClass::is_retryable`]. The classes are in `class.rs`, apart from
-//! the umbrella, so that each concept's error can name its class without
+//! [`ErrorClass::is_retryable`]. The classes are in `error_class.rs`, apart
+//! from the umbrella, so that each concept's error can name its class without
 //! importing the umbrella that wraps it.
 
 use crate::baseline::BaselineError;
@@ -18,9 +18,7 @@ use crate::policy::{FitError, PolicyError, PolicyStoreError};
 use crate::sequence::{InvalidCounterName, SequenceError};
 use crate::tokens::AccessError;
 
-pub use class::ErrorClass;
-
-pub(crate) mod class;
+pub use crate::error_class::ErrorClass;
 
 /// An error that says what kind of failure it is: each of the library's
 /// errors, and the umbrella.
