@@ -15,7 +15,8 @@
 #                                (whose last line is the JSON of
 #                                wrk-report.lua); prints that line's fields,
 #                                without braces, after the server's CPU time
-#                                per request
+#                                per request; WRK_CONNECTIONS connections
+#                                (default 32)
 
 serve_pid=""
 tick_hz="$(getconf CLK_TCK)"
@@ -67,7 +68,7 @@ measure_wrk() { # script url [wrk options...]
   local script=$1 target=$2 line before after requests
   shift 2
   before="$(server_ticks)"
-  line="$(wrk -t2 -c32 -d"${seconds}s" --latency "$@" -s "$script" "$target" | tail -n 1)"
+  line="$(wrk -t2 -c"${WRK_CONNECTIONS:-32}" -d"${seconds}s" --latency "$@" -s "$script" "$target" | tail -n 1)"
   after="$(server_ticks)"
   # The server's CPU per request: unlike requests/s, it hardly moves with
   # what else the (shared) machine runs.

@@ -15,6 +15,7 @@
 #                             grows: scripts/bench-scale.sh [SECONDS]
 #   BENCH_SERVE_ROUNDS=N      rounds of the value/ID pair (default 3)
 #   BENCH_SERVE_BIN=PATH      this idmint binary instead of a release build
+#   WRK_CONNECTIONS=N         connections wrk keeps open (default 32)
 #   BENCH_SERVE_PERF=FILE     then one more formatted-ID round, outside the
 #                             ratio, with the server under `perf record` into
 #                             FILE (options BENCH_SERVE_PERF_OPTS, default -g)
