@@ -36,27 +36,28 @@ python3 scripts/import-cycles-test.py
 python3 scripts/import-cycles.py host/core/src host/serve/src host/cli/src
 
 # Every intra-doc link of the host crates resolves (private items included).
-# It runs beside the builds and tests below, niced and in a target of its own
-# (no lock shared with them): it uses the CPU they leave idle while tests wait
-# on servers and child processes, instead of 2-3 minutes of its own at the
-# end. The CLI on its own: its binary is named `idmint` like the library, and
-# one `cargo doc` of both writes doc/idmint from two rustdocs at once
-# (cargo#6313), which fails now and then.
+# It runs beside the builds and tests below, in a target of its own (no lock
+# shared with them) and in a session of its own whose CPU share is niced
+# whole: the kernel shares the CPU between sessions first (autogroups), so a
+# nice inside test.sh's session would hold only against test.sh's own
+# processes, not against the servers and soak drivers that start sessions of
+# their own. It so takes only the CPU nothing else wants (on a fresh clone
+# its dependencies take about 190 s of CPU to check). The CLI on its own:
+# its binary is named `idmint` like the library, and one `cargo doc` of both
+# writes doc/idmint from two rustdocs at once (cargo#6313), which fails now
+# and then.
 doc_log=target/doc-check.log
 mkdir -p target
-# A process group of its own (job control on for this one job), so that it
-# is stopped whole if a step below fails; in this session, not a new one
-# (setsid): the kernel shares the CPU between sessions first (autogroups),
-# and nice would then hold only inside the new session.
-set -m
-CARGO_TARGET_DIR="$PWD/target/doc-check" RUSTDOCFLAGS="-D warnings" \
-  nice -n 19 bash -c '
+CARGO_TARGET_DIR="$PWD/target/doc-check" RUSTDOCFLAGS="-D warnings" setsid bash -c '
+  echo 19 >/proc/self/autogroup 2>/dev/null || true
+  exec nice -n 19 bash -c "
     cargo doc --locked --no-deps --document-private-items \
       -p idmint -p idmint-serve -p idmint-guest-build &&
       cargo doc --locked --no-deps --document-private-items -p idmint-cli
-  ' >"$doc_log" 2>&1 &
+  "
+' >"$doc_log" 2>&1 &
 doc_pid=$!
-set +m
+# Stopped whole (its process group) if a step below fails.
 trap 'kill -- "-$doc_pid" 2>/dev/null || true' EXIT
 part_done "setup"
 
