@@ -606,7 +606,16 @@ async fn workers_refuses_a_counter_that_is_not_snowflake() {
     // A striped counter's document names no kind of its own: its lanes'
     // kind is read from its map, the same rule either way.
     for (name, kind) in [("striped-inv", "autoinc"), ("striped-ids", "snowflake")] {
-        let args = ["counter", "create", name, "--kind", kind, "--stripes", "2", "--raw"];
+        let args = [
+            "counter",
+            "create",
+            name,
+            "--kind",
+            kind,
+            "--stripes",
+            "2",
+            "--raw",
+        ];
         assert_exit(&run(support::idmint(TEST).args(args)), 0);
     }
     let striped_autoinc = run(support::idmint(TEST).args(["workers", "striped-inv"]));
