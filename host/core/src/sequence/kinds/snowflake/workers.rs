@@ -8,7 +8,7 @@ use super::lease::{Leases, WorkerLease};
 use super::SnowflakeKind;
 use crate::mongo::collections::COUNTERS;
 use crate::parts::snowflake::date;
-use crate::sequence::counter::document::{find, find_with, read, Registered};
+use crate::sequence::counter::document::{find_with, read, Registered};
 use crate::sequence::error::SequenceError;
 use crate::sequence::kind_trait::Kind;
 use crate::sequence::name::CounterName;
@@ -60,21 +60,24 @@ pub async fn workers(
     database: &Database,
     name: &CounterName,
 ) -> Result<(Vec<WorkerLease>, i64), SequenceError> {
+    // One read of the document: a striped counter's kind is its lanes',
+    // read from the same document.
     let counters = database.collection(COUNTERS);
-    match find::<SnowflakeKind>(&counters, name).await {
-        Ok(_) => {}
-        Err(SequenceError::Striped { .. }) => {
-            let found = find_with(&counters, name, SnowflakeKind::kind_of).await?;
-            if found != SnowflakeKind::NAME {
-                return Err(SequenceError::WrongKind {
+    find_with(&counters, name, |name, document| {
+        match read::<SnowflakeKind>(name, document) {
+            Ok(_) => Ok(()),
+            Err(SequenceError::Striped { .. }) => match SnowflakeKind::kind_of(name, document)? {
+                SnowflakeKind::NAME => Ok(()),
+                found => Err(SequenceError::WrongKind {
                     name: name.clone(),
                     expected: SnowflakeKind::NAME,
                     found,
-                });
-            }
+                }),
+            },
+            Err(error) => Err(error),
         }
-        Err(error) => return Err(error),
-    }
+    })
+    .await?;
     Leases::new(database, name.clone(), super::gate::Gate::Counter)
         .list()
         .await
