@@ -4,17 +4,29 @@
 //! changed under load with takers holding segments and takes held in
 //! flight.
 
+use std::time::Duration;
+
 use idmint::sequence::striping::hooks::{hold, Point};
 use idmint::sequence::striping::{create_striped, set_stripes};
-use idmint::sequence::{CounterKind, CounterName, CounterSpec, OpenOptions, Sequence};
+use idmint::sequence::{
+    CounterKind, CounterName, CounterSpec, OpenOptions, SegmentOptions, Sequence,
+};
+use mongodb::bson::{doc, Document};
 use mongodb::Database;
 
-use crate::support::takers::{assert_distinct, joined, spawn_takers};
+use crate::support::takers::{as_taken, assert_distinct, joined, spawn_takers};
+use crate::support::wait::within;
 use crate::support::{self, assert_exit, counter_name, database_name, printed_values, run_at_once};
 
 /// The test's database with the segment counter `tickets` of step `step`
-/// over `lanes` lanes, and two handles on it (two processes' buffers).
-async fn tickets(test: &str, step: u64, lanes: u64) -> (Database, CounterName, Sequence, Sequence) {
+/// over `lanes` lanes, and two handles on it (two processes' buffers),
+/// opened with `options`.
+async fn tickets_opened(
+    test: &str,
+    step: u64,
+    lanes: u64,
+    options: &OpenOptions,
+) -> (Database, CounterName, Sequence, Sequence) {
     let database = support::database(test).await;
     let name = counter_name("tickets");
     let spec = CounterSpec::of(CounterKind::Segment)
@@ -24,13 +36,46 @@ async fn tickets(test: &str, step: u64, lanes: u64) -> (Database, CounterName, S
         .await
         .unwrap();
     let open = || async {
-        Sequence::open(&database, name.clone(), &OpenOptions::default())
+        Sequence::open(&database, name.clone(), options)
             .await
             .unwrap()
             .0
     };
     let (one, two) = (open().await, open().await);
     (database, name, one, two)
+}
+
+/// [`tickets_opened`] with handles whose every run is `step` values, taken
+/// when the last one is used up (none in the background): each take held
+/// at a hook is a taker's own.
+async fn tickets(test: &str, step: u64, lanes: u64) -> (Database, CounterName, Sequence, Sequence) {
+    let mut options = OpenOptions::default();
+    options.segment = SegmentOptions::default().prefetch_at(1.0).max_step(step);
+    tickets_opened(test, step, lanes, &options).await
+}
+
+/// `count` values taken from `handle` in one take.
+async fn taken(handle: &Sequence, count: usize) -> Vec<u64> {
+    as_taken(&handle.take(count, 0).await.unwrap())
+}
+
+/// The values the lanes of counter `tickets` handed out in all: the sum
+/// of their local values.
+async fn taken_from_lanes(database: &Database) -> u64 {
+    use futures_util::TryStreamExt;
+    let lanes: Vec<Document> = database
+        .collection::<Document>("counters")
+        .find(doc! { "kind": "lane", "_id": { "$regex": "^tickets#" } })
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    assert!(!lanes.is_empty());
+    lanes
+        .iter()
+        .map(|lane| lane.get_i64("seq").unwrap() as u64)
+        .sum()
 }
 
 /// One taker of `count` on each handle.
@@ -139,4 +184,132 @@ async fn a_change_of_stripes_with_segments_held_never_hands_out_a_value_twice() 
     all.extend(&late);
     assert_eq!(all.len(), 2 * 6 + 2 * 8 + 2 * 2 * 10 + 2 * 30);
     assert_distinct(&all);
+}
+
+/// A handle on a striped segment counter takes its next run in the
+/// background once a tenth of its run is handed out, twice as large (the
+/// adaptive step), and hands out from memory meanwhile: with that take
+/// held before it is sent, the other 9 values of the first run are handed
+/// out all the same, and the 11th comes from the run it took.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_striped_segment_handle_takes_its_next_run_in_the_background() {
+    const TEST: &str = "striped_segment_prefetch";
+    let (database, _name, one, _two) = tickets_opened(TEST, 10, 2, &OpenOptions::default()).await;
+    let first = hold(&database_name(TEST), "tickets", Point::BeforeTake, 1);
+    let taker = {
+        let one = one.clone();
+        tokio::spawn(async move { taken(&one, 1).await })
+    };
+    first.arrived().await;
+    // The first take waits at the hook; the next take of the counter
+    // that reaches it (the one taken ahead) waits at this one.
+    let ahead = hold(&database_name(TEST), "tickets", Point::BeforeTake, 1);
+    first.release().await;
+    let mut values: Vec<u64> = taker.await.unwrap();
+    within(
+        Duration::from_secs(60),
+        "the next run's take, in the background",
+        ahead.arrived(),
+    )
+    .await;
+    for _ in 0..9 {
+        values.extend(taken(&one, 1).await);
+    }
+    assert_eq!(taken_from_lanes(&database).await, 10, "{values:?}");
+    ahead.release().await;
+    drop(ahead);
+    values.extend(taken(&one, 1).await);
+    // The run taken ahead: 20 values, from the other lane.
+    assert_eq!(taken_from_lanes(&database).await, 30, "{values:?}");
+    assert_eq!(values[10] % 2, (values[0] + 1) % 2, "{values:?}");
+    assert_distinct(&values);
+}
+
+/// What a handle took and did not hand out goes back to its lanes when it
+/// closes, while no take of a lane came since: the next handle then
+/// starts right after the values handed out, with no gap. A lane another
+/// handle took from since, or a change of stripes sealed, keeps its values
+/// (a gap, never a value twice).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_a_striped_segment_handle_gives_back_what_it_did_not_hand_out() {
+    const TEST: &str = "striped_segment_give_back";
+    let (database, name, one, two) = tickets_opened(TEST, 10, 2, &OpenOptions::default()).await;
+    // 11 values: the first run of 10 and one of the run of 20 taken ahead.
+    let mut all = Vec::new();
+    for _ in 0..11 {
+        all.extend(taken(&one, 1).await);
+    }
+    assert_eq!(taken_from_lanes(&database).await, 30);
+    let given = one.close().await.unwrap();
+    assert_eq!(given.values, 19);
+    assert_eq!(taken_from_lanes(&database).await, 11);
+    assert!(
+        one.take(1, 0).await.is_err(),
+        "a closed handle handed out a value"
+    );
+
+    // Another handle takes on where the first stopped: the lanes held
+    // exactly the values handed out, so it takes their next ones.
+    for _ in 0..3 {
+        all.extend(taken(&two, 1).await);
+    }
+    assert_distinct(&all);
+
+    // Handles whose runs are 10 values, taken when they are needed (none in
+    // the background), so that which lane each takes from is certain: a
+    // handle holding a run while another takes from both lanes after it
+    // gives back nothing.
+    let mut fixed = OpenOptions::default();
+    fixed.segment = SegmentOptions::default().prefetch_at(1.0).max_step(10);
+    let open = || Sequence::open(&database, name.clone(), &fixed);
+    let (three, _) = open().await.unwrap();
+    all.extend(taken(&three, 1).await);
+    let (six, _) = open().await.unwrap();
+    for _ in 0..20 {
+        all.extend(taken(&six, 1).await);
+    }
+    let moved_on = taken_from_lanes(&database).await;
+    let given = three.close().await.unwrap();
+    assert_eq!(
+        given.values, 0,
+        "three gave back values another handle took after"
+    );
+    assert_eq!(taken_from_lanes(&database).await, moved_on);
+    six.close().await.unwrap();
+
+    // A change of stripes seals the lanes: a handle closed after it gives
+    // back nothing, and nothing is handed out twice.
+    // Closed while the change is half way (its lanes sealed, the new ones
+    // not written) and after it (its lanes rewritten).
+    let (four, _) = open().await.unwrap();
+    let (seven, _) = open().await.unwrap();
+    all.extend(taken(&four, 1).await);
+    all.extend(taken(&seven, 1).await);
+    let sealed = hold(&database_name(TEST), "tickets", Point::AfterSeals, 1);
+    let change = {
+        let (database, name) = (database.clone(), name.clone());
+        tokio::spawn(async move { set_stripes(&database, &name, 3).await.unwrap() })
+    };
+    sealed.arrived().await;
+    let given = seven.close().await.unwrap();
+    assert_eq!(given.values, 0, "a sealed lane took values back");
+    sealed.release().await;
+    let changed = change.await.unwrap();
+    let given = four.close().await.unwrap();
+    assert_eq!(
+        given.values, 0,
+        "a lane of the next generation took values back"
+    );
+    let (five, _) = Sequence::open(&database, name.clone(), &OpenOptions::default())
+        .await
+        .unwrap();
+    let after: Vec<u64> = taken(&five, 5).await;
+    assert!(
+        after.iter().all(|value| *value > changed.map.base),
+        "{after:?}"
+    );
+    all.extend(after);
+    assert_distinct(&all);
+    let _ = two.close().await;
+    let _ = five.close().await;
 }

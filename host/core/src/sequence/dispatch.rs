@@ -470,10 +470,7 @@ macro_rules! registry {
             pub async fn close(&self) -> Result<GiveBack, SequenceError> {
                 match self {
                     $($(#[$meta])* Self::$variant(handle, _) => Handle::close(handle).await,)+
-                    Self::Striped { counter, .. } => {
-                        counter.close().await?;
-                        Ok(GiveBack::default())
-                    }
+                    Self::Striped { counter, .. } => counter.close().await,
                 }
             }
 

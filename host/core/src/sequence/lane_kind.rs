@@ -26,6 +26,7 @@ use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use mongodb::bson::{Bson, Document};
 use mongodb::Database;
@@ -288,16 +289,33 @@ pub struct CeilingReach {
     pub after: u64,
 }
 
+/// How large the runs a buffered taker ([`Takes::Buffered`]) takes from
+/// its lanes are, and when it takes the next: its kind's rule (a segment
+/// counter's adaptive step, `kinds/segment/step.rs`).
+pub trait RunSizing: Debug + Send + Sync {
+    /// The fewest values a take from a lane asks for (the lane's kind
+    /// enforces no floor itself: a run is what the taker asks).
+    fn at_least(&self) -> u64;
+    /// The size of the next run after one of `size` values lasted
+    /// `lifetime` (from its take to the next take), between
+    /// [`RunSizing::at_least`] and the kind's ceiling.
+    fn next(&self, size: u64, lifetime: Duration) -> u64;
+    /// The share of a run (0.0 to 1.0) handed out at which the next run is
+    /// taken in the background.
+    fn prefetch_at(&self) -> f64;
+    /// The most values the taker will hand out in all, when it knows: it
+    /// then takes no run it cannot use.
+    fn wants(&self) -> Option<u64>;
+}
+
 /// How a striped counter's takes are made.
 pub enum Takes {
     /// Each take takes its values from one lane.
     Values,
-    /// Each take from a lane takes `at_least` values, handed out from the
-    /// taker's memory (values it took and did not hand out are a gap).
-    Buffered {
-        /// The fewest values a take from a lane asks for.
-        at_least: u64,
-    },
+    /// Each take from a lane takes a run of values, handed out from the
+    /// taker's memory (values it took and did not hand out are a gap),
+    /// sized as the kind says.
+    Buffered(Box<dyn RunSizing>),
     /// Values come from a lease the taker holds in one lane.
     Leased(Box<dyn LaneLeaser>),
 }
@@ -306,7 +324,7 @@ impl Debug for Takes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Takes::Values => f.write_str("Values"),
-            Takes::Buffered { at_least } => write!(f, "Buffered {{ at_least: {at_least} }}"),
+            Takes::Buffered(sizing) => write!(f, "Buffered({sizing:?})"),
             Takes::Leased(leaser) => write!(f, "Leased({leaser:?})"),
         }
     }

@@ -1,119 +1,320 @@
 //! What a taker whose takes are buffered ([`Takes::Buffered`], a segment
-//! counter's) took from its lanes and has not handed out yet: one run of a
-//! lane's local values, handed out from memory. Values a process took and
-//! did not hand out are lost when it stops (a gap, never a value twice: a
-//! change of stripes counts them in its seal).
+//! counter's) took from its lanes and has not handed out yet: the run it
+//! hands out from and the next one, each a run of one lane's local values
+//! sized by its kind's rule ([`RunSizing`]: a segment counter's adaptive
+//! step). As an unstriped segment counter's two buffers:
+//!
+//! - **Prefetch.** Once a share of the current run is handed out
+//!   ([`RunSizing::prefetch_at`]), the taker takes the next run in the
+//!   background ([`Buffer::take_held`] says when), so that a take almost
+//!   never waits on the database; when both runs are used up before it
+//!   lands, takers wait for it (one fetch at a time, [`Buffer::fetching`]).
+//! - **No await, one short lock per take.** A take held in memory moves its
+//!   values out under a lock that nothing holds across an await.
+//! - **Given back on close.** [`Buffer::close`] stops handing out and
+//!   returns what is left, for the taker to give back to its lanes while no
+//!   take of the lane came since (`counting.rs`'s give-back). Values a
+//!   process took and did not hand out are otherwise lost when it stops (a
+//!   gap, never a value twice: a change of stripes counts them in its
+//!   seal, and a sealed lane takes nothing back).
 //!
 //! [`Takes::Buffered`]: crate::sequence::lane_kind::Takes::Buffered
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use mongodb::Database;
 
 use super::arithmetic::{lane_id, Lane};
 use super::lane::corrupt_lane;
 use crate::parts::{Stamp, Stamps};
 use crate::sequence::error::SequenceError;
+use crate::sequence::lane_kind::RunSizing;
 use crate::sequence::name::CounterName;
 
 /// The values a buffered taker took and has not handed out.
 #[derive(Debug)]
 pub(super) struct Buffer {
-    /// The values each take from a lane asks for at least.
-    pub(super) at_least: u64,
-    /// What is left of the last run taken.
-    left: Mutex<Option<Run>>,
-    /// Held by the one taker fetching the next run.
-    pub(super) fetching: tokio::sync::Mutex<()>,
+    sizing: Box<dyn RunSizing>,
+    runs: Mutex<Runs>,
+    /// Held by the one fetch under way, a taker's or the background's
+    /// (from the moment it is decided, so that a taker that runs out
+    /// meanwhile waits for it instead of fetching too).
+    pub(super) fetching: Arc<tokio::sync::Mutex<()>>,
 }
 
-/// Values taken from a lane and not handed out yet: the lane's local
-/// values `next..=last`.
-#[derive(Debug)]
-struct Run {
-    lane: Lane,
-    next: u64,
-    last: u64,
+/// The runs and what sizes the next.
+#[derive(Debug, Default)]
+struct Runs {
+    /// The run values are handed out from.
+    current: Option<Run>,
+    /// The run taken ahead, handed out once the current one is used up.
+    next: Option<Run>,
+    /// The size of the last run asked for, and when it was asked.
+    last_ask: Option<(u64, Instant)>,
+    /// A background fetch was started and has not ended.
+    prefetching: bool,
+    /// Values taken from lanes in all.
+    fetched: u64,
+    /// Closed: nothing is handed out any more.
+    closed: bool,
 }
 
-impl Buffer {
-    /// Nothing taken yet; each take from a lane asks for `at_least` values.
-    pub(super) fn new(at_least: u64) -> Self {
+/// Values taken from a lane and not handed out yet: the local values
+/// `next..=last` of `lane`, of a run that began at `first`.
+#[derive(Debug, Clone)]
+pub(super) struct Run {
+    pub(super) lane: Lane,
+    /// The lane's generation (the number).
+    pub(super) generation: u64,
+    first: u64,
+    pub(super) next: u64,
+    pub(super) last: u64,
+    /// The deployment's database it was taken from.
+    pub(super) database: Database,
+}
+
+impl Run {
+    /// The `size` local values of `lane` (of generation `generation`) up
+    /// to `last`, just taken from `database`.
+    pub(super) fn taken(
+        lane: Lane,
+        generation: u64,
+        size: u64,
+        last: u64,
+        database: Database,
+    ) -> Self {
+        let first = last + 1 - size;
         Self {
-            at_least,
-            left: Mutex::new(None),
-            fetching: tokio::sync::Mutex::new(()),
+            lane,
+            generation,
+            first,
+            next: first,
+            last,
+            database,
         }
     }
 
+    /// How many values are left.
+    pub(super) fn left(&self) -> u64 {
+        (self.last + 1).saturating_sub(self.next)
+    }
+
+    /// The share of it handed out.
+    fn used(&self) -> f64 {
+        (self.next - self.first) as f64 / (self.last + 1 - self.first) as f64
+    }
+
+    /// Its next `count` values, each with `client_micros`, if it has that
+    /// many (and each local value has its value); nothing moved otherwise.
+    fn take(&mut self, count: u64, client_micros: u64) -> Option<Stamps> {
+        if self.left() < count {
+            return None;
+        }
+        let lane = self.lane;
+        let stamp = |local| {
+            lane.value(local)
+                .map(|value| Stamp::new(client_micros, value))
+        };
+        let stamps = if count == 1 {
+            Stamps::one(stamp(self.next)?)
+        } else {
+            (self.next..self.next + count)
+                .map(stamp)
+                .collect::<Option<Vec<_>>>()?
+                .into()
+        };
+        self.next += count;
+        Some(stamps)
+    }
+}
+
+impl Runs {
+    /// The next run becomes the current one once the current one is used up.
+    fn promote(&mut self) {
+        if self.current.as_ref().is_none_or(|run| run.left() == 0) {
+            if let Some(next) = self.next.take() {
+                self.current = Some(next);
+            }
+        }
+    }
+
+    fn any_left(&self) -> bool {
+        [&self.current, &self.next]
+            .into_iter()
+            .flatten()
+            .any(|run| run.left() > 0)
+    }
+}
+
+impl Buffer {
+    /// Nothing taken yet; runs sized by `sizing`.
+    pub(super) fn new(sizing: Box<dyn RunSizing>) -> Self {
+        Self {
+            sizing,
+            runs: Mutex::new(Runs::default()),
+            fetching: Arc::new(tokio::sync::Mutex::new(())),
+        }
+    }
+
+    /// `count` values of what is left, if the run handed out from has
+    /// that many now: no await, the lock held only to move them out.
+    /// `None`, with nothing taken, otherwise (a local value without a
+    /// value, which the ordinary way reports, included; or closed). With
+    /// it, the size of a run to take in the background now, if one is due
+    /// (the caller takes it and ends with [`Buffer::fill`] or
+    /// [`Buffer::prefetch_failed`]).
+    pub(super) fn take_held(
+        &self,
+        count: usize,
+        client_micros: u64,
+    ) -> (Option<Stamps>, Option<u64>) {
+        let mut runs = self.runs.lock().unwrap();
+        if runs.closed {
+            return (None, None);
+        }
+        runs.promote();
+        let stamps = runs
+            .current
+            .as_mut()
+            .and_then(|run| run.take(count as u64, client_micros));
+        let prefetch = self.prefetch_due(&mut runs);
+        (stamps, prefetch)
+    }
+
     /// Hands out into `taken`, with `client_micros`, what is left, up to
-    /// `count` values in all (counter `name`'s).
+    /// `count` values in all (counter `name`'s); fails once closed. With
+    /// it, the size of a run to take in the background now, if one is due.
     pub(super) fn hand_out(
         &self,
         count: usize,
         client_micros: u64,
         taken: &mut Vec<Stamp>,
         name: &CounterName,
-    ) -> Result<(), SequenceError> {
-        let mut left = self.left.lock().unwrap();
-        let Some(run) = left.as_mut() else {
-            return Ok(());
-        };
-        while taken.len() < count && run.next <= run.last {
-            let value = run.lane.value(run.next).ok_or_else(|| {
-                corrupt_lane(
-                    &lane_id(name, run.lane.residue()),
-                    format!("its local value {} has no value", run.next),
-                    name,
-                )
-            })?;
-            taken.push(Stamp::new(client_micros, value));
-            run.next += 1;
+    ) -> Result<Option<u64>, SequenceError> {
+        let mut runs = self.runs.lock().unwrap();
+        if runs.closed {
+            return Err(SequenceError::Closed(name.clone()));
         }
-        Ok(())
+        while taken.len() < count {
+            runs.promote();
+            let Some(run) = runs.current.as_mut().filter(|run| run.left() > 0) else {
+                break;
+            };
+            while taken.len() < count && run.next <= run.last {
+                let value = run.lane.value(run.next).ok_or_else(|| {
+                    corrupt_lane(
+                        &lane_id(name, run.lane.residue()),
+                        format!("its local value {} has no value", run.next),
+                        name,
+                    )
+                })?;
+                taken.push(Stamp::new(client_micros, value));
+                run.next += 1;
+            }
+        }
+        Ok(self.prefetch_due(&mut runs))
     }
 
-    /// `count` values of what is left, if that many are: no await, and the
-    /// lock held only to move them out. `None`, with nothing taken,
-    /// otherwise (a local value without a value, which the ordinary way
-    /// reports, included).
-    pub(super) fn take_held(&self, count: usize, client_micros: u64) -> Option<Stamps> {
-        let mut left = self.left.lock().unwrap();
-        let run = left.as_mut()?;
-        let count = count as u64;
-        if (run.last + 1).saturating_sub(run.next) < count {
+    /// The size of the run to take in the background, if one is due: none
+    /// is under way or waiting, the current run's share handed out has
+    /// reached the prefetch point and values are left of it (a prefetch
+    /// point of 1.0 so takes none in the background: the taker that runs
+    /// out fetches), and the taker wants more than it took.
+    fn prefetch_due(&self, runs: &mut Runs) -> Option<u64> {
+        if runs.prefetching || runs.next.is_some() {
             return None;
         }
-        let lane = run.lane;
-        let stamp = |local| {
-            lane.value(local)
-                .map(|value| Stamp::new(client_micros, value))
+        let current = runs.current.as_ref()?;
+        if current.left() == 0 || current.used() < self.sizing.prefetch_at() {
+            return None;
+        }
+        let wanted = match self.sizing.wants() {
+            Some(wants) => Some(wants.checked_sub(runs.fetched).filter(|&more| more > 0)?),
+            None => None,
         };
-        let stamps = if count == 1 {
-            Stamps::one(stamp(run.next)?)
-        } else {
-            (run.next..run.next + count)
-                .map(stamp)
-                .collect::<Option<Vec<_>>>()?
-                .into()
+        runs.prefetching = true;
+        Some(self.ask(runs, 0, wanted))
+    }
+
+    /// The size of a run a taker that waits must take now, `needed` values
+    /// at least (what its take still lacks).
+    pub(super) fn ask_now(&self, needed: u64) -> u64 {
+        let mut runs = self.runs.lock().unwrap();
+        let wanted = self
+            .sizing
+            .wants()
+            .map(|wants| wants.saturating_sub(runs.fetched));
+        self.ask(&mut runs, needed, wanted)
+    }
+
+    /// The size of the next run: the kind's next step after the last run
+    /// asked for (the fewest, first), at least `needed`, and no more than
+    /// `wanted` (what a bounded taker still wants) if that is more than
+    /// both; recorded as the last asked.
+    fn ask(&self, runs: &mut Runs, needed: u64, wanted: Option<u64>) -> u64 {
+        let now = Instant::now();
+        let step = match runs.last_ask {
+            None => self.sizing.at_least(),
+            Some((size, at)) => self.sizing.next(size, now.saturating_duration_since(at)),
         };
-        run.next += count;
-        Some(stamps)
+        runs.last_ask = Some((step, now));
+        let floor = needed.max(self.sizing.at_least());
+        match wanted {
+            Some(wanted) => step.min(wanted.max(floor)).max(needed),
+            None => step.max(needed),
+        }
     }
 
     /// Whether anything is left.
     pub(super) fn any_left(&self) -> bool {
-        self.left
-            .lock()
-            .unwrap()
-            .as_ref()
-            .is_some_and(|run| run.next <= run.last)
+        self.runs.lock().unwrap().any_left()
     }
 
-    /// Holds `size` local values of `lane` up to `last`, just taken.
-    pub(super) fn fill(&self, lane: Lane, size: u64, last: u64) {
-        *self.left.lock().unwrap() = Some(Run {
-            lane,
-            next: last + 1 - size,
-            last,
-        });
+    /// Whether a run is waiting behind the current one, or the buffer is
+    /// closed: a background fetch then has nothing to do.
+    pub(super) fn needs_no_prefetch(&self) -> bool {
+        let runs = self.runs.lock().unwrap();
+        runs.closed || runs.next.is_some()
+    }
+
+    /// Holds `run`, just taken: handed out from at once if nothing is left,
+    /// after what is left otherwise. `background`: the fetch that took it
+    /// was [`Buffer::take_held`]'s.
+    pub(super) fn fill(&self, run: Run, background: bool) {
+        let mut runs = self.runs.lock().unwrap();
+        runs.fetched = runs.fetched.saturating_add(run.left());
+        if background {
+            runs.prefetching = false;
+        }
+        if runs
+            .current
+            .as_ref()
+            .is_some_and(|current| current.left() > 0)
+        {
+            runs.next = Some(run);
+        } else {
+            runs.current = Some(run);
+        }
+    }
+
+    /// The background fetch ended without a run (it failed, or had
+    /// nothing to do): a later take may start another.
+    pub(super) fn prefetch_failed(&self) {
+        self.runs.lock().unwrap().prefetching = false;
+    }
+
+    /// Stops handing out values, and returns what is left to give back:
+    /// the run taken ahead first, then the rest of the current one (a run
+    /// taken after another from the same lane must be given back first).
+    /// Call it holding [`Buffer::fetching`], so that no fetch lands after.
+    pub(super) fn close(&self) -> Vec<Run> {
+        let mut runs = self.runs.lock().unwrap();
+        runs.closed = true;
+        [runs.next.take(), runs.current.take()]
+            .into_iter()
+            .flatten()
+            .filter(|run| run.left() > 0)
+            .collect()
     }
 }

@@ -34,8 +34,9 @@ use mongodb::options::{ReturnDocument, WriteConcern};
 use mongodb::Database;
 
 use super::arithmetic::lane_id;
-use super::buffer::Buffer;
+use super::buffer::{Buffer, Run};
 use super::ceilings::{CeilingOf, Ceilings};
+use super::counting;
 use super::deadline::{within, SHORTEST_TRY};
 use super::deployments::Deployments;
 use super::error::StripingError;
@@ -51,7 +52,7 @@ use crate::sequence::clock::{Clock, SystemClock};
 use crate::sequence::error::striping;
 use crate::sequence::error::SequenceError;
 use crate::sequence::identity::Incarnation;
-use crate::sequence::kind_trait::{ClientTime, MAX_VALUE};
+use crate::sequence::kind_trait::{ClientTime, GiveBack, MAX_VALUE};
 use crate::sequence::lane_kind::{LaneOf, LiveLane, Takes};
 use crate::sequence::name::CounterName;
 
@@ -72,6 +73,10 @@ pub const FINISH_ON_CLOSE: Duration = Duration::from_secs(30);
 
 /// The shortest time between two tries of one handle to finish a change.
 const RESUME_EVERY: Duration = Duration::from_millis(250);
+
+/// How long [`StripedCounter::close`] waits for the give-back of a run
+/// before it fails (the values are then a gap).
+const GIVE_BACK_WITHIN: Duration = Duration::from_secs(10);
 
 /// How long a try across deployments goes unanswered before a lane of
 /// another deployment is asked too.
@@ -188,7 +193,7 @@ impl StripedCounter {
         };
         let taking = match of.takes(options, deployments) {
             Takes::Values => Taking::Values,
-            Takes::Buffered { at_least } => Taking::Buffered(Buffer::new(at_least)),
+            Takes::Buffered(sizing) => Taking::Buffered(Buffer::new(sizing)),
             Takes::Leased(leaser) => Taking::Leased(Leased::new(leaser)),
         };
         // A random first lane: processes that open the counter at once do
@@ -221,16 +226,54 @@ impl StripedCounter {
     /// Ends its use: its try to finish a change of stripes half way, if
     /// one is under way, is let end (for up to [`FINISH_ON_CLOSE`]); a
     /// lease it holds in a lane (a snowflake counter's worker id) is
-    /// released.
-    pub async fn close(&self) -> Result<(), SequenceError> {
+    /// released; values it took and did not hand out (a segment
+    /// counter's runs) are given back to their lanes where no take came
+    /// since, and it hands out no more. Returns how many were given back.
+    pub async fn close(&self) -> Result<GiveBack, SequenceError> {
         let finishing = self.inner.finishing.lock().unwrap().take();
         if let Some(finishing) = finishing {
             let _ = tokio::time::timeout(FINISH_ON_CLOSE, finishing).await;
         }
         match &self.inner.taking {
-            Taking::Leased(leased) => leased.close().await,
-            Taking::Values | Taking::Buffered(_) => Ok(()),
+            Taking::Leased(leased) => leased.close().await.map(|()| GiveBack::default()),
+            Taking::Values => Ok(GiveBack::default()),
+            Taking::Buffered(buffer) => self.give_back(buffer).await,
         }
+    }
+
+    /// Closes `buffer` once no fetch is under way, and gives what it held
+    /// back to its lanes ([`counting::give_back_command`]): each run while
+    /// its lane took nothing since and is live.
+    async fn give_back(&self, buffer: &Buffer) -> Result<GiveBack, SequenceError> {
+        let runs = {
+            let _fetching = buffer.fetching.lock().await;
+            buffer.close()
+        };
+        let mut given = GiveBack::default();
+        for run in runs {
+            let id = lane_id(self.name(), run.lane.residue());
+            let (mut filter, update) =
+                counting::give_back_command(&id, run.lane, run.generation, run.next, run.last);
+            lane::of_counter(&mut filter, self.inner.incarnation.as_ref());
+            let lanes = run.database.collection::<Document>(COUNTERS);
+            let write = lanes
+                .update_one(filter, update)
+                .write_concern(self.inner.write_concern.clone());
+            let result = tokio::time::timeout(GIVE_BACK_WITHIN, write)
+                .await
+                .map_err(|_| SequenceError::Stalled {
+                    name: self.name().clone(),
+                    action: "give-back",
+                    waited_ms: GIVE_BACK_WITHIN.as_millis() as u64,
+                })?
+                .map_err(|source| {
+                    SequenceError::from_database(self.name(), "give back", "update", source)
+                })?;
+            if result.modified_count == 1 {
+                given.values += run.left();
+            }
+        }
+        Ok(given)
     }
 
     /// The database its map was read from.
@@ -256,7 +299,7 @@ impl StripedCounter {
     pub async fn take(&self, count: u64, client_micros: u64) -> Result<Vec<Stamp>, SequenceError> {
         match &self.inner.taking {
             Taking::Values => {
-                let after = self.take_from_lane(count, client_micros).await?;
+                let (after, _) = self.take_from_lane(count, client_micros).await?;
                 Ok(after.taken(count, client_micros))
             }
             Taking::Buffered(buffer) => self.take_buffered(count, buffer, client_micros).await,
@@ -269,18 +312,64 @@ impl StripedCounter {
     /// otherwise, with nothing taken: [`StripedCounter::take`] then takes.
     pub fn take_held(&self, count: usize, client_micros: u64) -> Option<Stamps> {
         match &self.inner.taking {
-            Taking::Buffered(buffer) => buffer.take_held(count, client_micros),
+            Taking::Buffered(buffer) => {
+                let (stamps, prefetch) = buffer.take_held(count, client_micros);
+                if let Some(size) = prefetch {
+                    self.prefetch(buffer, size);
+                }
+                stamps
+            }
             Taking::Values | Taking::Leased(_) => None,
         }
     }
 
+    /// Takes the next run of `size` values for `buffer` in the background
+    /// (its [`Buffer::take_held`] said one is due). A fetch that fails is
+    /// left to the next taker that runs out, which reports its error.
+    fn prefetch(&self, buffer: &Buffer, size: u64) {
+        // The fetch lock taken now, not in the task: a taker that runs out
+        // before the task runs waits for its run instead of fetching too.
+        // Held already: a taker is fetching, which is enough.
+        let (Ok(runtime), Ok(fetching)) = (
+            tokio::runtime::Handle::try_current(),
+            buffer.fetching.clone().try_lock_owned(),
+        ) else {
+            buffer.prefetch_failed();
+            return;
+        };
+        let handle = self.clone();
+        runtime.spawn(async move {
+            let _fetching = fetching;
+            let Taking::Buffered(buffer) = &handle.inner.taking else {
+                return;
+            };
+            if buffer.needs_no_prefetch() {
+                buffer.prefetch_failed();
+                return;
+            }
+            match handle.take_run(size, SystemClock.now_micros()).await {
+                Ok(run) => buffer.fill(run, true),
+                Err(_) => buffer.prefetch_failed(),
+            }
+        });
+    }
+
+    /// Takes a run of `size` local values of one lane.
+    async fn take_run(&self, size: u64, client_micros: u64) -> Result<Run, SequenceError> {
+        let (after, database) = self.take_from_lane(size, client_micros).await?;
+        Ok(Run::taken(
+            after.lane,
+            after.generation,
+            size,
+            after.local_value(),
+            database,
+        ))
+    }
+
     /// A buffered take (a segment counter's): from the values this handle
-    /// took and has not handed out yet, then from a new run of at least
-    /// its `at_least` values of one lane, taken when they are used up (not
-    /// in the background: one taker fetches, the others wait for it).
-    /// Values a process took and did not hand out are lost when it stops
-    /// (a gap, never a value twice: a change of stripes counts them in its
-    /// seal).
+    /// took and has not handed out yet, then, once they are used up and no
+    /// run taken in the background has landed, from a new run of one lane
+    /// (one taker fetches, the others wait for it). See `buffer.rs`.
     async fn take_buffered(
         &self,
         count: u64,
@@ -290,18 +379,20 @@ impl StripedCounter {
         let count = count as usize;
         let mut taken = Vec::with_capacity(count);
         loop {
-            buffer.hand_out(count, client_micros, &mut taken, self.name())?;
+            if let Some(size) = buffer.hand_out(count, client_micros, &mut taken, self.name())? {
+                self.prefetch(buffer, size);
+            }
             if taken.len() == count {
                 return Ok(taken);
             }
             let _fetching = buffer.fetching.lock().await;
             if buffer.any_left() {
-                // Another taker fetched meanwhile.
+                // Another taker (or the background) fetched meanwhile.
                 continue;
             }
-            let size = buffer.at_least.max((count - taken.len()) as u64);
-            let after = self.take_from_lane(size, client_micros).await?;
-            buffer.fill(after.lane, size, after.local_value());
+            let size = buffer.ask_now((count - taken.len()) as u64);
+            let run = self.take_run(size, client_micros).await?;
+            buffer.fill(run, false);
         }
     }
 
@@ -495,12 +586,12 @@ impl StripedCounter {
     }
 
     /// Takes `count` local values from one lane (see the module docs): the
-    /// lane after the take.
+    /// lane after the take, and the database of the deployment it is in.
     async fn take_from_lane(
         &self,
         count: u64,
         client_micros: u64,
-    ) -> Result<LaneDocument, SequenceError> {
+    ) -> Result<(LaneDocument, Database), SequenceError> {
         let name = self.name();
         let deadline = self.take_deadline();
         let past = || deadline.is_some_and(|deadline| Instant::now() >= deadline);
@@ -535,7 +626,7 @@ impl StripedCounter {
             let mut taken = None;
             for (target, outcome) in outcomes {
                 match outcome {
-                    Tried::Taken(values) => taken = Some(values),
+                    Tried::Taken(values) => taken = Some((values, target.database.clone())),
                     Tried::Failed(why) => {
                         let deployment = target.deployment.clone().unwrap_or_default();
                         failures.push(format!("{deployment}: {why}"));

@@ -3,13 +3,16 @@
 //! values, handed out from the taking process's memory, with a ceiling
 //! when the counter spans deployments.
 
+use std::time::Duration;
+
 use mongodb::bson::{doc, Bson, Document};
 
+use super::step::next_step;
 use super::{SegmentKind, SegmentOptions, MAX_STEP};
 use crate::parts::Stamp;
 use crate::sequence::counter::fields::read_integer;
 use crate::sequence::kind_trait::MAX_VALUE;
-use crate::sequence::lane_kind::{Stripable, Takes};
+use crate::sequence::lane_kind::{RunSizing, Stripable, Takes};
 use crate::sequence::striping::counting;
 use crate::sequence::striping::counting::CEILING_CHUNK;
 use crate::sequence::striping::{Deployments, Lane, Mark};
@@ -113,7 +116,54 @@ impl Stripable for SegmentKind {
             .saturating_mul(modulus)
     }
 
-    fn takes(step: &u64, _options: &SegmentOptions, _deployments: Option<&Deployments>) -> Takes {
-        Takes::Buffered { at_least: *step }
+    /// In one deployment, runs sized and prefetched as segments are. Across
+    /// deployments, runs of `step` taken when the last is used up, as
+    /// before issue 51: there a run's take is bounded by the take's
+    /// deadline (a taker waiting on a fetch in the background would wait
+    /// past it) and the lanes' ceilings, which bound what a deployment hands
+    /// out while the others are down, are sized by the step.
+    fn takes(step: &u64, options: &SegmentOptions, deployments: Option<&Deployments>) -> Takes {
+        let options = match deployments {
+            Some(_) => options.clone().prefetch_at(1.0).max_step(*step),
+            None => options.clone(),
+        };
+        Takes::Buffered(Box::new(LaneRuns {
+            floor: *step,
+            options,
+        }))
+    }
+}
+
+/// The runs a process takes from a segment counter's lanes: sized by the
+/// adaptive step as its segments are (`step.rs`), between the counter's
+/// `step` and the process's `max_step`, prefetched at the same share.
+#[derive(Debug)]
+struct LaneRuns {
+    /// The counter's `step`.
+    floor: u64,
+    options: SegmentOptions,
+}
+
+impl RunSizing for LaneRuns {
+    fn at_least(&self) -> u64 {
+        self.floor
+    }
+
+    fn next(&self, size: u64, lifetime: Duration) -> u64 {
+        next_step(
+            size,
+            lifetime,
+            self.options.target_lifetime,
+            self.floor,
+            self.options.max_step.min(MAX_STEP),
+        )
+    }
+
+    fn prefetch_at(&self) -> f64 {
+        self.options.prefetch_at
+    }
+
+    fn wants(&self) -> Option<u64> {
+        self.options.wants
     }
 }
