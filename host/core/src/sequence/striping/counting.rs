@@ -20,7 +20,6 @@ use super::arithmetic::{Generation, Lane};
 use crate::parts::Stamp;
 use crate::sequence::counter::fields::{integer_in, read_integer};
 use crate::sequence::kind_trait::MAX_VALUE;
-use crate::sequence::lane_kind::LANE_KIND;
 
 /// The field of a counting lane that bounds what it hands out: its takes
 /// stop at it (`last + count * m <= ceiling`) until it is raised, which is
@@ -101,37 +100,20 @@ pub(crate) fn under_ceiling(span: Bson) -> Document {
     ]}
 }
 
-/// The filter and update that give back local values `from..=to` of
-/// counting lane `lane_id` (`lane`, of generation `generation`), the last
-/// a taker took and did not hand out: its `seq` goes back to `from - 1`
-/// while it is still `to` (no take since) and the lane is live in the same
-/// place; otherwise nothing changes and the values stay a gap. A lane
-/// sealed by a change of stripes matches nothing, so what the seal counted
-/// stays counted.
-pub(crate) fn give_back_command(
-    lane_id: &str,
-    lane: Lane,
-    generation: u64,
-    from: u64,
-    to: u64,
-) -> (Document, Document) {
-    let place = lane.generation();
-    let filter = doc! {
-        "_id": lane_id,
-        "kind": LANE_KIND,
-        "lane.generation": generation as i64,
-        "lane.b": place.base as i64,
-        "lane.m": place.modulus as i64,
-        "lane.r": lane.residue() as i64,
-        "sealed": { "$type": "null" },
-        "seq": to as i64,
-    };
+/// Narrows `filter`, which matches a counting lane `lane` while it is live
+/// in its place ([`super::lane::unsealed_in_place`]), to the lane whose
+/// `seq` is still `to`, and returns the update that gives back its local
+/// values `from..=to`, the last a taker took and did not hand out: its
+/// `seq` goes back to `from - 1`. A lane taken from since, sealed or
+/// rewritten matches nothing, and the values stay a gap; what a seal
+/// counted stays counted.
+pub(crate) fn give_back(filter: &mut Document, lane: Lane, from: u64, to: u64) -> Document {
+    filter.insert("seq", to as i64);
     let seq = from.saturating_sub(1);
-    let update = doc! { "$set": {
+    doc! { "$set": {
         "seq": seq as i64,
         "last": lane.high_water(seq) as i64,
-    }};
-    (filter, update)
+    }}
 }
 
 /// The fields of a new counting lane `lane`: nothing handed out yet.

@@ -307,6 +307,22 @@ pub(crate) fn live_lane(
     }
 }
 
+/// The filter that matches lane `lane_id` (`lane`, of generation
+/// `generation`) while it is unsealed in that place: what a give-back of
+/// a run taken from it narrows (`counting.rs`).
+pub(crate) fn unsealed_in_place(lane_id: &str, lane: Lane, generation: u64) -> Document {
+    let place = lane.generation();
+    doc! {
+        "_id": lane_id,
+        "kind": LANE_KIND,
+        "lane.generation": generation as i64,
+        "lane.b": place.base as i64,
+        "lane.m": place.modulus as i64,
+        "lane.r": lane.residue() as i64,
+        "sealed": { "$type": "null" },
+    }
+}
+
 /// What a handle learnt of a lane from its last take (the short guard):
 /// the fields no take changes, exactly as the lane held them then. A take
 /// of a lane it knows filters on those by equality, and on its moving

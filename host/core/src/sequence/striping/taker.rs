@@ -242,7 +242,7 @@ impl StripedCounter {
     }
 
     /// Closes `buffer` once no fetch is under way, and gives what it held
-    /// back to its lanes ([`counting::give_back_command`]): each run while
+    /// back to its lanes ([`counting::give_back`]): each run while
     /// its lane took nothing since and is live.
     async fn give_back(&self, buffer: &Buffer) -> Result<GiveBack, SequenceError> {
         let runs = {
@@ -252,9 +252,9 @@ impl StripedCounter {
         let mut given = GiveBack::default();
         for run in runs {
             let id = lane_id(self.name(), run.lane.residue());
-            let (mut filter, update) =
-                counting::give_back_command(&id, run.lane, run.generation, run.next, run.last);
+            let mut filter = lane::unsealed_in_place(&id, run.lane, run.generation);
             lane::of_counter(&mut filter, self.inner.incarnation.as_ref());
+            let update = counting::give_back(&mut filter, run.lane, run.next, run.last);
             let lanes = run.database.collection::<Document>(COUNTERS);
             let write = lanes
                 .update_one(filter, update)
