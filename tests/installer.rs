@@ -547,6 +547,22 @@ async fn roles_give_apps_counters_and_admins_the_installer() {
         0,
     );
     assert_exit(&run(idmint(&app_uri).args(["seq", "orders"])), 0);
+    // A gap-free series: made by the DBA, numbered and audited by the app,
+    // which cannot make one.
+    assert_exit(
+        &run(idmint(&dba_uri).args(["series", "create", "invoices"])),
+        0,
+    );
+    let numbered = run(idmint(&app_uri).args(["series", "next", "invoices", "--reference", "o-1"]));
+    assert_exit(&numbered, 0);
+    assert_exit(
+        &run(idmint(&app_uri).args(["series", "audit", "invoices"])),
+        0,
+    );
+    assert_exit(
+        &run(idmint(&app_uri).args(["series", "create", "sneaky-series"])),
+        3,
+    );
     // Snowflake worker leases and a stream that follows the stored policy,
     // as the app user.
     assert_exit(

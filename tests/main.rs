@@ -28,6 +28,7 @@ mod policy;
 mod policy_contracts;
 mod prefixes;
 mod readme;
+mod series;
 mod serve;
 mod serve_admin;
 mod serve_hostile;

@@ -135,6 +135,7 @@ markdown_files! {
     docs_counter_kinds_md => "docs/counter-kinds.md",
     docs_service_md => "docs/service.md",
     docs_locks_md => "docs/locks.md",
+    docs_gap_free_md => "docs/gap-free.md",
     docs_dba_md => "docs/dba.md",
     docs_policies_md => "docs/policies.md",
     docs_reference_md => "docs/reference.md",

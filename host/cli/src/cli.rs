@@ -8,8 +8,8 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use crate::connect;
 use crate::setting_help::kinds_list;
 use crate::{
-    bench, counter, exit, install, lock, next, pipeline, policy, seq, serve, shell_loader, status,
-    token, uninstall, validate, workers, ConnectArgs, Outcome, Output, EXIT_USAGE,
+    bench, counter, exit, install, lock, next, pipeline, policy, seq, series, serve, shell_loader,
+    status, token, uninstall, validate, workers, ConnectArgs, Outcome, Output, EXIT_USAGE,
 };
 
 /// What `--version` prints: a deliberately broken build (the soak's, under
@@ -74,6 +74,10 @@ pub enum Command {
     Pipeline(pipeline::PipelineCmd),
     /// List the worker leases of a snowflake counter.
     Workers(workers::WorkersCmd),
+    /// Gap-free series for invoices: create, take a number with its record, audit (exit 1
+    /// naming each hole).
+    #[command(subcommand)]
+    Series(series::SeriesCmd),
     /// Print the mongosh script that loads the installed functions into a shell session.
     ShellLoader(shell_loader::ShellLoaderCmd),
     /// Application tokens for `serve --tokens-from-db`: add (prints the token once), list, remove.
@@ -98,6 +102,7 @@ impl Command {
             Command::Policy(cmd) => cmd.connect(),
             Command::Lock(cmd) => Some(cmd.connect()),
             Command::Workers(cmd) => Some(&cmd.connect),
+            Command::Series(cmd) => Some(cmd.connect()),
             Command::Serve(cmd) => Some(&cmd.connect),
             Command::Token(cmd) => Some(cmd.connect()),
             Command::Pipeline(cmd) => Some(&cmd.connect),
@@ -200,6 +205,7 @@ async fn run(command: &Command, output: &Output) -> anyhow::Result<Outcome> {
         Command::ShellLoader(cmd) => cmd.execute(output),
         Command::Lock(cmd) => cmd.execute(output).await,
         Command::Workers(cmd) => cmd.execute(output).await,
+        Command::Series(cmd) => cmd.execute(output).await,
         Command::Pipeline(cmd) => cmd.execute(output).await,
         Command::Serve(cmd) => cmd.execute(output).await,
         Command::Token(cmd) => cmd.execute(output).await,
@@ -249,6 +255,9 @@ mod tests {
             "idmint lock status --json --uri mongodb://h",
             "idmint lock status nightly --uri mongodb://h",
             "idmint lock release nightly --force --uri mongodb://h",
+            "idmint series create invoices --start 1000 --uri mongodb://h",
+            "idmint series next invoices --reference order-7731 --uri mongodb://h",
+            "idmint series audit invoices --json --uri mongodb://h",
         ] {
             let args = line.split(' ');
             if let Err(error) = Cli::try_parse_from(args) {

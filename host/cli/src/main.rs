@@ -21,6 +21,7 @@ mod pipeline;
 mod policy;
 mod policy_args;
 mod seq;
+mod series;
 mod serve;
 mod setting_help;
 mod shell_loader;

@@ -16,6 +16,7 @@ use crate::installer::InstallError;
 use crate::lock::{InvalidLockName, LockError};
 use crate::policy::{FitError, PolicyError, PolicyStoreError};
 use crate::sequence::{InvalidCounterName, SequenceError};
+use crate::series::SeriesError;
 use crate::tokens::AccessError;
 
 pub use crate::error_class::ErrorClass;
@@ -85,6 +86,8 @@ umbrella! {
         Policy(PolicyError),
         /// Taking, renewing or releasing a lock failed.
         Lock(LockError),
+        /// Making, numbering or auditing a gap-free series failed.
+        Series(SeriesError),
         /// Application tokens (`idmint serve`'s access) cannot be read or written.
         Access(AccessError),
     }
@@ -108,6 +111,7 @@ classified_by_their_own_class!(
     PolicyStoreError,
     PolicyError,
     LockError,
+    SeriesError,
     AccessError
 );
 

@@ -35,6 +35,7 @@ pub mod policy;
 pub(crate) mod random;
 pub mod redact;
 pub mod sequence;
+pub mod series;
 pub mod tokens;
 
 pub use config::ConnectOptions;

@@ -2,7 +2,8 @@
 //!
 //! - `idmintApp`, for applications: read and advance counters (`next`, `seq`,
 //!   `counter show`), lease snowflake worker ids (`workers`), take locks, and
-//!   read policies (including their change stream). It can write nothing
+//!   read policies (including their change stream), take numbers of gap-free
+//!   series with their records. It can write nothing
 //!   else: not system.js, not the manifest, not policies, and it cannot
 //!   create counters (so not `seq --upsert` either: that takes `insert` on
 //!   counters, which idmintAdmin has).
@@ -14,6 +15,7 @@ use mongodb::bson::{doc, Document};
 use crate::lock::LOCKS_COLLECTION;
 use crate::mongo::collections::MANIFEST as MANIFEST_COLLECTION;
 use crate::mongo::collections::TAGS as TAGS_COLLECTION;
+use crate::mongo::collections::{SERIES, SERIES_NUMBERS};
 use crate::policy::POLICIES_COLLECTION;
 use crate::sequence::WORKERS_COLLECTION;
 use crate::sequence::{COUNTERS_COLLECTION, PREFIXES_COLLECTION};
@@ -58,6 +60,10 @@ pub fn role_specs(database: &str) -> Vec<RoleSpec> {
                 privilege(database, TAGS_COLLECTION, &["find", "insert", "update"]),
                 // idmint serve --tokens-from-db reads the app tokens.
                 privilege(database, TOKENS_COLLECTION, &["find"]),
+                // Take a number of a gap-free series and write its record,
+                // in the app's transaction; audit them. Never remove.
+                privilege(database, SERIES, &["find", "update"]),
+                privilege(database, SERIES_NUMBERS, &["find", "insert"]),
             ],
         },
         RoleSpec {
@@ -93,6 +99,10 @@ pub fn role_specs(database: &str) -> Vec<RoleSpec> {
                 // change of stripes bringing a tag into a deployment, an
                 // older claim given the counter's incarnation. Never removed.
                 privilege(database, TAGS_COLLECTION, &["find", "insert", "update"]),
+                // Gap-free series: made by series create, numbered, audited.
+                // Never removed: their numbers are an accounting record.
+                privilege(database, SERIES, &["find", "insert", "update"]),
+                privilege(database, SERIES_NUMBERS, &["find", "insert"]),
                 privilege(
                     database,
                     LOCKS_COLLECTION,

@@ -7,6 +7,10 @@ pub const PREFIXES: &str = "prefixes";
 /// The claims of snowflake counters' tags, one per tag, never given back
 /// (`sequence/kinds/snowflake/tag_claim.rs`).
 pub const TAGS: &str = "tags";
+/// Gap-free series, one document per series (`series/`).
+pub const SERIES: &str = "series";
+/// The record of every number of every gap-free series, one per number.
+pub const SERIES_NUMBERS: &str = "series_numbers";
 /// Lock documents, one per lock name.
 pub const LOCKS: &str = "locks";
 /// Snowflake worker leases, one per counter and worker id.

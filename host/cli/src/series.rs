@@ -1,0 +1,155 @@
+//! `idmint series create|next|audit`: gap-free series (`idmint::series`):
+//! numbers for invoices with a record each, and the audit that proves none
+//! is missing.
+
+use clap::{Args, Subcommand};
+use idmint::sequence::CounterName;
+use idmint::series::{audit, create_series, Series};
+use serde::Serialize;
+
+use super::{ConnectArgs, Outcome, Output};
+
+/// `idmint series ...`
+#[derive(Debug, Subcommand)]
+pub enum SeriesCmd {
+    /// Make a gap-free series (its numbers are taken only in transactions, each with a
+    /// record; a series is never deleted).
+    Create(CreateArgs),
+    /// Take the next number in a transaction of its own, confirmed with a reference, and
+    /// print it (apps on MongoDB take it in their own transaction: `Series::next_in`).
+    Next(NextArgs),
+    /// Prove a series whole: every number from its first to its last is one record,
+    /// confirmed or voided with a reason (exit 1 naming each hole otherwise).
+    Audit(AuditArgs),
+}
+
+/// Arguments of `idmint series create`.
+#[derive(Debug, Args)]
+pub struct CreateArgs {
+    /// The series' name (as a counter's: letters, digits, _ - . :).
+    pub name: String,
+    /// Its first number.
+    #[arg(long, default_value_t = 1)]
+    pub start: u64,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+/// Arguments of `idmint series next`.
+#[derive(Debug, Args)]
+pub struct NextArgs {
+    /// The series' name.
+    pub name: String,
+    /// The business reference the number is confirmed with (the invoice's id).
+    #[arg(long)]
+    pub reference: String,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+/// Arguments of `idmint series audit`.
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// The series' name.
+    pub name: String,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+#[derive(Serialize)]
+struct Created<'a> {
+    series: &'a str,
+    first: u64,
+}
+
+#[derive(Serialize)]
+struct Taken<'a> {
+    series: &'a str,
+    number: u64,
+    reference: &'a str,
+    /// How many times its transaction ran (more than once: it conflicted
+    /// with another transaction on the series and ran again).
+    attempts: u32,
+}
+
+impl SeriesCmd {
+    /// The connection the command uses.
+    pub fn connect(&self) -> &ConnectArgs {
+        match self {
+            SeriesCmd::Create(args) => &args.connect,
+            SeriesCmd::Next(args) => &args.connect,
+            SeriesCmd::Audit(args) => &args.connect,
+        }
+    }
+
+    fn name(&self) -> &str {
+        match self {
+            SeriesCmd::Create(args) => &args.name,
+            SeriesCmd::Next(args) => &args.name,
+            SeriesCmd::Audit(args) => &args.name,
+        }
+    }
+
+    pub async fn execute(&self, output: &Output) -> anyhow::Result<Outcome> {
+        let name = CounterName::new(self.name()).map_err(idmint::Error::from)?;
+        let database = self.connect().connect().await?;
+        match self {
+            SeriesCmd::Create(args) => {
+                create_series(&database, &name, args.start)
+                    .await
+                    .map_err(idmint::Error::from)?;
+                let created = Created {
+                    series: name.as_str(),
+                    first: args.start,
+                };
+                output.report(&created, || {
+                    format!(
+                        "created series '{name}'; its first number is {}",
+                        args.start
+                    )
+                })?;
+                Ok(Outcome::Success)
+            }
+            SeriesCmd::Next(args) => {
+                let taken = Series::new(&database, name.clone())
+                    .take(&args.reference)
+                    .await
+                    .map_err(idmint::Error::from)?;
+                let report = Taken {
+                    series: name.as_str(),
+                    number: taken.number,
+                    reference: &args.reference,
+                    attempts: taken.attempts,
+                };
+                output.report(&report, || taken.number.to_string())?;
+                Ok(Outcome::Success)
+            }
+            SeriesCmd::Audit(_) => {
+                let audit = audit(&database, &name).await.map_err(idmint::Error::from)?;
+                output.report(&audit, || {
+                    let mut text = format!(
+                        "series '{name}': numbers {} to {}, {} confirmed, {} voided",
+                        audit.first, audit.last, audit.confirmed, audit.voided
+                    );
+                    if audit.is_whole() {
+                        text.push_str("; whole: every number has one record");
+                    } else {
+                        text.push_str(&format!(
+                            "; NOT whole, {} finding(s):",
+                            audit.findings.len()
+                        ));
+                        for finding in &audit.findings {
+                            text.push_str(&format!("\n  {finding}"));
+                        }
+                    }
+                    text
+                })?;
+                if audit.is_whole() {
+                    Ok(Outcome::Success)
+                } else {
+                    Ok(Outcome::Failure)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,283 @@
+//! Taking the next number of a series inside a transaction.
+//!
+//! [`Series::next_in`] makes two writes in the caller's transaction: `last`
+//! of the series document moves up by one, and the number's record is
+//! inserted, confirmed with the caller's reference. If the transaction
+//! aborts, neither happened and the number was never used; if it commits,
+//! both did. Two transactions on one series write the same document, so
+//! the second fails with a write conflict that the server labels
+//! `TransientTransactionError`: it is run again whole
+//! ([`SeriesError::is_transient`]), and takes the next number then, since
+//! the first one's `$inc` is either committed or gone. [`Series::take`]
+//! runs such a transaction of its own, with its retries, for callers with
+//! no business write to make beside it (the CLI).
+//!
+//! Commits take majority and journal (the transaction's write concern:
+//! [`Series::take`] sets it; an app's own transaction must, see
+//! docs/gap-free.md), so a number whose commit was acknowledged is never
+//! taken again after a failover.
+
+use std::time::{Duration, Instant};
+
+use mongodb::bson::{doc, Document};
+use mongodb::error::{ErrorKind, UNKNOWN_TRANSACTION_COMMIT_RESULT};
+use mongodb::options::{ReadConcern, ReturnDocument};
+use mongodb::{ClientSession, Collection, Database};
+
+use super::document::{read_series, series_collection, takes_filter};
+use super::error::SeriesError;
+use super::record::confirmed;
+use crate::lease::host_name;
+use crate::mongo::collections::SERIES_NUMBERS;
+use crate::mongo::durable_write_concern;
+use crate::sequence::{CounterName, MAX_VALUE};
+
+/// The longest reference a number is confirmed with, in bytes.
+pub const MAX_REFERENCE_BYTES: usize = 512;
+
+/// How long [`Series::take`] runs its transaction again after transient
+/// errors before it gives up (the driver's own `with_transaction` allows
+/// 120 s; a CLI call wants less).
+const RETRY_FOR: Duration = Duration::from_secs(30);
+
+/// A gap-free series, opened (see the module docs).
+#[derive(Debug, Clone)]
+pub struct Series {
+    database: Database,
+    name: CounterName,
+    by: String,
+}
+
+/// A number taken by [`Series::take`], and how many times its transaction
+/// ran (more than once: a transient error, a write conflict with another
+/// transaction on the series, made it run again).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Taken {
+    /// The number.
+    pub number: u64,
+    /// The runs of the transaction it took.
+    pub attempts: u32,
+}
+
+impl Series {
+    /// Series `name` of `database`; its records say they were taken by
+    /// this process (`host:pid`) unless [`Series::by`] says otherwise.
+    pub fn new(database: &Database, name: CounterName) -> Self {
+        Self {
+            database: database.clone(),
+            by: format!("{}:{}", host_name(), std::process::id()),
+            name,
+        }
+    }
+
+    /// Who its records say took their numbers (a token's name, an app's).
+    pub fn by(mut self, by: impl Into<String>) -> Self {
+        self.by = by.into();
+        self
+    }
+
+    /// The series' name.
+    pub fn name(&self) -> &CounterName {
+        &self.name
+    }
+
+    /// Takes the next number of the series in the transaction in progress
+    /// on `session`, confirmed with `reference` (the business record's,
+    /// e.g. the invoice's id: 1 to [`MAX_REFERENCE_BYTES`] bytes): its
+    /// record and the series' `last` are written in that transaction, and
+    /// are kept only if it commits. A session with no transaction in
+    /// progress is refused ([`SeriesError::NotInTransaction`]) and nothing
+    /// is written. An error for which [`SeriesError::is_transient`] holds
+    /// means: abort, and run the whole transaction again.
+    ///
+    /// ```no_run
+    /// use idmint::mongo::durable_write_concern;
+    /// use idmint::series::Series;
+    /// use mongodb::bson::Document;
+    ///
+    /// async fn number_invoice(
+    ///     db: &mongodb::Database,
+    ///     series: &Series,
+    ///     invoice: Document,
+    /// ) -> Result<u64, Box<dyn std::error::Error>> {
+    ///     let mut session = db.client().start_session().await?;
+    ///     loop {
+    ///         session.start_transaction().write_concern(durable_write_concern()).await?;
+    ///         let id = invoice.get_str("_id")?.to_string();
+    ///         let number = match series.next_in(&mut session, &id).await {
+    ///             Ok(number) => number,
+    ///             Err(error) if error.is_transient() => {
+    ///                 session.abort_transaction().await?;
+    ///                 continue;
+    ///             }
+    ///             Err(error) => return Err(error.into()),
+    ///         };
+    ///         let mut invoice = invoice.clone();
+    ///         invoice.insert("number", number as i64);
+    ///         db.collection("invoices").insert_one(invoice).session(&mut session).await?;
+    ///         match session.commit_transaction().await {
+    ///             Ok(()) => return Ok(number),
+    ///             Err(error) if error.contains_label("TransientTransactionError") => continue,
+    ///             Err(error) => return Err(error.into()),
+    ///         }
+    ///     }
+    /// }
+    /// ```
+    pub async fn next_in(
+        &self,
+        session: &mut ClientSession,
+        reference: &str,
+    ) -> Result<u64, SeriesError> {
+        self.check_reference(reference)?;
+        self.refuse_outside_transaction(session).await?;
+        let after = series_collection(&self.database)
+            .find_one_and_update(takes_filter(&self.name), doc! { "$inc": { "last": 1_i64 } })
+            .return_document(ReturnDocument::After)
+            .session(&mut *session)
+            .await
+            .map_err(|error| SeriesError::database(&self.name, "take a number", error))?;
+        let Some(after) = after else {
+            return Err(self.why_untaken(session).await);
+        };
+        let number = super::document::read(&after)
+            .map_err(|reason| SeriesError::Corrupt {
+                name: self.name.clone(),
+                reason,
+            })?
+            .last;
+        self.records()
+            .insert_one(confirmed(&self.name, number, reference, &self.by))
+            .session(&mut *session)
+            .await
+            .map_err(|error| SeriesError::database(&self.name, "record the number", error))?;
+        Ok(number)
+    }
+
+    /// Takes the next number in a transaction of its own, confirmed with
+    /// `reference`, committed with majority and journal; a transient error
+    /// (a write conflict with another transaction on the series) runs it
+    /// again, for up to 30 s, and a commit whose result is unknown is
+    /// committed again. Nothing is taken twice: an aborted run's number
+    /// was never used, and the number of the run that committed is the
+    /// one returned.
+    pub async fn take(&self, reference: &str) -> Result<Taken, SeriesError> {
+        self.check_reference(reference)?;
+        let database_error = |action, error| SeriesError::database(&self.name, action, error);
+        let mut session = self
+            .database
+            .client()
+            .start_session()
+            .await
+            .map_err(|error| database_error("start a session", error))?;
+        let began = Instant::now();
+        let mut pause = Duration::from_millis(2);
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            session
+                .start_transaction()
+                .read_concern(ReadConcern::majority())
+                .write_concern(durable_write_concern())
+                .await
+                .map_err(|error| database_error("start a transaction", error))?;
+            let number = match self.next_in(&mut session, reference).await {
+                Ok(number) => number,
+                Err(error) => {
+                    let _ = session.abort_transaction().await;
+                    if error.is_transient() && began.elapsed() < RETRY_FOR {
+                        tokio::time::sleep(pause).await;
+                        pause = (pause * 2).min(Duration::from_millis(100));
+                        continue;
+                    }
+                    return Err(error);
+                }
+            };
+            match self.commit(&mut session, began).await {
+                Ok(()) => return Ok(Taken { number, attempts }),
+                Err(error) if error.is_transient() && began.elapsed() < RETRY_FOR => continue,
+                Err(error) => return Err(error),
+            }
+        }
+    }
+
+    /// Commits the transaction on `session`, again while its result is
+    /// unknown (the driver's rule: such a commit may be retried).
+    async fn commit(&self, session: &mut ClientSession, began: Instant) -> Result<(), SeriesError> {
+        loop {
+            match session.commit_transaction().await {
+                Ok(()) => return Ok(()),
+                Err(error)
+                    if error.contains_label(UNKNOWN_TRANSACTION_COMMIT_RESULT)
+                        && began.elapsed() < RETRY_FOR =>
+                {
+                    continue
+                }
+                Err(error) => return Err(SeriesError::database(&self.name, "commit", error)),
+            }
+        }
+    }
+
+    fn check_reference(&self, reference: &str) -> Result<(), SeriesError> {
+        let reason = if reference.is_empty() {
+            "the reference is empty: a number is confirmed with the business record's".to_string()
+        } else if reference.len() > MAX_REFERENCE_BYTES {
+            format!(
+                "the reference is {} bytes long, the limit is {MAX_REFERENCE_BYTES}",
+                reference.len()
+            )
+        } else if reference.chars().any(char::is_control) {
+            "the reference holds a control character".to_string()
+        } else {
+            return Ok(());
+        };
+        Err(SeriesError::BadInput {
+            name: self.name.clone(),
+            reason,
+        })
+    }
+
+    /// Refuses `session` unless a transaction is in progress on it. The
+    /// driver says so only one way: an operation that sets its own read
+    /// concern inside a transaction is refused by the driver itself (the
+    /// transactions specification), before anything is sent. Outside one,
+    /// that read runs (one round trip) and the number is refused.
+    async fn refuse_outside_transaction(
+        &self,
+        session: &mut ClientSession,
+    ) -> Result<(), SeriesError> {
+        let probe = series_collection(&self.database)
+            .find_one(doc! { "_id": self.name.as_str() })
+            .read_concern(ReadConcern::local())
+            .session(&mut *session)
+            .await;
+        match probe {
+            Err(error) if is_in_transaction_refusal(&error) => Ok(()),
+            Err(error) => Err(SeriesError::database(&self.name, "read", error)),
+            Ok(_) => Err(SeriesError::NotInTransaction(self.name.clone())),
+        }
+    }
+
+    /// Why the take matched nothing: no such series, a malformed one, or
+    /// one at its last number.
+    async fn why_untaken(&self, session: &mut ClientSession) -> SeriesError {
+        match read_series(&self.database, &self.name, Some(session)).await {
+            Ok(state) if state.last >= MAX_VALUE => SeriesError::Exhausted(self.name.clone()),
+            Ok(_) => SeriesError::Corrupt {
+                name: self.name.clone(),
+                reason: "it did not match a take although it reads well formed".to_string(),
+            },
+            Err(error) => error,
+        }
+    }
+
+    fn records(&self) -> Collection<Document> {
+        self.database.collection(SERIES_NUMBERS)
+    }
+}
+
+/// Whether `error` is the driver's refusal of a read concern set inside a
+/// transaction.
+fn is_in_transaction_refusal(error: &mongodb::error::Error) -> bool {
+    matches!(&*error.kind, ErrorKind::InvalidArgument { message, .. }
+        if message.contains("read concern") && message.contains("transaction"))
+}
