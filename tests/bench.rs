@@ -141,6 +141,40 @@ fn the_format_bench_measures_every_mode_and_its_yardstick() {
     }
 }
 
+/// `series_txn` is measured at each concurrency, with how many runs each
+/// commit took (one with one writer: nothing to conflict with), and the
+/// bench's own audit found each series whole (exit 0).
+#[test]
+fn the_series_bench_measures_commits_and_their_runs() {
+    const TEST: &str = "bench_series";
+    block_on(support::database(TEST));
+    let output = run(idmint(TEST).args([
+        "bench",
+        "--only",
+        "series",
+        "--seconds",
+        "0.3",
+        "--concurrency",
+        "1,4",
+        "--json",
+    ]));
+    assert_exit(&output, 0);
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let results = report["results"].as_array().unwrap();
+    let concurrencies: Vec<u64> = results
+        .iter()
+        .map(|result| {
+            assert_eq!(result["mode"], "series_txn", "{report}");
+            assert!(result["ops"].as_u64().unwrap() > 0, "{report}");
+            result["concurrency"].as_u64().unwrap()
+        })
+        .collect();
+    assert_eq!(concurrencies, [1, 4]);
+    let runs = report["runs_per_commit"].as_array().unwrap();
+    assert_eq!(runs[0], serde_json::json!([1, 1.0]), "{report}");
+    assert!(runs[1][1].as_f64().unwrap() >= 1.0, "{report}");
+}
+
 /// `idmint bench --baseline tests/fixtures/bench/BASELINE --compare
 /// tests/fixtures/bench/RUN ARGS`: two stored runs compared, nothing
 /// measured (no database given either).

@@ -346,3 +346,150 @@ async fn the_audit_names_each_hole_and_exits_1() {
     let audit = audit(&database, &name).await.unwrap();
     assert_eq!(audit.findings[0], Finding::Missing { from: 2, to: 3 });
 }
+
+/// `Series::number_with` numbers a business record in a transaction it
+/// runs: eight writers at once (a barrier) each number 6 invoices, runs
+/// conflicting with another writer's again, and commit numbers 1 to 48,
+/// each the number of its invoice; a business write that fails (an
+/// invoice id taken already) aborts the transaction, is returned, and
+/// takes no number.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn number_with_runs_conflicts_again_and_a_failed_write_takes_nothing() {
+    const WRITERS: usize = 8;
+    const EACH: usize = 6;
+    let (database, series) = invoices("series_number_with").await;
+    let start = Arc::new(Barrier::new(WRITERS));
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|writer| {
+            let (database, series, start) = (database.clone(), series.clone(), start.clone());
+            tokio::spawn(async move {
+                let mut session = database.client().start_session().await.unwrap();
+                let mut taken = Vec::new();
+                start.wait().await;
+                for n in 0..EACH {
+                    let id = format!("inv-{writer}-{n}");
+                    let number = series
+                        .number_with(&mut session, &id, |session, number| {
+                            insert_invoice(session, &database, id.clone(), number)
+                        })
+                        .await
+                        .unwrap();
+                    taken.push((number.number, id));
+                }
+                taken
+            })
+        })
+        .collect();
+    let mut committed = Vec::new();
+    for writer in writers {
+        committed.extend(writer.await.unwrap());
+    }
+    committed.sort();
+    let numbers: Vec<u64> = committed.iter().map(|(number, _)| *number).collect();
+    assert_eq!(numbers, (1..=(WRITERS * EACH) as u64).collect::<Vec<_>>());
+
+    let mut session = database.client().start_session().await.unwrap();
+    let failed = series
+        .number_with(&mut session, "inv-0-0", |session, number| {
+            insert_invoice(session, &database, "inv-0-0".to_string(), number)
+        })
+        .await
+        .expect_err("an invoice id taken already");
+    assert!(!failed.is_transient(), "{failed}");
+    assert!(failed.to_string().contains("write the record"), "{failed}");
+    let audit = audit(&database, series.name()).await.unwrap();
+    assert!(audit.is_whole(), "{audit:?}");
+    assert_eq!(
+        audit.last,
+        (WRITERS * EACH) as u64,
+        "the failed write took a number"
+    );
+}
+
+/// The business write of [`Series::number_with`] in these tests: invoice
+/// `id` with `number`, in `session`'s transaction.
+fn insert_invoice<'s>(
+    session: &'s mut ClientSession,
+    database: &Database,
+    id: String,
+    number: u64,
+) -> futures_util::future::BoxFuture<'s, mongodb::error::Result<()>> {
+    use futures_util::FutureExt;
+    let invoices = database.collection::<Document>("invoices");
+    let invoice = doc! { "_id": id, "number": number as i64 };
+    async move {
+        invoices
+            .insert_one(invoice)
+            .session(session)
+            .await
+            .map(|_| ())
+    }
+    .boxed()
+}
+
+/// A client killed (`kill -9`) inside its transaction, its number taken
+/// and its record written but not committed: the server aborts the
+/// transaction when its lifetime ends (`transactionLifetimeLimitSeconds`,
+/// 2 s on this test's own server), and the next take, which conflicted
+/// with it until then, takes the same number. Nothing was used by the
+/// killed client, and the series stays whole.
+#[test]
+fn a_client_killed_in_its_transaction_uses_no_number() {
+    use std::io::BufRead;
+    use std::process::Stdio;
+
+    use crate::support::process::{process_state, signal};
+    use crate::support::{idmint_on, wait, OwnedServer, ServerConfig};
+
+    let server = OwnedServer::start(ServerConfig::default());
+    support::service::block_on(async {
+        let client = mongodb::Client::with_uri_str(&server.uri).await.unwrap();
+        client
+            .database("admin")
+            .run_command(doc! { "setParameter": 1, "transactionLifetimeLimitSeconds": 2 })
+            .await
+            .unwrap();
+    });
+    let cli = || idmint_on(&server.uri, "shop");
+    assert_exit(&run(cli().args(["series", "create", "inv"])), 0);
+    let mut killed = cli()
+        .args([
+            "series",
+            "next",
+            "inv",
+            "--reference",
+            "killed",
+            "--stop-before-commit",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(killed.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "1");
+    wait::until(
+        std::time::Duration::from_secs(30),
+        "the client stopped in its transaction",
+        || process_state(killed.id()) == Some('T'),
+    );
+    signal(killed.id(), libc::SIGKILL);
+    killed.wait().unwrap();
+
+    let output = run(cli().args(["series", "next", "inv", "--reference", "after", "--json"]));
+    assert_exit(&output, 0);
+    let taken: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(taken["number"], 1, "{taken}");
+    let output = run(cli().args(["series", "audit", "inv", "--json"]));
+    assert_exit(&output, 0);
+    let audit: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(
+        (audit["last"].as_u64(), audit["confirmed"].as_u64()),
+        (Some(1), Some(1))
+    );
+    let numbers = support::service::block_on(async {
+        let client = mongodb::Client::with_uri_str(&server.uri).await.unwrap();
+        documents(&client.database("shop"), "series_numbers").await
+    });
+    assert_eq!(numbers.len(), 1);
+    assert_eq!(numbers[0].get_str("reference").unwrap(), "after");
+}

@@ -4,7 +4,7 @@
 
 use clap::{Args, Subcommand};
 use idmint::sequence::CounterName;
-use idmint::series::{audit, create_series, Series};
+use idmint::series::{audit, create_series, Series, SeriesError};
 use serde::Serialize;
 
 use super::{ConnectArgs, Outcome, Output};
@@ -43,8 +43,45 @@ pub struct NextArgs {
     /// The business reference the number is confirmed with (the invoice's id).
     #[arg(long)]
     pub reference: String,
+    /// Testing aid: print the number taken, then stop (SIGSTOP) inside the
+    /// transaction, before its commit, for a test to kill. Only in builds
+    /// with the `test-hooks` feature (the test suite's).
+    #[cfg(feature = "test-hooks")]
+    #[arg(long, hide = true)]
+    pub stop_before_commit: bool,
     #[command(flatten)]
     pub connect: ConnectArgs,
+}
+
+impl NextArgs {
+    /// Takes the number (see [`SeriesCmd::Next`]).
+    async fn take(&self, series: &Series) -> Result<idmint::series::Taken, SeriesError> {
+        #[cfg(feature = "test-hooks")]
+        if self.stop_before_commit {
+            let mut session =
+                series
+                    .database()
+                    .client()
+                    .start_session()
+                    .await
+                    .map_err(|error| SeriesError::Database {
+                        name: series.name().clone(),
+                        action: "start a session",
+                        source: error,
+                    })?;
+            return series
+                .number_with(&mut session, &self.reference, |_, number| {
+                    println!("{number}");
+                    use std::io::Write;
+                    let _ = std::io::stdout().flush();
+                    // SAFETY: raise only sends this process a signal.
+                    unsafe { libc::raise(libc::SIGSTOP) };
+                    Box::pin(async { Ok(()) })
+                })
+                .await;
+        }
+        series.take(&self.reference).await
+    }
 }
 
 /// Arguments of `idmint series audit`.
@@ -111,10 +148,8 @@ impl SeriesCmd {
                 Ok(Outcome::Success)
             }
             SeriesCmd::Next(args) => {
-                let taken = Series::new(&database, name.clone())
-                    .take(&args.reference)
-                    .await
-                    .map_err(idmint::Error::from)?;
+                let series = Series::new(&database, name.clone());
+                let taken = args.take(&series).await.map_err(idmint::Error::from)?;
                 let report = Taken {
                     series: name.as_str(),
                     number: taken.number,
@@ -127,10 +162,17 @@ impl SeriesCmd {
             SeriesCmd::Audit(_) => {
                 let audit = audit(&database, &name).await.map_err(idmint::Error::from)?;
                 output.report(&audit, || {
-                    let mut text = format!(
-                        "series '{name}': numbers {} to {}, {} confirmed, {} voided",
-                        audit.first, audit.last, audit.confirmed, audit.voided
-                    );
+                    let mut text = if audit.last < audit.first {
+                        format!(
+                            "series '{name}': no number taken yet (the first will be {})",
+                            audit.first
+                        )
+                    } else {
+                        format!(
+                            "series '{name}': numbers {} to {}, {} confirmed, {} voided",
+                            audit.first, audit.last, audit.confirmed, audit.voided
+                        )
+                    };
                     if audit.is_whole() {
                         text.push_str("; whole: every number has one record");
                     } else {

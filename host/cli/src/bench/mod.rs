@@ -15,6 +15,7 @@ mod lock;
 mod native_format;
 mod seed_cas;
 mod sequence;
+mod series;
 mod swap;
 
 use self::format::{FormatBenchOptions, FormatMode};
@@ -66,6 +67,9 @@ pub enum Only {
     Format,
     /// Lock modes only: lock_uncontended, lock_handoff, lock_handoff_apart, lock_polling (host/cli/src/bench/lock.rs).
     Lock,
+    /// Gap-free series: series_txn, writers numbering an invoice per transaction
+    /// (commits per second, and runs of a transaction per commit) (host/cli/src/bench/series.rs).
+    Series,
     /// Policy swap latency: a replaced file and `policy activate`, 10 swaps each
     /// (needs a --db without stored policies; it drops `policies` afterwards).
     Swap,
@@ -107,6 +111,16 @@ impl BenchCmd {
                 }
                 text
             })?;
+            return Ok(Outcome::Success);
+        }
+        if self.only == Only::Series {
+            let pool = self.concurrency.iter().copied().max().unwrap_or(1) as u32;
+            let (database, _) = self.connect.connect_all_pooled(Some(pool)).await?;
+            let seconds = Duration::from_secs_f64(self.seconds);
+            let report = series::run(&database, &self.concurrency, seconds)
+                .await
+                .map_err(idmint::Error::from)?;
+            output.report(&report, || series::text(&report))?;
             return Ok(Outcome::Success);
         }
         if self.only == Only::Lock {

@@ -38,7 +38,7 @@
 //! values reports the fetches it made per million values. The values of a
 //! kind whose values never repeat are all kept and checked afterwards: a
 //! value handed out twice fails the benchmark. They are kept as runs of
-//! consecutive values ([`Runs`]), so that keeping them costs a comparison
+//! evenly spaced values ([`Runs`]), so that keeping them costs a comparison
 //! per value rather than memory (a value each made the kernel clear a page
 //! per 512 values: a quarter of an in-memory mode's time).
 //!
@@ -60,6 +60,7 @@
 
 use super::seed_cas;
 
+use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -600,31 +601,88 @@ async fn run_slice(
     })
 }
 
-/// Values handed out, kept as runs of consecutive values in the order
-/// taken: a value that follows the last run extends it.
+/// Values handed out, kept as runs of evenly spaced values in the order
+/// taken: consecutive values of an unstriped counter, the values of one
+/// lane of a striped one (`m` apart). A value one step past the last run
+/// extends it; the second value of a run sets its step.
 #[derive(Debug, Default)]
 struct Runs {
-    runs: Vec<Range<u64>>,
+    runs: Vec<Run>,
+}
+
+/// `len` values from `start`, `step` apart (`step` 0: one value so far).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Run {
+    start: u64,
+    step: u64,
+    len: u64,
+}
+
+impl Run {
+    fn last(&self) -> u64 {
+        self.start + self.step * (self.len - 1)
+    }
 }
 
 impl Runs {
     fn push(&mut self, value: u64) {
         match self.runs.last_mut() {
-            Some(last) if last.end == value => last.end += 1,
-            _ => self.runs.push(value..value + 1),
+            Some(run) if run.len == 1 && value > run.start => {
+                run.step = value - run.start;
+                run.len = 2;
+            }
+            Some(run) if run.step > 0 && run.last().checked_add(run.step) == Some(value) => {
+                run.len += 1
+            }
+            _ => self.runs.push(Run {
+                start: value,
+                step: 0,
+                len: 1,
+            }),
         }
     }
 }
 
 /// How many values `runs` (of any takers, in any order) hold more than
-/// once.
-fn handed_out_twice(mut runs: Vec<Range<u64>>) -> u64 {
-    runs.sort_unstable_by_key(|run| run.start);
+/// once. Runs of the step most values were taken with are checked as
+/// ranges of their residue class (no value is expanded); a run of another
+/// step is checked value by value.
+fn handed_out_twice(runs: Vec<Run>) -> u64 {
+    let mut by_step: HashMap<u64, u64> = HashMap::new();
+    for run in runs.iter().filter(|run| run.step > 0) {
+        *by_step.entry(run.step).or_default() += run.len;
+    }
+    let step = by_step
+        .into_iter()
+        .max_by_key(|&(step, len)| (len, std::cmp::Reverse(step)))
+        .map_or(1, |(step, _)| step);
+    // Per residue modulo `step`: ranges of indices (value / step).
+    let mut classes: HashMap<u64, Vec<Range<u64>>> = HashMap::new();
+    let mut add = |start: u64, len: u64| {
+        let index = start / step;
+        classes
+            .entry(start % step)
+            .or_default()
+            .push(index..index + len);
+    };
+    for run in runs {
+        if run.len == 1 || run.step == step {
+            add(run.start, run.len);
+        } else {
+            (0..run.len).for_each(|at| add(run.start + at * run.step, 1));
+        }
+    }
+    classes.into_values().map(overlaps).sum()
+}
+
+/// How many indices `ranges` hold more than once.
+fn overlaps(mut ranges: Vec<Range<u64>>) -> u64 {
+    ranges.sort_unstable_by_key(|range| range.start);
     let mut covered_to = 0;
     let mut twice = 0;
-    for run in runs {
-        twice += covered_to.min(run.end).saturating_sub(run.start);
-        covered_to = covered_to.max(run.end);
+    for range in ranges {
+        twice += covered_to.min(range.end).saturating_sub(range.start);
+        covered_to = covered_to.max(range.end);
     }
     twice
 }
@@ -634,14 +692,33 @@ mod tests {
     use super::*;
 
     #[test]
-    fn runs_keep_consecutive_values_as_one_and_find_overlaps() {
+    fn runs_keep_evenly_spaced_values_as_one_and_find_overlaps() {
+        let run = |start, step, len| Run { start, step, len };
         let mut runs = Runs::default();
         for value in [5, 6, 7, 9, 10, 2] {
             runs.push(value);
         }
-        assert_eq!(runs.runs, [5..8, 9..11, 2..3]);
+        assert_eq!(runs.runs, [run(5, 1, 3), run(9, 1, 2), run(2, 0, 1)]);
         assert_eq!(handed_out_twice(runs.runs.clone()), 0);
-        assert_eq!(handed_out_twice(vec![5..8, 0..6, 7..8]), 2);
-        assert_eq!(handed_out_twice(vec![0..10, 2..4, 3..5]), 4);
+        // Two lanes of four, values 4 apart, then a value of the first again.
+        let mut runs = Runs::default();
+        for value in [1, 5, 9, 2, 6, 10, 5] {
+            runs.push(value);
+        }
+        assert_eq!(runs.runs, [run(1, 4, 3), run(2, 4, 3), run(5, 0, 1)]);
+        assert_eq!(handed_out_twice(runs.runs), 1);
+        assert_eq!(
+            handed_out_twice(vec![run(5, 1, 3), run(0, 1, 6), run(7, 1, 1)]),
+            2
+        );
+        assert_eq!(
+            handed_out_twice(vec![run(0, 1, 10), run(2, 1, 2), run(3, 1, 2)]),
+            4
+        );
+        // Runs of another step are checked value by value.
+        assert_eq!(
+            handed_out_twice(vec![run(0, 2, 50), run(10, 3, 3), run(11, 5, 2)]),
+            3
+        );
     }
 }

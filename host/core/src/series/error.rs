@@ -47,6 +47,23 @@ pub enum SeriesError {
         /// What is wrong.
         reason: String,
     },
+    /// Another transaction held the series for as long as a take waits: its
+    /// writes conflicted every time. Nothing was taken.
+    #[error(
+        "series '{name}': another transaction held it for {waited_s} s, every run of this one \
+         conflicting with it (a client killed in a transaction holds the series until the \
+         server aborts that transaction: transactionLifetimeLimitSeconds, 60 s by default); \
+         nothing was taken"
+    )]
+    Held {
+        /// The series.
+        name: CounterName,
+        /// How long the take ran its transaction again, in seconds.
+        waited_s: u64,
+        /// The last conflict.
+        #[source]
+        source: Box<SeriesError>,
+    },
     /// The database failed the operation. When it says the transaction may
     /// be run again ([`SeriesError::is_transient`]), nothing of it was
     /// kept: run the whole transaction again.
@@ -76,6 +93,7 @@ impl SeriesError {
             Self::SeriesExists(_) | Self::Corrupt { .. } => ErrorClass::Conflict,
             Self::Exhausted(_) => ErrorClass::Exhausted,
             Self::Database { source, .. } => database_class(source),
+            Self::Held { .. } => ErrorClass::Unavailable,
         }
     }
 

@@ -19,6 +19,7 @@
 
 use std::time::{Duration, Instant};
 
+use futures_util::future::BoxFuture;
 use mongodb::bson::{doc, Document};
 use mongodb::error::{ErrorKind, UNKNOWN_TRANSACTION_COMMIT_RESULT};
 use mongodb::options::{ReadConcern, ReturnDocument};
@@ -30,6 +31,7 @@ use super::record::confirmed;
 use crate::lease::host_name;
 use crate::mongo::collections::SERIES_NUMBERS;
 use crate::mongo::durable_write_concern;
+use crate::random::fraction;
 use crate::sequence::{CounterName, MAX_VALUE};
 
 /// The longest reference a number is confirmed with, in bytes.
@@ -79,6 +81,11 @@ impl Series {
     /// The series' name.
     pub fn name(&self) -> &CounterName {
         &self.name
+    }
+
+    /// The database it is in.
+    pub fn database(&self) -> &Database {
+        &self.database
     }
 
     /// Takes the next number of the series in the transaction in progress
@@ -154,48 +161,125 @@ impl Series {
     }
 
     /// Takes the next number in a transaction of its own, confirmed with
-    /// `reference`, committed with majority and journal; a transient error
-    /// (a write conflict with another transaction on the series) runs it
-    /// again, for up to 30 s, and a commit whose result is unknown is
-    /// committed again. Nothing is taken twice: an aborted run's number
-    /// was never used, and the number of the run that committed is the
-    /// one returned.
+    /// `reference`: [`Series::number_with`] with no business write, on a
+    /// session of its own.
     pub async fn take(&self, reference: &str) -> Result<Taken, SeriesError> {
         self.check_reference(reference)?;
-        let database_error = |action, error| SeriesError::database(&self.name, action, error);
         let mut session = self
             .database
             .client()
             .start_session()
             .await
-            .map_err(|error| database_error("start a session", error))?;
+            .map_err(|error| SeriesError::database(&self.name, "start a session", error))?;
+        self.number_with(&mut session, reference, |_, _| Box::pin(async { Ok(()) }))
+            .await
+    }
+
+    /// Numbers a business record in a transaction it starts on `session`:
+    /// takes the next number confirmed with `reference` ([`Series::next_in`]),
+    /// runs `write` with the session and the number (the record's own
+    /// writes, e.g. the invoice with its number, each `.session(session)`;
+    /// a boxed future that owns what it needs, as the driver's
+    /// `and_run` takes),
+    /// and commits with majority and journal. A transient error (a write
+    /// conflict with another transaction on the series, from the take,
+    /// from `write` or from the commit) aborts and runs it all again after
+    /// a pause that grows from 2 ms to 100 ms, with jitter, for up to 30 s;
+    /// a commit whose result is unknown is committed again. Nothing is
+    /// taken twice: an aborted run's number was never used, and the number
+    /// of the run that committed is the one returned; a series held past
+    /// the 30 s is [`SeriesError::Held`]. `write` must return
+    /// the errors of its writes (a write that failed may have aborted the
+    /// transaction on the server).
+    ///
+    /// ```no_run
+    /// use futures_util::FutureExt;
+    /// use idmint::series::{Series, SeriesError};
+    /// use mongodb::bson::{doc, Document};
+    ///
+    /// async fn number_invoice(
+    ///     db: &mongodb::Database,
+    ///     series: &Series,
+    ///     invoice_id: &str,
+    /// ) -> Result<u64, SeriesError> {
+    ///     let invoices = db.collection::<Document>("invoices");
+    ///     let mut session = db.client().start_session().await.expect("a session");
+    ///     let taken = series
+    ///         .number_with(&mut session, invoice_id, |session, number| {
+    ///             let invoice = doc! { "_id": invoice_id, "number": number as i64 };
+    ///             let invoices = invoices.clone();
+    ///             async move { invoices.insert_one(invoice).session(session).await.map(|_| ()) }
+    ///                 .boxed()
+    ///         })
+    ///         .await?;
+    ///     Ok(taken.number)
+    /// }
+    /// ```
+    pub async fn number_with<F>(
+        &self,
+        session: &mut ClientSession,
+        reference: &str,
+        mut write: F,
+    ) -> Result<Taken, SeriesError>
+    where
+        F: for<'s> FnMut(&'s mut ClientSession, u64) -> BoxFuture<'s, mongodb::error::Result<()>>,
+    {
+        self.check_reference(reference)?;
         let began = Instant::now();
         let mut pause = Duration::from_millis(2);
         let mut attempts = 0;
         loop {
             attempts += 1;
-            session
-                .start_transaction()
-                .read_concern(ReadConcern::majority())
-                .write_concern(durable_write_concern())
-                .await
-                .map_err(|error| database_error("start a transaction", error))?;
-            let number = match self.next_in(&mut session, reference).await {
-                Ok(number) => number,
-                Err(error) => {
-                    let _ = session.abort_transaction().await;
-                    if error.is_transient() && began.elapsed() < RETRY_FOR {
-                        tokio::time::sleep(pause).await;
-                        pause = (pause * 2).min(Duration::from_millis(100));
-                        continue;
-                    }
-                    return Err(error);
+            match self.run_once(session, reference, &mut write, began).await {
+                Ok(number) => return Ok(Taken { number, attempts }),
+                Err(error) if error.is_transient() && began.elapsed() < RETRY_FOR => {
+                    // Apart, so that the writers a conflict aborted do not
+                    // all meet again at once.
+                    tokio::time::sleep(pause.mul_f64(0.5 + fraction())).await;
+                    pause = (pause * 2).min(Duration::from_millis(100));
                 }
-            };
-            match self.commit(&mut session, began).await {
-                Ok(()) => return Ok(Taken { number, attempts }),
-                Err(error) if error.is_transient() && began.elapsed() < RETRY_FOR => continue,
+                Err(error) if error.is_transient() => {
+                    return Err(SeriesError::Held {
+                        name: self.name.clone(),
+                        waited_s: began.elapsed().as_secs(),
+                        source: Box::new(error),
+                    })
+                }
                 Err(error) => return Err(error),
+            }
+        }
+    }
+
+    /// One run of [`Series::number_with`]'s transaction; aborted if it
+    /// fails before its commit.
+    async fn run_once<F>(
+        &self,
+        session: &mut ClientSession,
+        reference: &str,
+        write: &mut F,
+        began: Instant,
+    ) -> Result<u64, SeriesError>
+    where
+        F: for<'s> FnMut(&'s mut ClientSession, u64) -> BoxFuture<'s, mongodb::error::Result<()>>,
+    {
+        session
+            .start_transaction()
+            .read_concern(ReadConcern::majority())
+            .write_concern(durable_write_concern())
+            .await
+            .map_err(|error| SeriesError::database(&self.name, "start a transaction", error))?;
+        let written = match self.next_in(session, reference).await {
+            Ok(number) => write(session, number)
+                .await
+                .map(|()| number)
+                .map_err(|error| SeriesError::database(&self.name, "write the record", error)),
+            Err(error) => Err(error),
+        };
+        match written {
+            Ok(number) => self.commit(session, began).await.map(|()| number),
+            Err(error) => {
+                let _ = session.abort_transaction().await;
+                Err(error)
             }
         }
     }

@@ -70,6 +70,9 @@ pub(super) struct Run {
     first: u64,
     pub(super) next: u64,
     pub(super) last: u64,
+    /// The local value from which a take looks whether the next run is
+    /// due (the prefetch point, set when the buffer holds the run).
+    check_at: u64,
     /// The deployment's database it was taken from.
     pub(super) database: Database,
 }
@@ -91,6 +94,7 @@ impl Run {
             first,
             next: first,
             last,
+            check_at: first,
             database,
         }
     }
@@ -105,28 +109,32 @@ impl Run {
         (self.next - self.first) as f64 / (self.last + 1 - self.first) as f64
     }
 
-    /// Its next `count` values, each with `client_micros`, if it has that
-    /// many (and each local value has its value); nothing moved otherwise.
-    fn take(&mut self, count: u64, client_micros: u64) -> Option<Stamps> {
+    /// Reserves its next `count` local values, if it has that many: the
+    /// lane and the first of them.
+    fn reserve(&mut self, count: u64) -> Option<(Lane, u64)> {
         if self.left() < count {
             return None;
         }
-        let lane = self.lane;
-        let stamp = |local| {
-            lane.value(local)
-                .map(|value| Stamp::new(client_micros, value))
-        };
-        let stamps = if count == 1 {
-            Stamps::one(stamp(self.next)?)
-        } else {
-            (self.next..self.next + count)
-                .map(stamp)
-                .collect::<Option<Vec<_>>>()?
-                .into()
-        };
+        let from = self.next;
         self.next += count;
-        Some(stamps)
+        Some((self.lane, from))
     }
+}
+
+/// The stamps of local values `from..from + count` of `lane`, each with
+/// `client_micros`; none if a local value has no value (a corrupt lane).
+fn stamps_of(lane: Lane, from: u64, count: u64, client_micros: u64) -> Option<Stamps> {
+    let stamp = |local| {
+        lane.value(local)
+            .map(|value| Stamp::new(client_micros, value))
+    };
+    if count == 1 {
+        return Some(Stamps::one(stamp(from)?));
+    }
+    (from..from + count)
+        .map(stamp)
+        .collect::<Option<Vec<_>>>()
+        .map(Stamps::from)
 }
 
 impl Runs {
@@ -169,16 +177,30 @@ impl Buffer {
         count: usize,
         client_micros: u64,
     ) -> (Option<Stamps>, Option<u64>) {
-        let mut runs = self.runs.lock().unwrap();
-        if runs.closed {
-            return (None, None);
-        }
-        runs.promote();
-        let stamps = runs
-            .current
-            .as_mut()
-            .and_then(|run| run.take(count as u64, client_micros));
-        let prefetch = self.prefetch_due(&mut runs);
+        let count = count as u64;
+        // Only the reservation under the lock; the values are made after
+        // it is let go. (A lane whose local value has no value is corrupt:
+        // what was reserved of it is a gap, and the ordinary way, which
+        // takes again, reports it.)
+        let (reserved, prefetch) = {
+            let mut runs = self.runs.lock().unwrap();
+            if runs.closed {
+                return (None, None);
+            }
+            runs.promote();
+            let reserved = runs.current.as_mut().and_then(|run| run.reserve(count));
+            let due = runs
+                .current
+                .as_ref()
+                .is_some_and(|run| run.next >= run.check_at);
+            let prefetch = if due {
+                self.prefetch_due(&mut runs)
+            } else {
+                None
+            };
+            (reserved, prefetch)
+        };
+        let stamps = reserved.and_then(|(lane, from)| stamps_of(lane, from, count, client_micros));
         (stamps, prefetch)
     }
 
@@ -281,7 +303,10 @@ impl Buffer {
     /// Holds `run`, just taken: handed out from at once if nothing is left,
     /// after what is left otherwise. `background`: the fetch that took it
     /// was [`Buffer::take_held`]'s.
-    pub(super) fn fill(&self, run: Run, background: bool) {
+    pub(super) fn fill(&self, mut run: Run, background: bool) {
+        let size = run.last + 1 - run.first;
+        let share = (size as f64 * self.sizing.prefetch_at()).ceil() as u64;
+        run.check_at = run.first.saturating_add(share);
         let mut runs = self.runs.lock().unwrap();
         runs.fetched = runs.fetched.saturating_add(run.left());
         if background {
