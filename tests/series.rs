@@ -493,3 +493,93 @@ fn a_client_killed_in_its_transaction_uses_no_number() {
     assert_eq!(numbers.len(), 1);
     assert_eq!(numbers[0].get_str("reference").unwrap(), "after");
 }
+
+/// The two commands `idmint series pipeline` prints, run as an app in
+/// another language runs them (`runCommand`, in its own transaction, the
+/// record's placeholders filled), leave the documents `Series::next_in`
+/// leaves: the series moved up by one, and the same record but for when
+/// and by whom.
+#[tokio::test]
+async fn the_pipeline_commands_leave_what_next_in_leaves() {
+    use mongodb::bson::Bson;
+    const TEST: &str = "series_pipeline";
+    let database = support::database(TEST).await;
+    let (ours, theirs) = (
+        CounterName::new("ours").unwrap(),
+        CounterName::new("theirs").unwrap(),
+    );
+    for name in [&ours, &theirs] {
+        create_series(&database, name, 41).await.unwrap();
+    }
+    let mut session = in_transaction(&database).await;
+    let number = Series::new(&database, ours.clone())
+        .next_in(&mut session, "order 7")
+        .await
+        .unwrap();
+    session.commit_transaction().await.unwrap();
+
+    let output = run(idmint(TEST).args(["series", "pipeline", "theirs"]));
+    assert_exit(&output, 0);
+    let printed: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let command = |part: &str| match Bson::try_from(printed[part].clone()).unwrap() {
+        Bson::Document(command) => command,
+        other => panic!("{part} is {other}"),
+    };
+    let mut session = in_transaction(&database).await;
+    let taken = database
+        .run_command(command("take"))
+        .session(&mut session)
+        .await
+        .unwrap();
+    let their_number = taken
+        .get_document("value")
+        .unwrap()
+        .get_i64("last")
+        .unwrap();
+    let filled = stdout(&output)
+        .replace("<number in 19 digits>", &format!("{their_number:019}"))
+        .replace("<number>", &their_number.to_string())
+        .replace("<reference>", "order 7")
+        .replace("<now>", "2026-11-29T00:00:00Z")
+        .replace("<by>", "an app");
+    let filled: serde_json::Value = serde_json::from_str(&filled).unwrap();
+    let record = match Bson::try_from(filled["record"].clone()).unwrap() {
+        Bson::Document(command) => command,
+        other => panic!("{other}"),
+    };
+    database
+        .run_command(record)
+        .session(&mut session)
+        .await
+        .unwrap();
+    session.commit_transaction().await.unwrap();
+    assert_eq!(their_number as u64, number);
+
+    let without = |mut document: Document, fields: &[&str]| {
+        for field in fields {
+            document.remove(*field);
+        }
+        document
+    };
+    let series = documents(&database, "series").await;
+    assert_eq!(
+        without(series[0].clone(), &["_id", "created_at"]),
+        without(series[1].clone(), &["_id", "created_at"])
+    );
+    let records = documents(&database, "series_numbers").await;
+    assert_eq!(records.len(), 2);
+    assert_eq!(
+        records[0].get_str("_id").unwrap(),
+        "ours//0000000000000000041"
+    );
+    assert_eq!(
+        records[1].get_str("_id").unwrap(),
+        "theirs//0000000000000000041"
+    );
+    assert_eq!(
+        without(records[0].clone(), &["_id", "series", "at", "by"]),
+        without(records[1].clone(), &["_id", "series", "at", "by"])
+    );
+    let audit = audit(&database, &theirs).await.unwrap();
+    assert!(audit.is_whole(), "{audit:?}");
+}

@@ -102,7 +102,7 @@ impl Command {
             Command::Policy(cmd) => cmd.connect(),
             Command::Lock(cmd) => Some(cmd.connect()),
             Command::Workers(cmd) => Some(&cmd.connect),
-            Command::Series(cmd) => Some(cmd.connect()),
+            Command::Series(cmd) => cmd.connect(),
             Command::Serve(cmd) => Some(&cmd.connect),
             Command::Token(cmd) => Some(cmd.connect()),
             Command::Pipeline(cmd) => Some(&cmd.connect),
@@ -258,6 +258,7 @@ mod tests {
             "idmint series create invoices --start 1000 --uri mongodb://h",
             "idmint series next invoices --reference order-7731 --uri mongodb://h",
             "idmint series audit invoices --json --uri mongodb://h",
+            "idmint series pipeline invoices",
         ] {
             let args = line.split(' ');
             if let Err(error) = Cli::try_parse_from(args) {

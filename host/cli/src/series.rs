@@ -5,6 +5,7 @@
 use clap::{Args, Subcommand};
 use idmint::sequence::CounterName;
 use idmint::series::{audit, create_series, Series, SeriesError};
+use mongodb::bson::Bson;
 use serde::Serialize;
 
 use super::{ConnectArgs, Outcome, Output};
@@ -21,6 +22,16 @@ pub enum SeriesCmd {
     /// Prove a series whole: every number from its first to its last is one record,
     /// confirmed or voided with a reason (exit 1 naming each hole otherwise).
     Audit(AuditArgs),
+    /// Print the two commands an app in another language runs in its own transaction to
+    /// take a number (the take, and the record with placeholders to fill); no database.
+    Pipeline(PipelineArgs),
+}
+
+/// Arguments of `idmint series pipeline`.
+#[derive(Debug, Args)]
+pub struct PipelineArgs {
+    /// The series' name.
+    pub name: String,
 }
 
 /// Arguments of `idmint series create`.
@@ -110,12 +121,13 @@ struct Taken<'a> {
 }
 
 impl SeriesCmd {
-    /// The connection the command uses.
-    pub fn connect(&self) -> &ConnectArgs {
+    /// The connection the command uses, if any.
+    pub fn connect(&self) -> Option<&ConnectArgs> {
         match self {
-            SeriesCmd::Create(args) => &args.connect,
-            SeriesCmd::Next(args) => &args.connect,
-            SeriesCmd::Audit(args) => &args.connect,
+            SeriesCmd::Create(args) => Some(&args.connect),
+            SeriesCmd::Next(args) => Some(&args.connect),
+            SeriesCmd::Audit(args) => Some(&args.connect),
+            SeriesCmd::Pipeline(_) => None,
         }
     }
 
@@ -124,12 +136,35 @@ impl SeriesCmd {
             SeriesCmd::Create(args) => &args.name,
             SeriesCmd::Next(args) => &args.name,
             SeriesCmd::Audit(args) => &args.name,
+            SeriesCmd::Pipeline(args) => &args.name,
         }
     }
 
     pub async fn execute(&self, output: &Output) -> anyhow::Result<Outcome> {
         let name = CounterName::new(self.name()).map_err(idmint::Error::from)?;
-        let database = self.connect().connect().await?;
+        let Some(connect) = self.connect() else {
+            let commands = idmint::series::commands(&name);
+            let json = serde_json::json!({
+                "take": Bson::Document(commands.take).into_relaxed_extjson(),
+                "record": Bson::Document(commands.record).into_relaxed_extjson(),
+            });
+            output.report(&json, || {
+                serde_json::to_string_pretty(&json).unwrap_or_default()
+            })?;
+            output.warning(&format!(
+                "run both in one transaction committed with w: \"majority\", j: true, and run it \
+                 again whole after an error labelled TransientTransactionError; value.last of the \
+                 take is the number (value null: nothing was taken); fill the record's {}, {}, {}, \
+                 {} and {}",
+                idmint::series::NUMBER,
+                idmint::series::PADDED,
+                idmint::series::REFERENCE,
+                idmint::series::NOW,
+                idmint::series::BY
+            ));
+            return Ok(Outcome::Success);
+        };
+        let database = connect.connect().await?;
         match self {
             SeriesCmd::Create(args) => {
                 create_series(&database, &name, args.start)
@@ -159,6 +194,7 @@ impl SeriesCmd {
                 output.report(&report, || taken.number.to_string())?;
                 Ok(Outcome::Success)
             }
+            SeriesCmd::Pipeline(_) => unreachable!("answered without a database above"),
             SeriesCmd::Audit(_) => {
                 let audit = audit(&database, &name).await.map_err(idmint::Error::from)?;
                 output.report(&audit, || {

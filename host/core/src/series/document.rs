@@ -124,3 +124,9 @@ pub(crate) fn takes_filter(name: &CounterName) -> Document {
         "last": { "$type": ["long", "int"], "$gte": 0_i64, "$lt": MAX_VALUE as i64 },
     }
 }
+
+/// The update that takes the next number of a series (its filter is
+/// [`takes_filter`]).
+pub(crate) fn take_update() -> Document {
+    doc! { "$inc": { "last": 1_i64 } }
+}

@@ -13,12 +13,14 @@
 //! functions) reaches it, so none can make a number with no record.
 
 mod audit;
+mod commands;
 mod document;
 mod error;
 mod next;
 mod record;
 
 pub use audit::{audit, Audit, Finding};
+pub use commands::{commands, SeriesCommands, BY, NOW, NUMBER, PADDED, REFERENCE};
 pub use document::{create_series, read_series, SeriesState, SERIES_KIND};
 pub use error::{SeriesError, TRANSIENT_TRANSACTION_ERROR};
 pub use next::{Series, Taken, MAX_REFERENCE_BYTES};

@@ -25,7 +25,7 @@ use mongodb::error::{ErrorKind, UNKNOWN_TRANSACTION_COMMIT_RESULT};
 use mongodb::options::{ReadConcern, ReturnDocument};
 use mongodb::{ClientSession, Collection, Database};
 
-use super::document::{read_series, series_collection, takes_filter};
+use super::document::{read_series, series_collection, take_update, takes_filter};
 use super::error::SeriesError;
 use super::record::confirmed;
 use crate::lease::host_name;
@@ -138,7 +138,7 @@ impl Series {
         self.check_reference(reference)?;
         self.refuse_outside_transaction(session).await?;
         let after = series_collection(&self.database)
-            .find_one_and_update(takes_filter(&self.name), doc! { "$inc": { "last": 1_i64 } })
+            .find_one_and_update(takes_filter(&self.name), take_update())
             .return_document(ReturnDocument::After)
             .session(&mut *session)
             .await

@@ -61,14 +61,34 @@ pub(crate) fn records_of(name: &CounterName) -> Document {
 
 /// A confirmed number's record, as written in the transaction that took it.
 pub(crate) fn confirmed(name: &CounterName, number: u64, reference: &str, by: &str) -> Document {
+    confirmed_with(
+        name,
+        Bson::from(record_id(name, "", number)),
+        Bson::Int64(number as i64),
+        Bson::from(reference),
+        Bson::DateTime(DateTime::now()),
+        Bson::from(by),
+    )
+}
+
+/// The fields of a confirmed record, each given (a value, or a
+/// placeholder an app fills: `commands.rs`).
+pub(crate) fn confirmed_with(
+    name: &CounterName,
+    id: Bson,
+    number: Bson,
+    reference: Bson,
+    at: Bson,
+    by: Bson,
+) -> Document {
     doc! {
-        "_id": record_id(name, "", number),
+        "_id": id,
         "series": name.as_str(),
         "period": "",
-        "number": number as i64,
+        "number": number,
         "state": NumberState::Confirmed.as_str(),
         "reference": reference,
-        "at": DateTime::now(),
+        "at": at,
         "by": by,
     }
 }

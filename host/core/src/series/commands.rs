@@ -1,0 +1,71 @@
+//! The two commands an app in another language runs in its own
+//! transaction to take a number of a series, as `runCommand` documents:
+//! what `idmint series pipeline` prints. They are the writes
+//! [`Series::next_in`](super::Series::next_in) makes (a test runs them and
+//! holds the documents they leave equal to next_in's).
+//!
+//! 1. `take`: a `findAndModify` on the series that moves `last` up by one
+//!    and returns the series after it: `value.last` is the number; a
+//!    `value` of null means nothing was taken (no such series, or a
+//!    malformed one: `idmint series audit NAME` says which).
+//! 2. `record`: the insert of the number's record, whose placeholders the
+//!    app fills: [`NUMBER`] with the number's digits (in `$numberLong`, so
+//!    that the driver writes a long), [`PADDED`] (in the `_id`) with them
+//!    zero-padded to 19, [`REFERENCE`] with the business record's
+//!    reference, [`NOW`] with the time (in `$date`, ISO 8601), [`BY`] with
+//!    who took it.
+//!
+//! Both in one transaction, committed with `w: "majority", j: true`, and
+//! run again whole after an error labelled `TransientTransactionError`.
+
+use mongodb::bson::{doc, Bson, Document};
+use serde::Serialize;
+
+use super::document::{take_update, takes_filter};
+use super::record::confirmed_with;
+use crate::mongo::collections::{SERIES, SERIES_NUMBERS};
+use crate::sequence::CounterName;
+
+/// The placeholder of the number's digits in the record (in `$numberLong`).
+pub const NUMBER: &str = "<number>";
+/// The placeholder of the number in 19 digits, zero-padded, in the
+/// record's `_id`.
+pub const PADDED: &str = "<number in 19 digits>";
+/// The placeholder of the business reference.
+pub const REFERENCE: &str = "<reference>";
+/// The placeholder of the time the number was taken (in `$date`, ISO 8601).
+pub const NOW: &str = "<now>";
+/// The placeholder of who took it.
+pub const BY: &str = "<by>";
+
+/// The commands that take a number of a series (see the module docs).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SeriesCommands {
+    /// The `findAndModify` that takes the number.
+    pub take: Document,
+    /// The insert of its record, with placeholders.
+    pub record: Document,
+}
+
+/// The commands that take a number of series `name`.
+pub fn commands(name: &CounterName) -> SeriesCommands {
+    let record = confirmed_with(
+        name,
+        Bson::from(format!("{}//{PADDED}", name.as_str())),
+        // Typed in extended JSON, so that a driver parsing the filled
+        // command writes a long and a date, as next_in does.
+        Bson::Document(doc! { "$numberLong": NUMBER }),
+        Bson::from(REFERENCE),
+        Bson::Document(doc! { "$date": NOW }),
+        Bson::from(BY),
+    );
+    SeriesCommands {
+        take: doc! {
+            "findAndModify": SERIES,
+            "query": takes_filter(name),
+            "update": take_update(),
+            "new": true,
+        },
+        record: doc! { "insert": SERIES_NUMBERS, "documents": [record] },
+    }
+}
