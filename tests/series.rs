@@ -583,3 +583,77 @@ async fn the_pipeline_commands_leave_what_next_in_leaves() {
     let audit = audit(&database, &theirs).await.unwrap();
     assert!(audit.is_whole(), "{audit:?}");
 }
+
+/// The stored function `takeSeriesNumber(name, reference, session)`, run in
+/// mongosh through idmint's loader, refuses a session with no transaction
+/// (nothing written), and in one takes the number and writes the record
+/// `Series::next_in` writes (but for when and by whom); an aborted
+/// transaction leaves nothing.
+#[tokio::test]
+async fn the_mongosh_twin_takes_as_next_in_does() {
+    const TEST: &str = "series_mongosh";
+    let database = support::database(TEST).await;
+    assert_exit(&run(idmint(TEST).arg("install")), 0);
+    let (ours, theirs) = (
+        CounterName::new("ours").unwrap(),
+        CounterName::new("theirs").unwrap(),
+    );
+    for name in [&ours, &theirs] {
+        create_series(&database, name, 41).await.unwrap();
+    }
+    let mut session = in_transaction(&database).await;
+    Series::new(&database, ours.clone())
+        .next_in(&mut session, "order 7")
+        .await
+        .unwrap();
+    session.commit_transaction().await.unwrap();
+
+    let lines = support::mongosh::json_lines(&mut support::mongosh::shell(
+        TEST,
+        r#"
+        const session = db.getMongo().startSession();
+        try { takeSeriesNumber("theirs", "order 7", session); }
+        catch (error) { print(JSON.stringify({ refused: error.message })); }
+        session.startTransaction({ writeConcern: { w: "majority", j: true } });
+        const aborted = takeSeriesNumber("theirs", "order 6", session);
+        session.abortTransaction();
+        session.startTransaction({ writeConcern: { w: "majority", j: true } });
+        const number = takeSeriesNumber("theirs", "order 7", session);
+        session.commitTransaction();
+        print(JSON.stringify({ aborted: aborted, number: number }));
+        "#,
+    ));
+    assert!(
+        lines[0]["refused"]
+            .as_str()
+            .unwrap()
+            .contains("only inside a transaction"),
+        "{lines:?}"
+    );
+    assert_eq!(lines[1], serde_json::json!({ "aborted": 41, "number": 41 }));
+
+    let without = |mut document: Document, fields: &[&str]| {
+        for field in fields {
+            document.remove(*field);
+        }
+        document
+    };
+    let series = documents(&database, "series").await;
+    assert_eq!(
+        without(series[0].clone(), &["_id", "created_at"]),
+        without(series[1].clone(), &["_id", "created_at"])
+    );
+    let records = documents(&database, "series_numbers").await;
+    assert_eq!(records.len(), 2, "{records:?}");
+    assert_eq!(
+        records[1].get_str("_id").unwrap(),
+        "theirs//0000000000000000041"
+    );
+    assert_eq!(
+        without(records[0].clone(), &["_id", "series", "at", "by"]),
+        without(records[1].clone(), &["_id", "series", "at", "by"])
+    );
+    assert!(records[1].get_datetime("at").is_ok(), "{:?}", records[1]);
+    let audit = audit(&database, &theirs).await.unwrap();
+    assert!(audit.is_whole(), "{audit:?}");
+}

@@ -96,6 +96,13 @@ fn run() -> Result<(), String> {
         .ok_or("the core crate is not two levels below the workspace root")?
         .to_path_buf();
     let out_dir = PathBuf::from(var("OUT_DIR")?);
+    // The stored functions, embedded by include_dir!: a function added to
+    // mongo-js/ (a new file, which the macro does not track) recompiles the
+    // crate.
+    println!(
+        "cargo::rerun-if-changed={}",
+        workspace.join("mongo-js").display()
+    );
 
     let prebuilt: Vec<Option<PathBuf>> = EMBEDDED
         .iter()
