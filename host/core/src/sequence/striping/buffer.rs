@@ -20,7 +20,9 @@
 //!
 //! [`Takes::Buffered`]: crate::sequence::lane_kind::Takes::Buffered
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use std::time::Instant;
 
 use mongodb::Database;
@@ -183,7 +185,7 @@ impl Buffer {
         // what was reserved of it is a gap, and the ordinary way, which
         // takes again, reports it.)
         let (reserved, prefetch) = {
-            let mut runs = self.runs.lock().unwrap();
+            let mut runs = self.runs.lock();
             if runs.closed {
                 return (None, None);
             }
@@ -214,7 +216,7 @@ impl Buffer {
         taken: &mut Vec<Stamp>,
         name: &CounterName,
     ) -> Result<Option<u64>, SequenceError> {
-        let mut runs = self.runs.lock().unwrap();
+        let mut runs = self.runs.lock();
         if runs.closed {
             return Err(SequenceError::Closed(name.clone()));
         }
@@ -262,7 +264,7 @@ impl Buffer {
     /// The size of a run a taker that waits must take now, `needed` values
     /// at least (what its take still lacks).
     pub(super) fn ask_now(&self, needed: u64) -> u64 {
-        let mut runs = self.runs.lock().unwrap();
+        let mut runs = self.runs.lock();
         let wanted = self
             .sizing
             .wants()
@@ -290,13 +292,13 @@ impl Buffer {
 
     /// Whether anything is left.
     pub(super) fn any_left(&self) -> bool {
-        self.runs.lock().unwrap().any_left()
+        self.runs.lock().any_left()
     }
 
     /// Whether a run is waiting behind the current one, or the buffer is
     /// closed: a background fetch then has nothing to do.
     pub(super) fn needs_no_prefetch(&self) -> bool {
-        let runs = self.runs.lock().unwrap();
+        let runs = self.runs.lock();
         runs.closed || runs.next.is_some()
     }
 
@@ -307,7 +309,7 @@ impl Buffer {
         let size = run.last + 1 - run.first;
         let share = (size as f64 * self.sizing.prefetch_at()).ceil() as u64;
         run.check_at = run.first.saturating_add(share);
-        let mut runs = self.runs.lock().unwrap();
+        let mut runs = self.runs.lock();
         runs.fetched = runs.fetched.saturating_add(run.left());
         if background {
             runs.prefetching = false;
@@ -326,7 +328,7 @@ impl Buffer {
     /// The background fetch ended without a run (it failed, or had
     /// nothing to do): a later take may start another.
     pub(super) fn prefetch_failed(&self) {
-        self.runs.lock().unwrap().prefetching = false;
+        self.runs.lock().prefetching = false;
     }
 
     /// Stops handing out values, and returns what is left to give back:
@@ -334,7 +336,7 @@ impl Buffer {
     /// taken after another from the same lane must be given back first).
     /// Call it holding [`Buffer::fetching`], so that no fetch lands after.
     pub(super) fn close(&self) -> Vec<Run> {
-        let mut runs = self.runs.lock().unwrap();
+        let mut runs = self.runs.lock();
         runs.closed = true;
         [runs.next.take(), runs.current.take()]
             .into_iter()
