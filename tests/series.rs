@@ -555,31 +555,7 @@ async fn the_pipeline_commands_leave_what_next_in_leaves() {
     session.commit_transaction().await.unwrap();
     assert_eq!(their_number as u64, number);
 
-    let without = |mut document: Document, fields: &[&str]| {
-        for field in fields {
-            document.remove(*field);
-        }
-        document
-    };
-    let series = documents(&database, "series").await;
-    assert_eq!(
-        without(series[0].clone(), &["_id", "created_at"]),
-        without(series[1].clone(), &["_id", "created_at"])
-    );
-    let records = documents(&database, "series_numbers").await;
-    assert_eq!(records.len(), 2);
-    assert_eq!(
-        records[0].get_str("_id").unwrap(),
-        "ours//0000000000000000041"
-    );
-    assert_eq!(
-        records[1].get_str("_id").unwrap(),
-        "theirs//0000000000000000041"
-    );
-    assert_eq!(
-        without(records[0].clone(), &["_id", "series", "at", "by"]),
-        without(records[1].clone(), &["_id", "series", "at", "by"])
-    );
+    assert_left_alike(&database).await;
     let audit = audit(&database, &theirs).await.unwrap();
     assert!(audit.is_whole(), "{audit:?}");
 }
@@ -632,19 +608,34 @@ async fn the_mongosh_twin_takes_as_next_in_does() {
     );
     assert_eq!(lines[1], serde_json::json!({ "aborted": 41, "number": 41 }));
 
+    let records = assert_left_alike(&database).await;
+    assert!(records[1].get_datetime("at").is_ok(), "{:?}", records[1]);
+    let audit = audit(&database, &theirs).await.unwrap();
+    assert!(audit.is_whole(), "{audit:?}");
+}
+
+/// Asserts that series `ours` and `theirs` of `database`, each with one
+/// number taken, one by `Series::next_in` and one another way, are alike
+/// but for their names and when they were made, and so are their records
+/// but for when and by whom; returns the records.
+async fn assert_left_alike(database: &Database) -> Vec<Document> {
     let without = |mut document: Document, fields: &[&str]| {
         for field in fields {
             document.remove(*field);
         }
         document
     };
-    let series = documents(&database, "series").await;
+    let series = documents(database, "series").await;
     assert_eq!(
         without(series[0].clone(), &["_id", "created_at"]),
         without(series[1].clone(), &["_id", "created_at"])
     );
-    let records = documents(&database, "series_numbers").await;
+    let records = documents(database, "series_numbers").await;
     assert_eq!(records.len(), 2, "{records:?}");
+    assert_eq!(
+        records[0].get_str("_id").unwrap(),
+        "ours//0000000000000000041"
+    );
     assert_eq!(
         records[1].get_str("_id").unwrap(),
         "theirs//0000000000000000041"
@@ -653,7 +644,5 @@ async fn the_mongosh_twin_takes_as_next_in_does() {
         without(records[0].clone(), &["_id", "series", "at", "by"]),
         without(records[1].clone(), &["_id", "series", "at", "by"])
     );
-    assert!(records[1].get_datetime("at").is_ok(), "{:?}", records[1]);
-    let audit = audit(&database, &theirs).await.unwrap();
-    assert!(audit.is_whole(), "{audit:?}");
+    records
 }
