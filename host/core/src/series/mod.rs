@@ -3,7 +3,7 @@
 //! number is taken inside the transaction that writes the business record
 //! it numbers ([`Series::next_in`]), with a record of its own
 //! (`series_numbers`) in the same transaction, so that a number exists
-//! only with its record; [`audit`] proves the series whole: every number
+//! only with its record; [`audit()`] proves the series whole: every number
 //! from the first to the last has exactly one record, confirmed with a
 //! reference or voided with a reason. docs/design/gap-free-series.md has
 //! the design; docs/gap-free.md how to use it.
