@@ -610,35 +610,45 @@ struct Runs {
     runs: Vec<Run>,
 }
 
-/// `len` values from `start`, `step` apart (`step` 0: one value so far).
+/// Values from `start`, `step` apart, up to before `next`, the value that
+/// would extend it (`step` 0: one value so far, and `next` is `u64::MAX`,
+/// which no value is): a value that extends it costs one comparison and
+/// one addition, as a range's did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Run {
     start: u64,
     step: u64,
-    len: u64,
+    next: u64,
 }
 
 impl Run {
-    fn last(&self) -> u64 {
-        self.start + self.step * (self.len - 1)
+    fn one(value: u64) -> Self {
+        Self {
+            start: value,
+            step: 0,
+            next: u64::MAX,
+        }
+    }
+
+    /// How many values it holds.
+    fn len(&self) -> u64 {
+        match self.step {
+            0 => 1,
+            step => (self.next - self.start) / step,
+        }
     }
 }
 
 impl Runs {
     fn push(&mut self, value: u64) {
         match self.runs.last_mut() {
-            Some(run) if run.len == 1 && value > run.start => {
+            // Values stay below 2^53, steps too: no overflow.
+            Some(run) if run.next == value => run.next += run.step,
+            Some(run) if run.step == 0 && value > run.start => {
                 run.step = value - run.start;
-                run.len = 2;
+                run.next = value + run.step;
             }
-            Some(run) if run.step > 0 && run.last().checked_add(run.step) == Some(value) => {
-                run.len += 1
-            }
-            _ => self.runs.push(Run {
-                start: value,
-                step: 0,
-                len: 1,
-            }),
+            _ => self.runs.push(Run::one(value)),
         }
     }
 }
@@ -650,7 +660,7 @@ impl Runs {
 fn handed_out_twice(runs: Vec<Run>) -> u64 {
     let mut by_step: HashMap<u64, u64> = HashMap::new();
     for run in runs.iter().filter(|run| run.step > 0) {
-        *by_step.entry(run.step).or_default() += run.len;
+        *by_step.entry(run.step).or_default() += run.len();
     }
     let step = by_step
         .into_iter()
@@ -666,10 +676,11 @@ fn handed_out_twice(runs: Vec<Run>) -> u64 {
             .push(index..index + len);
     };
     for run in runs {
-        if run.len == 1 || run.step == step {
-            add(run.start, run.len);
+        let len = run.len();
+        if len == 1 || run.step == step {
+            add(run.start, len);
         } else {
-            (0..run.len).for_each(|at| add(run.start + at * run.step, 1));
+            (0..len).for_each(|at| add(run.start + at * run.step, 1));
         }
     }
     classes.into_values().map(overlaps).sum()
@@ -693,7 +704,15 @@ mod tests {
 
     #[test]
     fn runs_keep_evenly_spaced_values_as_one_and_find_overlaps() {
-        let run = |start, step, len| Run { start, step, len };
+        let run = |start: u64, step: u64, len: u64| Run {
+            start,
+            step,
+            next: if step == 0 {
+                u64::MAX
+            } else {
+                start + step * len
+            },
+        };
         let mut runs = Runs::default();
         for value in [5, 6, 7, 9, 10, 2] {
             runs.push(value);
