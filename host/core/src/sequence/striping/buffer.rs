@@ -106,11 +106,6 @@ impl Run {
         (self.last + 1).saturating_sub(self.next)
     }
 
-    /// The share of it handed out.
-    fn used(&self) -> f64 {
-        (self.next - self.first) as f64 / (self.last + 1 - self.first) as f64
-    }
-
     /// Reserves its next `count` local values, if it has that many: the
     /// lane and the first of them.
     fn reserve(&mut self, count: u64) -> Option<(Lane, u64)> {
@@ -191,16 +186,7 @@ impl Buffer {
             }
             runs.promote();
             let reserved = runs.current.as_mut().and_then(|run| run.reserve(count));
-            let due = runs
-                .current
-                .as_ref()
-                .is_some_and(|run| run.next >= run.check_at);
-            let prefetch = if due {
-                self.prefetch_due(&mut runs)
-            } else {
-                None
-            };
-            (reserved, prefetch)
+            (reserved, self.prefetch_due(&mut runs))
         };
         let stamps = reserved.and_then(|(lane, from)| stamps_of(lane, from, count, client_micros));
         (stamps, prefetch)
@@ -250,7 +236,7 @@ impl Buffer {
             return None;
         }
         let current = runs.current.as_ref()?;
-        if current.left() == 0 || current.used() < self.sizing.prefetch_at() {
+        if current.left() == 0 || current.next < current.check_at {
             return None;
         }
         let wanted = match self.sizing.wants() {
