@@ -22,8 +22,8 @@ function (name, reference, session) {
   if (typeof reference !== "string" || reference.length === 0) {
     throw new Error("series '" + name + "': the reference is empty: a number is confirmed with the business record's; nothing was taken");
   }
-  if (reference.length > 512 || /[\u0000-\u001f\u007f-\u009f]/.test(reference)) {
-    throw new Error("series '" + name + "': the reference is longer than 512 bytes or holds a control character; nothing was taken");
+  if (Array.from(reference).length > 512 || /[\u0000-\u001f\u007f-\u009f]/.test(reference)) {
+    throw new Error("series '" + name + "': the reference is longer than 512 characters or holds a control character; nothing was taken");
   }
   // mongosh's session wraps the driver's, which says whether a transaction is
   // in progress; a session that cannot say is refused too.

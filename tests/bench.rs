@@ -142,8 +142,9 @@ fn the_format_bench_measures_every_mode_and_its_yardstick() {
 }
 
 /// `series_txn` is measured at each concurrency, with how many runs each
-/// commit took (one with one writer: nothing to conflict with), and the
-/// bench's own audit found each series whole (exit 0).
+/// commit took (one with one writer: nothing to conflict with), then
+/// `series_reserve`, and the bench's own audit found each series whole,
+/// every number confirmed (exit 0).
 #[test]
 fn the_series_bench_measures_commits_and_their_runs() {
     const TEST: &str = "bench_series";
@@ -161,15 +162,25 @@ fn the_series_bench_measures_commits_and_their_runs() {
     assert_exit(&output, 0);
     let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
     let results = report["results"].as_array().unwrap();
-    let concurrencies: Vec<u64> = results
+    let measured: Vec<(&str, u64)> = results
         .iter()
         .map(|result| {
-            assert_eq!(result["mode"], "series_txn", "{report}");
             assert!(result["ops"].as_u64().unwrap() > 0, "{report}");
-            result["concurrency"].as_u64().unwrap()
+            (
+                result["mode"].as_str().unwrap(),
+                result["concurrency"].as_u64().unwrap(),
+            )
         })
         .collect();
-    assert_eq!(concurrencies, [1, 4]);
+    assert_eq!(
+        measured,
+        [
+            ("series_txn", 1),
+            ("series_txn", 4),
+            ("series_reserve", 1),
+            ("series_reserve", 4)
+        ]
+    );
     let runs = report["runs_per_commit"].as_array().unwrap();
     assert_eq!(runs[0], serde_json::json!([1, 1.0]), "{report}");
     assert!(runs[1][1].as_f64().unwrap() >= 1.0, "{report}");

@@ -8,7 +8,7 @@ use idmint::installer::{self, Action, InstallOptions, ItemState, MANIFEST_COLLEC
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::Database;
 
-use crate::support::{self, assert_exit, run};
+use crate::support::{self, assert_exit, run, stdout};
 
 fn options() -> InstallOptions {
     InstallOptions::default()
@@ -555,6 +555,27 @@ async fn roles_give_apps_counters_and_admins_the_installer() {
     );
     let numbered = run(idmint(&app_uri).args(["series", "next", "invoices", "--reference", "o-1"]));
     assert_exit(&numbered, 0);
+    // Reserved, confirmed and voided by the app (a reserve voids its
+    // series' expired reservations first: an update of the records).
+    for (args, printed) in [
+        (
+            &["series", "reserve", "invoices", "--client-key", "k"][..],
+            "2",
+        ),
+        (
+            &["series", "confirm", "invoices", "2", "--reference", "o-2"][..],
+            "confirmed",
+        ),
+        (&["series", "reserve", "invoices"][..], "3"),
+        (
+            &["series", "void", "invoices", "3", "--reason", "cancelled"][..],
+            "voided",
+        ),
+    ] {
+        let output = run(idmint(&app_uri).args(args));
+        assert_exit(&output, 0);
+        assert!(stdout(&output).contains(printed), "{args:?}: {output:?}");
+    }
     assert_exit(
         &run(idmint(&app_uri).args(["series", "audit", "invoices"])),
         0,

@@ -122,7 +122,12 @@ impl FaultProxy {
     /// A proxy to the shared test server, forwarding faithfully until told
     /// otherwise.
     pub fn start() -> Self {
-        let upstream = server_address(uri());
+        Self::to(server_address(uri()))
+    }
+
+    /// A proxy to `upstream` (an `idmint serve`, say), forwarding
+    /// faithfully until told otherwise.
+    pub fn to(upstream: SocketAddr) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind the proxy");
         let address = listener.local_addr().unwrap();
         let state = Arc::new(State {
@@ -143,6 +148,12 @@ impl FaultProxy {
             .spawn(move || accept(listener, accepting))
             .expect("start the proxy");
         Self { address, state }
+    }
+
+    /// The proxy's address (for a client of another protocol than
+    /// MongoDB's: HTTP to `idmint serve`).
+    pub fn address(&self) -> SocketAddr {
+        self.address
     }
 
     /// The connection string through the proxy.

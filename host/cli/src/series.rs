@@ -1,4 +1,4 @@
-//! `idmint series create|next|audit`: gap-free series (`idmint::series`):
+//! `idmint series create|next|reserve|confirm|void|audit|pipeline`: gap-free series
 //! numbers for invoices with a record each, and the audit that proves none
 //! is missing.
 
@@ -25,6 +25,58 @@ pub enum SeriesCmd {
     /// Print the two commands an app in another language runs in its own transaction to
     /// take a number (the take, and the record with placeholders to fill); no database.
     Pipeline(PipelineArgs),
+    /// Reserve the next number for a while (for apps that cannot hold a transaction): it is
+    /// confirmed or voided later, and voided "expired" at its deadline; print it.
+    Reserve(ReserveArgs),
+    /// Confirm a reserved number with the business reference (before its deadline).
+    Confirm(ConfirmArgs),
+    /// Void a reserved number with a reason (it stays in the series, documented).
+    Void(VoidArgs),
+}
+
+/// Arguments of `idmint series reserve`.
+#[derive(Debug, Args)]
+pub struct ReserveArgs {
+    /// The series' name.
+    pub name: String,
+    /// Seconds until the reservation expires (1 to 604800): voided "expired" then.
+    #[arg(long, default_value_t = 300, value_name = "SECS",
+          value_parser = clap::value_parser!(u64).range(1..=604_800))]
+    pub ttl: u64,
+    /// A key of the caller's: a reserve retried with the same key (its answer lost) answers
+    /// the number reserved the first time and takes none (1 to 128 characters).
+    #[arg(long, value_name = "KEY")]
+    pub client_key: Option<String>,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+/// Arguments of `idmint series confirm`.
+#[derive(Debug, Args)]
+pub struct ConfirmArgs {
+    /// The series' name.
+    pub name: String,
+    /// The reserved number.
+    pub number: u64,
+    /// The business reference it is confirmed with (the invoice's id).
+    #[arg(long)]
+    pub reference: String,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+/// Arguments of `idmint series void`.
+#[derive(Debug, Args)]
+pub struct VoidArgs {
+    /// The series' name.
+    pub name: String,
+    /// The reserved number.
+    pub number: u64,
+    /// Why it is not used (kept in its record for the audit).
+    #[arg(long)]
+    pub reason: String,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
 }
 
 /// Arguments of `idmint series pipeline`.
@@ -127,6 +179,9 @@ impl SeriesCmd {
             SeriesCmd::Create(args) => Some(&args.connect),
             SeriesCmd::Next(args) => Some(&args.connect),
             SeriesCmd::Audit(args) => Some(&args.connect),
+            SeriesCmd::Reserve(args) => Some(&args.connect),
+            SeriesCmd::Confirm(args) => Some(&args.connect),
+            SeriesCmd::Void(args) => Some(&args.connect),
             SeriesCmd::Pipeline(_) => None,
         }
     }
@@ -137,6 +192,9 @@ impl SeriesCmd {
             SeriesCmd::Next(args) => &args.name,
             SeriesCmd::Audit(args) => &args.name,
             SeriesCmd::Pipeline(args) => &args.name,
+            SeriesCmd::Reserve(args) => &args.name,
+            SeriesCmd::Confirm(args) => &args.name,
+            SeriesCmd::Void(args) => &args.name,
         }
     }
 
@@ -195,6 +253,44 @@ impl SeriesCmd {
                 Ok(Outcome::Success)
             }
             SeriesCmd::Pipeline(_) => unreachable!("answered without a database above"),
+            SeriesCmd::Reserve(args) => {
+                let series = Series::new(&database, name.clone());
+                let reservation = series
+                    .reserve(
+                        std::time::Duration::from_secs(args.ttl),
+                        args.client_key.as_deref(),
+                    )
+                    .await
+                    .map_err(idmint::Error::from)?;
+                output.report(&reservation, || reservation.number.to_string())?;
+                if reservation.reused {
+                    output.warning(&format!(
+                        "number {} was reserved by an earlier call with this client key \
+                         (it is {} now); nothing was taken",
+                        reservation.number,
+                        reservation.state.as_str()
+                    ));
+                }
+                Ok(Outcome::Success)
+            }
+            SeriesCmd::Confirm(args) => {
+                let series = Series::new(&database, name.clone());
+                let settled = series
+                    .confirm(args.number, &args.reference)
+                    .await
+                    .map_err(idmint::Error::from)?;
+                output.report(&settled, || settled_text(&settled))?;
+                Ok(Outcome::Success)
+            }
+            SeriesCmd::Void(args) => {
+                let series = Series::new(&database, name.clone());
+                let settled = series
+                    .void(args.number, &args.reason)
+                    .await
+                    .map_err(idmint::Error::from)?;
+                output.report(&settled, || settled_text(&settled))?;
+                Ok(Outcome::Success)
+            }
             SeriesCmd::Audit(_) => {
                 let audit = audit(&database, &name).await.map_err(idmint::Error::from)?;
                 output.report(&audit, || {
@@ -209,6 +305,19 @@ impl SeriesCmd {
                             audit.first, audit.last, audit.confirmed, audit.voided
                         )
                     };
+                    if audit.reserved > 0 {
+                        text.push_str(&format!(
+                            ", {} reserved (pending: confirmed or voided \"expired\" by their \
+                             deadline)",
+                            audit.reserved
+                        ));
+                    }
+                    if audit.expired_now > 0 {
+                        text.push_str(&format!(
+                            "; {} reservation(s) past their deadline voided \"expired\" first",
+                            audit.expired_now
+                        ));
+                    }
                     if audit.is_whole() {
                         text.push_str("; whole: every number has one record");
                     } else {
@@ -230,4 +339,18 @@ impl SeriesCmd {
             }
         }
     }
+}
+
+/// A confirmed or voided number, in words.
+fn settled_text(settled: &idmint::series::Settled) -> String {
+    let what = match (&settled.reference, &settled.reason) {
+        (Some(reference), _) => format!("confirmed with reference {reference:?}"),
+        (None, Some(reason)) => format!("voided ({reason:?})"),
+        (None, None) => settled.state.as_str().to_string(),
+    };
+    let already = if settled.already { " already" } else { "" };
+    format!(
+        "series '{}': number {} is{already} {what}",
+        settled.series, settled.number
+    )
 }

@@ -1,6 +1,7 @@
 //! The tasks a server runs beside its listeners, each holding the state
 //! weakly so that it ends with the server: policy events logged and
-//! counted, the monitor page's rates sampled once a second, and the API
+//! counted, the monitor page's rates sampled once a second, the expired
+//! reservations of gap-free series voided once a second, and the API
 //! tokens read again from the database when they come from it.
 
 use std::sync::Arc;
@@ -15,7 +16,8 @@ use super::metrics::Metrics;
 use super::state::AppState;
 
 /// Starts the background tasks of `state`: the reporter of `events`, the
-/// rate sampler, and, given `tokens_reload`, the tokens' reloader.
+/// rate sampler, the sweep of expired reservations, and, given
+/// `tokens_reload`, the tokens' reloader.
 pub(crate) fn spawn(
     state: &Arc<AppState>,
     mut events: PolicyEvents,
@@ -49,7 +51,12 @@ pub(crate) fn spawn(
             }
         })
     };
-    let mut tasks = vec![reporter, sampler];
+    // The reservations of gap-free series past their deadline, voided.
+    let sweeper = tokio::spawn(super::series::sweep(
+        Arc::downgrade(state),
+        Duration::from_secs(1),
+    ));
+    let mut tasks = vec![reporter, sampler, sweeper];
     if let Some(every) = tokens_reload {
         tasks.push(tokio::spawn(AppState::reload_tokens(
             Arc::downgrade(state),

@@ -84,6 +84,20 @@ pub enum ApiError {
         /// The library's error, logged (and shown to the client below 500).
         error: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// A series route's refusal with a kind of its own: no such series
+    /// (`unknown-series`, 404), no such reserved number (`unknown-number`,
+    /// 404), a number settled otherwise already (`settled`, 409).
+    #[error("{message}")]
+    Series {
+        /// The status.
+        status: StatusCode,
+        /// The stable kind.
+        kind: &'static str,
+        /// The series.
+        series: String,
+        /// What went wrong.
+        message: String,
+    },
     /// The server is at one of its limits (requests, policy slots), or the
     /// request ran past its time limit: retry with backoff.
     #[error("{0}")]
@@ -114,13 +128,14 @@ pub enum ApiError {
 pub struct ErrorBody {
     /// A stable machine-readable kind: `bad-request`, `too-large`,
     /// `timeout`, `unauthenticated`, `forbidden`, `unknown-counter`,
+    /// `unknown-series`, `unknown-number`, `settled`,
     /// `unservable`, `counter`, `unavailable`, `policy`, `internal`,
     /// `overloaded`, `no-route`, `method-not-allowed`,
     /// `unsupported-media-type`.
     pub error: &'static str,
     /// What went wrong, in words (for a 5xx, without internal detail).
     pub message: String,
-    /// The counter concerned, if any.
+    /// The counter (or series) concerned, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub counter: Option<String>,
 }
@@ -190,6 +205,7 @@ impl ApiError {
             | Self::ForbiddenRawValues { .. } => (StatusCode::FORBIDDEN, "forbidden"),
             Self::WrongRoute { .. } => (StatusCode::CONFLICT, "unservable"),
             Self::Library { class, .. } => class_status(*class),
+            Self::Series { status, kind, .. } => (*status, kind),
             Self::Overloaded(_) => (StatusCode::SERVICE_UNAVAILABLE, "overloaded"),
             Self::TokensStale(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             Self::NoRoute(_) => (StatusCode::NOT_FOUND, "no-route"),
@@ -208,6 +224,7 @@ impl ApiError {
     pub fn is_lasting_refusal(&self) -> bool {
         match self {
             Self::BadRequest(_) | Self::Repeated(_) => true,
+            Self::Series { status, .. } => *status == StatusCode::CONFLICT,
             Self::Library { class, .. } => matches!(
                 class,
                 ErrorClass::BadInput | ErrorClass::Conflict | ErrorClass::Unfit
@@ -221,6 +238,7 @@ impl ApiError {
         match self {
             Self::Forbidden { counter, .. } | Self::WrongRoute { counter, .. } => Some(counter),
             Self::Library { counter, .. } => counter.as_deref(),
+            Self::Series { series, .. } => Some(series),
             Self::Repeated(first) => first.counter(),
             _ => None,
         }

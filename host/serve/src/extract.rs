@@ -48,6 +48,12 @@ pub struct Caller(Option<App>);
 pub(crate) struct AppName(pub String);
 
 impl Caller {
+    /// The name of the app whose token it is (none: the server requires
+    /// no token).
+    pub fn app_name(&self) -> Option<&str> {
+        self.0.as_ref().map(|app| app.name.as_str())
+    }
+
     /// Fails unless the caller may use `counter`.
     pub fn may_use(&self, counter: &str) -> Result<(), ApiError> {
         match &self.0 {

@@ -12,6 +12,9 @@
 //!   out in-process (Tinyid's client-side segments; `clients/java/`);
 //! - `GET /v1/counters/{name}`: the counter now, and what the server holds;
 //! - `POST /v1/validate`: IDs in, parts or reasons out;
+//! - `POST /v1/series/{name}/reservations`, `.../reservations/{number}/confirm`
+//!   and `.../void`: numbers of a gap-free series reserved, then confirmed
+//!   or voided (`series.rs`, which also voids expired reservations);
 //! - `GET /api/segment/get/{key}`, `GET /api/snowflake/get/{key}`: Meituan
 //!   Leaf's routes, answering a bare decimal, so that Leaf's clients switch
 //!   without a change;
@@ -67,6 +70,7 @@ mod net;
 mod openapi;
 mod pool;
 mod routes;
+mod series;
 mod slots;
 mod state;
 mod tokens;
@@ -229,6 +233,9 @@ impl Routes {
             .routes(routes!(routes::validate))
             .routes(routes!(routes::leaf_segment))
             .routes(routes!(routes::leaf_snowflake))
+            .routes(routes!(series::reserve))
+            .routes(routes!(series::confirm))
+            .routes(routes!(series::void))
             .split_for_parts();
         let (health, health_doc) = OpenApiRouter::new()
             .routes(routes!(routes::healthz))

@@ -68,7 +68,8 @@ pub enum Only {
     /// Lock modes only: lock_uncontended, lock_handoff, lock_handoff_apart, lock_polling (host/cli/src/bench/lock.rs).
     Lock,
     /// Gap-free series: series_txn, writers numbering an invoice per transaction
-    /// (commits per second, and runs of a transaction per commit) (host/cli/src/bench/series.rs).
+    /// (commits per second, and runs of a transaction per commit), and series_reserve,
+    /// writers reserving a number and confirming it (host/cli/src/bench/series.rs).
     Series,
     /// Policy swap latency: a replaced file and `policy activate`, 10 swaps each
     /// (needs a --db without stored policies; it drops `policies` afterwards).

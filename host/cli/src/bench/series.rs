@@ -4,8 +4,12 @@
 //! invoice, committed with majority and journal), at each concurrency.
 //! Transactions on one series serialise on its document: a writer whose
 //! take conflicts runs its transaction again after a pause, and the figure
-//! beside commits per second is how many runs each commit took. The benchmark's own check: the audit
-//! finds the series whole at the end (numbers 1 to the last, none missing).
+//! beside commits per second is how many runs each commit took. And
+//! `series_reserve`, writers that each reserve a number with a client key
+//! and confirm it (`Series::reserve`, `Series::confirm`: the way of an app
+//! over HTTP), in reservations confirmed per second. The benchmark's own
+//! check: the audit finds the series whole at the end (numbers 1 to the
+//! last, none missing, each confirmed).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -24,9 +28,11 @@ use super::sequence::BenchResult;
 /// The series benchmark's figures.
 #[derive(Debug, Clone, Serialize)]
 pub struct SeriesBenchReport {
-    /// `series_txn` at each concurrency (ops = commits).
+    /// `series_txn` (ops = commits) and `series_reserve` (ops = numbers
+    /// reserved and confirmed) at each concurrency.
     pub results: Vec<BenchResult>,
-    /// Runs of a transaction per commit, at each concurrency.
+    /// Runs of a transaction per commit of `series_txn`, at each
+    /// concurrency.
     pub runs_per_commit: Vec<(usize, f64)>,
 }
 
@@ -43,27 +49,50 @@ pub async fn run(
         results: Vec::new(),
         runs_per_commit: Vec::new(),
     };
-    for &writers in concurrencies {
-        let (commits, runs, seconds) = run_writers(database, writers, duration).await?;
-        report.results.push(BenchResult {
-            mode: "series_txn".into(),
-            concurrency: writers,
-            ops_per_sec: commits as f64 / seconds,
-            ops: commits,
-            seconds,
-            fetches_per_million: None,
-        });
-        report
-            .runs_per_commit
-            .push((writers, runs as f64 / commits.max(1) as f64));
+    for mode in [Mode::Transactions, Mode::Reservations] {
+        for &writers in concurrencies {
+            let (commits, runs, seconds) = run_writers(database, mode, writers, duration).await?;
+            report.results.push(BenchResult {
+                mode: mode.name().into(),
+                concurrency: writers,
+                ops_per_sec: commits as f64 / seconds,
+                ops: commits,
+                seconds,
+                fetches_per_million: None,
+            });
+            if mode == Mode::Transactions {
+                report
+                    .runs_per_commit
+                    .push((writers, runs as f64 / commits.max(1) as f64));
+            }
+        }
     }
     Ok(report)
 }
 
-/// `writers` writers on a fresh series for `duration`: commits, runs of a
-/// transaction, seconds.
+/// How the benchmark's writers take their numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// In a transaction with the invoice (`series_txn`).
+    Transactions,
+    /// Reserved with a client key, then confirmed (`series_reserve`).
+    Reservations,
+}
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Transactions => "series_txn",
+            Mode::Reservations => "series_reserve",
+        }
+    }
+}
+
+/// `writers` writers on a fresh series for `duration`: numbers taken,
+/// runs of a transaction (`series_txn`), seconds.
 async fn run_writers(
     database: &Database,
+    mode: Mode,
     writers: usize,
     duration: Duration,
 ) -> Result<(u64, u64, f64), SeriesError> {
@@ -109,6 +138,14 @@ async fn run_writers(
                 let invoices = database.collection::<Document>(INVOICES);
                 while !stop.load(Ordering::Relaxed) {
                     let reference = format!("w{writer}-{commits}");
+                    if mode == Mode::Reservations {
+                        let reserved = series
+                            .reserve(Duration::from_secs(60), Some(&reference))
+                            .await?;
+                        series.confirm(reserved.number, &reference).await?;
+                        commits += 1;
+                        continue;
+                    }
                     let taken = series
                         .number_with(&mut session, &reference, |session, number| {
                             let invoice = doc! { "_id": &reference, "number": number as i64 };
@@ -141,7 +178,7 @@ async fn run_writers(
         runs += tries;
     }
     let audit = audit(database, &name).await?;
-    if !audit.is_whole() || audit.last != commits {
+    if !audit.is_whole() || audit.last != commits || audit.confirmed != commits {
         return Err(SeriesError::Corrupt {
             name,
             reason: format!(
@@ -156,12 +193,17 @@ async fn run_writers(
 /// The report as text.
 pub fn text(report: &SeriesBenchReport) -> String {
     let mut text = format!(
-        "{:<12} {:>11} {:>12} {:>10} {:>16}\n",
-        "mode", "concurrency", "commits/s", "commits", "runs per commit"
+        "{:<15} {:>11} {:>12} {:>10} {:>16}\n",
+        "mode", "concurrency", "numbers/s", "numbers", "runs per commit"
     );
-    for (result, (_, runs)) in report.results.iter().zip(&report.runs_per_commit) {
+    for result in &report.results {
+        let runs = report
+            .runs_per_commit
+            .iter()
+            .find(|(writers, _)| result.mode == "series_txn" && *writers == result.concurrency)
+            .map_or("-".to_string(), |(_, runs)| format!("{runs:.2}"));
         text += &format!(
-            "{:<12} {:>11} {:>12.0} {:>10} {:>16.2}\n",
+            "{:<15} {:>11} {:>12.0} {:>10} {:>16}\n",
             result.mode, result.concurrency, result.ops_per_sec, result.ops, runs
         );
     }

@@ -13,6 +13,7 @@ use super::functions::server_functions;
 use super::roles::{role_specs, RoleSpec};
 pub use crate::checksum::sha256_hex;
 use crate::lock::LOCKS_COLLECTION;
+use crate::mongo::collections::SERIES_NUMBERS;
 use crate::policy::POLICIES_COLLECTION;
 use crate::sequence::COUNTERS_COLLECTION;
 
@@ -32,8 +33,8 @@ pub enum ItemKind {
     Function,
     /// A user-defined role (only with `--create-roles`).
     Role,
-    /// An index on a collection: the unique index that keeps two counters
-    /// from owning one prefix.
+    /// An index on a collection: those on the counters' prefixes and on
+    /// the series' records.
     Index,
 }
 
@@ -71,6 +72,10 @@ pub(crate) enum InstalledIndex {
     Prefixes,
     /// The index that finds the counters owning a prefix undeclared.
     UndeclaredPrefixes,
+    /// The unique index on the client keys of the series' records.
+    SeriesClientKeys,
+    /// The index of the series' open reservations.
+    SeriesOpenReservations,
 }
 
 impl InstalledIndex {
@@ -81,6 +86,8 @@ impl InstalledIndex {
             InstalledIndex::UndeclaredPrefixes => {
                 crate::sequence::prefixes::undeclared_index_model()
             }
+            InstalledIndex::SeriesClientKeys => crate::series::client_keys_model(),
+            InstalledIndex::SeriesOpenReservations => crate::series::open_reservations_model(),
         }
     }
 }
@@ -121,17 +128,31 @@ pub fn desired_items(database: &str, roles: bool) -> Vec<Item> {
         .collect();
     items.extend(
         [
-            ("prefixes", InstalledIndex::Prefixes),
-            ("undeclared-prefixes", InstalledIndex::UndeclaredPrefixes),
+            (COUNTERS_COLLECTION, "prefixes", InstalledIndex::Prefixes),
+            (
+                COUNTERS_COLLECTION,
+                "undeclared-prefixes",
+                InstalledIndex::UndeclaredPrefixes,
+            ),
+            (
+                SERIES_NUMBERS,
+                "client-keys",
+                InstalledIndex::SeriesClientKeys,
+            ),
+            (
+                SERIES_NUMBERS,
+                "open-reservations",
+                InstalledIndex::SeriesOpenReservations,
+            ),
         ]
         .into_iter()
-        .map(|(name, index)| Item {
+        .map(|(collection, name, index)| Item {
             kind: ItemKind::Index,
-            name: format!("{COUNTERS_COLLECTION}.{name}"),
+            name: format!("{collection}.{name}"),
             version: INSTALLER_VERSION,
             sha256: index_sha256(&index.model()),
             spec: ItemSpec::Index {
-                collection: COUNTERS_COLLECTION,
+                collection,
                 model: index,
             },
         }),

@@ -61,9 +61,11 @@ pub fn role_specs(database: &str) -> Vec<RoleSpec> {
                 // idmint serve --tokens-from-db reads the app tokens.
                 privilege(database, TOKENS_COLLECTION, &["find"]),
                 // Take a number of a gap-free series and write its record,
-                // in the app's transaction; audit them. Never remove.
+                // in the app's transaction; reserve, confirm and void one,
+                // void the expired reservations (serve); audit them. Never
+                // remove.
                 privilege(database, SERIES, &["find", "update"]),
-                privilege(database, SERIES_NUMBERS, &["find", "insert"]),
+                privilege(database, SERIES_NUMBERS, &["find", "insert", "update"]),
             ],
         },
         RoleSpec {
@@ -101,8 +103,23 @@ pub fn role_specs(database: &str) -> Vec<RoleSpec> {
                 privilege(database, TAGS_COLLECTION, &["find", "insert", "update"]),
                 // Gap-free series: made by series create, numbered, audited.
                 // Never removed: their numbers are an accounting record.
+                // The records' indexes (client keys, open reservations):
+                // made by install and series create, listed by status,
+                // dropped by uninstall (the records stay).
                 privilege(database, SERIES, &["find", "insert", "update"]),
-                privilege(database, SERIES_NUMBERS, &["find", "insert"]),
+                privilege(
+                    database,
+                    SERIES_NUMBERS,
+                    &[
+                        "find",
+                        "insert",
+                        "update",
+                        "createCollection",
+                        "createIndex",
+                        "listIndexes",
+                        "dropIndex",
+                    ],
+                ),
                 privilege(
                     database,
                     LOCKS_COLLECTION,

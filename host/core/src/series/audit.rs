@@ -7,7 +7,10 @@
 //! ([`Finding::Beyond`]: written by hand, or a series restored backwards),
 //! numbers neither confirmed nor voided ([`Finding::Open`]), a confirmed
 //! number with no reference or a voided one with no reason, and records it
-//! cannot read. Numbers taken while it reads (past the `last` it read
+//! cannot read. Reservations past their deadline are voided
+//! [`EXPIRED`](super::EXPIRED) first ([`void_expired`]), and said so; a
+//! number still reserved before its deadline is pending
+//! ([`Audit::reserved`]), not a hole: it will be confirmed or voided. Numbers taken while it reads (past the `last` it read
 //! first) are not judged, except that a record past the `last` read again
 //! at the end is [`Finding::Beyond`].
 
@@ -21,6 +24,7 @@ use serde::Serialize;
 use super::document::read_series;
 use super::error::SeriesError;
 use super::record::{read, records_of, NumberState};
+use super::reserve::void_expired;
 use crate::mongo::collections::SERIES_NUMBERS;
 use crate::sequence::CounterName;
 
@@ -39,6 +43,10 @@ pub struct Audit {
     pub confirmed: u64,
     /// Of those, voided.
     pub voided: u64,
+    /// Of those, reserved and before their deadline: pending.
+    pub reserved: u64,
+    /// Reservations past their deadline that the audit voided first.
+    pub expired_now: u64,
     /// Every way it is not whole (none: it is).
     pub findings: Vec<Finding>,
 }
@@ -68,7 +76,8 @@ pub enum Finding {
         /// Its number.
         number: u64,
     },
-    /// A number neither confirmed nor voided.
+    /// A number reserved with no deadline (written by hand): neither
+    /// confirmed nor voided, and nothing will void it.
     Open {
         /// Its number.
         number: u64,
@@ -108,7 +117,7 @@ impl fmt::Display for Finding {
             Self::Open { number, state } => {
                 write!(
                     f,
-                    "number {number} is {}, neither confirmed nor voided",
+                    "number {number} is {} with no deadline, neither confirmed nor voided",
                     state.as_str()
                 )
             }
@@ -123,6 +132,7 @@ impl fmt::Display for Finding {
 
 /// Audits series `name` (see the module docs).
 pub async fn audit(database: &Database, name: &CounterName) -> Result<Audit, SeriesError> {
+    let expired_now = void_expired(database, Some(name)).await?;
     let state = read_series(database, name, None).await?;
     let mut audit = Audit {
         series: name.as_str().to_string(),
@@ -131,6 +141,8 @@ pub async fn audit(database: &Database, name: &CounterName) -> Result<Audit, Ser
         records: 0,
         confirmed: 0,
         voided: 0,
+        reserved: 0,
+        expired_now,
         findings: Vec::new(),
     };
     let mut cursor = database
@@ -180,6 +192,7 @@ pub async fn audit(database: &Database, name: &CounterName) -> Result<Audit, Ser
             }
             NumberState::Confirmed => audit.confirmed += 1,
             NumberState::Voided => audit.voided += 1,
+            NumberState::Reserved if record.deadline.is_some() => audit.reserved += 1,
             state @ NumberState::Reserved => audit.findings.push(Finding::Open { number, state }),
         }
     }

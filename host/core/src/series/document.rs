@@ -15,6 +15,7 @@ use mongodb::bson::{doc, Bson, DateTime, Document};
 use mongodb::{ClientSession, Collection, Database};
 
 use super::error::SeriesError;
+use super::indexes::ensure_indexes;
 use crate::mongo::collections::SERIES;
 use crate::mongo::{durable_write_concern, is_duplicate_key};
 use crate::sequence::{CounterName, MAX_VALUE};
@@ -51,6 +52,7 @@ pub async fn create_series(
             reason: format!("start {start} is out of range 1..={MAX_VALUE}"),
         });
     }
+    ensure_indexes(database, name).await?;
     let document = doc! {
         "_id": name.as_str(),
         "kind": SERIES_KIND,

@@ -39,6 +39,31 @@ pub enum SeriesError {
          first, or use `Series::take`, which runs its own); nothing was taken"
     )]
     NotInTransaction(CounterName),
+    /// A number to confirm or void has no record: it was never taken, or
+    /// not yet.
+    #[error("series '{name}': number {number} was never reserved; nothing was written")]
+    NotReserved {
+        /// The series.
+        name: CounterName,
+        /// The number.
+        number: u64,
+    },
+    /// A number to confirm or void is settled otherwise already.
+    #[error("series '{name}': number {number} {why}; nothing was written")]
+    Settled {
+        /// The series.
+        name: CounterName,
+        /// The number.
+        number: u64,
+        /// Its state, and why that refuses the call ("is voided ...").
+        why: String,
+    },
+    /// The sweep of every series' expired reservations failed.
+    #[error(
+        "voiding the expired reservations of every series failed: {}",
+        crate::mongo::describe_error(.0)
+    )]
+    Sweep(#[source] mongodb::error::Error),
     /// What was given is malformed (a reference, a start).
     #[error("series '{name}': {reason}; nothing was taken")]
     BadInput {
@@ -89,8 +114,11 @@ impl SeriesError {
             Self::InvalidName(_) | Self::NotInTransaction(_) | Self::BadInput { .. } => {
                 ErrorClass::BadInput
             }
-            Self::UnknownSeries(_) => ErrorClass::NotFound,
-            Self::SeriesExists(_) | Self::Corrupt { .. } => ErrorClass::Conflict,
+            Self::UnknownSeries(_) | Self::NotReserved { .. } => ErrorClass::NotFound,
+            Self::SeriesExists(_) | Self::Corrupt { .. } | Self::Settled { .. } => {
+                ErrorClass::Conflict
+            }
+            Self::Sweep(source) => database_class(source),
             Self::Exhausted(_) => ErrorClass::Exhausted,
             Self::Database { source, .. } => database_class(source),
             Self::Held { .. } => ErrorClass::Unavailable,

@@ -16,12 +16,21 @@ mod audit;
 mod commands;
 mod document;
 mod error;
+mod indexes;
 mod next;
 mod record;
+mod reserve;
 
 pub use audit::{audit, Audit, Finding};
 pub use commands::{commands, SeriesCommands, BY, NOW, NUMBER, PADDED, REFERENCE};
 pub use document::{create_series, read_series, SeriesState, SERIES_KIND};
 pub use error::{SeriesError, TRANSIENT_TRANSACTION_ERROR};
-pub use next::{Series, Taken, MAX_REFERENCE_BYTES};
+pub use indexes::{
+    client_keys_model, open_reservations_model, CLIENT_KEYS_INDEX, OPEN_RESERVATIONS_INDEX,
+};
+pub use next::{Series, Taken, MAX_REFERENCE_CHARS};
 pub use record::{record_id, NumberRecord, NumberState};
+pub use reserve::{
+    void_expired, Reservation, Settled, EXPIRED, MAX_CLIENT_KEY_CHARS, MAX_REASON_CHARS, MAX_TTL,
+    MIN_TTL,
+};

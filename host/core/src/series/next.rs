@@ -34,8 +34,9 @@ use crate::mongo::durable_write_concern;
 use crate::random::fraction;
 use crate::sequence::{CounterName, MAX_VALUE};
 
-/// The longest reference a number is confirmed with, in bytes.
-pub const MAX_REFERENCE_BYTES: usize = 512;
+/// The longest reference a number is confirmed with, in characters
+/// (Unicode code points, as JSON Schema's `maxLength` counts).
+pub const MAX_REFERENCE_CHARS: usize = 512;
 
 /// How long [`Series::take`] runs its transaction again after transient
 /// errors before it gives up (the driver's own `with_transaction` allows
@@ -78,6 +79,11 @@ impl Series {
         self
     }
 
+    /// Who its records say took their numbers.
+    pub fn by_name(&self) -> &str {
+        &self.by
+    }
+
     /// The series' name.
     pub fn name(&self) -> &CounterName {
         &self.name
@@ -90,7 +96,8 @@ impl Series {
 
     /// Takes the next number of the series in the transaction in progress
     /// on `session`, confirmed with `reference` (the business record's,
-    /// e.g. the invoice's id: 1 to [`MAX_REFERENCE_BYTES`] bytes): its
+    /// e.g. the invoice's id: 1 to [`MAX_REFERENCE_CHARS`] characters, none a
+    /// control character): its
     /// record and the series' `last` are written in that transaction, and
     /// are kept only if it commits. A session with no transaction in
     /// progress is refused ([`SeriesError::NotInTransaction`]) and nothing
@@ -219,19 +226,39 @@ impl Series {
         &self,
         session: &mut ClientSession,
         reference: &str,
-        mut write: F,
+        write: F,
     ) -> Result<Taken, SeriesError>
     where
-        F: for<'s> FnMut(&'s mut ClientSession, u64) -> BoxFuture<'s, mongodb::error::Result<()>>,
+        F: for<'s> FnMut(&'s mut ClientSession, u64) -> BoxFuture<'s, mongodb::error::Result<()>>
+            + Send,
     {
         self.check_reference(reference)?;
+        let numbering = Numbering {
+            series: self,
+            reference,
+            write,
+        };
+        self.in_transactions(session, numbering)
+            .await
+            .map(|(number, attempts)| Taken { number, attempts })
+    }
+
+    /// Runs `attempt` in a transaction on `session` and commits it with
+    /// majority and journal, again after each transient error (see
+    /// [`Series::number_with`]): what the committed run returned, and how
+    /// many runs it took. A run that fails before its commit is aborted.
+    pub(super) async fn in_transactions<T>(
+        &self,
+        session: &mut ClientSession,
+        mut attempt: impl Attempt<Output = T>,
+    ) -> Result<(T, u32), SeriesError> {
         let began = Instant::now();
         let mut pause = Duration::from_millis(2);
         let mut attempts = 0;
         loop {
             attempts += 1;
-            match self.run_once(session, reference, &mut write, began).await {
-                Ok(number) => return Ok(Taken { number, attempts }),
+            match self.run_once(session, &mut attempt, began).await {
+                Ok(done) => return Ok((done, attempts)),
                 Err(error) if error.is_transient() && began.elapsed() < RETRY_FOR => {
                     // Apart, so that the writers a conflict aborted do not
                     // all meet again at once.
@@ -250,33 +277,22 @@ impl Series {
         }
     }
 
-    /// One run of [`Series::number_with`]'s transaction; aborted if it
-    /// fails before its commit.
-    async fn run_once<F>(
+    /// One run of [`Series::in_transactions`]; aborted if it fails before
+    /// its commit.
+    async fn run_once<T>(
         &self,
         session: &mut ClientSession,
-        reference: &str,
-        write: &mut F,
+        attempt: &mut impl Attempt<Output = T>,
         began: Instant,
-    ) -> Result<u64, SeriesError>
-    where
-        F: for<'s> FnMut(&'s mut ClientSession, u64) -> BoxFuture<'s, mongodb::error::Result<()>>,
-    {
+    ) -> Result<T, SeriesError> {
         session
             .start_transaction()
             .read_concern(ReadConcern::majority())
             .write_concern(durable_write_concern())
             .await
             .map_err(|error| SeriesError::database(&self.name, "start a transaction", error))?;
-        let written = match self.next_in(session, reference).await {
-            Ok(number) => write(session, number)
-                .await
-                .map(|()| number)
-                .map_err(|error| SeriesError::database(&self.name, "write the record", error)),
-            Err(error) => Err(error),
-        };
-        match written {
-            Ok(number) => self.commit(session, began).await.map(|()| number),
+        match attempt.run(session).await {
+            Ok(done) => self.commit(session, began).await.map(|()| done),
             Err(error) => {
                 let _ = session.abort_transaction().await;
                 Err(error)
@@ -301,23 +317,15 @@ impl Series {
         }
     }
 
-    fn check_reference(&self, reference: &str) -> Result<(), SeriesError> {
-        let reason = if reference.is_empty() {
-            "the reference is empty: a number is confirmed with the business record's".to_string()
-        } else if reference.len() > MAX_REFERENCE_BYTES {
-            format!(
-                "the reference is {} bytes long, the limit is {MAX_REFERENCE_BYTES}",
-                reference.len()
-            )
-        } else if reference.chars().any(char::is_control) {
-            "the reference holds a control character".to_string()
-        } else {
-            return Ok(());
-        };
-        Err(SeriesError::BadInput {
-            name: self.name.clone(),
-            reason,
-        })
+    pub(super) fn check_reference(&self, reference: &str) -> Result<(), SeriesError> {
+        if reference.is_empty() {
+            return Err(SeriesError::BadInput {
+                name: self.name.clone(),
+                reason: "the reference is empty: a number is confirmed with the business record's"
+                    .to_string(),
+            });
+        }
+        self.check_text("reference", reference, MAX_REFERENCE_CHARS)
     }
 
     /// Refuses `session` unless a transaction is in progress on it. The
@@ -343,7 +351,7 @@ impl Series {
 
     /// Why the take matched nothing: no such series, a malformed one, or
     /// one at its last number.
-    async fn why_untaken(&self, session: &mut ClientSession) -> SeriesError {
+    pub(super) async fn why_untaken(&self, session: &mut ClientSession) -> SeriesError {
         match read_series(&self.database, &self.name, Some(session)).await {
             Ok(state) if state.last >= MAX_VALUE => SeriesError::Exhausted(self.name.clone()),
             Ok(_) => SeriesError::Corrupt {
@@ -354,8 +362,49 @@ impl Series {
         }
     }
 
-    fn records(&self) -> Collection<Document> {
+    pub(super) fn records(&self) -> Collection<Document> {
         self.database.collection(SERIES_NUMBERS)
+    }
+}
+
+/// What one run of a transaction writes (boxed, so that its future is
+/// `Send` for every lifetime of the session: a service runs it on its
+/// threads).
+pub(super) trait Attempt: Send {
+    /// What a committed run returns.
+    type Output;
+    /// The writes of one run, in `session`'s transaction.
+    fn run<'s>(
+        &'s mut self,
+        session: &'s mut ClientSession,
+    ) -> BoxFuture<'s, Result<Self::Output, SeriesError>>;
+}
+
+/// [`Series::number_with`]'s run: the number, then the caller's writes.
+struct Numbering<'a, F> {
+    series: &'a Series,
+    reference: &'a str,
+    write: F,
+}
+
+impl<F> Attempt for Numbering<'_, F>
+where
+    F: for<'s> FnMut(&'s mut ClientSession, u64) -> BoxFuture<'s, mongodb::error::Result<()>>
+        + Send,
+{
+    type Output = u64;
+
+    fn run<'s>(
+        &'s mut self,
+        session: &'s mut ClientSession,
+    ) -> BoxFuture<'s, Result<u64, SeriesError>> {
+        Box::pin(async move {
+            let number = self.series.next_in(session, self.reference).await?;
+            (self.write)(session, number).await.map_err(|error| {
+                SeriesError::database(&self.series.name, "write the record", error)
+            })?;
+            Ok(number)
+        })
     }
 }
 

@@ -11,7 +11,10 @@
 //! The `_id` makes one record per number by construction, and sorts the
 //! records of a series in number order (the number zero-padded), so that
 //! the audit reads them in one pass. A voided number (`state: "voided"`)
-//! carries a `reason` instead of a reference.
+//! carries a `reason` instead of a reference. A number reserved
+//! (`reserve.rs`) has `state: "reserved"`, its `deadline`, `reserved_at`
+//! and `reserved_by`, and its `client_key` if it was given one; confirmed or
+//! voided later, `at` and `by` say when and by whom.
 
 use mongodb::bson::{doc, Bson, DateTime, Document};
 use serde::Serialize;
@@ -106,6 +109,9 @@ pub struct NumberRecord {
     /// Why it was voided.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Until when a reserved number may be confirmed (server time).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<DateTime>,
 }
 
 /// Reads the record `document` of series `name`, or says what is wrong
@@ -150,5 +156,6 @@ pub(crate) fn read(name: &CounterName, document: &Document) -> Result<NumberReco
         state,
         reference: text("reference"),
         reason: text("reason"),
+        deadline: document.get_datetime("deadline").ok().copied(),
     })
 }
