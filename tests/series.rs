@@ -646,3 +646,97 @@ async fn assert_left_alike(database: &Database) -> Vec<Document> {
     );
     records
 }
+
+/// `series audit --against COLLECTION.FIELD` reconciles the series with the
+/// business records both ways, naming a record numbered by hand and a
+/// confirmed number whose record is gone (exit 1); `--csv` writes the
+/// register, a row per record and a row per hole, with the findings on
+/// stderr and the same exit code.
+#[tokio::test]
+async fn the_audit_reconciles_with_the_business_records_and_writes_a_register() {
+    const TEST: &str = "series_audit_against";
+    let database = support::database(TEST).await;
+    let name = CounterName::new("inv").unwrap();
+    create_series(&database, &name, 1).await.unwrap();
+    let series = Series::new(&database, name.clone());
+    for reference in ["inv-1", "inv-2", "inv-3", "inv-4"] {
+        let mut session = database.client().start_session().await.unwrap();
+        series
+            .number_with(&mut session, reference, |session, number| {
+                insert_invoice(session, &database, reference.to_string(), number)
+            })
+            .await
+            .unwrap();
+    }
+    let whole = run(idmint(TEST).args(["series", "audit", "inv", "--against", "invoices._id"]));
+    assert_exit(&whole, 0);
+    assert_eq!(
+        stdout(&whole).trim(),
+        "series 'inv': numbers 1 to 4, 4 confirmed, 0 voided; reconciled with invoices._id \
+         (4 reference(s) read); whole: every number has one record"
+    );
+
+    let invoices = database.collection::<Document>("invoices");
+    invoices
+        .insert_one(doc! { "_id": "by-hand", "number": 5_i64 })
+        .await
+        .unwrap();
+    invoices.delete_one(doc! { "_id": "inv-2" }).await.unwrap();
+    database
+        .collection::<Document>("series_numbers")
+        .delete_one(doc! { "number": 3_i64 })
+        .await
+        .unwrap();
+    let output = run(idmint(TEST).args(["series", "audit", "inv", "--against", "invoices._id"]));
+    assert_exit(&output, 1);
+    assert_eq!(
+        stdout(&output).trim(),
+        "series 'inv': numbers 1 to 4, 3 confirmed, 0 voided; reconciled with invoices._id \
+         (4 reference(s) read); NOT whole, 4 finding(s):\n  \
+         number 3 has no record\n  \
+         a business record holds reference \"by-hand\", which no confirmed number has\n  \
+         a business record holds reference \"inv-3\", which no confirmed number has\n  \
+         number 2 is confirmed with reference \"inv-2\", which no business record holds"
+    );
+
+    let output = run(idmint(TEST).args(["series", "audit", "inv", "--csv"]));
+    assert_exit(&output, 1);
+    let rows: Vec<Vec<String>> = stdout(&output)
+        .lines()
+        .map(|line| line.split(',').map(str::to_string).collect())
+        .collect();
+    assert_eq!(
+        rows[0],
+        ["number", "to", "state", "reference", "reason", "at", "by"]
+    );
+    let states: Vec<(&str, &str, &str, &str)> = rows[1..]
+        .iter()
+        .map(|row| {
+            (
+                row[0].as_str(),
+                row[1].as_str(),
+                row[2].as_str(),
+                row[3].as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("1", "", "confirmed", "inv-1"),
+            ("2", "", "confirmed", "inv-2"),
+            ("3", "3", "missing", ""),
+            ("4", "", "confirmed", "inv-4"),
+        ]
+    );
+    assert!(
+        rows[1][5].ends_with('Z') && !rows[1][6].is_empty(),
+        "{rows:?}"
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("number 3 has no record"), "{stderr}");
+    assert_exit(
+        &run(idmint(TEST).args(["series", "audit", "inv", "--against", "invoices"])),
+        2,
+    );
+}

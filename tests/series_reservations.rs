@@ -456,3 +456,63 @@ async fn over_http_lost_answers_and_dead_clients_leave_the_series_whole() {
     assert!(audit.is_whole(), "{audit:?}");
     assert_eq!((audit.last, audit.confirmed, audit.voided), (3, 1, 2));
 }
+
+/// `idmint serve` watches every series: `/metrics` has each series' holes,
+/// open and expired reservations, and `/monitor.json` (and the page) lists
+/// the series with holes first; the counts come from the indexes, the
+/// audit names the holes.
+#[tokio::test]
+async fn serve_shows_each_series_holes_and_reservations() {
+    const TEST: &str = "series_watch";
+    let database = support::database(TEST).await;
+    let series = invoices(&database).await;
+    for number in 1..=3 {
+        assert_eq!(
+            series.take(&format!("inv-{number}")).await.unwrap().number,
+            number
+        );
+    }
+    series.reserve(LONG, None).await.unwrap();
+    let quiet = Series::new(&database, CounterName::new("credit-notes").unwrap());
+    create_series(&database, quiet.name(), 1).await.unwrap();
+    quiet.take("r-1").await.unwrap();
+    database
+        .collection::<Document>("series_numbers")
+        .delete_one(doc! { "series": "invoices", "number": 2_i64 })
+        .await
+        .unwrap();
+
+    let service = Service::start(TEST, &[]);
+    let mut metrics = String::new();
+    support::wait::until(Duration::from_secs(30), "the series' metrics", || {
+        metrics = service.admin("/metrics").body;
+        metrics.contains("idmint_series_missing_numbers{series=\"invoices\"} 1")
+    });
+    for line in [
+        "idmint_series_reserved_numbers{series=\"invoices\"} 1",
+        "idmint_series_expired_reservations{series=\"invoices\"} 0",
+        "idmint_series_missing_numbers{series=\"credit-notes\"} 0",
+    ] {
+        assert!(metrics.contains(line), "{line} not in\n{metrics}");
+    }
+    let monitor = service.admin("/monitor.json").json();
+    let rows: Vec<(&str, u64, u64)> = monitor["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| {
+            (
+                row["series"].as_str().unwrap(),
+                row["missing"].as_u64().unwrap(),
+                row["reserved"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [("invoices", 1, 1), ("credit-notes", 0, 0)],
+        "{monitor}"
+    );
+    let page = service.admin("/monitor").body;
+    assert!(page.contains("Gap-free series"), "{page}");
+}

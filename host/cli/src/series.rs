@@ -3,8 +3,9 @@
 //! is missing.
 
 use clap::{Args, Subcommand};
+use idmint::parts::rfc3339_millis;
 use idmint::sequence::CounterName;
-use idmint::series::{audit, create_series, Series, SeriesError};
+use idmint::series::{audit_with, create_series, Against, Audit, Row, Series, SeriesError};
 use mongodb::bson::Bson;
 use serde::Serialize;
 
@@ -152,8 +153,21 @@ impl NextArgs {
 pub struct AuditArgs {
     /// The series' name.
     pub name: String,
+    /// Also reconcile with the business records: FIELD of COLLECTION holds the reference
+    /// each number is confirmed with (e.g. invoices._id); each confirmed reference must be
+    /// there, and each value there a confirmed reference.
+    #[arg(long, value_name = "COLLECTION.FIELD", value_parser = parse_against)]
+    pub against: Option<Against>,
+    /// Print the register as CSV for an auditor (a row per record, a row per hole), the
+    /// findings on stderr; the exit code as without it.
+    #[arg(long, conflicts_with = "json")]
+    pub csv: bool,
     #[command(flatten)]
     pub connect: ConnectArgs,
+}
+
+fn parse_against(text: &str) -> Result<Against, String> {
+    text.parse()
 }
 
 #[derive(Serialize)]
@@ -291,8 +305,21 @@ impl SeriesCmd {
                 output.report(&settled, || settled_text(&settled))?;
                 Ok(Outcome::Success)
             }
-            SeriesCmd::Audit(_) => {
-                let audit = audit(&database, &name).await.map_err(idmint::Error::from)?;
+            SeriesCmd::Audit(args) if args.csv => {
+                let audit = audit_csv(&database, &name, args.against.as_ref()).await?;
+                for finding in &audit.findings {
+                    output.warning(&finding.to_string());
+                }
+                if audit.is_whole() {
+                    Ok(Outcome::Success)
+                } else {
+                    Ok(Outcome::Failure)
+                }
+            }
+            SeriesCmd::Audit(args) => {
+                let audit = audit_with(&database, &name, args.against.as_ref(), |_| {})
+                    .await
+                    .map_err(idmint::Error::from)?;
                 output.report(&audit, || {
                     let mut text = if audit.last < audit.first {
                         format!(
@@ -310,6 +337,12 @@ impl SeriesCmd {
                             ", {} reserved (pending: confirmed or voided \"expired\" by their \
                              deadline)",
                             audit.reserved
+                        ));
+                    }
+                    if let Some(against) = &audit.against {
+                        text.push_str(&format!(
+                            "; reconciled with {} ({} reference(s) read)",
+                            against.field, against.references
                         ));
                     }
                     if audit.expired_now > 0 {
@@ -353,4 +386,55 @@ fn settled_text(settled: &idmint::series::Settled) -> String {
         "series '{}': number {} is{already} {what}",
         settled.series, settled.number
     )
+}
+
+/// The columns of the CSV register.
+const CSV_HEADER: [&str; 7] = ["number", "to", "state", "reference", "reason", "at", "by"];
+
+/// Audits series `name`, writing its register to stdout as CSV as it
+/// reads: a row per record (`to` empty), a row per hole (`state`
+/// `missing`, from `number` to `to`).
+async fn audit_csv(
+    database: &mongodb::Database,
+    name: &CounterName,
+    against: Option<&Against>,
+) -> anyhow::Result<Audit> {
+    let mut writer = csv::Writer::from_writer(std::io::stdout().lock());
+    let mut failed: Option<csv::Error> = writer.write_record(CSV_HEADER).err();
+    let audit = audit_with(database, name, against, |row| {
+        if failed.is_some() {
+            return;
+        }
+        let written = match row {
+            Row::Record(record) => writer.write_record([
+                record.number.to_string(),
+                String::new(),
+                record.state.as_str().to_string(),
+                record.reference.clone().unwrap_or_default(),
+                record.reason.clone().unwrap_or_default(),
+                record
+                    .at
+                    .map(|at| rfc3339_millis(at.timestamp_millis()))
+                    .unwrap_or_default(),
+                record.by.clone().unwrap_or_default(),
+            ]),
+            Row::Missing { from, to } => writer.write_record([
+                from.to_string(),
+                to.to_string(),
+                "missing".to_string(),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+            ]),
+        };
+        failed = written.err();
+    })
+    .await
+    .map_err(idmint::Error::from)?;
+    if let Some(error) = failed {
+        return Err(error.into());
+    }
+    writer.flush()?;
+    Ok(audit)
 }

@@ -43,6 +43,13 @@ pub struct CounterLabel {
     pub counter: String,
 }
 
+/// A gap-free series' name.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SeriesLabel {
+    /// The series.
+    pub series: String,
+}
+
 /// The policy in service.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct PolicyLabels {
@@ -81,6 +88,9 @@ pub struct Metrics {
     write_blocked: Gauge,
     write_timeouts: Counter,
     bodies_reading: Gauge,
+    series_missing: Family<SeriesLabel, Gauge>,
+    series_reserved: Family<SeriesLabel, Gauge>,
+    series_expired: Family<SeriesLabel, Gauge>,
     /// Requests answered and values handed out since start, for the
     /// monitor page's rates.
     total_requests: std::sync::atomic::AtomicU64,
@@ -213,6 +223,25 @@ impl Metrics {
             "Request bodies being read (before their request takes a slot)",
             bodies_reading.clone(),
         );
+        let series_missing = Family::<SeriesLabel, Gauge>::default();
+        registry.register(
+            "series_missing_numbers",
+            "Numbers of a gap-free series from its first to its last with no record (holes; \
+             `idmint series audit` names them), as last counted (every 10 s)",
+            series_missing.clone(),
+        );
+        let series_reserved = Family::<SeriesLabel, Gauge>::default();
+        registry.register(
+            "series_reserved_numbers",
+            "Numbers of a gap-free series reserved, not yet confirmed or voided",
+            series_reserved.clone(),
+        );
+        let series_expired = Family::<SeriesLabel, Gauge>::default();
+        registry.register(
+            "series_expired_reservations",
+            "Reservations of a gap-free series past their deadline, not yet voided",
+            series_expired.clone(),
+        );
         let batching = BatchMeter::default();
         registry.register(
             "policy_calls",
@@ -246,6 +275,9 @@ impl Metrics {
             write_blocked,
             write_timeouts,
             bodies_reading,
+            series_missing,
+            series_reserved,
+            series_expired,
             total_requests: Default::default(),
             total_values: Default::default(),
             activity: Default::default(),
@@ -354,6 +386,25 @@ impl Metrics {
     /// the policy in service read now.
     /// `policies`: each policy in service and the counters it formats
     /// (`any`, or a kind).
+    /// The gap-free series as last counted.
+    pub fn series(&self, summaries: &[idmint::series::SeriesSummary]) {
+        for summary in summaries {
+            let label = SeriesLabel {
+                series: summary.series.clone(),
+            };
+            let gauge = |value: u64| i64::try_from(value).unwrap_or(i64::MAX);
+            self.series_missing
+                .get_or_create(&label)
+                .set(gauge(summary.missing));
+            self.series_reserved
+                .get_or_create(&label)
+                .set(gauge(summary.reserved));
+            self.series_expired
+                .get_or_create(&label)
+                .set(gauge(summary.expired));
+        }
+    }
+
     pub fn render(
         &self,
         opened: &[std::sync::Arc<Served>],

@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use idmint::sequence::CounterName;
-use idmint::series::{void_expired, Series, SeriesError};
+use idmint::series::{summaries, void_expired, Series, SeriesError};
 
 use super::error::{ApiError, ErrorBody};
 use super::extract::{ApiJson, Caller};
@@ -321,18 +321,28 @@ fn settled_response(settled: idmint::series::Settled) -> SettledResponse {
     }
 }
 
+/// How many sweeps apart the series are counted for the metrics.
+const COUNT_EVERY: u64 = 10;
+
 /// Voids the reservations of every series past their deadline, every
-/// `every`, while the server lives. A failure is logged when the sweep
-/// starts failing, not every second after.
+/// `every`, while the server lives, and counts every series' holes and
+/// reservations for the metrics every [`COUNT_EVERY`] sweeps. A failure is
+/// logged when the sweep starts failing, not every second after.
 pub(crate) async fn sweep(state: Weak<AppState>, every: Duration) {
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut failing = false;
-    loop {
+    for sweeps in 0_u64.. {
         tick.tick().await;
         let Some(state) = state.upgrade() else {
             return;
         };
+        if sweeps % COUNT_EVERY == 0 {
+            match summaries(&state.database).await {
+                Ok(summaries) => state.metrics.series(&summaries),
+                Err(error) => tracing::debug!("{error}"),
+            }
+        }
         match void_expired(&state.database, None).await {
             Ok(voided) => {
                 failing = false;

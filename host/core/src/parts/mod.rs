@@ -28,6 +28,14 @@ pub fn rfc3339_micros(micros: u64) -> String {
         .unwrap_or_else(|| format!("{micros} µs after the epoch"))
 }
 
+/// Milliseconds since the epoch (a BSON date's) as RFC 3339 UTC with
+/// three decimals (`2026-11-29T08:40:51.286Z`).
+pub fn rfc3339_millis(millis: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(millis)
+        .map(|time| time.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+        .unwrap_or_else(|| format!("{millis} ms after the epoch"))
+}
+
 /// One value as a counter issued it, ready to be formatted: the parts of an
 /// ID less its prefix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

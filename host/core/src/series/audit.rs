@@ -13,17 +13,28 @@
 //! ([`Audit::reserved`]), not a hole: it will be confirmed or voided. Numbers taken while it reads (past the `last` it read
 //! first) are not judged, except that a record past the `last` read again
 //! at the end is [`Finding::Beyond`].
+//!
+//! [`audit_with`] also hands each record and each hole to a caller in
+//! number order as it reads (the CSV register of `idmint series audit
+//! --csv`), and, given [`Against`] (`COLLECTION.FIELD` of the business
+//! records), reconciles the series with them: every confirmed number's
+//! reference is a value of FIELD in COLLECTION ([`Finding::NotInCollection`]
+//! otherwise), and every value of FIELD there is the reference of a
+//! confirmed number ([`Finding::UnknownReference`] otherwise: a business
+//! record numbered by hand, or by another series).
 
+use std::collections::HashMap;
 use std::fmt;
+use std::str::FromStr;
 
 use futures_util::TryStreamExt;
-use mongodb::bson::Document;
+use mongodb::bson::{doc, Bson, Document};
 use mongodb::Database;
 use serde::Serialize;
 
 use super::document::read_series;
 use super::error::SeriesError;
-use super::record::{read, records_of, NumberState};
+use super::record::{read, records_of, NumberRecord, NumberState};
 use super::reserve::void_expired;
 use crate::mongo::collections::SERIES_NUMBERS;
 use crate::sequence::CounterName;
@@ -47,6 +58,10 @@ pub struct Audit {
     pub reserved: u64,
     /// Reservations past their deadline that the audit voided first.
     pub expired_now: u64,
+    /// The business collection and field it was reconciled with, and how
+    /// many values of the field it read there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub against: Option<Reconciled>,
     /// Every way it is not whole (none: it is).
     pub findings: Vec<Finding>,
 }
@@ -58,6 +73,66 @@ impl Audit {
     pub fn is_whole(&self) -> bool {
         self.findings.is_empty()
     }
+}
+
+/// What the audit reconciled the series with.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Reconciled {
+    /// `COLLECTION.FIELD`.
+    pub field: String,
+    /// The values of the field read (documents without it are not counted).
+    pub references: u64,
+}
+
+/// The business records a series is reconciled with: `COLLECTION.FIELD`,
+/// FIELD (a dotted path) holding the reference each record's number was
+/// confirmed with (e.g. `invoices._id`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Against {
+    /// The collection.
+    pub collection: String,
+    /// The field, dotted.
+    pub field: String,
+}
+
+impl FromStr for Against {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let (collection, field) = text
+            .split_once('.')
+            .filter(|(collection, field)| !collection.is_empty() && !field.is_empty())
+            .ok_or_else(|| format!("{text:?} is not COLLECTION.FIELD (e.g. invoices._id)"))?;
+        if collection.starts_with("system.") || field.split('.').any(str::is_empty) {
+            return Err(format!(
+                "{text:?} is not COLLECTION.FIELD (e.g. invoices._id)"
+            ));
+        }
+        Ok(Self {
+            collection: collection.to_string(),
+            field: field.to_string(),
+        })
+    }
+}
+
+impl fmt::Display for Against {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.collection, self.field)
+    }
+}
+
+/// What [`audit_with`] hands its caller, in number order.
+#[derive(Debug, Clone, Copy)]
+pub enum Row<'a> {
+    /// A record.
+    Record(&'a NumberRecord),
+    /// Numbers `from..=to`, which have no record.
+    Missing {
+        /// The first missing.
+        from: u64,
+        /// The last missing.
+        to: u64,
+    },
 }
 
 /// One way a series is not whole.
@@ -101,6 +176,19 @@ pub enum Finding {
         /// What is wrong with it.
         reason: String,
     },
+    /// A confirmed number whose reference no business record holds.
+    NotInCollection {
+        /// Its number.
+        number: u64,
+        /// Its reference.
+        reference: String,
+    },
+    /// A business record whose reference no confirmed number has: numbered
+    /// by hand, or by another series.
+    UnknownReference {
+        /// The reference.
+        reference: String,
+    },
 }
 
 impl fmt::Display for Finding {
@@ -126,12 +214,33 @@ impl fmt::Display for Finding {
             }
             Self::NoReason { number } => write!(f, "number {number} is voided with no reason"),
             Self::Unreadable { id, reason } => write!(f, "record {id:?} cannot be read: {reason}"),
+            Self::NotInCollection { number, reference } => write!(
+                f,
+                "number {number} is confirmed with reference {reference:?}, which no business \
+                 record holds"
+            ),
+            Self::UnknownReference { reference } => write!(
+                f,
+                "a business record holds reference {reference:?}, which no confirmed number has"
+            ),
         }
     }
 }
 
 /// Audits series `name` (see the module docs).
 pub async fn audit(database: &Database, name: &CounterName) -> Result<Audit, SeriesError> {
+    audit_with(database, name, None, |_| {}).await
+}
+
+/// Audits series `name`, handing `each` every record and every hole in
+/// number order as it reads them, and reconciles it with `against` if
+/// given (see the module docs).
+pub async fn audit_with(
+    database: &Database,
+    name: &CounterName,
+    against: Option<&Against>,
+    mut each: impl FnMut(Row<'_>),
+) -> Result<Audit, SeriesError> {
     let expired_now = void_expired(database, Some(name)).await?;
     let state = read_series(database, name, None).await?;
     let mut audit = Audit {
@@ -143,8 +252,11 @@ pub async fn audit(database: &Database, name: &CounterName) -> Result<Audit, Ser
         voided: 0,
         reserved: 0,
         expired_now,
+        against: None,
         findings: Vec::new(),
     };
+    // The confirmed references, to reconcile with the business records.
+    let mut confirmed: HashMap<String, u64> = HashMap::new();
     let mut cursor = database
         .collection::<Document>(SERIES_NUMBERS)
         .find(records_of(name))
@@ -176,10 +288,20 @@ pub async fn audit(database: &Database, name: &CounterName) -> Result<Audit, Ser
             continue;
         }
         if number > expected {
+            each(Row::Missing {
+                from: expected,
+                to: number - 1,
+            });
             audit.findings.push(Finding::Missing {
                 from: expected,
                 to: number - 1,
             });
+        }
+        each(Row::Record(&record));
+        if let (Some(_), NumberState::Confirmed, Some(reference)) =
+            (against, record.state, &record.reference)
+        {
+            confirmed.insert(reference.clone(), number);
         }
         expected = number + 1;
         audit.records += 1;
@@ -197,10 +319,18 @@ pub async fn audit(database: &Database, name: &CounterName) -> Result<Audit, Ser
         }
     }
     if expected <= state.last {
+        each(Row::Missing {
+            from: expected,
+            to: state.last,
+        });
         audit.findings.push(Finding::Missing {
             from: expected,
             to: state.last,
         });
+    }
+    if let Some(against) = against {
+        audit.against =
+            Some(reconcile(database, name, against, confirmed, &mut audit.findings).await?);
     }
     if !later.is_empty() {
         // Numbers taken while the audit read are past the last it read
@@ -214,4 +344,79 @@ pub async fn audit(database: &Database, name: &CounterName) -> Result<Audit, Ser
         );
     }
     Ok(audit)
+}
+
+/// Reads FIELD of every document of the business collection and matches
+/// each value with the confirmed references of the series (`confirmed`,
+/// reference to number): the findings both ways, and how many it read.
+async fn reconcile(
+    database: &Database,
+    name: &CounterName,
+    against: &Against,
+    mut confirmed: HashMap<String, u64>,
+    findings: &mut Vec<Finding>,
+) -> Result<Reconciled, SeriesError> {
+    let read_error = |error| SeriesError::database(name, "read the business records", error);
+    let mut cursor = database
+        .collection::<Document>(&against.collection)
+        .find(doc! { against.field.as_str(): { "$exists": true } })
+        .projection(doc! { against.field.as_str(): 1 })
+        .await
+        .map_err(read_error)?;
+    let mut references = 0;
+    let mut unknown = Vec::new();
+    while let Some(document) = cursor.try_next().await.map_err(read_error)? {
+        let Some(value) = field(&document, &against.field) else {
+            continue;
+        };
+        references += 1;
+        let reference = reference_text(value);
+        if confirmed.remove(&reference).is_none() {
+            unknown.push(reference);
+        }
+    }
+    // In order, whatever order the collection was read in.
+    unknown.sort();
+    findings.extend(
+        unknown
+            .into_iter()
+            .map(|reference| Finding::UnknownReference { reference }),
+    );
+    let mut unmatched: Vec<(u64, String)> = confirmed
+        .into_iter()
+        .map(|(reference, number)| (number, reference))
+        .collect();
+    unmatched.sort();
+    findings.extend(
+        unmatched
+            .into_iter()
+            .map(|(number, reference)| Finding::NotInCollection { number, reference }),
+    );
+    Ok(Reconciled {
+        field: against.to_string(),
+        references,
+    })
+}
+
+/// The value at dotted path `path` of `document`.
+fn field<'d>(document: &'d Document, path: &str) -> Option<&'d Bson> {
+    let mut parts = path.split('.');
+    let mut value = document.get(parts.next()?)?;
+    for part in parts {
+        value = value.as_document()?.get(part)?;
+    }
+    Some(value)
+}
+
+/// A business record's reference as text, as a number is confirmed with:
+/// a string as it is, a number in decimal, an ObjectId in hex, anything
+/// else as relaxed extended JSON.
+fn reference_text(value: &Bson) -> String {
+    match value {
+        Bson::String(text) => text.clone(),
+        Bson::Int32(number) => number.to_string(),
+        Bson::Int64(number) => number.to_string(),
+        Bson::ObjectId(id) => id.to_hex(),
+        other => other.clone().into_relaxed_extjson().to_string(),
+    }
 }

@@ -58,12 +58,19 @@ pub enum SeriesError {
         /// Its state, and why that refuses the call ("is voided ...").
         why: String,
     },
-    /// The sweep of every series' expired reservations failed.
+    /// An operation on every series failed (the sweep of expired
+    /// reservations, the summaries).
     #[error(
-        "voiding the expired reservations of every series failed: {}",
-        crate::mongo::describe_error(.0)
+        "{action} of every series failed: {}",
+        crate::mongo::describe_error(source)
     )]
-    Sweep(#[source] mongodb::error::Error),
+    EverySeries {
+        /// What was being done.
+        action: &'static str,
+        /// The driver's error.
+        #[source]
+        source: mongodb::error::Error,
+    },
     /// What was given is malformed (a reference, a start).
     #[error("series '{name}': {reason}; nothing was taken")]
     BadInput {
@@ -118,7 +125,7 @@ impl SeriesError {
             Self::SeriesExists(_) | Self::Corrupt { .. } | Self::Settled { .. } => {
                 ErrorClass::Conflict
             }
-            Self::Sweep(source) => database_class(source),
+            Self::EverySeries { source, .. } => database_class(source),
             Self::Exhausted(_) => ErrorClass::Exhausted,
             Self::Database { source, .. } => database_class(source),
             Self::Held { .. } => ErrorClass::Unavailable,

@@ -20,8 +20,9 @@ mod indexes;
 mod next;
 mod record;
 mod reserve;
+mod summary;
 
-pub use audit::{audit, Audit, Finding};
+pub use audit::{audit, audit_with, Against, Audit, Finding, Reconciled, Row};
 pub use commands::{commands, SeriesCommands, BY, NOW, NUMBER, PADDED, REFERENCE};
 pub use document::{create_series, read_series, SeriesState, SERIES_KIND};
 pub use error::{SeriesError, TRANSIENT_TRANSACTION_ERROR};
@@ -34,3 +35,4 @@ pub use reserve::{
     void_expired, Reservation, Settled, EXPIRED, MAX_CLIENT_KEY_CHARS, MAX_REASON_CHARS, MAX_TTL,
     MIN_TTL,
 };
+pub use summary::{summaries, SeriesSummary};

@@ -112,6 +112,12 @@ pub struct NumberRecord {
     /// Until when a reserved number may be confirmed (server time).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deadline: Option<DateTime>,
+    /// When it took its state.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub at: Option<DateTime>,
+    /// Who gave it its state.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
 }
 
 /// Reads the record `document` of series `name`, or says what is wrong
@@ -157,5 +163,7 @@ pub(crate) fn read(name: &CounterName, document: &Document) -> Result<NumberReco
         reference: text("reference"),
         reason: text("reason"),
         deadline: document.get_datetime("deadline").ok().copied(),
+        at: document.get_datetime("at").ok().copied(),
+        by: text("by"),
     })
 }

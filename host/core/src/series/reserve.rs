@@ -38,6 +38,7 @@ use super::next::{Attempt, Series};
 use super::record::{read as read_record, record_id, NumberState};
 use crate::mongo::collections::SERIES_NUMBERS;
 use crate::mongo::{durable_write_concern, is_duplicate_key};
+use crate::parts::rfc3339_millis;
 use crate::sequence::CounterName;
 
 /// The reason of a reservation voided at its deadline.
@@ -81,7 +82,7 @@ impl Reservation {
     /// Its deadline as RFC 3339, to the millisecond (as the server keeps
     /// it): `2026-11-29T08:40:51.286Z`.
     pub fn deadline_rfc3339(&self) -> String {
-        millis_rfc3339(&self.deadline)
+        rfc3339_millis(self.deadline.timestamp_millis())
     }
 }
 
@@ -472,14 +473,8 @@ fn settle(state: NumberState, field: &str, text: &str, by: &str) -> Vec<Document
 }
 
 /// A date as RFC 3339, to the millisecond (as the server keeps it).
-fn millis_rfc3339(date: &DateTime) -> String {
-    chrono::DateTime::from_timestamp_millis(date.timestamp_millis())
-        .map(|date| date.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
-        .unwrap_or_default()
-}
-
 fn rfc3339<S: serde::Serializer>(date: &DateTime, serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.serialize_str(&millis_rfc3339(date))
+    serializer.serialize_str(&rfc3339_millis(date.timestamp_millis()))
 }
 
 /// Voids every reservation past its deadline (the server's clock) with the
@@ -507,7 +502,10 @@ pub async fn void_expired(
         .await
         .map_err(|error| match name {
             Some(name) => SeriesError::database(name, "void the expired reservations", error),
-            None => SeriesError::Sweep(error),
+            None => SeriesError::EverySeries {
+                action: "voiding the expired reservations",
+                source: error,
+            },
         })?;
     Ok(result.modified_count)
 }

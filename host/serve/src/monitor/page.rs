@@ -65,6 +65,7 @@ pub fn render(snapshot: &Snapshot) -> Markup {
                 (chart(&snapshot.instance.rates))
                 (workers(snapshot))
                 (locks(snapshot))
+                (series(snapshot))
                 (policies(snapshot))
             }
         }
@@ -367,6 +368,28 @@ fn locks(snapshot: &Snapshot) -> Markup {
     }
 }
 
+/// The gap-free series, those with holes first (marked), then those with
+/// reservations past their deadline.
+fn series(snapshot: &Snapshot) -> Markup {
+    html! {
+        @if !snapshot.series.is_empty() {
+            h2 { "Gap-free series" }
+            table #series {
+                tr { th { "Series" } th { "Numbers" } th title="Numbers with no record: `idmint series audit NAME` names them" { "Missing" } th { "Reserved" } th title="Reservations past their deadline, voided at the next sweep" { "Expired" } }
+                @for row in &snapshot.series {
+                    tr class=[(row.missing > 0).then_some("warn")] {
+                        td { code { (row.series) } }
+                        td.num { @if row.last >= row.first { (row.first) "–" (row.last) } @else { "none yet" } }
+                        td.num { @if row.missing > 0 { span.warn-text { (row.missing) } } @else { "0" } }
+                        td.num { (row.reserved) }
+                        td.num { (row.expired) }
+                    }
+                }
+            }
+        }
+    }
+}
+
 fn policy_cells(row: &PolicyRow) -> Markup {
     html! {
         td { (row.name) } td { (row.policy_version) } td { code { (short(&row.sha256)) } }
@@ -424,6 +447,7 @@ mod tests {
     use crate::monitor::counters::AttentionCounts;
     use crate::monitor::snapshot::{Instance, LockRow, PolicyView};
     use idmint::sequence::Headroom;
+    use idmint::series::SeriesSummary;
 
     fn snapshot() -> Snapshot {
         Snapshot {
@@ -490,9 +514,43 @@ mod tests {
                 expires_in_ms: Some(2500),
             }],
             free_locks: 0,
+            series: vec![
+                SeriesSummary {
+                    series: "invoices".into(),
+                    first: 1,
+                    last: 9,
+                    missing: 2,
+                    reserved: 1,
+                    expired: 0,
+                },
+                SeriesSummary {
+                    series: "receipts".into(),
+                    first: 1,
+                    last: 0,
+                    missing: 0,
+                    reserved: 0,
+                    expired: 0,
+                },
+            ],
             policy: PolicyView::default(),
             problems: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_series_with_holes_is_marked() {
+        let page = render(&snapshot()).into_string();
+        let table = &page[page.find("<table id=\"series\"").unwrap()..];
+        let invoices = &table[table.find("invoices").unwrap()..];
+        assert!(
+            table[..table.find("invoices").unwrap()].ends_with("<tr class=\"warn\"><td><code>"),
+            "{table}"
+        );
+        assert!(
+            invoices.contains("<span class=\"warn-text\">2</span>"),
+            "{table}"
+        );
+        assert!(table.contains("none yet"), "{table}");
     }
 
     #[test]

@@ -20,6 +20,7 @@ use idmint::policy::PolicyStore;
 use idmint::sequence::prefixes::{self, Collision};
 use idmint::sequence::striping::{self, Deployments, HealthReport, LaneReport};
 use idmint::sequence::{self, CounterName, Listed};
+use idmint::series::{summaries, SeriesSummary};
 use idmint::{Clock, ErrorClass};
 use mongodb::Database;
 use serde::Serialize;
@@ -51,6 +52,8 @@ pub struct Snapshot {
     pub locks: Vec<LockRow>,
     /// Locks that exist but are free (released or expired).
     pub free_locks: usize,
+    /// Every gap-free series, those with holes first.
+    pub series: Vec<SeriesSummary>,
     /// The policy in service here and the stored versions.
     pub policy: PolicyView,
     /// Parts that could not be read, and why.
@@ -215,6 +218,8 @@ pub struct DatabaseRead {
     pub locks: Vec<LockRow>,
     /// Locks that exist but are free.
     pub free_locks: usize,
+    /// Every gap-free series, those with holes first.
+    pub series: Vec<SeriesSummary>,
     /// The stored policies, newest first.
     pub stored: Vec<PolicyRow>,
     /// Versions active before the active one, most recent last.
@@ -237,12 +242,18 @@ impl DatabaseRead {
         let (
             (triage, collisions, workers, mut problems),
             locks,
+            series,
             (stored, history, policy_problems),
         ) = tokio::join!(
             read_counters(&database, deployments.as_ref(), now_ms, &busiest, deadline),
             deadline.read("locks", read_locks(&database)),
+            deadline.read("gap-free series", summaries(&database)),
             read_policies(&database, deadline),
         );
+        let series = series.unwrap_or_else(|problem| {
+            problems.push(problem);
+            Vec::new()
+        });
         let (locks, free_locks) = match locks {
             Ok(locks) => locks,
             Err(problem) => {
@@ -259,6 +270,7 @@ impl DatabaseRead {
             workers,
             locks,
             free_locks,
+            series,
             stored,
             history,
             problems,
@@ -285,6 +297,7 @@ impl DatabaseRead {
             workers: Vec::new(),
             locks: Vec::new(),
             free_locks: 0,
+            series: Vec::new(),
             stored: Vec::new(),
             history: Vec::new(),
             problems: vec![format!(
@@ -412,6 +425,7 @@ impl Snapshot {
             workers: read.workers.clone(),
             locks: read.locks.clone(),
             free_locks: read.free_locks,
+            series: read.series.clone(),
             policy: policy_view(serving, read.stored.clone(), read.history.clone()),
             problems,
         }
