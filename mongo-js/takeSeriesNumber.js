@@ -5,7 +5,7 @@ function (name, reference, session) {
   // not on the server (MongoDB >= 4.2 runs no stored JavaScript that writes).
   //
   // Takes the next number of series `name` ({_id, kind: "series", first,
-  // last} in `series`) inside the transaction in progress on `session` (a
+  // last, current, ...} in `series`; per period if it has one) inside the transaction in progress on `session` (a
   // mongosh session: db.getMongo().startSession(), then
   // session.startTransaction({writeConcern: {w: "majority", j: true}})), and
   // writes its record in `series_numbers`, confirmed with `reference`. Both
@@ -32,11 +32,46 @@ function (name, reference, session) {
     throw new Error("series '" + name + "': a number is taken only inside a transaction " +
       "(session.startTransaction() first); nothing was taken");
   }
+  // The period of the server's clock (a series numbered per fiscal year or
+  // month starts again at `first` in a new one, the old one's last kept in
+  // `closed`); "" for a series without periods. The series is read first in
+  // the transaction, for its period (a server takes a time zone as a
+  // constant, not from a field); the take matches only a series numbered so,
+  // as document.rs's takes_filter and take_update.
   var database = session.getDatabase(db.getName());
+  var series = database.getCollection("series").findOne({ _id: name });
+  var filter = { _id: name, kind: "series",
+    last: { $type: ["long", "int"], $gte: 0, $lt: NumberLong("9007199254740991") } };
+  var label = "";
+  if (series !== null && typeof series.period === "string") {
+    var start = series.period_start === undefined ? 101 : Number(series.period_start);
+    filter.period = series.period;
+    filter.period_start = NumberInt(start);
+    filter.zone = series.zone;
+    label = series.period === "year"
+      ? { $let: {
+          vars: { now: { $dateToParts: { date: "$$NOW", timezone: series.zone } } },
+          in: { $toString: { $subtract: ["$$now.year",
+            { $cond: [{ $lt: [{ $add: [{ $multiply: ["$$now.month", 100] }, "$$now.day"] }, NumberInt(start)] }, 1, 0] }] } } } }
+      : { $dateToString: { format: "%Y-%m", date: "$$NOW", timezone: series.zone } };
+  } else {
+    filter.period = { $exists: false };
+  }
+  var current = { $ifNull: ["$current", ""] };
+  var newPeriod = { $gt: ["$_label", current] };
   var after = database.getCollection("series").findOneAndUpdate(
-    { _id: name, kind: "series",
-      last: { $type: ["long", "int"], $gte: 0, $lt: NumberLong("9007199254740991") } },
-    { $inc: { last: NumberLong("1") } },
+    filter,
+    [
+      { $set: { _label: label, taken_at: "$$NOW" } },
+      { $set: {
+        closed: { $cond: [
+          { $and: [newPeriod, { $ne: [current, ""] }] },
+          { $mergeObjects: [{ $ifNull: ["$closed", {}] }, { $arrayToObject: [[{ k: current, v: "$last" }]] }] },
+          "$closed"] },
+        last: { $cond: [newPeriod, "$first", { $add: ["$last", NumberLong("1")] }] },
+        current: "$_label" } },
+      { $unset: "_label" }
+    ],
     { returnDocument: "after" });
   if (after === null) {
     throw new Error("series '" + name + "' took nothing: it is missing, malformed or at its last number " +
@@ -44,10 +79,11 @@ function (name, reference, session) {
   }
   var digits = String(after.last);
   var padded = ("0000000000000000000" + digits).slice(-19);
+  var period = typeof after.current === "string" ? after.current : "";
   database.getCollection("series_numbers").insertOne({
-    _id: name + "//" + padded,
+    _id: name + "/" + period + "/" + padded,
     series: name,
-    period: "",
+    period: period,
     number: NumberLong(digits),
     state: "confirmed",
     reference: reference,

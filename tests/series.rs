@@ -6,8 +6,12 @@
 use std::sync::Arc;
 
 use idmint::mongo::durable_write_concern;
+use idmint::parts::PeriodUnit;
 use idmint::sequence::CounterName;
-use idmint::series::{audit, create_series, read_series, Finding, Series, SeriesError};
+use idmint::series::{
+    audit, create_periodic_series, create_series, read_series, Finding, Series, SeriesError,
+    SeriesPeriod,
+};
 use idmint::ErrorClass;
 use mongodb::bson::{doc, Document};
 use mongodb::{ClientSession, Database};
@@ -509,7 +513,12 @@ async fn the_pipeline_commands_leave_what_next_in_leaves() {
         CounterName::new("theirs").unwrap(),
     );
     for name in [&ours, &theirs] {
-        create_series(&database, name, 41).await.unwrap();
+        // Numbered per fiscal year from April, in Paris: both ways
+        // compute the period of the server's clock alike.
+        let fiscal = SeriesPeriod::new(PeriodUnit::Year, (4, 1), "Europe/Paris").unwrap();
+        create_periodic_series(&database, name, 41, Some(&fiscal))
+            .await
+            .unwrap();
     }
     let mut session = in_transaction(&database).await;
     let number = Series::new(&database, ours.clone())
@@ -518,7 +527,17 @@ async fn the_pipeline_commands_leave_what_next_in_leaves() {
         .unwrap();
     session.commit_transaction().await.unwrap();
 
-    let output = run(idmint(TEST).args(["series", "pipeline", "theirs"]));
+    let output = run(idmint(TEST).args([
+        "series",
+        "pipeline",
+        "theirs",
+        "--period",
+        "year",
+        "--period-start",
+        "04-01",
+        "--zone",
+        "Europe/Paris",
+    ]));
     assert_exit(&output, 0);
     let printed: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
     let command = |part: &str| match Bson::try_from(printed[part].clone()).unwrap() {
@@ -536,8 +555,15 @@ async fn the_pipeline_commands_leave_what_next_in_leaves() {
         .unwrap()
         .get_i64("last")
         .unwrap();
+    let their_period = taken
+        .get_document("value")
+        .unwrap()
+        .get_str("current")
+        .unwrap()
+        .to_string();
     let filled = stdout(&output)
         .replace("<number in 19 digits>", &format!("{their_number:019}"))
+        .replace("<period>", &their_period)
         .replace("<number>", &their_number.to_string())
         .replace("<reference>", "order 7")
         .replace("<now>", "2026-11-29T00:00:00Z")
@@ -575,7 +601,10 @@ async fn the_mongosh_twin_takes_as_next_in_does() {
         CounterName::new("theirs").unwrap(),
     );
     for name in [&ours, &theirs] {
-        create_series(&database, name, 41).await.unwrap();
+        let monthly = SeriesPeriod::new(PeriodUnit::Month, (1, 1), "+05:30").unwrap();
+        create_periodic_series(&database, name, 41, Some(&monthly))
+            .await
+            .unwrap();
     }
     let mut session = in_transaction(&database).await;
     Series::new(&database, ours.clone())
@@ -627,18 +656,21 @@ async fn assert_left_alike(database: &Database) -> Vec<Document> {
     };
     let series = documents(database, "series").await;
     assert_eq!(
-        without(series[0].clone(), &["_id", "created_at"]),
-        without(series[1].clone(), &["_id", "created_at"])
+        without(series[0].clone(), &["_id", "created_at", "taken_at"]),
+        without(series[1].clone(), &["_id", "created_at", "taken_at"])
     );
     let records = documents(database, "series_numbers").await;
     assert_eq!(records.len(), 2, "{records:?}");
+    // The period of the server's clock, as the series' own rule says.
+    let period = series[0].get_str("current").unwrap();
+    assert!(!period.is_empty(), "{series:?}");
     assert_eq!(
         records[0].get_str("_id").unwrap(),
-        "ours//0000000000000000041"
+        format!("ours/{period}/0000000000000000041")
     );
     assert_eq!(
         records[1].get_str("_id").unwrap(),
-        "theirs//0000000000000000041"
+        format!("theirs/{period}/0000000000000000041")
     );
     assert_eq!(
         without(records[0].clone(), &["_id", "series", "at", "by"]),

@@ -4,11 +4,15 @@
 
 use clap::{Args, Subcommand};
 use idmint::parts::rfc3339_millis;
+use idmint::parts::PeriodUnit;
 use idmint::sequence::CounterName;
-use idmint::series::{audit_with, create_series, Against, Audit, Row, Series, SeriesError};
+use idmint::series::{
+    audit_with, create_periodic_series, Against, Audit, Row, Series, SeriesError, SeriesPeriod,
+};
 use mongodb::bson::Bson;
 use serde::Serialize;
 
+use super::exit::UsageError;
 use super::{ConnectArgs, Outcome, Output};
 
 /// `idmint series ...`
@@ -62,6 +66,9 @@ pub struct ConfirmArgs {
     /// The business reference it is confirmed with (the invoice's id).
     #[arg(long)]
     pub reference: String,
+    /// The period of the number, as its reservation said it (a series numbered per period).
+    #[arg(long, value_name = "LABEL", default_value = "")]
+    pub period: String,
     #[command(flatten)]
     pub connect: ConnectArgs,
 }
@@ -76,6 +83,9 @@ pub struct VoidArgs {
     /// Why it is not used (kept in its record for the audit).
     #[arg(long)]
     pub reason: String,
+    /// The period of the number, as its reservation said it (a series numbered per period).
+    #[arg(long, value_name = "LABEL", default_value = "")]
+    pub period: String,
     #[command(flatten)]
     pub connect: ConnectArgs,
 }
@@ -85,6 +95,9 @@ pub struct VoidArgs {
 pub struct PipelineArgs {
     /// The series' name.
     pub name: String,
+    /// The series' period, as it was made with (the take matches only a series made so).
+    #[command(flatten)]
+    pub period: PeriodArgs,
 }
 
 /// Arguments of `idmint series create`.
@@ -92,11 +105,53 @@ pub struct PipelineArgs {
 pub struct CreateArgs {
     /// The series' name (as a counter's: letters, digits, _ - . :).
     pub name: String,
-    /// Its first number.
+    /// Its first number (of each period, with --period).
     #[arg(long, default_value_t = 1)]
     pub start: u64,
     #[command(flatten)]
+    pub period: PeriodArgs,
+    #[command(flatten)]
     pub connect: ConnectArgs,
+}
+
+/// How a series is numbered per period (`series create`, `series pipeline`).
+#[derive(Debug, Args)]
+pub struct PeriodArgs {
+    /// Number per period, from --start again in each: year (a fiscal year with
+    /// --period-start) or month; the period is the server's clock's, in --zone.
+    #[arg(long, value_name = "year|month", value_parser = clap::value_parser!(PeriodUnit))]
+    pub period: Option<PeriodUnit>,
+    /// The first day of each year, MM-DD (04-01: April to March; a year is labelled by
+    /// the calendar year it starts in) [default: 01-01].
+    #[arg(long, value_name = "MM-DD", requires = "period", value_parser = parse_month_day)]
+    pub period_start: Option<(u8, u8)>,
+    /// The time zone periods are counted in: an IANA name such as Europe/Paris, UTC, or an
+    /// offset such as +05:30 [default: UTC].
+    #[arg(long, value_name = "ZONE", requires = "period")]
+    pub zone: Option<String>,
+}
+
+impl PeriodArgs {
+    /// The period the series is numbered per, if any.
+    fn period(&self) -> Result<Option<SeriesPeriod>, UsageError> {
+        let Some(unit) = self.period else {
+            return Ok(None);
+        };
+        SeriesPeriod::new(
+            unit,
+            self.period_start.unwrap_or((1, 1)),
+            self.zone.as_deref().unwrap_or("UTC"),
+        )
+        .map(Some)
+        .map_err(UsageError)
+    }
+}
+
+fn parse_month_day(text: &str) -> Result<(u8, u8), String> {
+    text.split_once('-')
+        .filter(|(month, day)| month.len() == 2 && day.len() == 2)
+        .and_then(|(month, day)| Some((month.parse().ok()?, day.parse().ok()?)))
+        .ok_or_else(|| format!("{text:?} is not MM-DD (e.g. 04-01)"))
 }
 
 /// Arguments of `idmint series next`.
@@ -153,6 +208,9 @@ impl NextArgs {
 pub struct AuditArgs {
     /// The series' name.
     pub name: String,
+    /// The period to audit, by its label (2026, 2026-11) [default: the current one].
+    #[arg(long, value_name = "LABEL")]
+    pub period: Option<String>,
     /// Also reconcile with the business records: FIELD of COLLECTION holds the reference
     /// each number is confirmed with (e.g. invoices._id); each confirmed reference must be
     /// there, and each value there a confirmed reference.
@@ -179,6 +237,8 @@ struct Created<'a> {
 #[derive(Serialize)]
 struct Taken<'a> {
     series: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    period: &'a str,
     number: u64,
     reference: &'a str,
     /// How many times its transaction ran (more than once: it conflicted
@@ -215,7 +275,10 @@ impl SeriesCmd {
     pub async fn execute(&self, output: &Output) -> anyhow::Result<Outcome> {
         let name = CounterName::new(self.name()).map_err(idmint::Error::from)?;
         let Some(connect) = self.connect() else {
-            let commands = idmint::series::commands(&name);
+            let SeriesCmd::Pipeline(args) = self else {
+                unreachable!("only `series pipeline` runs without a database")
+            };
+            let commands = idmint::series::commands(&name, args.period.period()?.as_ref());
             let json = serde_json::json!({
                 "take": Bson::Document(commands.take).into_relaxed_extjson(),
                 "record": Bson::Document(commands.record).into_relaxed_extjson(),
@@ -226,10 +289,11 @@ impl SeriesCmd {
             output.warning(&format!(
                 "run both in one transaction committed with w: \"majority\", j: true, and run it \
                  again whole after an error labelled TransientTransactionError; value.last of the \
-                 take is the number (value null: nothing was taken); fill the record's {}, {}, {}, \
-                 {} and {}",
+                 take is the number and value.current its period (value null: nothing was taken); \
+                 fill the record's {}, {}, {}, {}, {} and {}",
                 idmint::series::NUMBER,
                 idmint::series::PADDED,
+                idmint::series::PERIOD,
                 idmint::series::REFERENCE,
                 idmint::series::NOW,
                 idmint::series::BY
@@ -239,7 +303,8 @@ impl SeriesCmd {
         let database = connect.connect().await?;
         match self {
             SeriesCmd::Create(args) => {
-                create_series(&database, &name, args.start)
+                let period = args.period.period()?;
+                create_periodic_series(&database, &name, args.start, period.as_ref())
                     .await
                     .map_err(idmint::Error::from)?;
                 let created = Created {
@@ -247,8 +312,19 @@ impl SeriesCmd {
                     first: args.start,
                 };
                 output.report(&created, || {
+                    let again = match &period {
+                        None => String::new(),
+                        Some(period) => format!(
+                            ", again each {} from {:02}-{:02} ({}), the period of the server's \
+                             clock",
+                            period.unit,
+                            period.start / 100,
+                            period.start % 100,
+                            period.zone
+                        ),
+                    };
                     format!(
-                        "created series '{name}'; its first number is {}",
+                        "created series '{name}'; its first number is {}{again}",
                         args.start
                     )
                 })?;
@@ -259,11 +335,12 @@ impl SeriesCmd {
                 let taken = args.take(&series).await.map_err(idmint::Error::from)?;
                 let report = Taken {
                     series: name.as_str(),
+                    period: &taken.period,
                     number: taken.number,
                     reference: &args.reference,
                     attempts: taken.attempts,
                 };
-                output.report(&report, || taken.number.to_string())?;
+                output.report(&report, || with_period(&taken.period, taken.number))?;
                 Ok(Outcome::Success)
             }
             SeriesCmd::Pipeline(_) => unreachable!("answered without a database above"),
@@ -276,7 +353,9 @@ impl SeriesCmd {
                     )
                     .await
                     .map_err(idmint::Error::from)?;
-                output.report(&reservation, || reservation.number.to_string())?;
+                output.report(&reservation, || {
+                    with_period(&reservation.period, reservation.number)
+                })?;
                 if reservation.reused {
                     output.warning(&format!(
                         "number {} was reserved by an earlier call with this client key \
@@ -288,7 +367,7 @@ impl SeriesCmd {
                 Ok(Outcome::Success)
             }
             SeriesCmd::Confirm(args) => {
-                let series = Series::new(&database, name.clone());
+                let series = Series::new(&database, name.clone()).in_period(&args.period);
                 let settled = series
                     .confirm(args.number, &args.reference)
                     .await
@@ -297,7 +376,7 @@ impl SeriesCmd {
                 Ok(Outcome::Success)
             }
             SeriesCmd::Void(args) => {
-                let series = Series::new(&database, name.clone());
+                let series = Series::new(&database, name.clone()).in_period(&args.period);
                 let settled = series
                     .void(args.number, &args.reason)
                     .await
@@ -306,7 +385,13 @@ impl SeriesCmd {
                 Ok(Outcome::Success)
             }
             SeriesCmd::Audit(args) if args.csv => {
-                let audit = audit_csv(&database, &name, args.against.as_ref()).await?;
+                let audit = audit_csv(
+                    &database,
+                    &name,
+                    args.period.as_deref(),
+                    args.against.as_ref(),
+                )
+                .await?;
                 for finding in &audit.findings {
                     output.warning(&finding.to_string());
                 }
@@ -317,18 +402,29 @@ impl SeriesCmd {
                 }
             }
             SeriesCmd::Audit(args) => {
-                let audit = audit_with(&database, &name, args.against.as_ref(), |_| {})
-                    .await
-                    .map_err(idmint::Error::from)?;
+                let audit = audit_with(
+                    &database,
+                    &name,
+                    args.period.as_deref(),
+                    args.against.as_ref(),
+                    |_| {},
+                )
+                .await
+                .map_err(idmint::Error::from)?;
                 output.report(&audit, || {
+                    let of = if audit.period.is_empty() {
+                        format!("series '{name}'")
+                    } else {
+                        format!("series '{name}', period {}", audit.period)
+                    };
                     let mut text = if audit.last < audit.first {
                         format!(
-                            "series '{name}': no number taken yet (the first will be {})",
+                            "{of}: no number taken yet (the first will be {})",
                             audit.first
                         )
                     } else {
                         format!(
-                            "series '{name}': numbers {} to {}, {} confirmed, {} voided",
+                            "{of}: numbers {} to {}, {} confirmed, {} voided",
                             audit.first, audit.last, audit.confirmed, audit.voided
                         )
                     };
@@ -374,6 +470,16 @@ impl SeriesCmd {
     }
 }
 
+/// A number as printed: `PERIOD NUMBER` in a series numbered per period
+/// (as `idmint seq` prints a periodic counter's values), else the number.
+fn with_period(period: &str, number: u64) -> String {
+    if period.is_empty() {
+        number.to_string()
+    } else {
+        format!("{period} {number}")
+    }
+}
+
 /// A confirmed or voided number, in words.
 fn settled_text(settled: &idmint::series::Settled) -> String {
     let what = match (&settled.reference, &settled.reason) {
@@ -382,8 +488,13 @@ fn settled_text(settled: &idmint::series::Settled) -> String {
         (None, None) => settled.state.as_str().to_string(),
     };
     let already = if settled.already { " already" } else { "" };
+    let period = if settled.period.is_empty() {
+        String::new()
+    } else {
+        format!(" of period {}", settled.period)
+    };
     format!(
-        "series '{}': number {} is{already} {what}",
+        "series '{}': number {}{period} is{already} {what}",
         settled.series, settled.number
     )
 }
@@ -397,11 +508,12 @@ const CSV_HEADER: [&str; 7] = ["number", "to", "state", "reference", "reason", "
 async fn audit_csv(
     database: &mongodb::Database,
     name: &CounterName,
+    period: Option<&str>,
     against: Option<&Against>,
 ) -> anyhow::Result<Audit> {
     let mut writer = csv::Writer::from_writer(std::io::stdout().lock());
     let mut failed: Option<csv::Error> = writer.write_record(CSV_HEADER).err();
-    let audit = audit_with(database, name, against, |row| {
+    let audit = audit_with(database, name, period, against, |row| {
         if failed.is_some() {
             return;
         }

@@ -59,6 +59,10 @@ pub struct ReserveRequest {
 pub struct ReservationResponse {
     /// The series.
     pub series: String,
+    /// The label of the number's period (a series numbered per period:
+    /// `2026`), which its confirm and void name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub period: Option<String>,
     /// The number.
     pub number: u64,
     /// `reserved`; or, for a client key's earlier reservation, what it is
@@ -82,6 +86,11 @@ pub struct ConfirmRequest {
         pattern = "^[^\\u0000-\\u001F\\u007F-\\u009F]*$"
     )]
     pub reference: String,
+    /// The number's period, as its reservation answered it (a series
+    /// numbered per period).
+    #[serde(default)]
+    #[schema(max_length = 16)]
+    pub period: Option<String>,
 }
 
 /// Body of `POST /v1/series/{name}/reservations/{number}/void`.
@@ -96,6 +105,11 @@ pub struct VoidRequest {
         pattern = "^[^\\u0000-\\u001F\\u007F-\\u009F]*$"
     )]
     pub reason: String,
+    /// The number's period, as its reservation answered it (a series
+    /// numbered per period).
+    #[serde(default)]
+    #[schema(max_length = 16)]
+    pub period: Option<String>,
 }
 
 /// Answer of a confirm or a void.
@@ -103,6 +117,9 @@ pub struct VoidRequest {
 pub struct SettledResponse {
     /// The series.
     pub series: String,
+    /// The label of the number's period (a series numbered per period).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub period: Option<String>,
     /// The number.
     pub number: u64,
     /// `confirmed` or `voided`.
@@ -221,6 +238,7 @@ pub(super) async fn reserve(
     Ok((
         status,
         Json(ReservationResponse {
+            period: Some(reservation.period.clone()).filter(|period| !period.is_empty()),
             series: reservation.series,
             number: reservation.number,
             state: reservation.state.as_str().to_string(),
@@ -258,6 +276,7 @@ pub(super) async fn confirm(
 ) -> Result<Json<SettledResponse>, ApiError> {
     let Path((name, number)) = path.map_err(bad_path)?;
     let (series, name) = series_for(&state, &caller, name)?;
+    let series = series.in_period(request.period.unwrap_or_default());
     let settled = to_the_end(async move { series.confirm(number, &request.reference).await })
         .await
         .map_err(|error| failed(&name, error))?;
@@ -291,6 +310,7 @@ pub(super) async fn void(
 ) -> Result<Json<SettledResponse>, ApiError> {
     let Path((name, number)) = path.map_err(bad_path)?;
     let (series, name) = series_for(&state, &caller, name)?;
+    let series = series.in_period(request.period.unwrap_or_default());
     let settled = to_the_end(async move { series.void(number, &request.reason).await })
         .await
         .map_err(|error| failed(&name, error))?;
@@ -312,6 +332,7 @@ async fn to_the_end<T: Send + 'static>(
 
 fn settled_response(settled: idmint::series::Settled) -> SettledResponse {
     SettledResponse {
+        period: Some(settled.period.clone()).filter(|period| !period.is_empty()),
         series: settled.series,
         number: settled.number,
         state: settled.state.as_str().to_string(),

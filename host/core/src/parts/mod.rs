@@ -14,7 +14,7 @@ mod stamps;
 
 use serde::Serialize;
 
-pub use period::{Period, PeriodUnit};
+pub use period::{zone_is_well_formed, Period, PeriodUnit};
 pub use snowflake::{Layout, SnowflakeParts, TimeUnit};
 pub use stamps::{IntoIter as StampsIntoIter, Stamps};
 

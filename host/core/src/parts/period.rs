@@ -10,6 +10,16 @@ use std::str::FromStr;
 
 use serde::{Serialize, Serializer};
 
+/// Whether `zone` has the shape of a time zone name: an IANA name such as
+/// `Europe/Paris`, `UTC`, or an offset such as `+05:30` (the server says
+/// whether it knows it).
+pub fn zone_is_well_formed(zone: &str) -> bool {
+    (1..=64).contains(&zone.len())
+        && zone
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'+' | b'/' | b':' | b'-'))
+}
+
 /// How long a period lasts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]

@@ -33,8 +33,9 @@ use mongodb::Database;
 use serde::Serialize;
 
 use super::document::read_series;
+use super::document::SeriesState;
 use super::error::SeriesError;
-use super::record::{read, records_of, NumberRecord, NumberState};
+use super::record::{read, records_of_period, NumberRecord, NumberState};
 use super::reserve::void_expired;
 use crate::mongo::collections::SERIES_NUMBERS;
 use crate::sequence::CounterName;
@@ -44,9 +45,12 @@ use crate::sequence::CounterName;
 pub struct Audit {
     /// The series.
     pub series: String,
+    /// The period audited (empty: a series without periods).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub period: String,
     /// Its first number.
     pub first: u64,
-    /// Its last number when the audit began.
+    /// Its last number (of the period) when the audit began.
     pub last: u64,
     /// The records read of numbers `first..=last`.
     pub records: u64,
@@ -229,22 +233,45 @@ impl fmt::Display for Finding {
 
 /// Audits series `name` (see the module docs).
 pub async fn audit(database: &Database, name: &CounterName) -> Result<Audit, SeriesError> {
-    audit_with(database, name, None, |_| {}).await
+    audit_with(database, name, None, None, |_| {}).await
 }
 
-/// Audits series `name`, handing `each` every record and every hole in
-/// number order as it reads them, and reconciles it with `against` if
-/// given (see the module docs).
+/// Audits period `period` of series `name` (`None`: its current period;
+/// a series without periods has one, `""`), handing `each` every record
+/// and every hole in number order as it reads them, and reconciles it with
+/// `against` if given (see the module docs).
 pub async fn audit_with(
     database: &Database,
     name: &CounterName,
+    period: Option<&str>,
     against: Option<&Against>,
     mut each: impl FnMut(Row<'_>),
 ) -> Result<Audit, SeriesError> {
     let expired_now = void_expired(database, Some(name)).await?;
-    let state = read_series(database, name, None).await?;
+    let series = read_series(database, name, None).await?;
+    let label = period.unwrap_or(&series.current).to_string();
+    let Some(last) = series.last_of(&label) else {
+        let mut periods: Vec<&str> = series
+            .closed
+            .iter()
+            .map(|(label, _)| label.as_str())
+            .collect();
+        periods.push(&series.current);
+        return Err(SeriesError::BadInput {
+            name: name.clone(),
+            reason: format!(
+                "it has no period {label:?} (its periods: {})",
+                periods.join(", ")
+            ),
+        });
+    };
+    let state = SeriesState {
+        last,
+        ..series.clone()
+    };
     let mut audit = Audit {
         series: name.as_str().to_string(),
+        period: label.clone(),
         first: state.first,
         last: state.last,
         records: 0,
@@ -259,7 +286,7 @@ pub async fn audit_with(
     let mut confirmed: HashMap<String, u64> = HashMap::new();
     let mut cursor = database
         .collection::<Document>(SERIES_NUMBERS)
-        .find(records_of(name))
+        .find(records_of_period(name, &label))
         .sort(mongodb::bson::doc! { "_id": 1 })
         .await
         .map_err(|error| SeriesError::database(name, "read the records", error))?;
@@ -336,10 +363,11 @@ pub async fn audit_with(
         // Numbers taken while the audit read are past the last it read
         // first; only those past the last now are findings.
         let now = read_series(database, name, None).await?;
+        let last_now = now.last_of(&label).unwrap_or(state.last);
         audit.findings.extend(
             later
                 .into_iter()
-                .filter(|number| *number > now.last)
+                .filter(|number| *number > last_now)
                 .map(|number| Finding::Beyond { number }),
         );
     }

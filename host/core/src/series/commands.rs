@@ -5,13 +5,16 @@
 //! holds the documents they leave equal to next_in's).
 //!
 //! 1. `take`: a `findAndModify` on the series that moves `last` up by one
-//!    and returns the series after it: `value.last` is the number; a
-//!    `value` of null means nothing was taken (no such series, or a
-//!    malformed one: `idmint series audit NAME` says which).
+//!    (from `first` again in a new period) and returns the series after it:
+//!    `value.last` is the number, `value.current` its period's label (empty
+//!    for a series without periods); a `value` of null means nothing was
+//!    taken (no such series, or a malformed one: `idmint series audit NAME`
+//!    says which).
 //! 2. `record`: the insert of the number's record, whose placeholders the
 //!    app fills: [`NUMBER`] with the number's digits (in `$numberLong`, so
 //!    that the driver writes a long), [`PADDED`] (in the `_id`) with them
-//!    zero-padded to 19, [`REFERENCE`] with the business record's
+//!    zero-padded to 19, [`PERIOD`] (in the `_id` and `period`) with the
+//!    period's label, [`REFERENCE`] with the business record's
 //!    reference, [`NOW`] with the time (in `$date`, ISO 8601), [`BY`] with
 //!    who took it.
 //!
@@ -21,7 +24,7 @@
 use mongodb::bson::{doc, Bson, Document};
 use serde::Serialize;
 
-use super::document::{take_update, takes_filter};
+use super::document::{take_update, takes_filter, SeriesPeriod};
 use super::record::confirmed_with;
 use crate::mongo::collections::{SERIES, SERIES_NUMBERS};
 use crate::sequence::CounterName;
@@ -31,6 +34,9 @@ pub const NUMBER: &str = "<number>";
 /// The placeholder of the number in 19 digits, zero-padded, in the
 /// record's `_id`.
 pub const PADDED: &str = "<number in 19 digits>";
+/// The placeholder of the period's label (`value.current` of the take; an
+/// empty string for a series without periods), in the `_id` and `period`.
+pub const PERIOD: &str = "<period>";
 /// The placeholder of the business reference.
 pub const REFERENCE: &str = "<reference>";
 /// The placeholder of the time the number was taken (in `$date`, ISO 8601).
@@ -47,11 +53,14 @@ pub struct SeriesCommands {
     pub record: Document,
 }
 
-/// The commands that take a number of series `name`.
-pub fn commands(name: &CounterName) -> SeriesCommands {
+/// The commands that take a number of series `name`, numbered per `period`
+/// (`None`: none). The take matches the series only if it is numbered so:
+/// one made otherwise answers `value` null, and nothing is taken.
+pub fn commands(name: &CounterName, period: Option<&SeriesPeriod>) -> SeriesCommands {
     let record = confirmed_with(
         name,
-        Bson::from(format!("{}//{PADDED}", name.as_str())),
+        Bson::from(format!("{}/{PERIOD}/{PADDED}", name.as_str())),
+        Bson::from(PERIOD),
         // Typed in extended JSON, so that a driver parsing the filled
         // command writes a long and a date, as next_in does.
         Bson::Document(doc! { "$numberLong": NUMBER }),
@@ -62,8 +71,8 @@ pub fn commands(name: &CounterName) -> SeriesCommands {
     SeriesCommands {
         take: doc! {
             "findAndModify": SERIES,
-            "query": takes_filter(name),
-            "update": take_update(),
+            "query": takes_filter(name, period),
+            "update": take_update(period),
             "new": true,
         },
         record: doc! { "insert": SERIES_NUMBERS, "documents": [record] },

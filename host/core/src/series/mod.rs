@@ -23,8 +23,10 @@ mod reserve;
 mod summary;
 
 pub use audit::{audit, audit_with, Against, Audit, Finding, Reconciled, Row};
-pub use commands::{commands, SeriesCommands, BY, NOW, NUMBER, PADDED, REFERENCE};
-pub use document::{create_series, read_series, SeriesState, SERIES_KIND};
+pub use commands::{commands, SeriesCommands, BY, NOW, NUMBER, PADDED, PERIOD, REFERENCE};
+pub use document::{
+    create_periodic_series, create_series, read_series, SeriesPeriod, SeriesState, SERIES_KIND,
+};
 pub use error::{SeriesError, TRANSIENT_TRANSACTION_ERROR};
 pub use indexes::{
     client_keys_model, open_reservations_model, CLIENT_KEYS_INDEX, OPEN_RESERVATIONS_INDEX,

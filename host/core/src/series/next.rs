@@ -17,6 +17,7 @@
 //! docs/gap-free.md), so a number whose commit was acknowledged is never
 //! taken again after a failover.
 
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
@@ -25,7 +26,9 @@ use mongodb::error::{ErrorKind, UNKNOWN_TRANSACTION_COMMIT_RESULT};
 use mongodb::options::{ReadConcern, ReturnDocument};
 use mongodb::{ClientSession, Collection, Database};
 
-use super::document::{read_series, series_collection, take_update, takes_filter};
+use super::document::{
+    read_series, series_collection, take_update, takes_filter, SeriesPeriod, SeriesState,
+};
 use super::error::SeriesError;
 use super::record::confirmed;
 use crate::lease::host_name;
@@ -49,15 +52,21 @@ pub struct Series {
     database: Database,
     name: CounterName,
     by: String,
+    period: String,
+    /// The series' period, once a take learnt it (it never changes).
+    shape: Arc<OnceLock<Option<SeriesPeriod>>>,
 }
 
 /// A number taken by [`Series::take`], and how many times its transaction
 /// ran (more than once: a transient error, a write conflict with another
 /// transaction on the series, made it run again).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Taken {
     /// The number.
     pub number: u64,
+    /// Its period's label (empty for a series without periods).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub period: String,
     /// The runs of the transaction it took.
     pub attempts: u32,
 }
@@ -70,7 +79,22 @@ impl Series {
             database: database.clone(),
             by: format!("{}:{}", host_name(), std::process::id()),
             name,
+            period: String::new(),
+            shape: Arc::default(),
         }
+    }
+
+    /// The period whose numbers [`Series::confirm`] and [`Series::void`]
+    /// settle: the label a reservation answered (`2026`), for a series
+    /// numbered per period; none (`""`, the default) for the others.
+    pub fn in_period(mut self, period: impl Into<String>) -> Self {
+        self.period = period.into();
+        self
+    }
+
+    /// The period it settles numbers of.
+    pub fn period(&self) -> &str {
+        &self.period
     }
 
     /// Who its records say took their numbers (a token's name, an app's).
@@ -142,29 +166,34 @@ impl Series {
         session: &mut ClientSession,
         reference: &str,
     ) -> Result<u64, SeriesError> {
+        self.next_in_period(session, reference)
+            .await
+            .map(|(number, _)| number)
+    }
+
+    /// [`Series::next_in`], with the label of the number's period (empty
+    /// for a series without periods).
+    pub async fn next_in_period(
+        &self,
+        session: &mut ClientSession,
+        reference: &str,
+    ) -> Result<(u64, String), SeriesError> {
         self.check_reference(reference)?;
         self.refuse_outside_transaction(session).await?;
-        let after = series_collection(&self.database)
-            .find_one_and_update(takes_filter(&self.name), take_update())
-            .return_document(ReturnDocument::After)
-            .session(&mut *session)
-            .await
-            .map_err(|error| SeriesError::database(&self.name, "take a number", error))?;
-        let Some(after) = after else {
-            return Err(self.why_untaken(session).await);
-        };
-        let number = super::document::read(&after)
-            .map_err(|reason| SeriesError::Corrupt {
-                name: self.name.clone(),
-                reason,
-            })?
-            .last;
+        let taken = self.take_in(session).await?;
+        let number = taken.last;
         self.records()
-            .insert_one(confirmed(&self.name, number, reference, &self.by))
+            .insert_one(confirmed(
+                &self.name,
+                &taken.current,
+                number,
+                reference,
+                &self.by,
+            ))
             .session(&mut *session)
             .await
             .map_err(|error| SeriesError::database(&self.name, "record the number", error))?;
-        Ok(number)
+        Ok((number, taken.current))
     }
 
     /// Takes the next number in a transaction of its own, confirmed with
@@ -240,7 +269,11 @@ impl Series {
         };
         self.in_transactions(session, numbering)
             .await
-            .map(|(number, attempts)| Taken { number, attempts })
+            .map(|((number, period), attempts)| Taken {
+                number,
+                period,
+                attempts,
+            })
     }
 
     /// Runs `attempt` in a transaction on `session` and commits it with
@@ -349,9 +382,51 @@ impl Series {
         }
     }
 
+    /// Takes the next number in `session`'s transaction: the series as
+    /// the take left it (`last` is the number, `current` its period). The
+    /// take is built for the series' period, which never changes once the
+    /// series is made: learnt from the first take that did not match (no
+    /// period guessed), then kept by this handle and its clones.
+    pub(super) async fn take_in(
+        &self,
+        session: &mut ClientSession,
+    ) -> Result<SeriesState, SeriesError> {
+        let mut period = self.shape.get().cloned().flatten();
+        let mut read_it = self.shape.get().is_some();
+        loop {
+            let after = series_collection(&self.database)
+                .find_one_and_update(
+                    takes_filter(&self.name, period.as_ref()),
+                    take_update(period.as_ref()),
+                )
+                .return_document(ReturnDocument::After)
+                .session(&mut *session)
+                .await
+                .map_err(|error| SeriesError::database(&self.name, "take a number", error))?;
+            if let Some(after) = after {
+                let _ = self.shape.set(period);
+                return super::document::read(&after).map_err(|reason| SeriesError::Corrupt {
+                    name: self.name.clone(),
+                    reason,
+                });
+            }
+            if read_it {
+                return Err(self.why_untaken(session).await);
+            }
+            // The take matched nothing: the series has a period it did not
+            // know, or cannot be taken from (the read says which).
+            let state = read_series(&self.database, &self.name, Some(session)).await?;
+            read_it = true;
+            if state.period == period {
+                return Err(self.why_untaken(session).await);
+            }
+            period = state.period;
+        }
+    }
+
     /// Why the take matched nothing: no such series, a malformed one, or
     /// one at its last number.
-    pub(super) async fn why_untaken(&self, session: &mut ClientSession) -> SeriesError {
+    async fn why_untaken(&self, session: &mut ClientSession) -> SeriesError {
         match read_series(&self.database, &self.name, Some(session)).await {
             Ok(state) if state.last >= MAX_VALUE => SeriesError::Exhausted(self.name.clone()),
             Ok(_) => SeriesError::Corrupt {
@@ -392,18 +467,18 @@ where
     F: for<'s> FnMut(&'s mut ClientSession, u64) -> BoxFuture<'s, mongodb::error::Result<()>>
         + Send,
 {
-    type Output = u64;
+    type Output = (u64, String);
 
     fn run<'s>(
         &'s mut self,
         session: &'s mut ClientSession,
-    ) -> BoxFuture<'s, Result<u64, SeriesError>> {
+    ) -> BoxFuture<'s, Result<(u64, String), SeriesError>> {
         Box::pin(async move {
-            let number = self.series.next_in(session, self.reference).await?;
+            let (number, period) = self.series.next_in_period(session, self.reference).await?;
             (self.write)(session, number).await.map_err(|error| {
                 SeriesError::database(&self.series.name, "write the record", error)
             })?;
-            Ok(number)
+            Ok((number, period))
         })
     }
 }

@@ -56,17 +56,25 @@ pub fn record_id(name: &CounterName, period: &str, number: u64) -> String {
     format!("{}/{period}/{number:019}", name.as_str())
 }
 
-/// The range of `_id`s that holds every record of series `name`: its name
-/// and a `/` begin them, and no name holds a `/`.
-pub(crate) fn records_of(name: &CounterName) -> Document {
-    doc! { "_id": { "$gt": format!("{}/", name.as_str()), "$lt": format!("{}0", name.as_str()) } }
+/// The range of `_id`s that holds the records of period `period` of series
+/// `name` (`""`: a series without periods).
+pub(crate) fn records_of_period(name: &CounterName, period: &str) -> Document {
+    let prefix = format!("{}/{period}", name.as_str());
+    doc! { "_id": { "$gt": format!("{prefix}/"), "$lt": format!("{prefix}0") } }
 }
 
 /// A confirmed number's record, as written in the transaction that took it.
-pub(crate) fn confirmed(name: &CounterName, number: u64, reference: &str, by: &str) -> Document {
+pub(crate) fn confirmed(
+    name: &CounterName,
+    period: &str,
+    number: u64,
+    reference: &str,
+    by: &str,
+) -> Document {
     confirmed_with(
         name,
-        Bson::from(record_id(name, "", number)),
+        Bson::from(record_id(name, period, number)),
+        Bson::from(period),
         Bson::Int64(number as i64),
         Bson::from(reference),
         Bson::DateTime(DateTime::now()),
@@ -79,6 +87,7 @@ pub(crate) fn confirmed(name: &CounterName, number: u64, reference: &str, by: &s
 pub(crate) fn confirmed_with(
     name: &CounterName,
     id: Bson,
+    period: Bson,
     number: Bson,
     reference: Bson,
     at: Bson,
@@ -87,7 +96,7 @@ pub(crate) fn confirmed_with(
     doc! {
         "_id": id,
         "series": name.as_str(),
-        "period": "",
+        "period": period,
         "number": number,
         "state": NumberState::Confirmed.as_str(),
         "reference": reference,
@@ -101,6 +110,9 @@ pub(crate) fn confirmed_with(
 pub struct NumberRecord {
     /// Its number.
     pub number: u64,
+    /// Its period's label (`""`: a series without periods).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub period: String,
     /// Its state.
     pub state: NumberState,
     /// The business reference, once confirmed.
@@ -159,6 +171,7 @@ pub(crate) fn read(name: &CounterName, document: &Document) -> Result<NumberReco
     };
     Ok(NumberRecord {
         number,
+        period: period.to_string(),
         state,
         reference: text("reference"),
         reason: text("reason"),

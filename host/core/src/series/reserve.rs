@@ -28,11 +28,9 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use mongodb::bson::{doc, DateTime, Document};
-use mongodb::options::ReturnDocument;
 use mongodb::{ClientSession, Collection, Database};
 use serde::Serialize;
 
-use super::document::{read as read_series_document, series_collection, takes_filter};
 use super::error::SeriesError;
 use super::next::{Attempt, Series};
 use super::record::{read as read_record, record_id, NumberState};
@@ -64,6 +62,11 @@ pub const MAX_REASON_CHARS: usize = 512;
 pub struct Reservation {
     /// The series.
     pub series: String,
+    /// The label of its period (`2026`; empty for a series without
+    /// periods): what confirms and voids name it by, with the number
+    /// ([`Series::in_period`]).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub period: String,
     /// The number.
     pub number: u64,
     /// Its state now: `reserved`, unless a reserve with the same client key
@@ -92,6 +95,9 @@ impl Reservation {
 pub struct Settled {
     /// The series.
     pub series: String,
+    /// The label of its period (empty for a series without periods).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub period: String,
     /// The number.
     pub number: u64,
     /// `confirmed` or `voided`.
@@ -174,37 +180,24 @@ impl Series {
         ttl_ms: i64,
         client_key: Option<&str>,
     ) -> Result<Reservation, SeriesError> {
-        // The server's clock, read by the write that takes the number.
-        let update = vec![doc! { "$set": {
-            "last": { "$add": ["$last", 1_i64] },
-            "taken_at": "$$NOW",
-        } }];
-        let after = series_collection(self.database())
-            .find_one_and_update(takes_filter(self.name()), update)
-            .return_document(ReturnDocument::After)
-            .session(&mut *session)
-            .await
-            .map_err(|error| self.database_error("take a number", error))?;
-        let Some(after) = after else {
-            return Err(self.why_untaken(session).await);
-        };
-        let number = read_series_document(&after)
-            .map_err(|reason| self.corrupt(&reason))?
-            .last;
-        let now = after
-            .get_datetime("taken_at")
-            .map_err(|_| self.corrupt("the server did not write taken_at with $$NOW"))?;
+        // The server's clock (`taken_at`) is read by the write that takes
+        // the number.
+        let taken = self.take_in(session).await?;
+        let (number, period) = (taken.last, taken.current);
+        let now = taken
+            .taken_at
+            .ok_or_else(|| self.corrupt("the server did not write taken_at with $$NOW"))?;
         let deadline = DateTime::from_millis(now.timestamp_millis().saturating_add(ttl_ms));
         let mut record = doc! {
-            "_id": record_id(self.name(), "", number),
+            "_id": record_id(self.name(), &period, number),
             "series": self.name().as_str(),
-            "period": "",
+            "period": &period,
             "number": number as i64,
             "state": NumberState::Reserved.as_str(),
-            "reserved_at": *now,
+            "reserved_at": now,
             "deadline": deadline,
             "reserved_by": self.by_name(),
-            "at": *now,
+            "at": now,
             "by": self.by_name(),
         };
         if let Some(key) = client_key {
@@ -217,6 +210,7 @@ impl Series {
             .map_err(|error| self.database_error("record the reservation", error))?;
         Ok(Reservation {
             series: self.name().to_string(),
+            period,
             number,
             state: NumberState::Reserved,
             deadline,
@@ -242,6 +236,7 @@ impl Series {
             .map_err(|_| self.corrupt("a reservation's record has no deadline"))?;
         Ok(Some(Reservation {
             series: self.name().to_string(),
+            period: record.period.clone(),
             number: record.number,
             state: record.state,
             deadline,
@@ -259,7 +254,7 @@ impl Series {
     pub async fn confirm(&self, number: u64, reference: &str) -> Result<Settled, SeriesError> {
         self.check_reference(reference)?;
         let filter = doc! {
-            "_id": record_id(self.name(), "", number),
+            "_id": record_id(self.name(), self.period(), number),
             "state": NumberState::Reserved.as_str(),
             "$expr": { "$gt": ["$deadline", "$$NOW"] },
         };
@@ -313,7 +308,7 @@ impl Series {
     pub async fn void(&self, number: u64, reason: &str) -> Result<Settled, SeriesError> {
         self.check_text("reason", reason, MAX_REASON_CHARS)?;
         let filter = doc! {
-            "_id": record_id(self.name(), "", number),
+            "_id": record_id(self.name(), self.period(), number),
             "state": NumberState::Reserved.as_str(),
         };
         let update = settle(NumberState::Voided, "reason", reason, self.by_name());
@@ -361,7 +356,7 @@ impl Series {
     async fn record(&self, number: u64) -> Result<super::NumberRecord, SeriesError> {
         let found = self
             .records()
-            .find_one(doc! { "_id": record_id(self.name(), "", number) })
+            .find_one(doc! { "_id": record_id(self.name(), self.period(), number) })
             .await
             .map_err(|error| self.database_error("read the record", error))?;
         match found {
@@ -383,6 +378,7 @@ impl Series {
         };
         Settled {
             series: self.name().to_string(),
+            period: self.period().to_string(),
             number,
             state,
             reference,

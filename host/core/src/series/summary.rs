@@ -24,10 +24,10 @@ pub struct SeriesSummary {
     pub series: String,
     /// Its first number.
     pub first: u64,
-    /// Its last number taken.
+    /// Its last number taken (in its current period).
     pub last: u64,
-    /// Numbers from the first to the last with no record: holes, which
-    /// `idmint series audit` names.
+    /// Numbers from the first to the last with no record, in every period:
+    /// holes, which `idmint series audit` names.
     pub missing: u64,
     /// Numbers reserved, not yet confirmed or voided.
     pub reserved: u64,
@@ -65,16 +65,25 @@ pub async fn summaries(database: &Database) -> Result<Vec<SeriesSummary>, Series
                     .map_err(|error| SeriesError::database(&name, "count the records", error))
             }
         };
-        let taken = (state.last + 1).saturating_sub(state.first);
-        let present = if taken == 0 {
-            0
-        } else {
-            count(doc! { "_id": {
-                "$gte": record_id(&name, "", state.first),
-                "$lte": record_id(&name, "", state.last),
+        // Each period's holes: its numbers less the records in its range.
+        let mut missing = 0;
+        let periods = state
+            .closed
+            .iter()
+            .map(|(label, last)| (label.as_str(), *last))
+            .chain([(state.current.as_str(), state.last)]);
+        for (label, last) in periods {
+            let taken = (last + 1).saturating_sub(state.first);
+            if taken == 0 {
+                continue;
+            }
+            let present = count(doc! { "_id": {
+                "$gte": record_id(&name, label, state.first),
+                "$lte": record_id(&name, label, last),
             } })
-            .await?
-        };
+            .await?;
+            missing += taken.saturating_sub(present);
+        }
         let open = doc! { "series": name.as_str(), "state": NumberState::Reserved.as_str() };
         let reserved = count(open.clone()).await?;
         let expired = if reserved == 0 {
@@ -88,7 +97,7 @@ pub async fn summaries(database: &Database) -> Result<Vec<SeriesSummary>, Series
             series: name.to_string(),
             first: state.first,
             last: state.last,
-            missing: taken.saturating_sub(present),
+            missing,
             reserved,
             expired,
         });

@@ -247,13 +247,7 @@ fn check_zone(zone: &str) -> Result<(), SequenceError> {
     )))
 }
 
-/// Whether `zone` has the shape of a time zone name ([`ZONE_PATTERN`]).
-pub(crate) fn zone_is_well_formed(zone: &str) -> bool {
-    (1..=64).contains(&zone.len())
-        && zone
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'+' | b'/' | b':' | b'-'))
-}
+pub(crate) use crate::parts::zone_is_well_formed;
 
 /// The regular expression a label of `unit` matches (empty: none yet).
 fn label_regex(unit: PeriodUnit) -> &'static str {
