@@ -29,6 +29,7 @@ mod policy_contracts;
 mod prefixes;
 mod readme;
 mod series;
+mod series_kill;
 mod series_periods;
 mod series_reservations;
 mod serve;
