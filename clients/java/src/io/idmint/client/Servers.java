@@ -21,7 +21,9 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * GET requests to several {@code idmint serve} instances with failover:
+ * Requests to several {@code idmint serve} instances with failover (GETs,
+ * and POSTs whose retries are safe: a series' reserve with its client key,
+ * a confirm, a void):
  * each fetch asks one instance chosen at random among those not set aside;
  * a failed one (no answer, or 5xx/408/429) is set aside for
  * {@code setAsideFirst}, doubled at each failure in a row up to
@@ -63,7 +65,20 @@ final class Servers {
 
     /** The body of {@code GET path} from some instance, as text. */
     CompletableFuture<String> get(String path) {
-        Attempt attempt = new Attempt(path, time.nanos() + settings.deadline());
+        return start(path, null);
+    }
+
+    /**
+     * The JSON answer of {@code POST path} with JSON {@code body} from some
+     * instance (a 2xx); asked again of another instance after an instance's
+     * failure, so only for requests whose retry is safe.
+     */
+    CompletableFuture<String> post(String path, String body) {
+        return start(path, body);
+    }
+
+    private CompletableFuture<String> start(String path, String body) {
+        Attempt attempt = new Attempt(path, body, time.nanos() + settings.deadline());
         active.add(attempt);
         attempt.step();
         return attempt.result;
@@ -84,6 +99,8 @@ final class Servers {
     /** One fetch: its rounds over the instances, until an answer or the deadline. */
     private final class Attempt {
         final String path;
+        /** A POST's JSON body; null for a GET. */
+        final String body;
         final long deadlineAt;
         final CompletableFuture<String> result = new CompletableFuture<>();
         /** Instances asked in this round. Touched by one step at a time. */
@@ -94,10 +111,11 @@ final class Servers {
         int round;
         volatile CompletableFuture<HttpResponse<String>> sending;
 
-        Attempt(String path, long deadlineAt) {
+        Attempt(String path, String body, long deadlineAt) {
             this.path = path;
+            this.body = body;
             this.deadlineAt = deadlineAt;
-            result.whenComplete((body, error) -> active.remove(this));
+            result.whenComplete((answer, error) -> active.remove(this));
         }
 
         void stop() {
@@ -137,9 +155,14 @@ final class Servers {
 
         private void send(Instance instance, long timeout) {
             HttpRequest.Builder request = HttpRequest.newBuilder(instance.base.resolve(path))
-                    .timeout(Duration.ofNanos(timeout))
-                    .header("Accept", "text/plain")
-                    .GET();
+                    .timeout(Duration.ofNanos(timeout));
+            if (body == null) {
+                request.header("Accept", "text/plain").GET();
+            } else {
+                request.header("Accept", "application/json")
+                        .header("Content-Type", "application/json")
+                        .POST(HttpRequest.BodyPublishers.ofString(body));
+            }
             if (settings.token() != null) {
                 request.header("Authorization", "Bearer " + settings.token());
             }
@@ -167,7 +190,7 @@ final class Servers {
                     return;
                 }
                 int status = response.statusCode();
-                if (status == 200) {
+                if (status == 200 || (body != null && status / 100 == 2)) {
                     answered(instance);
                     result.complete(response.body());
                 } else if (isInstanceFailure(status, response.body())) {
