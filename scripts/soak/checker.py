@@ -14,10 +14,11 @@ A lock record: {"lock", "token", "event": "start"|"beat"|"end", "t",
 "accepted": bool, "pid"}, in the order the store took them (under flock).
 """
 
+import csv
 import json
 import math
 import os
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 from ids import MAXVAL, SPANNING_KINDS, order_key, unique_key
 from schedule import FAULTS
@@ -341,8 +342,49 @@ def changes_left_half_way(changes_at_end, end):
             if state.get("settled_after_s") is None]
 
 
-def check(attempts, lock_records, faults, start, end, shutdown=None, changes_at_end=None):
-    """The verdict of one run, as result.json holds it."""
+def check_series(records, register, audit):
+    """The gap-free series against its register at the end: the audit
+    found it whole (none missing: exit 0); no number was answered to two
+    takes (none twice); every number a take was answered is confirmed with
+    that take's reference (none lost or given to another). Returns a
+    summary and the violations."""
+    violations = []
+    if audit is None:
+        return {"checked": False}, violations
+    if audit.get("rc") != 0:
+        violations.append(("series-not-whole", {"t": None, "audit_exit": audit.get("rc"),
+                                                "findings": audit.get("stderr", "")[-500:]}))
+    confirmed = {}
+    for row in register:
+        if row.get("state") == "confirmed":
+            confirmed[int(row["number"])] = row.get("reference")
+    answered = {}
+    counts = Counter(record["status"] for record in records)
+    for record in sorted(records, key=lambda r: r["t1"]):
+        if record["status"] != "ok":
+            continue
+        number = record["number"]
+        if number in answered:
+            violations.append(("series-twice", {"t": record["t1"], "number": number,
+                                                "first": answered[number],
+                                                "second": record["reference"]}))
+            continue
+        answered[number] = record["reference"]
+        if confirmed.get(number) != record["reference"]:
+            violations.append(("series-lost", {"t": record["t1"], "number": number,
+                                               "reference": record["reference"],
+                                               "register": confirmed.get(number)}))
+    summary = {"checked": True, "numbers": len(register), "confirmed": len(confirmed),
+               "answered": len(answered), "attempts": dict(sorted(counts.items())),
+               "audit_exit": audit.get("rc")}
+    return summary, violations
+
+
+def check(attempts, lock_records, faults, start, end, shutdown=None, changes_at_end=None,
+          series=None):
+    """The verdict of one run, as result.json holds it. `series`: the gap-free
+    series' takes, its register and its audit ((records, rows, audit)), if the
+    run had one."""
     (rows, duplicates, order, gaps, lost, malformed, out_of_range,
      duplicate_ids) = check_values(attempts)
     locks, overlaps, fencing = check_locks(lock_records, faults)
@@ -369,6 +411,8 @@ def check(attempts, lock_records, faults, start, end, shutdown=None, changes_at_
                   + [("duplicate-id", d) for d in duplicate_ids]
                   + [("lost", x) for x in lost] + [("overlap", o) for o in overlaps]
                   + [("fencing", f) for f in fencing])
+    series_summary, series_violations = check_series(*(series or ([], [], None)))
+    violations += series_violations
     first = None
     if violations:
         timed = [v for v in violations if v[1].get("t") is not None]
@@ -396,6 +440,7 @@ def check(attempts, lock_records, faults, start, end, shutdown=None, changes_at_
         "lock_overlaps": len(overlaps),
         "fencing_violations": len(fencing),
         "locks": locks,
+        "series": series_summary,
         "gaps": gaps,
         "rows": dict(sorted(rows.items())),
         "path_availability": dict(sorted(path_avail.items())),
@@ -432,6 +477,24 @@ def read_jsonl(path):
                     continue  # a line cut by a kill -9 of its writer
 
 
+def load_series(out, meta):
+    """The gap-free series' takes, register and audit of a run's directory
+    (None: the run had no series)."""
+    directory = os.path.join(out, "series")
+    if not os.path.isdir(directory) or "series_audit" not in meta:
+        return None
+    records = []
+    for name in sorted(os.listdir(directory)):
+        if name.endswith(".jsonl"):
+            records.extend(read_jsonl(os.path.join(directory, name)))
+    register = []
+    path = os.path.join(directory, "register.csv")
+    if os.path.exists(path):
+        with open(path, encoding="utf-8", newline="") as file:
+            register = list(csv.DictReader(file))
+    return records, register, meta["series_audit"]
+
+
 def load(out):
     """Reads a run's directory: (attempts, lock records, faults, meta)."""
     attempts = []
@@ -455,4 +518,4 @@ def load(out):
 def check_dir(out):
     attempts, lock_records, faults, meta = load(out)
     return check(attempts, lock_records, faults, meta["start"], meta["end"], meta.get("shutdown_s"),
-                 meta.get("changes_at_end"))
+                 meta.get("changes_at_end"), load_series(out, meta))

@@ -62,6 +62,13 @@ def table(result, schedule_seed=None):
     gaps = ", ".join(f"{name} {g['missing']} missing (bound {g['unanswered_bound']})"
                      for name, g in result["gaps"].items())
     lines.append(f"gaps: {gaps or 'none checked'}")
+    series = result.get("series") or {}
+    if series.get("checked"):
+        lines.append(f"gap-free series: {series['numbers']} numbers, {series['confirmed']} "
+                     f"confirmed, audit exit {series['audit_exit']}; takes "
+                     + ", ".join(f"{status} {count}" for status, count
+                                 in series["attempts"].items())
+                     + f", {series['answered']} answered, each confirmed with its reference")
     if result["shutdown_s"]:
         lines.append("shutdown: " + ", ".join(f"{name} {s if s is not None else 'killed'} s"
                                              for name, s in sorted(result["shutdown_s"].items())))

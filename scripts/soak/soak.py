@@ -36,9 +36,10 @@ from ids import (BASE_KIND, CREATE, KINDS, MAXVAL, SPANNING, SPANNING_CYCLIC,  #
 from nemesis import Nemesis, Supervisor  # noqa: E402
 from schedule import FAULTS, make_schedule  # noqa: E402
 from workload import (CHANGE_TIMEOUT_S, CliLoop, HttpClient, JavaClient,  # noqa: E402
-                      LockHolder, Mongosh, Changes, Recorder, Stream)
+                      LockHolder, Mongosh, Changes, Recorder, SeriesLoop, Stream)
 
 REPO = os.path.dirname(os.path.dirname(HERE))
+SERIES = "soak-invoices"
 PREFIX = {"cyclic": "CY-", "autoinc": "AI-", "segment": "SG-", "snowflake": "SF-",
           "periodic": "PD-", "striped": "ST-", SPANNING: "SP-", SPANNING_CYCLIC: "SC-",
           SPANNING_SNOWFLAKE: "SN-", SPANNING_PERIODIC: "SY-"}
@@ -235,6 +236,23 @@ def finish(out, meta):
     return 0
 
 
+def audit_series(idmint, env, out):
+    """The gap-free series' register at the end (`series audit --csv`, in
+    series/register.csv) and the audit's exit code and findings; asked again
+    while the database is still coming back (exit 3)."""
+    deadline = time.time() + 60
+    while True:
+        result = subprocess.run([idmint, "series", "audit", SERIES, "--csv"], env=env,
+                                capture_output=True, text=True, timeout=60, check=False)
+        if result.returncode != 3 or time.time() > deadline:
+            break
+        time.sleep(1)
+    with open(os.path.join(out, "series", "register.csv"), "w", encoding="utf-8") as file:
+        file.write(result.stdout)
+    log(f"series audit: exit {result.returncode}")
+    return {"rc": result.returncode, "stderr": result.stderr[-2000:]}
+
+
 def across(deployments, first):
     """The spanning counter's deployments as NAME=URI, `first` the preferred."""
     order = [first] + [name for name in DEPLOYMENTS if name != first]
@@ -276,6 +294,7 @@ def run(args):
     out = os.path.abspath(args.out)
     os.makedirs(os.path.join(out, "logs"), exist_ok=True)
     os.makedirs(os.path.join(out, "locks"), exist_ok=True)
+    os.makedirs(os.path.join(out, "series"), exist_ok=True)
     set_pgid_file(os.path.join(out, "pgids"))
     seconds = args.minutes * 60
     takers, serves, holders = names(args)
@@ -349,6 +368,8 @@ def run(args):
             idmint_ok(args.bin, env("direct"), "counter", "create", name, *CREATE[kind],
                       "--prefix", PREFIX[kind])
             counters[kind] = (name, PREFIX[kind])
+        # A gap-free series, numbered in transactions under the faults.
+        idmint_ok(args.bin, env("direct"), "series", "create", SERIES)
         spanning_counters = {}
         for kind in SPANNING_KINDS:
             spanning_counters[kind] = (f"soak-{kind}", PREFIX[kind])
@@ -452,6 +473,10 @@ def run(args):
                                [["counter", "stripes", counters["striped"][0], "--set", str(n)]
                                 for n in (2, 4, 3)],
                                args.bin, env("direct"), faults, period=20.0))
+        # Its own seeds, so that the other drivers' stay as they were.
+        series_rng = random.Random(args.seed + 2)
+        drivers += [SeriesLoop(i, SERIES, args.bin, env(route), out, series_rng.random())
+                    for i, route in enumerate(["direct", "cut"])]
         meta["start"] = time.time()
         for driver in drivers:
             driver.start()
@@ -486,6 +511,7 @@ def run(args):
             driver.stop()
         for driver in drivers:
             driver.join(timeout=40)
+        meta["series_audit"] = audit_series(args.bin, env("direct"), out)
         meta["shutdown_s"] = {d.name: d.shutdown_s for d in drivers if isinstance(d, Stream)}
         meta["harness_errors"] = harness_errors()
         for serve in cluster.serves.values():

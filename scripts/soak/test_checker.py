@@ -59,7 +59,47 @@ def base32(prefix, value):
     return prefix + "".join(CROCKFORD[(value >> (5 * i)) & 31] for i in reversed(range(13)))
 
 
+def series_run(register=None, rc=0):
+    """A gap-free series' takes (two answered, one lost to a cut), its
+    register and its audit."""
+    records = [
+        {"t0": START, "t1": START + 1, "reference": "a-1", "status": "ok", "number": 1},
+        {"t0": START, "t1": START + 2, "reference": "b-1", "status": "unknown"},
+        {"t0": START, "t1": START + 3, "reference": "a-2", "status": "ok", "number": 3},
+    ]
+    if register is None:
+        register = [{"number": "1", "state": "confirmed", "reference": "a-1"},
+                    {"number": "2", "state": "confirmed", "reference": "b-1"},
+                    {"number": "3", "state": "confirmed", "reference": "a-2"}]
+    return records, register, {"rc": rc, "stderr": ""}
+
+
 class CheckerTest(unittest.TestCase):
+    def test_a_whole_series_is_valid(self):
+        result = check(clean_attempts(), clean_locks(), [FAULT], START, START + 10,
+                       series=series_run())
+        self.assertTrue(result["valid"], result["first_violation"])
+        self.assertEqual((result["series"]["answered"], result["series"]["confirmed"]), (2, 3))
+
+    def test_a_series_the_audit_finds_not_whole_is_invalid(self):
+        result = check(clean_attempts(), clean_locks(), [FAULT], START, START + 10,
+                       series=series_run(rc=1))
+        self.assertFalse(result["valid"])
+        self.assertEqual(result["first_violation"]["violation"], "series-not-whole")
+
+    def test_a_number_answered_twice_or_confirmed_otherwise_is_invalid(self):
+        records, register, audit = series_run()
+        records.append({"t0": START, "t1": START + 4, "reference": "b-2", "status": "ok",
+                        "number": 3})
+        result = check(clean_attempts(), clean_locks(), [FAULT], START, START + 10,
+                       series=(records, register, audit))
+        self.assertEqual(result["first_violation"]["violation"], "series-twice")
+        register = [dict(row) for row in register]
+        register[0]["reference"] = "someone else"
+        result = check(clean_attempts(), clean_locks(), [FAULT], START, START + 10,
+                       series=(series_run()[0], register, audit))
+        self.assertEqual(result["first_violation"]["violation"], "series-lost")
+
     def test_a_clean_run_is_valid(self):
         result = check(clean_attempts(), clean_locks(), [FAULT], START, START + 10)
         self.assertTrue(result["valid"], result["first_violation"])

@@ -156,6 +156,53 @@ class CliLoop(Driver):
         self.recorder.close()
 
 
+class SeriesLoop(Driver):
+    """`idmint series next SERIES --reference REF --json` in a loop: a
+    gap-free series numbered in transactions of their own under the faults.
+    Each attempt is recorded with its reference and, when answered, the
+    number; the checker holds them to the audit's register at the end (none
+    missing, none twice, each answered number confirmed with its
+    reference)."""
+
+    def __init__(self, index, series, idmint, env, out, seed):
+        super().__init__(f"series-next-{index}", seed)
+        self.series, self.idmint, self.env = series, idmint, env
+        self.recorder = Recorder(os.path.join(out, "series", f"{self.name}.jsonl"))
+
+    def run(self):
+        attempt = 0
+        while not self.stopping.is_set():
+            attempt += 1
+            reference = f"{self.name}-{attempt}"
+            t0 = time.time()
+            process = spawn([self.idmint, "series", "next", self.series, "--reference", reference,
+                             "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=self.env)
+            self.current = process
+            timed_out = []
+            # A take waits up to 30 s for a series another transaction holds.
+            timer = threading.Timer(45, lambda: timed_out.append(signal_group(process,
+                                                                              signal.SIGKILL)))
+            timer.start()
+            stdout = process.stdout.read().decode(errors="replace")
+            stderr = process.stderr.read().decode(errors="replace").strip()
+            returncode = reap(process)
+            timer.cancel()
+            record = {"t0": t0, "t1": time.time(), "reference": reference,
+                      "status": _status(returncode, bool(timed_out)), "rc": returncode}
+            if record["status"] == "ok":
+                try:
+                    record["number"] = json.loads(stdout)["number"]
+                except (ValueError, KeyError, TypeError):
+                    record["status"] = "unknown"
+                    record["err"] = f"unreadable answer: {stdout[-200:]}"
+            elif stderr:
+                record["err"] = stderr[-300:]
+            self.recorder.write(record)
+            self.stopping.wait(self.rng.uniform(0.05, 0.3))
+        self.recorder.close()
+
+
 class Stream(Driver):
     """One `idmint next COUNTER --stream`, restarted after it dies."""
 
