@@ -327,13 +327,23 @@ async fn the_audit_names_each_hole_and_exits_1() {
         })
         .await
         .unwrap();
+    // A second record of number 1, filed under an _id of its own.
+    numbers
+        .insert_one(doc! {
+            "_id": "inv//0000000000000000001-again", "series": "inv", "period": "",
+            "number": 1_i64, "state": "confirmed", "reference": "order 1, again",
+        })
+        .await
+        .unwrap();
     let output = run(idmint(TEST).args(["series", "audit", "inv"]));
     assert_exit(&output, 1);
     assert_eq!(
         stdout(&output).trim(),
-        "series 'inv': numbers 1 to 6, 3 confirmed, 0 voided; NOT whole, 3 finding(s):\n  \
+        "series 'inv': numbers 1 to 6, 3 confirmed, 0 voided; NOT whole, 4 finding(s):\n  \
          numbers 2 to 3 have no record\n  \
          number 5 is voided with no reason\n  \
+         number 1 has a second record, \"inv//0000000000000000001-again\" (filed under another \
+         number's _id)\n  \
          number 9 has a record but is past the series' last"
     );
     let output = run(idmint(TEST).args(["series", "audit", "inv", "--json"]));
@@ -345,7 +355,7 @@ async fn the_audit_names_each_hole_and_exits_1() {
         .iter()
         .map(|finding| finding["finding"].as_str().unwrap())
         .collect();
-    assert_eq!(findings, ["missing", "no-reason", "beyond"]);
+    assert_eq!(findings, ["missing", "no-reason", "duplicate", "beyond"]);
     let name = CounterName::new("inv").unwrap();
     let audit = audit(&database, &name).await.unwrap();
     assert_eq!(audit.findings[0], Finding::Missing { from: 2, to: 3 });

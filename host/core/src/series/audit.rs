@@ -5,6 +5,8 @@
 //! series is not whole: numbers from `first` to `last` with no record
 //! ([`Finding::Missing`], as ranges), records past the series' `last`
 //! ([`Finding::Beyond`]: written by hand, or a series restored backwards),
+//! a second record of a number filed under another `_id`
+//! ([`Finding::Duplicate`]),
 //! numbers neither confirmed nor voided ([`Finding::Open`]), a confirmed
 //! number with no reference or a voided one with no reason, and records it
 //! cannot read. Reservations past their deadline are voided
@@ -35,7 +37,7 @@ use serde::Serialize;
 use super::document::read_series;
 use super::document::SeriesState;
 use super::error::SeriesError;
-use super::record::{read, records_of_period, NumberRecord, NumberState};
+use super::record::{read, record_id, records_of_period, NumberRecord, NumberState};
 use super::reserve::void_expired;
 use crate::mongo::collections::SERIES_NUMBERS;
 use crate::sequence::CounterName;
@@ -173,6 +175,13 @@ pub enum Finding {
         /// Its number.
         number: u64,
     },
+    /// A second record of a number (filed under another number's `_id`).
+    Duplicate {
+        /// The number.
+        number: u64,
+        /// The second record's `_id`.
+        id: String,
+    },
     /// A record the audit cannot read.
     Unreadable {
         /// Its `_id`.
@@ -217,6 +226,10 @@ impl fmt::Display for Finding {
                 write!(f, "number {number} is confirmed with no reference")
             }
             Self::NoReason { number } => write!(f, "number {number} is voided with no reason"),
+            Self::Duplicate { number, id } => write!(
+                f,
+                "number {number} has a second record, {id:?} (filed under another number's _id)"
+            ),
             Self::Unreadable { id, reason } => write!(f, "record {id:?} cannot be read: {reason}"),
             Self::NotInCollection { number, reference } => write!(
                 f,
@@ -291,6 +304,7 @@ pub async fn audit_with(
         .await
         .map_err(|error| SeriesError::database(name, "read the records", error))?;
     let mut expected = state.first;
+    let mut misfiled = Vec::new();
     let mut later = Vec::new();
     while let Some(document) = cursor
         .try_next()
@@ -301,7 +315,10 @@ pub async fn audit_with(
             Ok(record) => record,
             Err(reason) => {
                 let id = document.get_str("_id").unwrap_or("?").to_string();
-                audit.findings.push(Finding::Unreadable { id, reason });
+                match filed_under_another(name, &label, &document) {
+                    Some(number) => misfiled.push((number, id)),
+                    None => audit.findings.push(Finding::Unreadable { id, reason }),
+                }
                 continue;
             }
         };
@@ -355,6 +372,23 @@ pub async fn audit_with(
             to: state.last,
         });
     }
+    // A record of this period filed under another number's `_id`: a
+    // second record of its number when that number has its own, else one
+    // written by hand in the wrong place.
+    for (number, id) in misfiled {
+        let own = database
+            .collection::<Document>(SERIES_NUMBERS)
+            .find_one(doc! { "_id": record_id(name, &label, number) })
+            .await
+            .map_err(|error| SeriesError::database(name, "read the records", error))?;
+        audit.findings.push(match own {
+            Some(_) => Finding::Duplicate { number, id },
+            None => Finding::Unreadable {
+                id,
+                reason: format!("it holds number {number} under another number's _id"),
+            },
+        });
+    }
     if let Some(against) = against {
         audit.against =
             Some(reconcile(database, name, against, confirmed, &mut audit.findings).await?);
@@ -372,6 +406,22 @@ pub async fn audit_with(
         );
     }
     Ok(audit)
+}
+
+/// The number a record of period `period` of series `name` holds when it
+/// is well formed but filed under another number's `_id`.
+fn filed_under_another(name: &CounterName, period: &str, document: &Document) -> Option<u64> {
+    let number = match document.get("number")? {
+        Bson::Int64(number) => u64::try_from(*number).ok()?,
+        Bson::Int32(number) => u64::try_from(*number).ok()?,
+        _ => return None,
+    };
+    let state = document.get_str("state").ok()?;
+    let filed = document.get_str("_id").ok()?;
+    (document.get_str("period").unwrap_or("") == period
+        && ["confirmed", "voided", "reserved"].contains(&state)
+        && filed != record_id(name, period, number))
+    .then_some(number)
 }
 
 /// Reads FIELD of every document of the business collection and matches
