@@ -27,7 +27,8 @@
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use mongodb::bson::{doc, DateTime, Document};
+use mongodb::bson::{doc, Bson, DateTime, Document};
+use mongodb::options::ReturnDocument;
 use mongodb::{ClientSession, Collection, Database};
 use serde::Serialize;
 
@@ -253,19 +254,31 @@ impl Series {
     /// [`EXPIRED`]); [`SeriesError::NotReserved`] when it has no record.
     pub async fn confirm(&self, number: u64, reference: &str) -> Result<Settled, SeriesError> {
         self.check_reference(reference)?;
+        // One write, decided by the server: the record is matched while
+        // reserved, and confirmed only if its deadline is after the
+        // server's now (else left as it was, and voided below).
         let filter = doc! {
             "_id": record_id(self.name(), self.period(), number),
             "state": NumberState::Reserved.as_str(),
-            "$expr": { "$gt": ["$deadline", "$$NOW"] },
         };
         let update = settle(
             NumberState::Confirmed,
             "reference",
             reference,
             self.by_name(),
+            Some(doc! { "$gt": ["$deadline", "$$NOW"] }),
         );
-        if self.settle_one(filter, update, "confirm").await? {
-            return Ok(self.settled(number, NumberState::Confirmed, reference, false));
+        let after = self
+            .records()
+            .find_one_and_update(filter, update)
+            .return_document(ReturnDocument::After)
+            .write_concern(durable_write_concern())
+            .await
+            .map_err(|error| self.database_error("confirm", error))?;
+        if let Some(after) = after {
+            if after.get_str("state") == Ok(NumberState::Confirmed.as_str()) {
+                return Ok(self.settled(number, NumberState::Confirmed, reference, false));
+            }
         }
         let record = self.record(number).await?;
         match record.state {
@@ -311,7 +324,7 @@ impl Series {
             "_id": record_id(self.name(), self.period(), number),
             "state": NumberState::Reserved.as_str(),
         };
-        let update = settle(NumberState::Voided, "reason", reason, self.by_name());
+        let update = settle(NumberState::Voided, "reason", reason, self.by_name(), None);
         if self.settle_one(filter, update, "void").await? {
             return Ok(self.settled(number, NumberState::Voided, reason, false));
         }
@@ -459,13 +472,39 @@ impl Attempt for Reserving<'_> {
 /// reference or the reason) set to `text`, when and by whom (the server's
 /// clock). Every string is a `$literal`: a reference that begins with `$`
 /// is not a field path.
-fn settle(state: NumberState, field: &str, text: &str, by: &str) -> Vec<Document> {
-    vec![doc! { "$set": {
-        "state": state.as_str(),
-        field: { "$literal": text },
-        "at": "$$NOW",
-        "by": { "$literal": by },
-    } }]
+///
+/// Given `when` (an expression of the record: its deadline against the
+/// server's now), each field changes only where it holds, and the record is
+/// left as it was elsewhere. The condition is evaluated in the update, not
+/// in the filter: a filter on `$expr` is a scan of the collection on some
+/// servers, where the update's filter (`_id`, or the open reservations)
+/// reads an index.
+fn settle(
+    state: NumberState,
+    field: &str,
+    text: &str,
+    by: &str,
+    when: Option<Document>,
+) -> Vec<Document> {
+    let Some(when) = when else {
+        return vec![doc! { "$set": {
+            "state": state.as_str(),
+            field: { "$literal": text },
+            "at": "$$NOW",
+            "by": { "$literal": by },
+        } }];
+    };
+    let either = |then: Bson, otherwise: &str| doc! { "$cond": ["$_when", then, otherwise] };
+    vec![
+        doc! { "$set": { "_when": when } },
+        doc! { "$set": {
+            "state": either(Bson::from(state.as_str()), "$state"),
+            field: either(Bson::Document(doc! { "$literal": text }), &format!("${field}")),
+            "at": either(Bson::from("$$NOW"), "$at"),
+            "by": either(Bson::Document(doc! { "$literal": by }), "$by"),
+        } },
+        doc! { "$unset": "_when" },
+    ]
 }
 
 /// A date as RFC 3339, to the millisecond (as the server keeps it).
@@ -475,16 +514,13 @@ fn rfc3339<S: serde::Serializer>(date: &DateTime, serializer: S) -> Result<S::Ok
 
 /// Voids every reservation past its deadline (the server's clock) with the
 /// reason [`EXPIRED`]: those of series `name`, or of every series. Returns
-/// how many it voided. One durable `updateMany`, served by the index of
-/// open reservations.
+/// how many it voided. One durable `updateMany` of the open reservations
+/// (the partial index of them), each voided only if its deadline is past.
 pub async fn void_expired(
     database: &Database,
     name: Option<&CounterName>,
 ) -> Result<u64, SeriesError> {
-    let mut filter = doc! {
-        "state": NumberState::Reserved.as_str(),
-        "$expr": { "$lte": ["$deadline", "$$NOW"] },
-    };
+    let mut filter = doc! { "state": NumberState::Reserved.as_str() };
     if let Some(name) = name {
         filter.insert("series", name.as_str());
     }
@@ -492,7 +528,13 @@ pub async fn void_expired(
     let result = records
         .update_many(
             filter,
-            settle(NumberState::Voided, "reason", EXPIRED, EXPIRY),
+            settle(
+                NumberState::Voided,
+                "reason",
+                EXPIRED,
+                EXPIRY,
+                Some(doc! { "$lte": ["$deadline", "$$NOW"] }),
+            ),
         )
         .write_concern(durable_write_concern())
         .await
