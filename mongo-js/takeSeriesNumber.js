@@ -59,9 +59,11 @@ function (name, reference, session) {
   }
   var current = { $ifNull: ["$current", ""] };
   var newPeriod = { $gt: ["$_label", current] };
-  var after = database.getCollection("series").findOneAndUpdate(
-    filter,
-    [
+  // A series without periods: $inc and $currentDate, no pipeline (the
+  // cheapest update); one numbered per period: the pipeline.
+  var update = label === ""
+    ? { $inc: { last: NumberLong("1") }, $currentDate: { taken_at: true } }
+    : [
       { $set: { _label: label, taken_at: "$$NOW" } },
       { $set: {
         closed: { $cond: [
@@ -71,7 +73,8 @@ function (name, reference, session) {
         last: { $cond: [newPeriod, "$first", { $add: ["$last", NumberLong("1")] }] },
         current: "$_label" } },
       { $unset: "_label" }
-    ],
+    ];
+  var after = database.getCollection("series").findOneAndUpdate(filter, update,
     { returnDocument: "after" });
   if (after === null) {
     throw new Error("series '" + name + "' took nothing: it is missing, malformed or at its last number " +

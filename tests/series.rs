@@ -603,16 +603,21 @@ async fn the_pipeline_commands_leave_what_next_in_leaves() {
 /// transaction leaves nothing.
 #[tokio::test]
 async fn the_mongosh_twin_takes_as_next_in_does() {
-    const TEST: &str = "series_mongosh";
-    let database = support::database(TEST).await;
-    assert_exit(&run(idmint(TEST).arg("install")), 0);
+    // A series without periods ($inc), and one per month (the pipeline).
+    twin_takes_as_next_in_does("series_mongosh", None).await;
+    let monthly = SeriesPeriod::new(PeriodUnit::Month, (1, 1), "+05:30").unwrap();
+    twin_takes_as_next_in_does("series_mongosh_monthly", Some(monthly)).await;
+}
+
+async fn twin_takes_as_next_in_does(test: &'static str, period: Option<SeriesPeriod>) {
+    let database = support::database(test).await;
+    assert_exit(&run(idmint(test).arg("install")), 0);
     let (ours, theirs) = (
         CounterName::new("ours").unwrap(),
         CounterName::new("theirs").unwrap(),
     );
     for name in [&ours, &theirs] {
-        let monthly = SeriesPeriod::new(PeriodUnit::Month, (1, 1), "+05:30").unwrap();
-        create_periodic_series(&database, name, 41, Some(&monthly))
+        create_periodic_series(&database, name, 41, period.as_ref())
             .await
             .unwrap();
     }
@@ -624,7 +629,7 @@ async fn the_mongosh_twin_takes_as_next_in_does() {
     session.commit_transaction().await.unwrap();
 
     let lines = support::mongosh::json_lines(&mut support::mongosh::shell(
-        TEST,
+        test,
         r#"
         const session = db.getMongo().startSession();
         try { takeSeriesNumber("theirs", "order 7", session); }
@@ -671,9 +676,14 @@ async fn assert_left_alike(database: &Database) -> Vec<Document> {
     );
     let records = documents(database, "series_numbers").await;
     assert_eq!(records.len(), 2, "{records:?}");
-    // The period of the server's clock, as the series' own rule says.
-    let period = series[0].get_str("current").unwrap();
-    assert!(!period.is_empty(), "{series:?}");
+    // The period of the server's clock, as the series' own rule says
+    // (none for a series without periods).
+    let period = series[0].get_str("current").unwrap_or("");
+    assert_eq!(
+        period.is_empty(),
+        series[0].get_str("period").is_err(),
+        "{series:?}"
+    );
     assert_eq!(
         records[0].get_str("_id").unwrap(),
         format!("ours/{period}/0000000000000000041")

@@ -22,6 +22,7 @@
 //! run again whole after an error labelled `TransientTransactionError`.
 
 use mongodb::bson::{doc, Bson, Document};
+use mongodb::options::UpdateModifications;
 use serde::Serialize;
 
 use super::document::{take_update, takes_filter, SeriesPeriod};
@@ -72,7 +73,11 @@ pub fn commands(name: &CounterName, period: Option<&SeriesPeriod>) -> SeriesComm
         take: doc! {
             "findAndModify": SERIES,
             "query": takes_filter(name, period),
-            "update": take_update(period),
+            "update": match take_update(period) {
+                UpdateModifications::Pipeline(stages) => Bson::from(stages),
+                UpdateModifications::Document(update) => Bson::Document(update),
+                _ => unreachable!("a take is a document or a pipeline"),
+            },
             "new": true,
         },
         record: doc! { "insert": SERIES_NUMBERS, "documents": [record] },

@@ -18,6 +18,7 @@
 //! `next`, `serve`, `pipeline`, the stored functions) can take from it.
 
 use mongodb::bson::{doc, Bson, DateTime, Document};
+use mongodb::options::UpdateModifications;
 use mongodb::{ClientSession, Collection, Database};
 
 use super::error::SeriesError;
@@ -351,12 +352,25 @@ pub(crate) fn takes_filter(name: &CounterName, period: Option<&SeriesPeriod>) ->
 }
 
 /// The update that takes the next number of a series numbered per
-/// `period` (its filter is [`takes_filter`]): the period of now
-/// ([`period_label`]); in a period after `current`, `last` starts again at
-/// `first` and the old period's last is kept in `closed`; else `last`
-/// moves up by one. `taken_at` is the server's clock, which a
-/// reservation's deadline is counted from.
-pub(crate) fn take_update(period: Option<&SeriesPeriod>) -> Vec<Document> {
+/// `period` (its filter is [`takes_filter`]); `taken_at` is the server's
+/// clock, which a reservation's deadline is counted from. A series without
+/// periods: `last` moves up by one (`$inc`, and `$currentDate`: no
+/// pipeline, the cheapest update a server runs). One numbered per period:
+/// a pipeline that computes the period of now ([`period_label`]); in a
+/// period after `current`, `last` starts again at `first` and the old
+/// period's last is kept in `closed`; else `last` moves up by one.
+pub(crate) fn take_update(period: Option<&SeriesPeriod>) -> UpdateModifications {
+    if period.is_none() {
+        return UpdateModifications::Document(doc! {
+            "$inc": { "last": 1_i64 },
+            "$currentDate": { "taken_at": true },
+        });
+    }
+    UpdateModifications::Pipeline(take_pipeline(period))
+}
+
+/// The pipeline of [`take_update`] for a series numbered per period.
+fn take_pipeline(period: Option<&SeriesPeriod>) -> Vec<Document> {
     let current = doc! { "$ifNull": ["$current", ""] };
     let new_period = doc! { "$gt": ["$_label", current.clone()] };
     vec![
