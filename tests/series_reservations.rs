@@ -7,6 +7,7 @@
 
 use std::io::Write;
 use std::net::TcpStream;
+use std::os::unix::process::CommandExt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -349,9 +350,9 @@ fn post(service: &Service, path: &str, body: &str) -> Answer {
 /// Over HTTP, with the service's answers lost on the way (the write
 /// applied, its answer not delivered): a reserve retried with its client
 /// key answers the same number (200, `reused`) and a confirm retried
-/// answers `already`, so nothing is taken twice; a client that reserved
-/// and died never confirms, and the service's sweep voids its number
-/// "expired" at the deadline; the refusals have kinds of their own; the
+/// answers `already`, so nothing is taken twice; a client process killed
+/// -9 between its reserve and its confirm never confirms, and the service's
+/// sweep voids its number "expired" at the deadline; the refusals have kinds of their own; the
 /// audit finds the series whole.
 #[tokio::test]
 async fn over_http_lost_answers_and_dead_clients_leave_the_series_whole() {
@@ -414,10 +415,34 @@ async fn over_http_lost_answers_and_dead_clients_leave_the_series_whole() {
     let bad = post(&service, reserve, r#"{"ttl_s":0}"#);
     assert_error(&bad, 400, "bad-request", "time to live");
 
-    // A client that reserves and dies before its confirm.
-    let dead = post(&service, reserve, r#"{"ttl_s":1}"#);
-    assert_eq!(dead.status, 201, "{dead:?}");
-    let number = dead.json()["number"].as_u64().unwrap();
+    // A client process that reserves, and is killed -9 before its confirm
+    // (it would have confirmed a minute later).
+    let mut client = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "curl -s -X POST -H 'Content-Type: application/json' -d '{{\"ttl_s\":1}}' \
+             http://{}{reserve}; echo; sleep 60; curl -s -X POST \
+             -H 'Content-Type: application/json' -d '{{\"reference\":\"late\"}}' \
+             http://{}{reserve}/2/confirm",
+            service.address, service.address
+        ))
+        .stdout(std::process::Stdio::piped())
+        // A group of its own: the kill takes its `sleep` along.
+        .process_group(0)
+        .spawn()
+        .expect("start the client");
+    let mut answer = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(client.stdout.take().unwrap()),
+        &mut answer,
+    )
+    .unwrap();
+    let group = -libc::pid_t::try_from(client.id()).unwrap();
+    // SAFETY: kill(2) on the process group of a child of this test's own.
+    assert_eq!(unsafe { libc::kill(group, libc::SIGKILL) }, 0);
+    client.wait().unwrap();
+    let dead: serde_json::Value = serde_json::from_str(&answer).expect(&answer);
+    let number = dead["number"].as_u64().unwrap();
     assert_eq!(number, 2);
     support::wait::within(Duration::from_secs(30), "the sweep", async {
         while record(&database, number).await.get_str("state").unwrap() != "voided" {
