@@ -103,15 +103,15 @@ pub fn database_of(deployments: &Deployments, name: &str) -> Database {
 }
 
 /// The flags that give `sites` to a command: `--uri NAME=URI` each, and
-/// the deadline.
-pub fn across_flags(sites: &[Site]) -> Vec<String> {
+/// `deadline` as its take deadline.
+pub fn across_flags(sites: &[Site], deadline: Duration) -> Vec<String> {
     let mut flags = Vec::new();
     for site in sites {
         flags.extend(["--uri".to_string(), site.flag()]);
     }
     flags.extend([
         "--server-timeout".to_string(),
-        DEADLINE.as_secs_f64().to_string(),
+        deadline.as_secs_f64().to_string(),
     ]);
     flags
 }
@@ -119,8 +119,17 @@ pub fn across_flags(sites: &[Site]) -> Vec<String> {
 /// `idmint ARGS` across `sites`, which share one database name (`--db` is
 /// one for every connection string).
 pub fn idmint_across(sites: &[Site], args: &[&str]) -> std::process::Command {
+    idmint_across_within(sites, args, DEADLINE)
+}
+
+/// `idmint ARGS` across `sites`, its takes' deadline `deadline`.
+pub fn idmint_across_within(
+    sites: &[Site],
+    args: &[&str],
+    deadline: Duration,
+) -> std::process::Command {
     let mut command = idmint_on(&sites[0].uri, &sites[0].database);
-    command.args(args).args(across_flags(sites));
+    command.args(args).args(across_flags(sites, deadline));
     command
 }
 
