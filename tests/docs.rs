@@ -639,6 +639,61 @@ const NOT_FOR_USERS: &[(&str, &str)] = &[
     ),
 ];
 
+/// Flags of `serve` that are not settings of the service: help, and the
+/// global switch of every command's output format.
+const SERVE_FLAGS_WITHOUT_A_VARIABLE: &[&str] = &["--help", "--json"];
+
+/// Every setting of `serve` that has a flag can be set from the
+/// environment: each flag its help lists says `[env: VARIABLE=]` (the
+/// variables themselves are held to the reference's table by
+/// [`environment_table_matches_the_code`]).
+#[test]
+fn every_serve_flag_can_be_set_from_the_environment() {
+    let help = help_texts()
+        .remove(&vec!["serve".to_string()])
+        .expect("serve's help");
+    let missing = flags_without_a_variable(&help);
+    assert!(
+        missing.is_empty(),
+        "serve flags with no environment variable: {missing:?}"
+    );
+}
+
+/// The long flags of a clap help text whose entry names no `[env: ...]`,
+/// those of [`SERVE_FLAGS_WITHOUT_A_VARIABLE`] aside. An entry is its
+/// flag line and the lines indented further below it.
+fn flags_without_a_variable(help: &str) -> Vec<String> {
+    let mut entries: Vec<(String, String)> = Vec::new();
+    for line in help.lines() {
+        let entry = line
+            .strip_prefix("      ")
+            .filter(|rest| rest.starts_with("--"))
+            .or_else(|| line.strip_prefix("  ").filter(|rest| rest.starts_with('-')));
+        match entry {
+            Some(entry) => {
+                let names = entry.split("  ").next().unwrap_or_default();
+                let flag = names
+                    .split([',', ' '])
+                    .find(|word| word.starts_with("--"))
+                    .unwrap_or_default();
+                entries.push((flag.to_string(), entry.to_string()));
+            }
+            None => {
+                if let Some((_, text)) = entries.last_mut() {
+                    text.push_str(line);
+                }
+            }
+        }
+    }
+    entries
+        .into_iter()
+        .filter(|(flag, text)| {
+            !SERVE_FLAGS_WITHOUT_A_VARIABLE.contains(&flag.as_str()) && !text.contains("[env: ")
+        })
+        .map(|(flag, _)| flag)
+        .collect()
+}
+
 #[test]
 fn environment_table_matches_the_code() {
     let root = support::workspace_root();
@@ -872,6 +927,14 @@ mod rules {
             ),
             strings(&["autoinc", "cyclic"])
         );
+    }
+
+    #[test]
+    fn a_flag_without_env_is_found_across_wrapped_lines() {
+        let help = "Options:\n      --listen <ADDR>\n          Address\n          \
+                    [env: IDMINT_LISTEN=] [default: x]\n      --max-count <N>\n          \
+                    The largest\n  -h, --help\n          Print help\n";
+        assert_eq!(super::flags_without_a_variable(help), ["--max-count"]);
     }
 
     #[test]

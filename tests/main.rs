@@ -6,6 +6,7 @@ mod support;
 mod bench;
 mod cli;
 mod clocks;
+mod completions_man;
 mod conformance;
 mod counter_kinds;
 mod cyclic;

@@ -741,3 +741,74 @@ fn tokens_from_the_database_are_added_and_removed_live() {
     let missing = run(idmint(TEST).args(["token", "remove", "billing"]));
     assert_exit(&missing, 2);
 }
+
+/// Every setting of `serve` can come from the environment: a service
+/// started with `IDMINT_MAX_COUNT=3` and a policy for two kinds from
+/// `IDMINT_POLICY_FOR` (comma-separated), and no flags for them, refuses a
+/// fourth value and formats both kinds with that policy; a flag given
+/// beside its variable wins; a switch's variable set to `false` is not the
+/// switch (`IDMINT_TOKENS_FROM_DB=false` beside `--tokens` starts), and
+/// two settings that cannot go together are refused, exit 2, naming both
+/// flags and both variables.
+#[test]
+fn settings_come_from_the_environment_and_flags_win() {
+    const TEST: &str = "serve_environment";
+    block_on(support::database(TEST));
+    create(TEST, "inv", &["--kind", "autoinc", "--prefix", "INV-"]);
+    create(TEST, "ev", &["--kind", "snowflake", "--prefix", "EVT-"]);
+    let from_env = || {
+        let mut command = idmint(TEST);
+        command
+            .env("IDMINT_MAX_COUNT", "3")
+            .env(
+                "IDMINT_POLICY_FOR",
+                "snowflake=builtin:base32,autoinc=builtin:base32",
+            )
+            .env("IDMINT_TOKENS_FROM_DB", "false");
+        command
+    };
+    let service = Service::spawn(from_env(), &[]);
+    assert_eq!(
+        service.get("/v1/counters/inv/values?count=3").values(),
+        [1, 2, 3]
+    );
+    assert_error(
+        &service.get("/v1/counters/inv/values?count=4"),
+        400,
+        "bad-request",
+        "count must be 1 to 3, not 4",
+    );
+    for counter in ["inv", "ev"] {
+        let ids = service.get(&format!("/v1/counters/{counter}/ids")).json();
+        assert_eq!(ids["policy"], "base32 0.1.0", "{ids}");
+    }
+    drop(service);
+
+    let service = Service::spawn(from_env(), &["--max-count", "5"]);
+    assert_eq!(
+        service
+            .get("/v1/counters/inv/values?count=5")
+            .values()
+            .len(),
+        5
+    );
+    drop(service);
+
+    let tokens = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(tokens.path(), r#"{"apps": []}"#).unwrap();
+    let tokens = tokens.path().to_str().unwrap().to_string();
+    let service = Service::spawn(from_env(), &["--tokens", &tokens]);
+    assert_eq!(service.get("/v1/counters/inv/values").status, 401);
+    drop(service);
+
+    let refused = run(idmint(TEST)
+        .env("IDMINT_TOKENS_FROM_DB", "1")
+        .args(["serve", "--tokens", &tokens]));
+    assert_exit(&refused, 2);
+    let message = support::stderr(&refused);
+    assert!(
+        message
+            .contains("--tokens (IDMINT_TOKENS_FILE) and --tokens-from-db (IDMINT_TOKENS_FROM_DB)"),
+        "{message}"
+    );
+}

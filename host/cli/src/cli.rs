@@ -8,8 +8,9 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use crate::connect;
 use crate::setting_help::kinds_list;
 use crate::{
-    bench, counter, exit, install, lock, next, pipeline, policy, seq, series, serve, shell_loader,
-    status, token, uninstall, validate, workers, ConnectArgs, Outcome, Output, EXIT_USAGE,
+    bench, completions, counter, exit, install, lock, man, next, pipeline, policy, seq, series,
+    serve, shell_loader, status, token, uninstall, validate, workers, ConnectArgs, Outcome, Output,
+    EXIT_USAGE,
 };
 
 /// What `--version` prints: a deliberately broken build (the soak's, under
@@ -86,6 +87,10 @@ pub enum Command {
     /// Serve IDs over HTTP to apps in any language (JSON API, Leaf-compatible
     /// routes, metrics); runs until SIGTERM or Ctrl-C.
     Serve(serve::ServeCmd),
+    /// Print the completion script of a shell (bash, elvish, fish, powershell, zsh).
+    Completions(completions::CompletionsCmd),
+    /// Print the manual page (idmint.1), or write every command's page into a directory.
+    Man(man::ManCmd),
 }
 
 impl Command {
@@ -106,7 +111,10 @@ impl Command {
             Command::Serve(cmd) => Some(&cmd.connect),
             Command::Token(cmd) => Some(cmd.connect()),
             Command::Pipeline(cmd) => Some(&cmd.connect),
-            Command::Validate(_) | Command::ShellLoader(_) => None,
+            Command::Validate(_)
+            | Command::ShellLoader(_)
+            | Command::Completions(_)
+            | Command::Man(_) => None,
         }
     }
 }
@@ -208,6 +216,13 @@ async fn run(command: &Command, output: &Output) -> anyhow::Result<Outcome> {
         Command::Series(cmd) => cmd.execute(output).await,
         Command::Pipeline(cmd) => cmd.execute(output).await,
         Command::Serve(cmd) => cmd.execute(output).await,
+        // The same tree `main` parses with, handed down (the two modules
+        // do not import this one back).
+        Command::Completions(cmd) => cmd.execute(Cli::command()),
+        Command::Man(cmd) => cmd.execute(
+            output,
+            plain_usage(Cli::command().disable_help_subcommand(true)),
+        ),
         Command::Token(cmd) => cmd.execute(output).await,
     }
 }

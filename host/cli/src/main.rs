@@ -7,6 +7,7 @@
 
 mod bench;
 mod cli;
+mod completions;
 mod connect;
 mod counter;
 mod exit;
@@ -14,6 +15,7 @@ mod install;
 mod job_control;
 mod layout_args;
 mod lock;
+mod man;
 mod next;
 mod open_args;
 mod output;

@@ -11,11 +11,16 @@ use idmint::sequence::{OnRollback, OpenOptions, RollbackOptions, SnowflakeOption
 pub struct OpenArgs {
     /// snowflake: how long the worker lease lives without renewal (renewed
     /// every third of it; a process that cannot renew stops issuing).
-    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    #[arg(
+        long,
+        env = "IDMINT_LEASE_TTL",
+        value_name = "SECS",
+        default_value_t = 10.0
+    )]
     pub lease_ttl: f64,
     /// snowflake: when the clock is behind the last ID issued by more than
     /// 5 ms, keep issuing from the last time (borrow) or refuse.
-    #[arg(long, value_enum, default_value_t = Rollback::Borrow)]
+    #[arg(long, env = "IDMINT_CLOCK_ROLLBACK", value_enum, default_value_t = Rollback::Borrow)]
     pub clock_rollback: Rollback,
 }
 

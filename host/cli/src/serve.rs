@@ -8,6 +8,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use clap::builder::BoolishValueParser;
 use clap::{Args, ValueEnum};
 use idmint::sequence::CounterKind;
 use idmint::tokens::Access;
@@ -26,13 +27,18 @@ use super::{Outcome, Output};
 #[derive(Debug, Args)]
 pub struct ServeCmd {
     /// Address to listen on (port 0: any free port, printed at start).
-    #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDR")]
+    #[arg(
+        long,
+        env = "IDMINT_LISTEN",
+        default_value = "127.0.0.1:8080",
+        value_name = "ADDR"
+    )]
     pub listen: SocketAddr,
     /// Address of the admin listener: /readyz, /metrics, /openapi.json and
     /// the monitor page are served there only (port 0: any free port,
     /// printed at start). Without it they are not served. An address other
     /// hosts reach needs --admin-token-sha256 (or --admin-insecure).
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, env = "IDMINT_ADMIN_LISTEN", value_name = "ADDR")]
     pub admin_listen: Option<SocketAddr>,
     /// Require `Authorization: Bearer TOKEN` on the admin listener: the
     /// token's SHA-256, 64 hex digits (printf %s "$TOKEN" | sha256sum).
@@ -40,73 +46,120 @@ pub struct ServeCmd {
     pub admin_token_sha256: Option<String>,
     /// Serve the admin listener without a token on an address other hosts
     /// reach (warned at start) instead of refusing to start.
-    #[arg(long, conflicts_with = "admin_token_sha256")]
+    // Not `conflicts_with`: clap counts a flag its variable sets to false
+    // as given (`conflicting_flags` says why it is checked here).
+    #[arg(long, env = "IDMINT_ADMIN_INSECURE", value_parser = BoolishValueParser::new())]
     pub admin_insecure: bool,
     #[command(flatten)]
     pub connect: ConnectArgs,
     #[command(flatten)]
     pub policy: PolicyArgs,
     /// Follow the active version of the policies collection (swapped live).
-    #[arg(long)]
+    #[arg(long, env = "IDMINT_POLICY_FROM_DB", value_parser = BoolishValueParser::new())]
     pub policy_from_db: bool,
     /// A policy for the counters of one kind instead (not followed), e.g.
     /// snowflake=builtin:base32; repeatable, one per kind.
-    #[arg(long, value_name = "KIND=POLICY")]
+    #[arg(
+        long,
+        env = "IDMINT_POLICY_FOR",
+        value_name = "KIND=POLICY",
+        value_delimiter = ','
+    )]
     pub policy_for: Vec<String>,
     #[command(flatten)]
     pub open: OpenArgs,
     /// Require bearer tokens: a JSON file of apps, each with its token's
     /// SHA-256 and the counters it may use (see README, "idmint serve").
-    #[arg(
-        long,
-        env = "IDMINT_TOKENS_FILE",
-        value_name = "FILE",
-        conflicts_with = "tokens_from_db"
-    )]
+    #[arg(long, env = "IDMINT_TOKENS_FILE", value_name = "FILE")]
     pub tokens: Option<PathBuf>,
     /// Require bearer tokens, from the tokens collection (`idmint token add`),
     /// read again every 10 s.
-    #[arg(long)]
+    #[arg(long, env = "IDMINT_TOKENS_FROM_DB", value_parser = BoolishValueParser::new())]
     pub tokens_from_db: bool,
     /// The largest `count` per request (1 to 1000).
-    #[arg(long, default_value_t = 1000, value_name = "N")]
+    #[arg(
+        long,
+        env = "IDMINT_MAX_COUNT",
+        default_value_t = 1000,
+        value_name = "N"
+    )]
     pub max_count: usize,
     /// The largest `count` of a ranges request.
-    #[arg(long, default_value_t = 1_000_000, value_name = "N")]
+    #[arg(
+        long,
+        env = "IDMINT_MAX_RANGE",
+        default_value_t = 1_000_000,
+        value_name = "N"
+    )]
     pub max_range: u64,
     /// Requests in progress at once; more are answered 503 at once.
-    #[arg(long, default_value_t = 1024, value_name = "N")]
+    #[arg(
+        long,
+        env = "IDMINT_MAX_CONCURRENT",
+        default_value_t = 1024,
+        value_name = "N"
+    )]
     pub max_concurrent: usize,
     /// Connections open at once; one more is answered 503 and closed.
-    #[arg(long, default_value_t = 4096, value_name = "N")]
+    #[arg(
+        long,
+        env = "IDMINT_MAX_CONNECTIONS",
+        default_value_t = 4096,
+        value_name = "N"
+    )]
     pub max_connections: usize,
     /// Seconds a request may take before it is answered 503.
-    #[arg(long, default_value_t = 5.0, value_name = "SECS")]
+    #[arg(
+        long,
+        env = "IDMINT_REQUEST_TIMEOUT",
+        default_value_t = 5.0,
+        value_name = "SECS"
+    )]
     pub request_timeout: f64,
     /// Seconds a connection may take to send a request's header, from
     /// connecting or its previous answer (the idle timeout too).
-    #[arg(long, default_value_t = 10.0, value_name = "SECS")]
+    #[arg(
+        long,
+        env = "IDMINT_HEADER_TIMEOUT",
+        default_value_t = 10.0,
+        value_name = "SECS"
+    )]
     pub header_timeout: f64,
     /// Seconds an answer may wait to be written to a client that does not
     /// read it; then the connection is closed.
-    #[arg(long, default_value_t = 10.0, value_name = "SECS")]
+    #[arg(
+        long,
+        env = "IDMINT_WRITE_TIMEOUT",
+        default_value_t = 10.0,
+        value_name = "SECS"
+    )]
     pub write_timeout: f64,
     /// Bytes one connection buffers of requests read ahead (pipelined) and
     /// of answers not yet written, each (8192 to 16777216).
-    #[arg(long, default_value_t = 64 * 1024, value_name = "BYTES")]
+    #[arg(long, env = "IDMINT_CONNECTION_BUFFER", default_value_t = 64 * 1024, value_name = "BYTES")]
     pub connection_buffer: usize,
     /// Seconds a request body may take to arrive (answered 408 past it).
-    #[arg(long, default_value_t = 5.0, value_name = "SECS")]
+    #[arg(
+        long,
+        env = "IDMINT_BODY_TIMEOUT",
+        default_value_t = 5.0,
+        value_name = "SECS"
+    )]
     pub body_timeout: f64,
     /// Seconds shutdown waits for requests in flight before it abandons
     /// them (and still closes every counter).
-    #[arg(long, default_value_t = 10.0, value_name = "SECS")]
+    #[arg(
+        long,
+        env = "IDMINT_SHUTDOWN_TIMEOUT",
+        default_value_t = 10.0,
+        value_name = "SECS"
+    )]
     pub shutdown_timeout: f64,
     /// The largest request body, in bytes.
-    #[arg(long, default_value_t = 256 * 1024, value_name = "BYTES")]
+    #[arg(long, env = "IDMINT_MAX_BODY", default_value_t = 256 * 1024, value_name = "BYTES")]
     pub max_body: usize,
     /// Log format on stderr.
-    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    #[arg(long, env = "IDMINT_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
 }
 
@@ -208,7 +261,32 @@ impl ServeCmd {
         Ok(access)
     }
 
+    /// Two settings that cannot go together, from flags or their
+    /// variables. Checked here, not by clap's `conflicts_with`, which counts
+    /// a flag whose variable says `false` as given and would refuse
+    /// `IDMINT_TOKENS_FROM_DB=false` beside `--tokens`.
+    fn conflicting_flags(&self) -> anyhow::Result<()> {
+        let pairs = [
+            (
+                self.tokens.is_some() && self.tokens_from_db,
+                "--tokens (IDMINT_TOKENS_FILE) and --tokens-from-db (IDMINT_TOKENS_FROM_DB)",
+            ),
+            (
+                self.admin_token_sha256.is_some() && self.admin_insecure,
+                "--admin-token-sha256 (IDMINT_ADMIN_TOKEN_SHA256) and --admin-insecure \
+                 (IDMINT_ADMIN_INSECURE)",
+            ),
+        ];
+        match pairs.iter().find(|(both, _)| *both) {
+            Some((_, flags)) => {
+                Err(UsageError(format!("{flags} cannot be given together: choose one")).into())
+            }
+            None => Ok(()),
+        }
+    }
+
     pub async fn execute(&self, output: &Output) -> anyhow::Result<Outcome> {
+        self.conflicting_flags()?;
         let mut options = ServeOptions::default();
         options.limits = self.limits()?;
         options.admin = self.admin_access()?;
