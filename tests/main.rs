@@ -12,6 +12,7 @@ mod counter_kinds;
 mod cyclic;
 mod docs;
 mod durability;
+mod headroom;
 mod installer;
 mod java_client;
 mod kinds;

@@ -459,14 +459,12 @@ async fn over_http_lost_answers_and_dead_clients_leave_the_series_whole() {
         (next.status, next.json()["number"].as_u64()),
         (201, Some(3))
     );
-    assert_eq!(
-        record(&database, 3)
-            .await
-            .get_str("by")
-            .unwrap()
-            .contains(':'),
-        true
-    );
+    let by = record(&database, 3)
+        .await
+        .get_str("by")
+        .unwrap()
+        .to_string();
+    assert!(by.contains(':'), "{by}");
     let voided = post(
         &service,
         "/v1/series/invoices/reservations/3/void",

@@ -267,10 +267,11 @@ async fn a_layout_that_runs_out_soon_is_refused_and_an_old_one_warns() {
         "{}",
         stdout(&shown)
     );
-    // `status` says it too, for every snowflake counter.
+    // `status` says it too (within its --warn-days, 365 by default).
     let status = run(idmint(TEST).args(["status"]));
     assert!(
-        stdout(&status).contains("warning: counter 'old': the time bits run out on"),
+        stdout(&status).contains("warning: counter 'old' runs out on")
+            && stdout(&status).contains("days left, fewer than 365)"),
         "{}",
         stdout(&status)
     );

@@ -167,6 +167,8 @@ struct CounterView<'a> {
     facts: &'a [idmint::sequence::Fact],
     /// A striped counter's live lanes.
     lanes: Option<&'a [LaneReport]>,
+    /// What is left of it, if it can run out.
+    headroom: Option<idmint::sequence::Headroom>,
 }
 
 impl Serialize for CounterView<'_> {
@@ -184,6 +186,9 @@ impl Serialize for CounterView<'_> {
         if let Some(lanes) = self.lanes {
             let lanes: Vec<LaneView> = lanes.iter().map(LaneReport::view).collect();
             map.serialize_entry("lanes", &lanes)?;
+        }
+        if let Some(headroom) = &self.headroom {
+            map.serialize_entry("headroom", headroom)?;
         }
         map.end()
     }
@@ -398,11 +403,13 @@ fn print_state(
     verb: &str,
     lanes: Option<&[LaneReport]>,
 ) -> anyhow::Result<Outcome> {
-    let facts = state.facts(idmint::SystemClock.now_micros() / 1000);
+    let now_ms = idmint::SystemClock.now_micros() / 1000;
+    let facts = state.facts(now_ms);
     let view = CounterView {
         state,
         facts: &facts,
         lanes,
+        headroom: state.headroom(now_ms),
     };
     output.report(&view, || {
         let line = |text: &mut String, label: &str, value: &str| {
@@ -420,6 +427,15 @@ fn print_state(
         line(&mut text, "prefix", &prefix_text(state));
         for fact in facts.iter().filter(|fact| fact.after_prefix) {
             line(&mut text, fact.label, &fact.text);
+        }
+        // A counter that runs out of time says when among its facts.
+        if let Some(headroom) = view
+            .headroom
+            .as_ref()
+            .filter(|h| h.runs_out_at_ms.is_none())
+        {
+            let used = format!("{} ({:.1}% used)", headroom.left, headroom.used * 100.0);
+            line(&mut text, "left", &used);
         }
         text
     })?;

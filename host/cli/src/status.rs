@@ -5,22 +5,29 @@ use std::fmt::Write;
 use clap::Args;
 use idmint::installer::{self, JsSupport, StatusReport, Topology};
 use idmint::sequence::prefixes::Collision;
-use idmint::sequence::{self, Lifetime};
+use idmint::sequence::{self, CounterHeadroom, HeadroomLimits};
 use idmint::Clock;
 use serde::Serialize;
 
 use super::install::state_text;
 use super::{ConnectArgs, Outcome, Output};
 
-/// The status report, with the layout lifetime of each counter whose IDs
-/// carry the time (`sequence::lifetimes`) and every prefix more than one
-/// counter owns.
+/// The status report, with the headroom of each counter that can run out
+/// (`sequence::headrooms`) and every prefix more than one counter owns.
 #[derive(Serialize)]
 struct StatusView<'a> {
     #[serde(flatten)]
     report: &'a StatusReport,
-    snowflake_counters: &'a [Lifetime],
+    headroom: &'a [Judged],
     prefix_collisions: &'a [Collision],
+}
+
+/// A counter's headroom and, within the limits, why to act.
+#[derive(Serialize)]
+struct Judged {
+    #[serde(flatten)]
+    counter: CounterHeadroom,
+    warning: Option<String>,
 }
 
 /// Arguments of `idmint status`.
@@ -28,6 +35,28 @@ struct StatusView<'a> {
 pub struct StatusCmd {
     #[command(flatten)]
     pub connect: ConnectArgs,
+    /// Warn (and exit 1) when a counter whose IDs carry the time (snowflake)
+    /// has fewer days left than this.
+    #[arg(long, value_name = "DAYS", default_value_t = HeadroomLimits::default().days)]
+    pub warn_days: u64,
+    /// Warn (and exit 1) when a counter has less than this share of its
+    /// values left, in percent (0 to 100).
+    #[arg(long, value_name = "PERCENT", default_value_t = HeadroomLimits::default().space_percent,
+          value_parser = parse_percent)]
+    pub warn_space: f64,
+}
+
+/// A share in percent, 0 to 100.
+fn parse_percent(text: &str) -> Result<f64, String> {
+    let percent: f64 = text
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of percent"))?;
+    if (0.0..=100.0).contains(&percent) {
+        Ok(percent)
+    } else {
+        Err(format!("{text} is not 0 to 100 percent"))
+    }
 }
 
 impl StatusCmd {
@@ -37,16 +66,27 @@ impl StatusCmd {
             .await
             .map_err(idmint::Error::from)?;
         let now_ms = idmint::SystemClock.now_micros() / 1000;
-        let lifetimes = sequence::lifetimes(&database, now_ms)
+        let limits = HeadroomLimits {
+            days: self.warn_days,
+            space_percent: self.warn_space,
+        };
+        let headroom: Vec<Judged> = sequence::headrooms(&database, now_ms)
             .await
-            .map_err(idmint::Error::from)?;
+            .map_err(idmint::Error::from)?
+            .into_iter()
+            .map(|counter| Judged {
+                warning: counter.headroom.warning(now_ms, &limits),
+                counter,
+            })
+            .collect();
+        let near_end = headroom.iter().any(|judged| judged.warning.is_some());
         let collisions = sequence::prefixes::collisions(&database)
             .await
             .map_err(idmint::Error::from)?;
         let current = report.is_current() && collisions.is_empty();
         let view = StatusView {
             report: &report,
-            snowflake_counters: &lifetimes,
+            headroom: &headroom,
             prefix_collisions: &collisions,
         };
         output.report(&view, || {
@@ -76,7 +116,7 @@ impl StatusCmd {
                 .items
                 .iter()
                 .map(|item| item.name.len())
-                .chain(lifetimes.iter().map(|lifetime| lifetime.counter.len()))
+                .chain(headroom.iter().map(|judged| judged.counter.counter.len()))
                 .max()
                 .unwrap_or(0)
                 .max(20);
@@ -90,20 +130,26 @@ impl StatusCmd {
                     state_text(&item.state)
                 );
             }
-            for lifetime in &lifetimes {
+            for judged in &headroom {
+                let counter = &judged.counter;
                 let _ = writeln!(
                     text,
-                    "{:<10}  {:<width$} runs out on {}",
-                    lifetime.kind, lifetime.counter, lifetime.runs_out_on
+                    "{:<10}  {:<width$} {} ({:.1}% used)",
+                    counter.kind,
+                    counter.counter,
+                    counter.headroom.summary(),
+                    counter.headroom.used * 100.0
                 );
-                if let Some(warning) = &lifetime.warning {
-                    let _ = writeln!(text, "warning: counter '{}': {warning}", lifetime.counter);
+                if let Some(warning) = &judged.warning {
+                    let _ = writeln!(text, "warning: counter '{}' {warning}", counter.counter);
                 }
             }
             for collision in &collisions {
                 let _ = writeln!(text, "conflict:   {}", collision.advice());
             }
-            let verdict = if current {
+            let verdict = if current && near_end {
+                "NOT ready: counters near their end (see above)"
+            } else if current {
                 "everything is current"
             } else if report.is_current() {
                 "NOT current: counters share a prefix (see above)"
@@ -113,7 +159,7 @@ impl StatusCmd {
             let _ = writeln!(text, "{verdict}");
             text
         })?;
-        Ok(if current {
+        Ok(if current && !near_end {
             Outcome::Success
         } else {
             Outcome::Failure

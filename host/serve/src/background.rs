@@ -1,7 +1,8 @@
 //! The tasks a server runs beside its listeners, each holding the state
 //! weakly so that it ends with the server: policy events logged and
 //! counted, the monitor page's rates sampled once a second, the expired
-//! reservations of gap-free series voided once a second, and the API
+//! reservations of gap-free series voided once a second, every counter's
+//! headroom read every 10 s for the metrics, and the API
 //! tokens read again from the database when they come from it.
 
 use std::sync::Arc;
@@ -56,7 +57,12 @@ pub(crate) fn spawn(
         Arc::downgrade(state),
         Duration::from_secs(1),
     ));
-    let mut tasks = vec![reporter, sampler, sweeper];
+    // What is left of every counter, for the metrics.
+    let headroom = tokio::spawn(read_headroom(
+        Arc::downgrade(state),
+        Duration::from_secs(10),
+    ));
+    let mut tasks = vec![reporter, sampler, sweeper, headroom];
     if let Some(every) = tokens_reload {
         tasks.push(tokio::spawn(AppState::reload_tokens(
             Arc::downgrade(state),
@@ -64,6 +70,25 @@ pub(crate) fn spawn(
         )));
     }
     tasks
+}
+
+/// Reads every counter's headroom into the metrics every `every`, while the
+/// server lives (a failed read is logged at debug: the metrics keep the
+/// last figures, and readiness reports an unreachable database).
+async fn read_headroom(state: std::sync::Weak<AppState>, every: Duration) {
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let Some(state) = state.upgrade() else {
+            return;
+        };
+        let now_ms = idmint::Clock::now_micros(&idmint::SystemClock) / 1000;
+        match idmint::sequence::headrooms(&state.database, now_ms).await {
+            Ok(counters) => state.metrics.headroom(&counters),
+            Err(error) => tracing::debug!("headroom: {error}"),
+        }
+    }
 }
 
 /// Logs a policy event, in the words the library gives it, and counts it.

@@ -91,6 +91,8 @@ pub struct Metrics {
     series_missing: Family<SeriesLabel, Gauge>,
     series_reserved: Family<SeriesLabel, Gauge>,
     series_expired: Family<SeriesLabel, Gauge>,
+    headroom_used: Family<CounterLabel, Gauge<f64, std::sync::atomic::AtomicU64>>,
+    runs_out_at: Family<CounterLabel, Gauge>,
     /// Requests answered and values handed out since start, for the
     /// monitor page's rates.
     total_requests: std::sync::atomic::AtomicU64,
@@ -242,6 +244,21 @@ impl Metrics {
             "Reservations of a gap-free series past their deadline, not yet voided",
             series_expired.clone(),
         );
+        let headroom_used =
+            Family::<CounterLabel, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
+        registry.register(
+            "counter_headroom_used_ratio",
+            "The share of what a counter can hand out that is used, 0 to 1, as last read \
+             (every 10 s; counters that wrap, and striped ones, have none)",
+            headroom_used.clone(),
+        );
+        let runs_out_at = Family::<CounterLabel, Gauge>::default();
+        registry.register(
+            "counter_runs_out_timestamp_seconds",
+            "When a counter whose IDs carry the time runs out (the end of a snowflake \
+             layout's time bits), in seconds since 1970",
+            runs_out_at.clone(),
+        );
         let batching = BatchMeter::default();
         registry.register(
             "policy_calls",
@@ -278,6 +295,8 @@ impl Metrics {
             series_missing,
             series_reserved,
             series_expired,
+            headroom_used,
+            runs_out_at,
             total_requests: Default::default(),
             total_values: Default::default(),
             activity: Default::default(),
@@ -402,6 +421,23 @@ impl Metrics {
             self.series_expired
                 .get_or_create(&label)
                 .set(gauge(summary.expired));
+        }
+    }
+
+    /// The counters' headroom as last read.
+    pub fn headroom(&self, counters: &[idmint::sequence::CounterHeadroom]) {
+        for counter in counters {
+            let label = CounterLabel {
+                counter: counter.counter.clone(),
+            };
+            self.headroom_used
+                .get_or_create(&label)
+                .set(counter.headroom.used);
+            if let Some(end_ms) = counter.headroom.runs_out_at_ms {
+                self.runs_out_at
+                    .get_or_create(&label)
+                    .set(i64::try_from(end_ms / 1000).unwrap_or(i64::MAX));
+            }
         }
     }
 

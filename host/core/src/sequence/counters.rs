@@ -2,9 +2,11 @@
 
 use mongodb::bson::Document;
 use mongodb::Database;
+use serde::Serialize;
 
 use super::counter::document::find_counters;
 use super::error::SequenceError;
+use super::kind_trait::Headroom;
 use super::kinds::cyclic::{CyclicKind, CyclicState};
 use super::kinds::periodic::PeriodicKind;
 use super::kinds::snowflake::{CounterTag, SnowflakeKind};
@@ -194,4 +196,39 @@ mod tests {
             mongodb::bson::doc! { "_id": { "$ne": "_idmint.tags" }, "kind": { "$ne": "lane" } }
         );
     }
+}
+
+/// A counter's headroom, for `idmint status` and the metrics.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CounterHeadroom {
+    /// The counter.
+    pub counter: String,
+    /// Its kind.
+    pub kind: &'static str,
+    /// What is left of it.
+    #[serde(flatten)]
+    pub headroom: Headroom,
+}
+
+/// The headroom of every counter of `database` that can run out, by name.
+/// A counter that never does (a cyclic counter wraps), a striped one (each
+/// lane is a counter of its own, with its own end) and a corrupt one
+/// (`counter show` names what is wrong) are left out.
+pub async fn headrooms(
+    database: &Database,
+    now_ms: u64,
+) -> Result<Vec<CounterHeadroom>, SequenceError> {
+    Ok(list(database)
+        .await?
+        .into_iter()
+        .filter_map(|listed| {
+            let state = listed.state.ok()?;
+            let headroom = state.headroom(now_ms)?;
+            Some(CounterHeadroom {
+                counter: listed.name,
+                kind: state.kind().as_str(),
+                headroom,
+            })
+        })
+        .collect())
 }

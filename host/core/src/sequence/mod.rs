@@ -61,11 +61,12 @@ pub use clock::{Clock, SystemClock};
 pub use command::{command_takes_count, take_command};
 pub use counter::document::{CounterDocument, Registered, Unstriped};
 pub use counter::prefixes::{MAX_PREFIXES, MAX_PREFIX_BYTES};
-pub use counters::{count, create, list, list_page, state, Listed};
+pub use counters::{count, create, headrooms, list, list_page, state, CounterHeadroom, Listed};
 pub use error::SequenceError;
 pub use kind_trait::{
     group_thousands, list_words, BufferStats, ClientTime, CommandOptions, Fact, GiveBack, Handle,
-    Headroom, Held, Kind, LeaseStats, Repeats, Segments, ValueShape, MAX_BLOCK, MAX_VALUE,
+    Headroom, HeadroomLimits, Held, Kind, LeaseStats, Repeats, Segments, ValueShape, MAX_BLOCK,
+    MAX_VALUE,
 };
 pub use kinds::autoinc::{AutoincCounter, AutoincKind, AutoincState};
 pub use kinds::cyclic::{
@@ -77,9 +78,9 @@ pub use kinds::segment::{
     MAX_STEP,
 };
 pub use kinds::snowflake::{
-    draw_tag, ensure_tag, keep_tag, layout_of, lifetimes, workers, CounterTag, Lifetime,
-    OnRollback, RollbackOptions, SnowflakeCounter, SnowflakeKind, SnowflakeOptions, SnowflakeState,
-    WorkerLease, MAX_TAG, TAGS_ID, WORKERS_COLLECTION,
+    draw_tag, ensure_tag, keep_tag, layout_of, workers, CounterTag, OnRollback, RollbackOptions,
+    SnowflakeCounter, SnowflakeKind, SnowflakeOptions, SnowflakeState, WorkerLease, MAX_TAG,
+    TAGS_ID, WORKERS_COLLECTION,
 };
 pub use name::{CounterName, InvalidCounterName, MAX_COUNTER_NAME_LEN};
 pub use opened::OpenedCounter;

@@ -489,6 +489,7 @@ mod tests {
                 headroom: Some(Headroom {
                     used: 0.95,
                     left: "5 values".into(),
+                    runs_out_at_ms: None,
                 }),
                 problem: None,
                 collisions: Vec::new(),

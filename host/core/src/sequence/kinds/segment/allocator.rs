@@ -714,7 +714,7 @@ mod tests {
         assert_eq!(stats.values, 13);
         let segments = stats.segments.unwrap();
         assert_eq!((segments.current, segments.position), ([20, 30], 30));
-        assert_eq!(counter.give_back(&[28..30]), 2);
+        assert_eq!(counter.give_back(std::slice::from_ref(&(28..30))), 2);
         assert_eq!(take(&counter, 2), Some(vec![28, 29]));
         assert_eq!(counter.stats().values, 13);
     }

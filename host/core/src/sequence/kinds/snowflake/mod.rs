@@ -54,7 +54,7 @@ pub use late_tag::{ensure_tag, keep_tag};
 pub(crate) use lease::leases_of;
 pub use lease::{WorkerLease, WORKERS_COLLECTION};
 pub use tag::{draw_tag, keep_tag_from_others, CounterTag, MAX_TAG, TAGS_ID};
-pub use workers::{lifetimes, workers, Lifetime};
+pub use workers::workers;
 
 use crate::mongo::describe_value;
 use crate::parts::snowflake::date;
@@ -171,12 +171,7 @@ impl Kind for SnowflakeKind {
     /// Time: the share of the time bits' span gone by at `now_ms`.
     fn headroom(state: &SnowflakeState, now_ms: u64) -> Option<Headroom> {
         let l = state.layout;
-        let (start, end) = (l.epoch_ms, l.runs_out_at_ms());
-        let span = end.saturating_sub(start).max(1);
-        Some(Headroom {
-            used: (now_ms.saturating_sub(start) as f64 / span as f64).min(1.0),
-            left: format!("until {}", date(end)),
-        })
+        Some(Headroom::of_time(l.epoch_ms, l.runs_out_at_ms(), now_ms))
     }
 
     fn facts(state: &SnowflakeState, now_ms: u64) -> Vec<Fact> {
