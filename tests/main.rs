@@ -29,6 +29,7 @@ mod periodic;
 mod policy;
 mod policy_contracts;
 mod prefixes;
+mod python_client;
 mod readme;
 mod series;
 mod series_kill;
