@@ -65,7 +65,6 @@ impl Connection {
     }
 }
 
-/// Waits until `metric` reads `value` on the admin listener.
 /// Gives `stream` a small receive buffer of its own: the kernel no longer
 /// grows its window as answers arrive, so a server write that finds it full
 /// stays blocked (a growing window would let the answer in flight finish,
@@ -91,15 +90,31 @@ fn fixed_receive_window(stream: &TcpStream) {
     );
 }
 
+/// Waits until `metric` reads `value` on the admin listener.
 fn wait_for_metric(service: &Service, metric: &str, value: u64) {
-    let line = format!("{metric} {value}");
+    wait_for_metrics(service, &[metric], value);
+}
+
+/// Waits until the sum of `metrics` reads `value` on the admin listener.
+fn wait_for_metrics(service: &Service, metrics: &[&str], value: u64) {
     let waited = Instant::now();
     loop {
-        let metrics = service.admin("/metrics").body;
-        if metrics.lines().any(|found| found == line) {
+        let text = service.admin("/metrics").body;
+        let sum: u64 = metrics
+            .iter()
+            .filter_map(|metric| {
+                text.lines()
+                    .find_map(|line| line.strip_prefix(&format!("{metric} ")))
+                    .and_then(|value| value.parse::<u64>().ok())
+            })
+            .sum();
+        if sum == value {
             return;
         }
-        assert!(waited.elapsed() < DEADLINE, "{line} never came:\n{metrics}");
+        assert!(
+            waited.elapsed() < DEADLINE,
+            "{metrics:?} never added up to {value}:\n{text}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -310,20 +325,8 @@ fn slow_bodies_do_not_starve_other_requests() {
 /// A connection with a small receive window, for a client that will not
 /// read.
 fn small_window(address: &str) -> TcpStream {
-    use std::os::fd::AsRawFd;
     let stream = TcpStream::connect(address).expect("connect to idmint serve");
-    let window: libc::c_int = 4096;
-    // SAFETY: setsockopt(2) on a socket this test owns, with an int option.
-    let set = unsafe {
-        libc::setsockopt(
-            stream.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_RCVBUF,
-            (&window as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    assert_eq!(set, 0, "SO_RCVBUF");
+    fixed_receive_window(&stream);
     stream.set_write_timeout(Some(DEADLINE * 2)).unwrap();
     stream
 }
@@ -340,10 +343,11 @@ fn never_reading(mut stream: TcpStream) -> std::thread::JoinHandle<()> {
 
 /// More clients that pipeline requests and never read than
 /// `--max-connections`: those let in fill their windows and are closed at
-/// `--write-timeout` (without it they held their slots for good, needing
-/// no token), so a legitimate client that came after them is answered,
-/// every request, once. The hostile ones hold every slot before they start
-/// and before it asks: the ones past the cap were refused.
+/// `--write-timeout` or shed for a new connection (without either they held
+/// their slots for good, needing no token), so a legitimate client that
+/// came after them is answered, every request, once. The hostile ones hold
+/// every slot before they start and before it asks: the ones past the cap
+/// were refused.
 #[test]
 fn clients_that_never_read_are_closed_at_the_write_timeout() {
     const TEST: &str = "serve_write_timeout";
@@ -391,10 +395,14 @@ fn clients_that_never_read_are_closed_at_the_write_timeout() {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
-    // Each one let in was closed at the write timeout, and saw it closed.
-    wait_for_metric(
+    // Each one let in was closed at the write timeout, or shed for one of
+    // the legitimate client's connections, and saw it closed.
+    wait_for_metrics(
         &service,
-        "idmint_connections_write_timeouts_total",
+        &[
+            "idmint_connections_write_timeouts_total",
+            "idmint_connections_shed_total",
+        ],
         CAP as u64,
     );
     for client in hostile {
@@ -429,4 +437,91 @@ fn a_request_header_that_fills_the_connection_buffer_is_431() {
     let answer = String::from_utf8_lossy(&answer);
     assert!(answer.starts_with("HTTP/1.1 431 "), "not 431: {answer:?}");
     assert_eq!(service.get("/healthz").status, 200);
+}
+
+/// Every slot held by a client that pipelines requests and never reads, and
+/// a write timeout longer than the test: each new connection of a client
+/// that reads takes the slot of the connection blocked longest, which is
+/// closed and counted (`idmint_connections_shed_total`), so eight keep-alive
+/// connections opened together are all served, every request, while the
+/// other stalled connections hold on (still blocked, none timed out).
+/// Without shedding they would be refused until the write timeout.
+#[test]
+fn stalled_connections_are_shed_first_for_clients_that_read() {
+    const TEST: &str = "serve_shed_stalled";
+    const CAP: usize = 12;
+    const READERS: usize = 8;
+    block_on(support::database(TEST));
+    create(TEST, "inv", &["--kind", "autoinc"]);
+    let cap = CAP.to_string();
+    let service = Service::start(
+        TEST,
+        &[
+            "--max-connections",
+            &cap,
+            "--write-timeout",
+            "600",
+            "--header-timeout",
+            "600",
+            "--connection-buffer",
+            "8192",
+        ],
+    );
+    let hostile: Vec<_> = (0..CAP)
+        .map(|_| never_reading(small_window(&service.address)))
+        .collect();
+    wait_for_metric(&service, "idmint_connections_write_blocked", CAP as u64);
+    // Opened together (a barrier), each asking until it is let in: a
+    // connection blocked for less than 250 ms is not shed yet.
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(READERS));
+    let readers: Vec<_> = (0..READERS)
+        .map(|_| {
+            let barrier = barrier.clone();
+            let address = service.address.clone();
+            std::thread::spawn(move || {
+                barrier.wait();
+                let started = Instant::now();
+                loop {
+                    let mut connection = Connection::open(&address);
+                    let answer = connection.get("/v1/counters/inv/values", &[]);
+                    if answer.status == 503 {
+                        assert_error(&answer, 503, "overloaded", "connection limit");
+                        assert!(started.elapsed() < DEADLINE, "never let in");
+                        std::thread::sleep(Duration::from_millis(50));
+                        continue;
+                    }
+                    assert_eq!(answer.status, 200, "{answer:?}");
+                    let mut values = answer.values();
+                    for _ in 1..10 {
+                        values.extend(connection.get("/v1/counters/inv/values", &[]).values());
+                    }
+                    return (connection, values);
+                }
+            })
+        })
+        .collect();
+    let mut all = Vec::new();
+    let mut open = Vec::new();
+    for reader in readers {
+        let (connection, values) = reader.join().unwrap();
+        assert_eq!(values.len(), 10);
+        all.extend(values);
+        open.push(connection);
+    }
+    all.sort_unstable();
+    assert_eq!(all, (1..=(READERS as u64 * 10)).collect::<Vec<_>>());
+    // The readers' connections are still open: each took a stalled one's
+    // slot, and the rest of the stalled ones hold on.
+    wait_for_metric(&service, "idmint_connections_shed_total", READERS as u64);
+    wait_for_metric(
+        &service,
+        "idmint_connections_write_blocked",
+        (CAP - READERS) as u64,
+    );
+    wait_for_metric(&service, "idmint_connections_write_timeouts_total", 0);
+    drop(open);
+    drop(service);
+    for client in hostile {
+        client.join().unwrap();
+    }
 }

@@ -100,7 +100,9 @@ pub struct ServeCmd {
         value_name = "N"
     )]
     pub max_concurrent: usize,
-    /// Connections open at once; one more is answered 503 and closed.
+    /// Connections open at once; one more takes the slot of the connection
+    /// blocked longest on a client that does not read (closed), else is
+    /// answered 503 and closed.
     #[arg(
         long,
         env = "IDMINT_MAX_CONNECTIONS",

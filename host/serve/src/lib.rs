@@ -72,6 +72,7 @@ mod pool;
 mod routes;
 mod series;
 mod slots;
+mod stalls;
 mod state;
 mod tokens;
 

@@ -84,6 +84,7 @@ pub struct Metrics {
     batching: BatchMeter,
     connections: Gauge,
     connections_refused: Counter,
+    connections_shed: Counter,
     connections_abandoned: Counter,
     write_blocked: Gauge,
     write_timeouts: Counter,
@@ -201,6 +202,13 @@ impl Metrics {
             "Connections answered 503 and closed at the connection limit",
             connections_refused.clone(),
         );
+        let connections_shed = Counter::default();
+        registry.register(
+            "connections_shed",
+            "Connections closed at the connection limit to let a new one in: each the one \
+             blocked longest on a client that does not read its answers",
+            connections_shed.clone(),
+        );
         let connections_abandoned = Counter::default();
         registry.register(
             "connections_abandoned",
@@ -288,6 +296,7 @@ impl Metrics {
             batching,
             connections,
             connections_refused,
+            connections_shed,
             connections_abandoned,
             write_blocked,
             write_timeouts,
@@ -318,6 +327,11 @@ impl Metrics {
     /// Counts a connection refused at the connection limit.
     pub fn connection_refused(&self) {
         self.connections_refused.inc();
+    }
+
+    /// Counts a connection shed at the connection limit.
+    pub fn connection_shed(&self) {
+        self.connections_shed.inc();
     }
 
     /// Counts connections cut at the shutdown deadline.

@@ -3,8 +3,11 @@
 //! header-read timeout), a connection cap or a shutdown deadline.
 //!
 //! - **Connection cap.** At most `max_connections` connections are served at
-//!   once; one more is answered `503` with the JSON error body and closed,
-//!   so that a client (or its load balancer) learns at once to go elsewhere.
+//!   once. One more takes the slot of the connection blocked longest (at
+//!   least 250 ms) on a client that does not read, which is closed (shed,
+//!   counted); with none, it is answered `503` with the JSON error body and
+//!   closed, so that a client (or its load balancer) learns at once to go
+//!   elsewhere.
 //! - **Header-read and idle timeout.** hyper's header-read timeout runs from
 //!   when a connection is ready for a request (connected, or its previous
 //!   answer sent) until the request's header is complete: a connection that
@@ -48,10 +51,11 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::{watch, Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tokio::time::Sleep;
 
+use super::stalls::{Stall, Stalls};
 use super::state::AppState;
 
 /// How one listener serves its connections.
@@ -83,6 +87,7 @@ pub(crate) async fn accept_loop(
     mut stop: watch::Receiver<bool>,
 ) {
     let permits = Arc::new(Semaphore::new(options.max_connections));
+    let stalls = Arc::new(Stalls::default());
     let mut connections = JoinSet::new();
     let mut backoff = Duration::from_millis(5);
     loop {
@@ -107,27 +112,39 @@ pub(crate) async fn accept_loop(
         };
         let _ = stream.set_nodelay(true);
         let _ = socket2::SockRef::from(&stream).set_send_buffer_size(options.connection_buffer);
+        let serve = Served {
+            router: router.clone(),
+            state: options.state.clone(),
+            stop: stop.clone(),
+            timing: Timing {
+                header_timeout: options.header_timeout,
+                write_timeout: options.write_timeout,
+                connection_buffer: options.connection_buffer,
+            },
+            stall: stalls.register(),
+        };
         match permits.clone().try_acquire_owned() {
             Ok(permit) => {
-                let router = router.clone();
+                connections.spawn(serve.run(stream, permit));
+            }
+            // Every slot taken: the connection blocked longest on a client
+            // that does not read gives its slot up, if there is one.
+            Err(_) if stalls.shed_oldest(SHED_AFTER) => {
+                if let Some(state) = &options.state {
+                    state.metrics.connection_shed();
+                }
+                let permits = permits.clone();
                 let state = options.state.clone();
-                let stop = stop.clone();
-                let timing = Timing {
-                    header_timeout: options.header_timeout,
-                    write_timeout: options.write_timeout,
-                    connection_buffer: options.connection_buffer,
-                };
                 connections.spawn(async move {
-                    let _open = state
-                        .as_ref()
-                        .map(|state| state.metrics.connection_opened());
-                    let watch = WriteWatch {
-                        timeout: timing.write_timeout,
-                        blocked: state.as_ref().map(|state| state.metrics.write_blocked()),
-                        timed_out: state.as_ref().map(|state| state.metrics.write_timed_out()),
-                    };
-                    serve_connection(stream, router, &timing, watch, stop).await;
-                    drop(permit);
+                    match tokio::time::timeout(SHED_WAIT, permits.acquire_owned()).await {
+                        Ok(Ok(permit)) => serve.run(stream, permit).await,
+                        _ => {
+                            if let Some(state) = &state {
+                                state.metrics.connection_refused();
+                            }
+                            refuse(stream).await
+                        }
+                    }
                 });
             }
             Err(_) => {
@@ -160,6 +177,49 @@ pub(crate) async fn accept_loop(
     }
 }
 
+/// How long a connection must have been blocked on a client that does not
+/// read before a new one may take its slot: a client that reads a little
+/// late is not cut for it.
+const SHED_AFTER: Duration = Duration::from_millis(250);
+
+/// How long a connection let in by shedding another waits for its slot
+/// (the shed one frees it as soon as its task runs).
+const SHED_WAIT: Duration = Duration::from_secs(1);
+
+/// A connection to serve once it has a slot: what it is served with.
+struct Served {
+    router: Router,
+    state: Option<Arc<AppState>>,
+    stop: watch::Receiver<bool>,
+    timing: Timing,
+    stall: Stall,
+}
+
+impl Served {
+    /// Serves `stream` in its slot (`permit`, freed when it ends).
+    async fn run(self, stream: TcpStream, permit: OwnedSemaphorePermit) {
+        let Served {
+            router,
+            state,
+            stop,
+            timing,
+            stall,
+        } = self;
+        let _open = state
+            .as_ref()
+            .map(|state| state.metrics.connection_opened());
+        let shed = stall.shed_signal();
+        let watch = WriteWatch {
+            timeout: timing.write_timeout,
+            blocked: state.as_ref().map(|state| state.metrics.write_blocked()),
+            timed_out: state.as_ref().map(|state| state.metrics.write_timed_out()),
+            stall,
+        };
+        serve_connection(stream, router, &timing, watch, stop, shed).await;
+        drop(permit);
+    }
+}
+
 /// How one connection is timed and buffered.
 #[derive(Clone, Copy)]
 struct Timing {
@@ -176,6 +236,7 @@ async fn serve_connection(
     timing: &Timing,
     watch: WriteWatch,
     mut stop: watch::Receiver<bool>,
+    shed: Arc<Notify>,
 ) {
     let io = TokioIo::new(Watched::new(stream, watch));
     let service = TowerToHyperService::new(router);
@@ -191,6 +252,11 @@ async fn serve_connection(
             if let Err(error) = result {
                 tracing::debug!(%error, "connection ended");
             }
+            return;
+        }
+        // Dropped, closed: its slot went to a new connection.
+        _ = shed.notified() => {
+            tracing::debug!("a connection blocked on a client that does not read was shed");
             return;
         }
         _ = stop.wait_for(|stop| *stop) => {}
@@ -237,6 +303,8 @@ struct WriteWatch {
     timeout: Duration,
     blocked: Option<Gauge>,
     timed_out: Option<Counter>,
+    /// Its place among the listener's blocked connections.
+    stall: Stall,
 }
 
 /// A connection's stream that notes, in a gauge, whether its last write
@@ -275,8 +343,10 @@ impl Watched {
         }
         if !blocked {
             self.stalled = None;
+            self.watch.stall.moved();
             return poll;
         }
+        self.watch.stall.blocked();
         let timeout = self.watch.timeout;
         let stalled = self
             .stalled
