@@ -35,7 +35,7 @@ from ids import (BASE_KIND, CREATE, KINDS, MAXVAL, SPANNING, SPANNING_CYCLIC,  #
                  SPANNING_KINDS, SPANNING_LEASE_TTL, SPANNING_PERIODIC, SPANNING_SNOWFLAKE)
 from nemesis import Nemesis, Supervisor  # noqa: E402
 from schedule import FAULTS, make_schedule  # noqa: E402
-from workload import (CHANGE_TIMEOUT_S, CliLoop, HttpClient, JavaClient,  # noqa: E402
+from workload import (CHANGE_TIMEOUT_S, CliLoop, HttpClient, JavaClient, PythonClient,  # noqa: E402
                       LockHolder, Mongosh, Changes, Recorder, SeriesLoop, Stream)
 
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -147,6 +147,7 @@ def names(args):
     takers += [f"stream-{k}" for k in KINDS] + ["mongosh"]
     if args.java:
         takers.append("java")
+    takers.append("python")
     for kind in SPANNING_KINDS:
         takers += [f"cli-seq-{kind}", f"cli-next-{kind}", f"stream-{kind}"]
     serves = [f"serve-{i}" for i in range(4)]
@@ -419,6 +420,8 @@ def run(args):
             d = JavaClient(build_java(out), counters, one_deployment_serves, out,
                            seed_rng.random())
             cluster.takers[d.name] = d
+        d = PythonClient(counters, one_deployment_serves, out, seed_rng.random())
+        cluster.takers[d.name] = d
         faults = Recorder(os.path.join(out, "faults.jsonl"))
         if swap_policy:
             swap_stream = Stream("cyclic", *counters["cyclic"], args.bin, env("direct"), out,

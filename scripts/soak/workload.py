@@ -609,23 +609,26 @@ class Changes(Driver):
                                "end": time.time(), "detail": detail, "rc": returncode})
 
 
-class JavaClient(Driver):
-    """SoakClient.java: the Java client's ValueClient (a segment counter) and
-    IdClient (a cyclic counter), each in threads of its own, over every serve
-    instance; restarted when it dies. A call's time is from its start to its
-    return (a wait for the client's next batch included). Batches prefetched and not handed out
-    are gaps, which these two kinds allow."""
+class ClientProcess(Driver):
+    """A client library's soak program (SoakClient.java, soak_client.py): its
+    ValueClient (a segment counter) and IdClient (a cyclic counter), each in
+    threads of its own, over every serve instance; restarted when it dies.
+    A call's time is from its start to its return (a wait for the client's
+    next batch included). Batches prefetched and not handed out are gaps,
+    which these two kinds allow. `program` is the command before the
+    program's own arguments; its records' paths are NAME-value and NAME-id."""
 
-    def __init__(self, classes, counters, serves, out, seed, threads=3):
-        super().__init__("java", seed)
-        self.classes, self.counters, self.serves, self.threads = classes, counters, serves, threads
+    def __init__(self, name, program, counters, serves, out, seed, threads=3):
+        super().__init__(name, seed)
+        self.program, self.counters, self.serves, self.threads = program, counters, serves, threads
         self.recorder = Recorder(os.path.join(out, "logs", f"{self.name}.jsonl"))
 
     def run(self):
         segment, _ = self.counters["segment"]
         cyclic, prefix = self.counters["cyclic"]
+        value_path, id_path = f"{self.name}-value", f"{self.name}-id"
         while not self.stopping.is_set():
-            process = spawn(["java", "-cp", self.classes, "SoakClient", segment, cyclic, prefix,
+            process = spawn([*self.program, segment, cyclic, prefix,
                              str(self.threads)] + [s.url() + "/" for s in self.serves],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL)
@@ -638,10 +641,10 @@ class JavaClient(Driver):
                     continue
                 began, ended = float(parts[1]), float(parts[2])
                 if parts[0] == "V":
-                    record = {"path": "java-value", "kind": "segment", "counter": segment,
+                    record = {"path": value_path, "kind": "segment", "counter": segment,
                               "status": "ok", "raw": [int(parts[3])]}
                 elif parts[0] == "I":
-                    record = {"path": "java-id", "kind": "cyclic", "counter": cyclic,
+                    record = {"path": id_path, "kind": "cyclic", "counter": cyclic,
                               "status": "ok"}
                     try:
                         record["raw"] = [parse_id("cyclic", prefix, parts[3])]
@@ -649,7 +652,7 @@ class JavaClient(Driver):
                         record.update(raw=[], status="fail", err=str(error), unreadable=True)
                 else:
                     is_value = parts[3] == "V"
-                    record = {"path": "java-value" if is_value else "java-id",
+                    record = {"path": value_path if is_value else id_path,
                               "kind": "segment" if is_value else "cyclic",
                               "counter": segment if is_value else cyclic, "status": "fail",
                               "raw": [], "err": parts[4][-300:] if len(parts) > 4 else ""}
@@ -657,7 +660,7 @@ class JavaClient(Driver):
                 self.recorder.write(record)
             returncode = reap(process)
             if not self.stopping.is_set():
-                for path, kind in (("java-value", "segment"), ("java-id", "cyclic")):
+                for path, kind in ((value_path, "segment"), (id_path, "cyclic")):
                     self.recorder.write({"path": path, "kind": kind,
                                          "counter": self.counters[kind][0], "t0": time.time(),
                                          "t1": time.time(), "status": "unknown", "n": None,
@@ -675,3 +678,20 @@ class JavaClient(Driver):
                 except (OSError, subprocess.TimeoutExpired):
                     signal_group(process, signal.SIGKILL)
                 return
+
+
+class JavaClient(ClientProcess):
+    """SoakClient.java, the Java client's soak program."""
+
+    def __init__(self, classes, counters, serves, out, seed):
+        super().__init__("java", ["java", "-cp", classes, "SoakClient"], counters, serves, out,
+                         seed)
+
+
+class PythonClient(ClientProcess):
+    """soak_client.py, the Python client's soak program (clients/python from
+    the source tree, not installed)."""
+
+    def __init__(self, counters, serves, out, seed):
+        program = [sys.executable, os.path.join(os.path.dirname(__file__), "soak_client.py")]
+        super().__init__("python", program, counters, serves, out, seed)
