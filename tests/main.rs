@@ -58,3 +58,4 @@ mod striped_twin;
 mod striped_twin_cases;
 mod striped_twin_readers;
 mod test_kind;
+mod traces;

@@ -4,6 +4,8 @@
 use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use idmint::mongo::round_trips;
+use tracing::Instrument;
 
 use crate::connect;
 use crate::setting_help::kinds_list;
@@ -138,8 +140,29 @@ pub fn main() -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
+    let name = command_path(&matches);
+    if std::env::var_os("RUST_LOG").is_some() && !matches!(cli.command, Command::Serve(_)) {
+        trace_to_stderr();
+    }
     let result = runtime.block_on(async {
-        let result = run(&cli.command, &output).await;
+        // The command's span: the counter it opened (named by the library)
+        // and the round trips it made, on its last log line.
+        let span = tracing::info_span!(
+            "command",
+            name = name.as_str(),
+            counter = tracing::field::Empty,
+            kind = tracing::field::Empty,
+            round_trips = tracing::field::Empty,
+            servers = tracing::field::Empty,
+        );
+        let (result, trips) = round_trips::counting(run(&cli.command, &output))
+            .instrument(span.clone())
+            .await;
+        span.record("round_trips", trips.count);
+        if !trips.servers.is_empty() {
+            span.record("servers", trips.servers_text());
+        }
+        span.in_scope(|| tracing::debug!(ok = result.is_ok(), "command done"));
         connect::shutdown_clients().await;
         result
     });
@@ -156,6 +179,27 @@ pub fn main() -> ExitCode {
             ExitCode::from(code)
         }
     }
+}
+
+/// The subcommands given, as one name (`counter show`).
+fn command_path(matches: &clap::ArgMatches) -> String {
+    let mut names = Vec::new();
+    let mut current = matches;
+    while let Some((name, sub)) = current.subcommand() {
+        names.push(name);
+        current = sub;
+    }
+    names.join(" ")
+}
+
+/// Log lines (and so each command's span) on stderr as `RUST_LOG` says;
+/// `serve` sets up its own, with its `--log-format`.
+fn trace_to_stderr() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
 }
 
 /// The server an error came from, password hidden, when the server failed

@@ -97,6 +97,7 @@ impl ConnectOptions {
         if options.app_name.is_none() {
             options.app_name = Some("idmint".to_string());
         }
+        options.command_event_handler = Some(crate::mongo::round_trips::handler());
         let client = Client::with_options(options).map_err(|source| ConnectError::BadUri {
             uri: self.redacted_uri(),
             reason: source.to_string(),

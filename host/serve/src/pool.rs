@@ -36,6 +36,14 @@ pub struct Served {
     pub opened_at: std::time::Instant,
 }
 
+/// Names the counter and its kind in the current span (a request's, whose
+/// log lines then carry them).
+fn traced(served: &Served) {
+    let span = tracing::Span::current();
+    span.record("counter", served.state.name.as_str());
+    span.record("kind", served.sequence.kind().as_str());
+}
+
 /// A counter's place in the pool: opened once, and when it was last asked.
 #[derive(Debug)]
 struct Slot {
@@ -76,7 +84,9 @@ impl CounterPool {
     /// open it once. A counter that cannot be opened (unknown, corrupt,
     /// database down) is not remembered, so a later request tries again.
     pub async fn get(&self, name: &CounterName) -> Result<Arc<Served>, SequenceError> {
-        self.get_checked(name, None).await
+        let served = self.get_checked(name, None).await?;
+        traced(&served);
+        Ok(served)
     }
 
     /// The counter `name` if its kind is one `serves` accepts, opened on
@@ -88,6 +98,7 @@ impl CounterPool {
         serves: impl Fn(CounterKind) -> bool,
     ) -> Result<Result<Arc<Served>, CounterKind>, SequenceError> {
         if let Some(served) = self.peek(name) {
+            traced(&served);
             let kind = served.sequence.kind();
             return Ok(if serves(kind) { Ok(served) } else { Err(kind) });
         }
@@ -95,7 +106,9 @@ impl CounterPool {
         if !serves(state.kind()) {
             return Ok(Err(state.kind()));
         }
-        self.get_checked(name, Some(state)).await.map(Ok)
+        let served = self.get_checked(name, Some(state)).await?;
+        traced(&served);
+        Ok(Ok(served))
     }
 
     /// [`CounterPool::get`], with the document already read, if it was.

@@ -27,8 +27,10 @@ use super::minters::Taken;
 use super::pool::Served;
 use super::slots::run_blocking;
 use super::state::AppState;
+use idmint::mongo::round_trips;
 use idmint::policy::{check_ids, PolicyError};
 use idmint::sequence::{self, Clock, CounterKind, CounterName, Repeats, Setting, SystemClock};
+use tracing::Instrument;
 
 /// The state every handler shares.
 pub(super) type Shared = Arc<AppState>;
@@ -531,7 +533,25 @@ pub(super) async fn track(
     let method = request.method().clone();
     let started = Instant::now();
     let _in_flight = state.metrics.request_started();
-    let response = next.run(request).await;
+    // The request's span: what it served (recorded by the pool when it
+    // finds the counter) and the round trips it made, on every line it logs.
+    let span = tracing::info_span!(
+        "request",
+        %method,
+        route = route.as_str(),
+        counter = tracing::field::Empty,
+        kind = tracing::field::Empty,
+        round_trips = tracing::field::Empty,
+        servers = tracing::field::Empty,
+    );
+    let (response, trips) = round_trips::counting(next.run(request))
+        .instrument(span.clone())
+        .await;
+    span.record("round_trips", trips.count);
+    if !trips.servers.is_empty() {
+        span.record("servers", trips.servers_text());
+    }
+    let _entered = span.enter();
     let seconds = started.elapsed().as_secs_f64();
     let status = response.status().as_u16();
     state.metrics.request(&route, status, seconds);

@@ -8,6 +8,7 @@
 //! code is spelled in one place (as the Rust driver does in its `error.rs`).
 
 pub mod collections;
+pub mod round_trips;
 
 use mongodb::bson::Bson;
 use mongodb::error::{Error, ErrorKind, WriteFailure};

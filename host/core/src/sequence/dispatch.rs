@@ -302,6 +302,11 @@ macro_rules! registry {
                 state: &CounterState,
                 options: &OpenOptions,
             ) -> Result<Self, SequenceError> {
+                // The work that opens it (a request, a command) names it in
+                // its span, for its log lines.
+                tracing::Span::current()
+                    .record("counter", name.as_str())
+                    .record("kind", state.kind().as_str());
                 if let Some(map) = &state.striped {
                     return Ok(Sequence::Striped {
                         kind: state.kind(),
