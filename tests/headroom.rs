@@ -27,6 +27,7 @@ async fn counters_near_their_end_are_warned_of_everywhere() {
     );
     create(TEST, "yearly", &["--kind", "periodic", "--raw"]);
     create(TEST, "wraps", &["--kind", "cyclic", "--prefix", "CY-"]);
+    create(TEST, "busy", &["--kind", "autoinc", "--raw"]);
     assert_exit(&run(idmint(TEST).arg("status")), 0);
     // The periodic counter's period begins with its first value.
     assert_exit(&run(idmint(TEST).args(["seq", "yearly"])), 0);
@@ -39,6 +40,7 @@ async fn counters_near_their_end_are_warned_of_everywhere() {
         ("orders", "seq", LAST - 5),
         ("yearly", "seq", LAST - 5),
         ("blocks", "max", LAST - 4),
+        ("busy", "seq", LAST - 1_000),
     ] {
         counters
             .update_one(doc! { "_id": name }, doc! { "$set": { field: at } })
@@ -136,6 +138,31 @@ async fn counters_near_their_end_are_warned_of_everywhere() {
         "{runs_out}"
     );
     assert!(!metrics.contains("counter=\"wraps\"} 0."), "{metrics}");
+    // A counter that runs out of values: at the rate they went between two
+    // reads (10 s apart), none while nothing is taken.
+    assert!(
+        !metrics.contains("timestamp_seconds{counter=\"busy\"}"),
+        "{metrics}"
+    );
+    assert_eq!(
+        service
+            .get("/v1/counters/busy/values?count=100")
+            .values()
+            .len(),
+        100
+    );
+    let mut projected = None;
+    wait::until(DEADLINE, "busy's end at its rate in /metrics", || {
+        projected = service.admin("/metrics").body.lines().find_map(|line| {
+            line.strip_prefix("idmint_counter_runs_out_timestamp_seconds{counter=\"busy\"} ")
+                .map(|value| value.parse::<i64>().unwrap())
+        });
+        projected.is_some()
+    });
+    let projected = projected.unwrap();
+    // 900 left at 100 per 10 s: about 90 s from now, not days.
+    let from_now = projected - now_ms / 1000;
+    assert!((30..600).contains(&from_now), "{from_now} s");
     drop(service);
 
     // Run to the end: the last five values, then a refusal, nothing past it.

@@ -5,6 +5,7 @@
 //! headroom read every 10 s for the metrics, and the API
 //! tokens read again from the database when they come from it.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -73,21 +74,44 @@ pub(crate) fn spawn(
 }
 
 /// Reads every counter's headroom into the metrics every `every`, while the
-/// server lives (a failed read is logged at debug: the metrics keep the
-/// last figures, and readiness reports an unreachable database).
+/// server lives, with when each runs out: a counter whose IDs carry the
+/// time at its layout's end, one that runs out of values at the rate its
+/// values went between the last two reads (whoever took them). A failed read
+/// is logged at debug: the metrics keep the last figures, and readiness
+/// reports an unreachable database.
 async fn read_headroom(state: std::sync::Weak<AppState>, every: Duration) {
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // Per counter, when its values left were last read, and how many.
+    let mut last: HashMap<String, (u64, u64)> = HashMap::new();
     loop {
         tick.tick().await;
         let Some(state) = state.upgrade() else {
             return;
         };
         let now_ms = idmint::Clock::now_micros(&idmint::SystemClock) / 1000;
-        match idmint::sequence::headrooms(&state.database, now_ms).await {
-            Ok(counters) => state.metrics.headroom(&counters),
-            Err(error) => tracing::debug!("headroom: {error}"),
-        }
+        let counters = match idmint::sequence::headrooms(&state.database, now_ms).await {
+            Ok(counters) => counters,
+            Err(error) => {
+                tracing::debug!("headroom: {error}");
+                continue;
+            }
+        };
+        let runs_out: Vec<Option<u64>> = counters
+            .iter()
+            .map(|counter| {
+                let headroom = &counter.headroom;
+                let left = headroom.left_values?;
+                let rate = last
+                    .insert(counter.counter.clone(), (now_ms, left))
+                    .and_then(|(then_ms, then_left)| {
+                        let seconds = now_ms.saturating_sub(then_ms) as f64 / 1000.0;
+                        (seconds > 0.0).then(|| then_left.saturating_sub(left) as f64 / seconds)
+                    })?;
+                headroom.runs_out_at_rate(now_ms, rate)
+            })
+            .collect();
+        state.metrics.headroom(&counters, &runs_out);
     }
 }
 

@@ -263,8 +263,9 @@ impl Metrics {
         let runs_out_at = Family::<CounterLabel, Gauge>::default();
         registry.register(
             "counter_runs_out_timestamp_seconds",
-            "When a counter whose IDs carry the time runs out (the end of a snowflake \
-             layout's time bits), in seconds since 1970",
+            "When a counter runs out, in seconds since 1970: a snowflake layout's end, or \
+             for a counter that runs out of values, at the rate they went between the last \
+             two reads (none while nothing is taken)",
             runs_out_at.clone(),
         );
         let batching = BatchMeter::default();
@@ -438,19 +439,29 @@ impl Metrics {
         }
     }
 
-    /// The counters' headroom as last read.
-    pub fn headroom(&self, counters: &[idmint::sequence::CounterHeadroom]) {
-        for counter in counters {
+    /// The counters' headroom as last read, and when each runs out
+    /// (`runs_out`, in order): its layout's end, or projected at its rate.
+    pub fn headroom(
+        &self,
+        counters: &[idmint::sequence::CounterHeadroom],
+        runs_out: &[Option<u64>],
+    ) {
+        for (counter, runs_out) in counters.iter().zip(runs_out) {
             let label = CounterLabel {
                 counter: counter.counter.clone(),
             };
             self.headroom_used
                 .get_or_create(&label)
                 .set(counter.headroom.used);
-            if let Some(end_ms) = counter.headroom.runs_out_at_ms {
-                self.runs_out_at
-                    .get_or_create(&label)
-                    .set(i64::try_from(end_ms / 1000).unwrap_or(i64::MAX));
+            match counter.headroom.runs_out_at_ms.or(*runs_out) {
+                Some(end_ms) => {
+                    self.runs_out_at
+                        .get_or_create(&label)
+                        .set(i64::try_from(end_ms / 1000).unwrap_or(i64::MAX));
+                }
+                None => {
+                    self.runs_out_at.remove(&label);
+                }
             }
         }
     }

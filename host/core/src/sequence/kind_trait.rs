@@ -379,6 +379,10 @@ pub struct Headroom {
     /// counter that runs out of values, not of time.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub runs_out_at_ms: Option<u64>,
+    /// The values left of a counter that runs out of values (`None` for
+    /// one that runs out of time): what a rate is projected against.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub left_values: Option<u64>,
 }
 
 /// When an operator is warned of a counter's end.
@@ -417,6 +421,7 @@ impl Headroom {
             },
             left: format!("{} values", group_thousands(left)),
             runs_out_at_ms: None,
+            left_values: Some(left),
         }
     }
 
@@ -427,6 +432,7 @@ impl Headroom {
             used: (now_ms.saturating_sub(start_ms) as f64 / span as f64).min(1.0),
             left: format!("until {}", crate::parts::snowflake::date(end_ms)),
             runs_out_at_ms: Some(end_ms),
+            left_values: None,
         }
     }
 
@@ -442,6 +448,16 @@ impl Headroom {
             Some(end_ms) => format!("runs out on {}", crate::parts::snowflake::date(end_ms)),
             None => format!("{} left", self.left),
         }
+    }
+
+    /// When a counter that runs out of values does, at `values_per_second`
+    /// from `now_ms` (`None`: it runs out of time, or nothing is taken).
+    pub fn runs_out_at_rate(&self, now_ms: u64, values_per_second: f64) -> Option<u64> {
+        let left = self.left_values?;
+        (values_per_second > 0.0).then(|| {
+            let ms = (left as f64 / values_per_second * 1000.0).min(u64::MAX as f64 / 2.0);
+            now_ms.saturating_add(ms as u64)
+        })
     }
 
     /// Whole days left at `now_ms` of a counter that runs out of time.
@@ -633,6 +649,10 @@ mod tests {
         let soon = time.warning(year + DAY_MS, &limits).unwrap();
         assert!(soon.contains("364 days left, fewer than 365"), "{soon}");
         assert_eq!(time.days_left(3 * year), Some(0));
+        assert_eq!(time.runs_out_at_rate(0, 5.0), None);
+        let values = Headroom::of_values(90, 100);
+        assert_eq!(values.runs_out_at_rate(1_000, 0.0), None);
+        assert_eq!(values.runs_out_at_rate(1_000, 2.0), Some(6_000));
     }
     #[test]
     fn thousands_are_grouped() {

@@ -490,6 +490,7 @@ mod tests {
                     used: 0.95,
                     left: "5 values".into(),
                     runs_out_at_ms: None,
+                    left_values: Some(5),
                 }),
                 problem: None,
                 collisions: Vec::new(),
