@@ -25,6 +25,7 @@ mod lock_stored_functions;
 mod lost_values;
 mod monitor;
 mod network_faults;
+mod node_client;
 mod periodic;
 mod policy;
 mod policy_contracts;
