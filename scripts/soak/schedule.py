@@ -6,7 +6,7 @@ import random
 
 # Each fault kind, and what it does (nemesis.py carries it out).
 FAULTS = {
-    "kill-taker": "kill -9 of a CLI taker, a stream, mongosh, or the Java or Python client",
+    "kill-taker": "kill -9 of a CLI taker, a stream, mongosh, or the Java, Python or Node.js client",
     "kill-serve": "kill -9 of an idmint serve instance, restarted after DURATION",
     "kill-db": "kill -9 of the database server, restarted on its data after DURATION",
     "stop-taker": "SIGSTOP of a taker for DURATION, then SIGCONT",

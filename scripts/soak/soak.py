@@ -36,7 +36,7 @@ from ids import (BASE_KIND, CREATE, KINDS, MAXVAL, SPANNING, SPANNING_CYCLIC,  #
 from nemesis import Nemesis, Supervisor  # noqa: E402
 from schedule import FAULTS, make_schedule  # noqa: E402
 from workload import (CHANGE_TIMEOUT_S, CliLoop, HttpClient, JavaClient, PythonClient,  # noqa: E402
-                      LockHolder, Mongosh, Changes, Recorder, SeriesLoop, Stream)
+                      NodeClient, LockHolder, Mongosh, Changes, Recorder, SeriesLoop, Stream)
 
 REPO = os.path.dirname(os.path.dirname(HERE))
 SERIES = "soak-invoices"
@@ -148,6 +148,8 @@ def names(args):
     if args.java:
         takers.append("java")
     takers.append("python")
+    if args.node:
+        takers.append("node")
     for kind in SPANNING_KINDS:
         takers += [f"cli-seq-{kind}", f"cli-next-{kind}", f"stream-{kind}"]
     serves = [f"serve-{i}" for i in range(4)]
@@ -422,6 +424,9 @@ def run(args):
             cluster.takers[d.name] = d
         d = PythonClient(counters, one_deployment_serves, out, seed_rng.random())
         cluster.takers[d.name] = d
+        if args.node:
+            d = NodeClient(counters, one_deployment_serves, out, seed_rng.random())
+            cluster.takers[d.name] = d
         faults = Recorder(os.path.join(out, "faults.jsonl"))
         if swap_policy:
             swap_stream = Stream("cyclic", *counters["cyclic"], args.bin, env("direct"), out,
@@ -572,6 +577,7 @@ def main():
     if not (args.bin and args.server_bin and args.mongosh):
         parser.error("--bin, --server-bin and --mongosh are needed (scripts/soak.sh gives them)")
     args.java = bool(shutil.which("javac") and shutil.which("java")) and not args.no_java
+    args.node = bool(shutil.which("node"))
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(2**31)
     if args.out is None:

@@ -83,7 +83,7 @@ class HarnessFailuresFailTheRun(unittest.TestCase):
 
 class SpanningCounters(unittest.TestCase):
     def test_each_has_three_takers_the_nemesis_picks_from(self):
-        takers, serves, _ = soak.names(argparse.Namespace(java=False))
+        takers, serves, _ = soak.names(argparse.Namespace(java=False, node=False))
         for kind in SPANNING_KINDS:
             for path in ("cli-seq", "cli-next", "stream"):
                 self.assertIn(f"{path}-{kind}", takers)

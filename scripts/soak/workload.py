@@ -695,3 +695,12 @@ class PythonClient(ClientProcess):
     def __init__(self, counters, serves, out, seed):
         program = [sys.executable, os.path.join(os.path.dirname(__file__), "soak_client.py")]
         super().__init__("python", program, counters, serves, out, seed)
+
+
+class NodeClient(ClientProcess):
+    """soak_client.mjs, the Node.js client's soak program (clients/node from
+    the source tree)."""
+
+    def __init__(self, counters, serves, out, seed):
+        program = ["node", os.path.join(os.path.dirname(__file__), "soak_client.mjs")]
+        super().__init__("node", program, counters, serves, out, seed)
