@@ -6,14 +6,13 @@
 //! peer inside the Java program for the client's own behaviour when a fetch
 //! fails or stalls on command (`FetchCheck`, `FailoverCheck`).
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdout, Command, Stdio};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use crate::support::service::{request, spawn_serve};
+use crate::support::clients::{Pausing, Serve};
 use crate::support::{self, assert_exit, counter_field, create, idmint, stdout};
 
 /// The compiled client and its check programs (`test-classes`), built once.
@@ -68,120 +67,10 @@ fn java(program: &str) -> Command {
     command
 }
 
-/// A running `idmint serve` on a port that stays its own across a restart.
-struct Serve {
-    test: &'static str,
-    port: u16,
-    /// The admin listener's port (`/metrics`), chosen anew at each start.
-    admin_port: u16,
-    child: Option<Child>,
-    log: Arc<Mutex<Vec<String>>>,
-    /// Flags of `idmint serve` besides the listeners.
-    args: Vec<String>,
-    /// Its wall clock, as libfaketime's FAKETIME says it (none: the real one).
-    clock: Option<&'static str>,
-}
-
-impl Serve {
-    /// Starts one on a port of its choosing.
-    fn start(test: &'static str) -> Self {
-        Self::start_with(test, &[])
-    }
-
-    /// Starts one with more flags (`--policy FILE`).
-    fn start_with(test: &'static str, args: &[&str]) -> Self {
-        Self::start_at(test, args, None)
-    }
-
-    /// Starts one with more flags, its wall clock at `clock` if given (as
-    /// libfaketime's FAKETIME says it).
-    fn start_at(test: &'static str, args: &[&str], clock: Option<&'static str>) -> Self {
-        let mut serve = Self {
-            test,
-            port: 0,
-            admin_port: 0,
-            child: None,
-            log: Arc::default(),
-            args: args.iter().map(|arg| arg.to_string()).collect(),
-            clock,
-        };
-        serve.spawn();
-        serve
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/", self.port)
-    }
-
-    /// Kills it with SIGKILL (a crash: no shutdown, no segment given back).
-    fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            child.kill().expect("SIGKILL idmint serve");
-            child.wait().expect("wait for idmint serve");
-        }
-    }
-
-    /// Starts it again on the same port, so clients find it where it was.
-    fn restart(&mut self) {
-        self.kill();
-        self.spawn();
-    }
-
-    fn spawn(&mut self) {
-        let listen = format!("127.0.0.1:{}", self.port);
-        let mut command = idmint(self.test);
-        if let Some(clock) = self.clock {
-            support::fake_clock(&mut command, clock);
-        }
-        let (mut child, lines, listening) = spawn_serve(command, &listen, &self.args);
-        let log = self.log.clone();
-        let logging = std::thread::spawn(move || {
-            for line in lines {
-                log.lock().unwrap().push(line);
-            }
-        });
-        let port_of = |address: &str| address.rsplit(':').next()?.parse::<u16>().ok();
-        let ports = listening.and_then(|(api, admin)| {
-            Ok((
-                port_of(&api).ok_or(api.clone())?,
-                port_of(&admin).ok_or(admin.clone())?,
-            ))
-        });
-        let (port, admin_port) = ports.unwrap_or_else(|first| {
-            let _ = child.kill();
-            let _ = child.wait();
-            // Its stderr ended with it: every line is in the log.
-            let _ = logging.join();
-            panic!(
-                "idmint serve did not start on {listen}: {first:?}\n{}",
-                self.log.lock().unwrap().join("\n")
-            )
-        });
-        self.port = port;
-        self.admin_port = admin_port;
-        self.child = Some(child);
-    }
-
-    /// `GET /metrics` on the admin listener, on a connection of its own.
-    fn metrics(&self) -> String {
-        let admin = format!("127.0.0.1:{}", self.admin_port);
-        let answer = request(&admin, "GET", "/metrics", &[], None);
-        assert_eq!(answer.status, 200, "{answer:?}");
-        answer.body
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        self.kill();
-        if std::thread::panicking() {
-            eprintln!(
-                "idmint serve on port {} logged:\n{}",
-                self.port,
-                self.log.lock().unwrap().join("\n")
-            );
-        }
-    }
+/// Check program `name` with `args` against the instances' `urls`, pausing
+/// as it announces.
+fn pausing(name: &'static str, args: &[&str], urls: &[String]) -> Pausing {
+    Pausing::start(java(name).args(args).args(urls), name)
 }
 
 /// Runs a check program to its end and asserts its report, line for line.
@@ -204,7 +93,7 @@ async fn the_java_client_hands_out_unique_values() {
         &["--kind", "segment", "--step", "1000", "--raw"],
     );
     create(TEST, "orders", &["--max", "99", "--prefix", "J-"]);
-    let serve = Serve::start(TEST);
+    let serve = Serve::start(TEST, &[]);
     assert_check(
         java("ClientCheck").arg(serve.url()).args(["seg", "orders"]),
         "values ok 200000\nids ok 5000\nerror ok 404\n",
@@ -224,7 +113,7 @@ async fn the_java_client_takes_uuids() {
     support::database(TEST).await;
     create(TEST, "events", &["--kind", "snowflake"]);
     create(TEST, "orders", &["--max", "99", "--prefix", "J-"]);
-    let serve = Serve::start_with(TEST, &["--policy-for", "snowflake=builtin:uuidv7"]);
+    let serve = Serve::start(TEST, &["--policy-for", "snowflake=builtin:uuidv7"]);
     assert_check(
         java("UuidCheck")
             .arg(serve.url())
@@ -248,7 +137,7 @@ async fn the_java_client_reserves_confirms_and_voids_numbers_of_a_series() {
         &crate::support::run(idmint(TEST).args(["series", "create", "invoices"])),
         0,
     );
-    let serve = Serve::start(TEST);
+    let serve = Serve::start(TEST, &[]);
     let down = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         format!("http://{}/", listener.local_addr().unwrap())
@@ -307,10 +196,7 @@ async fn a_failure_every_instance_would_give_reaches_the_caller_at_once() {
     support::database(TEST).await;
     create(TEST, "orders", &[]);
     let runaway = ["--policy", support::fixture_policy("runaway")];
-    let instances = [
-        Serve::start_with(TEST, &runaway),
-        Serve::start_with(TEST, &runaway),
-    ];
+    let instances = [Serve::start(TEST, &runaway), Serve::start(TEST, &runaway)];
     let output = java("SharedFailureRun")
         .args(["orders", &BATCH.to_string()])
         .args(instances.iter().map(Serve::url))
@@ -347,20 +233,20 @@ async fn a_killed_instance_is_failed_over_and_rejoins_when_restarted() {
     const PER_PHASE: u64 = 5_000;
     support::database(TEST).await;
     create(TEST, "seg", &["--kind", "segment", "--step", "1000"]);
-    let mut instances: Vec<Serve> = (0..3).map(|_| Serve::start(TEST)).collect();
+    let mut instances: Vec<Serve> = (0..3).map(|_| Serve::start(TEST, &[])).collect();
     let urls: Vec<String> = instances.iter().map(Serve::url).collect();
-    let mut program = Pausing::start(
+    let mut program = pausing(
         "FailoverRun",
         &["seg", &THREADS.to_string(), &PER_PHASE.to_string(), "100"],
         &urls,
     );
     program.paused(1);
     instances[0].kill();
-    program.go();
+    program.send("go");
     program.paused(2);
     instances[0].restart();
     assert_eq!(instances[0].url(), urls[0], "restarted on another port");
-    program.go();
+    program.send("go");
     let report = program.finish();
     let field = |name: &str| -> u64 {
         report
@@ -496,119 +382,19 @@ async fn java_across_deployments(
     };
     let instances = [serve(&eu_flag, &us_flag), serve(&us_flag, &eu_flag)];
     let urls: Vec<String> = instances.iter().map(Serve::url).collect();
-    let mut program = Pausing::start(
+    let mut program = pausing(
         "DeploymentsRun",
         &["orders", &THREADS.to_string(), &PER_PHASE.to_string(), "50"],
         &urls,
     );
     program.paused(1);
     eu.kill();
-    program.go();
+    program.send("go");
     program.paused(2);
     eu.restart();
-    program.go();
+    program.send("go");
     assert_eq!(
         program.finish(),
         [format!("ids ok {}", 3 * THREADS * PER_PHASE)]
     );
-}
-
-/// A check program that announces pauses (`paused N`) and waits at each
-/// for `go` on stdin, so that the test acts at a point the program is
-/// known to be at.
-struct Pausing {
-    name: &'static str,
-    child: Child,
-    commands: std::process::ChildStdin,
-    lines: std::io::Lines<BufReader<ChildStdout>>,
-    errors: Arc<Mutex<String>>,
-    drained: std::thread::JoinHandle<()>,
-}
-
-impl Pausing {
-    /// Runs program `name` with `args`, then the instances' `urls`.
-    fn start(name: &'static str, args: &[&str], urls: &[String]) -> Self {
-        let mut child = java(name)
-            .args(args)
-            .args(urls)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("run java");
-        let commands = child.stdin.take().expect("piped stdin");
-        let lines = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
-        let errors: Arc<Mutex<String>> = Arc::default();
-        let stderr = child.stderr.take().expect("piped stderr");
-        let sink = errors.clone();
-        let drained = std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                let mut errors = sink.lock().unwrap();
-                errors.push_str(&line);
-                errors.push('\n');
-            }
-        });
-        Self {
-            name,
-            child,
-            commands,
-            lines,
-            errors,
-            drained,
-        }
-    }
-
-    /// Returns once the program says it waits at pause `number`.
-    fn paused(&mut self, number: u32) {
-        expect_line(
-            &mut self.lines,
-            &format!("paused {number}"),
-            &mut self.child,
-            &self.errors,
-            self.name,
-        );
-    }
-
-    /// Lets it go on from its pause.
-    fn go(&mut self) {
-        writeln!(self.commands, "go").unwrap();
-    }
-
-    /// Waits for it to end, which must be a success; the lines it printed
-    /// after its last pause.
-    fn finish(mut self) -> Vec<String> {
-        let report: Vec<String> = self.lines.map_while(Result::ok).collect();
-        let status = self.child.wait().expect("wait for java");
-        self.drained.join().unwrap();
-        assert!(
-            status.success(),
-            "{} failed ({status}):\n{}\n{}",
-            self.name,
-            report.join("\n"),
-            self.errors.lock().unwrap()
-        );
-        report
-    }
-}
-
-/// Reads the program's next line, which must be `expected`.
-fn expect_line(
-    lines: &mut std::io::Lines<BufReader<ChildStdout>>,
-    expected: &str,
-    program: &mut Child,
-    errors: &Mutex<String>,
-    name: &str,
-) {
-    match lines.next() {
-        Some(Ok(line)) if line == expected => {}
-        other => {
-            // Its stderr ends with it: wait for that, then show it.
-            let _ = program.kill();
-            let _ = program.wait();
-            panic!(
-                "expected {expected:?} from {name}, got {other:?}; its stderr:\n{}",
-                errors.lock().unwrap()
-            );
-        }
-    }
 }

@@ -19,6 +19,7 @@
 //!
 //! What almost every test uses is re-exported here.
 
+pub mod clients;
 pub mod clock_server;
 pub mod counters;
 pub mod database;
