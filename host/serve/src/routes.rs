@@ -535,7 +535,10 @@ pub(super) async fn track(
     let _in_flight = state.metrics.request_started();
     // The request's span: what it served (recorded by the pool when it
     // finds the counter) and the round trips it made, on every line it logs.
-    let span = tracing::info_span!(
+    // At debug: a span made for every request at info cost the server a
+    // third of its one-value requests (docs/BENCHMARKS.md); disabled, it
+    // costs nothing, and a failure's warning names its route and counter.
+    let span = tracing::debug_span!(
         "request",
         %method,
         route = route.as_str(),
@@ -547,9 +550,11 @@ pub(super) async fn track(
     let (response, trips) = round_trips::counting(next.run(request))
         .instrument(span.clone())
         .await;
-    span.record("round_trips", trips.count);
-    if !trips.servers.is_empty() {
-        span.record("servers", trips.servers_text());
+    if !span.is_disabled() {
+        span.record("round_trips", trips.count);
+        if !trips.servers.is_empty() {
+            span.record("servers", trips.servers_text());
+        }
     }
     let _entered = span.enter();
     let seconds = started.elapsed().as_secs_f64();
