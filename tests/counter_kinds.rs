@@ -30,7 +30,11 @@ async fn an_auto_increment_counter_formats_through_the_decimal_policy() {
     let mut shown: Value = serde_json::from_str(&stdout(&shown)).unwrap();
     // What is left: 2^53 - 1 values, less the 41 before the start.
     let headroom = shown.as_object_mut().unwrap().remove("headroom").unwrap();
-    assert_eq!(headroom["left_values"], (1_u64 << 53) - 1 - 41, "{headroom}");
+    assert_eq!(
+        headroom["left_values"],
+        (1_u64 << 53) - 1 - 41,
+        "{headroom}"
+    );
     assert_eq!(
         shown,
         serde_json::json!({"name": "inv", "kind": "autoinc", "seq": 41, "prefix": "INV-", "prefixes": ["INV-"]})

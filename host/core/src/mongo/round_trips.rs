@@ -2,7 +2,9 @@
 //! of `serve`, a command of the CLI), and the servers they went to: counted
 //! from the driver's command events, for the spans of the logs. Work run
 //! outside [`counting`] (a segment fetched ahead in the background, a lease
-//! renewed) is not counted: it belongs to no request.
+//! renewed) is not counted: it belongs to no request. The driver's handler
+//! is set only when debug lines can be logged (`ConnectOptions::connect`):
+//! it costs each command a copy of itself and its reply.
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;
