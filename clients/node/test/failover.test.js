@@ -257,13 +257,16 @@ test("the token is sent and URL credentials never", async () => {
   const url = `${a.url.replace("http://", "http://app:s3cret@")}base`;
   const client = new ValueClient(url, "my counter", { token: "t0ken", batch: 7 });
   assert.equal(await client.next(), 1);
-  assert.equal(a.requests.length, 1);
-  const [request] = a.requests;
-  assert.equal(request.headers.authorization, "Bearer t0ken");
-  assert.equal(request.path, "/base/v1/counters/my%20counter/ranges?count=7");
-  assert.ok(!JSON.stringify(request).includes("s3cret"), JSON.stringify(request));
-  assert.ok(!JSON.stringify(request).includes("YXBwOnMzY3JldA"), "credentials sent as Basic auth");
   await client.close();
+  // The peer answers one value per fetch, so the next fetch may have started
+  // in the background already: every request is checked.
+  assert.ok(a.requests.length >= 1);
+  for (const request of a.requests) {
+    assert.equal(request.headers.authorization, "Bearer t0ken");
+    assert.equal(request.path, "/base/v1/counters/my%20counter/ranges?count=7");
+    assert.ok(!JSON.stringify(request).includes("s3cret"), JSON.stringify(request));
+    assert.ok(!JSON.stringify(request).includes("YXBwOnMzY3JldA"), "credentials sent as Basic auth");
+  }
   await a.close();
   const b = await Peer.start("b", answering(values));
   const plain = new ValueClient(b.url, "c");

@@ -187,11 +187,14 @@ class FailoverTest(unittest.TestCase):
             url = a.url.replace("http://", "http://app:s3cret@") + "base"
             client = ValueClient(url, "my counter", token="t0ken", batch=7)
             self.assertEqual(client.next(), 1)
-            [request] = a.requests
-            self.assertEqual(request.headers.get("authorization"), "Bearer t0ken")
-            self.assertEqual(request.path, "/base/v1/counters/my%20counter/ranges?count=7")
-            self.assertNotIn("s3cret", repr(request))
             client.close()
+            # The peer answers one value per fetch, so the next fetch may have
+            # started in the background already: every request is checked.
+            self.assertGreaterEqual(len(a.requests), 1)
+            for request in a.requests:
+                self.assertEqual(request.headers.get("authorization"), "Bearer t0ken")
+                self.assertEqual(request.path, "/base/v1/counters/my%20counter/ranges?count=7")
+                self.assertNotIn("s3cret", repr(request))
         with Peer("b", answering(values)) as b:
             client = ValueClient(b.url, "c")
             client.next()
