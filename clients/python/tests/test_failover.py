@@ -49,8 +49,9 @@ class CutInsideHeaders:
                 return
             with connection:
                 connection.recv(65536)
-                connection.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\n")
+                # Counted before the answer goes: the client acts on it at once.
                 self.cuts += 1
+                connection.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\n")
 
     def close(self) -> None:
         self._listener.close()
@@ -63,8 +64,10 @@ class FailoverTest(unittest.TestCase):
         with Peer("b", answering(values)) as b:
             client = ValueClient([cut.url, b.url], "c", clock=FakeClock())
             self.assertEqual(client.next(), 1)
-            self.assertEqual((cut.cuts, b.count), (1, 1))
             client.close()
+            # Set aside after its cut answer; b may have had the next fetch too.
+            self.assertEqual(cut.cuts, 1)
+            self.assertGreaterEqual(b.count, 1)
         cut.close()
 
     def test_the_preferred_instance_is_asked_first_and_failed_over_in_order(self) -> None:
