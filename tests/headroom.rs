@@ -3,7 +3,9 @@
 //! `--warn-space`), `counter show` and `serve`'s `/metrics`, on counters
 //! brought close to their end: an autoinc, a segment and a periodic
 //! counter a few values from 2^53 - 1, taken to the last value and refused
-//! past it, and a snowflake counter whose time bits end in 300 days.
+//! past it, a snowflake counter whose time bits end in 300 days, and a
+//! cyclic counter taken by a client whose clock is 30 s ahead (its
+//! timestamps run ahead, as they do when it is taken faster than its pace).
 
 use mongodb::bson::{doc, Document};
 use serde_json::Value;
@@ -28,9 +30,19 @@ async fn counters_near_their_end_are_warned_of_everywhere() {
     create(TEST, "yearly", &["--kind", "periodic", "--raw"]);
     create(TEST, "wraps", &["--kind", "cyclic", "--prefix", "CY-"]);
     create(TEST, "busy", &["--kind", "autoinc", "--raw"]);
+    create(
+        TEST,
+        "ahead",
+        &["--kind", "cyclic", "--max", "1", "--prefix", "AH-"],
+    );
     assert_exit(&run(idmint(TEST).arg("status")), 0);
     // The periodic counter's period begins with its first value.
     assert_exit(&run(idmint(TEST).args(["seq", "yearly"])), 0);
+    // A client whose clock is 30 s ahead: the cyclic counter's timestamps
+    // follow it.
+    let mut ahead_client = idmint(TEST);
+    support::fake_clock(&mut ahead_client, "+30s").args(["seq", "ahead", "--count", "3"]);
+    assert_exit(&run(&mut ahead_client), 0);
 
     // Five values left in each: the last value handed out (autoinc,
     // periodic) 5 below the last, or the segment counter's next value 4
@@ -67,17 +79,32 @@ async fn counters_near_their_end_are_warned_of_everywhere() {
         "warning: counter 'blocks' 5 values left",
         "warning: counter 'events' runs out on",
         "days left, fewer than 365)",
+        "warning: counter 'ahead' has timestamps 2",
+        "ms ahead of this clock (more than 1,000): it is taken faster than 2,000,000 values/s, \
+         or a client's clock is ahead",
         "NOT ready: counters near their end (see above)",
     ] {
         assert!(text.contains(line), "no {line:?} in:\n{text}");
     }
+    // A cyclic counter never runs out: it has a pace, not an end.
+    let wraps = text.lines().find(|line| line.contains(" wraps ")).unwrap();
     assert!(
-        !text.contains("'wraps'"),
-        "a cyclic counter never runs out:\n{text}"
+        wraps.ends_with("at most 100,000,000 values/s, timestamps 0 ms ahead"),
+        "{wraps}"
     );
+    assert!(!text.contains("counter 'wraps'"), "{text}");
     // Limits an operator chose: the snowflake counter's 299 days are more
-    // than 200; no share of values is less than 0%.
-    let calm = run(idmint(TEST).args(["status", "--warn-days", "200", "--warn-space", "0"]));
+    // than 200; no share of values is less than 0%; 30 s ahead is less
+    // than a minute.
+    let calm = run(idmint(TEST).args([
+        "status",
+        "--warn-days",
+        "200",
+        "--warn-space",
+        "0",
+        "--warn-ahead-ms",
+        "60000",
+    ]));
     assert_exit(&calm, 0);
     let refused = run(idmint(TEST).args(["status", "--warn-space", "120"]));
     assert_exit(&refused, 2);
@@ -112,6 +139,11 @@ async fn counters_near_their_end_are_warned_of_everywhere() {
         "{}",
         stdout(&shown)
     );
+    let shown = stdout(&run(idmint(TEST).args(["counter", "show", "ahead"])));
+    assert!(
+        shown.contains("pace:   at most 2,000,000 values/s, timestamps 2"),
+        "{shown}"
+    );
 
     // The metrics say it, read at the service's start and every 10 s.
     let service = Service::start(TEST, &[]);
@@ -137,7 +169,41 @@ async fn counters_near_their_end_are_warned_of_everywhere() {
         (runs_out - (now_ms / 1000 + 300 * 86_400)).abs() < 86_400,
         "{runs_out}"
     );
-    assert!(!metrics.contains("counter=\"wraps\"} 0."), "{metrics}");
+    let ahead: f64 = metrics
+        .lines()
+        .find_map(|line| {
+            line.strip_prefix("idmint_counter_timestamps_ahead_seconds{counter=\"ahead\"} ")
+        })
+        .expect("the cyclic counter's lead in /metrics")
+        .parse()
+        .unwrap();
+    assert!((20.0..=30.0).contains(&ahead), "{ahead}");
+    // A cyclic counter's pace used: by the busiest 10 s of the values this
+    // instance handed out, none before.
+    let pace_used = |metrics: &str| -> f64 {
+        metrics
+            .lines()
+            .find_map(|line| {
+                line.strip_prefix("idmint_counter_headroom_used_ratio{counter=\"wraps\"} ")
+            })
+            .expect("the cyclic counter's pace in /metrics")
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(pace_used(&metrics), 0.0, "{metrics}");
+    assert_eq!(
+        service
+            .get("/v1/counters/wraps/values?count=1000")
+            .values()
+            .len(),
+        1000
+    );
+    // 1,000 values in one 10 s slot: 100/s of its 100,000,000/s.
+    wait::until(DEADLINE, "wraps' pace used in /metrics", || {
+        pace_used(&service.admin("/metrics").body) > 0.0
+    });
+    let used = pace_used(&service.admin("/metrics").body);
+    assert!((used - 1e-6).abs() < 1e-9, "{used}");
     // A counter that runs out of values: at the rate they went between two
     // reads (10 s apart), none while nothing is taken.
     assert!(

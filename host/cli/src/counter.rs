@@ -428,14 +428,17 @@ fn print_state(
         for fact in facts.iter().filter(|fact| fact.after_prefix) {
             line(&mut text, fact.label, &fact.text);
         }
-        // A counter that runs out of time says when among its facts.
-        if let Some(headroom) = view
-            .headroom
-            .as_ref()
-            .filter(|h| h.runs_out_at_ms.is_none())
-        {
-            let used = format!("{} ({:.1}% used)", headroom.left, headroom.used * 100.0);
-            line(&mut text, "left", &used);
+        // A counter that runs out of time says when among its facts; a
+        // cyclic one, its pace and how far its timestamps are ahead.
+        match &view.headroom {
+            Some(headroom) if headroom.pace_per_second.is_some() => {
+                line(&mut text, "pace", &headroom.summary());
+            }
+            Some(headroom) if headroom.runs_out_at_ms.is_none() => {
+                let used = format!("{} ({:.1}% used)", headroom.left, headroom.used * 100.0);
+                line(&mut text, "left", &used);
+            }
+            _ => {}
         }
         text
     })?;

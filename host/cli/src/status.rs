@@ -44,6 +44,11 @@ pub struct StatusCmd {
     #[arg(long, value_name = "PERCENT", default_value_t = HeadroomLimits::default().space_percent,
           value_parser = parse_percent)]
     pub warn_space: f64,
+    /// Warn (and exit 1) when a cyclic counter's timestamps are more than
+    /// this many milliseconds ahead of this machine's clock: it is taken
+    /// faster than its pace, or a client's clock is ahead.
+    #[arg(long, value_name = "MS", default_value_t = HeadroomLimits::default().ahead_ms)]
+    pub warn_ahead_ms: u64,
 }
 
 /// A share in percent, 0 to 100.
@@ -69,6 +74,7 @@ impl StatusCmd {
         let limits = HeadroomLimits {
             days: self.warn_days,
             space_percent: self.warn_space,
+            ahead_ms: self.warn_ahead_ms,
         };
         let headroom: Vec<Judged> = sequence::headrooms(&database, now_ms)
             .await
@@ -134,11 +140,10 @@ impl StatusCmd {
                 let counter = &judged.counter;
                 let _ = writeln!(
                     text,
-                    "{:<10}  {:<width$} {} ({:.1}% used)",
+                    "{:<10}  {:<width$} {}",
                     counter.kind,
                     counter.counter,
                     counter.headroom.summary(),
-                    counter.headroom.used * 100.0
                 );
                 if let Some(warning) = &judged.warning {
                     let _ = writeln!(text, "warning: counter '{}' {warning}", counter.counter);

@@ -76,7 +76,9 @@ pub(crate) fn spawn(
 /// Reads every counter's headroom into the metrics every `every`, while the
 /// server lives, with when each runs out: a counter whose IDs carry the
 /// time at its layout's end, one that runs out of values at the rate its
-/// values went between the last two reads (whoever took them). A failed read
+/// values went between the last two reads (whoever took them). A cyclic
+/// counter's pace is judged by the busiest 10 s of the values this instance
+/// handed out from it (the others it cannot see). A failed read
 /// is logged at debug: the metrics keep the last figures, and readiness
 /// reports an unreachable database.
 async fn read_headroom(state: std::sync::Weak<AppState>, every: Duration) {
@@ -91,7 +93,14 @@ async fn read_headroom(state: std::sync::Weak<AppState>, every: Duration) {
         };
         let now_ms = idmint::Clock::now_micros(&idmint::SystemClock) / 1000;
         let counters = match idmint::sequence::headrooms(&state.database, now_ms).await {
-            Ok(counters) => counters,
+            Ok(counters) => counters
+                .into_iter()
+                .map(|mut counter| {
+                    let peak = state.metrics.activity().peak_per_second(&counter.counter);
+                    counter.headroom = counter.headroom.at_rate(peak);
+                    counter
+                })
+                .collect::<Vec<_>>(),
             Err(error) => {
                 tracing::debug!("headroom: {error}");
                 continue;

@@ -94,6 +94,7 @@ pub struct Metrics {
     series_expired: Family<SeriesLabel, Gauge>,
     headroom_used: Family<CounterLabel, Gauge<f64, std::sync::atomic::AtomicU64>>,
     runs_out_at: Family<CounterLabel, Gauge>,
+    ahead: Family<CounterLabel, Gauge<f64, std::sync::atomic::AtomicU64>>,
     /// Requests answered and values handed out since start, for the
     /// monitor page's rates.
     total_requests: std::sync::atomic::AtomicU64,
@@ -257,7 +258,8 @@ impl Metrics {
         registry.register(
             "counter_headroom_used_ratio",
             "The share of what a counter can hand out that is used, 0 to 1, as last read \
-             (every 10 s; counters that wrap, and striped ones, have none)",
+             (every 10 s): of its values, of its layout's time, or for a cyclic counter, of \
+             its pace at the busiest 10 s this instance saw (striped counters have none)",
             headroom_used.clone(),
         );
         let runs_out_at = Family::<CounterLabel, Gauge>::default();
@@ -267,6 +269,14 @@ impl Metrics {
              for a counter that runs out of values, at the rate they went between the last \
              two reads (none while nothing is taken)",
             runs_out_at.clone(),
+        );
+        let ahead = Family::<CounterLabel, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
+        registry.register(
+            "counter_timestamps_ahead_seconds",
+            "How far a cyclic counter's last timestamp is ahead of this instance's clock, in \
+             seconds, as last read: it is taken faster than its pace, or a client's clock is \
+             ahead",
+            ahead.clone(),
         );
         let batching = BatchMeter::default();
         registry.register(
@@ -307,6 +317,7 @@ impl Metrics {
             series_expired,
             headroom_used,
             runs_out_at,
+            ahead,
             total_requests: Default::default(),
             total_values: Default::default(),
             activity: Default::default(),
@@ -453,6 +464,11 @@ impl Metrics {
             self.headroom_used
                 .get_or_create(&label)
                 .set(counter.headroom.used);
+            if let Some(ahead_ms) = counter.headroom.ahead_ms {
+                self.ahead
+                    .get_or_create(&label)
+                    .set(ahead_ms as f64 / 1000.0);
+            }
             match counter.headroom.runs_out_at_ms.or(*runs_out) {
                 Some(end_ms) => {
                     self.runs_out_at

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::counter::document::find_counters;
 use super::error::SequenceError;
-use super::kind_trait::Headroom;
+use super::headroom::Headroom;
 use super::kinds::cyclic::{CyclicKind, CyclicState};
 use super::kinds::periodic::PeriodicKind;
 use super::kinds::snowflake::{CounterTag, SnowflakeKind};
@@ -210,10 +210,10 @@ pub struct CounterHeadroom {
     pub headroom: Headroom,
 }
 
-/// The headroom of every counter of `database` that can run out, by name.
-/// A counter that never does (a cyclic counter wraps), a striped one (each
-/// lane is a counter of its own, with its own end) and a corrupt one
-/// (`counter show` names what is wrong) are left out.
+/// The headroom of every counter of `database` that can run out or short, by name.
+/// A cyclic counter, which wraps, has its pace (`Headroom`'s docs); a
+/// striped one (each lane is a counter of its own, with its own end) and a
+/// corrupt one (`counter show` names what is wrong) are left out.
 pub async fn headrooms(
     database: &Database,
     now_ms: u64,

@@ -20,6 +20,7 @@ use mongodb::Database;
 use serde::Serialize;
 
 use super::error::SequenceError;
+use super::headroom::Headroom;
 use super::identity::Incarnation;
 use super::name::CounterName;
 use super::settings::{Setting, Settings};
@@ -101,7 +102,7 @@ pub trait Kind: 'static {
     fn facts(state: &Self::State, now_ms: u64) -> Vec<Fact>;
 
     /// How much of what the counter can hand out is used at `now_ms`, for
-    /// a kind that can run out (`None`: it never does, e.g. it wraps).
+    /// a kind that can run out or run short (`None`: it never does).
     fn headroom(_state: &Self::State, _now_ms: u64) -> Option<Headroom> {
         None
     }
@@ -362,133 +363,6 @@ pub struct Segments {
     pub following: Option<[u64; 2]>,
 }
 
-/// Milliseconds in a day.
-const DAY_MS: u64 = 86_400_000;
-
-/// How much of what a counter can hand out is used: what an operator
-/// watches to act before it runs out (the monitor page colours it).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Headroom {
-    /// The share used, 0.0 to 1.0.
-    pub used: f64,
-    /// What is left, in words: `9,007,199,254,740,981 values` or
-    /// `until 2094-06-01` (time-based kinds).
-    pub left: String,
-    /// When the counter runs out whatever its rate, in milliseconds since
-    /// 1970: the end of a snowflake layout's time bits. `None` for a
-    /// counter that runs out of values, not of time.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub runs_out_at_ms: Option<u64>,
-    /// The values left of a counter that runs out of values (`None` for
-    /// one that runs out of time): what a rate is projected against.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub left_values: Option<u64>,
-}
-
-/// When an operator is warned of a counter's end.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct HeadroomLimits {
-    /// A counter that runs out of time: warned when fewer days than this
-    /// are left.
-    pub days: u64,
-    /// A counter that runs out of values: warned when less than this share
-    /// of them is left, in percent.
-    pub space_percent: f64,
-}
-
-impl Default for HeadroomLimits {
-    /// 365 days; 10% of the values.
-    fn default() -> Self {
-        HeadroomLimits {
-            days: 365,
-            space_percent: 10.0,
-        }
-    }
-}
-
-impl Headroom {
-    /// The share at which the monitor page colours a counter.
-    pub const WARN_AT: f64 = 0.9;
-
-    /// Headroom of `used` values out of `capacity`.
-    pub(crate) fn of_values(used: u64, capacity: u64) -> Self {
-        let left = capacity.saturating_sub(used);
-        Headroom {
-            used: if capacity == 0 {
-                1.0
-            } else {
-                used as f64 / capacity as f64
-            },
-            left: format!("{} values", group_thousands(left)),
-            runs_out_at_ms: None,
-            left_values: Some(left),
-        }
-    }
-
-    /// Headroom of a span of time from `start_ms` to `end_ms` at `now_ms`.
-    pub(crate) fn of_time(start_ms: u64, end_ms: u64, now_ms: u64) -> Self {
-        let span = end_ms.saturating_sub(start_ms).max(1);
-        Headroom {
-            used: (now_ms.saturating_sub(start_ms) as f64 / span as f64).min(1.0),
-            left: format!("until {}", crate::parts::snowflake::date(end_ms)),
-            runs_out_at_ms: Some(end_ms),
-            left_values: None,
-        }
-    }
-
-    /// Whether the monitor page colours it: [`Headroom::WARN_AT`] or more is used.
-    pub fn near_end(&self) -> bool {
-        self.used >= Self::WARN_AT
-    }
-
-    /// What is left, as `idmint status` says it: `runs out on 2094-06-01`
-    /// or `9,007,199,254,740,981 values left`.
-    pub fn summary(&self) -> String {
-        match self.runs_out_at_ms {
-            Some(end_ms) => format!("runs out on {}", crate::parts::snowflake::date(end_ms)),
-            None => format!("{} left", self.left),
-        }
-    }
-
-    /// When a counter that runs out of values does, at `values_per_second`
-    /// from `now_ms` (`None`: it runs out of time, or nothing is taken).
-    pub fn runs_out_at_rate(&self, now_ms: u64, values_per_second: f64) -> Option<u64> {
-        let left = self.left_values?;
-        (values_per_second > 0.0).then(|| {
-            let ms = (left as f64 / values_per_second * 1000.0).min(u64::MAX as f64 / 2.0);
-            now_ms.saturating_add(ms as u64)
-        })
-    }
-
-    /// Whole days left at `now_ms` of a counter that runs out of time.
-    pub fn days_left(&self, now_ms: u64) -> Option<u64> {
-        self.runs_out_at_ms
-            .map(|end| end.saturating_sub(now_ms) / DAY_MS)
-    }
-
-    /// Why an operator should act now, judged by `limits` at `now_ms`, in
-    /// words; `None` while there is room.
-    pub fn warning(&self, now_ms: u64, limits: &HeadroomLimits) -> Option<String> {
-        match self.days_left(now_ms) {
-            Some(days) if days < limits.days => Some(format!(
-                "runs out on {} ({days} days left, fewer than {})",
-                crate::parts::snowflake::date(self.runs_out_at_ms.unwrap_or_default()),
-                limits.days
-            )),
-            Some(_) => None,
-            None => {
-                let left_percent = (1.0 - self.used) * 100.0;
-                (left_percent < limits.space_percent).then(|| {
-                    format!(
-                        "{} left ({left_percent:.1}% of its values, less than {}%)",
-                        self.left, limits.space_percent
-                    )
-                })
-            }
-        }
-    }
-}
-
 /// `words` as a list in a sentence, the last two joined by `conjunction`:
 /// `autoinc, segment and snowflake`; `None` when there are none. The one
 /// place the messages and help texts that list kinds join them.
@@ -625,35 +499,6 @@ impl ClientTime {
 mod tests {
     use super::*;
 
-    #[test]
-    fn headroom_says_what_is_left_and_warns_near_the_end() {
-        let early = Headroom::of_values(1_000, MAX_VALUE);
-        assert_eq!(early.left, "9,007,199,254,739,991 values");
-        assert!(!early.near_end());
-        let late = Headroom::of_values(95, 100);
-        assert_eq!(late.left, "5 values");
-        assert!(late.near_end());
-        assert_eq!(Headroom::of_values(0, 0).used, 1.0);
-    }
-
-    #[test]
-    fn a_counter_is_warned_of_within_its_limits_only() {
-        let limits = HeadroomLimits::default();
-        assert_eq!(Headroom::of_values(89, 100).warning(0, &limits), None);
-        let space = Headroom::of_values(91, 100).warning(0, &limits).unwrap();
-        assert_eq!(space, "9 values left (9.0% of its values, less than 10%)");
-        let year = 365 * DAY_MS;
-        let time = Headroom::of_time(0, 2 * year, 0);
-        assert_eq!(time.days_left(year), Some(365));
-        assert_eq!(time.warning(year, &limits), None);
-        let soon = time.warning(year + DAY_MS, &limits).unwrap();
-        assert!(soon.contains("364 days left, fewer than 365"), "{soon}");
-        assert_eq!(time.days_left(3 * year), Some(0));
-        assert_eq!(time.runs_out_at_rate(0, 5.0), None);
-        let values = Headroom::of_values(90, 100);
-        assert_eq!(values.runs_out_at_rate(1_000, 0.0), None);
-        assert_eq!(values.runs_out_at_rate(1_000, 2.0), Some(6_000));
-    }
     #[test]
     fn thousands_are_grouped() {
         assert_eq!(group_thousands(0), "0");

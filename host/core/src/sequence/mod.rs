@@ -43,6 +43,7 @@ mod counter;
 mod counters;
 mod dispatch;
 mod error;
+mod headroom;
 pub mod identity;
 mod kind_trait;
 mod kinds;
@@ -63,10 +64,10 @@ pub use counter::document::{CounterDocument, Registered, Unstriped};
 pub use counter::prefixes::{MAX_PREFIXES, MAX_PREFIX_BYTES};
 pub use counters::{count, create, headrooms, list, list_page, state, CounterHeadroom, Listed};
 pub use error::SequenceError;
+pub use headroom::{Headroom, HeadroomLimits};
 pub use kind_trait::{
     group_thousands, list_words, BufferStats, ClientTime, CommandOptions, Fact, GiveBack, Handle,
-    Headroom, HeadroomLimits, Held, Kind, LeaseStats, Repeats, Segments, ValueShape, MAX_BLOCK,
-    MAX_VALUE,
+    Held, Kind, LeaseStats, Repeats, Segments, ValueShape, MAX_BLOCK, MAX_VALUE,
 };
 pub use kinds::autoinc::{AutoincCounter, AutoincKind, AutoincState};
 pub use kinds::cyclic::{

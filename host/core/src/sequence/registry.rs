@@ -20,10 +20,10 @@ use crate::sequence::counter::document::{
 };
 use crate::sequence::counter::fields::well_formed;
 use crate::sequence::error::SequenceError;
+use crate::sequence::headroom::Headroom;
 use crate::sequence::identity::Incarnation;
 use crate::sequence::kind_trait::{
-    check_block, list_words, CommandOptions, Fact, GiveBack, Handle, Headroom, Held, Kind,
-    ValueShape,
+    check_block, list_words, CommandOptions, Fact, GiveBack, Handle, Held, Kind, ValueShape,
 };
 use crate::sequence::name::CounterName;
 use crate::sequence::settings::{Setting, Settings};

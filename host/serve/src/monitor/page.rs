@@ -202,7 +202,10 @@ fn table(rows: &[CounterRow]) -> Markup {
                                         div.bar title=(format!("{:.1}% used", headroom.used * 100.0)) {
                                             div style=(format!("width: {:.1}%", (headroom.used * 100.0).clamp(0.0, 100.0))) {}
                                         }
-                                        span class=[warn.then_some("warn-text")] { (headroom.left) }
+                                        // A pace says how far ahead its timestamps are.
+                                        span class=[warn.then_some("warn-text")] {
+                                            @if headroom.pace_per_second.is_some() { (headroom.summary()) } @else { (headroom.left) }
+                                        }
                                     }
                                     None => span.empty { "never runs out" },
                                 }
@@ -491,6 +494,8 @@ mod tests {
                     left: "5 values".into(),
                     runs_out_at_ms: None,
                     left_values: Some(5),
+                    pace_per_second: None,
+                    ahead_ms: None,
                 }),
                 problem: None,
                 collisions: Vec::new(),

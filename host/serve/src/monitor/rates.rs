@@ -103,6 +103,15 @@ impl Slots {
         }
     }
 
+    /// The most values of one of the [`SLOTS`] slots up to `now`.
+    fn peak(&self, now: u64) -> u64 {
+        (now.saturating_sub(SLOTS as u64 - 1)..=now.min(self.latest))
+            .filter(|slot| slot + (SLOTS as u64) > self.latest)
+            .map(|slot| self.values[slot as usize % SLOTS])
+            .max()
+            .unwrap_or(0)
+    }
+
     /// The values of the [`SLOTS`] slots up to `now`.
     fn recent(&self, now: u64) -> u64 {
         (now.saturating_sub(SLOTS as u64 - 1)..=now.min(self.latest))
@@ -172,6 +181,17 @@ impl CounterActivity {
             .map_or(0, |slots| slots.recent(now))
     }
 
+    /// The values per second `counter` handed out in its busiest slot of
+    /// the last minute: the peak rate its headroom is judged by.
+    pub fn peak_per_second(&self, counter: &str) -> f64 {
+        let now = self.slot();
+        self.activity()
+            .counters
+            .get(counter)
+            .map_or(0, |slots| slots.peak(now)) as f64
+            / SLOT_SECONDS as f64
+    }
+
     /// The `count` counters that handed out the most values over the last
     /// minute (none that handed out nothing), the busiest first, with their
     /// values.
@@ -214,6 +234,25 @@ mod tests {
             history.sample(totals(5 + second, 1));
         }
         assert_eq!(history.points().len(), RATE_WINDOW);
+    }
+
+    #[test]
+    fn the_peak_is_the_busiest_slot_of_the_last_minute() {
+        let activity = CounterActivity::new();
+        activity.record_at(0, "wraps", 500);
+        activity.record_at(1, "wraps", 70);
+        activity.record_at(1, "wraps", 30);
+        let peak = |now| {
+            activity
+                .activity()
+                .counters
+                .get("wraps")
+                .map_or(0, |slots| slots.peak(now))
+        };
+        assert_eq!(peak(1), 500);
+        // The first slot has left the window.
+        assert_eq!(peak(SLOTS as u64), 100);
+        assert_eq!(activity.peak_per_second("idle"), 0.0);
     }
 
     #[test]

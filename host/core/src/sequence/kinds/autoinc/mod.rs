@@ -41,8 +41,9 @@ use crate::sequence::counter::document::{new_document, read};
 use crate::sequence::counter::fields::database_of;
 use crate::sequence::counter::fields::{integer_in, read_integer, well_formed};
 use crate::sequence::error::SequenceError;
+use crate::sequence::headroom::Headroom;
 use crate::sequence::kind_trait::{
-    CommandOptions, Fact, Handle, Headroom, Kind, Repeats, ValueShape, MAX_VALUE,
+    CommandOptions, Fact, Handle, Kind, Repeats, ValueShape, MAX_VALUE,
 };
 use crate::sequence::known_shape::{KnownShape, ShapeCache};
 use crate::sequence::name::CounterName;

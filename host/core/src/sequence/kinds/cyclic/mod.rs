@@ -53,6 +53,7 @@ use crate::sequence::counter::fields::database_of;
 use crate::sequence::counter::fields::SHARED_FIELDS;
 use crate::sequence::counter::fields::{integer_in, read_integer, well_formed};
 use crate::sequence::error::SequenceError;
+use crate::sequence::headroom::Headroom;
 use crate::sequence::kind_trait::{
     check_block, CommandOptions, Fact, Handle, Kind, Repeats, ValueShape,
 };
@@ -129,6 +130,17 @@ impl Kind for CyclicKind {
             )));
         }
         Ok(doc! { "val": 0_i64, "maxval": maxval as i64 })
+    }
+
+    /// A cyclic counter wraps: what it can run short of is its pace,
+    /// `maxval + 1` values per microsecond of `ts` (the module docs); read
+    /// once, how far `ts` is ahead of `now_ms`.
+    fn headroom(state: &CyclicState, now_ms: u64) -> Option<Headroom> {
+        Some(Headroom::of_pace(
+            state.maxval.saturating_add(1),
+            state.ts / 1000,
+            now_ms,
+        ))
     }
 
     fn shape(state: &CyclicState) -> ValueShape {

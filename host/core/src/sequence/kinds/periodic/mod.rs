@@ -50,8 +50,9 @@ use crate::sequence::counter::document::{find, read};
 use crate::sequence::counter::fields::database_of;
 use crate::sequence::counter::fields::{integer_in, read_integer, read_string, well_formed};
 use crate::sequence::error::SequenceError;
+use crate::sequence::headroom::Headroom;
 use crate::sequence::kind_trait::{
-    CommandOptions, Fact, Handle, Headroom, Kind, Repeats, ValueShape, MAX_VALUE,
+    CommandOptions, Fact, Handle, Kind, Repeats, ValueShape, MAX_VALUE,
 };
 use crate::sequence::name::CounterName;
 use crate::sequence::settings::{Setting, Settings};

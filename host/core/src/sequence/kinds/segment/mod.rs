@@ -46,8 +46,9 @@ use counter::{fits_filter, take_pipeline};
 use crate::parts::{Stamp, Stamps};
 use crate::sequence::counter::fields::{integer_in, read_integer};
 use crate::sequence::error::SequenceError;
+use crate::sequence::headroom::Headroom;
 use crate::sequence::kind_trait::{
-    CommandOptions, Fact, GiveBack, Handle, Headroom, Held, Kind, Repeats, ValueShape, MAX_VALUE,
+    CommandOptions, Fact, GiveBack, Handle, Held, Kind, Repeats, ValueShape, MAX_VALUE,
 };
 use crate::sequence::name::CounterName;
 use crate::sequence::settings::{Setting, Settings};

@@ -61,9 +61,10 @@ use crate::parts::snowflake::date;
 use crate::parts::{Layout, Stamp, Stamps, TimeUnit};
 use crate::sequence::counter::fields::read_integer;
 use crate::sequence::error::SequenceError;
+use crate::sequence::headroom::Headroom;
 use crate::sequence::identity::Incarnation;
 use crate::sequence::kind_trait::{
-    CommandOptions, Fact, GiveBack, Handle, Headroom, Held, Kind, Repeats, ValueShape,
+    CommandOptions, Fact, GiveBack, Handle, Held, Kind, Repeats, ValueShape,
 };
 use crate::sequence::name::CounterName;
 use crate::sequence::settings::{Setting, Settings};

@@ -23,8 +23,9 @@ use crate::sequence::advance::{advance, Unmatched};
 use crate::sequence::counter::document::read;
 use crate::sequence::counter::fields::{database_of, integer_in, read_integer, well_formed};
 use crate::sequence::error::SequenceError;
+use crate::sequence::headroom::Headroom;
 use crate::sequence::kind_trait::{
-    CommandOptions, Fact, Handle, Headroom, Kind, Repeats, ValueShape, MAX_VALUE,
+    CommandOptions, Fact, Handle, Kind, Repeats, ValueShape, MAX_VALUE,
 };
 use crate::sequence::name::CounterName;
 use crate::sequence::settings::{Setting, Settings};
