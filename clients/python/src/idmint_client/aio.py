@@ -15,17 +15,16 @@ from __future__ import annotations
 import asyncio
 import uuid
 from types import TracebackType
-from typing import Callable, Generic, List, Optional, Sequence, Set, Tuple, Type, TypeVar
+from typing import Callable, Generic, List, Optional, Sequence, Set, Type, TypeVar
 
-from .batches import Batches, parse_ids, parse_runs
+from .batches import Batches
 from .buffered import Hooks
-from .clients import as_uuid, ids_path, ranges_path
-from .clock import Clock
+from .clients import as_uuid
+from .construct import IdArgs, SeriesArgs, ValueArgs
 from .errors import ClientClosedError, IdmintError
 from .failover import Health, InstanceHealth
 from .http import Exchange, NoAnswer
 from .series import Reservation, SeriesCalls, Settled, Ttl
-from .settings import Servers as ServerUrls
 from .settings import Settings, show
 
 __all__ = ["AsyncValueClient", "AsyncIdClient", "AsyncSeriesClient"]
@@ -108,7 +107,7 @@ class AsyncBuffered(Generic[T]):
     """The buffer of :mod:`idmint_client.buffered`, in an event loop: the fetch
     is a task, takers wait on it (bounded), its failure is theirs only."""
 
-    def __init__(self, settings: Settings, path: str, parse: Callable[[str, str], Sequence[Sequence[T]]]) -> None:
+    def _begin(self, settings: Settings, path: str, parse: Callable[[str, str], Sequence[Sequence[T]]]) -> None:
         self.what = f"counter '{settings.name}'"
         self._servers = AsyncServers(settings, self.what)
         self._path = path
@@ -189,60 +188,15 @@ class AsyncBuffered(Generic[T]):
                 abandoned.task.cancel()
 
 
-class AsyncValueClient(AsyncBuffered[int], _AsyncClosing):
+class AsyncValueClient(AsyncBuffered[int], ValueArgs, _AsyncClosing):
     """:class:`~idmint_client.ValueClient` for asyncio: ``await client.next()``."""
-
-    def __init__(
-        self,
-        servers: ServerUrls,
-        counter: str,
-        *,
-        token: Optional[str] = None,
-        batch: int = 10_000,
-        prefetch_share: float = 0.2,
-        connect_timeout: float = 2.0,
-        request_timeout: float = 5.0,
-        deadline: float = 10.0,
-        set_aside: Tuple[float, float] = (1.0, 30.0),
-        backoff: Tuple[float, float] = (0.05, 1.0),
-        clock: Optional[Clock] = None,
-    ) -> None:
-        settings = Settings.check(
-            servers, counter, token=token, batch=batch, prefetch_share=prefetch_share,
-            connect_timeout=connect_timeout, request_timeout=request_timeout, deadline=deadline,
-            set_aside=set_aside, backoff=backoff, clock=clock,
-        )  # fmt: skip
-        super().__init__(settings, ranges_path(settings), parse_runs)
 
     async def next(self) -> int:
         return await self._take()
 
 
-class AsyncIdClient(AsyncBuffered[str], _AsyncClosing):
+class AsyncIdClient(AsyncBuffered[str], IdArgs, _AsyncClosing):
     """:class:`~idmint_client.IdClient` for asyncio: ``await client.next()``."""
-
-    def __init__(
-        self,
-        servers: ServerUrls,
-        counter: str,
-        *,
-        prefix: Optional[str] = None,
-        token: Optional[str] = None,
-        batch: int = 100,
-        prefetch_share: float = 0.2,
-        connect_timeout: float = 2.0,
-        request_timeout: float = 5.0,
-        deadline: float = 10.0,
-        set_aside: Tuple[float, float] = (1.0, 30.0),
-        backoff: Tuple[float, float] = (0.05, 1.0),
-        clock: Optional[Clock] = None,
-    ) -> None:
-        settings = Settings.check(
-            servers, counter, token=token, batch=batch, prefetch_share=prefetch_share,
-            connect_timeout=connect_timeout, request_timeout=request_timeout, deadline=deadline,
-            set_aside=set_aside, backoff=backoff, clock=clock,
-        )  # fmt: skip
-        super().__init__(settings, ids_path(settings, prefix), parse_ids)
 
     async def next(self) -> str:
         return await self._take()
@@ -251,26 +205,10 @@ class AsyncIdClient(AsyncBuffered[str], _AsyncClosing):
         return as_uuid(await self.next(), self.what)
 
 
-class AsyncSeriesClient(_AsyncClosing):
+class AsyncSeriesClient(SeriesArgs, _AsyncClosing):
     """:class:`~idmint_client.SeriesClient` for asyncio."""
 
-    def __init__(
-        self,
-        servers: ServerUrls,
-        series: str,
-        *,
-        token: Optional[str] = None,
-        connect_timeout: float = 2.0,
-        request_timeout: float = 5.0,
-        deadline: float = 10.0,
-        set_aside: Tuple[float, float] = (1.0, 30.0),
-        backoff: Tuple[float, float] = (0.05, 1.0),
-        clock: Optional[Clock] = None,
-    ) -> None:
-        settings = Settings.check(
-            servers, series, what="series", token=token, connect_timeout=connect_timeout,
-            request_timeout=request_timeout, deadline=deadline, set_aside=set_aside, backoff=backoff, clock=clock,
-        )  # fmt: skip
+    def _begin(self, settings: Settings) -> None:
         self._calls = SeriesCalls(settings)
         self._servers = AsyncServers(settings, self._calls.what)
 

@@ -53,7 +53,7 @@ class _Fetch:
 class Buffered(Generic[T]):
     """The shared part of :class:`ValueClient` and :class:`IdClient`."""
 
-    def __init__(self, settings: Settings, path: str, parse: Callable[[str, str], Sequence[Sequence[T]]]) -> None:
+    def _begin(self, settings: Settings, path: str, parse: Callable[[str, str], Sequence[Sequence[T]]]) -> None:
         self.what = f"counter '{settings.name}'"
         self._servers = Servers(settings, self.what)
         self._path = path

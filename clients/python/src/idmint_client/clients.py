@@ -5,15 +5,11 @@ from __future__ import annotations
 import re
 import uuid
 from types import TracebackType
-from typing import Optional, Tuple, Type, TypeVar
-from urllib.parse import quote
+from typing import Optional, Type, TypeVar
 
-from .batches import parse_ids, parse_runs
 from .buffered import Buffered
-from .clock import Clock
+from .construct import IdArgs, ValueArgs
 from .errors import IdmintError
-from .settings import Servers as ServerUrls
-from .settings import Settings
 
 _Self = TypeVar("_Self", bound="_Closing")
 
@@ -34,48 +30,17 @@ class _Closing:
         self.close()
 
 
-def ids_path(settings: Settings, prefix: Optional[str]) -> str:
-    path = f"v1/counters/{settings.quoted_name}/ids?count={settings.batch}"
-    return path if prefix is None else path + "&prefix=" + quote(prefix, safe="")
-
-
-def ranges_path(settings: Settings) -> str:
-    return f"v1/counters/{settings.quoted_name}/ranges?count={settings.batch}"
-
-
 def as_uuid(id_text: str, what: str) -> uuid.UUID:
     if not CANONICAL_UUID.fullmatch(id_text):
         raise IdmintError(200, f"the ID {id_text} of {what} is not a UUID")
     return uuid.UUID(id_text)
 
 
-class ValueClient(Buffered[int], _Closing):
+class ValueClient(Buffered[int], ValueArgs, _Closing):
     """Values of an autoinc or segment counter, fetched ``batch`` at a time with
     ``GET /v1/counters/NAME/ranges`` and handed out from memory. Thread-safe:
     share one per counter. Values a process never takes are gaps, never
     duplicates."""
-
-    def __init__(
-        self,
-        servers: ServerUrls,
-        counter: str,
-        *,
-        token: Optional[str] = None,
-        batch: int = 10_000,
-        prefetch_share: float = 0.2,
-        connect_timeout: float = 2.0,
-        request_timeout: float = 5.0,
-        deadline: float = 10.0,
-        set_aside: Tuple[float, float] = (1.0, 30.0),
-        backoff: Tuple[float, float] = (0.05, 1.0),
-        clock: Optional[Clock] = None,
-    ) -> None:
-        settings = Settings.check(
-            servers, counter, token=token, batch=batch, prefetch_share=prefetch_share,
-            connect_timeout=connect_timeout, request_timeout=request_timeout, deadline=deadline,
-            set_aside=set_aside, backoff=backoff, clock=clock,
-        )  # fmt: skip
-        super().__init__(settings, ranges_path(settings), parse_runs)
 
     def next(self) -> int:
         """The next value; waits for the network only when the buffer ran dry.
@@ -85,33 +50,10 @@ class ValueClient(Buffered[int], _Closing):
         return self._take()
 
 
-class IdClient(Buffered[str], _Closing):
+class IdClient(Buffered[str], IdArgs, _Closing):
     """Formatted IDs of a counter of any kind, fetched ``batch`` at a time (at
     most the server's ``--max-count``) with ``GET /v1/counters/NAME/ids`` and
     handed out from memory. Thread-safe: share one per counter."""
-
-    def __init__(
-        self,
-        servers: ServerUrls,
-        counter: str,
-        *,
-        prefix: Optional[str] = None,
-        token: Optional[str] = None,
-        batch: int = 100,
-        prefetch_share: float = 0.2,
-        connect_timeout: float = 2.0,
-        request_timeout: float = 5.0,
-        deadline: float = 10.0,
-        set_aside: Tuple[float, float] = (1.0, 30.0),
-        backoff: Tuple[float, float] = (0.05, 1.0),
-        clock: Optional[Clock] = None,
-    ) -> None:
-        settings = Settings.check(
-            servers, counter, token=token, batch=batch, prefetch_share=prefetch_share,
-            connect_timeout=connect_timeout, request_timeout=request_timeout, deadline=deadline,
-            set_aside=set_aside, backoff=backoff, clock=clock,
-        )  # fmt: skip
-        super().__init__(settings, ids_path(settings, prefix), parse_ids)
 
     def next(self) -> str:
         """The next ID; waits for the network only when the buffer ran dry."""

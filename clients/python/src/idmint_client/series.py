@@ -18,11 +18,10 @@ from datetime import timedelta
 from typing import Any, Dict, Optional, Tuple, Union
 
 from .clients import _Closing
-from .clock import Clock
+from .construct import SeriesArgs
 from .errors import IdmintError
 from .failover import InstanceHealth
 from .servers import Servers
-from .settings import Servers as ServerUrls
 from .settings import Settings
 
 Ttl = Union[float, timedelta]
@@ -117,26 +116,10 @@ def _text_or(fields: Dict[str, Any], name: str, otherwise: Optional[str]) -> Opt
     return value if isinstance(value, str) else otherwise
 
 
-class SeriesClient(_Closing):
+class SeriesClient(SeriesArgs, _Closing):
     """A gap-free series of ``idmint serve``. Thread-safe: share one per series."""
 
-    def __init__(
-        self,
-        servers: ServerUrls,
-        series: str,
-        *,
-        token: Optional[str] = None,
-        connect_timeout: float = 2.0,
-        request_timeout: float = 5.0,
-        deadline: float = 10.0,
-        set_aside: Tuple[float, float] = (1.0, 30.0),
-        backoff: Tuple[float, float] = (0.05, 1.0),
-        clock: Optional[Clock] = None,
-    ) -> None:
-        settings = Settings.check(
-            servers, series, what="series", token=token, connect_timeout=connect_timeout,
-            request_timeout=request_timeout, deadline=deadline, set_aside=set_aside, backoff=backoff, clock=clock,
-        )  # fmt: skip
+    def _begin(self, settings: Settings) -> None:
         self._calls = SeriesCalls(settings)
         self._servers = Servers(settings, self._calls.what)
 
