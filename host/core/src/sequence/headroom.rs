@@ -21,7 +21,7 @@
 
 use serde::Serialize;
 
-use super::kind_trait::group_thousands;
+use super::words::group_thousands;
 
 /// Milliseconds in a day.
 const DAY_MS: u64 = 86_400_000;

@@ -363,32 +363,6 @@ pub struct Segments {
     pub following: Option<[u64; 2]>,
 }
 
-/// `words` as a list in a sentence, the last two joined by `conjunction`:
-/// `autoinc, segment and snowflake`; `None` when there are none. The one
-/// place the messages and help texts that list kinds join them.
-pub fn list_words(words: &[impl AsRef<str>], conjunction: &str) -> Option<String> {
-    let (last, rest) = words.split_last()?;
-    let last = last.as_ref();
-    if rest.is_empty() {
-        return Some(last.to_string());
-    }
-    let rest: Vec<&str> = rest.iter().map(AsRef::as_ref).collect();
-    Some(format!("{} {conjunction} {last}", rest.join(", ")))
-}
-
-/// `1234567` as `1,234,567`, as idmint writes large numbers for people.
-pub fn group_thousands(value: u64) -> String {
-    let digits = value.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (index, digit) in digits.chars().enumerate() {
-        if index > 0 && (digits.len() - index).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(digit);
-    }
-    out
-}
-
 /// How a lease held on a counter's behalf is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct LeaseStats {
@@ -492,17 +466,5 @@ impl ClientTime {
                 Bson::Document(doc! { "$multiply": [{ "$toLong": "$$NOW" }, 1000_i64] })
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn thousands_are_grouped() {
-        assert_eq!(group_thousands(0), "0");
-        assert_eq!(group_thousands(999), "999");
-        assert_eq!(group_thousands(1_000), "1,000");
     }
 }

@@ -57,6 +57,7 @@ mod registry;
 mod settings;
 mod spec;
 pub mod striping;
+mod words;
 
 pub use clock::{Clock, SystemClock};
 pub use command::{command_takes_count, take_command};
@@ -66,8 +67,8 @@ pub use counters::{count, create, headrooms, list, list_page, state, CounterHead
 pub use error::SequenceError;
 pub use headroom::{Headroom, HeadroomLimits};
 pub use kind_trait::{
-    group_thousands, list_words, BufferStats, ClientTime, CommandOptions, Fact, GiveBack, Handle,
-    Held, Kind, LeaseStats, Repeats, Segments, ValueShape, MAX_BLOCK, MAX_VALUE,
+    BufferStats, ClientTime, CommandOptions, Fact, GiveBack, Handle, Held, Kind, LeaseStats,
+    Repeats, Segments, ValueShape, MAX_BLOCK, MAX_VALUE,
 };
 pub use kinds::autoinc::{AutoincCounter, AutoincKind, AutoincState};
 pub use kinds::cyclic::{
@@ -88,6 +89,7 @@ pub use opened::OpenedCounter;
 pub use registry::{CounterKind, CounterState, KindState, OpenOptions, Sequence, UnknownKind};
 pub use settings::{Setting, Settings};
 pub use spec::CounterSpec;
+pub use words::{group_thousands, list_words};
 
 /// The collection that holds counter documents (the seed's name).
 pub use crate::mongo::collections::COUNTERS as COUNTERS_COLLECTION;

@@ -23,13 +23,14 @@ use crate::sequence::error::SequenceError;
 use crate::sequence::headroom::Headroom;
 use crate::sequence::identity::Incarnation;
 use crate::sequence::kind_trait::{
-    check_block, list_words, CommandOptions, Fact, GiveBack, Handle, Held, Kind, ValueShape,
+    check_block, CommandOptions, Fact, GiveBack, Handle, Held, Kind, ValueShape,
 };
 use crate::sequence::name::CounterName;
 use crate::sequence::settings::{Setting, Settings};
 use crate::sequence::striping::{
     read_from_any, Deployments, StripeMap, StripedCounter, StripingError, LANE_KIND, STRIPED_KIND,
 };
+use crate::sequence::words::list_words;
 
 use super::dispatch::registry;
 use super::kinds;
