@@ -11,21 +11,9 @@ use std::time::Duration;
 use idmint::lock::{fenced_filter, fenced_set, Lock, LockState};
 use mongodb::bson::{doc, Document};
 
+use crate::support::locks::lock_run;
 use crate::support::process::{running, signal};
 use crate::support::{self, held, lock_name};
-
-/// `idmint lock run NAME <flags> -- sh -c SCRIPT`, stdout piped.
-fn lock_run(test: &str, name: &str, flags: &[&str], script: &str) -> Command {
-    let mut command = support::idmint(test);
-    command
-        .args(["lock", "run", name])
-        .args(flags)
-        .args(["--", "sh", "-c", script])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    command
-}
 
 fn first_line(child: &mut Child) -> String {
     let mut line = String::new();

@@ -21,6 +21,7 @@ mod lock_cohort;
 mod lock_fair;
 mod lock_job_control;
 mod lock_run;
+mod lock_schedule;
 mod lock_stored_functions;
 mod lost_values;
 mod monitor;

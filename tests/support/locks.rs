@@ -2,11 +2,26 @@
 //! waiters in line (stored, or queued in one process) watched until they
 //! are there.
 
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use idmint::lock::{Acquired, Lease, Lock, LockName, Locks};
 use mongodb::bson::{doc, Document};
 use mongodb::Database;
+
+/// `idmint lock run NAME <flags> -- sh -c SCRIPT` for `test`, its stdin,
+/// stdout and stderr piped.
+pub fn lock_run(test: &str, name: &str, flags: &[&str], script: &str) -> Command {
+    let mut command = super::idmint(test);
+    command
+        .args(["lock", "run", name])
+        .args(flags)
+        .args(["--", "sh", "-c", script])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
+}
 
 /// A lock's name from a test's literal.
 pub fn lock_name(text: &str) -> LockName {

@@ -16,6 +16,8 @@ pub const EXIT_LOCK_BUSY: u8 = 75;
 /// `lock run`: the lease was lost while COMMAND ran (COMMAND was stopped);
 /// `lock release --force` that raced with a new holder.
 pub const EXIT_LOCK_LOST: u8 = 76;
+/// `lock run`: COMMAND ran past `--at-most` and was stopped (as timeout(1)).
+pub const EXIT_AT_MOST: u8 = 124;
 
 /// How a command that did not fail ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -47,7 +47,8 @@ use idmint::lock::{
 };
 use serde::Serialize;
 
-use super::exit::{UsageError, EXIT_LOCK_LOST};
+use super::duration_arg::parse_duration;
+use super::exit::{UsageError, EXIT_AT_MOST, EXIT_LOCK_LOST};
 use super::job_control;
 use super::{ConnectArgs, Outcome, Output};
 
@@ -60,7 +61,8 @@ pub enum LockCmd {
     /// Run COMMAND while holding the lock, renewing it, releasing it at the end; exits with
     /// COMMAND's code, 75 if the lock was not had within --wait, 76 if the lease was lost or could
     /// not be renewed while COMMAND ran (COMMAND is then stopped: SIGTERM, then SIGKILL before the
-    /// lease can expire). COMMAND and what it starts die with `lock run` (kill -9 included);
+    /// lease can expire), 124 if COMMAND ran past --at-most (it is then stopped the same way).
+    /// COMMAND and what it starts die with `lock run` (kill -9 included);
     /// SIGINT, SIGTERM and SIGHUP are passed on to them; Ctrl-Z stops them with `lock run`, and
     /// `fg` continues them only if the lease did not lapse meanwhile (else exit 76).
     Run(RunArgs),
@@ -78,12 +80,28 @@ pub enum LockCmd {
 pub struct RunArgs {
     /// The lock's name: letters, digits, _ - . : (at most 128).
     pub name: String,
-    /// Lease length in seconds (0.1 to 86400); renewed every third of it while COMMAND runs.
-    #[arg(long, default_value_t = 30.0, value_name = "SECS")]
-    pub ttl: f64,
-    /// How long to wait for the lock, in seconds (0: try once; at most 86400).
-    #[arg(long, default_value_t = 0.0, value_name = "SECS")]
-    pub wait: f64,
+    /// Lease length (0.1 s to 1 day; seconds, or with a unit: 500ms, 30s, 10m); renewed every
+    /// third of it while COMMAND runs.
+    #[arg(long, default_value = "30", value_name = "DURATION", value_parser = parse_duration)]
+    pub ttl: Duration,
+    /// How long to wait for the lock (0: try once; at most 1 day).
+    #[arg(long, default_value = "0", value_name = "DURATION", value_parser = parse_duration)]
+    pub wait: Duration,
+    /// Don't wait: exit 75 at once when the lock is held, as a cron job wants (--wait 0, said
+    /// out loud).
+    #[arg(long, conflicts_with = "wait")]
+    pub skip: bool,
+    /// A scheduled job: the lock stays held this long from when it was had (by the server's
+    /// clock), however soon COMMAND ends and even if `lock run` dies, so that the job runs again,
+    /// on this machine or another, no sooner than that (ShedLock's lockAtLeastFor). 0: released
+    /// when COMMAND ends.
+    #[arg(long, default_value = "0", value_name = "DURATION", value_parser = parse_duration)]
+    pub at_least: Duration,
+    /// Stop COMMAND once it has run this long (a hung job): SIGTERM, then SIGKILL after a
+    /// grace; `lock run` then releases the lock (after --at-least) and exits 124. At least
+    /// --at-least.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub at_most: Option<Duration>,
     /// The command to run, with its arguments (after `--`).
     #[arg(required = true, last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -191,7 +209,12 @@ fn describe(state: &LockState) -> String {
             let _ = writeln!(text, "  holder:     {owner}");
             let _ = writeln!(text, "  token:      {}", state.token);
             let _ = writeln!(text, "  expires in: {:.3} s", ms as f64 / 1000.0);
-            let _ = writeln!(text, "  hold count: {}", state.count);
+            if state.count == 0 {
+                // Released before its `--at-least` had passed.
+                let _ = writeln!(text, "  hold count: 0 (its job ended; held for --at-least)");
+            } else {
+                let _ = writeln!(text, "  hold count: {}", state.count);
+            }
         }
         (Some(owner), _) => {
             let _ = writeln!(
@@ -207,25 +230,38 @@ fn describe(state: &LockState) -> String {
     text
 }
 
-/// Seconds as a Duration; the library checks the range.
-fn seconds(flag: &str, value: f64) -> Result<Duration, UsageError> {
-    Duration::try_from_secs_f64(value)
-        .map_err(|_| UsageError(format!("--{flag} {value} is not a number of seconds")))
+/// `--at-most`, checked against `--at-least`.
+fn at_most(args: &RunArgs) -> Result<Option<Duration>, UsageError> {
+    match args.at_most {
+        Some(at_most) if at_most.is_zero() => Err(UsageError(
+            "--at-most 0 would stop COMMAND at once: give how long it may run".to_string(),
+        )),
+        Some(at_most) if at_most < args.at_least => Err(UsageError(format!(
+            "--at-most {} is less than --at-least {}: a job stopped sooner than the lock is held \
+             for it would only wait",
+            humantime::format_duration(at_most),
+            humantime::format_duration(args.at_least)
+        ))),
+        at_most => Ok(at_most),
+    }
 }
 
 async fn run(args: &RunArgs, output: &Output) -> anyhow::Result<Outcome> {
     let name = LockName::new(&args.name)?;
-    let ttl = seconds("ttl", args.ttl)?;
-    let wait = seconds("wait", args.wait)?;
+    let (ttl, at_least) = (args.ttl, args.at_least);
+    let wait = if args.skip { Duration::ZERO } else { args.wait };
+    let at_most = at_most(args)?;
     let database = args.connect.connect().await?;
     let lock = Lock::new(&database, name.clone());
     let lease = lock
-        .acquire(
+        .acquire_at_least(
             ttl,
+            at_least,
             // Short polls: a lease that runs out writes nothing a change stream could see.
             &WaitOptions::new(wait).poll(Duration::from_millis(50), Duration::from_millis(250)),
         )
         .await?;
+    let started = tokio::time::Instant::now();
     let token = lease.token();
     let mut watchdog = Watchdog::start(&lease);
     // From here on the signals are COMMAND's: they are passed on, not
@@ -247,6 +283,9 @@ async fn run(args: &RunArgs, output: &Output) -> anyhow::Result<Outcome> {
     // Why COMMAND was stopped, once it was.
     let mut stopped: Option<std::sync::Arc<LockError>> = None;
     let mut killed = false;
+    // `--at-most`: when COMMAND is asked to stop, then killed.
+    let mut overran = false;
+    let mut over_time = at_most.map(|at_most| started + at_most);
     let exited = exited(group);
     tokio::pin!(exited);
     loop {
@@ -277,6 +316,23 @@ async fn run(args: &RunArgs, output: &Output) -> anyhow::Result<Outcome> {
                 } else {
                     signal_group(group, libc::SIGKILL);
                     killed = true;
+                }
+            }
+            _ = sleep_until_some(over_time), if over_time.is_some() && !killed => {
+                if overran {
+                    signal_group(group, libc::SIGKILL);
+                    killed = true;
+                    over_time = None;
+                } else {
+                    signal_group(group, libc::SIGTERM);
+                    overran = true;
+                    over_time = Some(tokio::time::Instant::now() + grace);
+                    eprintln!(
+                        "idmint: lock '{name}': {program:?} ran past --at-most {}; stopping it: \
+                         SIGTERM now, SIGKILL in {} ms",
+                        humantime::format_duration(at_most.unwrap_or_default()),
+                        grace.as_millis()
+                    );
                 }
             }
             signal = signals.recv() => {
@@ -326,6 +382,7 @@ async fn run(args: &RunArgs, output: &Output) -> anyhow::Result<Outcome> {
         }
         return Ok(Outcome::Exit(EXIT_LOCK_LOST));
     }
+    let code = if overran { EXIT_AT_MOST } else { code };
     match lease.release().await {
         Ok(_) => Ok(Outcome::Exit(code)),
         Err(error @ (LockError::Lost { .. } | LockError::Unrenewed { .. })) => {
@@ -336,6 +393,14 @@ async fn run(args: &RunArgs, output: &Output) -> anyhow::Result<Outcome> {
             Ok(Outcome::Exit(EXIT_LOCK_LOST))
         }
         Err(error) => Err(error.into()),
+    }
+}
+
+/// Resolves at `at`; never without one.
+async fn sleep_until_some(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }
 

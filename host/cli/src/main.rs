@@ -10,6 +10,7 @@ mod cli;
 mod completions;
 mod connect;
 mod counter;
+mod duration_arg;
 mod exit;
 mod install;
 mod job_control;

@@ -107,6 +107,9 @@ pub struct Lease {
     token: i64,
     count: i64,
     ttl: Duration,
+    /// How long from its acquisition the lock stays held whenever it is
+    /// released (a scheduled job's; zero: none).
+    at_least: Duration,
     deadline: Deadline,
     released: bool,
 }
@@ -207,6 +210,7 @@ impl Lock {
             token: state.token,
             count: state.count,
             ttl,
+            at_least: Duration::ZERO,
             deadline: Deadline::starting(lease::deadline_after(sent, ttl)),
             released: false,
         }
@@ -307,9 +311,23 @@ impl Lease {
         self.count
     }
 
-    /// The lease's TTL.
+    /// The lease's TTL: what each renewal asks for.
     pub fn ttl(&self) -> Duration {
         self.ttl
+    }
+
+    /// How long from its acquisition the lock stays held when released
+    /// ([`Lock::acquire_at_least`]; zero for a lease taken otherwise).
+    pub fn at_least(&self) -> Duration {
+        self.at_least
+    }
+
+    /// This lease renewed for `ttl` and released after `at_least` (see
+    /// [`Lock::acquire_at_least`]).
+    pub(crate) fn held_at_least(mut self, ttl: Duration, at_least: Duration) -> Self {
+        self.ttl = ttl;
+        self.at_least = at_least;
+        self
     }
 
     /// The lock this lease is on.
@@ -349,17 +367,27 @@ impl Lease {
     /// left. Fails with [`LockError::Lost`] when the lock is no longer this
     /// owner's with this token, or its lease has ended by the server's
     /// clock (nothing is changed then).
+    ///
+    /// A lease taken with [`Lock::acquire_at_least`] released before its
+    /// `at_least` has passed since it was acquired (by the server's clock)
+    /// leaves the lock held by its owner until then, with no holds; it is
+    /// then free as any lease that ended is, and nobody is handed it early.
     pub async fn release(mut self) -> Result<i64, LockError> {
         self.released = true;
         let lock = &self.lock;
         let cohort = lock.cohort();
-        let heir = cohort.release_begins(&lock.owner, self.token);
+        // A job's lease may stay held: no call of this process is handed it.
+        let heir = if self.at_least.is_zero() {
+            cohort.release_begins(&lock.owner, self.token)
+        } else {
+            None
+        };
         let result = lock
             .store
             .release(
                 lock.name.as_str(),
                 &Lock::holder(&lock.owner, self.token),
-                queue::release_pipeline(heir.as_ref().map(|heir| heir.heir())),
+                queue::release_pipeline(heir.as_ref().map(|heir| heir.heir()), self.at_least),
             )
             .await;
         self.deadline.revoke();
@@ -383,7 +411,15 @@ impl Lease {
                 return Err(error);
             }
         };
-        if state.owner.as_deref() == Some(lock.owner.as_str()) && state.token == self.token {
+        let still_ours =
+            state.owner.as_deref() == Some(lock.owner.as_str()) && state.token == self.token;
+        if still_ours && state.count == 0 {
+            // Held until `at_least` has passed: the process's waiters wait
+            // in the stored line for it to end.
+            cohort.ended(&lock.owner, self.token);
+            return Ok(0);
+        }
+        if still_ours {
             // Holds left (re-entry): nothing passed on.
             cohort.kept(&lock.owner, self.token, heir);
             return Ok(state.count);

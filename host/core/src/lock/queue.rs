@@ -129,7 +129,12 @@ pub(crate) struct Heir<'a> {
 /// lease of the heir's TTL from now), else to the first live waiter if its
 /// entry is fresh enough (see the module docs), else it is freed. Lapsed
 /// entries are dropped either way.
-pub(crate) fn release_pipeline(heir: Option<Heir<'_>>) -> Vec<Document> {
+///
+/// With `at_least` (a scheduled job's, ShedLock's `lockAtLeastFor`), a last
+/// hold released before `acquiredAt + at_least` by the server's clock
+/// keeps the lock held by its owner, with no holds (`count` 0), until
+/// then: nobody takes it, nor is it handed on, before that moment.
+pub(crate) fn release_pipeline(heir: Option<Heir<'_>>, at_least: Duration) -> Vec<Document> {
     let unheld = match heir {
         Some(heir) => doc! { "$let": { "vars": vars(), "in": given(
             heir.owner,
@@ -138,6 +143,21 @@ pub(crate) fn release_pipeline(heir: Option<Heir<'_>>) -> Vec<Document> {
             "$$q",
         )}},
         None => handed_or_freed(),
+    };
+    let unheld = if at_least.is_zero() {
+        unheld
+    } else {
+        // Date arithmetic through milliseconds, as in `handed_or_freed`.
+        let held_until = doc! { "$add": [
+            { "$toLong": { "$ifNull": ["$acquiredAt", { "$toDate": 0_i64 }] } },
+            i64::try_from(at_least.as_millis()).unwrap_or(i64::MAX),
+        ]};
+        let early = doc! { "$gt": [held_until.clone(), { "$toLong": "$$NOW" }] };
+        let kept = doc! { "$mergeObjects": ["$$ROOT", {
+            "count": 0_i64,
+            "expiresAt": { "$toDate": held_until },
+        }]};
+        doc! { "$cond": [early, kept, unheld] }
     };
     vec![
         doc! { "$set": { "count": { "$subtract": ["$count", 1_i64] } } },

@@ -165,6 +165,27 @@ async fn decline(turn: tokio::sync::oneshot::Receiver<Turn>, cohort: &Cohort, ti
 }
 
 impl Lock {
+    /// [`Lock::acquire`] for a scheduled job (ShedLock's `lockAtLeastFor`):
+    /// the lock stays held at least `at_least` from when this call got it,
+    /// by the server's clock, however soon the job ends and whatever becomes
+    /// of its holder. Its first lease lasts the longer of `ttl` and
+    /// `at_least`, so a holder killed at once still holds the name that long;
+    /// renewals ask for `ttl`, never shortening it; a release before then
+    /// leaves the lock held until `at_least` has passed ([`Lease::release`]).
+    /// So a job run by whoever takes the lock next starts at least
+    /// `at_least` after this one did, whatever the clocks of the machines
+    /// that run it.
+    pub async fn acquire_at_least(
+        &self,
+        ttl: Duration,
+        at_least: Duration,
+        options: &WaitOptions,
+    ) -> Result<Lease, LockError> {
+        let at_least = check_range("at least", at_least, Duration::ZERO, super::MAX_TTL)?;
+        let lease = self.acquire(ttl.max(at_least), options).await?;
+        Ok(lease.held_at_least(ttl, at_least))
+    }
+
     /// Takes the lock, waiting up to `options.wait` for it, in line (see the
     /// module docs). Fails with [`LockError::Busy`] when the deadline passes
     /// first; the call then leaves the line.
