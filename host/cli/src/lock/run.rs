@@ -1,0 +1,268 @@
+//! `idmint lock run`: takes the lock, starts COMMAND under its guard
+//! (`guard`), renews the lease, stops COMMAND before the lease can lapse or
+//! once it ran past `--at-most`, passes signals and job control on, and
+//! releases the lock (after `--at-least`).
+
+use std::time::Duration;
+
+use idmint::lock::{stop_grace, Lock, LockError, LockName, WaitOptions, Watchdog};
+
+use super::guard::{exit_code, spawn_guard, FORWARDED};
+use super::RunArgs;
+use crate::exit::{UsageError, EXIT_AT_MOST, EXIT_LOCK_LOST};
+use crate::job_control;
+use crate::{Outcome, Output};
+
+/// `--at-most`, checked against `--at-least`.
+fn at_most(args: &RunArgs) -> Result<Option<Duration>, UsageError> {
+    match args.at_most {
+        Some(at_most) if at_most.is_zero() => Err(UsageError(
+            "--at-most 0 would stop COMMAND at once: give how long it may run".to_string(),
+        )),
+        Some(at_most) if at_most < args.at_least => Err(UsageError(format!(
+            "--at-most {} is less than --at-least {}: a job stopped sooner than the lock is held \
+             for it would only wait",
+            humantime::format_duration(at_most),
+            humantime::format_duration(args.at_least)
+        ))),
+        at_most => Ok(at_most),
+    }
+}
+
+pub(super) async fn run(args: &RunArgs, output: &Output) -> anyhow::Result<Outcome> {
+    let name = LockName::new(&args.name)?;
+    let (ttl, at_least) = (args.ttl, args.at_least);
+    let wait = if args.skip { Duration::ZERO } else { args.wait };
+    let at_most = at_most(args)?;
+    let database = args.connect.connect().await?;
+    let lock = Lock::new(&database, name.clone());
+    let lease = lock
+        .acquire_at_least(
+            ttl,
+            at_least,
+            // Short polls: a lease that runs out writes nothing a change stream could see.
+            &WaitOptions::new(wait).poll(Duration::from_millis(50), Duration::from_millis(250)),
+        )
+        .await?;
+    let started = tokio::time::Instant::now();
+    let token = lease.token();
+    let mut watchdog = Watchdog::start(&lease);
+    // From here on the signals are COMMAND's: they are passed on, not
+    // obeyed; the stop signals stop COMMAND's group with `lock run`.
+    let mut signals = Forwarded::install()?;
+
+    let (program, _) = args.command.split_first().expect("clap requires COMMAND");
+    let (mut child, _watched) = match spawn_guard(&args.command, &name, token, output.is_json()) {
+        Ok(spawned) => spawned,
+        Err(error) => {
+            watchdog.stop();
+            lease.release().await?;
+            return Err(UsageError(format!("cannot run {program:?}: {error}")).into());
+        }
+    };
+    let group = child.id().expect("a child not yet waited for has a pid") as libc::pid_t;
+
+    let grace = stop_grace(ttl);
+    // Why COMMAND was stopped, once it was.
+    let mut stopped: Option<std::sync::Arc<LockError>> = None;
+    let mut killed = false;
+    // `--at-most`: when COMMAND is asked to stop, then killed.
+    let mut overran = false;
+    let mut over_time = at_most.map(|at_most| started + at_most);
+    let exited = exited(group);
+    tokio::pin!(exited);
+    loop {
+        let before = if stopped.is_some() {
+            Duration::ZERO
+        } else {
+            grace
+        };
+        tokio::select! {
+            result = &mut exited => {
+                result?;
+                break;
+            }
+            reason = watchdog.expiring(before), if !killed => {
+                if stopped.is_none() {
+                    let kill = match watchdog.deadline() {
+                        Some(at) => format!(
+                            "SIGKILL in {} ms at the lease's local deadline, before the server can end it",
+                            at.saturating_duration_since(std::time::Instant::now()).as_millis()
+                        ),
+                        None => "SIGKILL at once".to_string(),
+                    };
+                    // Signal first: a print can block (a full pipe, a
+                    // background job's stderr under `stty tostop`).
+                    signal_group(group, libc::SIGTERM);
+                    eprintln!("idmint: {reason}; stopping {program:?}: SIGTERM now, {kill}");
+                    stopped = Some(reason);
+                } else {
+                    signal_group(group, libc::SIGKILL);
+                    killed = true;
+                }
+            }
+            _ = sleep_until_some(over_time), if over_time.is_some() && !killed => {
+                if overran {
+                    signal_group(group, libc::SIGKILL);
+                    killed = true;
+                    over_time = None;
+                } else {
+                    signal_group(group, libc::SIGTERM);
+                    overran = true;
+                    over_time = Some(tokio::time::Instant::now() + grace);
+                    eprintln!(
+                        "idmint: lock '{name}': {program:?} ran past --at-most {}; stopping it: \
+                         SIGTERM now, SIGKILL in {} ms",
+                        humantime::format_duration(at_most.unwrap_or_default()),
+                        grace.as_millis()
+                    );
+                }
+            }
+            signal = signals.recv() => {
+                if !job_control::is_stop(signal) {
+                    signal_group(group, signal);
+                    continue;
+                }
+                job_control::stop_with(group, signal);
+                // Continued: COMMAND with it only while the lease is proved
+                // held; one that lapsed meanwhile ends COMMAND before it
+                // runs again (the SIGKILL of the deadline, which passed).
+                if killed || watchdog.deadline().is_some_and(|at| at > std::time::Instant::now()) {
+                    signal_group(group, libc::SIGCONT);
+                    continue;
+                }
+                signal_group(group, libc::SIGKILL);
+                killed = true;
+                eprintln!(
+                    "idmint: lock '{name}': the lease with fencing token {token} lapsed while \
+                     `lock run` was stopped; killed {program:?} (SIGKILL) before it ran again"
+                );
+                stopped.get_or_insert_with(|| {
+                    std::sync::Arc::new(LockError::Unrenewed {
+                        name: name.clone(),
+                        token,
+                        last_failure: Some("`lock run` was stopped past its deadline".to_string()),
+                    })
+                });
+            }
+        }
+    }
+    // The guard has exited (not yet reaped, so the group's id is still its
+    // own): whatever COMMAND left running in the group goes with it.
+    signal_group(group, libc::SIGKILL);
+    let status = child.wait().await?;
+    watchdog.stop();
+    let code = exit_code(status);
+
+    if let Some(reason) = stopped {
+        if matches!(*reason, LockError::Lost { .. }) {
+            // The lock is someone else's now (or nobody's): nothing to release.
+            std::mem::forget(lease);
+        } else {
+            // Not renewed in time, perhaps still ours: give it back if the
+            // database answers soon, else it ends by itself.
+            let _ = tokio::time::timeout(grace, lease.release()).await;
+        }
+        return Ok(Outcome::Exit(EXIT_LOCK_LOST));
+    }
+    let code = if overran { EXIT_AT_MOST } else { code };
+    match lease.release().await {
+        Ok(_) => Ok(Outcome::Exit(code)),
+        Err(error @ (LockError::Lost { .. } | LockError::Unrenewed { .. })) => {
+            eprintln!(
+                "idmint: lock '{name}': lease with fencing token {token} was lost while {program:?} ran \
+                 ({error}); it exited with {code}"
+            );
+            Ok(Outcome::Exit(EXIT_LOCK_LOST))
+        }
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// Resolves at `at`; never without one.
+async fn sleep_until_some(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Sends `signal` to every process of the group led by the guard.
+fn signal_group(group: libc::pid_t, signal: libc::c_int) {
+    // SAFETY: kill(2) on the process group `lock run` created for COMMAND;
+    // its id stays reserved while the guard, its leader, is not reaped.
+    unsafe {
+        libc::kill(-group, signal);
+    }
+}
+
+/// Resolves once process `pid` (the guard) has exited, without reaping it
+/// (`WNOWAIT`), so that its group can still be signalled by its id.
+async fn exited(pid: libc::pid_t) -> std::io::Result<()> {
+    tokio::task::spawn_blocking(move || loop {
+        // SAFETY: waitid(2) with a zeroed siginfo_t it fills in.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let done = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if done == 0 {
+            return Ok(());
+        }
+        let error = std::io::Error::last_os_error();
+        if error.kind() != std::io::ErrorKind::Interrupted {
+            return Err(error);
+        }
+    })
+    .await?
+}
+
+/// The signals passed on to COMMAND, and the stop signals
+/// ([`job_control::STOPS`]): each one not ignored when `lock run` started
+/// (a signal ignored by `nohup` stays ignored, in COMMAND too).
+struct Forwarded {
+    received: tokio::sync::mpsc::UnboundedReceiver<libc::c_int>,
+}
+
+impl Forwarded {
+    fn install() -> anyhow::Result<Self> {
+        use tokio::signal::unix::{signal, SignalKind};
+        let (sender, received) = tokio::sync::mpsc::unbounded_channel();
+        for number in FORWARDED.into_iter().chain(job_control::STOPS) {
+            if is_ignored(number) {
+                continue;
+            }
+            let mut stream = signal(SignalKind::from_raw(number))?;
+            let sender = sender.clone();
+            tokio::spawn(async move {
+                while stream.recv().await.is_some() {
+                    if sender.send(number).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        Ok(Self { received })
+    }
+
+    async fn recv(&mut self) -> libc::c_int {
+        match self.received.recv().await {
+            Some(signal) => signal,
+            None => std::future::pending().await,
+        }
+    }
+}
+
+/// Whether `signal` is ignored (SIG_IGN) in this process.
+fn is_ignored(signal: libc::c_int) -> bool {
+    // SAFETY: sigaction(2) with a null new action only reads the current one.
+    unsafe {
+        let mut current: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(signal, std::ptr::null(), &mut current) == 0
+            && current.sa_sigaction == libc::SIG_IGN
+    }
+}
