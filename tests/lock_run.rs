@@ -357,6 +357,54 @@ fn a_partitioned_holder_stops_its_command_before_its_lease_can_expire() {
     drop(proxy);
 }
 
+/// A wrapper stopped with SIGSTOP, which it cannot see, cannot keep its
+/// command running past its lease: its guard ends the command at the
+/// lease's local deadline, before the server can give the lock to the
+/// next holder (before the guard knew the deadline, the `sleep` ran on
+/// beside the next holder's command).
+#[test]
+fn a_stopped_wrapper_cannot_keep_its_command_past_its_lease() {
+    const TEST: &str = "lock_cli_sigstop";
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(support::database(TEST));
+    let mut holder = lock_run(
+        TEST,
+        "job",
+        &["--ttl", "3"],
+        "echo $IDMINT_LOCK_TOKEN $$; exec sleep 600",
+    )
+    .spawn()
+    .unwrap();
+    let [old_token, command] = first_numbers(&mut holder);
+    let command = command as u32;
+    signal(holder.id(), libc::SIGSTOP);
+
+    // The next holder waits for the server to end the stopped holder's
+    // lease ...
+    let mut next = lock_run(
+        TEST,
+        "job",
+        &["--ttl", "60", "--wait", "60"],
+        "echo $IDMINT_LOCK_TOKEN; read x",
+    )
+    .spawn()
+    .unwrap();
+    let new_token: i64 = first_line(&mut next).parse().unwrap();
+    // ... and while it runs, the stopped holder's command is gone.
+    let overlapped = running(command);
+    if overlapped {
+        signal(command, libc::SIGKILL);
+    }
+    next.stdin.as_mut().unwrap().write_all(b"done\n").unwrap();
+    support::assert_exit(&next.wait_with_output().unwrap(), 0);
+    assert!(!overlapped, "two holders ran at once");
+    assert!(new_token > old_token);
+
+    // Continued, the wrapper finds its lease lost.
+    signal(holder.id(), libc::SIGCONT);
+    support::assert_exit(&holder.wait_with_output().unwrap(), 76);
+}
+
 #[test]
 fn a_holder_paused_past_its_ttl_loses_the_lock_and_is_fenced_off() {
     const TEST: &str = "lock_cli_sigstop";

@@ -1,9 +1,19 @@
 //! The guard `lock run` starts COMMAND under: a second `idmint` process
-//! (the hidden `lock guard`) leading a process group of its own, which kills
-//! that group when `lock run` is gone (the pipe it watches reads
-//! end-of-file) and exits with COMMAND's code.
+//! (the hidden `lock guard`) leading a process group of its own, which
+//! kills that group when `lock run` is gone (the pipe it watches reads
+//! end-of-file) or has stopped proving the lease, and exits with COMMAND's
+//! code.
+//!
+//! Through the pipe `lock run` tells the guard the lease's local deadline
+//! each time it moves ([`GuardLine`]): 8 bytes, the deadline in nanoseconds
+//! of the monotonic clock both processes read (`CLOCK_MONOTONIC`). The guard
+//! kills the group when that moment passes with no later one sent. So a
+//! `lock run` that cannot act (stopped with SIGSTOP, or starved of CPU)
+//! still cannot keep COMMAND running past the lease: its guard ends it at
+//! the deadline, before the server can give the lock to someone else.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::time::Instant;
 
 use idmint::lock::LockName;
 
@@ -15,14 +25,14 @@ use crate::Outcome;
 pub(super) const FORWARDED: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
 /// Starts `idmint lock guard -- COMMAND` as the leader of a new process
-/// group, holding the write end of the pipe it watches (returned: dropping
-/// it, or dying, ends the guard's group).
+/// group, holding the write end of the pipe it watches (returned as the
+/// [`GuardLine`]: dropping it, or dying, ends the guard's group).
 pub(super) fn spawn_guard(
     command: &[String],
     name: &LockName,
     token: i64,
     json: bool,
-) -> std::io::Result<(tokio::process::Child, OwnedFd)> {
+) -> std::io::Result<(tokio::process::Child, GuardLine)> {
     let (watched, watch) = pipe()?;
     let fd = watched.as_raw_fd();
     // /proc/self/exe is this very binary even if its file was replaced since.
@@ -54,7 +64,112 @@ pub(super) fn spawn_guard(
     }
     let child = guard.spawn()?;
     drop(watched);
-    Ok((child, watch))
+    // SAFETY: fcntl(2) on the write end this function owns.
+    unsafe {
+        let flags = libc::fcntl(watch.as_raw_fd(), libc::F_GETFL);
+        libc::fcntl(watch.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK);
+    }
+    Ok((
+        child,
+        GuardLine {
+            fd: watch,
+            sent: None,
+        },
+    ))
+}
+
+/// Returns when the group must end: the watched pipe `fd` read end-of-file
+/// or failed, or the last deadline `lock run` sent has passed.
+fn watch_line(fd: RawFd) {
+    let mut deadline: Option<u64> = None;
+    let mut message = [0u8; 8];
+    let mut have = 0;
+    loop {
+        let timeout_ms = match deadline {
+            None => -1,
+            Some(at) => {
+                let now = monotonic_nanos();
+                if now >= at {
+                    return;
+                }
+                libc::c_int::try_from((at - now) / 1_000_000 + 1).unwrap_or(libc::c_int::MAX)
+            }
+        };
+        let mut ready = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: poll(2) on one pollfd.
+        let polled = unsafe { libc::poll(&mut ready, 1, timeout_ms) };
+        if polled == 0 {
+            continue;
+        }
+        let read = if polled == -1 {
+            -1
+        } else {
+            // SAFETY: read(2) into what is left of the 8-byte message.
+            unsafe { libc::read(fd, message[have..].as_mut_ptr().cast(), 8 - have) }
+        };
+        if read == -1 {
+            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return;
+        }
+        if read == 0 {
+            return;
+        }
+        have += read as usize;
+        if have == message.len() {
+            deadline = Some(u64::from_le_bytes(message));
+            have = 0;
+        }
+    }
+}
+
+/// Now on `CLOCK_MONOTONIC`, in nanoseconds: the clock `Instant` reads, the
+/// same in every process of the machine.
+fn monotonic_nanos() -> u64 {
+    // SAFETY: clock_gettime(2) fills the timespec it is given.
+    let mut now: libc::timespec = unsafe { std::mem::zeroed() };
+    unsafe {
+        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now);
+    }
+    (now.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(now.tv_nsec as u64)
+}
+
+/// `lock run`'s end of the watched pipe: what it tells its guard (see the
+/// module docs). Dropping it, or `lock run` dying, ends the guard's group.
+pub(super) struct GuardLine {
+    fd: OwnedFd,
+    sent: Option<Instant>,
+}
+
+impl GuardLine {
+    /// Tells the guard that COMMAND must be gone by `stop_by` (none: no
+    /// deadline to enforce), unless it was told so already. Never blocks: a
+    /// guard that does not read (stopped with its group) misses nothing it
+    /// needs, as only the latest deadline counts and it comes again.
+    pub fn send(&mut self, stop_by: Option<Instant>) {
+        let Some(at) = stop_by else { return };
+        if self.sent == Some(at) {
+            return;
+        }
+        let from_now = at.saturating_duration_since(Instant::now());
+        let nanos = monotonic_nanos()
+            .saturating_add(u64::try_from(from_now.as_nanos()).unwrap_or(u64::MAX));
+        let message = nanos.to_le_bytes();
+        // SAFETY: write(2) of 8 bytes from a local buffer; the fd is
+        // non-blocking, and pipes write 8 bytes whole or not at all.
+        let written =
+            unsafe { libc::write(self.fd.as_raw_fd(), message.as_ptr().cast(), message.len()) };
+        if written == message.len() as isize {
+            self.sent = Some(at);
+        }
+    }
 }
 
 /// A pipe, both ends close-on-exec: (read, write).
@@ -137,20 +252,13 @@ pub(super) fn guard(args: &GuardArgs) -> anyhow::Result<Outcome> {
             Ok(())
         });
     }
-    // `lock run` gone (killed, crashed): end the group, this guard included.
-    std::thread::spawn(move || loop {
-        let mut byte = 0u8;
-        // SAFETY: read(2) into a one-byte buffer on the watched fd.
-        let read = unsafe { libc::read(fd, (&mut byte as *mut u8).cast(), 1) };
-        if read == -1 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-            continue;
-        }
-        if read <= 0 {
-            // SAFETY: kill(2) on this process's own group.
-            unsafe {
-                libc::kill(0, libc::SIGKILL);
-            }
-            return;
+    // `lock run` gone (killed, crashed), or its deadline passed with no
+    // later one: end the group, this guard included.
+    std::thread::spawn(move || {
+        watch_line(fd);
+        // SAFETY: kill(2) on this process's own group.
+        unsafe {
+            libc::kill(0, libc::SIGKILL);
         }
     });
     let mut child = command

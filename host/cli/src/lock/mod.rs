@@ -26,12 +26,15 @@
 //! - **The lease's local deadline** (the library's `Lease::deadline`: the
 //!   send time of the last acknowledged renewal plus the TTL, less a tenth)
 //!   stops COMMAND whatever the driver is doing: SIGTERM `stop_grace` before
-//!   it, SIGKILL at it, both before the server could end the lease.
+//!   it, SIGKILL at it, both before the server could end the lease. The
+//!   guard is told each deadline too (`guard`), and kills the group when it
+//!   passes with no later one: a `lock run` stopped with SIGSTOP, which it
+//!   cannot see, still cannot keep COMMAND running past the lease.
 //!
 //! What remains possible: a process that leaves the group (`setsid`,
-//! `setpgid`) escapes the group kill; `lock run` paused by a signal it
-//! cannot see (SIGSTOP, a frozen VM) cannot stop COMMAND, which runs on past
-//! the lease (fencing tokens protect the resource then); COMMAND runs in a
+//! `setpgid`) escapes the group kill; a machine paused as a whole (a frozen
+//! VM: the guard stops too) cannot stop COMMAND, which runs on past the
+//! lease when it resumes (fencing tokens protect the resource then); COMMAND runs in a
 //! background process group, so it cannot read from a terminal. On platforms without
 //! `PR_SET_PDEATHSIG` (macOS, the BSDs), COMMAND survives a `kill -9` of
 //! the guard itself (not of `lock run`, which the pipe covers).

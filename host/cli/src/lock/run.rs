@@ -52,7 +52,7 @@ pub(super) async fn run(args: &RunArgs, output: &Output) -> anyhow::Result<Outco
     let mut signals = Forwarded::install()?;
 
     let (program, _) = args.command.split_first().expect("clap requires COMMAND");
-    let (mut child, _watched) = match spawn_guard(&args.command, &name, token, output.is_json()) {
+    let (mut child, mut line) = match spawn_guard(&args.command, &name, token, output.is_json()) {
         Ok(spawned) => spawned,
         Err(error) => {
             watchdog.stop();
@@ -61,6 +61,13 @@ pub(super) async fn run(args: &RunArgs, output: &Output) -> anyhow::Result<Outco
         }
     };
     let group = child.id().expect("a child not yet waited for has a pid") as libc::pid_t;
+    // The guard learns each new deadline within a tenth of the TTL (at
+    // most 1 s): before the old one passes, since renewals come every
+    // third of it, and within the stop grace this process allows itself.
+    line.send(watchdog.stop_by());
+    let mut tell_guard =
+        tokio::time::interval((ttl / 10).clamp(Duration::from_millis(10), Duration::from_secs(1)));
+    tell_guard.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
 
     let grace = stop_grace(ttl);
     // Why COMMAND was stopped, once it was.
@@ -101,6 +108,7 @@ pub(super) async fn run(args: &RunArgs, output: &Output) -> anyhow::Result<Outco
                     killed = true;
                 }
             }
+            _ = tell_guard.tick() => line.send(watchdog.stop_by()),
             _ = sleep_until_some(over_time), if over_time.is_some() && !killed => {
                 if overran {
                     signal_group(group, libc::SIGKILL);

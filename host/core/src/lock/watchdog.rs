@@ -84,6 +84,18 @@ impl Watchdog {
         self.deadline.at()
     }
 
+    /// When whatever the lease protects must be stopped by, for a second
+    /// process that enforces it (`lock run`'s guard): the local deadline,
+    /// `Some(now)` or earlier once the lease was found lost. `None` only in
+    /// the soak's deliberately broken build, whose leases are not watched.
+    pub fn stop_by(&self) -> Option<Instant> {
+        #[cfg(feature = "soak-broken")]
+        if crate::broken::ignores_leases() {
+            return None;
+        }
+        Some(self.deadline.at().unwrap_or_else(Instant::now))
+    }
+
     /// Resolves once the holder must stop within `before`: when the lease
     /// was found lost (at once), or when its local deadline is `before`
     /// away with no renewal acknowledged since. A renewal acknowledged while
