@@ -18,6 +18,7 @@ mod java_client;
 mod kinds;
 mod lock;
 mod lock_cohort;
+mod lock_elect;
 mod lock_fair;
 mod lock_job_control;
 mod lock_run;

@@ -154,6 +154,7 @@ async fn operator_routes_are_on_the_admin_listener_only() {
             "/v1/counters/{name}/ids",
             "/v1/counters/{name}/ranges",
             "/v1/counters/{name}/values",
+            "/v1/locks/{name}",
             "/v1/series/{name}/reservations",
             "/v1/series/{name}/reservations/{number}/confirm",
             "/v1/series/{name}/reservations/{number}/void",

@@ -15,6 +15,8 @@
 //! - `POST /v1/series/{name}/reservations`, `.../reservations/{number}/confirm`
 //!   and `.../void`: numbers of a gap-free series reserved, then confirmed
 //!   or voided (`series.rs`, which also voids expired reservations);
+//! - `GET /v1/locks/{name}`: who holds a lock, who leads an election
+//!   (`locks.rs`);
 //! - `GET /api/segment/get/{key}`, `GET /api/snowflake/get/{key}`: Meituan
 //!   Leaf's routes, answering a bare decimal, so that Leaf's clients switch
 //!   without a change;
@@ -63,6 +65,7 @@ mod batcher;
 mod error;
 mod extract;
 mod limits;
+mod locks;
 mod metrics;
 mod minters;
 pub mod monitor;
@@ -237,6 +240,7 @@ impl Routes {
             .routes(routes!(series::reserve))
             .routes(routes!(series::confirm))
             .routes(routes!(series::void))
+            .routes(routes!(locks::lock))
             .split_for_parts();
         let (health, health_doc) = OpenApiRouter::new()
             .routes(routes!(routes::healthz))

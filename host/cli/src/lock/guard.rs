@@ -32,6 +32,7 @@ pub(super) fn spawn_guard(
     name: &LockName,
     token: i64,
     json: bool,
+    env: &[(&'static str, String)],
 ) -> std::io::Result<(tokio::process::Child, GuardLine)> {
     let (watched, watch) = pipe()?;
     let fd = watched.as_raw_fd();
@@ -51,6 +52,7 @@ pub(super) fn spawn_guard(
         .args(command)
         .env("IDMINT_LOCK_TOKEN", token.to_string())
         .env("IDMINT_LOCK_NAME", name.as_str())
+        .envs(env.iter().map(|(key, value)| (*key, value)))
         .process_group(0);
     // SAFETY: fcntl(2) only, in the child between fork and exec: the read
     // end (close-on-exec, like every fd idmint opens) is kept for the guard.

@@ -39,6 +39,7 @@
 //! `PR_SET_PDEATHSIG` (macOS, the BSDs), COMMAND survives a `kill -9` of
 //! the guard itself (not of `lock run`, which the pipe covers).
 
+mod elect;
 mod guard;
 mod run;
 
@@ -64,6 +65,14 @@ pub enum LockCmd {
     /// SIGINT, SIGTERM and SIGHUP are passed on to them; Ctrl-Z stops them with `lock run`, and
     /// `fg` continues them only if the lease did not lapse meanwhile (else exit 76).
     Run(RunArgs),
+    /// Leader election: stand for the lock's lead and run COMMAND while leading, on one machine
+    /// at a time. Candidates wait in line; the leader runs COMMAND as `lock run` does (renewed,
+    /// stopped before its lease can lapse). A leader that dies or is cut off is replaced by the
+    /// first standby within about a TTL; one that loses the lead stops COMMAND and stands again.
+    /// Exits with COMMAND's code when COMMAND exits by itself, 128+N on signal N while standing.
+    /// `lock status` names the leader (--id) and its fencing token, which grows with each
+    /// succession.
+    Elect(ElectArgs),
     /// Show a lock (or all locks): holder, fencing token, time left by the server's clock, hold count.
     Status(StatusArgs),
     /// Clear a lock's holder (a DBA removing a dead holder); prints the token removed.
@@ -101,6 +110,26 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub at_most: Option<Duration>,
     /// The command to run, with its arguments (after `--`).
+    #[arg(required = true, last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+/// Arguments of `idmint lock elect`.
+#[derive(Debug, Args)]
+pub struct ElectArgs {
+    /// The lock's name: letters, digits, _ - . : (at most 128).
+    pub name: String,
+    /// Lease length (0.1 s to 1 day; seconds, or with a unit); renewed every third of it while
+    /// leading. A standby takes over within about this long after the leader dies or is cut off.
+    #[arg(long, default_value = "10", value_name = "DURATION", value_parser = parse_duration)]
+    pub ttl: Duration,
+    /// How this candidate is named while it leads (`lock status`, /monitor.json), 1 to 128
+    /// printable characters; COMMAND gets it as IDMINT_LOCK_LABEL. Default: HOST:PID.
+    #[arg(long, value_name = "LABEL")]
+    pub id: Option<String>,
+    /// The command to run while leading, with its arguments (after `--`).
     #[arg(required = true, last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
     #[command(flatten)]
@@ -145,6 +174,7 @@ impl LockCmd {
     pub fn connect(&self) -> &ConnectArgs {
         match self {
             LockCmd::Run(args) => &args.connect,
+            LockCmd::Elect(args) => &args.connect,
             LockCmd::Status(args) => &args.connect,
             LockCmd::Release(args) => &args.connect,
             LockCmd::Guard(args) => &args.connect,
@@ -154,6 +184,7 @@ impl LockCmd {
     pub async fn execute(&self, output: &Output) -> anyhow::Result<Outcome> {
         match self {
             LockCmd::Run(args) => run::run(args, output).await,
+            LockCmd::Elect(args) => elect::elect(args, output).await,
             LockCmd::Guard(args) => guard::guard(args),
             LockCmd::Status(args) => {
                 let name = args.name.as_deref().map(LockName::new).transpose()?;
@@ -205,6 +236,9 @@ fn describe(state: &LockState) -> String {
     match (&state.owner, state.expires_in_ms) {
         (Some(owner), Some(ms)) if ms > 0 => {
             let _ = writeln!(text, "  holder:     {owner}");
+            if let Some(label) = &state.label {
+                let _ = writeln!(text, "  label:      {label}");
+            }
             let _ = writeln!(text, "  token:      {}", state.token);
             let _ = writeln!(text, "  expires in: {:.3} s", ms as f64 / 1000.0);
             if state.count == 0 {

@@ -29,6 +29,12 @@ fn at_most(args: &RunArgs) -> Result<Option<Duration>, UsageError> {
     }
 }
 
+/// How waits for a lock poll: a lease that runs out writes nothing a
+/// change stream could see, so short polls.
+pub(super) fn wait_options(wait: Duration) -> WaitOptions {
+    WaitOptions::new(wait).poll(Duration::from_millis(50), Duration::from_millis(250))
+}
+
 pub(super) async fn run(args: &RunArgs, output: &Output) -> anyhow::Result<Outcome> {
     let name = LockName::new(&args.name)?;
     let (ttl, at_least) = (args.ttl, args.at_least);
@@ -37,22 +43,68 @@ pub(super) async fn run(args: &RunArgs, output: &Output) -> anyhow::Result<Outco
     let database = args.connect.connect().await?;
     let lock = Lock::new(&database, name.clone());
     let lease = lock
-        .acquire_at_least(
-            ttl,
-            at_least,
-            // Short polls: a lease that runs out writes nothing a change stream could see.
-            &WaitOptions::new(wait).poll(Duration::from_millis(50), Duration::from_millis(250)),
-        )
+        .acquire_at_least(ttl, at_least, &wait_options(wait))
         .await?;
-    let started = tokio::time::Instant::now();
-    let token = lease.token();
-    let mut watchdog = Watchdog::start(&lease);
     // From here on the signals are COMMAND's: they are passed on, not
     // obeyed; the stop signals stop COMMAND's group with `lock run`.
     let mut signals = Forwarded::install()?;
+    let job = Job {
+        command: &args.command,
+        name: &name,
+        ttl,
+        at_most,
+        json: output.is_json(),
+        env: Vec::new(),
+    };
+    Ok(match hold(lease, &job, &mut signals).await? {
+        Held::Exited(code) => Outcome::Exit(code),
+        Held::Overran => Outcome::Exit(EXIT_AT_MOST),
+        Held::Lost => Outcome::Exit(EXIT_LOCK_LOST),
+    })
+}
 
-    let (program, _) = args.command.split_first().expect("clap requires COMMAND");
-    let (mut child, mut line) = match spawn_guard(&args.command, &name, token, output.is_json()) {
+/// COMMAND as a holder runs it.
+pub(super) struct Job<'a> {
+    /// COMMAND and its arguments.
+    pub command: &'a [String],
+    /// The lock.
+    pub name: &'a LockName,
+    /// The lease's TTL, what renewals ask for.
+    pub ttl: Duration,
+    /// `--at-most`, if given.
+    pub at_most: Option<Duration>,
+    /// Whether the guard reports its one failure as JSON.
+    pub json: bool,
+    /// Variables for COMMAND besides the lock's name and token.
+    pub env: Vec<(&'static str, String)>,
+}
+
+/// How a holding of the lock ended.
+pub(super) enum Held {
+    /// COMMAND exited with this code, and the lock was released.
+    Exited(u8),
+    /// COMMAND ran past `--at-most` and was stopped; the lock was released.
+    Overran,
+    /// The lease was lost, or could not be renewed: COMMAND was stopped
+    /// before the server could end it.
+    Lost,
+}
+
+/// Runs `job` under its guard while `lease` is held, renewing it, and
+/// stops COMMAND before the lease can lapse or once it ran past
+/// `--at-most`; `signals` are passed on to COMMAND's group. Releases the
+/// lease at the end (after `--at-least`).
+pub(super) async fn hold(
+    lease: idmint::lock::Lease,
+    job: &Job<'_>,
+    signals: &mut Forwarded,
+) -> anyhow::Result<Held> {
+    let (name, ttl, at_most) = (job.name, job.ttl, job.at_most);
+    let started = tokio::time::Instant::now();
+    let token = lease.token();
+    let mut watchdog = Watchdog::start(&lease);
+    let (program, _) = job.command.split_first().expect("clap requires COMMAND");
+    let (mut child, mut line) = match spawn_guard(job.command, name, token, job.json, &job.env) {
         Ok(spawned) => spawned,
         Err(error) => {
             watchdog.stop();
@@ -171,17 +223,17 @@ pub(super) async fn run(args: &RunArgs, output: &Output) -> anyhow::Result<Outco
             // database answers soon, else it ends by itself.
             let _ = tokio::time::timeout(grace, lease.release()).await;
         }
-        return Ok(Outcome::Exit(EXIT_LOCK_LOST));
+        return Ok(Held::Lost);
     }
-    let code = if overran { EXIT_AT_MOST } else { code };
     match lease.release().await {
-        Ok(_) => Ok(Outcome::Exit(code)),
+        Ok(_) if overran => Ok(Held::Overran),
+        Ok(_) => Ok(Held::Exited(code)),
         Err(error @ (LockError::Lost { .. } | LockError::Unrenewed { .. })) => {
             eprintln!(
                 "idmint: lock '{name}': lease with fencing token {token} was lost while {program:?} ran \
                  ({error}); it exited with {code}"
             );
-            Ok(Outcome::Exit(EXIT_LOCK_LOST))
+            Ok(Held::Lost)
         }
         Err(error) => Err(error.into()),
     }
@@ -232,12 +284,12 @@ async fn exited(pid: libc::pid_t) -> std::io::Result<()> {
 /// The signals passed on to COMMAND, and the stop signals
 /// ([`job_control::STOPS`]): each one not ignored when `lock run` started
 /// (a signal ignored by `nohup` stays ignored, in COMMAND too).
-struct Forwarded {
+pub(super) struct Forwarded {
     received: tokio::sync::mpsc::UnboundedReceiver<libc::c_int>,
 }
 
 impl Forwarded {
-    fn install() -> anyhow::Result<Self> {
+    pub fn install() -> anyhow::Result<Self> {
         use tokio::signal::unix::{signal, SignalKind};
         let (sender, received) = tokio::sync::mpsc::unbounded_channel();
         for number in FORWARDED.into_iter().chain(job_control::STOPS) {
@@ -257,7 +309,7 @@ impl Forwarded {
         Ok(Self { received })
     }
 
-    async fn recv(&mut self) -> libc::c_int {
+    pub async fn recv(&mut self) -> libc::c_int {
         match self.received.recv().await {
             Some(signal) => signal,
             None => std::future::pending().await,

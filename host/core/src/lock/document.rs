@@ -14,6 +14,10 @@ pub struct LockState {
     pub name: String,
     /// The holder's owner token; `None` when released.
     pub owner: Option<String>,
+    /// The holder's label, for a handle made with
+    /// [`Locks::lock_labelled`](super::Locks::lock_labelled): who leads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
     /// The fencing token of the latest acquisition (0: never acquired).
     pub token: i64,
     /// The hold count of the current owner (re-entrant acquisitions).
@@ -80,6 +84,7 @@ impl LockState {
         };
         Ok(Self {
             name: name.to_string(),
+            label: owner.as_deref().and_then(label_of).map(str::to_string),
             owner,
             token: token.unwrap_or(0),
             count: count.unwrap_or(0),
@@ -89,6 +94,28 @@ impl LockState {
             ticket,
         })
     }
+}
+
+/// The longest label a holder may give.
+const MAX_LABEL_CHARS: usize = 128;
+
+/// Checks a holder's label: 1 to [`MAX_LABEL_CHARS`] printable characters.
+pub(crate) fn check_label(label: &str) -> Result<(), LockError> {
+    let chars = label.chars().count();
+    if chars == 0 || chars > MAX_LABEL_CHARS || label.chars().any(char::is_control) {
+        return Err(LockError::InvalidLabel {
+            label: label.to_string(),
+        });
+    }
+    Ok(())
+}
+
+/// The label of owner token `owner`: what comes before `/` and a random
+/// token of 32 hex digits (see `Locks::lock_labelled`), if it has one.
+pub(crate) fn label_of(owner: &str) -> Option<&str> {
+    let (label, token) = owner.rsplit_once('/')?;
+    let random = token.len() == 32 && token.bytes().all(|b| b.is_ascii_hexdigit());
+    (random && !label.is_empty()).then_some(label)
 }
 
 /// How a lock document names its lease fields.

@@ -11,6 +11,13 @@ pub enum LockError {
     /// The lock name breaks the naming rules; nothing was sent to the server.
     #[error(transparent)]
     InvalidName(#[from] InvalidLockName),
+    /// A holder's label is empty, too long or has control characters;
+    /// nothing was sent to the server.
+    #[error("invalid holder label {label:?}: give 1 to 128 printable characters")]
+    InvalidLabel {
+        /// The label given.
+        label: String,
+    },
     /// A TTL or wait is out of range; nothing was sent to the server.
     #[error("invalid {what}: {value:?} is out of range {min:?}..={max:?}")]
     OutOfRange {
@@ -101,7 +108,9 @@ impl LockError {
     pub fn class(&self) -> crate::error_class::ErrorClass {
         use crate::error_class::ErrorClass;
         match self {
-            Self::InvalidName(_) | Self::OutOfRange { .. } => ErrorClass::BadInput,
+            Self::InvalidName(_) | Self::InvalidLabel { .. } | Self::OutOfRange { .. } => {
+                ErrorClass::BadInput
+            }
             Self::Corrupt { .. } => ErrorClass::Conflict,
             Self::Busy { .. } => ErrorClass::Busy,
             Self::Lost { .. } | Self::Unrenewed { .. } => ErrorClass::Lost,

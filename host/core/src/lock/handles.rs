@@ -70,6 +70,17 @@ impl Locks {
         self.lock_with_owner(name, random::random_token())
     }
 
+    /// A handle on lock `name` whose holder others can tell by `label`
+    /// (a host and process, a node's name: a leader's identity in `lock
+    /// status`, [`LockState::label`]). The owner token is `label/` and a
+    /// fresh random token, so two handles given one label are still two
+    /// owners, never re-entering each other's lock. `label` is 1 to 128
+    /// printable characters.
+    pub fn lock_labelled(&self, name: LockName, label: &str) -> Result<Lock, LockError> {
+        super::document::check_label(label)?;
+        Ok(self.lock_with_owner(name, format!("{label}/{}", random::random_token())))
+    }
+
     /// A handle on lock `name` with a given owner token (to share
     /// re-entrancy across handles).
     pub fn lock_with_owner(&self, name: LockName, owner: String) -> Lock {

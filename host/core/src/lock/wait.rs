@@ -406,6 +406,7 @@ impl Lock {
             return match (token, expires_at) {
                 (Some(token), Some(expires_at)) => Seen::HandedOver(LockState {
                     name: self.name().to_string(),
+                    label: super::document::label_of(self.owner()).map(str::to_string),
                     owner: Some(self.owner().to_string()),
                     token,
                     count: changed.get_i64("count").unwrap_or(1),

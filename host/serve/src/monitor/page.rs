@@ -357,7 +357,10 @@ fn locks(snapshot: &Snapshot) -> Markup {
                 @for row in &snapshot.locks {
                     tr {
                         td { code { (row.name) } }
-                        td { code { (row.holder_fingerprint) } }
+                        td {
+                            @if let Some(label) = &row.label { (label) " " }
+                            code { (row.holder_fingerprint) }
+                        }
                         td.num { (row.token) }
                         td.num { (row.count) }
                         td.num { @if let Some(ms) = row.expires_in_ms { (seconds(ms)) } @else { "—" } }
@@ -516,6 +519,7 @@ mod tests {
             locks: vec![LockRow {
                 name: "nightly".into(),
                 holder_fingerprint: "abc".into(),
+                label: None,
                 token: 7,
                 count: 1,
                 expires_in_ms: Some(2500),

@@ -160,6 +160,10 @@ pub struct LockRow {
     /// owner token ([`holder_fingerprint`]): tells holders apart without
     /// showing the token, which would let its reader release the lock.
     pub holder_fingerprint: String,
+    /// The holder's label (`lock elect --id`, `Locks::lock_labelled`): who
+    /// leads. Not secret: the owner token adds a random part to it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
     /// The fencing token of this holding.
     pub token: i64,
     /// Re-entrant holds.
@@ -633,6 +637,7 @@ async fn read_locks(database: &Database) -> Result<(Vec<LockRow>, usize), idmint
         .map(|state| LockRow {
             name: state.name,
             holder_fingerprint: holder_fingerprint(state.owner.as_deref().unwrap_or_default()),
+            label: state.label,
             token: state.token,
             count: state.count,
             expires_in_ms: state.expires_in_ms,
