@@ -44,7 +44,22 @@ function (key, expireMs) {
           { $eq: [{ $type: "$$this.ticket" }, "string"] },
           { $eq: [{ $type: "$$this.since" }, "date"] },
           { $eq: [{ $type: "$$this.until" }, "date"] },
-          { $in: [{ $type: "$$this.ttl" }, ["int", "long"]] }
+          { $in: [{ $type: "$$this.ttl" }, ["int", "long"]] },
+          { $in: [{ $type: "$$this.shared" }, ["missing", "null", "bool"]] },
+          { $in: [{ $type: "$$this.permits" }, ["missing", "null", "int", "long"]] }
+        ] } } }] }
+      ] }
+    ] },
+    // Shared holders (host/core/src/lock/shared.rs): permits, readers.
+    { $or: [
+      { $eq: [{ $type: "$shared" }, "missing"] },
+      { $and: [
+        { $isArray: "$shared" },
+        { $allElementsTrue: [{ $map: { input: "$shared", in: { $and: [
+          { $eq: [{ $type: "$$this.owner" }, "string"] },
+          { $eq: [{ $type: "$$this.ticket" }, "string"] },
+          { $in: [{ $type: "$$this.token" }, ["int", "long"]] },
+          { $eq: [{ $type: "$$this.expiresAt" }, "date"] }
         ] } } }] }
       ] }
     ] }
@@ -68,12 +83,15 @@ function (key, expireMs) {
     count: one,
     acquiredAt: "$$NOW",
     queue: "$$q",
+    shared: "$$s",
     expiresAt: expires
   }] };
-  var notTaken = { $or: [live, { $gt: [{ $size: "$$q" }, 0] }] };
+  // Taken only when nobody holds it, exclusively or shared, and nobody waits.
+  var sharedLive = { $filter: { input: { $cond: [{ $isArray: "$shared" }, "$shared", []] }, cond: { $gt: ["$$this.expiresAt", "$$NOW"] } } };
+  var notTaken = { $or: [live, { $gt: [{ $size: "$$q" }, 0] }, { $gt: [{ $size: "$$s" }, 0] }] };
   var pipeline = [{ $replaceWith: { $cond: [
     wellFormed,
-    { $let: { vars: { q: waiting }, in: { $cond: [mine, again, { $cond: [notTaken, "$$ROOT", fresh] }] } } },
+    { $let: { vars: { q: waiting, s: sharedLive }, in: { $cond: [mine, again, { $cond: [notTaken, "$$ROOT", fresh] }] } } },
     "$$ROOT"
   ] } }];
 
@@ -101,8 +119,9 @@ function (key, expireMs) {
     }))) {
       throw new Error("lock '" + key + "' is corrupt: queue is not a list of waiters; it was left unchanged, fix or delete it");
     }
-    // Free, but someone waits in line: theirs first.
+    // Free, but someone waits in line: theirs first; or held shared (permits, readers).
     if ((doc.owner === undefined || doc.owner === null) && Array.isArray(doc.queue) && doc.queue.length > 0) return null;
+    if ((doc.owner === undefined || doc.owner === null) && Array.isArray(doc.shared) && doc.shared.length > 0) return null;
     if (doc.owner === undefined || doc.owner === null) {
       throw new Error("lock '" + key + "' is corrupt; it was left unchanged, fix or delete it");
     }

@@ -23,6 +23,7 @@ mod lock_fair;
 mod lock_job_control;
 mod lock_run;
 mod lock_schedule;
+mod lock_shared;
 mod lock_stored_functions;
 mod lost_values;
 mod monitor;

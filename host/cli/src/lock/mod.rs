@@ -109,6 +109,16 @@ pub struct RunArgs {
     /// --at-least.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub at_most: Option<Duration>,
+    /// A reader of a read-write lock: many readers hold the lock at once, never beside its
+    /// writer (`lock run` without --shared). First come, first served: a reader that comes
+    /// while a writer waits queues behind it.
+    #[arg(long, conflicts_with_all = ["permits", "at_least"])]
+    pub shared: bool,
+    /// A semaphore: one of N permits under the name, at most N holders at once, each with its
+    /// own fencing token, handed out in arrival order (1 to 1000000). A call with a lower N
+    /// than the holders have waits until fewer than its N hold.
+    #[arg(long, value_name = "N", conflicts_with = "at_least")]
+    pub permits: Option<u32>,
     /// The command to run, with its arguments (after `--`).
     #[arg(required = true, last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -257,6 +267,21 @@ fn describe(state: &LockState) -> String {
         }
         (None, _) => {
             let _ = writeln!(text, "  free (last token {})", state.token);
+        }
+    }
+    let live: Vec<_> = state
+        .shared
+        .iter()
+        .filter(|holder| holder.expires_in_ms.is_none_or(|ms| ms > 0))
+        .collect();
+    if !live.is_empty() {
+        let _ = writeln!(text, "  shared:     {} holder(s)", live.len());
+        for holder in live {
+            let left = holder
+                .expires_in_ms
+                .map(|ms| format!(", expires in {:.3} s", ms as f64 / 1000.0))
+                .unwrap_or_default();
+            let _ = writeln!(text, "    {} token {}{left}", holder.owner, holder.token);
         }
     }
     text

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use idmint::lock::{stop_grace, Lock, LockError, LockName, WaitOptions, Watchdog};
+use idmint::lock::{stop_grace, Lock, LockError, LockName, WaitOptions, Watchdog, READERS};
 
 use super::guard::{exit_code, spawn_guard, FORWARDED};
 use super::RunArgs;
@@ -42,9 +42,24 @@ pub(super) async fn run(args: &RunArgs, output: &Output) -> anyhow::Result<Outco
     let at_most = at_most(args)?;
     let database = args.connect.connect().await?;
     let lock = Lock::new(&database, name.clone());
-    let lease = lock
-        .acquire_at_least(ttl, at_least, &wait_options(wait))
-        .await?;
+    let waiting = wait_options(wait);
+    let (lease, env) = match (args.permits, args.shared) {
+        (Some(permits), _) => (
+            lock.acquire_shared(ttl, permits, &waiting).await?,
+            vec![
+                ("IDMINT_LOCK_MODE", "shared".to_string()),
+                ("IDMINT_LOCK_PERMITS", permits.to_string()),
+            ],
+        ),
+        (None, true) => (
+            lock.acquire_shared(ttl, READERS, &waiting).await?,
+            vec![("IDMINT_LOCK_MODE", "shared".to_string())],
+        ),
+        (None, false) => (
+            lock.acquire_at_least(ttl, at_least, &waiting).await?,
+            vec![("IDMINT_LOCK_MODE", "exclusive".to_string())],
+        ),
+    };
     // From here on the signals are COMMAND's: they are passed on, not
     // obeyed; the stop signals stop COMMAND's group with `lock run`.
     let mut signals = Forwarded::install()?;
@@ -54,7 +69,7 @@ pub(super) async fn run(args: &RunArgs, output: &Output) -> anyhow::Result<Outco
         ttl,
         at_most,
         json: output.is_json(),
-        env: Vec::new(),
+        env,
     };
     Ok(match hold(lease, &job, &mut signals).await? {
         Held::Exited(code) => Outcome::Exit(code),

@@ -32,6 +32,10 @@ pub struct LockState {
     /// Waiters in line (entries that lapsed included, until the next write
     /// drops them).
     pub waiters: usize,
+    /// The shared holders (permits, readers: `shared.rs`), lapsed ones
+    /// included until the next write drops them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shared: Vec<super::shared::SharedHolder>,
     /// The acquire call that holds it (internal: a handed-over lease is
     /// recognised by it).
     #[serde(skip)]
@@ -76,12 +80,14 @@ impl LockState {
         }
         let ticket = fields.optional_string("ticket").map_err(corrupt)?;
         let waiters = super::queue::read_waiters(document).map_err(corrupt)?;
-        let expires_in_ms = match (document.get("serverNow"), expires_at) {
-            (Some(Bson::DateTime(now)), Some(at)) => {
-                Some(at.timestamp_millis() - now.timestamp_millis())
-            }
+        let server_now_ms = match document.get("serverNow") {
+            Some(Bson::DateTime(now)) => Some(now.timestamp_millis()),
             _ => None,
         };
+        let expires_in_ms = server_now_ms
+            .zip(expires_at)
+            .map(|(now, at)| at.timestamp_millis() - now);
+        let shared = super::shared::read_holders(document, server_now_ms).map_err(corrupt)?;
         Ok(Self {
             name: name.to_string(),
             label: owner.as_deref().and_then(label_of).map(str::to_string),
@@ -91,6 +97,7 @@ impl LockState {
             expires_at,
             expires_in_ms,
             waiters,
+            shared,
             ticket,
         })
     }
@@ -143,6 +150,7 @@ pub(crate) fn well_formed_expr() -> Document {
         { "$in": [{ "$type": "$expiresAt" }, ["missing", "null", "date"]] },
         { "$in": [{ "$type": "$ticket" }, ["missing", "null", "string"]] },
         super::queue::well_formed_term(),
+        super::shared::well_formed_term(),
         integer_or_missing("token"),
         integer_or_missing("count"),
         { "$or": [

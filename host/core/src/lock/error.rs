@@ -18,6 +18,12 @@ pub enum LockError {
         /// The label given.
         label: String,
     },
+    /// A semaphore's permits out of range; nothing was sent to the server.
+    #[error("invalid permits: {permits} is out of range 1..=1000000")]
+    InvalidPermits {
+        /// The permits given.
+        permits: u32,
+    },
     /// A TTL or wait is out of range; nothing was sent to the server.
     #[error("invalid {what}: {value:?} is out of range {min:?}..={max:?}")]
     OutOfRange {
@@ -108,9 +114,10 @@ impl LockError {
     pub fn class(&self) -> crate::error_class::ErrorClass {
         use crate::error_class::ErrorClass;
         match self {
-            Self::InvalidName(_) | Self::InvalidLabel { .. } | Self::OutOfRange { .. } => {
-                ErrorClass::BadInput
-            }
+            Self::InvalidName(_)
+            | Self::InvalidLabel { .. }
+            | Self::InvalidPermits { .. }
+            | Self::OutOfRange { .. } => ErrorClass::BadInput,
             Self::Corrupt { .. } => ErrorClass::Conflict,
             Self::Busy { .. } => ErrorClass::Busy,
             Self::Lost { .. } | Self::Unrenewed { .. } => ErrorClass::Lost,

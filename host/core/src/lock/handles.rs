@@ -16,6 +16,7 @@ use super::cohort::{Cohort, Cohorts, Held, Joined, Turn};
 use super::document::{well_formed_expr, LOCK_FIELDS};
 use super::error::check_range;
 use super::queue;
+use super::shared;
 use super::watch::{Subscription, Watchers};
 use super::{LockError, LockName, LockState, LOCKS_COLLECTION, MAX_TTL, MIN_TTL};
 use crate::lease::{self, Acquire, Deadline, LeaseStore};
@@ -121,6 +122,9 @@ pub struct Lease {
     /// How long from its acquisition the lock stays held whenever it is
     /// released (a scheduled job's; zero: none).
     at_least: Duration,
+    /// A shared holding (a permit, a reader: `shared.rs`), not the
+    /// exclusive one.
+    shared: bool,
     deadline: Deadline,
     released: bool,
 }
@@ -222,7 +226,23 @@ impl Lock {
             count: state.count,
             ttl,
             at_least: Duration::ZERO,
+            shared: false,
             deadline: Deadline::starting(lease::deadline_after(sent, ttl)),
+            released: false,
+        }
+    }
+
+    /// The lease of shared holding `token` for `ttl`, proved by a write
+    /// sent at `sent`.
+    pub(crate) fn shared_lease(&self, token: i64, ttl: Duration, sent: Instant) -> Lease {
+        Lease {
+            lock: self.clone(),
+            token,
+            count: 1,
+            ttl,
+            at_least: Duration::ZERO,
+            shared: true,
+            deadline: Deadline::starting(shared::deadline_after(sent, ttl)),
             released: false,
         }
     }
@@ -322,6 +342,12 @@ impl Lease {
         self.count
     }
 
+    /// Whether it is a shared holding (a permit, a reader), not the
+    /// exclusive one.
+    pub fn is_shared(&self) -> bool {
+        self.shared
+    }
+
     /// The lease's TTL: what each renewal asks for.
     pub fn ttl(&self) -> Duration {
         self.ttl
@@ -365,7 +391,14 @@ impl Lease {
     /// it), and its local deadline with it. Fails with [`LockError::Lost`]
     /// once the lease has ended or changed hands.
     pub async fn renew(&self) -> Result<(), LockError> {
-        let result = renew(&self.lock, self.token, self.ttl, &self.deadline).await;
+        let result = renew(
+            &self.lock,
+            self.token,
+            self.ttl,
+            &self.deadline,
+            self.shared,
+        )
+        .await;
         if matches!(result, Err(LockError::Lost { .. })) {
             self.deadline.revoke();
         }
@@ -385,6 +418,16 @@ impl Lease {
     /// then free as any lease that ended is, and nobody is handed it early.
     pub async fn release(mut self) -> Result<i64, LockError> {
         self.released = true;
+        if self.shared {
+            self.deadline.revoke();
+            return match shared::release(&self.lock, self.token).await? {
+                true => Ok(0),
+                false => Err(LockError::Lost {
+                    name: self.lock.name.clone(),
+                    token: self.token,
+                }),
+            };
+        }
         let lock = &self.lock;
         let cohort = lock.cohort();
         // A job's lease may stay held: no call of this process is handed it.
@@ -488,7 +531,9 @@ impl Drop for Lease {
         if !self.released {
             // Whoever waits for it in the process waits in the stored line
             // from now on, for the server to end the lease.
-            self.lock.cohort().ended(&self.lock.owner, self.token);
+            if !self.shared {
+                self.lock.cohort().ended(&self.lock.owner, self.token);
+            }
             eprintln!(
                 "idmint: warning: lease on lock '{}' (fencing token {}) dropped without release; \
                  it stays held until its TTL ends",
@@ -506,7 +551,20 @@ pub(crate) async fn renew(
     token: i64,
     ttl: Duration,
     deadline: &Deadline,
+    shared: bool,
 ) -> Result<(), LockError> {
+    if shared {
+        return match shared::renew(lock, token, ttl).await? {
+            Some(sent) => {
+                deadline.extend(lease::deadline_after(sent, ttl));
+                Ok(())
+            }
+            None => Err(LockError::Lost {
+                name: lock.name.clone(),
+                token,
+            }),
+        };
+    }
     let renewed = lock
         .store
         .renew(
@@ -543,13 +601,19 @@ fn acquire_fields(owner: &str, ticket: &str, ttl: Duration, wait: Option<Duratio
             "count": 1_i64,
             "acquiredAt": "$$NOW",
             "queue": queue::without(ticket),
+            "shared": "$$s",
         },
         again: Some(doc! {
             "count": { "$add": [{ "$ifNull": ["$count", 0_i64] }, 1_i64] },
         }),
-        vars: Some(queue::vars()),
+        vars: Some({
+            let mut vars = queue::vars();
+            vars.insert("s", shared::live());
+            vars
+        }),
         claimed: Some(queue::claimed(owner, ticket)),
-        turn: Some(queue::turn(ticket)),
+        // In turn, and with no shared holder (a reader, a permit) live.
+        turn: Some(doc! { "$and": [queue::turn(ticket), shared::none_live()] }),
         busy: wait.map(|refresh| queue::enqueued(owner, ticket, ttl, refresh)),
     }
 }

@@ -38,6 +38,11 @@
 //! server can end it. [`Watchdog`] renews every third of the TTL and says when
 //! the holder must stop; `idmint lock run` stops its command by then.
 //!
+//! Besides its exclusive holder, a lock can be held **shared** (`shared.rs`):
+//! the permits of a semaphore, the readers of a read-write lock, each a
+//! lease with a fencing token of its own in the document's `shared` array,
+//! admitted in the same line, never beside an exclusive holder.
+//!
 //! Expiry, takeover, renewal, release and the local deadline are the one lease
 //! primitive's (`crate::lease`), shared with snowflake worker leases; the
 //! fencing token and the hold count are the lock's own.
@@ -52,6 +57,7 @@ pub mod fence;
 mod handles;
 mod name;
 pub mod queue;
+mod shared;
 mod wait;
 mod watch;
 mod watchdog;
@@ -62,6 +68,7 @@ pub use error::LockError;
 pub use fence::{fenced_filter, fenced_set};
 pub use handles::{acquire_pipeline, status_all, Acquired, Lease, Lock, Locks};
 pub use name::{InvalidLockName, LockName};
+pub use shared::{SharedHolder, MAX_PERMITS, READERS};
 pub use wait::{WaitOptions, MAX_WAIT};
 pub use watch::LINGER;
 pub use watchdog::Watchdog;

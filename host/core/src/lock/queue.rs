@@ -91,13 +91,37 @@ pub(crate) fn without(ticket: &str) -> Document {
 /// The document with call `ticket` in line (its entry refreshed, or added
 /// at the end while the line has room) and lapsed entries dropped.
 pub(crate) fn enqueued(owner: &str, ticket: &str, ttl: Duration, refresh: Duration) -> Document {
-    let entry = doc! {
+    in_line(entry(owner, ticket, ttl, refresh), ticket)
+}
+
+/// [`enqueued`] for a shared call (`shared.rs`) among `permits`: its entry
+/// says so, and a release never hands it the exclusive lock.
+pub(crate) fn enqueued_shared(
+    owner: &str,
+    ticket: &str,
+    ttl: Duration,
+    refresh: Duration,
+    permits: u32,
+) -> Document {
+    let mut entry = entry(owner, ticket, ttl, refresh);
+    entry.insert("shared", true);
+    entry.insert("permits", i64::from(permits));
+    in_line(entry, ticket)
+}
+
+/// The line entry of call `ticket`, refreshed now.
+fn entry(owner: &str, ticket: &str, ttl: Duration, refresh: Duration) -> Document {
+    doc! {
         "owner": owner,
         "ticket": ticket,
         "since": "$$NOW",
         "until": server_now_plus(entry_ttl(refresh).as_millis() as i64),
         "ttl": i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX),
-    };
+    }
+}
+
+/// The document with `entry` of call `ticket` in line.
+fn in_line(entry: Document, ticket: &str) -> Document {
     let queue = doc! { "$cond": [
         { "$in": [ticket, tickets()] },
         { "$map": { "input": "$$q", "in": { "$cond": [
@@ -203,9 +227,11 @@ fn handed_or_freed() -> Document {
         "count": 0_i64,
         "queue": "$$q",
     }]};
-    // Fresh enough: refreshed within half the lease it asks for.
+    // Fresh enough: refreshed within half the lease it asks for; and an
+    // exclusive call (a shared one takes its place itself).
     let fresh_head = doc! { "$and": [
         { "$gt": [{ "$size": "$$q" }, 0] },
+        { "$ne": [{ "$ifNull": ["$$head.shared", false] }, true] },
         { "$gt": [
             { "$add": [{ "$toLong": "$$head.since" }, { "$divide": ["$$head.ttl", 2] }] },
             { "$toLong": "$$NOW" },
@@ -237,6 +263,10 @@ pub(crate) fn well_formed_term() -> Document {
                 { "$eq": [{ "$type": "$$this.since" }, "date"] },
                 { "$eq": [{ "$type": "$$this.until" }, "date"] },
                 { "$in": [{ "$type": "$$this.ttl" }, ["int", "long"]] },
+                // A field an entry lacks reads "missing" on MongoDB, "null"
+                // on some other servers: both mean none.
+                { "$in": [{ "$type": "$$this.shared" }, ["missing", "null", "bool"]] },
+                { "$in": [{ "$type": "$$this.permits" }, ["missing", "null", "int", "long"]] },
             ]}}}] },
         ]},
     ]}

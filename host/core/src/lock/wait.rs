@@ -391,10 +391,24 @@ impl Lock {
                 Seen::Wait
             };
         }
-        let Some(changed) = event.update_description.as_ref().map(|d| &d.updated_fields) else {
+        let Some(description) = event.update_description.as_ref() else {
             // Deleted, or a kind of event with no fields: find out with an attempt.
             return Seen::MyTurn;
         };
+        let changed = &description.updated_fields;
+        // A shared holder (a permit, a reader) came or went: the lock may
+        // be free of them now.
+        let shared = |field: &str| field.starts_with("shared");
+        if changed.keys().any(|field| shared(field))
+            || description.removed_fields.iter().any(|field| shared(field))
+            || description
+                .truncated_arrays
+                .iter()
+                .flatten()
+                .any(|truncated| shared(&truncated.field))
+        {
+            return Seen::MyTurn;
+        }
         let owner = changed.get("owner");
         let handed = owner.and_then(|o| o.as_str()) == Some(self.owner())
             && changed.get_str("ticket").ok() == Some(ticket);
@@ -413,6 +427,7 @@ impl Lock {
                     expires_at: Some(expires_at),
                     expires_in_ms: None,
                     waiters: 0,
+                    shared: Vec::new(),
                     ticket: Some(ticket.to_string()),
                 }),
                 _ => Seen::Claim,

@@ -31,6 +31,7 @@ impl Watchdog {
     /// moves the lease's local deadline ([`Lease::deadline`]).
     pub fn start(lease: &Lease) -> Self {
         let (lock, token, ttl) = (lease.lock().clone(), lease.token(), lease.ttl());
+        let shared = lease.is_shared();
         let deadline = lease.deadline_handle().clone();
         let (sender, lost) = watch::channel(None);
         let last_failure = Arc::new(Mutex::new(None));
@@ -52,7 +53,7 @@ impl Watchdog {
                     let (lock, deadline, last_failure) =
                         (lock.clone(), deadline.clone(), last_failure.clone());
                     async move {
-                        match handles::renew(&lock, token, ttl, &deadline).await {
+                        match handles::renew(&lock, token, ttl, &deadline, shared).await {
                             Ok(()) => Renewal::Renewed,
                             Err(error @ LockError::Lost { .. }) => Renewal::Lost(error),
                             Err(error) => {

@@ -1,0 +1,390 @@
+//! Shared holders of a lock: the permits of a semaphore and the readers of
+//! a read-write lock, on the same document as its exclusive holder.
+//!
+//! A shared holding is an entry of the document's `shared` array,
+//! `{owner, ticket, token, expiresAt, acquiredAt}`: its own lease, with its
+//! own fencing token, taken from the same `token` counter as an exclusive
+//! holding's, so tokens grow across every holder of the name, whatever the
+//! shape. A call asks for one of `permits` places: a semaphore's N, or a
+//! read-write lock's readers ([`READERS`]). The rules, decided on the
+//! server in one write each:
+//!
+//! - **A shared call is admitted** when no exclusive lease is live, fewer
+//!   than its `permits` shared leases are live, and it is first in the
+//!   lock's line (or nobody waits). Otherwise it waits in the same line as
+//!   exclusive calls (an entry marked `shared`).
+//! - **An exclusive call** (a writer, or `lock run` without `--shared`) is
+//!   admitted only when no shared lease is live either; a release by an
+//!   exclusive holder hands the lock over only to an exclusive waiter first
+//!   in line (a shared one takes its place itself).
+//! - **Fairness: first come, first served.** Nobody is admitted ahead of a
+//!   live entry of the line, so a writer waiting is not starved by readers
+//!   who came after it: they queue behind it. Readers that come while
+//!   readers hold and nobody waits are admitted at once.
+//! - **Changing N is safe.** Each call brings its own `permits`; a call
+//!   with a lower N than the holders were admitted under waits until fewer
+//!   than its N hold, and admits no one meanwhile (it is first in line).
+//! - **A holder that dies frees its place** when its lease ends, by the
+//!   server's clock, as an exclusive lease does; renewals and releases
+//!   match its owner and token and a live lease, so a holder that lost its
+//!   place can neither extend nor free another's.
+
+use std::time::{Duration, Instant};
+
+use mongodb::bson::{doc, Bson, Document};
+use mongodb::options::ReturnDocument;
+
+use super::document::well_formed_expr;
+use super::error::check_range;
+use super::queue;
+use super::{Lease, Lock, LockError, LockState, WaitOptions, MAX_TTL, MAX_WAIT, MIN_TTL};
+use crate::lease;
+use crate::mongo::{durable_write_concern, server_now_plus};
+use crate::random;
+
+/// The places of a read-write lock's readers: as many as anyone needs.
+pub const READERS: u32 = 1_000_000;
+
+/// The most permits a semaphore has.
+pub const MAX_PERMITS: u32 = READERS;
+
+/// The `$let` variable of the live shared leases: `s`.
+pub(crate) fn live() -> Document {
+    doc! { "$filter": {
+        "input": { "$cond": [{ "$isArray": "$shared" }, "$shared", []] },
+        "cond": { "$gt": ["$$this.expiresAt", "$$NOW"] },
+    }}
+}
+
+/// True (with `s` bound) when no shared lease is live.
+pub(crate) fn none_live() -> Document {
+    doc! { "$eq": [{ "$size": "$$s" }, 0] }
+}
+
+/// The server-side check of `shared` (missing, or an array of holdings),
+/// the twin of [`read_holders`].
+pub(crate) fn well_formed_term() -> Document {
+    doc! { "$or": [
+        { "$eq": [{ "$type": "$shared" }, "missing"] },
+        { "$and": [
+            { "$isArray": "$shared" },
+            { "$allElementsTrue": [{ "$map": { "input": "$shared", "in": { "$and": [
+                { "$eq": [{ "$type": "$$this.owner" }, "string"] },
+                { "$eq": [{ "$type": "$$this.ticket" }, "string"] },
+                { "$in": [{ "$type": "$$this.token" }, ["int", "long"]] },
+                { "$eq": [{ "$type": "$$this.expiresAt" }, "date"] },
+            ]}}}] },
+        ]},
+    ]}
+}
+
+/// A shared holding as read back.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SharedHolder {
+    /// Its owner token.
+    pub owner: String,
+    /// Its fencing token.
+    pub token: i64,
+    /// Milliseconds left on its lease by the server's clock, when read with
+    /// the server's time (`status`).
+    pub expires_in_ms: Option<i64>,
+    #[serde(skip)]
+    pub(crate) ticket: String,
+}
+
+/// The shared holdings of `document` (lapsed ones included), or what is
+/// wrong with them; `server_now_ms`: the server's time when read.
+pub(crate) fn read_holders(
+    document: &Document,
+    server_now_ms: Option<i64>,
+) -> Result<Vec<SharedHolder>, String> {
+    let entries = match document.get("shared") {
+        None => return Ok(Vec::new()),
+        Some(Bson::Array(entries)) => entries,
+        Some(other) => {
+            return Err(format!(
+                "shared is {}, not an array",
+                crate::mongo::describe_value(other)
+            ))
+        }
+    };
+    entries
+        .iter()
+        .enumerate()
+        .map(|(index, entry)| {
+            let bad =
+                || format!("shared[{index}] is not a holding {{owner, ticket, token, expiresAt}}");
+            let entry = entry.as_document().ok_or_else(bad)?;
+            let owner = entry.get_str("owner").map_err(|_| bad())?;
+            let ticket = entry.get_str("ticket").map_err(|_| bad())?;
+            let token = match entry.get("token") {
+                Some(Bson::Int64(token)) => *token,
+                Some(Bson::Int32(token)) => i64::from(*token),
+                _ => return Err(bad()),
+            };
+            let expires_at = entry.get_datetime("expiresAt").map_err(|_| bad())?;
+            Ok(SharedHolder {
+                owner: owner.to_string(),
+                token,
+                expires_in_ms: server_now_ms.map(|now| expires_at.timestamp_millis() - now),
+                ticket: ticket.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// The acquire pipeline of a shared call `ticket` of `owner` for `ttl`,
+/// among `permits`; with `wait` (its refresh), a busy answer puts it in
+/// line. See the module docs.
+fn acquire_pipeline(
+    owner: &str,
+    ticket: &str,
+    ttl: Duration,
+    permits: u32,
+    wait: Option<Duration>,
+) -> Vec<Document> {
+    let ttl_ms = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
+    let exclusive_live = doc! { "$and": [
+        { "$eq": [{ "$type": "$owner" }, "string"] },
+        { "$eq": [{ "$type": "$expiresAt" }, "date"] },
+        { "$gt": ["$expiresAt", "$$NOW"] },
+    ]};
+    let tickets = doc! { "$map": { "input": "$$s", "in": "$$this.ticket" } };
+    // Admitted already (an attempt whose answer was lost): extended.
+    let mine = doc! { "$in": [ticket, tickets] };
+    let extended = doc! { "$mergeObjects": ["$$ROOT", {
+        "shared": { "$map": { "input": "$$s", "in": { "$cond": [
+            { "$eq": ["$$this.ticket", ticket] },
+            { "$mergeObjects": ["$$this", { "expiresAt": { "$max": [
+                "$$this.expiresAt", server_now_plus(ttl_ms),
+            ]}}]},
+            "$$this",
+        ]}}},
+    }]};
+    let admitted = doc! { "$and": [
+        { "$not": [exclusive_live] },
+        { "$lt": [{ "$size": "$$s" }, i64::from(permits)] },
+        queue::turn(ticket),
+    ]};
+    let token = doc! { "$add": [{ "$ifNull": ["$token", 0_i64] }, 1_i64] };
+    let taken = doc! { "$mergeObjects": ["$$ROOT", {
+        "token": token.clone(),
+        "shared": { "$concatArrays": ["$$s", [{
+            "owner": owner,
+            "ticket": ticket,
+            "token": token,
+            "expiresAt": server_now_plus(ttl_ms),
+            "acquiredAt": "$$NOW",
+        }]]},
+        "queue": queue::without(ticket),
+    }]};
+    let busy = match wait {
+        Some(refresh) => {
+            Bson::Document(queue::enqueued_shared(owner, ticket, ttl, refresh, permits))
+        }
+        None => Bson::String("$$ROOT".into()),
+    };
+    let decided = doc! { "$cond": [mine, extended, { "$cond": [admitted, taken, busy] }] };
+    let mut vars = queue::vars();
+    vars.insert("s", live());
+    vec![doc! { "$replaceWith": { "$cond": [
+        well_formed_expr(),
+        { "$let": { "vars": vars, "in": decided } },
+        "$$ROOT",
+    ]}}]
+}
+
+/// True (in a filter's `$expr`) while `owner`'s shared holding `token` is
+/// live.
+fn held_live(owner: &str, token: i64) -> Document {
+    doc! { "$anyElementTrue": [{ "$map": {
+        "input": { "$cond": [{ "$isArray": "$shared" }, "$shared", []] },
+        "in": { "$and": [
+            { "$eq": ["$$this.owner", owner] },
+            { "$eq": ["$$this.token", token] },
+            { "$gt": ["$$this.expiresAt", "$$NOW"] },
+        ]},
+    }}]}
+}
+
+impl Lock {
+    /// One attempt at a shared place among `permits` (a semaphore's N, or
+    /// [`READERS`] for a read-write lock's reader), for `ttl`; never waits.
+    pub async fn try_acquire_shared(
+        &self,
+        ttl: Duration,
+        permits: u32,
+    ) -> Result<Option<Lease>, LockError> {
+        let ttl = check_range("lease ttl", ttl, MIN_TTL, MAX_TTL)?;
+        let permits = check_permits(permits)?;
+        let ticket = random::random_token();
+        self.attempt_shared(&ticket, ttl, permits, None).await
+    }
+
+    /// Takes a shared place among `permits` (see the module docs), waiting
+    /// in the lock's line up to `options.wait`; [`LockError::Busy`] when the
+    /// deadline passes first (the call then leaves the line).
+    pub async fn acquire_shared(
+        &self,
+        ttl: Duration,
+        permits: u32,
+        options: &WaitOptions,
+    ) -> Result<Lease, LockError> {
+        check_range("wait", options.wait, Duration::ZERO, MAX_WAIT)?;
+        let ttl = check_range("lease ttl", ttl, MIN_TTL, MAX_TTL)?;
+        let permits = check_permits(permits)?;
+        let ticket = random::random_token();
+        let busy = |lock: &Lock| LockError::Busy {
+            name: lock.name().clone(),
+            token: 0,
+        };
+        if options.wait.is_zero() {
+            return self
+                .attempt_shared(&ticket, ttl, permits, None)
+                .await?
+                .ok_or_else(|| busy(self));
+        }
+        let deadline = tokio::time::Instant::now() + options.wait;
+        let mut events = if options.change_stream {
+            self.subscribe().await
+        } else {
+            None
+        };
+        let refresh = options.refresh.max(Duration::from_millis(100));
+        let mut interval = options.poll_min.min(refresh);
+        loop {
+            if let Some(lease) = self
+                .attempt_shared(&ticket, ttl, permits, Some(refresh))
+                .await?
+            {
+                return Ok(lease);
+            }
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
+                let _ = self.leave(&ticket).await;
+                return Err(busy(self));
+            }
+            let wake = match &events {
+                Some(_) => now + refresh,
+                None => {
+                    let sleep = interval.mul_f64(0.5 + random::fraction() / 2.0);
+                    interval = (interval * 2).min(options.poll_max).min(refresh);
+                    now + sleep
+                }
+            }
+            .min(deadline);
+            match events.as_mut() {
+                Some(events) => {
+                    tokio::select! {
+                        _ = events.recv() => {}
+                        _ = tokio::time::sleep_until(wake) => {}
+                    }
+                }
+                None => tokio::time::sleep_until(wake).await,
+            }
+        }
+    }
+
+    /// One shared acquire by call `ticket`; `Some` when it holds a place.
+    async fn attempt_shared(
+        &self,
+        ticket: &str,
+        ttl: Duration,
+        permits: u32,
+        wait: Option<Duration>,
+    ) -> Result<Option<Lease>, LockError> {
+        let pipeline = acquire_pipeline(self.owner(), ticket, ttl, permits, wait);
+        for _ in 0..10 {
+            let sent = Instant::now();
+            let result = self
+                .collection()
+                .find_one_and_update(doc! { "_id": self.name().as_str() }, pipeline.clone())
+                .upsert(true)
+                .return_document(ReturnDocument::After)
+                .write_concern(durable_write_concern())
+                .await;
+            let document = match result {
+                Ok(Some(document)) => document,
+                Ok(None) => continue,
+                Err(error) if crate::mongo::is_duplicate_key(&error) => continue,
+                Err(error) => return Err(LockError::database(self.name(), error)),
+            };
+            let state = LockState::from_document(self.name(), &document)?;
+            let held = state
+                .shared
+                .iter()
+                .find(|holder| holder.ticket == ticket && holder.owner == self.owner());
+            return Ok(held.map(|holder| self.shared_lease(holder.token, ttl, sent)));
+        }
+        Err(LockError::NotHeld(self.name().clone()))
+    }
+}
+
+fn check_permits(permits: u32) -> Result<u32, LockError> {
+    if (1..=MAX_PERMITS).contains(&permits) {
+        Ok(permits)
+    } else {
+        Err(LockError::InvalidPermits { permits })
+    }
+}
+
+/// Renews `lock`'s shared holding `token` for `ttl` (never shortening it);
+/// the send time of the acknowledged write, or `None` once it is no longer
+/// live.
+pub(crate) async fn renew(
+    lock: &Lock,
+    token: i64,
+    ttl: Duration,
+) -> Result<Option<Instant>, LockError> {
+    let ttl_ms = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
+    let owner = lock.owner();
+    let update = vec![
+        doc! { "$set": { "shared": { "$map": { "input": "$shared", "in": { "$cond": [
+            { "$and": [{ "$eq": ["$$this.owner", owner] }, { "$eq": ["$$this.token", token] }] },
+            { "$mergeObjects": ["$$this", { "expiresAt": { "$max": ["$$this.expiresAt", server_now_plus(ttl_ms)] } }] },
+            "$$this",
+        ]}}}}},
+    ];
+    let sent = Instant::now();
+    let result = lock
+        .collection()
+        .update_one(
+            doc! { "_id": lock.name().as_str(), "$expr": held_live(owner, token) },
+            update,
+        )
+        .write_concern(durable_write_concern())
+        .await
+        .map_err(|error| LockError::database(lock.name(), error))?;
+    Ok((result.matched_count == 1).then_some(sent))
+}
+
+/// Releases `lock`'s shared holding `token` (dropping lapsed ones too);
+/// false when it was no longer live (nothing changed).
+pub(crate) async fn release(lock: &Lock, token: i64) -> Result<bool, LockError> {
+    let owner = lock.owner();
+    let update = vec![doc! { "$set": { "shared": { "$filter": {
+        "input": "$shared",
+        "cond": { "$and": [
+            { "$gt": ["$$this.expiresAt", "$$NOW"] },
+            { "$not": [{ "$and": [
+                { "$eq": ["$$this.owner", owner] },
+                { "$eq": ["$$this.token", token] },
+            ]}]},
+        ]},
+    }}}}];
+    let result = lock
+        .collection()
+        .update_one(
+            doc! { "_id": lock.name().as_str(), "$expr": held_live(owner, token) },
+            update,
+        )
+        .write_concern(durable_write_concern())
+        .await
+        .map_err(|error| LockError::database(lock.name(), error))?;
+    Ok(result.matched_count == 1)
+}
+
+/// The local deadline of a shared lease acknowledged as sent at `sent`.
+pub(crate) fn deadline_after(sent: Instant, ttl: Duration) -> Instant {
+    lease::deadline_after(sent, ttl)
+}
