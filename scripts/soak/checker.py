@@ -138,20 +138,31 @@ def check_locks(records, faults=()):
     the older one made from then on was refused by the store."""
     spans = defaultdict(dict)
     writes = defaultdict(list)
-    highest = {}
+    highest, highest_exclusive = {}, {}
+    shared = {}
+    permits = {}
     fencing = []
     fenced_off = 0
     for record in records:
         lock, token = record["lock"], record["token"]
+        mode = record.get("mode", "exclusive")
+        if mode == "shared":
+            shared[(lock, token)] = True
+            if record.get("permits"):
+                permits[lock] = record["permits"]
         span = spans[lock].setdefault(token, [record["t"], record["t"]])
         span[0] = min(span[0], record["t"])
         span[1] = max(span[1], record["t"])
         writes[(lock, token)].append((record["t"], record["accepted"]))
         if record["accepted"]:
-            if lock in highest and token < highest[lock]:
-                fencing.append({"lock": lock, "token": token, "after_token": highest[lock],
+            # A shared holder is stale only behind a newer exclusive one.
+            bound = (highest_exclusive if mode == "shared" else highest).get(lock)
+            if bound is not None and token < bound:
+                fencing.append({"lock": lock, "token": token, "after_token": bound,
                                 "t": record["t"]})
             highest[lock] = max(highest.get(lock, token), token)
+            if mode != "shared":
+                highest_exclusive[lock] = max(highest_exclusive.get(lock, token), token)
         else:
             fenced_off += 1
     freezes = [f for f in faults if f["fault"] == "freeze-holder" and f.get("lock")]
@@ -169,9 +180,27 @@ def check_locks(records, faults=()):
             for other, (other_start, other_end) in ordered[i + 1:]:
                 if other_start >= end:
                     break
+                # Shared holders (permits, readers) hold side by side; a
+                # semaphore's count is checked below.
+                if shared.get((lock, token)) and shared.get((lock, other)):
+                    continue
                 overlap = {"lock": lock, "tokens": [token, other], "t": other_start,
                            "spans": [[start, end], [other_start, other_end]]}
                 (fenced_overlaps if fenced(lock, token, other_start) else overlaps).append(overlap)
+    # A semaphore: never more holders at once than its permits.
+    for lock, most in sorted(permits.items()):
+        events = sorted([(start, 1, token) for token, (start, _) in spans[lock].items()]
+                        + [(end, -1, token) for token, (_, end) in spans[lock].items()],
+                        key=lambda event: (event[0], event[1]))
+        holding = set()
+        for t, step, token in events:
+            if step < 0:
+                holding.discard(token)
+                continue
+            holding.add(token)
+            if len(holding) > most:
+                overlaps.append({"lock": lock, "tokens": sorted(holding), "t": t,
+                                 "permits": most})
     holds = sum(len(by_token) for by_token in spans.values())
     return ({"holds": holds, "fenced_off": fenced_off, "fenced_overlaps": len(fenced_overlaps)},
             overlaps, fencing)

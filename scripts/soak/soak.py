@@ -62,7 +62,16 @@ SPANNING_LAYOUTS = {SPANNING: SPANNING_STRIPES, SPANNING_CYCLIC: SPANNING_CYCLIC
 # with the others'.
 RESTRIPE_PERIOD = {SPANNING: 25.0, SPANNING_CYCLIC: 22.0, SPANNING_SNOWFLAKE: 23.0,
                    SPANNING_PERIODIC: 21.0}
-LOCKS = ["soak-lock-a", "soak-lock-b"]
+# The lock workloads, by lock: each holder's `idmint lock` arguments before
+# its --ttl (a plain lock, a semaphore of 2 permits among 3 holders, a
+# read-write lock with 2 readers and a writer, an election of 2).
+LOCKS = {
+    "soak-lock-a": [["run"]] * 2,
+    "soak-lock-b": [["run"]] * 2,
+    "soak-sem": [["run", "--permits", "2"]] * 3,
+    "soak-rw": [["run", "--shared"], ["run", "--shared"], ["run"]],
+    "soak-elect": [["elect", "--id", "elect-0"], ["elect", "--id", "elect-1"]],
+}
 # File descriptors the harness may hold: a few hundred in a healthy run of any
 # length (logs, pipes of the processes running, sockets); more is a leak, which
 # would end in spawns and restarts failing.
@@ -153,7 +162,7 @@ def names(args):
     for kind in SPANNING_KINDS:
         takers += [f"cli-seq-{kind}", f"cli-next-{kind}", f"stream-{kind}"]
     serves = [f"serve-{i}" for i in range(4)]
-    holders = [f"lock-{lock}-{i}" for lock in LOCKS for i in range(2)]
+    holders = [f"lock-{lock}-{i}" for lock, shapes in LOCKS.items() for i in range(len(shapes))]
     return takers, serves, holders
 
 
@@ -440,8 +449,8 @@ def run(args):
         runs = Recorder(os.path.join(out, "lockruns.jsonl"))
         for i, holder in enumerate(holders):
             lock, index = holder[len("lock-"):].rsplit("-", 1)
-            d = LockHolder(lock, int(index), args.bin, env(routes[i % 2]), out, runs,
-                           seed_rng.random())
+            d = LockHolder(lock, int(index), LOCKS[lock][int(index)], args.bin,
+                           env(routes[i % 2]), out, runs, seed_rng.random())
             cluster.holders[d.name] = d
         drivers = list(cluster.takers.values()) + list(cluster.holders.values())
         drivers += [HttpClient(i, counters, one_deployment_serves, out, seed_rng.random())

@@ -534,6 +534,29 @@ class CheckerTest(unittest.TestCase):
         self.assertEqual(result["locks"]["fenced_off"], 1)
         self.assertEqual(result["first_violation"]["violation"], "overlap")
 
+    def test_shared_holders_side_by_side_are_valid_up_to_the_permits(self):
+        def held(lock, token, start, end, mode="shared", permits=2):
+            return [{"lock": lock, "token": token, "event": event, "t": START + t,
+                     "accepted": True, "mode": mode, "permits": permits}
+                    for event, t in (("start", start), ("end", end))]
+        readers = held("rw", 1, 1, 3, permits=0) + held("rw", 2, 1.5, 3.5, permits=0)
+        two = held("sem", 1, 1, 3) + held("sem", 2, 2, 4)
+        result = check(clean_attempts(), clean_locks() + readers + two, [FAULT],
+                       START, START + 10)
+        self.assertTrue(result["valid"], result)
+        # A third permit holder beside two.
+        third = held("sem", 3, 2.5, 2.8)
+        result = check(clean_attempts(), clean_locks() + two + third, [FAULT],
+                       START, START + 10)
+        self.assertFalse(result["valid"])
+        self.assertEqual(result["first_violation"]["violation"], "overlap")
+        # A writer beside a reader.
+        writer = held("rw", 3, 3.2, 3.4, mode="exclusive", permits=0)
+        result = check(clean_attempts(), clean_locks() + readers + writer, [FAULT],
+                       START, START + 10)
+        self.assertFalse(result["valid"])
+        self.assertEqual(result["lock_overlaps"], 1)
+
     def test_a_frozen_holders_stale_writes_refused_by_the_fence_are_no_violation(self):
         freeze = {"fault": "freeze-holder", "target": "h", "lock": "a", "start": START + 2.2,
                   "end": START + 3.4}

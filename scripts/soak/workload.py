@@ -446,13 +446,15 @@ class Mongosh(Driver):
 
 
 class LockHolder(Driver):
-    """`idmint lock run LOCK` in a loop; its COMMAND writes to the fenced
-    store (fenced.py). Exit codes: 0 held and done, 75 not had within
-    --wait, 76 lease lost while COMMAND ran."""
+    """`idmint lock run LOCK` (or `lock elect LOCK`; `shape`: the command and
+    its flags, e.g. ["run", "--permits", "2"]) in a loop; its COMMAND writes
+    to the fenced store (fenced.py). Exit codes: 0 held and done, 75 not had
+    within --wait, 76 lease lost while COMMAND ran."""
 
-    def __init__(self, lock, index, idmint, env, out, runs, seed):
+    def __init__(self, lock, index, shape, idmint, env, out, runs, seed):
         super().__init__(f"lock-{lock}-{index}", seed)
         self.lock, self.idmint, self.env = lock, idmint, env
+        self.shape = shape
         self.locks_dir = os.path.join(out, "locks")
         self.runs = runs
 
@@ -490,7 +492,10 @@ class LockHolder(Driver):
     def run(self):
         while not self.stopping.is_set():
             t0 = time.time()
-            process = spawn([self.idmint, "lock", "run", self.lock, "--ttl", "5", "--wait", "8",
+            command, flags = self.shape[0], self.shape[1:]
+            # A candidate waits for the lead as long as it takes.
+            wait = ["--wait", "8"] if command == "run" else []
+            process = spawn([self.idmint, "lock", command, self.lock, *flags, "--ttl", "5", *wait,
                              "--", sys.executable, os.path.join(HERE, "fenced.py"),
                              self.locks_dir, self.lock],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=self.env)

@@ -15,6 +15,18 @@
 //! - `lock_polling`: the yardstick, a polling lock as the libraries users
 //!   would otherwise pick write it (ShedLock's MongoDB provider), with the
 //!   same 8 contenders, the same figures, the same write concern.
+//! - `semaphore_uncontended`: acquire + release pairs per second of one
+//!   permit among 3, one client.
+//! - `semaphore_handoff`: 8 contenders for 3 permits, each looping acquire
+//!   (blocking) then release: permits handed on per second, and the time
+//!   from a release to the next acquisition.
+//! - `read_write_handoff`: 8 contenders of a read-write lock, 2 writers and
+//!   6 readers, the same figures.
+//!
+//! An election's graceful handover (the leader's COMMAND ends, the first
+//! standby in line leads) is `lock_handoff_apart`'s: each candidate is a
+//! process of its own in the stored line. A dead leader's is its lease's
+//! TTL, by design (`tests/lock_elect.rs` measures it).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -50,7 +62,22 @@ pub struct LockBenchReport {
     pub apart_latency: HandoffLatency,
     /// The same of `lock_polling`, the yardstick.
     pub polling_latency: HandoffLatency,
+    /// The same of `semaphore_handoff`.
+    pub semaphore_latency: HandoffLatency,
+    /// The same of `read_write_handoff`.
+    pub read_write_latency: HandoffLatency,
 }
+
+/// How a contender takes the lock: exclusively, or one of `permits` shared
+/// places.
+#[derive(Debug, Clone, Copy)]
+enum Shape {
+    Exclusive,
+    Shared(u32),
+}
+
+/// Permits of the semaphore benchmarks.
+const PERMITS: u32 = 3;
 
 const TTL: Duration = Duration::from_secs(30);
 
@@ -110,12 +137,97 @@ pub async fn run(
     let polling = run_polling(database, duration).await?;
     let (polled, polling_latency) = handoffs("lock_polling", polling.0, &polling.1);
     results.push(polled);
+
+    // A semaphore: one permit of three, uncontended; then 8 contenders.
+    let semaphore = locks.lock(name("bench-semaphore"));
+    let start = Instant::now();
+    let mut pairs = 0u64;
+    while start.elapsed() < duration {
+        let lease = semaphore
+            .try_acquire_shared(TTL, PERMITS)
+            .await?
+            .expect("nobody else uses the benchmark semaphore");
+        lease.release().await?;
+        pairs += 1;
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    results.push(BenchResult {
+        mode: "semaphore_uncontended".into(),
+        concurrency: 1,
+        ops_per_sec: pairs as f64 / seconds,
+        ops: pairs,
+        seconds,
+        fetches_per_million: None,
+    });
+    let contenders = (0..CONTENDERS)
+        .map(|_| {
+            (
+                locks.lock(name("bench-semaphore-handoff")),
+                Shape::Shared(PERMITS),
+            )
+        })
+        .collect();
+    let (handed, semaphore_latency) = run_shapes("semaphore_handoff", contenders, duration).await?;
+    results.push(handed);
+    // A read-write lock: 2 writers, 6 readers.
+    let contenders = (0..CONTENDERS)
+        .map(|n| {
+            let shape = if n < 2 {
+                Shape::Exclusive
+            } else {
+                Shape::Shared(idmint::lock::READERS)
+            };
+            (locks.lock(name("bench-read-write")), shape)
+        })
+        .collect();
+    let (handed, read_write_latency) =
+        run_shapes("read_write_handoff", contenders, duration).await?;
+    results.push(handed);
     Ok(LockBenchReport {
         results,
         handoff_latency,
         apart_latency,
         polling_latency,
+        semaphore_latency,
+        read_write_latency,
     })
+}
+
+/// Each of `contenders` loops acquire (blocking, in its shape) then
+/// release, for `duration`.
+async fn run_shapes(
+    mode: &'static str,
+    contenders: Vec<(Lock, Shape)>,
+    duration: Duration,
+) -> Result<(BenchResult, HandoffLatency), LockError> {
+    let events: Events = Arc::default();
+    let start = Instant::now();
+    let tasks: Vec<_> = contenders
+        .into_iter()
+        .enumerate()
+        .map(|(contender, (lock, shape))| {
+            let events = events.clone();
+            tokio::spawn(async move {
+                let options = WaitOptions::new(duration + Duration::from_secs(30));
+                while start.elapsed() < duration {
+                    let lease = match shape {
+                        Shape::Exclusive => lock.acquire(TTL, &options).await?,
+                        Shape::Shared(permits) => {
+                            lock.acquire_shared(TTL, permits, &options).await?
+                        }
+                    };
+                    record(&events, false, contender);
+                    record(&events, true, contender);
+                    lease.release().await?;
+                }
+                Ok::<_, LockError>(())
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.expect("a contender panicked")?;
+    }
+    Ok(handoffs(mode, start, &events))
 }
 
 /// Each of `contenders` loops acquire (blocking, in line, handed the lock
@@ -270,12 +382,12 @@ async fn run_polling(
 /// The report as a table.
 pub fn text(report: &LockBenchReport) -> String {
     let mut text = format!(
-        "{:<17} {:>11} {:>12} {:>10}\n",
+        "{:<21} {:>11} {:>12} {:>10}\n",
         "mode", "concurrency", "ops/s", "ops"
     );
     for r in &report.results {
         text += &format!(
-            "{:<18} {:>11} {:>12.0} {:>10}\n",
+            "{:<21} {:>11} {:>12.0} {:>10}\n",
             r.mode, r.concurrency, r.ops_per_sec, r.ops
         );
     }
@@ -283,6 +395,8 @@ pub fn text(report: &LockBenchReport) -> String {
         ("lock_handoff", &report.handoff_latency),
         ("lock_handoff_apart", &report.apart_latency),
         ("lock_polling", &report.polling_latency),
+        ("semaphore_handoff", &report.semaphore_latency),
+        ("read_write_handoff", &report.read_write_latency),
     ] {
         text += &format!(
             "{mode}: release -> next acquisition median {:.2} ms, p99 {:.2} ms ({} handoffs, {:.1}% to another holder)\n",
