@@ -212,6 +212,7 @@ fn a_leader_whose_command_ends_gives_the_lead_up_and_bad_labels_are_refused() {
     assert_eq!(free["held"], false, "{free}");
     assert_eq!(free["token"], 2, "{free}");
     assert!(free.get("label").is_none(), "{free}");
+    assert_eq!(free["shared"], 0, "{free}");
     let mut leading = support::idmint(TEST)
         .args([
             "lock",

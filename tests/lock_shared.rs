@@ -2,8 +2,8 @@
 //! NAME --shared` beside the exclusive `lock run NAME`), in real processes
 //! against the real server: at most N holders, each with its own fencing
 //! token; a lower N admits no one until under it; a permit holder killed
-//! with `kill -9` or stopped with SIGSTOP gives its place up when its lease
-//! ends, its command gone first; a writer waits for the readers, and readers
+//! with `kill -9`, stopped with SIGSTOP or cut off from the database gives
+//! its place up when its lease ends, its command gone first; a writer waits for the readers, and readers
 //! who come after a waiting writer queue behind it; sixteen contenders never
 //! put more than N holders, or a writer beside anyone, in the shared log.
 
@@ -12,6 +12,7 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::sync::{Arc, Barrier};
 
+use crate::support::fault_proxy::FaultProxy;
 use crate::support::locks::lock_run;
 use crate::support::process::{running, signal};
 use crate::support::wait::{self, PATIENCE};
@@ -101,32 +102,50 @@ fn a_semaphore_admits_n_holders_and_a_lower_n_none_until_under_it() {
 }
 
 #[test]
-fn a_killed_or_stopped_permit_holder_gives_its_place_up_with_its_command_gone() {
+fn a_killed_stopped_or_cut_off_permit_holder_gives_its_place_up_with_its_command_gone() {
     const TEST: &str = "lock_semaphore_faults";
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(support::database(TEST));
-    let two = ["--permits", "2", "--ttl", "2"];
-    let (mut killed, _, killed_job) = holder(TEST, "pool", &two);
-    let (stopped, _, stopped_job) = holder(TEST, "pool", &two);
-    assert_eq!(skip(TEST, "pool", &two), Some(75));
+    let proxy = FaultProxy::start();
+    let three = ["--permits", "3", "--ttl", "2"];
+    let (mut killed, _, killed_job) = holder(TEST, "pool", &three);
+    let (stopped, _, stopped_job) = holder(TEST, "pool", &three);
+    let mut cut = lock_run(
+        TEST,
+        "pool",
+        &three,
+        "echo \"$IDMINT_LOCK_TOKEN $$\"; read x",
+    );
+    let mut cut = cut.env("MONGODB_URI", proxy.uri()).spawn().unwrap();
+    let mut line = String::new();
+    BufReader::new(cut.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let cut_job: u32 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    assert_eq!(skip(TEST, "pool", &three), Some(75));
 
     killed.kill().unwrap();
     killed.wait().unwrap();
     signal(stopped.id(), libc::SIGSTOP);
-    // Two waiters get both places once the server has ended both leases;
-    // by then both commands are gone.
-    let waiting = ["--permits", "2", "--ttl", "2", "--wait", "60"];
-    let (first, _, _) = holder(TEST, "pool", &waiting);
-    let (second, _, _) = holder(TEST, "pool", &waiting);
-    assert!(!running(killed_job), "the killed holder's command runs on");
-    assert!(
-        !running(stopped_job),
-        "the stopped holder's command runs on"
-    );
+    proxy.partition();
+    // Three waiters get the three places once the server has ended the
+    // three leases; by then every command is gone.
+    let waiting = ["--permits", "3", "--ttl", "2", "--wait", "60"];
+    let waiters: Vec<_> = (0..3).map(|_| holder(TEST, "pool", &waiting)).collect();
+    for (job, how) in [
+        (killed_job, "killed"),
+        (stopped_job, "stopped"),
+        (cut_job, "cut off"),
+    ] {
+        assert!(!running(job), "the {how} holder's command runs on");
+    }
     signal(stopped.id(), libc::SIGCONT);
     assert_exit(&stopped.wait_with_output().unwrap(), 76);
-    end(first);
-    end(second);
+    assert_exit(&cut.wait_with_output().unwrap(), 76);
+    for (waiter, _, _) in waiters {
+        end(waiter);
+    }
+    drop(proxy);
 }
 
 #[test]

@@ -35,6 +35,9 @@ pub(super) struct LockResponse {
     /// Milliseconds left on the lease by the server's clock, when held.
     #[serde(skip_serializing_if = "Option::is_none")]
     expires_in_ms: Option<i64>,
+    /// Shared holders now (a semaphore's permits, a read-write lock's
+    /// readers).
+    shared: usize,
 }
 
 impl LockResponse {
@@ -46,15 +49,22 @@ impl LockResponse {
                 label: None,
                 token: 0,
                 expires_in_ms: None,
+                shared: 0,
             };
         };
         let held = state.is_held();
+        let shared = state
+            .shared
+            .iter()
+            .filter(|holder| holder.expires_in_ms.is_none_or(|ms| ms > 0))
+            .count();
         Self {
             name: state.name,
             held,
             label: state.label.filter(|_| held),
             token: state.token,
             expires_in_ms: state.expires_in_ms.filter(|_| held),
+            shared,
         }
     }
 }
