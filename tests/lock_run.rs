@@ -306,6 +306,29 @@ fn signals_reach_the_command_and_nothing_outlives_the_release() {
 /// within the TTL (the command ignores SIGTERM, so only the SIGKILL at the
 /// deadline stops it). Issue 18: it ran on 22 s after another process had
 /// the lock.
+/// Takes lock "job" for `test` (waiting for the server to end the lease of
+/// the holder with fencing token `old_token`), and checks, while it holds
+/// it with a larger token, that the old holder's `command` is gone.
+fn next_holder_finds_gone(test: &str, command: u32, old_token: i64) {
+    let mut next = lock_run(
+        test,
+        "job",
+        &["--ttl", "60", "--wait", "60"],
+        "echo $IDMINT_LOCK_TOKEN; read x",
+    )
+    .spawn()
+    .unwrap();
+    let new_token: i64 = first_line(&mut next).parse().unwrap();
+    let overlapped = running(command);
+    if overlapped {
+        signal(command, libc::SIGKILL);
+    }
+    next.stdin.as_mut().unwrap().write_all(b"done\n").unwrap();
+    support::assert_exit(&next.wait_with_output().unwrap(), 0);
+    assert!(!overlapped, "two holders ran at once");
+    assert!(new_token > old_token);
+}
+
 #[test]
 fn a_partitioned_holder_stops_its_command_before_its_lease_can_expire() {
     const TEST: &str = "lock_cli_partition";
@@ -326,25 +349,8 @@ fn a_partitioned_holder_stops_its_command_before_its_lease_can_expire() {
     proxy.partition();
 
     // The next holder, straight to the server, waits for the server to end
-    // the partitioned holder's lease ...
-    let mut next = lock_run(
-        TEST,
-        "job",
-        &["--ttl", "60", "--wait", "60"],
-        "echo $IDMINT_LOCK_TOKEN; read x",
-    )
-    .spawn()
-    .unwrap();
-    let new_token: i64 = first_line(&mut next).parse().unwrap();
-    // ... and while it runs, the partitioned holder's command is gone.
-    let overlapped = running(command);
-    if overlapped {
-        signal(command, libc::SIGKILL);
-    }
-    next.stdin.as_mut().unwrap().write_all(b"done\n").unwrap();
-    support::assert_exit(&next.wait_with_output().unwrap(), 0);
-    assert!(!overlapped, "two holders ran at once");
-    assert!(new_token > old_token);
+    // the partitioned holder's lease, and finds its command gone.
+    next_holder_finds_gone(TEST, command, old_token);
 
     let output = holder.wait_with_output().unwrap();
     support::assert_exit(&output, 76);
@@ -380,25 +386,8 @@ fn a_stopped_wrapper_cannot_keep_its_command_past_its_lease() {
     signal(holder.id(), libc::SIGSTOP);
 
     // The next holder waits for the server to end the stopped holder's
-    // lease ...
-    let mut next = lock_run(
-        TEST,
-        "job",
-        &["--ttl", "60", "--wait", "60"],
-        "echo $IDMINT_LOCK_TOKEN; read x",
-    )
-    .spawn()
-    .unwrap();
-    let new_token: i64 = first_line(&mut next).parse().unwrap();
-    // ... and while it runs, the stopped holder's command is gone.
-    let overlapped = running(command);
-    if overlapped {
-        signal(command, libc::SIGKILL);
-    }
-    next.stdin.as_mut().unwrap().write_all(b"done\n").unwrap();
-    support::assert_exit(&next.wait_with_output().unwrap(), 0);
-    assert!(!overlapped, "two holders ran at once");
-    assert!(new_token > old_token);
+    // lease, and finds its command gone.
+    next_holder_finds_gone(TEST, command, old_token);
 
     // Continued, the wrapper finds its lease lost.
     signal(holder.id(), libc::SIGCONT);

@@ -217,6 +217,8 @@ async fn run_shapes(
                         }
                     };
                     record(&events, false, contender);
+                    // Recorded before the release is sent: the next holder's
+                    // acquisition cannot precede it.
                     record(&events, true, contender);
                     lease.release().await?;
                 }
@@ -237,32 +239,11 @@ async fn run_handoff(
     contenders: Vec<Lock>,
     duration: Duration,
 ) -> Result<(BenchResult, HandoffLatency), LockError> {
-    // Events (is_release, when, contender), in order of occurrence.
-    let events: Events = Arc::default();
-    let start = Instant::now();
-    let tasks: Vec<_> = contenders
+    let contenders = contenders
         .into_iter()
-        .enumerate()
-        .map(|(contender, lock)| {
-            let events = events.clone();
-            tokio::spawn(async move {
-                let options = WaitOptions::new(duration + Duration::from_secs(30));
-                while start.elapsed() < duration {
-                    let lease = lock.acquire(TTL, &options).await?;
-                    record(&events, false, contender);
-                    // Recorded before the release is sent: the next holder's
-                    // acquisition cannot precede it.
-                    record(&events, true, contender);
-                    lease.release().await?;
-                }
-                Ok::<_, LockError>(())
-            })
-        })
+        .map(|lock| (lock, Shape::Exclusive))
         .collect();
-    for task in tasks {
-        task.await.expect("a contender panicked")?;
-    }
-    Ok(handoffs(mode, start, &events))
+    run_shapes(mode, contenders, duration).await
 }
 
 /// Contenders of the handoff benchmarks.

@@ -37,6 +37,7 @@ use mongodb::options::ReturnDocument;
 use super::document::well_formed_expr;
 use super::error::check_range;
 use super::queue;
+use super::wait::Polls;
 use super::{Lease, Lock, LockError, LockState, WaitOptions, MAX_TTL, MAX_WAIT, MIN_TTL};
 use crate::lease;
 use crate::mongo::{durable_write_concern, server_now_plus};
@@ -250,8 +251,8 @@ impl Lock {
         } else {
             None
         };
-        let refresh = options.refresh.max(Duration::from_millis(100));
-        let mut interval = options.poll_min.min(refresh);
+        let refresh = options.refreshes();
+        let mut polls = Polls::new(options);
         loop {
             if let Some(lease) = self
                 .attempt_shared(&ticket, ttl, permits, Some(refresh))
@@ -266,11 +267,7 @@ impl Lock {
             }
             let wake = match &events {
                 Some(_) => now + refresh,
-                None => {
-                    let sleep = interval.mul_f64(0.5 + random::fraction() / 2.0);
-                    interval = (interval * 2).min(options.poll_max).min(refresh);
-                    now + sleep
-                }
+                None => now + polls.next(),
             }
             .min(deadline);
             match events.as_mut() {
@@ -346,16 +343,7 @@ pub(crate) async fn renew(
         ]}}}}},
     ];
     let sent = Instant::now();
-    let result = lock
-        .collection()
-        .update_one(
-            doc! { "_id": lock.name().as_str(), "$expr": held_live(owner, token) },
-            update,
-        )
-        .write_concern(durable_write_concern())
-        .await
-        .map_err(|error| LockError::database(lock.name(), error))?;
-    Ok((result.matched_count == 1).then_some(sent))
+    Ok(update_holding(lock, token, update).await?.then_some(sent))
 }
 
 /// Releases `lock`'s shared holding `token` (dropping lapsed ones too);
@@ -372,10 +360,16 @@ pub(crate) async fn release(lock: &Lock, token: i64) -> Result<bool, LockError> 
             ]}]},
         ]},
     }}}}];
+    update_holding(lock, token, update).await
+}
+
+/// Applies `update` to `lock` while its owner's shared holding `token` is
+/// live; false when it was not (nothing changed).
+async fn update_holding(lock: &Lock, token: i64, update: Vec<Document>) -> Result<bool, LockError> {
     let result = lock
         .collection()
         .update_one(
-            doc! { "_id": lock.name().as_str(), "$expr": held_live(owner, token) },
+            doc! { "_id": lock.name().as_str(), "$expr": held_live(lock.owner(), token) },
             update,
         )
         .write_concern(durable_write_concern())

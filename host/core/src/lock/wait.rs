@@ -45,7 +45,38 @@ pub struct WaitOptions {
     pub refresh: Duration,
 }
 
+/// The polls of a waiter without a change stream: full jitter in
+/// [interval/2, interval), the interval doubling from `poll_min` up to
+/// `poll_max` and the refresh.
+pub(crate) struct Polls {
+    interval: Duration,
+    most: Duration,
+}
+
+impl Polls {
+    pub(crate) fn new(options: &WaitOptions) -> Self {
+        let most = options.poll_max.min(options.refreshes());
+        Self {
+            interval: options.poll_min.min(most),
+            most,
+        }
+    }
+
+    /// How long to sleep before the next poll.
+    pub(crate) fn next(&mut self) -> Duration {
+        let sleep = self.interval.mul_f64(0.5 + random::fraction() / 2.0);
+        self.interval = (self.interval * 2).min(self.most);
+        sleep
+    }
+}
+
 impl WaitOptions {
+    /// How often a waiter refreshes its place in line: `refresh`, at least
+    /// 100 ms.
+    pub(crate) fn refreshes(&self) -> Duration {
+        self.refresh.max(Duration::from_millis(100))
+    }
+
     /// Waits up to `wait`, polling from 50 ms up to 1 s.
     pub fn new(wait: Duration) -> Self {
         Self {
@@ -252,7 +283,7 @@ impl Lock {
         options: &WaitOptions,
         deadline: Instant,
     ) -> Result<Turn, LockError> {
-        let refresh = options.refresh.max(Duration::from_millis(100));
+        let refresh = options.refreshes();
         let turn = loop {
             let Some(turn) = queued.turn.as_mut() else {
                 unreachable!("a queued call keeps its receiver until its turn")
@@ -301,8 +332,8 @@ impl Lock {
         } else {
             None
         };
-        let refresh = options.refresh.max(Duration::from_millis(100));
-        let mut interval = options.poll_min.min(refresh);
+        let refresh = options.refreshes();
+        let mut polls = Polls::new(options);
         loop {
             // One attempt: taken, handed over already, or in line.
             let (acquired, sent) = self.attempt(&ticket, ttl, Some(refresh)).await?;
@@ -319,10 +350,7 @@ impl Lock {
             let mut next_attempt = if events.is_some() {
                 Instant::now() + refresh
             } else {
-                // Full jitter in [interval/2, interval).
-                let sleep = interval.mul_f64(0.5 + random::fraction() / 2.0);
-                interval = (interval * 2).min(options.poll_max).min(refresh);
-                Instant::now() + sleep
+                Instant::now() + polls.next()
             };
             loop {
                 let now = Instant::now();
