@@ -205,6 +205,17 @@ fn the_monitor_shows_no_lock_owner_token() {
     let database = runtime.block_on(support::database(TEST));
     let lock = Lock::new(&database, LockName::new("payroll").unwrap());
     let lease = runtime.block_on(support::held(&lock, Duration::from_secs(600)));
+    // A semaphore held by two of its permits, whose owners stay unshown too.
+    let permits: Vec<_> = (0..2)
+        .map(|_| {
+            let holder = Lock::new(&database, LockName::new("pool").unwrap());
+            let permit = runtime
+                .block_on(holder.try_acquire_shared(Duration::from_secs(600), 3))
+                .unwrap()
+                .expect("a free permit");
+            (holder, permit)
+        })
+        .collect();
     let token = "tok-monitor";
     let sha256 = idmint::checksum::sha256_hex(token.as_bytes());
     let service = Service::start(TEST, &["--admin-token-sha256", &sha256]);
@@ -222,19 +233,27 @@ fn the_monitor_shows_no_lock_owner_token() {
     };
     let json = get("/monitor.json");
     assert_eq!(json.json()["locks"][0]["name"], "payroll", "{json:?}");
+    assert_eq!(json.json()["locks"][1]["name"], "pool", "{json:?}");
+    assert_eq!(json.json()["locks"][1]["shared"], 2, "{json:?}");
     assert_eq!(
         json.json()["locks"][0]["holder_fingerprint"],
         fingerprint(lock.owner()).as_str()
     );
     let page = get("/monitor");
     assert!(page.body.contains(&fingerprint(lock.owner())), "{page:?}");
+    assert!(page.body.contains("2 shared"), "{page:?}");
     for answer in [&json, &page] {
-        assert!(
-            !answer.body.contains(lock.owner()),
-            "the owner token is shown: {answer:?}"
-        );
+        for owner in std::iter::once(lock.owner()).chain(permits.iter().map(|(h, _)| h.owner())) {
+            assert!(
+                !answer.body.contains(owner),
+                "an owner token is shown: {answer:?}"
+            );
+        }
     }
     runtime.block_on(lease.release()).unwrap();
+    for (_, permit) in permits {
+        runtime.block_on(permit.release()).unwrap();
+    }
 }
 
 /// Asserts what the monitor shows with the database out of reach: the page

@@ -53,11 +53,7 @@ impl LockResponse {
             };
         };
         let held = state.is_held();
-        let shared = state
-            .shared
-            .iter()
-            .filter(|holder| holder.expires_in_ms.is_none_or(|ms| ms > 0))
-            .count();
+        let shared = state.live_shared().count();
         Self {
             name: state.name,
             held,

@@ -269,11 +269,7 @@ fn describe(state: &LockState) -> String {
             let _ = writeln!(text, "  free (last token {})", state.token);
         }
     }
-    let live: Vec<_> = state
-        .shared
-        .iter()
-        .filter(|holder| holder.expires_in_ms.is_none_or(|ms| ms > 0))
-        .collect();
+    let live: Vec<_> = state.live_shared().collect();
     if !live.is_empty() {
         let _ = writeln!(text, "  shared:     {} holder(s)", live.len());
         for holder in live {

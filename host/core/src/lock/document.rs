@@ -48,6 +48,14 @@ impl LockState {
         self.owner.is_some() && self.expires_in_ms.is_none_or(|ms| ms > 0)
     }
 
+    /// The shared holdings (permits, readers) whose lease had not ended
+    /// when read.
+    pub fn live_shared(&self) -> impl Iterator<Item = &super::shared::SharedHolder> {
+        self.shared
+            .iter()
+            .filter(|holder| holder.expires_in_ms.is_none_or(|ms| ms > 0))
+    }
+
     /// True when acquire call `ticket` of handle owner `owner` holds it
     /// (handed over from the line, or passed on within the process).
     pub(crate) fn is_held_by_call(&self, owner: &str, ticket: &str) -> bool {

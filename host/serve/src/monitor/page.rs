@@ -360,6 +360,7 @@ fn locks(snapshot: &Snapshot) -> Markup {
                         td {
                             @if let Some(label) = &row.label { (label) " " }
                             code { (row.holder_fingerprint) }
+                            @if row.shared > 0 { " " (row.shared) " shared" }
                         }
                         td.num { (row.token) }
                         td.num { (row.count) }
@@ -520,6 +521,7 @@ mod tests {
                 name: "nightly".into(),
                 holder_fingerprint: "abc".into(),
                 label: None,
+                shared: 0,
                 token: 7,
                 count: 1,
                 expires_in_ms: Some(2500),

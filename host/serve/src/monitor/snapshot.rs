@@ -164,8 +164,12 @@ pub struct LockRow {
     /// leads. Not secret: the owner token adds a random part to it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
-    /// The fencing token of this holding.
+    /// The fencing token of this holding (the latest, for a lock held
+    /// shared only).
     pub token: i64,
+    /// Shared holders now (a semaphore's permits, a read-write lock's
+    /// readers); the fingerprint is empty when only they hold it.
+    pub shared: usize,
     /// Re-entrant holds.
     pub count: i64,
     /// Milliseconds left by the server's clock.
@@ -633,10 +637,14 @@ async fn read_locks(database: &Database) -> Result<(Vec<LockRow>, usize), idmint
     let total = states.len();
     let held: Vec<LockRow> = states
         .into_iter()
-        .filter(|state| state.is_held())
+        .filter(|state| state.is_held() || state.live_shared().next().is_some())
         .map(|state| LockRow {
+            shared: state.live_shared().count(),
+            holder_fingerprint: match (state.is_held(), &state.owner) {
+                (true, Some(owner)) => holder_fingerprint(owner),
+                _ => String::new(),
+            },
             name: state.name,
-            holder_fingerprint: holder_fingerprint(state.owner.as_deref().unwrap_or_default()),
             label: state.label,
             token: state.token,
             count: state.count,
