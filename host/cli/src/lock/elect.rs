@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use idmint::lock::{LockError, LockName, Locks, MAX_WAIT};
 
+use super::args::ElectArgs;
 use super::run::{hold, wait_options, Forwarded, Held, Job};
-use super::ElectArgs;
 use crate::job_control;
 use crate::{Outcome, Output};
 

@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use idmint::lock::LockName;
 
-use super::GuardArgs;
+use super::args::GuardArgs;
 use crate::exit::UsageError;
 use crate::Outcome;
 

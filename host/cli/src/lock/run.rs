@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use idmint::lock::{stop_grace, Lock, LockError, LockName, WaitOptions, Watchdog, READERS};
 
+use super::args::RunArgs;
 use super::guard::{exit_code, spawn_guard, FORWARDED};
-use super::RunArgs;
 use crate::exit::{UsageError, EXIT_AT_MOST, EXIT_LOCK_LOST};
 use crate::job_control;
 use crate::{Outcome, Output};

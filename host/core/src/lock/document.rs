@@ -35,7 +35,7 @@ pub struct LockState {
     /// The shared holders (permits, readers: `shared.rs`), lapsed ones
     /// included until the next write drops them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub shared: Vec<super::shared::SharedHolder>,
+    pub shared: Vec<super::holders::SharedHolder>,
     /// The acquire call that holds it (internal: a handed-over lease is
     /// recognised by it).
     #[serde(skip)]
@@ -50,7 +50,7 @@ impl LockState {
 
     /// The shared holdings (permits, readers) whose lease had not ended
     /// when read.
-    pub fn live_shared(&self) -> impl Iterator<Item = &super::shared::SharedHolder> {
+    pub fn live_shared(&self) -> impl Iterator<Item = &super::holders::SharedHolder> {
         self.shared
             .iter()
             .filter(|holder| holder.expires_in_ms.is_none_or(|ms| ms > 0))
@@ -95,7 +95,7 @@ impl LockState {
         let expires_in_ms = server_now_ms
             .zip(expires_at)
             .map(|(now, at)| at.timestamp_millis() - now);
-        let shared = super::shared::read_holders(document, server_now_ms).map_err(corrupt)?;
+        let shared = super::holders::read_holders(document, server_now_ms).map_err(corrupt)?;
         Ok(Self {
             name: name.to_string(),
             label: owner.as_deref().and_then(label_of).map(str::to_string),
@@ -158,7 +158,7 @@ pub(crate) fn well_formed_expr() -> Document {
         { "$in": [{ "$type": "$expiresAt" }, ["missing", "null", "date"]] },
         { "$in": [{ "$type": "$ticket" }, ["missing", "null", "string"]] },
         super::queue::well_formed_term(),
-        super::shared::well_formed_term(),
+        super::holders::well_formed_term(),
         integer_or_missing("token"),
         integer_or_missing("count"),
         { "$or": [

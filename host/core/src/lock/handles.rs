@@ -15,8 +15,8 @@ use mongodb::{Collection, Database};
 use super::cohort::{Cohort, Cohorts, Held, Joined, Turn};
 use super::document::{well_formed_expr, LOCK_FIELDS};
 use super::error::check_range;
+use super::holders::{self, Holding};
 use super::queue;
-use super::shared;
 use super::watch::{Subscription, Watchers};
 use super::{LockError, LockName, LockState, LOCKS_COLLECTION, MAX_TTL, MIN_TTL};
 use crate::lease::{self, Acquire, Deadline, LeaseStore};
@@ -156,6 +156,15 @@ impl Lock {
         self.store.collection()
     }
 
+    /// Who this handle's shared holdings are (`holders`).
+    fn holding(&self) -> Holding<'_> {
+        Holding {
+            collection: self.collection(),
+            name: &self.name,
+            owner: &self.owner,
+        }
+    }
+
     /// The blocking acquires of this lock in the process (see `cohort`).
     pub(crate) fn cohort(&self) -> Arc<LockCohort> {
         self.cohorts.of(self.name.as_str())
@@ -242,7 +251,7 @@ impl Lock {
             ttl,
             at_least: Duration::ZERO,
             shared: true,
-            deadline: Deadline::starting(shared::deadline_after(sent, ttl)),
+            deadline: Deadline::starting(lease::deadline_after(sent, ttl)),
             released: false,
         }
     }
@@ -420,7 +429,7 @@ impl Lease {
         self.released = true;
         if self.shared {
             self.deadline.revoke();
-            return match shared::release(&self.lock, self.token).await? {
+            return match holders::release(&self.lock.holding(), self.token).await? {
                 true => Ok(0),
                 false => Err(LockError::Lost {
                     name: self.lock.name.clone(),
@@ -554,7 +563,7 @@ pub(crate) async fn renew(
     shared: bool,
 ) -> Result<(), LockError> {
     if shared {
-        return match shared::renew(lock, token, ttl).await? {
+        return match holders::renew(&lock.holding(), token, ttl).await? {
             Some(sent) => {
                 deadline.extend(lease::deadline_after(sent, ttl));
                 Ok(())
@@ -608,12 +617,12 @@ fn acquire_fields(owner: &str, ticket: &str, ttl: Duration, wait: Option<Duratio
         }),
         vars: Some({
             let mut vars = queue::vars();
-            vars.insert("s", shared::live());
+            vars.insert("s", holders::live());
             vars
         }),
         claimed: Some(queue::claimed(owner, ticket)),
         // In turn, and with no shared holder (a reader, a permit) live.
-        turn: Some(doc! { "$and": [queue::turn(ticket), shared::none_live()] }),
+        turn: Some(doc! { "$and": [queue::turn(ticket), holders::none_live()] }),
         busy: wait.map(|refresh| queue::enqueued(owner, ticket, ttl, refresh)),
     }
 }
