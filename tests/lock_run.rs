@@ -299,13 +299,6 @@ fn signals_reach_the_command_and_nothing_outlives_the_release() {
     }
 }
 
-/// A holder cut off from the database (a proxy that stops forwarding while
-/// its connections stay open) stops its command at the lease's local
-/// deadline, before the server can end the lease and give the lock to the
-/// next holder: whatever the driver is doing, and with the grace taken from
-/// within the TTL (the command ignores SIGTERM, so only the SIGKILL at the
-/// deadline stops it). Issue 18: it ran on 22 s after another process had
-/// the lock.
 /// Takes lock "job" for `test` (waiting for the server to end the lease of
 /// the holder with fencing token `old_token`), and checks, while it holds
 /// it with a larger token, that the old holder's `command` is gone.
@@ -329,6 +322,13 @@ fn next_holder_finds_gone(test: &str, command: u32, old_token: i64) {
     assert!(new_token > old_token);
 }
 
+/// A holder cut off from the database (a proxy that stops forwarding while
+/// its connections stay open) stops its command at the lease's local
+/// deadline, before the server can end the lease and give the lock to the
+/// next holder: whatever the driver is doing, and with the grace taken from
+/// within the TTL (the command ignores SIGTERM, so only the SIGKILL at the
+/// deadline stops it). Issue 18: it ran on 22 s after another process had
+/// the lock.
 #[test]
 fn a_partitioned_holder_stops_its_command_before_its_lease_can_expire() {
     const TEST: &str = "lock_cli_partition";

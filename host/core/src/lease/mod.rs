@@ -229,6 +229,25 @@ impl LeaseStore {
         acquire: &Acquire,
     ) -> mongodb::error::Result<Option<Acquisition>> {
         let pipeline = acquire_pipeline(&self.fields, owner, ttl, acquire);
+        Ok(self.upsert(id, pipeline).await?.map(|(document, sent)| {
+            let held = document.get(self.fields.owner) == Some(&Bson::from(owner));
+            Acquisition {
+                document,
+                held,
+                sent,
+            }
+        }))
+    }
+
+    /// Applies `pipeline` to document `id`, made if missing, and returns it
+    /// after, with when the write was sent. An upsert that loses a race with
+    /// another (a duplicate key, or no document back) is tried again; `None`
+    /// if that kept happening.
+    pub async fn upsert(
+        &self,
+        id: &str,
+        pipeline: Vec<Document>,
+    ) -> mongodb::error::Result<Option<(Document, Instant)>> {
         for _ in 0..10 {
             let sent = Instant::now();
             let result = self
@@ -239,14 +258,7 @@ impl LeaseStore {
                 .write_concern(self.write_concern.clone())
                 .await;
             match result {
-                Ok(Some(document)) => {
-                    let held = document.get(self.fields.owner) == Some(&Bson::from(owner));
-                    return Ok(Some(Acquisition {
-                        document,
-                        held,
-                        sent,
-                    }));
-                }
+                Ok(Some(document)) => return Ok(Some((document, sent))),
                 Ok(None) => continue,
                 Err(error) if mongo::is_duplicate_key(&error) => continue,
                 Err(error) => return Err(error),

@@ -170,6 +170,20 @@ impl Lock {
         self.cohorts.of(self.name.as_str())
     }
 
+    /// Applies `pipeline` to the lock's document, made if missing (the
+    /// lease store's upsert): the document after, and when the write was
+    /// sent.
+    pub(crate) async fn upsert(
+        &self,
+        pipeline: Vec<Document>,
+    ) -> Result<(Document, Instant), LockError> {
+        self.store
+            .upsert(self.name.as_str(), pipeline)
+            .await
+            .map_err(|error| LockError::database(&self.name, error))?
+            .ok_or_else(|| LockError::NotHeld(self.name.clone()))
+    }
+
     /// The events on this lock's document, from the stream its `Locks`
     /// shares among its waiters; `None`: no change streams, poll.
     pub(crate) async fn subscribe(&self) -> Option<Subscription> {

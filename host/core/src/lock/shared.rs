@@ -29,10 +29,9 @@
 //!   match its owner and token and a live lease, so a holder that lost its
 //!   place can neither extend nor free another's.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use mongodb::bson::{doc, Bson, Document};
-use mongodb::options::ReturnDocument;
 
 use super::document::well_formed_expr;
 use super::error::check_range;
@@ -40,7 +39,7 @@ use super::holders::live;
 use super::queue;
 use super::wait::Polls;
 use super::{Lease, Lock, LockError, LockState, WaitOptions, MAX_TTL, MAX_WAIT, MIN_TTL};
-use crate::mongo::{durable_write_concern, server_now_plus};
+use crate::mongo::server_now_plus;
 use crate::random;
 
 /// The places of a read-write lock's readers: as many as anyone needs.
@@ -121,7 +120,7 @@ impl Lock {
         let ttl = check_range("lease ttl", ttl, MIN_TTL, MAX_TTL)?;
         let permits = check_permits(permits)?;
         let ticket = random::random_token();
-        self.attempt_shared(&ticket, ttl, permits, None).await
+        Ok(self.attempt_shared(&ticket, ttl, permits, None).await?.ok())
     }
 
     /// Takes a shared place among `permits` (see the module docs), waiting
@@ -137,35 +136,32 @@ impl Lock {
         let ttl = check_range("lease ttl", ttl, MIN_TTL, MAX_TTL)?;
         let permits = check_permits(permits)?;
         let ticket = random::random_token();
-        let busy = |lock: &Lock| LockError::Busy {
-            name: lock.name().clone(),
-            token: 0,
+        let busy = |state: LockState| LockError::Busy {
+            name: self.name().clone(),
+            token: state.token,
         };
         if options.wait.is_zero() {
             return self
                 .attempt_shared(&ticket, ttl, permits, None)
                 .await?
-                .ok_or_else(|| busy(self));
+                .map_err(busy);
         }
         let deadline = tokio::time::Instant::now() + options.wait;
-        let mut events = if options.change_stream {
-            self.subscribe().await
-        } else {
-            None
-        };
+        let mut events = self.events(options).await;
         let refresh = options.refreshes();
         let mut polls = Polls::new(options);
         loop {
-            if let Some(lease) = self
+            let found = match self
                 .attempt_shared(&ticket, ttl, permits, Some(refresh))
                 .await?
             {
-                return Ok(lease);
-            }
+                Ok(lease) => return Ok(lease),
+                Err(found) => found,
+            };
             let now = tokio::time::Instant::now();
             if now >= deadline {
                 let _ = self.leave(&ticket).await;
-                return Err(busy(self));
+                return Err(busy(found));
             }
             let wake = match &events {
                 Some(_) => now + refresh,
@@ -184,38 +180,27 @@ impl Lock {
         }
     }
 
-    /// One shared acquire by call `ticket`; `Some` when it holds a place.
+    /// One shared acquire by call `ticket`: the place taken, or the lock as
+    /// it was found busy.
     async fn attempt_shared(
         &self,
         ticket: &str,
         ttl: Duration,
         permits: u32,
         wait: Option<Duration>,
-    ) -> Result<Option<Lease>, LockError> {
+    ) -> Result<Result<Lease, LockState>, LockError> {
         let pipeline = acquire_pipeline(self.owner(), ticket, ttl, permits, wait);
-        for _ in 0..10 {
-            let sent = Instant::now();
-            let result = self
-                .collection()
-                .find_one_and_update(doc! { "_id": self.name().as_str() }, pipeline.clone())
-                .upsert(true)
-                .return_document(ReturnDocument::After)
-                .write_concern(durable_write_concern())
-                .await;
-            let document = match result {
-                Ok(Some(document)) => document,
-                Ok(None) => continue,
-                Err(error) if crate::mongo::is_duplicate_key(&error) => continue,
-                Err(error) => return Err(LockError::database(self.name(), error)),
-            };
-            let state = LockState::from_document(self.name(), &document)?;
-            let held = state
-                .shared
-                .iter()
-                .find(|holder| holder.ticket == ticket && holder.owner == self.owner());
-            return Ok(held.map(|holder| self.shared_lease(holder.token, ttl, sent)));
-        }
-        Err(LockError::NotHeld(self.name().clone()))
+        let (document, sent) = self.upsert(pipeline).await?;
+        let state = LockState::from_document(self.name(), &document)?;
+        let held = state
+            .shared
+            .iter()
+            .find(|holder| holder.ticket == ticket && holder.owner == self.owner())
+            .map(|holder| holder.token);
+        Ok(match held {
+            Some(token) => Ok(self.shared_lease(token, ttl, sent)),
+            None => Err(state),
+        })
     }
 }
 

@@ -22,6 +22,7 @@ use tokio::time::Instant;
 use super::error::check_range;
 use super::handles::{LockCohort as Cohort, LockJoined as Joined, LockTurn as Turn};
 use super::queue::REFRESH;
+use super::watch::Subscription;
 use super::{Acquired, Lease, Lock, LockError, LockState};
 use crate::random;
 
@@ -196,6 +197,17 @@ async fn decline(turn: tokio::sync::oneshot::Receiver<Turn>, cohort: &Cohort, ti
 }
 
 impl Lock {
+    /// The events on this lock's document for a waiter with `options`: from
+    /// the stream its `Locks` shares among its waiters; `None`: no change
+    /// streams (or none asked for), poll.
+    pub(crate) async fn events(&self, options: &WaitOptions) -> Option<Subscription> {
+        if options.change_stream {
+            self.subscribe().await
+        } else {
+            None
+        }
+    }
+
     /// [`Lock::acquire`] for a scheduled job (ShedLock's `lockAtLeastFor`):
     /// the lock stays held at least `at_least` from when this call got it,
     /// by the server's clock, however soon the job ends and whatever becomes
@@ -327,11 +339,7 @@ impl Lock {
         };
         // Opened before the first attempt, so a handover between the
         // attempt and the wait is still seen.
-        let mut events = if options.change_stream {
-            self.subscribe().await
-        } else {
-            None
-        };
+        let mut events = self.events(options).await;
         let refresh = options.refreshes();
         let mut polls = Polls::new(options);
         loop {
