@@ -1,7 +1,8 @@
 //! Semaphores (`lock run NAME --permits N`) and read-write locks (`lock run
 //! NAME --shared` beside the exclusive `lock run NAME`), in real processes
 //! against the real server: at most N holders, each with its own fencing
-//! token; a lower N admits no one until under it; a permit holder killed
+//! token; a lower N admits no one until under it; a scheduled job's place
+//! stays taken for its `--at-least`; a permit holder killed
 //! with `kill -9`, stopped with SIGSTOP or cut off from the database gives
 //! its place up when its lease ends, its command gone first; a writer waits for the readers, and readers
 //! who come after a waiting writer queue behind it; sixteen contenders never
@@ -83,13 +84,20 @@ fn a_semaphore_admits_n_holders_and_a_lower_n_none_until_under_it() {
     );
     end(exclusive);
 
+    // Scheduled jobs on two places: each place stays taken for its
+    // --at-least after its job ended, so a third run finds none.
+    let jobs = ["--permits", "2", "--at-least", "60s", "--ttl", "5"];
+    assert_eq!(skip(TEST, "batch", &jobs), Some(0));
+    assert_eq!(skip(TEST, "batch", &jobs), Some(0));
+    assert_eq!(
+        skip(TEST, "batch", &jobs),
+        Some(75),
+        "a place given up before its --at-least"
+    );
+
     for (flags, says) in [
         (&["--permits", "0"][..], "invalid permits: 0"),
         (&["--permits", "2", "--shared"][..], "cannot be used with"),
-        (
-            &["--permits", "2", "--at-least", "5s"][..],
-            "cannot be used with",
-        ),
     ] {
         let refused = support::run(lock_run(TEST, "pool", flags, "true").stdin(Stdio::null()));
         assert_exit(&refused, 2);

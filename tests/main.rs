@@ -43,6 +43,7 @@ mod serve;
 mod serve_admin;
 mod serve_hostile;
 mod serve_inprocess;
+mod serve_locks;
 mod serve_schema;
 mod snowflake;
 mod standard_ids;

@@ -155,6 +155,9 @@ async fn operator_routes_are_on_the_admin_listener_only() {
             "/v1/counters/{name}/ranges",
             "/v1/counters/{name}/values",
             "/v1/locks/{name}",
+            "/v1/locks/{name}/acquire",
+            "/v1/locks/{name}/release",
+            "/v1/locks/{name}/renew",
             "/v1/series/{name}/reservations",
             "/v1/series/{name}/reservations/{number}/confirm",
             "/v1/series/{name}/reservations/{number}/void",
@@ -468,7 +471,7 @@ async fn tokens_skip_a_bad_document_and_fail_closed_when_too_old() {
     let database = mongodb::Client::with_options(client)
         .unwrap()
         .database("serve_tokens_age");
-    let token = idmint::tokens::add_app(&database, "billing", &["*".to_string()], None)
+    let token = idmint::tokens::add_app(&database, "billing", &["*".to_string()], None, &[])
         .await
         .unwrap();
     database

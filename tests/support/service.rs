@@ -89,7 +89,8 @@ impl Drop for Service {
 }
 
 /// Starts `command` (an `idmint` set up by the caller) as `serve --listen
-/// LISTEN --admin-listen 127.0.0.1:0 ARGS`, logging at `info`: the
+/// LISTEN --admin-listen 127.0.0.1:0 ARGS`, logging at `info` unless the
+/// command sets `RUST_LOG`: the
 /// process, the lines of its stderr, and the API and admin addresses it
 /// listens on ([`listening`]: `Err`, the line that came instead).
 pub fn spawn_serve<S: AsRef<OsStr>>(
@@ -97,10 +98,12 @@ pub fn spawn_serve<S: AsRef<OsStr>>(
     listen: &str,
     args: &[S],
 ) -> (Child, Receiver<String>, Result<(String, String), String>) {
+    if !command.get_envs().any(|(name, _)| name == "RUST_LOG") {
+        command.env("RUST_LOG", "info");
+    }
     let mut child = command
         .args(["serve", "--listen", listen, "--admin-listen", "127.0.0.1:0"])
         .args(args)
-        .env("RUST_LOG", "info")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

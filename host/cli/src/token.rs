@@ -32,6 +32,10 @@ pub struct AddArgs {
     /// owned by the counter it asks); default: any its counters own.
     #[arg(long, value_delimiter = ',')]
     pub prefixes: Option<Vec<String>>,
+    /// The locks it may take through `idmint serve`, comma-separated; * for
+    /// all; default: none.
+    #[arg(long, value_delimiter = ',')]
+    pub locks: Vec<String>,
     #[command(flatten)]
     pub connect: ConnectArgs,
 }
@@ -56,7 +60,18 @@ pub struct RemoveArgs {
 struct Added<'a> {
     app: &'a str,
     counters: &'a [String],
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    locks: &'a [String],
     token: &'a str,
+}
+
+/// What an app may use, as `token add` and `token list` say it.
+fn grants(counters: &[String], locks: &[String]) -> String {
+    let mut said = format!("counters {}", counters.join(","));
+    if !locks.is_empty() {
+        said.push_str(&format!(", locks {}", locks.join(",")));
+    }
+    said
 }
 
 #[derive(Serialize)]
@@ -83,20 +98,22 @@ impl TokenCmd {
                     &args.app,
                     &args.counters,
                     args.prefixes.as_deref(),
+                    &args.locks,
                 )
                 .await
                 .map_err(idmint::Error::from)?;
                 let added = Added {
                     app: &args.app,
                     counters: &args.counters,
+                    locks: &args.locks,
                     token: &token,
                 };
                 output.report(&added, || {
                     format!(
-                        "token of app '{}' (counters {}): {token}\n\
+                        "token of app '{}' ({}): {token}\n\
                          It is shown only now; idmint keeps its SHA-256 only.",
                         args.app,
-                        args.counters.join(",")
+                        grants(&args.counters, &args.locks)
                     )
                 })?;
             }
@@ -107,7 +124,7 @@ impl TokenCmd {
                         return "no app has a token".to_string();
                     }
                     apps.iter()
-                        .map(|app| format!("{}: {}", app.name, app.counters.join(",")))
+                        .map(|app| format!("{}: {}", app.name, grants(&app.counters, &app.locks)))
                         .collect::<Vec<_>>()
                         .join("\n")
                 })?;

@@ -86,6 +86,10 @@ pub struct AppEntry {
     /// counter asked); absent: any prefix of the counters it may use.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefixes: Option<Vec<String>>,
+    /// The locks it may take through the service (`*` for all); absent:
+    /// none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub locks: Vec<String>,
 }
 
 /// The applications allowed in, by the SHA-256 of their token.
@@ -103,12 +107,19 @@ pub struct App {
     counters: Vec<String>,
     /// The prefixes it may format IDs with; `None`: any its counters own.
     prefixes: Option<Vec<String>>,
+    /// The locks it may take; `*` allows every lock.
+    locks: Vec<String>,
 }
 
 impl App {
     /// Whether the app may use `counter`.
     pub fn may_use(&self, counter: &str) -> bool {
         self.counters.iter().any(|c| c == "*" || c == counter)
+    }
+
+    /// Whether the app may take lock `lock` (through the service).
+    pub fn may_lock(&self, lock: &str) -> bool {
+        self.locks.iter().any(|l| l == "*" || l == lock)
     }
 
     /// Whether the app may format IDs with `prefix` (which its counter must
@@ -233,6 +244,7 @@ fn add_entry(apps: &mut HashMap<String, App>, entry: AppEntry) -> Result<(), Str
             name: entry.name,
             counters: entry.counters,
             prefixes: entry.prefixes,
+            locks: entry.locks,
         },
     );
     Ok(())
@@ -266,7 +278,8 @@ fn check_app_name(name: &str) -> Result<(), AccessError> {
 }
 
 /// Makes a token for app `name`, allowed `counters` (and, if given, only
-/// `prefixes` in the IDs it asks for), and stores its SHA-256
+/// `prefixes` in the IDs it asks for) and `locks` (through the service),
+/// and stores its SHA-256
 /// in the tokens collection (write concern majority with journal). Returns
 /// the token: it is stored nowhere, so this is the only time it is seen.
 pub async fn add_app(
@@ -274,6 +287,7 @@ pub async fn add_app(
     name: &str,
     counters: &[String],
     prefixes: Option<&[String]>,
+    locks: &[String],
 ) -> Result<String, AccessError> {
     check_app_name(name)?;
     if counters.is_empty() {
@@ -290,6 +304,9 @@ pub async fn add_app(
     };
     if let Some(prefixes) = prefixes {
         entry.insert("prefixes", prefixes);
+    }
+    if !locks.is_empty() {
+        entry.insert("locks", locks);
     }
     let inserted = database
         .collection::<Document>(TOKENS_COLLECTION)

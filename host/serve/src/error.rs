@@ -47,6 +47,14 @@ pub enum ApiError {
         /// The counter asked for.
         counter: String,
     },
+    /// The token's application may not take this lock.
+    #[error("application '{app}' may not take lock '{lock}'")]
+    ForbiddenLock {
+        /// The token's application.
+        app: String,
+        /// The lock asked for.
+        lock: String,
+    },
     /// The token's application may not format IDs with this prefix.
     #[error("application '{app}' may not use prefix {prefix:?}")]
     ForbiddenPrefix {
@@ -98,6 +106,16 @@ pub enum ApiError {
         /// What went wrong.
         message: String,
     },
+    /// A lock route's refusal with a kind of its own: the lock is held
+    /// (`lock-busy`, 409), the lease is no longer the caller's
+    /// (`lease-lost`, 409).
+    #[error("{message}")]
+    Lock {
+        /// The stable kind.
+        kind: &'static str,
+        /// What went wrong.
+        message: String,
+    },
     /// The server is at one of its limits (requests, policy slots), or the
     /// request ran past its time limit: retry with backoff.
     #[error("{0}")]
@@ -128,7 +146,8 @@ pub enum ApiError {
 pub struct ErrorBody {
     /// A stable machine-readable kind: `bad-request`, `too-large`,
     /// `timeout`, `unauthenticated`, `forbidden`, `unknown-counter`,
-    /// `unknown-series`, `unknown-number`, `settled`,
+    /// `unknown-series`, `unknown-number`, `settled`, `lock-busy`,
+    /// `lease-lost`,
     /// `unservable`, `counter`, `unavailable`, `policy`, `internal`,
     /// `overloaded`, `no-route`, `method-not-allowed`,
     /// `unsupported-media-type`.
@@ -202,10 +221,12 @@ impl ApiError {
             Self::Unauthenticated => (StatusCode::UNAUTHORIZED, "unauthenticated"),
             Self::Forbidden { .. }
             | Self::ForbiddenPrefix { .. }
+            | Self::ForbiddenLock { .. }
             | Self::ForbiddenRawValues { .. } => (StatusCode::FORBIDDEN, "forbidden"),
             Self::WrongRoute { .. } => (StatusCode::CONFLICT, "unservable"),
             Self::Library { class, .. } => class_status(*class),
             Self::Series { status, kind, .. } => (*status, kind),
+            Self::Lock { kind, .. } => (StatusCode::CONFLICT, kind),
             Self::Overloaded(_) => (StatusCode::SERVICE_UNAVAILABLE, "overloaded"),
             Self::TokensStale(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             Self::NoRoute(_) => (StatusCode::NOT_FOUND, "no-route"),

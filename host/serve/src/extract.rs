@@ -29,6 +29,7 @@ use axum::response::Response;
 use axum::Json;
 use http_body_util::BodyExt;
 use serde::de::DeserializeOwned;
+use serde::Deserialize;
 
 use idmint::sequence::CounterName;
 use idmint::tokens::App;
@@ -60,6 +61,18 @@ impl Caller {
             Some(app) if !app.may_use(counter) => Err(ApiError::Forbidden {
                 app: app.name.clone(),
                 counter: counter.to_string(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Fails unless the caller may take lock `lock` (its token lists it,
+    /// or `*`).
+    pub fn may_lock(&self, lock: &str) -> Result<(), ApiError> {
+        match &self.0 {
+            Some(app) if !app.may_lock(lock) => Err(ApiError::ForbiddenLock {
+                app: app.name.clone(),
+                lock: lock.to_string(),
             }),
             _ => Ok(()),
         }
@@ -266,4 +279,24 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
                 _ => ApiError::BadRequest(rejection.body_text()),
             })
     }
+}
+
+/// A whole number, as JSON Schema's `integer` has it: `300` or `300.0`
+/// (not `300.5`, not negative).
+pub(crate) fn whole_number<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<u64>, D::Error> {
+    let Some(number) = Option::<serde_json::Number>::deserialize(deserializer)? else {
+        return Ok(None);
+    };
+    number
+        .as_u64()
+        .or_else(|| {
+            number
+                .as_f64()
+                .filter(|x| x.fract() == 0.0 && (0.0..=u64::MAX as f64).contains(x))
+                .map(|x| x as u64)
+        })
+        .map(Some)
+        .ok_or_else(|| serde::de::Error::custom(format!("{number} is not a whole number")))
 }

@@ -17,6 +17,8 @@
 //!   or voided (`series.rs`, which also voids expired reservations);
 //! - `GET /v1/locks/{name}`: who holds a lock, who leads an election
 //!   (`locks.rs`);
+//! - `POST /v1/locks/{name}/acquire`, `.../renew`, `.../release`: a lock
+//!   held by an HTTP client, in any of its shapes (`lock_leases.rs`);
 //! - `GET /api/segment/get/{key}`, `GET /api/snowflake/get/{key}`: Meituan
 //!   Leaf's routes, answering a bare decimal, so that Leaf's clients switch
 //!   without a change;
@@ -65,6 +67,7 @@ mod batcher;
 mod error;
 mod extract;
 mod limits;
+mod lock_leases;
 mod locks;
 mod metrics;
 mod minters;
@@ -241,6 +244,9 @@ impl Routes {
             .routes(routes!(series::confirm))
             .routes(routes!(series::void))
             .routes(routes!(locks::lock))
+            .routes(routes!(lock_leases::acquire))
+            .routes(routes!(lock_leases::renew))
+            .routes(routes!(lock_leases::release))
             .split_for_parts();
         let (health, health_doc) = OpenApiRouter::new()
             .routes(routes!(routes::healthz))
@@ -329,6 +335,7 @@ impl Server {
             follower,
             kind_policies,
             tokens,
+            locks: idmint::lock::Locks::new(database),
             admin: options.admin,
             metrics,
             slots: PolicySlots::new(limits.policy_slots, limits.policy_wait),

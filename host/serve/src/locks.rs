@@ -12,7 +12,7 @@ use axum::Json;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use idmint::lock::{Lock, LockName, LockState};
+use idmint::lock::{LockName, LockState};
 
 use super::error::{ApiError, ErrorBody};
 use super::extract::Caller;
@@ -83,7 +83,9 @@ pub(super) async fn lock(
 ) -> Result<Json<LockResponse>, ApiError> {
     let Path(name) = path.map_err(|rejection| ApiError::BadRequest(rejection.body_text()))?;
     let name = LockName::new(&name).map_err(|error| ApiError::BadRequest(error.to_string()))?;
-    let found = Lock::new(&state.database, name.clone())
+    let found = state
+        .locks
+        .lock(name.clone())
         .status()
         .await
         .map_err(|error| ApiError::library(error.class(), None, error))?;

@@ -28,7 +28,7 @@ use idmint::sequence::CounterName;
 use idmint::series::{summaries, void_expired, Series, SeriesError};
 
 use super::error::{ApiError, ErrorBody};
-use super::extract::{ApiJson, Caller};
+use super::extract::{whole_number, ApiJson, Caller};
 use super::state::AppState;
 
 /// Body of `POST /v1/series/{name}/reservations`.
@@ -132,28 +132,6 @@ pub struct SettledResponse {
     pub reason: Option<String>,
     /// Whether it was so already (a retried call): nothing was written.
     pub already: bool,
-}
-
-/// A whole number, as JSON Schema's `integer` has it: `300` or `300.0`
-/// (not `300.5`, not negative).
-fn whole_number<'de, D: serde::Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<u64>, D::Error> {
-    let Some(number) = Option::<serde_json::Number>::deserialize(deserializer)? else {
-        return Ok(None);
-    };
-    number
-        .as_u64()
-        .or_else(|| {
-            number
-                .as_f64()
-                .filter(|x| x.fract() == 0.0 && (0.0..=u64::MAX as f64).contains(x))
-                .map(|x| x as u64)
-        })
-        .map(Some)
-        .ok_or_else(|| {
-            serde::de::Error::custom(format!("{number} is not a whole number of seconds"))
-        })
 }
 
 /// The default time to live of a reservation, in seconds.

@@ -26,6 +26,9 @@ pub struct AppState {
     pub(crate) follower: PolicyFollower,
     pub(crate) kind_policies: HashMap<CounterKind, Policy>,
     pub(crate) tokens: Option<Tokens>,
+    /// The locks taken through the service: one change stream per lock
+    /// name for its waiters, who wait as one member of its line.
+    pub(crate) locks: idmint::lock::Locks,
     /// Who may use the admin listener.
     pub(crate) admin: AdminAccess,
     pub(crate) metrics: Metrics,

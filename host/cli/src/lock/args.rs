@@ -39,12 +39,12 @@ pub struct RunArgs {
     /// A reader of a read-write lock: many readers hold the lock at once, never beside its
     /// writer (`lock run` without --shared). First come, first served: a reader that comes
     /// while a writer waits queues behind it.
-    #[arg(long, conflicts_with_all = ["permits", "at_least"])]
+    #[arg(long, conflicts_with = "permits")]
     pub shared: bool,
     /// A semaphore: one of N permits under the name, at most N holders at once, each with its
     /// own fencing token, handed out in arrival order (1 to 1000000). A call with a lower N
     /// than the holders have waits until fewer than its N hold.
-    #[arg(long, value_name = "N", conflicts_with = "at_least")]
+    #[arg(long, value_name = "N")]
     pub permits: Option<u32>,
     /// The command to run, with its arguments (after `--`).
     #[arg(required = true, last = true, value_name = "COMMAND")]

@@ -45,14 +45,16 @@ pub(super) async fn run(args: &RunArgs, output: &Output) -> anyhow::Result<Outco
     let waiting = wait_options(wait);
     let (lease, env) = match (args.permits, args.shared) {
         (Some(permits), _) => (
-            lock.acquire_shared(ttl, permits, &waiting).await?,
+            lock.acquire_shared_at_least(ttl, at_least, permits, &waiting)
+                .await?,
             vec![
                 ("IDMINT_LOCK_MODE", "shared".to_string()),
                 ("IDMINT_LOCK_PERMITS", permits.to_string()),
             ],
         ),
         (None, true) => (
-            lock.acquire_shared(ttl, READERS, &waiting).await?,
+            lock.acquire_shared_at_least(ttl, at_least, READERS, &waiting)
+                .await?,
             vec![("IDMINT_LOCK_MODE", "shared".to_string())],
         ),
         (None, false) => (

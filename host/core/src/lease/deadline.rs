@@ -16,7 +16,13 @@ fn margin(ttl: Duration) -> Duration {
 /// The local deadline of a lease whose acquire or renewal, sent at `sent`,
 /// was acknowledged: `sent + ttl - margin(ttl)`.
 pub(crate) fn deadline_after(sent: Instant, ttl: Duration) -> Instant {
-    sent + ttl - margin(ttl)
+    sent + proved_for(ttl)
+}
+
+/// How long after it sent the acquire or renewal that was acknowledged a
+/// holder trusts its lease: `ttl - margin(ttl)`.
+pub(crate) fn proved_for(ttl: Duration) -> Duration {
+    ttl - margin(ttl)
 }
 
 /// A lease's local deadline on the monotonic clock (see the module docs):

@@ -44,7 +44,7 @@ use crate::mongo::{self, describe_value, durable_write_concern, server_now_plus}
 mod deadline;
 mod renewal;
 
-pub(crate) use deadline::{deadline_after, Deadline};
+pub(crate) use deadline::{deadline_after, proved_for, Deadline};
 pub(crate) use renewal::{keep_renewed, Renewal};
 
 /// This machine's host name (empty if unknown): what worker leases and the

@@ -24,6 +24,13 @@ pub enum LockError {
         /// The permits given.
         permits: u32,
     },
+    /// A lease ID (`LeaseId`) that is not one; nothing was sent to the
+    /// server.
+    #[error("invalid lease id: {reason}")]
+    InvalidLease {
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A TTL or wait is out of range; nothing was sent to the server.
     #[error("invalid {what}: {value:?} is out of range {min:?}..={max:?}")]
     OutOfRange {
@@ -117,6 +124,7 @@ impl LockError {
             Self::InvalidName(_)
             | Self::InvalidLabel { .. }
             | Self::InvalidPermits { .. }
+            | Self::InvalidLease { .. }
             | Self::OutOfRange { .. } => ErrorClass::BadInput,
             Self::Corrupt { .. } => ErrorClass::Conflict,
             Self::Busy { .. } => ErrorClass::Busy,

@@ -115,18 +115,19 @@ pub enum Acquired {
 /// overlaps the next holder's, whatever the network does.
 #[derive(Debug)]
 pub struct Lease {
-    lock: Lock,
-    token: i64,
+    pub(super) lock: Lock,
+    pub(super) token: i64,
     count: i64,
-    ttl: Duration,
+    pub(super) ttl: Duration,
     /// How long from its acquisition the lock stays held whenever it is
     /// released (a scheduled job's; zero: none).
-    at_least: Duration,
+    pub(super) at_least: Duration,
     /// A shared holding (a permit, a reader: `shared.rs`), not the
     /// exclusive one.
-    shared: bool,
+    pub(super) shared: bool,
     deadline: Deadline,
-    released: bool,
+    /// Released, or handed over (`lease_id`): dropping it says nothing.
+    pub(super) released: bool,
 }
 
 impl Lock {
@@ -243,10 +244,22 @@ impl Lock {
     /// The lease of holding `state` for `ttl`, proved by a write sent at
     /// `sent`.
     pub(crate) fn lease(&self, state: &LockState, ttl: Duration, sent: Instant) -> Lease {
+        self.exclusive_lease(state.token, state.count, ttl, sent)
+    }
+
+    /// The lease of exclusive holding `token` with `count` holds, for
+    /// `ttl`, proved by a write sent at `sent`.
+    pub(crate) fn exclusive_lease(
+        &self,
+        token: i64,
+        count: i64,
+        ttl: Duration,
+        sent: Instant,
+    ) -> Lease {
         Lease {
             lock: self.clone(),
-            token: state.token,
-            count: state.count,
+            token,
+            count,
             ttl,
             at_least: Duration::ZERO,
             shared: false,
@@ -443,7 +456,7 @@ impl Lease {
         self.released = true;
         if self.shared {
             self.deadline.revoke();
-            return match holders::release(&self.lock.holding(), self.token).await? {
+            return match holders::release(&self.lock.holding(), self.token, self.at_least).await? {
                 true => Ok(0),
                 false => Err(LockError::Lost {
                     name: self.lock.name.clone(),

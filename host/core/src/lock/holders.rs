@@ -8,7 +8,7 @@ use mongodb::bson::{doc, Bson, Document};
 use mongodb::Collection;
 
 use super::{LockError, LockName};
-use crate::mongo::{durable_write_concern, server_now_plus};
+use crate::mongo::{date_plus, durable_write_concern, server_now_plus};
 
 /// Who holds a shared holding: the lock's collection and name, and the
 /// owner token of the handle.
@@ -138,18 +138,34 @@ pub(crate) async fn renew(
 }
 
 /// Releases `lock`'s shared holding `token` (dropping lapsed ones too);
-/// false when it was no longer live (nothing changed).
-pub(crate) async fn release(lock: &Holding<'_>, token: i64) -> Result<bool, LockError> {
+/// false when it was no longer live (nothing changed). A holding taken
+/// with an `at_least` (a scheduled job's) released before that has passed
+/// since its `acquiredAt` stays, its lease ending then: its place is taken
+/// until then, by the server's clock.
+pub(crate) async fn release(
+    lock: &Holding<'_>,
+    token: i64,
+    at_least: Duration,
+) -> Result<bool, LockError> {
     let owner = lock.owner;
+    let at_least_ms = i64::try_from(at_least.as_millis()).unwrap_or(i64::MAX);
+    // From when it was had; a holding without its time (none is written
+    // so) from now, which holds it no shorter.
+    let acquired = doc! { "$cond": [
+        { "$eq": [{ "$type": "$$this.acquiredAt" }, "date"] },
+        "$$this.acquiredAt",
+        "$$NOW",
+    ]};
+    let ended = doc! { "$cond": [
+        { "$and": [{ "$eq": ["$$this.owner", owner] }, { "$eq": ["$$this.token", token] }] },
+        { "$mergeObjects": ["$$this", { "expiresAt": { "$min": [
+            "$$this.expiresAt", date_plus(acquired, at_least_ms),
+        ]}}]},
+        "$$this",
+    ]};
     let update = vec![doc! { "$set": { "shared": { "$filter": {
-        "input": "$shared",
-        "cond": { "$and": [
-            { "$gt": ["$$this.expiresAt", "$$NOW"] },
-            { "$not": [{ "$and": [
-                { "$eq": ["$$this.owner", owner] },
-                { "$eq": ["$$this.token", token] },
-            ]}]},
-        ]},
+        "input": { "$map": { "input": "$shared", "in": ended } },
+        "cond": { "$gt": ["$$this.expiresAt", "$$NOW"] },
     }}}}];
     update_holding(lock, token, update).await
 }

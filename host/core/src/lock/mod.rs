@@ -43,6 +43,10 @@
 //! lease with a fencing token of its own in the document's `shared` array,
 //! admitted in the same line, never beside an exclusive holder.
 //!
+//! A lease can be handed to another process ([`LeaseId`]): `idmint serve`
+//! takes it for an HTTP client and gives it the ID, with which the client
+//! renews and releases it through any instance of the service.
+//!
 //! Expiry, takeover, renewal, release and the local deadline are the one lease
 //! primitive's (`crate::lease`), shared with snowflake worker leases; the
 //! fencing token and the hold count are the lock's own.
@@ -56,6 +60,7 @@ mod error;
 pub mod fence;
 mod handles;
 mod holders;
+mod lease_id;
 mod name;
 pub mod queue;
 mod shared;
@@ -69,6 +74,7 @@ pub use error::LockError;
 pub use fence::{fenced_filter, fenced_set};
 pub use handles::{acquire_pipeline, status_all, Acquired, Lease, Lock, Locks};
 pub use holders::SharedHolder;
+pub use lease_id::LeaseId;
 pub use name::{InvalidLockName, LockName};
 pub use shared::{MAX_PERMITS, READERS};
 pub use wait::{WaitOptions, MAX_WAIT};

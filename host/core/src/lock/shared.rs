@@ -24,6 +24,8 @@
 //! - **Changing N is safe.** Each call brings its own `permits`; a call
 //!   with a lower N than the holders were admitted under waits until fewer
 //!   than its N hold, and admits no one meanwhile (it is first in line).
+//! - **A scheduled job's place** ([`Lock::acquire_shared_at_least`]) is
+//!   taken at least `at_least` from its `acquiredAt`, released or not.
 //! - **A holder that dies frees its place** when its lease ends, by the
 //!   server's clock, as an exclusive lease does; renewals and releases
 //!   match its owner and token and a live lease, so a holder that lost its
@@ -121,6 +123,24 @@ impl Lock {
         let permits = check_permits(permits)?;
         let ticket = random::random_token();
         Ok(self.attempt_shared(&ticket, ttl, permits, None).await?.ok())
+    }
+
+    /// Takes a shared place among `permits` for a scheduled job, as
+    /// [`Lock::acquire_at_least`] takes the exclusive one: the place is held
+    /// at least `at_least` from its acquisition by the server's clock,
+    /// released or not, its holder killed or not.
+    pub async fn acquire_shared_at_least(
+        &self,
+        ttl: Duration,
+        at_least: Duration,
+        permits: u32,
+        options: &WaitOptions,
+    ) -> Result<Lease, LockError> {
+        let at_least = check_range("at least", at_least, Duration::ZERO, MAX_TTL)?;
+        let lease = self
+            .acquire_shared(ttl.max(at_least), permits, options)
+            .await?;
+        Ok(lease.held_at_least(ttl, at_least))
     }
 
     /// Takes a shared place among `permits` (see the module docs), waiting

@@ -168,7 +168,14 @@ fn diagnose(detail: &str) -> String {
 /// 4.0+) rather than date arithmetic in `$add`, which not every server that
 /// speaks the wire protocol implements.
 pub(crate) fn server_now_plus(ms: i64) -> mongodb::bson::Document {
-    mongodb::bson::doc! { "$toDate": { "$add": [{ "$toLong": "$$NOW" }, ms] } }
+    date_plus("$$NOW", ms)
+}
+
+/// The expression of the date `date` (an expression) plus `ms`
+/// milliseconds, through its milliseconds as a long, as
+/// [`server_now_plus`] does.
+pub(crate) fn date_plus(date: impl Into<Bson>, ms: i64) -> mongodb::bson::Document {
+    mongodb::bson::doc! { "$toDate": { "$add": [{ "$toLong": date.into() }, ms] } }
 }
 
 /// Names a BSON value for a message about a malformed document: its type
