@@ -193,6 +193,44 @@ async fn finishing_a_change_read_before_another_claimed_the_counter_claims_nothi
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finishing_a_change_read_before_it_finished_claims_nothing() {
+    const TEST: &str = "striped_progress_finished_meanwhile";
+    let (database, name) = striped_counter(TEST).await;
+    let db = database_name(TEST);
+    let map_now = || async {
+        let (sequence, _) = Sequence::open(&database, name.clone(), &OpenOptions::default())
+            .await
+            .unwrap();
+        let map = sequence.state().await.unwrap().striped.unwrap();
+        let _ = sequence.close().await;
+        map
+    };
+
+    // A change half way, as a process that finds it so reads it...
+    let held = hold(&db, "c", Point::AfterSeals, 1);
+    let change = spawn_set_stripes(&database, &name);
+    held.arrived().await;
+    let read_early = map_now().await;
+    assert!(!read_early.live, "{}", read_early.describe());
+    // ... then the change finishes before that process acts.
+    held.release().await;
+    let finished = change.await.unwrap().unwrap();
+    assert!(finished.map.live);
+
+    // Finishing from the early read must not change the stripes again
+    // (stopping every taker of the counter for a change nobody asked for).
+    let late = resume_change(&database, None, &name, &read_early).await;
+    let refused = late.map(|done| done.map.describe()).unwrap_err();
+    assert!(refused.to_string().contains("another change"), "{refused}");
+    let map = map_now().await;
+    assert!(
+        map.live && map.generation == finished.map.generation,
+        "{}",
+        map.describe()
+    );
+}
+
 /// The home copy's `striped.since` (when the change that claimed it last
 /// said it was at work), in milliseconds.
 async fn since(database: &mongodb::Database, name: &str) -> Option<i64> {

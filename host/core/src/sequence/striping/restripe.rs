@@ -191,6 +191,17 @@ async fn change_layout(
         .map(|copy| ceilings_outside(copy, &site_names))
         .max()
         .unwrap_or_default();
+    // Finishing a change: some copy must still be claimed by it, not live.
+    // One finished meanwhile (by its claimant, a taker, `counter show`)
+    // is not made again from a read taken before: that would stop every
+    // taker of the counter for a change nobody asked for.
+    let half_way = finishing.is_some_and(|generation| {
+        copies
+            .iter()
+            .map(|(_, copy)| copy)
+            .chain([&first])
+            .any(|copy| copy.generation == generation && !copy.live)
+    });
     let copies = copies
         .into_iter()
         .map(|(_, copy)| copy)
@@ -199,7 +210,7 @@ async fn change_layout(
         Some(copy) if copy.generation > first.generation => copy,
         _ => first,
     };
-    if finishing.is_some_and(|generation| generation != map.generation) {
+    if finishing.is_some_and(|generation| generation != map.generation || !half_way) {
         return Err(striping(name, StripingError::Concurrent));
     }
     let bounded = sites.list.len() >= 2 && has_ceilings(&of);
