@@ -168,11 +168,12 @@ fn a_client_that_stops_renewing_loses_the_lock_never_before_its_lease_ms() {
     block_on(support::database(TEST));
     let service = Service::start(TEST, &[]);
     let sent = Instant::now();
-    let first = acquire(&service.address, "sweep", json!({ "ttl_ms": 1000 }));
+    let first = acquire(&service.address, "sweep", json!({ "ttl_ms": 2000 }));
     let (lease, token) = lease_of(&first);
     let trusted = Duration::from_millis(first.json()["lease_ms"].as_u64().unwrap());
     // Never renewed: the next in line gets the lock once its TTL ends on
     // the server, after the time the first client was told to trust it.
+    let next_sent = Instant::now();
     let next = acquire(
         &service.address,
         "sweep",
@@ -184,6 +185,21 @@ fn a_client_that_stops_renewing_loses_the_lock_never_before_its_lease_ms() {
     assert!(
         taken >= trusted,
         "the next holder had the lock {taken:?} after the first asked, within the {trusted:?} it trusted"
+    );
+    // It waited more than a second in line, and its lease_ms says so: the
+    // TTL's share and the whole seconds it waited, counted from when it sent
+    // its request, ending before the server ends its lease.
+    let next_trusted = next.json()["lease_ms"].as_u64().unwrap();
+    assert!(next_trusted >= 4500 + 1000, "{}", next.body);
+    let asked = Instant::now();
+    let status = service.get("/v1/locks/sweep").json();
+    let server_left = status["expires_in_ms"].as_u64().unwrap();
+    let trusted_end = next_sent + Duration::from_millis(next_trusted);
+    let server_end = asked + Duration::from_millis(server_left);
+    assert!(
+        trusted_end <= server_end,
+        "trusted {:?} past the server's end of the lease",
+        trusted_end - server_end
     );
     assert_error(
         &renew(&service.address, "sweep", &lease),
@@ -348,47 +364,25 @@ fn a_token_opens_the_locks_it_lists_and_bad_requests_are_refused_by_name() {
         "may not take lock 'weekly'",
     );
 
-    // A scheduled job's lock: released at once, it stays held until its
-    // at-least has passed.
-    let job = take(
-        "nightly",
-        json!({ "ttl_ms": 5000, "at_least_ms": 60000 }),
-        Some(jobs),
-    );
-    let (lease, _) = lease_of(&job);
-    let released = post(
-        &service.address,
-        "/v1/locks/nightly/release",
-        &json!({ "lease": lease }),
-        Some(jobs),
-    );
-    assert_eq!(released.status, 200, "{released:?}");
-    assert_error(
-        &take("nightly", ttl.clone(), Some(jobs)),
-        409,
-        "lock-busy",
-        "",
-    );
-    // So does a reader's place: released at once, a writer still waits.
-    let reader = take(
-        "readers",
-        json!({ "ttl_ms": 5000, "at_least_ms": 60000, "shared": true }),
-        Some(jobs),
-    );
-    let (lease, _) = lease_of(&reader);
-    let released = post(
-        &service.address,
-        "/v1/locks/readers/release",
-        &json!({ "lease": lease }),
-        Some(jobs),
-    );
-    assert_eq!(released.status, 200, "{released:?}");
-    assert_error(
-        &take("readers", ttl.clone(), Some(jobs)),
-        409,
-        "lock-busy",
-        "",
-    );
+    // A scheduled job's lock, and a reader's place, taken with an
+    // at-least and released at once: each stays held until it has passed,
+    // so a writer still finds it busy.
+    for (lock, shared) in [("nightly", false), ("readers", true)] {
+        let job = take(
+            lock,
+            json!({ "ttl_ms": 5000, "at_least_ms": 60000, "shared": shared }),
+            Some(jobs),
+        );
+        let (lease, _) = lease_of(&job);
+        let released = post(
+            &service.address,
+            &format!("/v1/locks/{lock}/release"),
+            &json!({ "lease": lease }),
+            Some(jobs),
+        );
+        assert_eq!(released.status, 200, "{released:?}");
+        assert_error(&take(lock, ttl.clone(), Some(jobs)), 409, "lock-busy", "");
+    }
     let status = request(
         &service.address,
         "GET",

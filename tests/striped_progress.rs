@@ -20,7 +20,7 @@ use idmint::sequence::striping::hooks::{hold, Point};
 use idmint::sequence::striping::Restriped;
 use idmint::sequence::striping::{
     create_laid_out, create_striped, resume_change, set_layout_and_finish, set_stripes, Layout,
-    FINISH_PATIENCE, RESUME_AFTER,
+    StripeMap, FINISH_PATIENCE, RESUME_AFTER,
 };
 use idmint::sequence::{
     CounterKind, CounterName, CounterSpec, OpenOptions, Sequence, SequenceError,
@@ -149,14 +149,7 @@ async fn finishing_a_change_read_before_another_claimed_the_counter_claims_nothi
     const TEST: &str = "striped_progress_stale_finish";
     let (database, name) = striped_counter(TEST).await;
     let db = database_name(TEST);
-    let map_now = || async {
-        let (sequence, _) = Sequence::open(&database, name.clone(), &OpenOptions::default())
-            .await
-            .unwrap();
-        let map = sequence.state().await.unwrap().striped.unwrap();
-        let _ = sequence.close().await;
-        map
-    };
+    let map_now = || map_of(&database, &name);
 
     // A change half way, as a process reads it...
     let first_held = hold(&db, "c", Point::AfterSeals, 1);
@@ -198,14 +191,7 @@ async fn finishing_a_change_read_before_it_finished_claims_nothing() {
     const TEST: &str = "striped_progress_finished_meanwhile";
     let (database, name) = striped_counter(TEST).await;
     let db = database_name(TEST);
-    let map_now = || async {
-        let (sequence, _) = Sequence::open(&database, name.clone(), &OpenOptions::default())
-            .await
-            .unwrap();
-        let map = sequence.state().await.unwrap().striped.unwrap();
-        let _ = sequence.close().await;
-        map
-    };
+    let map_now = || map_of(&database, &name);
 
     // A change half way, as a process that finds it so reads it...
     let held = hold(&db, "c", Point::AfterSeals, 1);
@@ -229,6 +215,16 @@ async fn finishing_a_change_read_before_it_finished_claims_nothing() {
         "{}",
         map.describe()
     );
+}
+
+/// Counter `name`'s stripe map as a handle opened now reads it.
+async fn map_of(database: &mongodb::Database, name: &CounterName) -> StripeMap {
+    let (sequence, _) = Sequence::open(database, name.clone(), &OpenOptions::default())
+        .await
+        .unwrap();
+    let map = sequence.state().await.unwrap().striped.unwrap();
+    let _ = sequence.close().await;
+    map
 }
 
 /// The home copy's `striped.since` (when the change that claimed it last

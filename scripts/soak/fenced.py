@@ -34,7 +34,7 @@ def _write(path, value):
         file.write(str(value))
 
 
-def _store(directory, lock, token, event, mode="exclusive", permits=0):
+def store(directory, lock, token, event, mode="exclusive", permits=0):
     path = os.path.join(directory, f"{lock}.jsonl")
     with open(path, "a+", encoding="utf-8") as store:
         fcntl.flock(store, fcntl.LOCK_EX)
@@ -66,7 +66,7 @@ def main():
     permits = int(os.environ.get("IDMINT_LOCK_PERMITS", "0"))
 
     def write(directory, lock, token, event):
-        return _store(directory, lock, token, event, mode, permits)
+        return store(directory, lock, token, event, mode, permits)
 
     if not write(directory, lock, token, "start"):
         sys.exit(1)

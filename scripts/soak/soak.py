@@ -36,7 +36,8 @@ from ids import (BASE_KIND, CREATE, KINDS, MAXVAL, SPANNING, SPANNING_CYCLIC,  #
 from nemesis import Nemesis, Supervisor  # noqa: E402
 from schedule import FAULTS, make_schedule  # noqa: E402
 from workload import (CHANGE_TIMEOUT_S, CliLoop, HttpClient, JavaClient, PythonClient,  # noqa: E402
-                      NodeClient, LockHolder, Mongosh, Changes, Recorder, SeriesLoop, Stream)
+                      NodeClient, LockHolder, HttpLockHolder, Mongosh, Changes, Recorder,
+                      SeriesLoop, Stream)
 
 REPO = os.path.dirname(os.path.dirname(HERE))
 SERIES = "soak-invoices"
@@ -76,6 +77,8 @@ LOCKS = {
 # length (logs, pipes of the processes running, sockets); more is a leak, which
 # would end in spawns and restarts failing.
 FD_BOUND = 1000
+# The lock two apps hold over HTTP (HttpLockHolder).
+HTTP_LOCK = "soak-http"
 
 
 class Cluster:
@@ -455,6 +458,13 @@ def run(args):
         drivers = list(cluster.takers.values()) + list(cluster.holders.values())
         drivers += [HttpClient(i, counters, one_deployment_serves, out, seed_rng.random())
                     for i in range(3)]
+        # A lock held over HTTP by two apps, through the serve instances:
+        # not a target of the nemesis (the instances are), and its own seeds,
+        # so that the other drivers' and the schedule stay as they were.
+        http_lock_rng = random.Random(args.seed + 3)
+        drivers += [HttpLockHolder(i, HTTP_LOCK, one_deployment_serves, out, runs,
+                                   http_lock_rng.random())
+                    for i in range(2)]
         # The spanning cyclic and snowflake counters' `next` loops run on the
         # first server's faked wall clock (its clock file, through
         # libfaketime): stepped back and frozen with it by clock-back and

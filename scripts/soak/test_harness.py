@@ -8,10 +8,14 @@ import contextlib
 import io
 import json
 import os
+import http.server
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 import unittest
+from types import SimpleNamespace
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -99,6 +103,53 @@ class SpanningCounters(unittest.TestCase):
     def test_the_spanning_snowflake_takers_lease_briefly(self):
         self.assertEqual(workload._lease(SPANNING_SNOWFLAKE), ["--lease-ttl", "3"])
         self.assertEqual(workload._lease("snowflake"), [])
+
+
+class LockedOverHttp(unittest.TestCase):
+    """The HTTP lock holder writes only while it can prove its lease: a
+    renewal that never answers ends its hold by the acquire's lease_ms."""
+
+    def test_a_holder_whose_renewal_never_answers_writes_nothing_past_its_lease(self):
+        stalled = threading.Event()
+
+        class Service(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 - http.server's name
+                self.rfile.read(int(self.headers["Content-Length"]))
+                if self.path.endswith("/renew"):
+                    stalled.wait(10)  # an instance stopped: no answer
+                    return
+                body = json.dumps({"lease": "l1.x.7.3000.0.o", "token": 7, "lease_ms": 1500})
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body.encode())
+
+            def log_message(self, *args):
+                pass
+
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Service)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        out = tempfile.mkdtemp(prefix="soak-http-lock-test-")
+        os.makedirs(os.path.join(out, "locks"))
+        try:
+            serve = SimpleNamespace(name="serve-0", port=server.server_address[1])
+            holder = workload.HttpLockHolder(0, "l", [serve], out, None, 1)
+            # A long hold (past the TTL), so that only renewals could keep it.
+            holder.rng = SimpleNamespace(choice=lambda items: items[0], random=lambda: 0.0,
+                                         uniform=lambda low, high: high)
+            began = time.time()
+            rc, why = holder._hold()  # noqa: SLF001 - one hold, as run() makes them
+            with open(os.path.join(out, "locks", "l.jsonl"), encoding="utf-8") as file:
+                writes = [json.loads(line) for line in file]
+        finally:
+            stalled.set()
+            server.shutdown()
+            subprocess.run(["rm", "-rf", out], check=False)
+        self.assertEqual(rc, 76, why)
+        self.assertEqual(writes[0]["event"], "start")
+        self.assertGreater(len(writes), 5, "it wrote while its lease was proved")
+        last = max(write["t"] for write in writes)
+        self.assertLess(last - began, 1.5, "a write after the lease_ms counted from the acquire")
 
 
 if __name__ == "__main__":

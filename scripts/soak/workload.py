@@ -8,7 +8,10 @@ records every attempt (checker.py says the record's shape).
 - Mongosh: the stored JavaScript twins (cyclic, autoinc, periodic) in one
   long-lived mongosh;
 - LockHolder: `idmint lock run` whose COMMAND (fenced.py) writes to the
-  fenced store.
+  fenced store;
+- HttpLockHolder: a lock held over HTTP (`serve`'s acquire, renew and
+  release, through any instance), writing to the fenced store while it can
+  prove its lease.
 
 A driver's `current` is the process the nemesis kills or stops.
 """
@@ -24,6 +27,7 @@ import sys
 import threading
 import time
 
+import fenced
 from cluster import reap, signal_group, spawn
 from ids import (CYCLIC_KINDS, IDS_RECORDED, POLICY, SPANNING_CYCLIC, SPANNING_LEASE_TTL,
                  SPANNING_SNOWFLAKE, UNORDERED, UnreadableId, base_kind, parse_id,
@@ -504,6 +508,93 @@ class LockHolder(Driver):
             returncode = reap(process)
             self.runs.write({"holder": self.name, "lock": self.lock, "t0": t0, "t1": time.time(),
                              "rc": returncode, "err": stderr[-300:]})
+            self.stopping.wait(self.rng.uniform(0.0, 0.3))
+
+
+class HttpLockHolder(Driver):
+    """A lock held over HTTP, as an app with no idmint library holds one:
+    acquire through a random serve instance, renew through a random one
+    (the service keeps nothing of a lease), release; meanwhile it writes to
+    the fenced store (fenced.py's) as a COMMAND does, but only while it can
+    prove its lease: until the `lease_ms` of the last acquire or renewal
+    that answered, counted from when that request was *sent*. A renewal that
+    does not answer in time (an instance stopped, cut off from the database)
+    ends the hold, with no write after. Records each hold in lockruns.jsonl
+    as LockHolder does: rc 0 held and done, 75 not had within the wait, 76
+    the lease lost or no longer proved."""
+
+    TTL_MS = 3000
+
+    def __init__(self, index, lock, serves, out, runs, seed):
+        super().__init__(f"http-lock-{index}", seed)
+        self.lock, self.serves, self.runs = lock, serves, runs
+        self.locks_dir = os.path.join(out, "locks")
+
+    def _post(self, route, body, timeout):
+        """(status, answer) of POST /v1/locks/LOCK/ROUTE to a random
+        instance; (None, why) when none came within `timeout` seconds."""
+        serve = self.rng.choice(self.serves)
+        try:
+            connection = http.client.HTTPConnection("127.0.0.1", serve.port,
+                                                    timeout=max(0.05, timeout))
+            connection.request("POST", f"/v1/locks/{self.lock}/{route}", json.dumps(body),
+                               {"Content-Type": "application/json"})
+            response = connection.getresponse()
+            text = response.read().decode(errors="replace")
+            connection.close()
+            return response.status, text
+        except (OSError, http.client.HTTPException) as error:
+            return None, f"{serve.name}: {type(error).__name__}: {error}"
+
+    def _hold(self):
+        """One hold: (rc, why)."""
+        sent = time.monotonic()
+        status, text = self._post("acquire", {"ttl_ms": self.TTL_MS, "wait_ms": 2000}, 6.0)
+        if status != 200:
+            return 75, f"acquire: {status} {text[:200]}"
+        lease = json.loads(text)
+        deadline = sent + lease["lease_ms"] / 1000
+        renew_at = sent + self.TTL_MS / 3000
+        token = lease["token"]
+
+        def write(event):
+            # Only while the lease is proved: checked right before each write.
+            if time.monotonic() >= deadline:
+                return None
+            return fenced.store(self.locks_dir, self.lock, token, event)
+
+        if not write("start"):
+            return 76, "not proved at its start, or fenced off"
+        # Mostly short holds; one in five outlasts the TTL, so that only
+        # renewals keep it.
+        hold = (self.rng.uniform(3.5, 5.0) if self.rng.random() < 0.2
+                else self.rng.uniform(0.3, 1.2))
+        end = time.monotonic() + hold
+        while time.monotonic() < end:
+            now = time.monotonic()
+            if now >= renew_at:
+                status, text = self._post("renew", {"lease": lease["lease"]}, deadline - now)
+                if status == 200:
+                    deadline = now + json.loads(text)["lease_ms"] / 1000
+                    renew_at = now + self.TTL_MS / 3000
+                elif status == 409:
+                    return 76, f"renew: {text[:200]}"
+                else:
+                    renew_at = time.monotonic() + 0.2
+            if not write("beat"):
+                return 76, "lease no longer proved (no renewal answered in time)"
+            time.sleep(0.05)
+        if not write("end"):
+            return 76, "lease no longer proved at its end"
+        status, text = self._post("release", {"lease": lease["lease"]}, 3.0)
+        return (0, "") if status == 200 else (0, f"release: {status} {text[:200]}")
+
+    def run(self):
+        while not self.stopping.is_set():
+            t0 = time.time()
+            rc, why = self._hold()
+            self.runs.write({"holder": self.name, "lock": self.lock, "t0": t0, "t1": time.time(),
+                             "rc": rc, "err": why})
             self.stopping.wait(self.rng.uniform(0.0, 0.3))
 
 

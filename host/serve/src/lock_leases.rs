@@ -21,7 +21,7 @@
 //! did to the answer.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
@@ -108,7 +108,8 @@ pub struct LeaseResponse {
     pub ttl_ms: u64,
     /// How long the lease is proved held, in milliseconds, counted from
     /// when the client sent this request: stop before it passes unless a
-    /// renewal answered.
+    /// renewal answered. The TTL less a tenth, and for an acquire that
+    /// waited in line, the whole seconds it waited.
     pub lease_ms: u64,
 }
 
@@ -153,15 +154,31 @@ fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
-fn lease_response(name: &LockName, id: &LeaseId) -> LeaseResponse {
+/// The answer of a lease `id` proved held for `waited` more than its
+/// TTL's share (see [`waited_in_line`]).
+fn lease_response(name: &LockName, id: &LeaseId, waited: Duration) -> LeaseResponse {
     LeaseResponse {
         lock: name.to_string(),
         lease: id.to_string(),
         token: id.token(),
         shared: id.is_shared(),
         ttl_ms: millis(id.ttl()),
-        lease_ms: millis(id.proved_for()),
+        lease_ms: millis(id.proved_for() + waited),
     }
+}
+
+/// How long the acquire that began handling its request at `began` took
+/// before the write that took `lease` was sent, in whole seconds (rounded
+/// down): the client, which sent its request before `began`, may add it to
+/// the TTL's share, counted from when it sent the request, and still stop
+/// before the server can end the lease. A wait in line does not shorten
+/// the lease it ends with.
+fn waited_in_line(began: Instant, lease: &idmint::lock::Lease) -> Duration {
+    let sent = lease
+        .deadline()
+        .and_then(|deadline| deadline.checked_sub(LeaseId::proved_for_ttl(lease.ttl())));
+    let waited = sent.map_or(Duration::ZERO, |sent| sent.saturating_duration_since(began));
+    Duration::from_secs(waited.as_secs())
 }
 
 /// Takes a lock: exclusive, shared, a permit; waiting in line up to
@@ -186,6 +203,7 @@ pub(super) async fn acquire(
     path: Result<Path<String>, PathRejection>,
     ApiJson(request): ApiJson<AcquireRequest>,
 ) -> Result<Json<LeaseResponse>, ApiError> {
+    let began = Instant::now();
     let name = lock_name(&caller, path)?;
     let ttl = Duration::from_millis(
         request
@@ -234,7 +252,8 @@ pub(super) async fn acquire(
         None => lock.acquire_at_least(ttl, at_least, &options).await,
     }
     .map_err(failed)?;
-    Ok(Json(lease_response(&name, &lease.into_id())))
+    let waited = waited_in_line(began, &lease);
+    Ok(Json(lease_response(&name, &lease.into_id(), waited)))
 }
 
 /// Extends a lease by its TTL, from the server's now.
@@ -265,7 +284,7 @@ pub(super) async fn renew(
     // Still the client's, renewed or not: nothing here holds it.
     let id = lease.into_id();
     renewed.map_err(failed)?;
-    Ok(Json(lease_response(&name, &id)))
+    Ok(Json(lease_response(&name, &id, Duration::ZERO)))
 }
 
 /// Gives a lease up: the lock goes to the first in its line, or is free.

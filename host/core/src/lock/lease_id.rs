@@ -58,7 +58,13 @@ impl LeaseId {
     /// off (a tenth). The service's own write was sent later than the
     /// client's request, so the client's count ends first.
     pub fn proved_for(&self) -> Duration {
-        crate::lease::proved_for(self.ttl)
+        Self::proved_for_ttl(self.ttl)
+    }
+
+    /// [`LeaseId::proved_for`] of a lease of `ttl`: how long after the
+    /// write that took or renewed it was sent its holder trusts it.
+    pub fn proved_for_ttl(ttl: Duration) -> Duration {
+        crate::lease::proved_for(ttl)
     }
 }
 
