@@ -108,8 +108,9 @@ pub struct LeaseResponse {
     pub ttl_ms: u64,
     /// How long the lease is proved held, in milliseconds, counted from
     /// when the client sent this request: stop before it passes unless a
-    /// renewal answered. The TTL less a tenth, and for an acquire that
-    /// waited in line, the whole seconds it waited.
+    /// renewal answered. The TTL less a tenth, and the whole seconds the
+    /// service can prove beyond that (an acquire's wait in line, a
+    /// scheduled job's first lease of its at-least).
     pub lease_ms: u64,
 }
 
@@ -154,26 +155,29 @@ fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// The answer of a lease `id` proved held for `waited` more than its
-/// TTL's share (see [`waited_in_line`]).
-fn lease_response(name: &LockName, id: &LeaseId, waited: Duration) -> LeaseResponse {
+/// The answer of a lease `id` proved held for `beyond` more than its
+/// TTL's share (see [`proved_beyond_ttl`]).
+fn lease_response(name: &LockName, id: &LeaseId, beyond: Duration) -> LeaseResponse {
     LeaseResponse {
         lock: name.to_string(),
         lease: id.to_string(),
         token: id.token(),
         shared: id.is_shared(),
         ttl_ms: millis(id.ttl()),
-        lease_ms: millis(id.proved_for() + waited),
+        lease_ms: millis(id.proved_for() + beyond),
     }
 }
 
-/// How long the acquire that began handling its request at `began` took
-/// before the write that took `lease` was sent, in whole seconds (rounded
-/// down): the client, which sent its request before `began`, may add it to
-/// the TTL's share, counted from when it sent the request, and still stop
-/// before the server can end the lease. A wait in line does not shorten
-/// the lease it ends with.
-fn waited_in_line(began: Instant, lease: &idmint::lock::Lease) -> Duration {
+/// How much longer than the TTL's share, counted from `began` (when the
+/// acquire began handling its request), the service can prove `lease`
+/// held, in whole seconds rounded down: the time the acquire waited in
+/// line before the write that took the lock (the client sent its request
+/// before `began`), and for a scheduled job's first lease, which lasts its
+/// at-least, the rest of that. The client may add it to the TTL's share,
+/// counted from when it sent the request, and still stop before the server
+/// can end the lease: a wait in line does not shorten the lease it ends
+/// with.
+fn proved_beyond_ttl(began: Instant, lease: &idmint::lock::Lease) -> Duration {
     let sent = lease
         .deadline()
         .and_then(|deadline| deadline.checked_sub(LeaseId::proved_for_ttl(lease.ttl())));
@@ -252,8 +256,8 @@ pub(super) async fn acquire(
         None => lock.acquire_at_least(ttl, at_least, &options).await,
     }
     .map_err(failed)?;
-    let waited = waited_in_line(began, &lease);
-    Ok(Json(lease_response(&name, &lease.into_id(), waited)))
+    let beyond = proved_beyond_ttl(began, &lease);
+    Ok(Json(lease_response(&name, &lease.into_id(), beyond)))
 }
 
 /// Extends a lease by its TTL, from the server's now.
