@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use idmint::lock::{
-    LeaseId, Lock, LockError, LockName, WaitOptions, MAX_PERMITS, MAX_WAIT, READERS,
+    Lease, LeaseId, Lock, LockError, LockName, WaitOptions, MAX_PERMITS, MAX_WAIT, READERS,
 };
 
 use super::error::{ApiError, ErrorBody};
@@ -137,6 +137,20 @@ fn lock_name(
     LockName::new(&name).map_err(|error| ApiError::BadRequest(error.to_string()))
 }
 
+/// The lock of the path and the lease a renew or release names, resumed
+/// here (see [`Locks::resume`](idmint::lock::Locks::resume)).
+fn resumed(
+    state: &AppState,
+    caller: &Caller,
+    path: Result<Path<String>, PathRejection>,
+    request: &LeaseRequest,
+) -> Result<(LockName, Lease), ApiError> {
+    let name = lock_name(caller, path)?;
+    let id: LeaseId = request.lease.parse().map_err(failed)?;
+    let lease = state.locks.resume(name.clone(), &id).map_err(failed)?;
+    Ok((name, lease))
+}
+
 /// A lock failure: a busy lock and a lost lease have kinds of their own,
 /// the rest their class's.
 fn failed(error: LockError) -> ApiError {
@@ -177,7 +191,7 @@ fn lease_response(name: &LockName, id: &LeaseId, beyond: Duration) -> LeaseRespo
 /// counted from when it sent the request, and still stop before the server
 /// can end the lease: a wait in line does not shorten the lease it ends
 /// with.
-fn proved_beyond_ttl(began: Instant, lease: &idmint::lock::Lease) -> Duration {
+fn proved_beyond_ttl(began: Instant, lease: &Lease) -> Duration {
     let sent = lease
         .deadline()
         .and_then(|deadline| deadline.checked_sub(LeaseId::proved_for_ttl(lease.ttl())));
@@ -281,9 +295,7 @@ pub(super) async fn renew(
     path: Result<Path<String>, PathRejection>,
     ApiJson(request): ApiJson<LeaseRequest>,
 ) -> Result<Json<LeaseResponse>, ApiError> {
-    let name = lock_name(&caller, path)?;
-    let id: LeaseId = request.lease.parse().map_err(failed)?;
-    let lease = state.locks.resume(name.clone(), &id).map_err(failed)?;
+    let (name, lease) = resumed(&state, &caller, path, &request)?;
     let renewed = lease.renew().await;
     // Still the client's, renewed or not: nothing here holds it.
     let id = lease.into_id();
@@ -312,18 +324,12 @@ pub(super) async fn release(
     path: Result<Path<String>, PathRejection>,
     ApiJson(request): ApiJson<LeaseRequest>,
 ) -> Result<Json<ReleasedResponse>, ApiError> {
-    let name = lock_name(&caller, path)?;
-    let id: LeaseId = request.lease.parse().map_err(failed)?;
-    state
-        .locks
-        .resume(name.clone(), &id)
-        .map_err(failed)?
-        .release()
-        .await
-        .map_err(failed)?;
+    let (name, lease) = resumed(&state, &caller, path, &request)?;
+    let token = lease.token();
+    lease.release().await.map_err(failed)?;
     Ok(Json(ReleasedResponse {
         lock: name.to_string(),
-        token: id.token(),
+        token,
         released: true,
     }))
 }
