@@ -126,6 +126,11 @@ def check_values(attempts):
     return dict(rows), duplicates, order, gaps, lost, malformed, out_of_range, duplicate_ids
 
 
+# How soon after a freeze ends a holder frozen whole may still write: the
+# moments before its guard, continued with it, stops its COMMAND.
+FROZEN_GRACE = 1.0
+
+
 def check_locks(records, faults=()):
     """Overlaps (two tokens of one lock running at once, by the COMMANDs'
     own timestamps) and fencing violations (a write accepted after a higher
@@ -187,10 +192,39 @@ def check_locks(records, faults=()):
                 overlap = {"lock": lock, "tokens": [token, other], "t": other_start,
                            "spans": [[start, end], [other_start, other_end]]}
                 (fenced_overlaps if fenced(lock, token, other_start) else overlaps).append(overlap)
+    def frozen_through(lock, token):
+        """The span of a shared holder frozen whole past its lease up to its
+        last write before the freeze, when every write it made after came
+        within FROZEN_GRACE of the thaw (its guard, continued with it,
+        stopped it at once); None otherwise. A permit has no fence that
+        could refuse those last writes (docs/locks.md says so)."""
+        times = sorted(t for t, _ in writes[(lock, token)])
+        for freeze in freezes:
+            if freeze["lock"] != lock:
+                continue
+            before = [t for t in times if t < freeze["start"]]
+            # The fault's end is recorded once every process was continued:
+            # its first writes after the thaw may come just before it.
+            after = [t for t in times if t >= freeze["start"]]
+            if before and after and \
+                    freeze["end"] - FROZEN_GRACE <= after[0] and \
+                    after[-1] <= freeze["end"] + FROZEN_GRACE:
+                # Ending a hair after its last write: an end sorts before a
+                # start at the same time, and a one-write span would end
+                # before it began.
+                return [times[0], before[-1] + 1e-6]
+        return None
+
     # A semaphore: never more holders at once than its permits.
     for lock, most in sorted(permits.items()):
-        events = sorted([(start, 1, token) for token, (start, _) in spans[lock].items()]
-                        + [(end, -1, token) for token, (_, end) in spans[lock].items()],
+        counted = {}
+        for token, span in spans[lock].items():
+            frozen = frozen_through(lock, token)
+            if frozen is not None and frozen != span:
+                fenced_overlaps.append({"lock": lock, "token": token, "frozen": True})
+            counted[token] = frozen or span
+        events = sorted([(start, 1, token) for token, (start, _) in counted.items()]
+                        + [(end, -1, token) for token, (_, end) in counted.items()],
                         key=lambda event: (event[0], event[1]))
         holding = set()
         for t, step, token in events:

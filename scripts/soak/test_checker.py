@@ -574,6 +574,29 @@ class CheckerTest(unittest.TestCase):
         self.assertFalse(result["valid"])
         self.assertEqual(result["fencing_violations"], 1)
 
+    def test_a_permit_holder_frozen_whole_counts_until_it_froze_if_stopped_at_the_thaw(self):
+        def held(token, times):
+            return [{"lock": "sem", "token": token, "event": "beat", "t": START + t,
+                     "accepted": True, "mode": "shared", "permits": 2} for t in times]
+        freeze = {"fault": "freeze-holder", "target": "h", "lock": "sem", "start": START + 2.0,
+                  "end": START + 6.0}
+        others = held(2, (3.0, 4.0)) + held(3, (3.5, 4.5))
+        # Frozen at 2 s; two others hold meanwhile; it writes at the thaw.
+        stopped = held(1, (1.0, 1.9, 6.2))
+        result = check(clean_attempts(), clean_locks() + stopped + others, [freeze],
+                       START, START + 10)
+        self.assertTrue(result["valid"], result["first_violation"])
+        self.assertEqual(result["locks"]["fenced_overlaps"], 1)
+        # Writing on long after the thaw: three holders, a violation.
+        went_on = held(1, (1.0, 1.9, 6.2, 8.0))
+        result = check(clean_attempts(), clean_locks() + went_on + others, [freeze],
+                       START, START + 10)
+        self.assertFalse(result["valid"])
+        # And without the freeze, the same writes are three holders at once.
+        result = check(clean_attempts(), clean_locks() + stopped + others, [],
+                       START, START + 10)
+        self.assertFalse(result["valid"])
+
     def test_a_planted_fencing_violation_is_invalid(self):
         locks = clean_locks() + [
             {"lock": "a", "token": 1, "event": "beat", "t": START + 5, "accepted": True},
