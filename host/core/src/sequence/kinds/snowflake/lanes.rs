@@ -215,54 +215,49 @@ impl Stripable for SnowflakeKind {
     /// (which does not record its reservations in the counter, `gate.rs`)
     /// may have issued up to. Refused, naming it, while such a holder's
     /// lease is live: it may reserve more, and nothing bounds what.
-    fn unstriped_floor<'a>(
-        database: &'a Database,
-        name: &'a CounterName,
-    ) -> impl std::future::Future<Output = Result<Option<i64>, SequenceError>> + Send + 'a {
-        async move {
-            let (leases, _) = leases_of(database, name).await?;
-            if let Some(lease) = leases.iter().find(|lease| lease.live && !lease.gated) {
-                return Err(striping(
-                    name,
-                    StripingError::UngatedHolder {
-                        worker: lease.worker,
-                        host: lease.host.clone(),
-                        pid: lease.pid,
-                        expires: chrono::DateTime::from_timestamp_millis(lease.expires_ms)
-                            .map(|at| at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
-                            .unwrap_or_default(),
-                    },
-                ));
-            }
-            Ok(Some(
-                leases
-                    .iter()
-                    .map(|lease| lease.last_time)
-                    .max()
-                    .unwrap_or(-1),
-            ))
+    async fn unstriped_floor(
+        database: &Database,
+        name: &CounterName,
+    ) -> Result<Option<i64>, SequenceError> {
+        let (leases, _) = leases_of(database, name).await?;
+        if let Some(lease) = leases.iter().find(|lease| lease.live && !lease.gated) {
+            return Err(striping(
+                name,
+                StripingError::UngatedHolder {
+                    worker: lease.worker,
+                    host: lease.host.clone(),
+                    pid: lease.pid,
+                    expires: chrono::DateTime::from_timestamp_millis(lease.expires_ms)
+                        .map(|at| at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+                        .unwrap_or_default(),
+                },
+            ));
         }
+        Ok(Some(
+            leases
+                .iter()
+                .map(|lease| lease.last_time)
+                .max()
+                .unwrap_or(-1),
+        ))
     }
 
     /// Its tag, kept from every other counter of `database` (see
     /// `keep_tag_from_others`).
-    fn keep_tag<'a>(
-        state: &'a SnowflakeState,
-        database: &'a Database,
-        name: &'a CounterName,
-        incarnation: Option<&'a Incarnation>,
+    async fn keep_tag(
+        state: &SnowflakeState,
+        database: &Database,
+        name: &CounterName,
+        incarnation: Option<&Incarnation>,
         unmarked_are_its_own: bool,
-    ) -> impl std::future::Future<Output = Result<Option<(u32, String)>, SequenceError>> + Send + 'a
-    {
-        async move {
-            let Some(tag) = state.tag else {
-                return Ok(None);
-            };
-            let owner =
-                keep_tag_from_others(database, name, incarnation, unmarked_are_its_own, tag.tag)
-                    .await?;
-            Ok(owner.map(|owner| (tag.tag, owner)))
-        }
+    ) -> Result<Option<(u32, String)>, SequenceError> {
+        let Some(tag) = state.tag else {
+            return Ok(None);
+        };
+        let owner =
+            keep_tag_from_others(database, name, incarnation, unmarked_are_its_own, tag.tag)
+                .await?;
+        Ok(owner.map(|owner| (tag.tag, owner)))
     }
 }
 
