@@ -462,6 +462,13 @@ class LockHolder(Driver):
         self.locks_dir = os.path.join(out, "locks")
         self.runs = runs
 
+    def stop(self):
+        # The run under way ends now, as an operator's SIGTERM ends it (a
+        # run waiting in line gives up; a holding one passes it on to
+        # COMMAND and releases), not after up to its --wait and its hold.
+        super().stop()
+        _signal_pid(self.current, signal.SIGTERM)
+
     def kill9(self):
         # The holder alone, as a crash of `lock run`: its guard kills COMMAND.
         return _signal_pid(self.current, signal.SIGKILL)
