@@ -505,3 +505,82 @@ fn a_command_that_cannot_start_is_one_line_and_releases_the_lock() {
     let state = job_state(&runtime, &database);
     assert!(!state.is_held(), "{state:?}");
 }
+
+/// A signal to a `lock run` still waiting for the lock, or to a standby of
+/// `lock elect`, ends its wait: it leaves the line, and only then exits
+/// 128+N, COMMAND not run. (Killed by the signal, it would leave its place
+/// for the next in line to wait out, and a lock handed to it in that moment
+/// held until its TTL.)
+#[test]
+fn a_signal_while_waiting_leaves_the_line_before_the_exit() {
+    const TEST: &str = "lock_cli_signal_waiting";
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let database = runtime.block_on(support::database(TEST));
+    let ttl = Duration::from_secs(30);
+    for (name, waiter, shared) in [
+        ("job", &["run", "--wait", "60"][..], false),
+        (
+            "permit",
+            &["run", "--permits", "1", "--wait", "60"][..],
+            true,
+        ),
+        ("lead", &["elect"][..], false),
+    ] {
+        // Held by the test: exclusively, or the one permit.
+        let lock = Lock::new(&database, lock_name(name));
+        let once = idmint::lock::WaitOptions::new(Duration::ZERO);
+        let held = runtime
+            .block_on(async {
+                if shared {
+                    lock.acquire_shared(ttl, 1, &once).await
+                } else {
+                    lock.acquire(ttl, &once).await
+                }
+            })
+            .unwrap();
+        let mut command = support::idmint(TEST);
+        command
+            .args(["lock", waiter[0], name])
+            .args(&waiter[1..])
+            .args(["--ttl", "30", "--", "sh", "-c", "echo ran"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        // SAFETY: signal(2) is async-signal-safe, and the closure runs in the
+        // child between fork and exec: SIGTERM's default disposition, whatever
+        // the test runner was started with.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut command, || {
+                libc::signal(libc::SIGTERM, libc::SIG_DFL);
+                Ok(())
+            });
+        }
+        let mut waiting = command.spawn().unwrap();
+        let state = || {
+            runtime
+                .block_on(lock.status())
+                .unwrap()
+                .expect("the lock exists")
+        };
+        support::wait::until(Duration::from_secs(60), "the waiter in line", || {
+            state().waiters == 1
+        });
+        signal(waiting.id(), libc::SIGTERM);
+        let exited = exits_within(waiting.id(), GONE_LONG_AGO);
+        if !exited {
+            waiting.kill().unwrap();
+        }
+        let output = waiting.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(exited, "{name}: the waiter did not exit: {stderr}");
+        assert_eq!(
+            output.status.code(),
+            Some(128 + libc::SIGTERM),
+            "{name}: {stderr}"
+        );
+        assert!(output.stdout.is_empty(), "{name}: COMMAND ran");
+        // Its place is gone as it exits, not three seconds later.
+        let after = state();
+        assert_eq!(after.waiters, 0, "{name}: its place is left: {after:?}");
+        runtime.block_on(held.release()).unwrap();
+    }
+}

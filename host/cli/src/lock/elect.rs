@@ -13,11 +13,12 @@
 
 use std::time::Duration;
 
+use tokio_util::sync::CancellationToken;
+
 use idmint::lock::{LockError, LockName, Locks, MAX_WAIT};
 
 use super::args::ElectArgs;
-use super::run::{hold, wait_options, Forwarded, Held, Job};
-use crate::job_control;
+use super::run::{give_back, hold, signalled, wait_options, waited, Forwarded, Held, Job, Waited};
 use crate::{Outcome, Output};
 
 /// How long a standby waits after the database failed it before it
@@ -42,29 +43,28 @@ pub(super) async fn elect(args: &ElectArgs, output: &Output) -> anyhow::Result<O
         json: output.is_json(),
         env: vec![("IDMINT_LOCK_LABEL", label.clone())],
     };
-    let standing = wait_options(MAX_WAIT);
+    let stop = CancellationToken::new();
+    let standing = wait_options(MAX_WAIT).stop_on(stop.clone());
     loop {
-        let lease = tokio::select! {
-            lease = lock.acquire(args.ttl, &standing) => match lease {
-                Ok(lease) => lease,
-                // A day without the lead: stand again.
-                Err(LockError::Busy { .. }) => continue,
-                Err(error @ LockError::Database { .. }) => {
-                    eprintln!("idmint: lock '{name}': {label} stands again in {} s: {error}", RETRY_AFTER.as_secs());
-                    tokio::time::sleep(RETRY_AFTER).await;
-                    continue;
+        let lease = match waited(lock.acquire(args.ttl, &standing), &stop, &mut signals).await {
+            Waited::Signalled(signal, acquired) => {
+                if let Ok(lease) = acquired {
+                    give_back(lease, &name).await;
                 }
-                Err(error) => return Err(idmint::Error::from(error).into()),
-            },
-            signal = signals.recv() => {
-                if job_control::is_stop(signal) {
-                    // SAFETY: raise(2) of SIGSTOP on this process: a standby
-                    // stops as any job does.
-                    unsafe { libc::raise(libc::SIGSTOP) };
-                    continue;
-                }
-                return Ok(Outcome::Exit(128u8.wrapping_add(signal as u8)));
+                return Ok(Outcome::Exit(signalled(signal)));
             }
+            Waited::Done(Ok(lease)) => lease,
+            // A day without the lead: stand again.
+            Waited::Done(Err(LockError::Busy { .. })) => continue,
+            Waited::Done(Err(error @ LockError::Database { .. })) => {
+                eprintln!(
+                    "idmint: lock '{name}': {label} stands again in {} s: {error}",
+                    RETRY_AFTER.as_secs()
+                );
+                tokio::time::sleep(RETRY_AFTER).await;
+                continue;
+            }
+            Waited::Done(Err(error)) => return Err(idmint::Error::from(error).into()),
         };
         eprintln!(
             "idmint: lock '{name}': {label} leads (fencing token {})",

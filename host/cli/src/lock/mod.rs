@@ -16,7 +16,9 @@
 //! - **Signals**: SIGINT, SIGTERM and SIGHUP sent to `lock run` are passed on
 //!   to the group (unless `lock run` was started with them ignored, as by
 //!   `nohup`: then they stay ignored), and `lock run` exits with COMMAND's
-//!   code.
+//!   code. While it waits for the lock, they end the wait (`run::waited`):
+//!   it leaves the line, releases a lock handed to it in that moment, and
+//!   exits 128+N without running COMMAND.
 //! - **Job control** (`job_control`): SIGTSTP (Ctrl-Z), SIGTTIN and SIGTTOU
 //!   stop COMMAND's group (SIGSTOP) and then `lock run`. When continued
 //!   (`fg`, `bg`), `lock run` continues the group only if the lease's local
@@ -59,7 +61,8 @@ pub enum LockCmd {
     /// Run COMMAND while holding the lock, renewing it, releasing it at the end; exits with
     /// COMMAND's code, 75 if the lock was not had within --wait, 76 if the lease was lost or could
     /// not be renewed while COMMAND ran (COMMAND is then stopped: SIGTERM, then SIGKILL before the
-    /// lease can expire), 124 if COMMAND ran past --at-most (it is then stopped the same way).
+    /// lease can expire), 124 if COMMAND ran past --at-most (it is then stopped the same way),
+    /// 128+N on signal N while it waits for the lock (it leaves the line first).
     /// COMMAND and what it starts die with `lock run` (kill -9 included);
     /// SIGINT, SIGTERM and SIGHUP are passed on to them; Ctrl-Z stops them with `lock run`, and
     /// `fg` continues them only if the lease did not lapse meanwhile (else exit 76).

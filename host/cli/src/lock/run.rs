@@ -3,9 +3,11 @@
 //! once it ran past `--at-most`, passes signals and job control on, and
 //! releases the lock (after `--at-least`).
 
+use std::future::Future;
 use std::time::Duration;
 
-use idmint::lock::{stop_grace, Lock, LockError, LockName, WaitOptions, Watchdog, READERS};
+use idmint::lock::{stop_grace, Lease, Lock, LockError, LockName, WaitOptions, Watchdog, READERS};
+use tokio_util::sync::CancellationToken;
 
 use super::args::RunArgs;
 use super::guard::{exit_code, spawn_guard, FORWARDED};
@@ -42,29 +44,42 @@ pub(super) async fn run(args: &RunArgs, output: &Output) -> anyhow::Result<Outco
     let at_most = at_most(args)?;
     let database = args.connect.connect().await?;
     let lock = Lock::new(&database, name.clone());
-    let waiting = wait_options(wait);
-    let (lease, env) = match (args.permits, args.shared) {
-        (Some(permits), _) => (
-            lock.acquire_shared_at_least(ttl, at_least, permits, &waiting)
-                .await?,
-            vec![
-                ("IDMINT_LOCK_MODE", "shared".to_string()),
-                ("IDMINT_LOCK_PERMITS", permits.to_string()),
-            ],
-        ),
-        (None, true) => (
-            lock.acquire_shared_at_least(ttl, at_least, READERS, &waiting)
-                .await?,
-            vec![("IDMINT_LOCK_MODE", "shared".to_string())],
-        ),
-        (None, false) => (
-            lock.acquire_at_least(ttl, at_least, &waiting).await?,
-            vec![("IDMINT_LOCK_MODE", "exclusive".to_string())],
-        ),
-    };
-    // From here on the signals are COMMAND's: they are passed on, not
-    // obeyed; the stop signals stop COMMAND's group with `lock run`.
+    // While it waits, a signal ends the wait (`waited`); from then on the
+    // signals are COMMAND's: they are passed on, not obeyed, and the stop
+    // signals stop COMMAND's group with `lock run`.
     let mut signals = Forwarded::install()?;
+    let stop = CancellationToken::new();
+    let waiting = wait_options(wait).stop_on(stop.clone());
+    let acquire = async {
+        Ok::<_, LockError>(match (args.permits, args.shared) {
+            (Some(permits), _) => (
+                lock.acquire_shared_at_least(ttl, at_least, permits, &waiting)
+                    .await?,
+                vec![
+                    ("IDMINT_LOCK_MODE", "shared".to_string()),
+                    ("IDMINT_LOCK_PERMITS", permits.to_string()),
+                ],
+            ),
+            (None, true) => (
+                lock.acquire_shared_at_least(ttl, at_least, READERS, &waiting)
+                    .await?,
+                vec![("IDMINT_LOCK_MODE", "shared".to_string())],
+            ),
+            (None, false) => (
+                lock.acquire_at_least(ttl, at_least, &waiting).await?,
+                vec![("IDMINT_LOCK_MODE", "exclusive".to_string())],
+            ),
+        })
+    };
+    let (lease, env) = match waited(acquire, &stop, &mut signals).await {
+        Waited::Done(acquired) => acquired?,
+        Waited::Signalled(signal, acquired) => {
+            if let Ok((lease, _)) = acquired {
+                give_back(lease, &name).await;
+            }
+            return Ok(Outcome::Exit(signalled(signal)));
+        }
+    };
     let job = Job {
         command: &args.command,
         name: &name,
@@ -78,6 +93,62 @@ pub(super) async fn run(args: &RunArgs, output: &Output) -> anyhow::Result<Outco
         Held::Overran => Outcome::Exit(EXIT_AT_MOST),
         Held::Lost => Outcome::Exit(EXIT_LOCK_LOST),
     })
+}
+
+/// How a wait for a lock ended.
+pub(super) enum Waited<T> {
+    /// The acquire ended by itself.
+    Done(T),
+    /// A signal came first: the acquire, told to stop, has left the line
+    /// (a lock or place it took in that moment is in its result).
+    Signalled(libc::c_int, T),
+}
+
+/// Runs `acquire` (a lock wait with `stop` in its options) to its end. A
+/// stop signal stops `lock run` as any job (the wait goes on when it is
+/// continued); any other of `signals` stops the wait through `stop`, and
+/// the acquire is still awaited: it leaves the line, and passes on a lock
+/// handed to it, before it returns.
+pub(super) async fn waited<T>(
+    acquire: impl Future<Output = T>,
+    stop: &CancellationToken,
+    signals: &mut Forwarded,
+) -> Waited<T> {
+    tokio::pin!(acquire);
+    let mut signalled = None;
+    loop {
+        tokio::select! {
+            acquired = &mut acquire => {
+                return match signalled {
+                    Some(signal) => Waited::Signalled(signal, acquired),
+                    None => Waited::Done(acquired),
+                };
+            }
+            signal = signals.recv(), if signalled.is_none() => {
+                if job_control::is_stop(signal) {
+                    // SAFETY: raise(2) of SIGSTOP on this process: a waiter
+                    // stops as any job does.
+                    unsafe { libc::raise(libc::SIGSTOP) };
+                    continue;
+                }
+                signalled = Some(signal);
+                stop.cancel();
+            }
+        }
+    }
+}
+
+/// The exit code of a `lock run` or `lock elect` ended by `signal` while
+/// it waited: 128 + its number, as a shell reports a process it ended.
+pub(super) fn signalled(signal: libc::c_int) -> u8 {
+    128u8.wrapping_add(signal as u8)
+}
+
+/// Releases `lease`, taken as a signal ended the wait: COMMAND is not run.
+pub(super) async fn give_back(lease: Lease, name: &LockName) {
+    if let Err(error) = lease.release().await {
+        eprintln!("idmint: lock '{name}': taken as the wait was stopped, not released: {error}");
+    }
 }
 
 /// COMMAND as a holder runs it.

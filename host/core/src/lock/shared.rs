@@ -179,23 +179,28 @@ impl Lock {
                 Err(found) => found,
             };
             let now = tokio::time::Instant::now();
-            if now >= deadline {
-                let _ = self.leave(&ticket).await;
-                return Err(busy(found));
-            }
             let wake = match &events {
                 Some(_) => now + refresh,
                 None => now + polls.next(),
             }
             .min(deadline);
-            match events.as_mut() {
-                Some(events) => {
-                    tokio::select! {
-                        _ = events.recv() => {}
-                        _ = tokio::time::sleep_until(wake) => {}
-                    }
-                }
-                None => tokio::time::sleep_until(wake).await,
+            let stopped = now >= deadline
+                || match events.as_mut() {
+                    Some(events) => tokio::select! {
+                        biased;
+                        _ = options.stopped() => true,
+                        _ = events.recv() => false,
+                        _ = tokio::time::sleep_until(wake) => false,
+                    },
+                    None => tokio::select! {
+                        biased;
+                        _ = options.stopped() => true,
+                        _ = tokio::time::sleep_until(wake) => false,
+                    },
+                };
+            if stopped {
+                let _ = self.leave(&ticket).await;
+                return Err(busy(found));
             }
         }
     }

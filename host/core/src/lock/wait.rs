@@ -18,6 +18,7 @@ use mongodb::bson::Document;
 use mongodb::change_stream::event::ChangeStreamEvent;
 use tokio::sync::broadcast;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use super::error::check_range;
 use super::handles::{LockCohort as Cohort, LockJoined as Joined, LockTurn as Turn};
@@ -44,6 +45,9 @@ pub struct WaitOptions {
     /// How often a waiter refreshes its place in line (default: [`REFRESH`],
     /// at least 100 ms); its place lapses after three refreshes missed.
     pub refresh: Duration,
+    /// Ends the wait early, as its deadline would, once cancelled (default:
+    /// none; [`WaitOptions::stop_on`]).
+    pub stop: Option<CancellationToken>,
 }
 
 /// The polls of a waiter without a change stream: full jitter in
@@ -86,6 +90,28 @@ impl WaitOptions {
             poll_max: Duration::from_secs(1),
             change_stream: true,
             refresh: REFRESH,
+            stop: None,
+        }
+    }
+
+    /// Ends the wait when `stop` is cancelled, as its deadline would end it:
+    /// the call leaves the line, passes on a lock handed to it in that
+    /// moment, and fails with [`LockError::Busy`], all before it returns.
+    /// (Dropping the call instead leaves the line from a spawned task, which
+    /// a process about to exit may not let finish: `lock run` stopped by a
+    /// signal while it waits.) A call that took the lock before it saw the
+    /// stop returns its lease.
+    pub fn stop_on(mut self, stop: CancellationToken) -> Self {
+        self.stop = Some(stop);
+        self
+    }
+
+    /// Completes once the wait is to stop early ([`WaitOptions::stop_on`]);
+    /// never without a stop.
+    pub(crate) async fn stopped(&self) {
+        match &self.stop {
+            Some(stop) => stop.cancelled().await,
+            None => std::future::pending().await,
         }
     }
 
@@ -301,22 +327,23 @@ impl Lock {
                 unreachable!("a queued call keeps its receiver until its turn")
             };
             let check = (Instant::now() + refresh).min(deadline);
-            tokio::select! {
+            let stopped = tokio::select! {
+                biased;
+                _ = options.stopped() => true,
                 turn = turn => {
                     queued.turn = None;
                     break turn;
                 }
-                _ = tokio::time::sleep_until(check) => {
-                    if Instant::now() >= deadline {
-                        queued.give_up().await;
-                        return Err(LockError::Busy {
-                            name: self.name().clone(),
-                            token: queued.cohort.holding_token().unwrap_or_default(),
-                        });
-                    }
-                    queued.cohort.check_holder();
-                }
+                _ = tokio::time::sleep_until(check) => Instant::now() >= deadline,
+            };
+            if stopped {
+                queued.give_up().await;
+                return Err(LockError::Busy {
+                    name: self.name().clone(),
+                    token: queued.cohort.holding_token().unwrap_or_default(),
+                });
             }
+            queued.cohort.check_holder();
         };
         // The cohort gone without a word (cannot happen while a handle
         // holds it): the stored line decides, as for a re-entry.
@@ -362,17 +389,24 @@ impl Lock {
             };
             loop {
                 let now = Instant::now();
-                if now >= deadline {
+                if now >= deadline || options.stop.as_ref().is_some_and(|s| s.is_cancelled()) {
                     return self
                         .give_up_at_deadline(&mut in_line, ttl, busy.token)
                         .await;
                 }
                 next_attempt = next_attempt.min(deadline);
                 let Some(stream) = events.as_mut() else {
-                    tokio::time::sleep_until(next_attempt).await;
-                    break;
+                    tokio::select! {
+                        biased;
+                        // Seen at the top of the loop.
+                        _ = options.stopped() => continue,
+                        _ = tokio::time::sleep_until(next_attempt) => break,
+                    }
                 };
                 tokio::select! {
+                    biased;
+                    // Seen at the top of the loop.
+                    _ = options.stopped() => {}
                     event = stream.recv() => match event {
                         Ok(event) => match self.seen(&event, &ticket) {
                             Seen::HandedOver(state) => {
