@@ -28,6 +28,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use futures_util::future::try_join_all;
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::options::{ReturnDocument, WriteConcern};
 use mongodb::{Collection, Database};
@@ -243,9 +244,15 @@ async fn change_layout(
         // this change writes, it has sealed first.
         let placeholders =
             Generation::new(map.base, stripes).map_err(|error| striping(name, error))?;
-        for lane in placeholders.lanes() {
-            change.place(site_of(lane.residue()), lane).await?;
-        }
+        // Each write of a step goes to a document of its own: they are sent
+        // together (across deployments, one round trip for the step, not
+        // one per lane), and the step ends once every one was written.
+        try_join_all(
+            placeholders
+                .lanes()
+                .map(|lane| change.place(site_of(lane.residue()), lane)),
+        )
+        .await?;
         change.progress().await?;
         let sealed = change.seal_all().await?;
         change.progress().await?;
@@ -261,11 +268,11 @@ async fn change_layout(
             .await?;
         change.progress().await?;
         hooks::pass(database.name(), name.as_str(), Point::BeforeLaneWrites).await;
-        for lane in next.lanes() {
-            change
-                .write(site_of(lane.residue()), lane, base.period.as_deref())
-                .await?;
-        }
+        try_join_all(
+            next.lanes()
+                .map(|lane| change.write(site_of(lane.residue()), lane, base.period.as_deref())),
+        )
+        .await?;
         change.progress().await?;
         let mut new_map = StripeMap::live(&change.of, change.claim, next);
         new_map.base_period = base.period;
@@ -1078,25 +1085,44 @@ impl Change<'_> {
     /// generation, for this change: each seal returns how far its lane
     /// got.
     async fn seal_all(&self) -> Result<Vec<(u64, Mark)>, SequenceError> {
+        // Every site at once, and in each every lane at once: each seal is
+        // a document of its own.
+        let sites = try_join_all(
+            self.sites
+                .list
+                .iter()
+                .map(|(site, collection)| self.seal_site(site, collection)),
+        )
+        .await?;
+        Ok(sites.into_iter().flatten().collect())
+    }
+
+    /// [`Change::seal_all`] in `site`: its lanes read, then sealed together.
+    async fn seal_site(
+        &self,
+        site: &str,
+        collection: &Collection<Document>,
+    ) -> Result<Vec<(u64, Mark)>, SequenceError> {
         use futures_util::TryStreamExt;
-        let mut sealed = Vec::new();
-        for (site, collection) in &self.sites.list {
-            // The lanes' `_id`s are NAME#...: from "NAME#" up to "NAME$",
-            // '$' being the character after '#'.
-            let lanes = doc! { "_id": {
-                "$gte": format!("{}#", self.name),
-                "$lt": format!("{}$", self.name),
-            }};
-            let find = async {
-                collection
-                    .find(lanes)
-                    .projection(doc! { "_id": 1 })
-                    .await?
-                    .try_collect::<Vec<Document>>()
-                    .await
-            };
-            let ids = self.sites.at(self.name, site, "read", find).await?;
-            for id in ids.iter().filter_map(|id| id.get_str("_id").ok()) {
+        // The lanes' `_id`s are NAME#...: from "NAME#" up to "NAME$",
+        // '$' being the character after '#'.
+        let lanes = doc! { "_id": {
+            "$gte": format!("{}#", self.name),
+            "$lt": format!("{}$", self.name),
+        }};
+        let find = async {
+            collection
+                .find(lanes)
+                .projection(doc! { "_id": 1 })
+                .await?
+                .try_collect::<Vec<Document>>()
+                .await
+        };
+        let ids = self.sites.at(self.name, site, "read", find).await?;
+        let seals = ids
+            .iter()
+            .filter_map(|id| id.get_str("_id").ok())
+            .map(|id| async move {
                 let (filter, update) = lane::seal_command(id, self.claim);
                 let after = self
                     .sites
@@ -1110,7 +1136,9 @@ impl Change<'_> {
                             .write_concern(self.write_concern.clone()),
                     )
                     .await?;
-                let Some(after) = after else { continue };
+                let Some(after) = after else {
+                    return Ok(None);
+                };
                 let after = lane::read(&after).map_err(|reason| {
                     striping(
                         self.name,
@@ -1120,10 +1148,9 @@ impl Change<'_> {
                         },
                     )
                 })?;
-                sealed.push((after.lane.residue(), after.high_water()));
-            }
-        }
-        Ok(sealed)
+                Ok::<_, SequenceError>(Some((after.lane.residue(), after.high_water())))
+            });
+        Ok(try_join_all(seals).await?.into_iter().flatten().collect())
     }
 
     /// Writes `lane` of the new generation (in `site`; none: the home),
