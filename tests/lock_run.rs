@@ -396,7 +396,7 @@ fn a_stopped_wrapper_cannot_keep_its_command_past_its_lease() {
 
 #[test]
 fn a_holder_paused_past_its_ttl_loses_the_lock_and_is_fenced_off() {
-    const TEST: &str = "lock_cli_sigstop";
+    const TEST: &str = "lock_cli_paused";
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let database = runtime.block_on(support::database(TEST));
     let mut paused = lock_run(
