@@ -53,6 +53,7 @@ pub(super) async fn elect(args: &ElectArgs, output: &Output) -> anyhow::Result<O
                 }
                 return Ok(Outcome::Exit(signalled(signal)));
             }
+            Waited::Abandoned(signal) => return Ok(Outcome::Exit(signalled(signal))),
             Waited::Done(Ok(lease)) => lease,
             // A day without the lead: stand again.
             Waited::Done(Err(LockError::Busy { .. })) => continue,

@@ -79,6 +79,7 @@ pub(super) async fn run(args: &RunArgs, output: &Output) -> anyhow::Result<Outco
             }
             return Ok(Outcome::Exit(signalled(signal)));
         }
+        Waited::Abandoned(signal) => return Ok(Outcome::Exit(signalled(signal))),
     };
     let job = Job {
         command: &args.command,
@@ -95,6 +96,11 @@ pub(super) async fn run(args: &RunArgs, output: &Output) -> anyhow::Result<Outco
     })
 }
 
+/// How long a wait stopped by a signal may take to leave the line (its
+/// database slow to answer, or cut off) before it is given up on: a place
+/// not refreshed for three refreshes lapses by itself then.
+const LEAVE_WITHIN: Duration = Duration::from_secs(3);
+
 /// How a wait for a lock ended.
 pub(super) enum Waited<T> {
     /// The acquire ended by itself.
@@ -102,13 +108,18 @@ pub(super) enum Waited<T> {
     /// A signal came first: the acquire, told to stop, has left the line
     /// (a lock or place it took in that moment is in its result).
     Signalled(libc::c_int, T),
+    /// The acquire had not left the line [`LEAVE_WITHIN`] after the signal,
+    /// or a second signal came first: it was given up on, its place left
+    /// to lapse as a crashed waiter's does.
+    Abandoned(libc::c_int),
 }
 
 /// Runs `acquire` (a lock wait with `stop` in its options) to its end. A
 /// stop signal stops `lock run` as any job (the wait goes on when it is
 /// continued); any other of `signals` stops the wait through `stop`, and
 /// the acquire is still awaited: it leaves the line, and passes on a lock
-/// handed to it, before it returns.
+/// handed to it, before it returns, unless that takes [`LEAVE_WITHIN`]
+/// or a second signal comes first.
 pub(super) async fn waited<T>(
     acquire: impl Future<Output = T>,
     stop: &CancellationToken,
@@ -116,6 +127,9 @@ pub(super) async fn waited<T>(
 ) -> Waited<T> {
     tokio::pin!(acquire);
     let mut signalled = None;
+    // Armed (reset) by the first signal; until then its branch is off.
+    let give_up = tokio::time::sleep(LEAVE_WITHIN);
+    tokio::pin!(give_up);
     loop {
         tokio::select! {
             acquired = &mut acquire => {
@@ -124,15 +138,24 @@ pub(super) async fn waited<T>(
                     None => Waited::Done(acquired),
                 };
             }
-            signal = signals.recv(), if signalled.is_none() => {
+            _ = &mut give_up, if signalled.is_some() => {
+                return Waited::Abandoned(signalled.unwrap_or_default());
+            }
+            signal = signals.recv() => {
                 if job_control::is_stop(signal) {
                     // SAFETY: raise(2) of SIGSTOP on this process: a waiter
                     // stops as any job does.
                     unsafe { libc::raise(libc::SIGSTOP) };
                     continue;
                 }
+                if signalled.is_some() {
+                    return Waited::Abandoned(signal);
+                }
                 signalled = Some(signal);
                 stop.cancel();
+                give_up
+                    .as_mut()
+                    .reset(tokio::time::Instant::now() + LEAVE_WITHIN);
             }
         }
     }
