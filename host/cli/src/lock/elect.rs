@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use idmint::lock::{LockError, LockName, Locks, MAX_WAIT};
 
 use super::args::ElectArgs;
-use super::run::{give_back, hold, signalled, wait_options, waited, Forwarded, Held, Job, Waited};
+use super::run::{hold, wait_options, waited, Forwarded, Held, Job, Waited};
 use crate::{Outcome, Output};
 
 /// How long a standby waits after the database failed it before it
@@ -46,14 +46,9 @@ pub(super) async fn elect(args: &ElectArgs, output: &Output) -> anyhow::Result<O
     let stop = CancellationToken::new();
     let standing = wait_options(MAX_WAIT).stop_on(stop.clone());
     loop {
-        let lease = match waited(lock.acquire(args.ttl, &standing), &stop, &mut signals).await {
-            Waited::Signalled(signal, acquired) => {
-                if let Ok(lease) = acquired {
-                    give_back(lease, &name).await;
-                }
-                return Ok(Outcome::Exit(signalled(signal)));
-            }
-            Waited::Abandoned(signal) => return Ok(Outcome::Exit(signalled(signal))),
+        let standing_for = lock.acquire(args.ttl, &standing);
+        let lease = match waited(standing_for, &name, &stop, &mut signals).await {
+            Waited::Signalled(code) => return Ok(Outcome::Exit(code)),
             Waited::Done(Ok(lease)) => lease,
             // A day without the lead: stand again.
             Waited::Done(Err(LockError::Busy { .. })) => continue,

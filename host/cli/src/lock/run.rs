@@ -50,36 +50,30 @@ pub(super) async fn run(args: &RunArgs, output: &Output) -> anyhow::Result<Outco
     let mut signals = Forwarded::install()?;
     let stop = CancellationToken::new();
     let waiting = wait_options(wait).stop_on(stop.clone());
-    let acquire = async {
-        Ok::<_, LockError>(match (args.permits, args.shared) {
-            (Some(permits), _) => (
-                lock.acquire_shared_at_least(ttl, at_least, permits, &waiting)
-                    .await?,
-                vec![
-                    ("IDMINT_LOCK_MODE", "shared".to_string()),
-                    ("IDMINT_LOCK_PERMITS", permits.to_string()),
-                ],
-            ),
-            (None, true) => (
-                lock.acquire_shared_at_least(ttl, at_least, READERS, &waiting)
-                    .await?,
-                vec![("IDMINT_LOCK_MODE", "shared".to_string())],
-            ),
-            (None, false) => (
-                lock.acquire_at_least(ttl, at_least, &waiting).await?,
-                vec![("IDMINT_LOCK_MODE", "exclusive".to_string())],
-            ),
-        })
+    let env = match (args.permits, args.shared) {
+        (Some(permits), _) => vec![
+            ("IDMINT_LOCK_MODE", "shared".to_string()),
+            ("IDMINT_LOCK_PERMITS", permits.to_string()),
+        ],
+        (None, true) => vec![("IDMINT_LOCK_MODE", "shared".to_string())],
+        (None, false) => vec![("IDMINT_LOCK_MODE", "exclusive".to_string())],
     };
-    let (lease, env) = match waited(acquire, &stop, &mut signals).await {
-        Waited::Done(acquired) => acquired?,
-        Waited::Signalled(signal, acquired) => {
-            if let Ok((lease, _)) = acquired {
-                give_back(lease, &name).await;
+    let acquire = async {
+        match (args.permits, args.shared) {
+            (Some(permits), _) => {
+                lock.acquire_shared_at_least(ttl, at_least, permits, &waiting)
+                    .await
             }
-            return Ok(Outcome::Exit(signalled(signal)));
+            (None, true) => {
+                lock.acquire_shared_at_least(ttl, at_least, READERS, &waiting)
+                    .await
+            }
+            (None, false) => lock.acquire_at_least(ttl, at_least, &waiting).await,
         }
-        Waited::Abandoned(signal) => return Ok(Outcome::Exit(signalled(signal))),
+    };
+    let lease = match waited(acquire, &name, &stop, &mut signals).await {
+        Waited::Done(acquired) => acquired?,
+        Waited::Signalled(code) => return Ok(Outcome::Exit(code)),
     };
     let job = Job {
         command: &args.command,
@@ -102,44 +96,56 @@ pub(super) async fn run(args: &RunArgs, output: &Output) -> anyhow::Result<Outco
 const LEAVE_WITHIN: Duration = Duration::from_secs(3);
 
 /// How a wait for a lock ended.
-pub(super) enum Waited<T> {
+#[expect(
+    clippy::large_enum_variant,
+    reason = "made once per wait and matched at once"
+)]
+pub(super) enum Waited {
     /// The acquire ended by itself.
-    Done(T),
-    /// A signal came first: the acquire, told to stop, has left the line
-    /// (a lock or place it took in that moment is in its result).
-    Signalled(libc::c_int, T),
-    /// The acquire had not left the line [`LEAVE_WITHIN`] after the signal,
-    /// or a second signal came first: it was given up on, its place left
-    /// to lapse as a crashed waiter's does.
-    Abandoned(libc::c_int),
+    Done(Result<Lease, LockError>),
+    /// A signal ended it: the wait left the line and released a lease it
+    /// took in that moment, or was given up on after [`LEAVE_WITHIN`] or a
+    /// second signal (its place left to lapse as a crashed waiter's does).
+    /// The exit code: 128 + the signal's number, as a shell reports a
+    /// process it ended.
+    Signalled(u8),
 }
 
-/// Runs `acquire` (a lock wait with `stop` in its options) to its end. A
-/// stop signal stops `lock run` as any job (the wait goes on when it is
-/// continued); any other of `signals` stops the wait through `stop`, and
-/// the acquire is still awaited: it leaves the line, and passes on a lock
-/// handed to it, before it returns, unless that takes [`LEAVE_WITHIN`]
-/// or a second signal comes first.
-pub(super) async fn waited<T>(
-    acquire: impl Future<Output = T>,
+/// Runs `acquire` (a wait for lock `name` with `stop` in its options) to
+/// its end. A stop signal stops `lock run` as any job (the wait goes on
+/// when it is continued); any other of `signals` stops the wait through
+/// `stop`, and the acquire is still awaited: it leaves the line, and
+/// passes on a lock handed to it, before it returns, unless that takes
+/// [`LEAVE_WITHIN`] or a second signal comes first.
+pub(super) async fn waited(
+    acquire: impl Future<Output = Result<Lease, LockError>>,
+    name: &LockName,
     stop: &CancellationToken,
     signals: &mut Forwarded,
-) -> Waited<T> {
+) -> Waited {
     tokio::pin!(acquire);
-    let mut signalled = None;
+    let mut signalled: Option<u8> = None;
     // Armed (reset) by the first signal; until then its branch is off.
     let give_up = tokio::time::sleep(LEAVE_WITHIN);
     tokio::pin!(give_up);
     loop {
         tokio::select! {
             acquired = &mut acquire => {
-                return match signalled {
-                    Some(signal) => Waited::Signalled(signal, acquired),
-                    None => Waited::Done(acquired),
+                let Some(code) = signalled else {
+                    return Waited::Done(acquired);
                 };
+                // Taken as the wait was stopped: COMMAND is not run.
+                if let Ok(lease) = acquired {
+                    if let Err(error) = lease.release().await {
+                        eprintln!(
+                            "idmint: lock '{name}': taken as the wait was stopped, not released: {error}"
+                        );
+                    }
+                }
+                return Waited::Signalled(code);
             }
             _ = &mut give_up, if signalled.is_some() => {
-                return Waited::Abandoned(signalled.unwrap_or_default());
+                return Waited::Signalled(signalled.unwrap_or_default());
             }
             signal = signals.recv() => {
                 if job_control::is_stop(signal) {
@@ -148,29 +154,17 @@ pub(super) async fn waited<T>(
                     unsafe { libc::raise(libc::SIGSTOP) };
                     continue;
                 }
+                let code = 128u8.wrapping_add(signal as u8);
                 if signalled.is_some() {
-                    return Waited::Abandoned(signal);
+                    return Waited::Signalled(code);
                 }
-                signalled = Some(signal);
+                signalled = Some(code);
                 stop.cancel();
                 give_up
                     .as_mut()
                     .reset(tokio::time::Instant::now() + LEAVE_WITHIN);
             }
         }
-    }
-}
-
-/// The exit code of a `lock run` or `lock elect` ended by `signal` while
-/// it waited: 128 + its number, as a shell reports a process it ended.
-pub(super) fn signalled(signal: libc::c_int) -> u8 {
-    128u8.wrapping_add(signal as u8)
-}
-
-/// Releases `lease`, taken as a signal ended the wait: COMMAND is not run.
-pub(super) async fn give_back(lease: Lease, name: &LockName) {
-    if let Err(error) = lease.release().await {
-        eprintln!("idmint: lock '{name}': taken as the wait was stopped, not released: {error}");
     }
 }
 

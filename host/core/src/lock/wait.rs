@@ -106,6 +106,13 @@ impl WaitOptions {
         self
     }
 
+    /// Whether the wait is to stop early ([`WaitOptions::stop_on`]).
+    pub(crate) fn is_stopped(&self) -> bool {
+        self.stop
+            .as_ref()
+            .is_some_and(CancellationToken::is_cancelled)
+    }
+
     /// Completes once the wait is to stop early ([`WaitOptions::stop_on`]);
     /// never without a stop.
     pub(crate) async fn stopped(&self) {
@@ -389,7 +396,7 @@ impl Lock {
             };
             loop {
                 let now = Instant::now();
-                if now >= deadline || options.stop.as_ref().is_some_and(|s| s.is_cancelled()) {
+                if now >= deadline || options.is_stopped() {
                     return self
                         .give_up_at_deadline(&mut in_line, ttl, busy.token)
                         .await;
