@@ -392,7 +392,8 @@ def run(args):
             return env
 
         wait_for_all([setup.submit(idmint_ok, args.bin, env("direct"), "install"),
-              setup.submit(idmint_ok, args.bin, dict(base, MONGODB_URI=db_us.uri()), "install")])
+                      setup.submit(idmint_ok, args.bin, dict(base, MONGODB_URI=db_us.uri()),
+                                   "install")])
         counters = {kind: (f"soak-{kind}", PREFIX[kind]) for kind in KINDS}
         spanning_counters = {kind: (f"soak-{kind}", PREFIX[kind]) for kind in SPANNING_KINDS}
         swap_policy = check_digit_policy()
@@ -409,9 +410,10 @@ def run(args):
         # The spanning counters, each created across both deployments, beside
         # the first deployment's own counters.
         wait_for_all([setup.submit(first_deployment)]
-             + [setup.submit(idmint_ok, args.bin, env_across("eu"), "counter", "create",
-                             spanning_counters[kind][0], *CREATE[kind], "--prefix", PREFIX[kind])
-                for kind in SPANNING_KINDS])
+                     + [setup.submit(idmint_ok, args.bin, env_across("eu"), "counter", "create",
+                                     spanning_counters[kind][0], *CREATE[kind],
+                                     "--prefix", PREFIX[kind])
+                        for kind in SPANNING_KINDS])
         for i, route in enumerate(["direct", "partition", "cut"]):
             # serve-0 follows the database's policy, swapped live (below).
             serve = Serve(i, args.bin, [uris[route]], base, out,
