@@ -369,8 +369,8 @@ impl Policy {
     /// The result has one ID per stamp, in order. If the policy refuses any
     /// stamp, the whole batch fails with [`PolicyError::Format`].
     pub fn format_batch(&self, prefix: &str, stamps: &[Stamp]) -> Result<Vec<String>, PolicyError> {
-        let packed = self.format_batch_packed(prefix, stamps)?;
-        Ok(packed.lines().map(str::to_string).collect())
+        let packed = self.call_format_batch(prefix, stamps)?;
+        split_ids(&packed, stamps.len()).ok_or_else(|| self.bad_batch(&packed, stamps.len()))
     }
 
     /// [`Policy::format_batch`] without splitting: the IDs as the policy wrote
@@ -383,21 +383,37 @@ impl Policy {
         prefix: &str,
         stamps: &[Stamp],
     ) -> Result<String, PolicyError> {
-        let packed = self
-            .inner
-            .contract
-            .format_batch(&self.call(), prefix, stamps)??;
+        let packed = self.call_format_batch(prefix, stamps)?;
         let lines = bytecount_newlines(packed.as_bytes());
         if lines != stamps.len() || !(packed.is_empty() || packed.ends_with('\n')) {
-            return Err(PolicyError::BadOutput {
-                origin: self.inner.origin.clone(),
-                reason: format!(
-                    "format-batch returned {lines} newline-terminated IDs for {} stamps",
-                    stamps.len()
-                ),
-            });
+            return Err(self.bad_batch(&packed, stamps.len()));
         }
         Ok(packed)
+    }
+
+    /// The policy's `format-batch` answer, unchecked.
+    fn call_format_batch(&self, prefix: &str, stamps: &[Stamp]) -> Result<String, PolicyError> {
+        Ok(self
+            .inner
+            .contract
+            .format_batch(&self.call(), prefix, stamps)??)
+    }
+
+    /// Why `packed`, a `format-batch` answer for `stamps` stamps, is not
+    /// one newline-terminated ID per stamp.
+    fn bad_batch(&self, packed: &str, stamps: usize) -> PolicyError {
+        let lines = bytecount_newlines(packed.as_bytes());
+        let unterminated = if packed.is_empty() || packed.ends_with('\n') {
+            ""
+        } else {
+            " and text after the last"
+        };
+        PolicyError::BadOutput {
+            origin: self.inner.origin.clone(),
+            reason: format!(
+                "format-batch returned {lines} newline-terminated IDs{unterminated} for {stamps} stamps"
+            ),
+        }
     }
 
     /// Reads an ID back into its parts.
@@ -545,6 +561,24 @@ impl fmt::Debug for Policy {
 }
 
 /// How many `'\n'` bytes `bytes` holds.
+/// `packed` split into its `count` newline-terminated IDs, in one pass;
+/// `None` if it does not hold exactly that many, the last terminated.
+fn split_ids(packed: &str, count: usize) -> Option<Vec<String>> {
+    let mut ids = Vec::with_capacity(count);
+    let mut start = 0;
+    for end in memchr::memchr_iter(b'\n', packed.as_bytes()) {
+        if ids.len() == count {
+            return None;
+        }
+        // As `str::lines`: a line may end in "\r\n". (A newline is ASCII:
+        // both ends are character boundaries.)
+        let id = &packed[start..end];
+        ids.push(id.strip_suffix('\r').unwrap_or(id).to_owned());
+        start = end + 1;
+    }
+    (start == packed.len() && ids.len() == count).then_some(ids)
+}
+
 fn bytecount_newlines(bytes: &[u8]) -> usize {
     bytes.iter().filter(|&&b| b == b'\n').count()
 }
@@ -553,4 +587,32 @@ fn bytecount_newlines(bytes: &[u8]) -> usize {
 /// rather than a component (layer 1).
 fn is_core_module(bytes: &[u8]) -> bool {
     bytes.get(..8) == Some(b"\0asm\x01\x00\x00\x00".as_slice())
+}
+
+#[cfg(test)]
+mod split_tests {
+    use super::split_ids;
+
+    #[test]
+    fn a_batch_splits_into_exactly_its_ids() {
+        assert_eq!(
+            split_ids("A1\nA2\n", 2),
+            Some(vec!["A1".into(), "A2".into()])
+        );
+        assert_eq!(split_ids("", 0), Some(vec![]));
+        // As `str::lines` split it before: "\r\n" ends a line too.
+        assert_eq!(
+            split_ids("A1\r\nA2\n", 2),
+            Some(vec!["A1".into(), "A2".into()])
+        );
+    }
+
+    #[test]
+    fn a_batch_of_another_count_or_unterminated_is_refused() {
+        assert_eq!(split_ids("A1\n", 2), None);
+        assert_eq!(split_ids("A1\nA2\nA3\n", 2), None);
+        assert_eq!(split_ids("A1\nA2", 2), None);
+        assert_eq!(split_ids("A1\nA2\nA3", 2), None);
+        assert_eq!(split_ids("A1", 0), None);
+    }
 }
