@@ -9,8 +9,10 @@
 //!   background ([`Buffer::take_held`] says when), so that a take almost
 //!   never waits on the database; when both runs are used up before it
 //!   lands, takers wait for it (one fetch at a time, [`Buffer::fetching`]).
-//! - **No await, one short lock per take.** A take held in memory moves its
-//!   values out under a lock that nothing holds across an await.
+//! - **No await, no lock per take.** A take held in memory is one
+//!   compare-and-swap on the current run's cursor ([`RunCursor`]); the
+//!   lock (which nothing holds across an await) is taken to go on to the
+//!   next run, to start a fetch, and by takes that must wait.
 //! - **Given back on close.** [`Buffer::close`] stops handing out and
 //!   returns what is left, for the taker to give back to its lanes while no
 //!   take of the lane came since (`counting.rs`'s give-back). Values a
@@ -20,15 +22,17 @@
 //!
 //! [`Takes::Buffered`]: crate::sequence::lane_kind::Takes::Buffered
 
+use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 use std::time::Instant;
 
 use mongodb::Database;
 
 use super::arithmetic::{lane_id, Lane};
 use super::lane::corrupt_lane;
+use super::run_cursor::{RunCursor, RunView, Taken};
 use crate::parts::{Stamp, Stamps};
 use crate::sequence::error::SequenceError;
 use crate::sequence::lane_kind::RunSizing;
@@ -39,6 +43,9 @@ use crate::sequence::name::CounterName;
 pub(super) struct Buffer {
     sizing: Box<dyn RunSizing>,
     runs: Mutex<Runs>,
+    /// The current run as takes without the lock see it: exact only while
+    /// the lock is not held ([`Locked`]).
+    cursor: RunCursor,
     /// Held by the one fetch under way, a taker's or the background's
     /// (from the moment it is decided, so that a taker that runs out
     /// meanwhile waits for it instead of fetching too).
@@ -60,6 +67,8 @@ struct Runs {
     fetched: u64,
     /// Closed: nothing is handed out any more.
     closed: bool,
+    /// The first position ([`RunCursor`]) no run has yet.
+    positions_end: u64,
 }
 
 /// Values taken from a lane and not handed out yet: the local values
@@ -75,6 +84,9 @@ pub(super) struct Run {
     /// The local value from which a take looks whether the next run is
     /// due (the prefetch point, set when the buffer holds the run).
     check_at: u64,
+    /// The position ([`RunCursor`]) of local value `first`, given when
+    /// the run is first handed out from without the lock.
+    position: Option<u64>,
     /// The deployment's database it was taken from.
     pub(super) database: Database,
 }
@@ -97,6 +109,7 @@ impl Run {
             next: first,
             last,
             check_at: first,
+            position: None,
             database,
         }
     }
@@ -134,6 +147,16 @@ fn stamps_of(lane: Lane, from: u64, count: u64, client_micros: u64) -> Option<St
         .map(Stamps::from)
 }
 
+/// The stamps of `count` values taken without the lock, each with
+/// `client_micros`.
+fn stamps_taken(taken: Taken, count: u64, client_micros: u64) -> Stamps {
+    let stamp = |k: u64| Stamp::new(client_micros, taken.first_value + k * taken.stride);
+    if count == 1 {
+        return Stamps::one(stamp(0));
+    }
+    (0..count).map(stamp).collect::<Vec<_>>().into()
+}
+
 impl Runs {
     /// The next run becomes the current one once the current one is used up.
     fn promote(&mut self) {
@@ -150,6 +173,83 @@ impl Runs {
             .flatten()
             .any(|run| run.left() > 0)
     }
+
+    /// Counts what takers without the lock took of the current run, which
+    /// the cursor, frozen, left at position `next`.
+    fn sync(&mut self, next: u64) {
+        let run = self
+            .current
+            .as_mut()
+            .expect("a cursor is published only over the current run");
+        let position = run.position.expect("a published run has its position");
+        run.next = run.first + (next - position);
+    }
+
+    /// Lets takes without the lock hand out from the current run (the next
+    /// one, if the current one is used up), from where it is: unless the
+    /// buffer is closed, or no run has values left, or one has a local
+    /// value without a value (a corrupt lane, which the locked way
+    /// reports). `wants_more`: a bounded taker still wants values beyond
+    /// those fetched (else no take need look whether a run is due).
+    fn publish(&mut self, cursor: &RunCursor, wants_more: bool) {
+        if self.closed {
+            return;
+        }
+        self.promote();
+        let look_for_next = !self.prefetching && self.next.is_none() && wants_more;
+        let positions_end = self.positions_end;
+        let Some(run) = self.current.as_mut().filter(|run| run.left() > 0) else {
+            return;
+        };
+        let (Some(first_value), Some(_)) = (run.lane.value(run.first), run.lane.value(run.last))
+        else {
+            return;
+        };
+        let size = run.last + 1 - run.first;
+        let position = *run.position.get_or_insert(positions_end);
+        let view = RunView {
+            first_position: position,
+            end_position: position + size,
+            first_value,
+            stride: run.lane.generation().modulus,
+            check_at: if look_for_next {
+                position + run.check_at.saturating_sub(run.first)
+            } else {
+                u64::MAX
+            },
+        };
+        let next = position + (run.next - run.first);
+        self.positions_end = self.positions_end.max(view.end_position);
+        cursor.publish(view, next);
+    }
+}
+
+/// The runs under the buffer's lock, exact: the cursor frozen while it is
+/// held, published again when it is let go.
+struct Locked<'a> {
+    buffer: &'a Buffer,
+    runs: MutexGuard<'a, Runs>,
+}
+
+impl Deref for Locked<'_> {
+    type Target = Runs;
+
+    fn deref(&self) -> &Runs {
+        &self.runs
+    }
+}
+
+impl DerefMut for Locked<'_> {
+    fn deref_mut(&mut self) -> &mut Runs {
+        &mut self.runs
+    }
+}
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        let wants_more = self.buffer.wants_more(&self.runs);
+        self.runs.publish(&self.buffer.cursor, wants_more);
+    }
 }
 
 impl Buffer {
@@ -158,29 +258,54 @@ impl Buffer {
         Self {
             sizing,
             runs: Mutex::new(Runs::default()),
+            cursor: RunCursor::default(),
             fetching: Arc::new(tokio::sync::Mutex::new(())),
         }
     }
 
+    /// The runs, exact, under the lock (see [`Locked`]).
+    fn lock(&self) -> Locked<'_> {
+        let mut runs = self.runs.lock();
+        if let Some(next) = self.cursor.freeze() {
+            runs.sync(next);
+        }
+        Locked { buffer: self, runs }
+    }
+
+    /// Whether the taker wants values beyond those fetched: always, unless
+    /// it is bounded.
+    fn wants_more(&self, runs: &Runs) -> bool {
+        self.sizing.wants().is_none_or(|wants| wants > runs.fetched)
+    }
+
     /// `count` values of what is left, if the run handed out from has
-    /// that many now: no await, the lock held only to move them out.
-    /// `None`, with nothing taken, otherwise (a local value without a
-    /// value, which the ordinary way reports, included; or closed). With
-    /// it, the size of a run to take in the background now, if one is due
-    /// (the caller takes it and ends with [`Buffer::fill`] or
-    /// [`Buffer::prefetch_failed`]).
+    /// that many now: no await, and no lock when the current run holds
+    /// them (one compare-and-swap on the cursor). `None`, with nothing
+    /// taken, otherwise (a local value without a value, which the ordinary
+    /// way reports, included; or closed). With it, the size of a run to
+    /// take in the background now, if one is due (the caller takes it and
+    /// ends with [`Buffer::fill`] or [`Buffer::prefetch_failed`]).
     pub(super) fn take_held(
         &self,
         count: usize,
         client_micros: u64,
     ) -> (Option<Stamps>, Option<u64>) {
         let count = count as u64;
-        // Only the reservation under the lock; the values are made after
-        // it is let go. (A lane whose local value has no value is corrupt:
-        // what was reserved of it is a gap, and the ordinary way, which
-        // takes again, reports it.)
+        if let Some(taken) = self.cursor.take(count) {
+            let prefetch = if taken.due {
+                self.prefetch_due(&mut self.lock())
+            } else {
+                None
+            };
+            return (Some(stamps_taken(taken, count, client_micros)), prefetch);
+        }
+        // The locked way: the current run used up (the next one becomes
+        // current), or the cursor frozen a moment. Only the reservation
+        // under the lock; the values are made after it is let go. (A lane
+        // whose local value has no value is corrupt: what was reserved of
+        // it is a gap, and the ordinary way, which takes again, reports it.)
         let (reserved, prefetch) = {
-            let mut runs = self.runs.lock();
+            let mut runs = self.lock();
             if runs.closed {
                 return (None, None);
             }
@@ -202,7 +327,7 @@ impl Buffer {
         taken: &mut Vec<Stamp>,
         name: &CounterName,
     ) -> Result<Option<u64>, SequenceError> {
-        let mut runs = self.runs.lock();
+        let mut runs = self.lock();
         if runs.closed {
             return Err(SequenceError::Closed(name.clone()));
         }
@@ -250,7 +375,7 @@ impl Buffer {
     /// The size of a run a taker that waits must take now, `needed` values
     /// at least (what its take still lacks).
     pub(super) fn ask_now(&self, needed: u64) -> u64 {
-        let mut runs = self.runs.lock();
+        let mut runs = self.lock();
         let wanted = self
             .sizing
             .wants()
@@ -278,13 +403,13 @@ impl Buffer {
 
     /// Whether anything is left.
     pub(super) fn any_left(&self) -> bool {
-        self.runs.lock().any_left()
+        self.lock().any_left()
     }
 
     /// Whether a run is waiting behind the current one, or the buffer is
     /// closed: a background fetch then has nothing to do.
     pub(super) fn needs_no_prefetch(&self) -> bool {
-        let runs = self.runs.lock();
+        let runs = self.lock();
         runs.closed || runs.next.is_some()
     }
 
@@ -295,7 +420,7 @@ impl Buffer {
         let size = run.last + 1 - run.first;
         let share = (size as f64 * self.sizing.prefetch_at()).ceil() as u64;
         run.check_at = run.first.saturating_add(share);
-        let mut runs = self.runs.lock();
+        let mut runs = self.lock();
         runs.fetched = runs.fetched.saturating_add(run.left());
         if background {
             runs.prefetching = false;
@@ -314,7 +439,7 @@ impl Buffer {
     /// The background fetch ended without a run (it failed, or had
     /// nothing to do): a later take may start another.
     pub(super) fn prefetch_failed(&self) {
-        self.runs.lock().prefetching = false;
+        self.lock().prefetching = false;
     }
 
     /// Stops handing out values, and returns what is left to give back:
@@ -322,7 +447,7 @@ impl Buffer {
     /// taken after another from the same lane must be given back first).
     /// Call it holding [`Buffer::fetching`], so that no fetch lands after.
     pub(super) fn close(&self) -> Vec<Run> {
-        let mut runs = self.runs.lock();
+        let mut runs = self.lock();
         runs.closed = true;
         [runs.next.take(), runs.current.take()]
             .into_iter()

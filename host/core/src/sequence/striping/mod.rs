@@ -52,6 +52,7 @@ mod limits;
 mod map;
 mod open;
 mod restripe;
+mod run_cursor;
 mod show;
 mod taker;
 

@@ -139,7 +139,7 @@ enum Taking {
     /// Each take from one lane.
     Values,
     /// A run of a lane's values, handed out from memory.
-    Buffered(Buffer),
+    Buffered(Box<Buffer>),
     /// From a lease held in one lane.
     Leased(Leased),
 }
@@ -193,7 +193,7 @@ impl StripedCounter {
         };
         let taking = match of.takes(options, deployments) {
             Takes::Values => Taking::Values,
-            Takes::Buffered(sizing) => Taking::Buffered(Buffer::new(sizing)),
+            Takes::Buffered(sizing) => Taking::Buffered(Box::new(Buffer::new(sizing))),
             Takes::Leased(leaser) => Taking::Leased(Leased::new(leaser)),
         };
         // A random first lane: processes that open the counter at once do
