@@ -43,6 +43,7 @@ mod counter;
 mod counters;
 mod dispatch;
 mod error;
+mod frozen;
 mod headroom;
 pub mod identity;
 mod kind_trait;

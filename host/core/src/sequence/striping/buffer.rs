@@ -22,10 +22,10 @@
 //!
 //! [`Takes::Buffered`]: crate::sequence::lane_kind::Takes::Buffered
 
-use std::ops::{Deref, DerefMut};
+use std::ops::DerefMut;
 use std::sync::Arc;
 
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::Mutex;
 use std::time::Instant;
 
 use mongodb::Database;
@@ -35,6 +35,7 @@ use super::lane::corrupt_lane;
 use super::run_cursor::{RunCursor, RunView, Taken};
 use crate::parts::{Stamp, Stamps};
 use crate::sequence::error::SequenceError;
+use crate::sequence::frozen::Frozen;
 use crate::sequence::lane_kind::RunSizing;
 use crate::sequence::name::CounterName;
 
@@ -44,7 +45,7 @@ pub(super) struct Buffer {
     sizing: Box<dyn RunSizing>,
     runs: Mutex<Runs>,
     /// The current run as takes without the lock see it: exact only while
-    /// the lock is not held ([`Locked`]).
+    /// the lock is not held ([`Buffer::lock`]).
     cursor: RunCursor,
     /// Held by the one fetch under way, a taker's or the background's
     /// (from the moment it is decided, so that a taker that runs out
@@ -224,34 +225,6 @@ impl Runs {
     }
 }
 
-/// The runs under the buffer's lock, exact: the cursor frozen while it is
-/// held, published again when it is let go.
-struct Locked<'a> {
-    buffer: &'a Buffer,
-    runs: MutexGuard<'a, Runs>,
-}
-
-impl Deref for Locked<'_> {
-    type Target = Runs;
-
-    fn deref(&self) -> &Runs {
-        &self.runs
-    }
-}
-
-impl DerefMut for Locked<'_> {
-    fn deref_mut(&mut self) -> &mut Runs {
-        &mut self.runs
-    }
-}
-
-impl Drop for Locked<'_> {
-    fn drop(&mut self) {
-        let wants_more = self.buffer.wants_more(&self.runs);
-        self.runs.publish(&self.buffer.cursor, wants_more);
-    }
-}
-
 impl Buffer {
     /// Nothing taken yet; runs sized by `sizing`.
     pub(super) fn new(sizing: Box<dyn RunSizing>) -> Self {
@@ -263,13 +236,17 @@ impl Buffer {
         }
     }
 
-    /// The runs, exact, under the lock (see [`Locked`]).
-    fn lock(&self) -> Locked<'_> {
+    /// The runs under the buffer's lock, exact: the cursor frozen while it
+    /// is held, and published again when it is let go.
+    fn lock(&self) -> impl DerefMut<Target = Runs> + '_ {
         let mut runs = self.runs.lock();
         if let Some(next) = self.cursor.freeze() {
             runs.sync(next);
         }
-        Locked { buffer: self, runs }
+        Frozen::new(runs, |runs: &mut Runs| {
+            let wants_more = self.wants_more(runs);
+            runs.publish(&self.cursor, wants_more);
+        })
     }
 
     /// Whether the taker wants values beyond those fetched: always, unless

@@ -37,9 +37,9 @@
 //!   one compare-and-swap ([`Cursor`]); the lock is taken only to change
 //!   segments, to start a fetch, to wait, to give back and to close.
 
+use std::ops::DerefMut;
 use std::ops::Range;
-use std::ops::{Deref, DerefMut};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mongodb::Database;
@@ -53,6 +53,7 @@ use crate::mongo::collections::COUNTERS as COUNTERS_COLLECTION;
 use crate::mongo::durable_write_concern;
 use crate::sequence::counter::fields::database_of;
 use crate::sequence::error::SequenceError;
+use crate::sequence::frozen::Frozen;
 use crate::sequence::kind_trait::{BufferStats, GiveBack, Segments};
 use crate::sequence::name::CounterName;
 
@@ -458,38 +459,11 @@ impl SegmentTaker {
     }
 }
 
-/// The state under the allocator's lock, with the [`Cursor`] frozen: the
-/// current segment's next value is exact, and takers wait on the lock.
-/// Dropping it publishes the state to takers again.
-struct Locked<'a> {
-    inner: &'a Arc<Inner>,
-    state: MutexGuard<'a, State>,
-}
-
-impl Deref for Locked<'_> {
-    type Target = State;
-
-    fn deref(&self) -> &State {
-        &self.state
-    }
-}
-
-impl DerefMut for Locked<'_> {
-    fn deref_mut(&mut self) -> &mut State {
-        &mut self.state
-    }
-}
-
-impl Drop for Locked<'_> {
-    fn drop(&mut self) {
-        // Also while unwinding: the lock holder never leaves takers frozen.
-        let check_at = self.inner.prefetch_check_at(&self.state);
-        self.inner.cursor.publish(&self.state, check_at);
-    }
-}
-
 impl Inner {
-    fn lock(self: &Arc<Self>) -> Locked<'_> {
+    /// The state under the allocator's lock, with the [`Cursor`] frozen:
+    /// the current segment's next value is exact, and takers wait on the
+    /// lock. Letting it go publishes the state to takers again.
+    fn lock(self: &Arc<Self>) -> impl DerefMut<Target = State> + '_ {
         // A panic while holding the lock leaves plain numbers behind, never
         // a value handed out twice: keep going.
         let mut state = self
@@ -497,7 +471,10 @@ impl Inner {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         self.cursor.freeze(&mut state);
-        Locked { inner: self, state }
+        Frozen::new(state, |state: &mut State| {
+            let check_at = self.prefetch_check_at(state);
+            self.cursor.publish(state, check_at);
+        })
     }
 
     /// At least `least` and at most `most` values of the current segment,
