@@ -316,3 +316,44 @@ async fn closing_a_striped_segment_handle_gives_back_what_it_did_not_hand_out() 
     assert_distinct(&all);
     let _ = five.close().await;
 }
+
+/// Eight tasks on one handle (its runs taken ahead in the background and
+/// growing by the adaptive step), started together at a barrier, each
+/// taking 300 values one at a time: the takes race each other without the
+/// buffer's lock and race the lock holder going on to the next run. No
+/// value twice, and on close the handle gives back exactly what it did not
+/// hand out: the lanes then count the 2,400 values handed out, and the
+/// next handle goes on from there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_sharing_a_handle_take_each_value_once_and_it_gives_back_the_rest() {
+    const TEST: &str = "striped_segment_tasks";
+    const TASKS: usize = 8;
+    const TAKES: usize = 300;
+    let (database, _name, one, two) = tickets_opened(TEST, 10, 2, &OpenOptions::default()).await;
+    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(TASKS));
+    let takers: Vec<_> = (0..TASKS)
+        .map(|_| {
+            let (one, barrier) = (one.clone(), barrier.clone());
+            tokio::spawn(async move {
+                barrier.wait().await;
+                let mut values = Vec::with_capacity(TAKES);
+                for _ in 0..TAKES {
+                    values.extend(taken(&one, 1).await);
+                }
+                values
+            })
+        })
+        .collect();
+    let mut all = joined(takers).await;
+    assert_eq!(all.len(), TASKS * TAKES);
+    assert_distinct(&all);
+    one.close().await.unwrap();
+    assert_eq!(
+        taken_from_lanes(&database).await,
+        (TASKS * TAKES) as u64,
+        "the lanes, after the give-back, do not count exactly the values handed out"
+    );
+    all.extend(taken(&two, 50).await);
+    assert_distinct(&all);
+    let _ = two.close().await;
+}
