@@ -217,6 +217,54 @@ async fn finishing_a_change_read_before_it_finished_claims_nothing() {
     );
 }
 
+/// A process that read a change half way and found it stalled must not
+/// claim over it once it said it was at work since that read: on a loaded
+/// server the finisher's own reads and claim take seconds, in which the
+/// change it watched goes on (the soak's striped counter was claimed six
+/// times in 70 s so, each claim seconds after the last one's progress).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finishing_a_change_read_before_it_went_on_claims_nothing() {
+    const TEST: &str = "striped_progress_went_on";
+    let (database, name) = striped_counter(TEST).await;
+    let db = database_name(TEST);
+    let map_now = || map_of(&database, &name);
+
+    // A change half way, as a process that finds it stalled reads it...
+    let held = hold(&db, "c", Point::AfterSeals, 1);
+    let change = spawn_set_stripes(&database, &name);
+    held.arrived().await;
+    let read_early = map_now().await;
+    assert!(!read_early.live, "{}", read_early.describe());
+    // ... then the change says it is at work (a heartbeat written after
+    // that read), still of the same generation.
+    let beat = hold(&db, "c", Point::AfterHeartbeat, 1);
+    beat.arrived().await;
+    beat.release().await;
+    let at_work = map_now().await;
+    assert_eq!(at_work.generation, read_early.generation);
+    assert!(
+        at_work.change.as_ref().unwrap().since_ms > read_early.change.as_ref().unwrap().since_ms,
+        "{}",
+        at_work.describe()
+    );
+
+    // Finishing from the early read claims nothing over it.
+    let late = resume_change(&database, None, &name, &read_early).await;
+    let refused = late.map(|done| done.map.describe()).unwrap_err();
+    assert!(refused.to_string().contains("another change"), "{refused}");
+    assert_eq!(map_now().await.generation, read_early.generation);
+
+    // The change at work finishes.
+    held.release().await;
+    let finished = change.await.unwrap().unwrap();
+    let map = map_now().await;
+    assert!(
+        map.live && map.generation == finished.map.generation && map.modulus == 3,
+        "{}",
+        map.describe()
+    );
+}
+
 /// Counter `name`'s stripe map as a handle opened now reads it.
 async fn map_of(database: &mongodb::Database, name: &CounterName) -> StripeMap {
     let (sequence, _) = Sequence::open(database, name.clone(), &OpenOptions::default())
