@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use mongodb::bson::{doc, Document};
 
-use idmint::sequence::striping::hooks::{hold, Point};
+use idmint::sequence::striping::hooks::{hold, Hold, Point};
 use idmint::sequence::striping::Restriped;
 use idmint::sequence::striping::{
     create_laid_out, create_striped, resume_change, set_layout_and_finish, set_stripes, Layout,
@@ -65,6 +65,40 @@ fn spawn_set_stripes(
 ) -> tokio::task::JoinHandle<Result<Restriped, SequenceError>> {
     let (database, name) = (database.clone(), name.clone());
     tokio::spawn(async move { set_stripes(&database, &name, 3).await })
+}
+
+/// A change of counter `name` (in database `db`) to 3 lanes, held half way
+/// (after its seals), and its map as a process that finds it so reads it
+/// then.
+async fn half_way(
+    database: &mongodb::Database,
+    name: &CounterName,
+    db: &str,
+) -> (
+    Hold,
+    tokio::task::JoinHandle<Result<Restriped, SequenceError>>,
+    StripeMap,
+) {
+    let held = hold(db, "c", Point::AfterSeals, 1);
+    let change = spawn_set_stripes(database, name);
+    held.arrived().await;
+    let read = map_of(database, name).await;
+    assert!(!read.live, "{}", read.describe());
+    (held, change, read)
+}
+
+/// Finishing counter `name`'s change from `read` is refused as another
+/// change's, and its map stays at `generation`.
+async fn assert_finishing_claims_nothing(
+    database: &mongodb::Database,
+    name: &CounterName,
+    read: &StripeMap,
+    generation: u64,
+) {
+    let late = resume_change(database, None, name, read).await;
+    let refused = late.map(|done| done.map.describe()).unwrap_err();
+    assert!(refused.to_string().contains("another change"), "{refused}");
+    assert_eq!(map_of(database, name).await.generation, generation);
 }
 
 /// `changed` (`what`, a change to 3 lanes made under `takers` of
@@ -152,11 +186,7 @@ async fn finishing_a_change_read_before_another_claimed_the_counter_claims_nothi
     let map_now = || map_of(&database, &name);
 
     // A change half way, as a process reads it...
-    let first_held = hold(&db, "c", Point::AfterSeals, 1);
-    let first = spawn_set_stripes(&database, &name);
-    first_held.arrived().await;
-    let read_early = map_now().await;
-    assert!(!read_early.live, "{}", read_early.describe());
+    let (first_held, first, read_early) = half_way(&database, &name, &db).await;
     // ... then another process finishes it meanwhile: a claim at work.
     let second_held = hold(&db, "c", Point::AfterSeals, 1);
     let second = {
@@ -168,10 +198,7 @@ async fn finishing_a_change_read_before_another_claimed_the_counter_claims_nothi
     assert_eq!(at_work.generation, read_early.generation + 1);
 
     // Finishing from the early read claims nothing over it.
-    let late = resume_change(&database, None, &name, &read_early).await;
-    let refused = late.map(|done| done.map.describe()).unwrap_err();
-    assert!(refused.to_string().contains("another change"), "{refused}");
-    assert_eq!(map_now().await.generation, at_work.generation);
+    assert_finishing_claims_nothing(&database, &name, &read_early, at_work.generation).await;
 
     // The change at work finishes; the first, overtaken by it, does not.
     second_held.release().await;
@@ -194,11 +221,7 @@ async fn finishing_a_change_read_before_it_finished_claims_nothing() {
     let map_now = || map_of(&database, &name);
 
     // A change half way, as a process that finds it so reads it...
-    let held = hold(&db, "c", Point::AfterSeals, 1);
-    let change = spawn_set_stripes(&database, &name);
-    held.arrived().await;
-    let read_early = map_now().await;
-    assert!(!read_early.live, "{}", read_early.describe());
+    let (held, change, read_early) = half_way(&database, &name, &db).await;
     // ... then the change finishes before that process acts.
     held.release().await;
     let finished = change.await.unwrap().unwrap();
@@ -206,9 +229,7 @@ async fn finishing_a_change_read_before_it_finished_claims_nothing() {
 
     // Finishing from the early read must not change the stripes again
     // (stopping every taker of the counter for a change nobody asked for).
-    let late = resume_change(&database, None, &name, &read_early).await;
-    let refused = late.map(|done| done.map.describe()).unwrap_err();
-    assert!(refused.to_string().contains("another change"), "{refused}");
+    assert_finishing_claims_nothing(&database, &name, &read_early, finished.map.generation).await;
     let map = map_now().await;
     assert!(
         map.live && map.generation == finished.map.generation,
@@ -230,11 +251,7 @@ async fn finishing_a_change_read_before_it_went_on_claims_nothing() {
     let map_now = || map_of(&database, &name);
 
     // A change half way, as a process that finds it stalled reads it...
-    let held = hold(&db, "c", Point::AfterSeals, 1);
-    let change = spawn_set_stripes(&database, &name);
-    held.arrived().await;
-    let read_early = map_now().await;
-    assert!(!read_early.live, "{}", read_early.describe());
+    let (held, change, read_early) = half_way(&database, &name, &db).await;
     // ... then the change says it is at work (a heartbeat written after
     // that read), still of the same generation.
     let beat = hold(&db, "c", Point::AfterHeartbeat, 1);
@@ -249,10 +266,7 @@ async fn finishing_a_change_read_before_it_went_on_claims_nothing() {
     );
 
     // Finishing from the early read claims nothing over it.
-    let late = resume_change(&database, None, &name, &read_early).await;
-    let refused = late.map(|done| done.map.describe()).unwrap_err();
-    assert!(refused.to_string().contains("another change"), "{refused}");
-    assert_eq!(map_now().await.generation, read_early.generation);
+    assert_finishing_claims_nothing(&database, &name, &read_early, read_early.generation).await;
 
     // The change at work finishes.
     held.release().await;
