@@ -32,7 +32,7 @@ use mongodb::Database;
 
 use super::arithmetic::{lane_id, Lane};
 use super::lane::corrupt_lane;
-use super::run_cursor::{RunCursor, RunView, Taken};
+use super::run_cursor::{RunCursor, RunView};
 use crate::parts::{Stamp, Stamps};
 use crate::sequence::error::SequenceError;
 use crate::sequence::frozen::Frozen;
@@ -135,23 +135,22 @@ impl Run {
 /// The stamps of local values `from..from + count` of `lane`, each with
 /// `client_micros`; none if a local value has no value (a corrupt lane).
 fn stamps_of(lane: Lane, from: u64, count: u64, client_micros: u64) -> Option<Stamps> {
-    let stamp = |local| {
-        lane.value(local)
-            .map(|value| Stamp::new(client_micros, value))
-    };
-    if count == 1 {
-        return Some(Stamps::one(stamp(from)?));
-    }
-    (from..from + count)
-        .map(stamp)
-        .collect::<Option<Vec<_>>>()
-        .map(Stamps::from)
+    // A lane's values step by its modulus: all of them are values when the
+    // first and the last are.
+    let first_value = lane.value(from)?;
+    lane.value(from.checked_add(count.checked_sub(1)?)?)?;
+    Some(stamps_stepped(
+        first_value,
+        lane.generation().modulus,
+        count,
+        client_micros,
+    ))
 }
 
-/// The stamps of `count` values taken without the lock, each with
-/// `client_micros`.
-fn stamps_taken(taken: Taken, count: u64, client_micros: u64) -> Stamps {
-    let stamp = |k: u64| Stamp::new(client_micros, taken.first_value + k * taken.stride);
+/// The stamps of `count` values from `first_value`, `stride` apart, each
+/// with `client_micros`.
+fn stamps_stepped(first_value: u64, stride: u64, count: u64, client_micros: u64) -> Stamps {
+    let stamp = |k: u64| Stamp::new(client_micros, first_value + k * stride);
     if count == 1 {
         return Stamps::one(stamp(0));
     }
@@ -274,7 +273,8 @@ impl Buffer {
             } else {
                 None
             };
-            return (Some(stamps_taken(taken, count, client_micros)), prefetch);
+            let stamps = stamps_stepped(taken.first_value, taken.stride, count, client_micros);
+            return (Some(stamps), prefetch);
         }
         // The locked way: the current run used up (the next one becomes
         // current), or the cursor frozen a moment. Only the reservation
