@@ -89,9 +89,13 @@ function (key, expireMs) {
   // Taken only when nobody holds it, exclusively or shared, and nobody waits.
   var sharedLive = { $filter: { input: { $cond: [{ $isArray: "$shared" }, "$shared", []] }, cond: { $gt: ["$$this.expiresAt", "$$NOW"] } } };
   var notTaken = { $or: [live, { $gt: [{ $size: "$$q" }, 0] }, { $gt: [{ $size: "$$s" }, 0] }] };
+  // An ended lease left to those in line is freed in the same write, as the
+  // Rust acquire does: no answer names the owner of a lease that ended.
+  var ended = { $mergeObjects: ["$$ROOT", { owner: null, expiresAt: null, ticket: null, count: zero }] };
+  var kept = { $cond: [live, "$$ROOT", ended] };
   var pipeline = [{ $replaceWith: { $cond: [
     wellFormed,
-    { $let: { vars: { q: waiting, s: sharedLive }, in: { $cond: [mine, again, { $cond: [notTaken, "$$ROOT", fresh] }] } } },
+    { $let: { vars: { q: waiting, s: sharedLive }, in: { $cond: [mine, again, { $cond: [notTaken, kept, fresh] }] } } },
     "$$ROOT"
   ] } }];
 

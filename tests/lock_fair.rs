@@ -260,3 +260,50 @@ async fn a_lease_found_handed_over_at_a_poll_is_proved_only_while_the_server_kee
     );
     handed.release().await.unwrap();
 }
+
+/// A holder whose lease ended while someone waited in line asks again
+/// through the same handle (as `lock elect` does once it found its lease
+/// lost): the lock is the waiter's turn, not the holder's again. The
+/// document still named the holder as its owner, and an answer that named
+/// it was read as held: the holder trusted a lease the server had ended,
+/// and ran beside the waiter it was handed to.
+#[tokio::test]
+async fn an_owner_whose_lease_ended_does_not_hold_it_again_while_someone_waits() {
+    let database = support::database("lock_fair_ended").await;
+    let holder = Lock::with_owner(&database, lock_name("ended"), "holder".into());
+    let short = held(&holder, Duration::from_millis(300)).await;
+    assert_eq!(short.token(), 1);
+    // Wakes only on an event (refreshes every 20 s): a lease that runs out
+    // writes none, so it does not take the lock on its own before the
+    // holder asks again.
+    let mut options = WaitOptions::new(Duration::from_secs(15));
+    options.refresh = Duration::from_secs(20);
+    let waiter = Lock::with_owner(&database, lock_name("ended"), "waiter".into());
+    let waiting = tokio::spawn(async move { waiter.acquire(TTL, &options).await.unwrap() });
+    until_line_is(&database, "ended", &["waiter"]).await;
+    wait::within(wait::PATIENCE, "the end of the short lease", async {
+        while holder
+            .status()
+            .await
+            .unwrap()
+            .unwrap()
+            .expires_in_ms
+            .is_some_and(|ms| ms > 0)
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    std::mem::forget(short);
+    let again = holder
+        .acquire(TTL, &WaitOptions::new(Duration::from_millis(300)))
+        .await;
+    assert!(
+        again.is_err(),
+        "the holder whose lease ended took it again (fencing token {:?}) while a waiter was first",
+        again.as_ref().ok().map(|lease| lease.token())
+    );
+    let lease = waiting.await.unwrap();
+    assert_eq!(lease.token(), 2, "the waiter took the next fencing token");
+    lease.release().await.unwrap();
+}

@@ -26,6 +26,11 @@ fn lock_cases() -> Vec<Document> {
         // entry lapsed is free for anyone, and the entry is dropped.
         doc! { "_id": "waited", "owner": null, "token": 4_i64, "count": 0_i64, "expiresAt": null,
         "queue": [{ "owner": "w", "ticket": "t", "since": past, "until": future, "ttl": 1000_i64 }] },
+        // An ended lease with someone in line is freed by the write that
+        // finds it, and stays theirs first.
+        doc! { "_id": "ended-waited", "owner": "x", "ticket": "tx", "token": 6_i64, "count": 1_i64,
+        "expiresAt": past,
+        "queue": [{ "owner": "w", "ticket": "t", "since": past, "until": future, "ttl": 1000_i64 }] },
         doc! { "_id": "lapsed", "owner": null, "token": 4_i64, "count": 0_i64, "expiresAt": null,
         "queue": [{ "owner": "w", "ticket": "t", "since": past, "until": past, "ttl": 1000_i64 }] },
         doc! { "_id": "badqueue", "owner": null, "token": 4_i64, "queue": [{ "owner": "w" }] },

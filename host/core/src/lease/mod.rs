@@ -121,7 +121,13 @@ pub(crate) struct Acquire {
     pub claimed: Option<Document>,
     /// True when a free or ended lease may be taken by this call now (a
     /// lock's waiting line: when nobody waits ahead of it); absent: always.
+    /// An ended lease this call may not take is cleared (see
+    /// [`acquire_pipeline`]).
     pub turn: Option<Document>,
+    /// What an ended lease that is not taken (not this call's turn) is set
+    /// to besides its owner and end, both cleared: the fields of a freed
+    /// document (a lock's ticket and hold count).
+    pub ended: Document,
     /// The document when the lease is not taken (held by another, or not
     /// this call's turn), e.g. with this call added to a waiting line;
     /// absent: unchanged.
@@ -131,6 +137,13 @@ pub(crate) struct Acquire {
 /// The acquire pipeline: free or ended → taken by `owner` for `ttl`; held
 /// live by `owner` → `again` (with the end extended, never shortened);
 /// held live by another, or malformed → unchanged.
+///
+/// With a `turn`, an ended lease may be left untaken (someone else's turn):
+/// it is then freed in the same write (no owner, no end), so that the
+/// answer never names the owner of a lease that ended. Otherwise a call of
+/// that owner (the next acquire of a process whose lease lapsed) would
+/// read the document as held by itself, and trust a lease that the server
+/// gives the next in line.
 pub(crate) fn acquire_pipeline(
     fields: &LeaseFields,
     owner: &str,
@@ -146,9 +159,18 @@ pub(crate) fn acquire_pipeline(
         Some(busy) => Bson::Document(busy.clone()),
         None => Bson::String("$$ROOT".into()),
     };
-    let not_taken = match &acquire.turn {
-        Some(turn) => doc! { "$or": [live.clone(), { "$not": [turn.clone()] }] },
-        None => live.clone(),
+    let (not_taken, busy) = match &acquire.turn {
+        Some(turn) => {
+            let mut freed = doc! { fields.owner: Bson::Null, fields.expires: Bson::Null };
+            freed.extend(acquire.ended.clone());
+            let ended = doc! { "$mergeObjects": [busy.clone(), freed] };
+            (
+                doc! { "$or": [live.clone(), { "$not": [turn.clone()] }] },
+                Bson::Document(doc! { "$cond": [live.clone(), busy, ended] }),
+            )
+        }
+        // Not taken only while live.
+        None => (live.clone(), busy),
     };
     let mut taken_or_kept = doc! { "$cond": [not_taken, busy, fresh] };
     if let Some(again) = &acquire.again {
