@@ -25,7 +25,7 @@
 
 use std::any::Any;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -97,6 +97,10 @@ struct Inner {
     deployments: Option<Deployments>,
     name: CounterName,
     map: Mutex<StripeMap>,
+    /// Whether `map` spans deployments, kept with it ([`StripedCounter::keep_map`]):
+    /// read by every take without the map's lock, which takers on every
+    /// core would otherwise contend for.
+    map_spans: AtomicBool,
     /// The counter's identity, read from the map when it was opened: a
     /// map or lane of another incarnation is another counter's.
     incarnation: Option<Incarnation>,
@@ -205,6 +209,7 @@ impl StripedCounter {
                 deployments: deployments.cloned(),
                 name,
                 map: Mutex::new(map.clone()),
+                map_spans: AtomicBool::new(map.spans_deployments()),
                 incarnation: map.incarnation.clone(),
                 lanes_of: Arc::new(of),
                 turn: AtomicU64::new(turn),
@@ -416,18 +421,21 @@ impl StripedCounter {
         let mut attempts = 0;
         while attempts < ATTEMPTS {
             attempts += 1;
-            let holder = match leased.held() {
+            let loaded = leased.held();
+            let leased_now;
+            let holder = match loaded.as_ref() {
                 Some(holder) => Some(holder),
                 None => {
                     let _leasing = leased.leasing.lock().await;
-                    match leased.held() {
+                    leased_now = match leased.held().as_ref() {
                         // Another taker leased meanwhile.
-                        Some(holder) => Some(holder),
+                        Some(holder) => Some(holder.clone()),
                         None => self
                             .lease_a_lane(leased, &mut tried, &mut failures, deadline)
                             .await?
                             .map(|holder| leased.hold(holder)),
-                    }
+                    };
+                    leased_now.as_ref()
                 }
             };
             let Some(holder) = holder else {
@@ -448,7 +456,7 @@ impl StripedCounter {
             match holder.lease.take(count).await {
                 Ok(values) => return Ok(values),
                 Err(error) => {
-                    leased.let_go(&holder);
+                    leased.let_go(holder);
                     let sealed = matches!(error, SequenceError::Striped { .. });
                     if sealed {
                         // A change of stripes sealed the lane: the map moved on.
@@ -926,8 +934,20 @@ impl StripedCounter {
 
     /// The deployments, if its lanes span several.
     fn spanning(&self) -> Option<&Deployments> {
-        let spans = self.inner.map.lock().unwrap().spans_deployments();
-        self.inner.deployments.as_ref().filter(|_| spans)
+        let deployments = self.inner.deployments.as_ref()?;
+        self.inner
+            .map_spans
+            .load(Ordering::Acquire)
+            .then_some(deployments)
+    }
+
+    /// Holds `map` as the map it last read.
+    fn keep_map(&self, map: StripeMap) {
+        let mut kept = self.inner.map.lock().unwrap();
+        self.inner
+            .map_spans
+            .store(map.spans_deployments(), Ordering::Release);
+        *kept = map;
     }
 
     /// Waits `pause` (doubled for next time, at most [`LONGEST_PAUSE`]),
@@ -1304,7 +1324,7 @@ impl StripedCounter {
                 .ok_or_else(|| SequenceError::UnknownCounter(name.clone()))?;
             let map = read_map(name, &document)?;
             self.check_same_counter(&map)?;
-            *self.inner.map.lock().unwrap() = map;
+            self.keep_map(map);
             return Ok(());
         };
         let now = Instant::now();
@@ -1350,7 +1370,7 @@ impl StripedCounter {
             }
         }
         if let Some(map) = latest {
-            *self.inner.map.lock().unwrap() = map;
+            self.keep_map(map);
         }
         Ok(())
     }
