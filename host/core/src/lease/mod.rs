@@ -125,7 +125,7 @@ pub(crate) struct Acquire {
     /// [`acquire_pipeline`]).
     pub turn: Option<Document>,
     /// What an ended lease that is not taken (not this call's turn) is set
-    /// to besides its owner and end, both cleared: the fields of a freed
+    /// to besides its owner and end, both cleared: the rest of a freed
     /// document (a lock's ticket and hold count).
     pub ended: Document,
     /// The document when the lease is not taken (held by another, or not

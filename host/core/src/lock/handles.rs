@@ -650,8 +650,7 @@ fn acquire_fields(owner: &str, ticket: &str, ttl: Duration, wait: Option<Duratio
         claimed: Some(queue::claimed(owner, ticket)),
         // In turn, and with no shared holder (a reader, a permit) live.
         turn: Some(doc! { "$and": [queue::turn(ticket), holders::none_live()] }),
-        // As a release that frees the lock leaves it.
-        ended: doc! { "ticket": Bson::Null, "count": 0_i64 },
+        ended: queue::freed(),
         busy: wait.map(|refresh| queue::enqueued(owner, ticket, ttl, refresh)),
     }
 }

@@ -209,6 +209,13 @@ fn given(
     }]}
 }
 
+/// The fields of a lock nobody holds: what a release that hands it to
+/// nobody sets, and an acquire that finds a lease ended and leaves it to
+/// the next in line.
+pub(crate) fn freed() -> Document {
+    doc! { "owner": Bson::Null, "ticket": Bson::Null, "expiresAt": Bson::Null, "count": 0_i64 }
+}
+
 /// The document of a lock whose last hold was released: handed to the
 /// first live waiter if its entry is fresh enough, else freed.
 fn handed_or_freed() -> Document {
@@ -220,13 +227,9 @@ fn handed_or_freed() -> Document {
         doc! { "$toDate": { "$add": [{ "$toLong": "$$head.since" }, "$$head.ttl"] } },
         doc! { "$slice": ["$$q", 1, MAX_WAITERS] },
     );
-    let freed = doc! { "$mergeObjects": ["$$ROOT", {
-        "owner": Bson::Null,
-        "ticket": Bson::Null,
-        "expiresAt": Bson::Null,
-        "count": 0_i64,
-        "queue": "$$q",
-    }]};
+    let mut unheld = freed();
+    unheld.insert("queue", "$$q");
+    let freed = doc! { "$mergeObjects": ["$$ROOT", unheld] };
     // Fresh enough: refreshed within half the lease it asks for; and an
     // exclusive call (a shared one takes its place itself).
     let fresh_head = doc! { "$and": [
