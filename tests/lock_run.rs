@@ -12,7 +12,8 @@ use idmint::lock::{fenced_filter, fenced_set, Lock, LockState};
 use mongodb::bson::{doc, Document};
 
 use crate::support::locks::lock_run;
-use crate::support::process::{running, signal};
+use crate::support::process::{process_state, running, signal};
+use crate::support::wait::{self, PATIENCE};
 use crate::support::{self, held, lock_name};
 
 fn first_line(child: &mut Child) -> String {
@@ -297,6 +298,90 @@ fn signals_reach_the_command_and_nothing_outlives_the_release() {
             "SIG{signal_name}: not released: {state:?}"
         );
     }
+}
+
+/// A signal that reaches the wrapper just as it has taken the lock, before
+/// the guard has started COMMAND, is not lost: the wrapper passes it to
+/// COMMAND's group, where only the guard is yet, and the guard hands it on
+/// once COMMAND runs. (It was lost: the guard ignored it, and a `lock
+/// elect` leader asked to stop in that moment led on.) The moment is made
+/// certain: the guard stops itself (a test hook) just before it starts
+/// COMMAND, SIGTERM goes to the wrapper then, and the guard is continued
+/// once the signal waits in its group.
+#[test]
+fn a_signal_before_the_command_has_started_still_reaches_it() {
+    const TEST: &str = "lock_cli_early_signal";
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let database = runtime.block_on(support::database(TEST));
+    let mut command = lock_run(
+        TEST,
+        "job",
+        &["--ttl", "30", "--stop-guard-before-command"],
+        "exec sleep 600",
+    );
+    // SAFETY: signal(2) is async-signal-safe, and the closure runs in the
+    // child between fork and exec (SIGTERM's default disposition, whatever
+    // the test runner was started with).
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut command, || {
+            libc::signal(libc::SIGTERM, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let mut holder = command.spawn().unwrap();
+    let mut guard = None;
+    wait::until(PATIENCE, "the guard stopped before COMMAND", || {
+        guard = children(holder.id())
+            .into_iter()
+            .find(|&pid| process_state(pid) == Some('T'));
+        guard.is_some()
+    });
+    let guard = guard.unwrap();
+    signal(holder.id(), libc::SIGTERM);
+    wait::until(
+        PATIENCE,
+        "SIGTERM waiting in the guard until COMMAND runs",
+        || pending_signals(guard) & (1 << (libc::SIGTERM - 1)) != 0,
+    );
+    signal(guard, libc::SIGCONT);
+    let exited = exits_within(holder.id(), GONE_LONG_AGO);
+    if !exited {
+        holder.kill().unwrap();
+    }
+    let status = holder.wait().unwrap();
+    assert!(
+        exited,
+        "COMMAND never got the SIGTERM: the wrapper did not exit"
+    );
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM));
+    let state = job_state(&runtime, &database);
+    assert!(!state.is_held(), "not released: {state:?}");
+}
+
+/// The children of process `pid` (of any of its threads).
+fn children(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("children")).ok())
+        .flat_map(|list| {
+            list.split_whitespace()
+                .filter_map(|child| child.parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .collect()
+}
+
+/// The signals waiting for process `pid` as a whole (`ShdPnd`), bit
+/// `n - 1` for signal `n`.
+fn pending_signals(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|line| line.strip_prefix("ShdPnd:"))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .unwrap_or(0)
 }
 
 /// Takes lock "job" for `test` (waiting for the server to end the lease of

@@ -326,18 +326,18 @@ mod tests {
         }
     }
 
-    /// The crash hook exists only in the test suite's build.
+    /// The test hooks exist only in the test suite's build.
     #[test]
-    fn the_crash_hook_is_only_in_test_hook_builds() {
-        let parsed = Cli::try_parse_from([
-            "idmint",
-            "install",
-            "--crash-after-writes",
-            "1",
-            "--uri",
-            "mongodb://h",
-        ]);
-        assert_eq!(parsed.is_ok(), cfg!(feature = "test-hooks"));
+    fn the_test_hooks_are_only_in_test_hook_builds() {
+        for line in [
+            "idmint install --crash-after-writes 1 --uri mongodb://h",
+            "idmint series next inv --reference r --stop-before-commit --uri mongodb://h",
+            "idmint lock run job --stop-guard-before-command --uri mongodb://h -- true",
+            "idmint lock guard --watch-fd 3 --stop-before-command -- true",
+        ] {
+            let parsed = Cli::try_parse_from(line.split(' '));
+            assert_eq!(parsed.is_ok(), cfg!(feature = "test-hooks"), "{line}");
+        }
     }
 
     #[test]

@@ -46,6 +46,12 @@ pub struct RunArgs {
     /// than the holders have waits until fewer than its N hold.
     #[arg(long, value_name = "N")]
     pub permits: Option<u32>,
+    /// Testing aid: the guard stops itself (SIGSTOP) just before it starts COMMAND, for a
+    /// test to signal COMMAND's group then. Only in builds with the `test-hooks` feature (the
+    /// test suite's).
+    #[cfg(feature = "test-hooks")]
+    #[arg(long, hide = true)]
+    pub stop_guard_before_command: bool,
     /// The command to run, with its arguments (after `--`).
     #[arg(required = true, last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -79,6 +85,11 @@ pub struct GuardArgs {
     /// The read end of the pipe whose only write end `lock run` holds.
     #[arg(long, value_name = "FD")]
     pub watch_fd: RawFd,
+    /// Testing aid: stop (SIGSTOP) just before starting COMMAND (`lock run
+    /// --stop-guard-before-command`). Only in `test-hooks` builds.
+    #[cfg(feature = "test-hooks")]
+    #[arg(long, hide = true)]
+    pub stop_before_command: bool,
     /// The command to run, with its arguments (after `--`).
     #[arg(required = true, last = true, value_name = "COMMAND")]
     pub command: Vec<String>,

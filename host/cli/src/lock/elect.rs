@@ -42,6 +42,7 @@ pub(super) async fn elect(args: &ElectArgs, output: &Output) -> anyhow::Result<O
         at_most: None,
         json: output.is_json(),
         env: vec![("IDMINT_LOCK_LABEL", label.clone())],
+        guard_flags: Vec::new(),
     };
     let stop = CancellationToken::new();
     let standing = wait_options(MAX_WAIT).stop_on(stop.clone());

@@ -33,6 +33,7 @@ pub(super) fn spawn_guard(
     token: i64,
     json: bool,
     env: &[(&'static str, String)],
+    flags: &[&'static str],
 ) -> std::io::Result<(tokio::process::Child, GuardLine)> {
     let (watched, watch) = pipe()?;
     let fd = watched.as_raw_fd();
@@ -48,20 +49,26 @@ pub(super) fn spawn_guard(
         guard.arg("--json");
     }
     guard
-        .args(["lock", "guard", "--watch-fd", &fd.to_string(), "--"])
+        .args(["lock", "guard", "--watch-fd", &fd.to_string()])
+        .args(flags)
+        .arg("--")
         .args(command)
         .env("IDMINT_LOCK_TOKEN", token.to_string())
         .env("IDMINT_LOCK_NAME", name.as_str())
         .envs(env.iter().map(|(key, value)| (*key, value)))
         .process_group(0);
-    // SAFETY: fcntl(2) only, in the child between fork and exec: the read
-    // end (close-on-exec, like every fd idmint opens) is kept for the guard.
+    // SAFETY: fcntl(2) and sigprocmask(2) only, in the child between fork
+    // and exec: the read end (close-on-exec, like every fd idmint opens) is
+    // kept for the guard, and the passed-on signals are blocked in it from
+    // its first instruction: one `lock run` passes on before COMMAND exists
+    // waits in the guard until it does (see [`guard`]), rather than being
+    // lost or ending the guard.
     unsafe {
         guard.pre_exec(move || {
             if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
                 return Err(std::io::Error::last_os_error());
             }
-            Ok(())
+            mask_forwarded(libc::SIG_BLOCK)
         });
     }
     let child = guard.spawn()?;
@@ -218,27 +225,19 @@ pub(super) fn guard(args: &GuardArgs) -> anyhow::Result<Outcome> {
         ))
         .into());
     }
-    // Signals passed on by `lock run` reach the whole group: the guard stays
-    // to the end to report COMMAND's code. COMMAND gets the dispositions the
-    // guard was started with.
-    // SAFETY: signal(2) with SIG_IGN; the previous dispositions are restored
-    // in COMMAND.
-    let previous: Vec<(libc::c_int, libc::sighandler_t)> = FORWARDED
-        .iter()
-        .map(|&number| (number, unsafe { libc::signal(number, libc::SIG_IGN) }))
-        .collect();
+    // The signals `lock run` passes on are blocked here since the guard
+    // started (`spawn_guard`), and their dispositions are still the ones the
+    // guard was started with: COMMAND gets those, unblocked.
     let guard_pid = std::process::id() as libc::pid_t;
     let (program, program_args) = args.command.split_first().expect("clap requires COMMAND");
     let mut command = std::process::Command::new(program);
     command.args(program_args);
-    // SAFETY: only async-signal-safe calls (signal, prctl, getppid) between
-    // fork and exec.
+    // SAFETY: only async-signal-safe calls (sigprocmask, prctl, getppid)
+    // between fork and exec.
     unsafe {
         use std::os::unix::process::CommandExt;
         command.pre_exec(move || {
-            for &(number, disposition) in &previous {
-                libc::signal(number, disposition);
-            }
+            mask_forwarded(libc::SIG_UNBLOCK)?;
             #[cfg(target_os = "linux")]
             {
                 if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
@@ -263,11 +262,65 @@ pub(super) fn guard(args: &GuardArgs) -> anyhow::Result<Outcome> {
             libc::kill(0, libc::SIGKILL);
         }
     });
+    #[cfg(feature = "test-hooks")]
+    if args.stop_before_command {
+        // SAFETY: raise only sends this process a signal.
+        unsafe { libc::raise(libc::SIGSTOP) };
+    }
     let mut child = command
         .spawn()
         .map_err(|error| UsageError(format!("cannot run {program:?}: {error}")))?;
+    pass_on_what_waited()?;
     let status = child.wait()?;
     Ok(Outcome::Exit(exit_code(status)))
+}
+
+/// Once COMMAND runs: from now on the signals `lock run` passes on reach
+/// COMMAND's group directly, and the guard ignores them (it stays to report
+/// COMMAND's code); each that came while COMMAND did not exist yet, and
+/// waited blocked, goes to the group now. One that came just as COMMAND
+/// started may so reach COMMAND twice; none is lost.
+fn pass_on_what_waited() -> std::io::Result<()> {
+    // SAFETY: sigpending(2) fills the zeroed set it is given.
+    let mut pending: libc::sigset_t = unsafe { std::mem::zeroed() };
+    if unsafe { libc::sigpending(&mut pending) } == -1 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let waited: Vec<libc::c_int> = FORWARDED
+        .into_iter()
+        // SAFETY: sigismember(3) reads the set sigpending filled.
+        .filter(|&number| unsafe { libc::sigismember(&pending, number) } == 1)
+        .collect();
+    for number in FORWARDED {
+        // SAFETY: signal(2) with SIG_IGN, which also drops the guard's own
+        // pending instance of it (passed on below).
+        unsafe { libc::signal(number, libc::SIG_IGN) };
+    }
+    mask_forwarded(libc::SIG_UNBLOCK)?;
+    for number in waited {
+        // SAFETY: kill(2) on this process's own group, which ignores it.
+        unsafe { libc::kill(0, number) };
+    }
+    Ok(())
+}
+
+/// Blocks or unblocks ([`libc::SIG_BLOCK`], [`libc::SIG_UNBLOCK`]) the
+/// signals `lock run` passes on, in the calling thread. Async-signal-safe:
+/// it runs between fork and exec too.
+fn mask_forwarded(how: libc::c_int) -> std::io::Result<()> {
+    // SAFETY: sigemptyset(3) and sigaddset(3) on a local set, then
+    // sigprocmask(2) with it.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for number in FORWARDED {
+            libc::sigaddset(&mut set, number);
+        }
+        if libc::sigprocmask(how, &set, std::ptr::null_mut()) == -1 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
 }
 
 /// A process's exit code as a shell reports it: its own, or 128 plus the

@@ -82,12 +82,23 @@ pub(super) async fn run(args: &RunArgs, output: &Output) -> anyhow::Result<Outco
         at_most,
         json: output.is_json(),
         env,
+        guard_flags: guard_flags(args),
     };
     Ok(match hold(lease, &job, &mut signals).await? {
         Held::Exited(code) => Outcome::Exit(code),
         Held::Overran => Outcome::Exit(EXIT_AT_MOST),
         Held::Lost => Outcome::Exit(EXIT_LOCK_LOST),
     })
+}
+
+/// The guard's test-hook flags `args` asks for (`test-hooks` builds).
+fn guard_flags(args: &RunArgs) -> Vec<&'static str> {
+    #[cfg(feature = "test-hooks")]
+    if args.stop_guard_before_command {
+        return vec!["--stop-before-command"];
+    }
+    let _ = args;
+    Vec::new()
 }
 
 /// How long a wait stopped by a signal may take to leave the line (its
@@ -182,6 +193,9 @@ pub(super) struct Job<'a> {
     pub json: bool,
     /// Variables for COMMAND besides the lock's name and token.
     pub env: Vec<(&'static str, String)>,
+    /// Flags for the guard besides its own: the test hooks' (none in the
+    /// binary users build).
+    pub guard_flags: Vec<&'static str>,
 }
 
 /// How a holding of the lock ended.
@@ -209,7 +223,14 @@ pub(super) async fn hold(
     let token = lease.token();
     let mut watchdog = Watchdog::start(&lease);
     let (program, _) = job.command.split_first().expect("clap requires COMMAND");
-    let (mut child, mut line) = match spawn_guard(job.command, name, token, job.json, &job.env) {
+    let (mut child, mut line) = match spawn_guard(
+        job.command,
+        name,
+        token,
+        job.json,
+        &job.env,
+        &job.guard_flags,
+    ) {
         Ok(spawned) => spawned,
         Err(error) => {
             watchdog.stop();
