@@ -259,17 +259,7 @@ fn signals_reach_the_command_and_nothing_outlives_the_release() {
             "trap 'echo got {signal_name}; exit 42' {signal_name}; sleep 600 & echo ready; wait"
         );
         let mut command = lock_run(TEST, "job", &["--ttl", "30"], &script);
-        // The wrapper keeps a signal ignored when it started (as under
-        // `nohup`): start it with the signal's default disposition, whatever
-        // the test runner was started with.
-        // SAFETY: signal(2) is async-signal-safe, and the closure runs in the
-        // child between fork and exec.
-        unsafe {
-            std::os::unix::process::CommandExt::pre_exec(&mut command, move || {
-                libc::signal(number, libc::SIG_DFL);
-                Ok(())
-            });
-        }
+        with_default_disposition(&mut command, number);
         let mut holder = command.spawn().unwrap();
         assert_eq!(first_line(&mut holder), "ready");
         let rest = read_to_end(&mut holder);
@@ -319,15 +309,7 @@ fn a_signal_before_the_command_has_started_still_reaches_it() {
         &["--ttl", "30", "--stop-guard-before-command"],
         "exec sleep 600",
     );
-    // SAFETY: signal(2) is async-signal-safe, and the closure runs in the
-    // child between fork and exec (SIGTERM's default disposition, whatever
-    // the test runner was started with).
-    unsafe {
-        std::os::unix::process::CommandExt::pre_exec(&mut command, || {
-            libc::signal(libc::SIGTERM, libc::SIG_DFL);
-            Ok(())
-        });
-    }
+    with_default_disposition(&mut command, libc::SIGTERM);
     let mut holder = command.spawn().unwrap();
     let mut guard = None;
     wait::until(PATIENCE, "the guard stopped before COMMAND", || {
@@ -356,6 +338,20 @@ fn a_signal_before_the_command_has_started_still_reaches_it() {
     assert_eq!(status.code(), Some(128 + libc::SIGTERM));
     let state = job_state(&runtime, &database);
     assert!(!state.is_held(), "not released: {state:?}");
+}
+
+/// Starts `command` with signal `number`'s default disposition, whatever
+/// the test runner was started with: the wrapper keeps a signal ignored
+/// when it started (as under `nohup`).
+fn with_default_disposition(command: &mut Command, number: libc::c_int) {
+    // SAFETY: signal(2) is async-signal-safe, and the closure runs in the
+    // child between fork and exec.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(command, move || {
+            libc::signal(number, libc::SIG_DFL);
+            Ok(())
+        });
+    }
 }
 
 /// The children of process `pid` (of any of its threads).
@@ -630,15 +626,7 @@ fn a_signal_while_waiting_leaves_the_line_before_the_exit() {
             .args(["--ttl", "30", "--", "sh", "-c", "echo ran"])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        // SAFETY: signal(2) is async-signal-safe, and the closure runs in the
-        // child between fork and exec: SIGTERM's default disposition, whatever
-        // the test runner was started with.
-        unsafe {
-            std::os::unix::process::CommandExt::pre_exec(&mut command, || {
-                libc::signal(libc::SIGTERM, libc::SIG_DFL);
-                Ok(())
-            });
-        }
+        with_default_disposition(&mut command, libc::SIGTERM);
         let mut waiting = command.spawn().unwrap();
         let state = || {
             runtime
