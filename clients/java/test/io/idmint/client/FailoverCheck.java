@@ -2,6 +2,7 @@ package io.idmint.client;
 
 import static io.idmint.client.ClientCheck.require;
 
+import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.time.Duration;
 import java.util.concurrent.CompletionException;
@@ -108,13 +109,15 @@ public final class FailoverCheck {
      * then fails, with one error naming both and why, and no password.
      */
     static void everyInstanceFailingIsOneErrorAtTheDeadline() throws Exception {
-        int closedPort;
-        try (ServerSocket socket = new ServerSocket(0)) {
-            closedPort = socket.getLocalPort();
-        }
         FakeTime time = new FakeTime();
         try (Peer a = new Peer("a", (self, number) ->
                 Peer.status(503, "{\"error\":\"unavailable\",\"message\":\"the database is unreachable\"}"))) {
+            // A port nothing listens on, taken while A listens: one freed
+            // before A started could be A's (it was, once).
+            int closedPort;
+            try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+                closedPort = socket.getLocalPort();
+            }
             ValueClient client = ValueClient.builder()
                     .servers(a.url.toString(), "http://app:s3cret@127.0.0.1:" + closedPort + "/idmint")
                     .counter("c")
