@@ -11,6 +11,7 @@
 # fencing.
 #
 #   scripts/soak.sh [--minutes M] [--seed S] [--out DIR] [--keep-data]
+#                   [--broken MODE | --canary duplicate]
 #   scripts/soak.sh --self-test        the checker against planted violations
 #   scripts/soak.sh --check DIR        the checker again on a kept run
 #
@@ -40,7 +41,11 @@ ensure_java
 
 broken=0
 for arg in "$@"; do
-  [ "$arg" = --broken ] && broken=1
+  case "$arg" in
+    # Both run the deliberately broken build: for every process (--broken),
+    # or for the canary's takers only, their break off everywhere else.
+    --broken|--canary) broken=1 ;;
+  esac
 done
 
 if [ -n "${SOAK_BIN:-}" ]; then

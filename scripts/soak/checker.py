@@ -558,13 +558,18 @@ def load_series(out, meta):
     return records, register, meta["series_audit"]
 
 
-def load(out):
-    """Reads a run's directory: (attempts, lock records, faults, meta)."""
+def load_attempts(logs):
+    """Every attempt the drivers of a `logs` directory recorded."""
     attempts = []
-    logs = os.path.join(out, "logs")
     for name in sorted(os.listdir(logs)):
         if name.endswith(".jsonl"):
             attempts.extend(read_jsonl(os.path.join(logs, name)))
+    return attempts
+
+
+def load(out):
+    """Reads a run's directory: (attempts, lock records, faults, meta)."""
+    attempts = load_attempts(os.path.join(out, "logs"))
     lock_records = []
     locks = os.path.join(out, "locks")
     if os.path.isdir(locks):

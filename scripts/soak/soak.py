@@ -80,6 +80,13 @@ LOCKS = {
 FD_BOUND = 1000
 # The lock two apps hold over HTTP (HttpLockHolder).
 HTTP_LOCK = "soak-http"
+# The canary (--canary MODE): an autoinc counter in a database of its own,
+# taken by processes of the deliberately broken build with the break on,
+# beside the run and under its faults; its records are checked apart, in
+# OUT/canary. A run whose canary shows no value twice could not have caught
+# that bug: the harness failed.
+CANARY_DB = "soak-canary"
+CANARY_COUNTER = ("soak-canary", "CA-")
 
 
 class Cluster:
@@ -170,16 +177,49 @@ def names(args):
     return takers, serves, holders
 
 
-def use_broken_build(args):
-    """Picks the break of a deliberately broken build (src/broken.rs in the
-    idmint crate, the soak-broken feature) for every process of the run;
-    refuses a binary that is not such a build."""
+def require_broken_build(args, option):
+    """Refuses a binary without the breaks of a deliberately broken build
+    (src/broken.rs in the idmint crate, the soak-broken feature)."""
     version = subprocess.run([args.bin, "--version"], capture_output=True, text=True).stdout
     if "soak-broken" not in version:
-        raise SystemExit(f"soak: --broken needs a build with the soak-broken feature; "
+        raise SystemExit(f"soak: {option} needs a build with the soak-broken feature; "
                          f"{args.bin} is not one ({version.strip()!r})")
+
+
+def use_broken_build(args):
+    """Picks the break of a deliberately broken build for every process of
+    the run."""
+    require_broken_build(args, "--broken")
     os.environ["IDMINT_SOAK_BROKEN"] = args.broken
     log(f"a deliberately broken idmint ({args.broken}): {args.bin}")
+
+
+def canary_drivers(args, env, out):
+    """The canary's takers (--canary): a CLI `seq` loop, a CLI `next` loop
+    and a stream, each of the broken build with its break on, their records
+    in OUT/canary/logs. Seeded apart, so that every other driver's seeds and
+    the schedule stay as they were; not targets of the nemesis."""
+    directory = os.path.join(out, "canary")
+    os.makedirs(os.path.join(directory, "logs"), exist_ok=True)
+    rng = random.Random(args.seed + 4)
+    drivers = [CliLoop(mode, "autoinc", *CANARY_COUNTER, args.bin, env, directory, rng.random())
+               for mode in ("seq", "next")]
+    drivers.append(Stream("autoinc", *CANARY_COUNTER, args.bin, env, directory, rng.random()))
+    return drivers
+
+
+def check_canary(out, meta, faults):
+    """The canary's verdict (None: the run had no canary), written to
+    OUT/canary/result.json."""
+    if not meta.get("canary"):
+        return None
+    directory = os.path.join(out, "canary")
+    result = checker.check(checker.load_attempts(os.path.join(directory, "logs")), [], faults,
+                           meta["start"], meta["end"])
+    result["canary"] = meta["canary"]
+    with open(os.path.join(directory, "result.json"), "w", encoding="utf-8") as file:
+        json.dump(result, file, indent=1)
+    return result
 
 
 def check_digit_policy():
@@ -239,15 +279,31 @@ def finish(out, meta):
     result["minutes"] = meta.get("minutes")
     result["harness_errors"] = meta.get("harness_errors", []) + faults_not_injected(out)
     result["harness_fds_max"] = meta.get("harness_fds_max")
+    attempts, _, faults, _ = checker.load(out)
+    canary = check_canary(out, meta, faults)
+    if canary is not None and not canary["duplicated"]:
+        result["harness_errors"].append(
+            f"the canary's deliberately broken takes (IDMINT_SOAK_BROKEN={meta['canary']}) "
+            f"gave no value twice in {canary['totals']['acknowledged_values']} values: this run "
+            f"could not have caught that bug")
     with open(os.path.join(out, "result.json"), "w", encoding="utf-8") as file:
         json.dump(result, file, indent=1)
-    attempts, _, faults, _ = checker.load(out)
     with open(os.path.join(out, "timeline.svg"), "w", encoding="utf-8") as file:
         file.write(report.svg(attempts, faults, meta["start"], meta["end"],
                               f"idmint soak, seed {meta.get('seed')}, {meta.get('minutes')} min"))
     print(report.table(result))
     print(f"soak: result {os.path.join(out, 'result.json')}, timeline "
           f"{os.path.join(out, 'timeline.svg')}")
+    if canary is not None:
+        first = canary["first_violation"]
+        print(f"soak: canary ({meta['canary']}, a deliberately broken build's autoinc takes): "
+              f"{canary['totals']['acknowledged_values']} values, {canary['duplicated']} of them "
+              f"twice"
+              + (f", the first at +{first['example']['t'] - meta['start']:.1f} s"
+                 if first and first["violation"] == "duplicate" and first["example"].get("t")
+                 else "")
+              + f" ({'caught, as it must be' if canary['duplicated'] else 'NOT caught'}; "
+              f"{os.path.join(out, 'canary', 'result.json')})")
     if not result["valid"]:
         first = result["first_violation"]
         at = first["example"].get("t")
@@ -338,7 +394,7 @@ def run(args):
     log("faults by kind: " + ", ".join(f"{k} {counts.get(k, 0)}" for k in FAULTS))
 
     cluster = Cluster()
-    meta = {"seed": args.seed, "minutes": args.minutes, "bin": args.bin}
+    meta = {"seed": args.seed, "minutes": args.minutes, "bin": args.bin, "canary": args.canary}
     drivers = []
     interrupted = threading.Event()
 
@@ -391,9 +447,18 @@ def run(args):
             env.pop("MONGODB_URI", None)  # beside named ones, an unnamed URI is an error
             return env
 
+        canary_env = (dict(base, MONGODB_URI=uris["direct"], IDMINT_DB=CANARY_DB,
+                           IDMINT_SOAK_BROKEN=args.canary) if args.canary else None)
+
+        def prepare_canary():
+            idmint_ok(args.bin, canary_env, "install")
+            idmint_ok(args.bin, canary_env, "counter", "create", CANARY_COUNTER[0],
+                      *CREATE["autoinc"], "--prefix", CANARY_COUNTER[1])
+
         wait_for_all([setup.submit(idmint_ok, args.bin, env("direct"), "install"),
                       setup.submit(idmint_ok, args.bin, dict(base, MONGODB_URI=db_us.uri()),
-                                   "install")])
+                                   "install")]
+                     + ([setup.submit(prepare_canary)] if args.canary else []))
         counters = {kind: (f"soak-{kind}", PREFIX[kind]) for kind in KINDS}
         spanning_counters = {kind: (f"soak-{kind}", PREFIX[kind]) for kind in SPANNING_KINDS}
         swap_policy = check_digit_policy()
@@ -525,6 +590,11 @@ def run(args):
         series_rng = random.Random(args.seed + 2)
         drivers += [SeriesLoop(i, SERIES, args.bin, env(route), out, series_rng.random())
                     for i, route in enumerate(["direct", "cut"])]
+        if args.canary:
+            drivers += canary_drivers(args, canary_env, out)
+            log(f"canary: {CANARY_COUNTER[0]} (autoinc, database {CANARY_DB}) taken by a CLI seq "
+                f"loop, a CLI next loop and a stream with IDMINT_SOAK_BROKEN={args.canary}: "
+                f"checked apart, it must show values twice (OUT/canary)")
         meta["start"] = time.time()
         for driver in drivers:
             driver.start()
@@ -604,6 +674,10 @@ def main():
     parser.add_argument("--broken", choices=["duplicate", "lock"],
                         help="run a deliberately broken build (feature soak-broken): the run must be "
                              "invalid")
+    parser.add_argument("--canary", choices=["duplicate"],
+                        help="beside the run, a counter of its own taken by the deliberately broken "
+                             "build with this break on (feature soak-broken), checked apart: the run "
+                             "fails (2) unless the canary shows a value twice")
     parser.add_argument("--no-java", action="store_true", help="leave the Java client out")
     parser.add_argument("--check", metavar="DIR", help="only check a kept run's directory")
     parser.add_argument("--self-test", action="store_true")
@@ -624,6 +698,10 @@ def main():
     if args.out is None:
         args.out = os.path.join(os.environ.get("TMPDIR", "/tmp"),
                                 f"idmint-soak-{args.seed}-{int(time.time())}")
+    if args.broken and args.canary:
+        parser.error("--broken and --canary: the canary is a broken build beside a sound run")
+    if args.canary:
+        require_broken_build(args, "--canary")
     if args.broken:
         use_broken_build(args)
     else:

@@ -84,6 +84,48 @@ class HarnessFailuresFailTheRun(unittest.TestCase):
         out, meta = self.run_dir([self.fault("killed and restarted")])
         self.assertEqual(quietly(soak.finish, out, meta), 0)
 
+    def takes(self, directory, values):
+        """One driver's autoinc takes (cli-seq), a second apart."""
+        os.makedirs(os.path.join(directory, "logs"), exist_ok=True)
+        with open(os.path.join(directory, "logs", "cli-seq-autoinc.jsonl"), "w",
+                  encoding="utf-8") as file:
+            for i, raw in enumerate(values):
+                file.write(json.dumps({"path": "cli-seq", "kind": "autoinc", "counter": "c",
+                                       "t0": 1001.0 + i, "t1": 1001.5 + i, "status": "ok",
+                                       "n": len(raw), "raw": raw, "scope": "cli"}) + "\n")
+
+    def with_canary(self, canary_values):
+        out, meta = self.run_dir([self.fault("killed and restarted")])
+        meta["canary"] = "duplicate"
+        self.takes(out, [[1, 2], [3]])
+        self.takes(os.path.join(out, "canary"), canary_values)
+        return out, meta
+
+    def test_a_value_twice_exits_1(self):
+        out, meta = self.run_dir([])
+        self.takes(out, [[1, 2], [2, 3]])
+        self.assertEqual(quietly(soak.finish, out, meta), 1)
+
+    def test_a_canary_that_shows_a_value_twice_leaves_a_clean_run_valid(self):
+        out, meta = self.with_canary([[1, 2], [2, 3]])
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            self.assertEqual(soak.finish(out, meta), 0)
+        self.assertIn("1 of them twice", printed.getvalue())
+        with open(os.path.join(out, "canary", "result.json"), encoding="utf-8") as file:
+            canary = json.load(file)
+        self.assertEqual((canary["duplicated"], canary["valid"]), (1, False))
+        with open(os.path.join(out, "result.json"), encoding="utf-8") as file:
+            self.assertTrue(json.load(file)["valid"], "the canary's values are not the run's")
+
+    def test_a_canary_that_shows_no_value_twice_fails_the_harness(self):
+        out, meta = self.with_canary([[1, 2], [3]])
+        self.assertEqual(quietly(soak.finish, out, meta), 2)
+        with open(os.path.join(out, "result.json"), encoding="utf-8") as file:
+            errors = json.load(file)["harness_errors"]
+        self.assertEqual(len(errors), 1)
+        self.assertIn("canary", errors[0])
+
 
 class SpanningCounters(unittest.TestCase):
     def test_each_has_three_takers_the_nemesis_picks_from(self):
