@@ -675,9 +675,9 @@ def main():
                         help="run a deliberately broken build (feature soak-broken): the run must be "
                              "invalid")
     parser.add_argument("--canary", choices=["duplicate"],
-                        help="beside the run, a counter of its own taken by the deliberately broken "
-                             "build with this break on (feature soak-broken), checked apart: the run "
-                             "fails (2) unless the canary shows a value twice")
+                        help="beside the run, a counter of its own taken by the deliberately "
+                             "broken build with this break on (feature soak-broken), checked "
+                             "apart: the run fails (2) unless the canary shows a value twice")
     parser.add_argument("--no-java", action="store_true", help="leave the Java client out")
     parser.add_argument("--check", metavar="DIR", help="only check a kept run's directory")
     parser.add_argument("--self-test", action="store_true")
