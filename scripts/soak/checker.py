@@ -209,10 +209,7 @@ def check_locks(records, faults=()):
             if before and after and \
                     freeze["end"] - FROZEN_GRACE <= after[0] and \
                     after[-1] <= freeze["end"] + FROZEN_GRACE:
-                # Ending a hair after its last write: an end sorts before a
-                # start at the same time, and a one-write span would end
-                # before it began.
-                return [times[0], before[-1] + 1e-6]
+                return [times[0], before[-1]]
         return None
 
     # A semaphore: never more holders at once than its permits.
@@ -223,8 +220,12 @@ def check_locks(records, faults=()):
             if frozen is not None and frozen != span:
                 fenced_overlaps.append({"lock": lock, "token": token, "frozen": True})
             counted[token] = frozen or span
+        # An end sorts before a start at the same time (one holder leaving
+        # as the next comes is no overlap), so a span of one write (a holder
+        # killed just after it) ends a hair after it began, not before.
         events = sorted([(start, 1, token) for token, (start, _) in counted.items()]
-                        + [(end, -1, token) for token, (_, end) in counted.items()],
+                        + [(max(end, start + 1e-6), -1, token)
+                           for token, (start, end) in counted.items()],
                         key=lambda event: (event[0], event[1]))
         holding = set()
         for t, step, token in events:

@@ -597,6 +597,26 @@ class CheckerTest(unittest.TestCase):
                        START, START + 10)
         self.assertFalse(result["valid"])
 
+    def test_a_permit_holder_killed_after_its_first_write_holds_no_longer(self):
+        # Seed 1's kill-lock once killed a semaphore holder 38 ms before its
+        # COMMAND's one write ("start"): a span of one instant, which the
+        # count took for a holder to the end of the run (its end sorted
+        # before its start), and every later pair of holders for three.
+        def held(token, times):
+            return [{"lock": "sem", "token": token, "event": "beat", "t": START + t,
+                     "accepted": True, "mode": "shared", "permits": 2} for t in times]
+        killed = held(1, (1.0,))
+        later = held(2, (2.0, 4.0)) + held(3, (3.0, 5.0))
+        result = check(clean_attempts(), clean_locks() + killed + later, [FAULT],
+                       START, START + 10)
+        self.assertTrue(result["valid"], result["first_violation"])
+        # It held at that instant: two others beside it then are three.
+        beside = held(2, (0.5, 4.0)) + held(3, (0.8, 5.0))
+        result = check(clean_attempts(), clean_locks() + killed + beside, [FAULT],
+                       START, START + 10)
+        self.assertFalse(result["valid"])
+        self.assertEqual(result["first_violation"]["example"]["tokens"], [1, 2, 3])
+
     def test_a_planted_fencing_violation_is_invalid(self):
         locks = clean_locks() + [
             {"lock": "a", "token": 1, "event": "beat", "t": START + 5, "accepted": True},
