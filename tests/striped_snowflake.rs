@@ -5,7 +5,10 @@
 //! keep issuing from the reservations they hold.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
+
+use tokio::sync::Barrier;
 
 use idmint::sequence::striping::hooks::{hold, Point};
 use idmint::sequence::striping::set_stripes;
@@ -149,6 +152,89 @@ async fn handles_from_before_a_change_issue_from_what_they_reserved_and_never_sh
     }
     let distinct: BTreeSet<u64> = all.iter().copied().collect();
     assert_eq!(distinct.len(), all.len(), "an ID was issued twice");
+    for handle in handles {
+        handle.close().await.unwrap();
+    }
+}
+
+/// Takes of one value are served from the lane lease a handle holds, with
+/// no await that waits: two handles, two tasks each taking at once (a
+/// barrier), before and after a change of stripes (2 to 4 lanes) that seals
+/// the lanes they hold: their renewals (every 100 ms) find it and let the
+/// worker ids go, so the takes after lease lanes of the new generation.
+/// No ID twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn takes_of_one_value_from_tasks_at_once_and_across_a_change_never_share_an_id() {
+    const TEST: &str = "striped_snowflake_ones";
+    const TAKES: usize = 2000;
+    let database = support::database(TEST).await;
+    create(
+        TEST,
+        "ids",
+        &["--kind", "snowflake", "--raw", "--stripes", "2"],
+    );
+    let name = counter_name("ids");
+    let mut options = OpenOptions::default();
+    let mut leases = SnowflakeOptions::default();
+    leases.renew_every = Duration::from_millis(100);
+    options.snowflake = leases;
+    let mut handles = Vec::new();
+    for _ in 0..2 {
+        handles.push(
+            Sequence::open(&database, name.clone(), &options)
+                .await
+                .unwrap()
+                .0,
+        );
+    }
+    let round = |handles: Vec<Sequence>| async move {
+        let barrier = Arc::new(Barrier::new(4));
+        let tasks: Vec<_> = handles
+            .iter()
+            .flat_map(|handle| [handle.clone(), handle.clone()])
+            .map(|handle| {
+                let barrier = barrier.clone();
+                tokio::spawn(async move {
+                    barrier.wait().await;
+                    let mut ids = Vec::with_capacity(TAKES);
+                    for _ in 0..TAKES {
+                        let stamps = handle.take(1, 0).await.unwrap();
+                        ids.push(stamps[0].sequence);
+                    }
+                    ids
+                })
+            })
+            .collect();
+        let mut all = Vec::new();
+        for task in tasks {
+            all.extend(task.await.unwrap());
+        }
+        all
+    };
+    let live = || {
+        support::worker_leases(TEST, "ids")
+            .iter()
+            .filter(|lease| lease["live"].as_bool().unwrap())
+            .count()
+    };
+    let mut all = round(handles.clone()).await;
+    assert_eq!(live(), 2, "each handle holds a lane's worker id");
+    set_stripes(&database, &name, 4).await.unwrap();
+    // Both handles found their lanes sealed and let their worker ids go:
+    // each next take finds that its lease issues no more.
+    support::wait::within(
+        support::wait::PATIENCE,
+        "the sealed lanes' leases released",
+        async {
+            while live() > 0 {
+                tokio::task::yield_now().await;
+            }
+        },
+    )
+    .await;
+    all.extend(round(handles.clone()).await);
+    let distinct: BTreeSet<u64> = all.iter().copied().collect();
+    assert_eq!(distinct.len(), 8 * TAKES, "an ID was issued twice");
     for handle in handles {
         handle.close().await.unwrap();
     }

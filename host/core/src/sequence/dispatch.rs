@@ -385,6 +385,11 @@ macro_rules! registry {
                 if let Some(stamps) = self.take_held(count, client_micros) {
                     return Ok(stamps);
                 }
+                if let Self::Striped { counter, .. } = self {
+                    if let Some(stamps) = counter.take_leased_now(count).await {
+                        return Ok(stamps);
+                    }
+                }
                 // Boxed: the ways that wait are many and their state large;
                 // a take served from memory does not carry it.
                 Box::pin(self.take_waiting(count, client_micros)).await

@@ -40,7 +40,7 @@ pub use super::lane_ceiling::LaneCeiling;
 use super::name::CounterName;
 use super::striping::counting::CEILING_CHUNK;
 use super::striping::{Deployments, Lane, Mark, StripingError};
-use crate::parts::Stamp;
+use crate::parts::{Stamp, Stamps};
 
 /// The `kind` of a lane document (`striping/lane.rs`): no path that does
 /// not know lanes takes from it.
@@ -367,6 +367,13 @@ pub trait LaneLease: Debug + Send + Sync {
     /// Takes `count` values, in the order issued;
     /// [`SequenceError::Striped`]: the lane was sealed.
     fn take(&self, count: u64) -> Boxed<'_, Result<Vec<Stamp>, SequenceError>>;
+
+    /// `count` values the lease can issue now, with no await; `None`: not
+    /// now, with nothing taken ([`LaneLease::take`] then takes them, or
+    /// says why not).
+    fn take_held(&self, _count: u64) -> Option<Stamps> {
+        None
+    }
 
     /// Lets the lease go.
     fn close(&self) -> Boxed<'_, Result<(), SequenceError>>;

@@ -328,6 +328,19 @@ impl StripedCounter {
         }
     }
 
+    /// `count` values from the lane lease this handle holds, if it can
+    /// issue them now (`None` otherwise, with nothing taken:
+    /// [`StripedCounter::take`] then takes). Its one await yields only when
+    /// the task has spent its budget, as [`StripedCounter::take`] does, so
+    /// that a task taking in a loop lets the tasks it woke run.
+    pub async fn take_leased_now(&self, count: usize) -> Option<Stamps> {
+        let Taking::Leased(leased) = &self.inner.taking else {
+            return None;
+        };
+        tokio::task::consume_budget().await;
+        leased.held().as_ref()?.lease.take_held(count as u64)
+    }
+
     /// Takes the next run of `size` values for `buffer` in the background
     /// (its [`Buffer::take_held`] said one is due). A fetch that fails is
     /// left to the next taker that runs out, which reports its error.

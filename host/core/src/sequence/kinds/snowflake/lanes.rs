@@ -23,11 +23,11 @@ use super::{
     keep_tag_from_others, leases_of, LaneGate, SnowflakeCounter, SnowflakeKind, SnowflakeOptions,
     SnowflakeState,
 };
-use crate::parts::{Layout, Stamp};
+use crate::parts::{Layout, Stamp, Stamps};
 use crate::sequence::counter::fields::read_integer;
 use crate::sequence::error::{striping, SequenceError};
 use crate::sequence::identity::Incarnation;
-use crate::sequence::kind_trait::{Kind, MAX_VALUE};
+use crate::sequence::kind_trait::{Handle, Kind, MAX_VALUE};
 use crate::sequence::lane_kind::{Boxed, LaneLease, LaneLeaser, LiveLane, Stripable, Takes};
 use crate::sequence::name::CounterName;
 use crate::sequence::striping::{Deployments, Generation, Lane, Mark, StripingError, MAX_LANES};
@@ -333,6 +333,11 @@ impl LaneLease for Held {
                 })
                 .collect())
         })
+    }
+
+    /// One ID, as the unstriped counter's take issues it from memory.
+    fn take_held(&self, count: u64) -> Option<Stamps> {
+        Handle::take_held(&self.counter, usize::try_from(count).ok()?, 0)
     }
 
     fn close(&self) -> Boxed<'_, Result<(), SequenceError>> {
