@@ -19,6 +19,30 @@ use crate::support::{
     self, assert_exit, counter_name, create, database_name, idmint, run, stderr, stdout, Seq,
 };
 
+/// How many of the worker leases of `test`'s counter `ids` are live.
+fn live_leases(test: &str) -> usize {
+    support::worker_leases(test, "ids")
+        .iter()
+        .filter(|lease| lease["live"].as_bool().unwrap())
+        .count()
+}
+
+/// Waits until no worker lease of `test`'s counter `ids` is live: handles
+/// whose gate a change of stripes sealed let their worker ids go at their
+/// next renewal.
+async fn leases_released(test: &str) {
+    support::wait::within(
+        support::wait::PATIENCE,
+        "the sealed handles' leases released",
+        async {
+            while live_leases(test) > 0 {
+                tokio::task::yield_now().await;
+            }
+        },
+    )
+    .await;
+}
+
 /// `counter create ids --kind snowflake --stripes 4`, then 8 `idmint seq`
 /// processes holding their leases at once: each issues under one worker id,
 /// the eight worker ids distinct, and no ID twice. `counter show` says
@@ -211,27 +235,12 @@ async fn takes_of_one_value_from_tasks_at_once_and_across_a_change_never_share_a
         }
         all
     };
-    let live = || {
-        support::worker_leases(TEST, "ids")
-            .iter()
-            .filter(|lease| lease["live"].as_bool().unwrap())
-            .count()
-    };
     let mut all = round(handles.clone()).await;
-    assert_eq!(live(), 2, "each handle holds a lane's worker id");
+    assert_eq!(live_leases(TEST), 2, "each handle holds a lane's worker id");
     set_stripes(&database, &name, 4).await.unwrap();
     // Both handles found their lanes sealed and let their worker ids go:
     // each next take finds that its lease issues no more.
-    support::wait::within(
-        support::wait::PATIENCE,
-        "the sealed lanes' leases released",
-        async {
-            while live() > 0 {
-                tokio::task::yield_now().await;
-            }
-        },
-    )
-    .await;
+    leases_released(TEST).await;
     all.extend(round(handles.clone()).await);
     let distinct: BTreeSet<u64> = all.iter().copied().collect();
     assert_eq!(distinct.len(), 8 * TAKES, "an ID was issued twice");
@@ -258,24 +267,9 @@ async fn a_handle_whose_gate_is_sealed_releases_its_worker_id_at_once() {
         .await
         .unwrap();
     let before = held.take(10, 0).await.unwrap();
-    let live = || {
-        support::worker_leases(TEST, "ids")
-            .iter()
-            .filter(|lease| lease["live"].as_bool().unwrap())
-            .count()
-    };
-    assert_eq!(live(), 1);
+    assert_eq!(live_leases(TEST), 1);
     set_stripes(&database, &name, 2).await.unwrap();
-    support::wait::within(
-        support::wait::PATIENCE,
-        "the sealed handle's lease released",
-        async {
-            while live() > 0 {
-                tokio::task::yield_now().await;
-            }
-        },
-    )
-    .await;
+    leases_released(TEST).await;
     let after = held.take(10, 0).await.unwrap();
     let mut all: Vec<u64> = before.iter().chain(&after).map(|s| s.sequence).collect();
     all.sort_unstable();

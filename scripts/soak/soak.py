@@ -194,18 +194,24 @@ def use_broken_build(args):
     log(f"a deliberately broken idmint ({args.broken}): {args.bin}")
 
 
+# The canary's two streams' rate each (values a second): takes that overlap
+# often enough to repeat values within seconds, and little load beside the
+# run's (two processes; CLI loops, a process a call, cost the loaded first
+# server and the machine more).
+CANARY_RATE = 10
+
+
 def canary_drivers(args, env, out):
-    """The canary's takers (--canary): a CLI `seq` loop, a CLI `next` loop
-    and a stream, each of the broken build with its break on, their records
-    in OUT/canary/logs. Seeded apart, so that every other driver's seeds and
-    the schedule stay as they were; not targets of the nemesis."""
+    """The canary's takers (--canary): two streams of the broken build with
+    its break on, their records in OUT/canary/logs. Seeded apart, so that
+    every other driver's seeds and the schedule stay as they were; not
+    targets of the nemesis."""
     directory = os.path.join(out, "canary")
     os.makedirs(os.path.join(directory, "logs"), exist_ok=True)
     rng = random.Random(args.seed + 4)
-    drivers = [CliLoop(mode, "autoinc", *CANARY_COUNTER, args.bin, env, directory, rng.random())
-               for mode in ("seq", "next")]
-    drivers.append(Stream("autoinc", *CANARY_COUNTER, args.bin, env, directory, rng.random()))
-    return drivers
+    return [Stream("autoinc", *CANARY_COUNTER, args.bin, env, directory, rng.random(),
+                   rate=CANARY_RATE, name=f"canary-stream-{i}")
+            for i in range(2)]
 
 
 def check_canary(out, meta, faults):
@@ -592,8 +598,8 @@ def run(args):
                     for i, route in enumerate(["direct", "cut"])]
         if args.canary:
             drivers += canary_drivers(args, canary_env, out)
-            log(f"canary: {CANARY_COUNTER[0]} (autoinc, database {CANARY_DB}) taken by a CLI seq "
-                f"loop, a CLI next loop and a stream with IDMINT_SOAK_BROKEN={args.canary}: "
+            log(f"canary: {CANARY_COUNTER[0]} (autoinc, database {CANARY_DB}) taken by two "
+                f"streams of {CANARY_RATE} values a second with IDMINT_SOAK_BROKEN={args.canary}: "
                 f"checked apart, it must show values twice (OUT/canary)")
         meta["start"] = time.time()
         for driver in drivers:

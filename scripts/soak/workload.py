@@ -210,8 +210,9 @@ class SeriesLoop(Driver):
 class Stream(Driver):
     """One `idmint next COUNTER --stream`, restarted after it dies."""
 
-    def __init__(self, kind, counter, prefix, idmint, env, out, seed, rate=40, follow_db=False):
-        super().__init__(f"stream-swap-{kind}" if follow_db else f"stream-{kind}", seed)
+    def __init__(self, kind, counter, prefix, idmint, env, out, seed, rate=40, follow_db=False,
+                 name=None):
+        super().__init__(name or (f"stream-swap-{kind}" if follow_db else f"stream-{kind}"), seed)
         self.kind, self.counter, self.prefix = kind, counter, prefix
         self.idmint, self.env, self.rate = idmint, env, rate
         # --policy-from-db: the policy the database names, swapped live.

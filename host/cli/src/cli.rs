@@ -20,7 +20,7 @@ use crate::{
 const VERSION: &str = if cfg!(feature = "soak-broken") {
     concat!(
         env!("CARGO_PKG_VERSION"),
-        " (soak-broken: a deliberately broken build, for scripts/soak.sh --broken only)"
+        " (soak-broken: a deliberately broken build, for scripts/soak.sh --broken and --canary only)"
     )
 } else {
     env!("CARGO_PKG_VERSION")
