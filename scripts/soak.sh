@@ -23,7 +23,8 @@
 # Writes OUT (default /tmp/idmint-soak-SEED-TIME): schedule.json, logs/,
 # faults.jsonl, result.json ("valid": true|false), timeline.svg. Exits 0 when
 # valid, 1 when not (naming the first example and the faults around it), 2
-# when the harness itself failed. docs/RELIABILITY.md says more.
+# when the harness itself failed or refused its input (a --broken or
+# --canary run of a build without the breaks). docs/RELIABILITY.md says more.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

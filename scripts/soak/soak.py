@@ -7,7 +7,8 @@
 
 scripts/soak.sh installs the tools and builds idmint, then runs this.
 Exit: 0 valid, 1 invalid (a duplicate, loss, order violation, lock overlap
-or fencing violation), 2 the harness itself failed, 130 interrupted.
+or fencing violation), 2 the harness itself failed or its input was refused,
+130 interrupted.
 """
 
 import argparse
@@ -87,6 +88,11 @@ HTTP_LOCK = "soak-http"
 # that bug: the harness failed.
 CANARY_DB = "soak-canary"
 CANARY_COUNTER = ("soak-canary", "CA-")
+# The canary's two streams' rate each (values a second): takes that overlap
+# often enough to repeat values within seconds, and little load beside the
+# run's (two processes; CLI loops, a process a call, cost the loaded first
+# server and the machine more).
+CANARY_RATE = 10
 
 
 class Cluster:
@@ -182,8 +188,11 @@ def require_broken_build(args, option):
     (src/broken.rs in the idmint crate, the soak-broken feature)."""
     version = subprocess.run([args.bin, "--version"], capture_output=True, text=True).stdout
     if "soak-broken" not in version:
-        raise SystemExit(f"soak: {option} needs a build with the soak-broken feature; "
-                         f"{args.bin} is not one ({version.strip()!r})")
+        # Bad input, refused before anything starts: exit 2 as argparse's
+        # own refusals, never 1, which says a run was invalid.
+        print(f"soak: {option} needs a build with the soak-broken feature; "
+              f"{args.bin} is not one ({version.strip()!r})", file=sys.stderr)
+        sys.exit(2)
 
 
 def use_broken_build(args):
@@ -192,13 +201,6 @@ def use_broken_build(args):
     require_broken_build(args, "--broken")
     os.environ["IDMINT_SOAK_BROKEN"] = args.broken
     log(f"a deliberately broken idmint ({args.broken}): {args.bin}")
-
-
-# The canary's two streams' rate each (values a second): takes that overlap
-# often enough to repeat values within seconds, and little load beside the
-# run's (two processes; CLI loops, a process a call, cost the loaded first
-# server and the machine more).
-CANARY_RATE = 10
 
 
 def canary_drivers(args, env, out):

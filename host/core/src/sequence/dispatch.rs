@@ -374,8 +374,11 @@ macro_rules! registry {
             /// of the kinds whose values carry no time of their own.
             ///
             /// Values the handle holds in memory are handed out at once,
-            /// with no await ([`Handle::take_held`]); only a take that must
-            /// wait (a round trip, a fetch, a lease) goes the long way.
+            /// with no await ([`Handle::take_held`]; from a striped handle's
+            /// lane lease, after one await that yields only when the task's
+            /// budget is spent, [`StripedCounter::take_leased_now`]); only a
+            /// take that must wait (a round trip, a fetch, a lease) goes the
+            /// long way.
             pub async fn take(
                 &self,
                 count: usize,
